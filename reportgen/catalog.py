@@ -1,0 +1,210 @@
+"""The model and GPU catalogs: bundled data files read into frozen specs, and the lookup-table
+rows (Models, GPUs) that the formulas and the workbook share."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .errors import InputError, unknown_name
+from .models import LORA_TARGET_SETS, ModelSpec, load_config_file, read_json, spec_from_config
+from .units import MiB
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """A bundled data folder (`presets`, `templates`): inside the installed package, else the checkout."""
+    installed = PACKAGE_DIR / name
+    return installed if installed.is_dir() else PACKAGE_DIR.parent / name
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    vendor: str
+    memory_mib: int
+    marketed_memory: str
+    bf16_dense_tflops: float
+    memory_bandwidth_gbps: float
+    price_purchase_usd: float
+    price_per_hour_usd: float
+    memory_source: str
+    spec_source: str
+    price_source: str
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_mib * MiB
+
+    @classmethod
+    def from_mapping(cls, raw: Any, *, source: str, key_path: str) -> "GpuSpec":
+        if not isinstance(raw, Mapping):
+            raise InputError(f"expected a mapping, got {raw!r}", source=source, key_path=key_path)
+        fields = {f: raw.get(f) for f in cls.__dataclass_fields__}
+        unknown = set(raw) - set(fields)
+        if unknown:
+            raise unknown_name("key", sorted(unknown)[0], fields, source=source, key_path=key_path)
+        for name, value in fields.items():
+            where = f"{key_path}.{name}"
+            if value is None:
+                raise InputError("missing required field", source=source, key_path=where)
+            numeric = cls.__dataclass_fields__[name].type in ("int", "float")
+            if numeric and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise InputError(f"expected a non-negative number, got {value!r}", source=source, key_path=where)
+            if not numeric and not isinstance(value, str):
+                raise InputError(f"expected text, got {value!r}", source=source, key_path=where)
+        if fields["memory_mib"] <= 0 or not float(fields["memory_mib"]).is_integer():
+            raise InputError(f"expected a positive whole number of MiB, got {fields['memory_mib']!r}",
+                             source=source, key_path=f"{key_path}.memory_mib")
+        fields["memory_mib"] = int(fields["memory_mib"])
+        return cls(**fields)
+
+
+def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
+    path = path or data_dir("presets") / "gpus.yaml"
+    source = str(path)
+    raw = read_yaml(path)
+    entries = raw.get("gpus") if isinstance(raw, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise InputError("expected a non-empty list under 'gpus'", source=source, key_path="gpus")
+    gpus: dict[str, GpuSpec] = {}
+    for i, entry in enumerate(entries):
+        gpu = GpuSpec.from_mapping(entry, source=source, key_path=f"gpus[{i}]")
+        if gpu.name in gpus:
+            raise InputError(f"duplicate GPU name {gpu.name!r}", source=source, key_path=f"gpus[{i}].name")
+        gpus[gpu.name] = gpu
+    return gpus
+
+
+def read_yaml(path: Path) -> Any:
+    source = str(path)
+    if path.is_dir():
+        raise InputError("is a directory, expected a YAML file", source=source)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"malformed YAML{where}: {problem}", source=source) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+
+@dataclass(frozen=True)
+class CatalogModel:
+    spec: ModelSpec
+    hf_id: str
+    family: str
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+
+
+def load_models(folder: Path | None = None) -> dict[str, CatalogModel]:
+    folder = folder or data_dir("presets") / "models"
+    models: dict[str, CatalogModel] = {}
+    for path in sorted(folder.glob("*.json")):
+        entry = read_json(path)
+        if not isinstance(entry, dict) or "config" not in entry or "name" not in entry:
+            raise InputError("a catalog entry needs 'name' and 'config'", source=str(path))
+        spec = spec_from_config(entry["config"], name=entry["name"], source=entry.get("source") or str(path))
+        if spec.name in models:
+            raise InputError(f"duplicate model name {spec.name!r}", source=str(path), key_path="name")
+        models[spec.name] = CatalogModel(spec, entry.get("hf_id", ""), entry.get("family", ""))
+    return models
+
+
+def catalog_entry(spec_source_raw: Mapping[str, Any], name: str, source: str) -> dict[str, Any]:
+    """The JSON written by `reportgen import-config` (same schema as the bundled entries)."""
+    return {"name": name, "hf_id": "", "family": "", "source": source, "config": dict(spec_source_raw)}
+
+
+def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_path: str = "model",
+                  source: str | None = None) -> ModelSpec:
+    """A catalog name (case-insensitive) or a path to a config.json."""
+    if name_or_path in models:
+        return models[name_or_path].spec
+    lowered = {k.lower(): k for k in models}
+    if name_or_path.lower() in lowered:
+        return models[lowered[name_or_path.lower()]].spec
+    if name_or_path.endswith(".json") or "/" in name_or_path:
+        return load_config_file(Path(name_or_path))
+    raise unknown_name("model", name_or_path, models, source=source, key_path=key_path)
+
+
+# Columns of the Models lookup table: everything the formulas need about a model, one row each.
+MODEL_COLUMNS = (
+    "total_params", "active_params", "embedding_params", "lm_head_params", "vocab_size", "hidden_size",
+    "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "q_dim", "kv_dim", "mlp_width",
+    "gated_mlp", "tied_embeddings", "kv_elements_per_token", "largest_layer_params", "num_experts",
+    "lora_per_rank_qv", "lora_per_rank_qkvo", "lora_per_rank_all",
+    "lora_inputs_qv", "lora_inputs_qkvo", "lora_inputs_all",
+    "lora_modules_qv", "lora_modules_qkvo", "lora_modules_all",
+)
+LORA_SET_SUFFIX = {"q_proj,v_proj": "qv", "q_proj,k_proj,v_proj,o_proj": "qkvo", "all-linear": "all"}
+
+
+def model_row(spec: ModelSpec) -> dict[str, float]:
+    """The Models-table row for a spec: shape numbers and exact counts the formulas use."""
+    L = spec.num_hidden_layers
+    if spec.is_moe:
+        # Per token: the top-k routed experts plus the shared ones, averaged over all layers.
+        moe_width = spec.num_experts_per_tok * spec.moe_intermediate_size + spec.shared_expert_intermediate_size
+        mlp_width = (spec.num_dense_layers * spec.intermediate_size + spec.num_moe_layers * moe_width) / L
+    else:
+        mlp_width = spec.intermediate_size
+    row = {
+        "total_params": spec.total_params,
+        "active_params": spec.active_params_per_token,
+        "embedding_params": spec.embedding_params,
+        "lm_head_params": spec.lm_head_params,
+        "vocab_size": spec.vocab_size,
+        "hidden_size": spec.hidden_size,
+        "num_hidden_layers": L,
+        "num_attention_heads": spec.num_attention_heads,
+        "num_key_value_heads": spec.num_key_value_heads,
+        "q_dim": spec.q_dim,
+        "kv_dim": spec.kv_dim,
+        "mlp_width": mlp_width,
+        "gated_mlp": 1 if spec.gated_mlp else 0,
+        "tied_embeddings": 1 if spec.tie_word_embeddings else 0,
+        "kv_elements_per_token": spec.kv_cache_elements_per_token,
+        "largest_layer_params": spec.largest_layer_params,
+        "num_experts": spec.num_experts,
+    }
+    for targets, suffix in LORA_SET_SUFFIX.items():
+        modules = LORA_TARGET_SETS[targets]
+        try:
+            row[f"lora_per_rank_{suffix}"] = spec.lora_params(1, modules)
+            row[f"lora_inputs_{suffix}"] = spec.lora_input_features_per_layer(modules)
+            row[f"lora_modules_{suffix}"] = spec.lora_modules_per_layer(modules)
+        except InputError:  # architectures PEFT names differently: LoRA not offered for them
+            row[f"lora_per_rank_{suffix}"] = 0
+            row[f"lora_inputs_{suffix}"] = 0
+            row[f"lora_modules_{suffix}"] = 0
+    return row
+
+
+GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "memory_bandwidth_gbps", "price_purchase_usd", "price_per_hour_usd")
+
+
+def gpu_row(gpu: GpuSpec) -> dict[str, float]:
+    return {c: getattr(gpu, c) for c in GPU_COLUMNS}

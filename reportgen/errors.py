@@ -1,0 +1,47 @@
+"""User-facing errors: each carries where the bad value came from and what is allowed.
+
+The CLI turns an InputError into one line `Error: <file>: <key path>: <message>` and exit
+status 1. Anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+
+
+class InputError(Exception):
+    """A problem with a file or value that the user can fix."""
+
+    def __init__(self, message: str, *, source: str | None = None, key_path: str | None = None):
+        self.message = message
+        self.source = source
+        self.key_path = key_path
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        parts = [p for p in (self.source, self.key_path) if p]
+        parts.append(self.message)
+        return ": ".join(parts).replace("\n", " ")
+
+    def located(self, source: str | None = None, key_path_prefix: str | None = None) -> "InputError":
+        """The same error with a file and/or an outer key path filled in."""
+        key = self.key_path
+        if key_path_prefix:
+            key = f"{key_path_prefix}.{key}" if key else key_path_prefix
+        return InputError(self.message, source=self.source or source, key_path=key)
+
+
+def did_you_mean(value: object, known: Iterable[str]) -> str:
+    """' (did you mean 'bf16'?)' or '' — appended to unknown-name messages."""
+    matches = difflib.get_close_matches(str(value), list(known), n=1, cutoff=0.6)
+    return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+def unknown_name(kind: str, value: object, known: Iterable[str], **where) -> InputError:
+    known = sorted(known)
+    shown = ", ".join(known) if len(known) <= 12 else ", ".join(known[:12]) + f", … ({len(known)} in all)"
+    return InputError(f"unknown {kind} {value!r}{did_you_mean(value, known)} (known: {shown})", **where)

@@ -1,0 +1,437 @@
+"""Scenarios in, per-GPU bytes out.
+
+A Scenario is one model instance with its workload and parallel layout (the inputs of the term
+table). An RLHF scenario groups several role scenarios (actor, critic, reference, reward) with a
+placement. The term table (terms.py) is compiled once into a plain Python function, so a sweep of
+many scenarios costs one function call each and the formulas stay defined in one place.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import tables as tb
+from .catalog import CatalogModel, GpuSpec, gpu_row, model_row
+from .errors import InputError, unknown_name
+from .formulas import Lookup, spreadsheet_ceil, to_python
+from .models import LORA_TARGET_SETS, ModelSpec
+from .terms import (ASSUMPTION_DEFAULTS, INPUT_NAMES, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, TOTAL_TERMS, Term)
+from .formulas import MAX, MIN, Var
+
+ZERO_STAGES = (0, 1, 2, 3)
+RLHF_ROLES = ("actor", "critic", "reference", "reward")
+PLACEMENTS = ("colocated", "separate")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One model instance: the inputs of the term table, plus a name."""
+
+    model: str
+    workload: str = "inference"
+    head: str = "lm"
+    precision: str = "bf16-mixed"
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    optimizer: str = "adamw"
+    optimizer_impl: str = "fused"
+    batch_size: int = 1
+    seq_len: int = 4096
+    prompt_len: int = 2048
+    gen_len: int = 2048
+    logits: str = "last"
+    checkpointing: str = "none"
+    attention: str = "flash"
+    num_gpus: int = 1
+    zero_stage: int = 0
+    tp_size: int = 1
+    offload: str = "none"
+    lora_rank: int = 16
+    lora_targets: str = "q_proj,v_proj"
+    gpu: str = "H100-80GB-SXM"
+    name: str = ""
+
+    def inputs(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in INPUT_NAMES}
+
+    def label(self) -> str:
+        return self.name or default_label(self)
+
+
+def default_label(s: Scenario) -> str:
+    parts = [s.model, s.workload]
+    if s.workload != "inference":
+        parts.append(s.precision if s.workload == "full" else f"r{s.lora_rank}")
+    else:
+        parts.append(s.weight_dtype)
+    parts.append(f"{s.num_gpus}×{s.gpu}")
+    if s.zero_stage:
+        parts.append(f"ZeRO-{s.zero_stage}")
+    if s.tp_size > 1:
+        parts.append(f"TP{s.tp_size}")
+    return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class RlhfScenario:
+    """PPO / DPO / GRPO: several role scenarios placed together or apart."""
+
+    name: str
+    algorithm: str
+    placement: str
+    roles: tuple[tuple[str, Scenario], ...]
+
+    def role(self, name: str) -> Scenario:
+        return dict(self.roles)[name]
+
+    def label(self) -> str:
+        return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {self.placement}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+TEXT_CHOICES: dict[str, tuple[str, ...]] = {
+    "workload": tb.WORKLOADS + ("frozen",),
+    "head": tb.HEADS,
+    "precision": tuple(tb.PRECISIONS.rows),
+    "weight_dtype": tuple(tb.DTYPES.rows),
+    "kv_dtype": tuple(tb.DTYPES.rows),
+    "optimizer": tuple(tb.OPTIMIZERS.rows),
+    "optimizer_impl": tb.OPTIMIZER_IMPLS,
+    "logits": tb.LOGITS,
+    "checkpointing": tb.CHECKPOINTING,
+    "attention": tb.ATTENTION,
+    "offload": tb.OFFLOAD,
+    "lora_targets": tuple(LORA_TARGET_SETS),
+}
+# Upper bounds keep every product far inside float precision (and catch typos like 10**9 tokens).
+INT_LIMITS: dict[str, tuple[int, int]] = {
+    "batch_size": (1, 1_000_000), "seq_len": (1, 10_000_000), "prompt_len": (0, 10_000_000),
+    "gen_len": (0, 10_000_000), "num_gpus": (1, 1_000_000), "zero_stage": (0, 3), "tp_size": (1, 1024),
+    "lora_rank": (1, 65536),
+}
+
+
+def check_value(name: str, value: Any, *, gpus: Iterable[str], source: str | None, key_path: str) -> Any:
+    """One input value checked against its allowed set or range; returns it normalised."""
+    if name in INT_LIMITS:
+        lo, hi = INT_LIMITS[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise InputError(f"expected a whole number, got {value!r}", source=source, key_path=key_path)
+        if not lo <= value <= hi:
+            raise InputError(f"must be between {lo} and {hi:,}, got {value}", source=source, key_path=key_path)
+        return value
+    if not isinstance(value, str):
+        raise InputError(f"expected text, got {value!r}", source=source, key_path=key_path)
+    if name == "gpu":
+        if value not in gpus:
+            raise unknown_name("GPU", value, gpus, source=source, key_path=key_path)
+        return value
+    if name == "model":
+        return value
+    choices = TEXT_CHOICES[name]
+    if value not in choices:
+        raise unknown_name(name.replace("_", " "), value, choices, source=source, key_path=key_path)
+    return value
+
+
+def skip_reason(s: Scenario, spec: ModelSpec) -> str | None:
+    """Why a well-formed combination cannot run (a sweep skips it), or None."""
+    if s.num_gpus % s.tp_size:
+        return f"tp_size {s.tp_size} does not divide num_gpus {s.num_gpus}"
+    if spec.num_attention_heads % s.tp_size:
+        return f"tp_size {s.tp_size} does not divide {spec.num_attention_heads} attention heads"
+    if spec.num_key_value_heads % s.tp_size and s.tp_size % spec.num_key_value_heads:
+        return f"tp_size {s.tp_size} and {spec.num_key_value_heads} KV heads do not divide each other"
+    trains = s.workload in ("full", "lora", "qlora")
+    if s.zero_stage and not trains:
+        return f"ZeRO-{s.zero_stage} applies to training; workload is {s.workload}"
+    if s.zero_stage and s.num_gpus // s.tp_size == 1:
+        return f"ZeRO-{s.zero_stage} on one data-parallel rank shards nothing"
+    if s.offload != "none" and not trains:
+        return "CPU offload applies to training"
+    if s.workload in ("lora", "qlora") and model_row(spec)["lora_per_rank_qv"] == 0:
+        return f"LoRA is not modelled for {spec.model_type} models"
+    if s.workload == "inference" and s.prompt_len + s.gen_len == 0:
+        return "inference needs prompt_len + gen_len > 0"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation of a term table into one Python function
+
+def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: str = "_estimate") -> Callable:
+    """def _estimate(I, A, T, R) -> tuple of every term's value, in table order."""
+    local = {t.name: f"t_{i}" for i, t in enumerate(terms)}
+
+    def var(n: str) -> str:
+        return local.get(n) or var_code(n)
+
+    def lookup(e: Lookup) -> str:
+        key = to_python(e.key, var, lookup)
+        return f"T[{e.table!r}][{key}][{e.column!r}]"
+
+    lines = [f"def {name}(I, A, T, R):"]
+    for t in terms:
+        lines.append(f"    {local[t.name]} = {to_python(t.expr, var, lookup)}")
+    lines.append("    return (" + ", ".join(local[t.name] for t in terms) + ",)")
+    namespace = {"_ceil": spreadsheet_ceil}
+    exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
+    return namespace[name]
+
+
+def _role_var(n: str) -> str:
+    if n in INPUT_NAMES:
+        return f"I[{n!r}]"
+    if n in ASSUMPTION_DEFAULTS:
+        return f"A[{n!r}]"
+    raise KeyError(n)
+
+
+_ROLE_FN = compile_terms(ROLE_TERMS, _role_var)
+_ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+@dataclass(frozen=True)
+class Estimate:
+    scenario: Scenario
+    values: Mapping[str, float]  # every term, by name
+    params_total: int
+    params_active: int
+    params_by_component: Mapping[str, int]
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    @property
+    def per_gpu_bytes(self) -> dict[str, int]:
+        return {k: int(self.values[k]) for k in PER_GPU_KEYS}
+
+    @property
+    def peak_parts(self) -> dict[str, int]:
+        return {k: int(self.values[k]) for k in PEAK_PARTS}
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.values["fits"])
+
+    def params_json(self) -> dict[str, Any]:
+        trainable = int(self.values["trainable_params"])
+        return {
+            "total": self.params_total,
+            "active_per_token": self.params_active,
+            "trainable": trainable if self.scenario.workload in ("lora", "qlora") else self.params_total,
+            "by_component": dict(self.params_by_component),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scenario
+        return {
+            "name": s.label(),
+            "inputs": s.inputs(),
+            "params": self.params_json(),
+            "per_gpu_bytes": self.per_gpu_bytes,
+            "peak_breakdown_bytes": self.peak_parts,
+            "peak_phase": PHASE_NAMES[int(self.values["peak_phase"])],
+            "host_offload_bytes": int(self.values["host_offload_bytes"]),
+            "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),
+            "headroom_bytes": int(self.values["headroom_bytes"]),
+            "fits": self.fits,
+            "fits_recommended": bool(self.values["fits_recommended"]),
+            "cost": {"purchase_usd": self.values["purchase_usd"], "per_hour_usd": self.values["hourly_usd"]},
+        }
+
+
+PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward"}
+
+
+@dataclass(frozen=True)
+class GroupEstimate:
+    scenario: RlhfScenario
+    roles: tuple[tuple[str, Estimate], ...]
+    values: Mapping[str, float]
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    @property
+    def per_gpu_bytes(self) -> dict[str, int]:
+        return {k: int(self.values[k]) for k in PER_GPU_KEYS}
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.values["fits"])
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scenario
+        actor = self.roles[0][1]
+        return {
+            "name": s.label(),
+            "inputs": {"workload": s.algorithm, "placement": s.placement,
+                       "roles": {r: e.scenario.inputs() for r, e in self.roles}},
+            "params": actor.params_json(),
+            "per_gpu_bytes": self.per_gpu_bytes,
+            "total_gpus": int(self.values["total_gpus"]),
+            "gpus_per_role": {r: e.scenario.num_gpus for r, e in self.roles},
+            "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),
+            "headroom_bytes": int(self.values["headroom_bytes"]),
+            "fits": self.fits,
+            "fits_recommended": bool(self.values["fits_recommended"]),
+            "cost": {"purchase_usd": self.values["purchase_usd"], "per_hour_usd": self.values["hourly_usd"]},
+            "roles": {r: e.to_json() for r, e in self.roles},
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# RLHF group terms: built from the roles present, so the same expressions feed the workbook
+
+def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
+    def r(role: str, term: str) -> Var:
+        return Var(f"{role}.{term}")
+
+    def total(term: str):
+        out = r(role_names[0], term)
+        for role in role_names[1:]:
+            out = out + r(role, term)
+        return out
+
+    def largest(term: str):
+        return MAX(*(r(role, term) for role in role_names))
+
+    if placement == "colocated":
+        core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else largest(k))
+                for k in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache")]
+        core += [
+            Term("model_states", "Resident model states of every role", "bytes", total("model_states"),
+                 "every role's weights (and the trained roles' optimizer states) stay on the GPUs", "phase"),
+            Term("transient_peak", "Largest phase's transient memory", "bytes",
+                 MAX(*(r(role, "allocated_peak") - r(role, "model_states") for role in role_names)),
+                 "rollout (actor KV cache), scoring forwards, and each trained role's step run one after another",
+                 "phase"),
+            Term("allocated_peak", "Allocated peak", "bytes", Var("model_states") + Var("transient_peak"),
+                 "persistent states of every role + the largest phase", "total"),
+            Term("total_gpus", "GPUs in all", "count", Var("num_gpus"), "", "fit"),
+        ]
+        return tuple(core) + TOTAL_TERMS
+    # Separate pools: each role sized on its own GPUs; the group reports the tightest pool.
+    core = [Term(k, k, "bytes", largest(k)) for k in PER_GPU_KEYS]
+    core += [
+        Term("gpu_memory_bytes", "GPU memory (smallest pool)", "bytes", MIN(*(r(x, "gpu_memory_bytes") for x in role_names))),
+        Term("fits", "Every pool fits (1/0)", "flag", MIN(*(r(x, "fits") for x in role_names))),
+        Term("headroom_bytes", "Headroom (tightest pool)", "bytes", MIN(*(r(x, "headroom_bytes") for x in role_names))),
+        Term("fits_recommended", "Every pool fits with k (1/0)", "flag", MIN(*(r(x, "fits_recommended") for x in role_names))),
+        Term("purchase_usd", "Purchase cost (USD)", "usd", total("purchase_usd")),
+        Term("hourly_usd", "Cloud cost per hour (USD)", "usd", total("hourly_usd")),
+        Term("total_gpus", "GPUs in all", "count", total("num_gpus")),
+    ]
+    return tuple(core)
+
+
+_GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}
+
+
+def _group_fn(role_names: tuple[str, ...], placement: str):
+    key = (role_names, placement)
+    if key not in _GROUP_FNS:
+        terms = group_terms(role_names, placement)
+
+        def var(n: str) -> str:
+            if "." in n:
+                role, term = n.split(".", 1)
+                return f"R[{role!r}][{term!r}]"
+            return _role_var(n)
+
+        _GROUP_FNS[key] = (compile_terms(terms, var, "_group"), terms)
+    return _GROUP_FNS[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimator
+
+class Estimator:
+    """Holds the catalogs and assumptions; estimates scenarios. Pure: no files, no clock."""
+
+    def __init__(self, models: Mapping[str, CatalogModel] | Mapping[str, ModelSpec],
+                 gpus: Mapping[str, GpuSpec], assumptions: Mapping[str, float] | None = None):
+        self.specs: dict[str, ModelSpec] = {
+            n: (m.spec if isinstance(m, CatalogModel) else m) for n, m in models.items()}
+        self.gpus = dict(gpus)
+        self.assumptions = {**ASSUMPTION_DEFAULTS, **(assumptions or {})}
+        self.tables = {
+            "Models": {n: model_row(s) for n, s in self.specs.items()},
+            "GPUs": {n: gpu_row(g) for n, g in self.gpus.items()},
+            **{t.name: t.rows for t in tb.LOOKUP_TABLES},
+        }
+
+    def with_model(self, spec: ModelSpec) -> "Estimator":
+        """The same estimator knowing one more model (e.g. a config path given on the command line)."""
+        return Estimator({**self.specs, spec.name: spec}, self.gpus, self.assumptions)
+
+    def spec(self, name: str) -> ModelSpec:
+        if name not in self.specs:
+            raise unknown_name("model", name, self.specs, key_path="model")
+        return self.specs[name]
+
+    def estimate(self, s: Scenario) -> Estimate:
+        spec = self.spec(s.model)
+        row = _ROLE_FN(s.inputs(), self.assumptions, self.tables, None)
+        values = dict(zip(_ROLE_INDEX, row))
+        return Estimate(s, values, spec.total_params, spec.active_params_per_token, spec.params_by_component())
+
+    def estimate_values(self, s: Scenario) -> tuple:
+        """Every term's value in table order, without building an Estimate (for fast sweeps)."""
+        return _ROLE_FN(s.inputs(), self.assumptions, self.tables, None)
+
+    def estimate_group(self, g: RlhfScenario) -> GroupEstimate:
+        roles = tuple((name, self.estimate(s)) for name, s in g.roles)
+        fn, terms = _group_fn(tuple(n for n, _ in g.roles), g.placement)
+        first = g.roles[0][1]
+        inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}
+        values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
+                                                      {n: e.values for n, e in roles})))
+        return GroupEstimate(g, roles, values)
+
+
+# ---------------------------------------------------------------------------------------------
+# RLHF role layouts
+
+def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
+                  critic_model: str | None = None, reward_model: str | None = None,
+                  reference_model: str | None = None, group_size: int = 1,
+                  role_gpus: Mapping[str, int] | None = None) -> RlhfScenario:
+    """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
+
+    PPO: actor (trained, generates), critic (trained, value head), reference (frozen), reward (frozen,
+    value head). DPO: policy and frozen reference over chosen + rejected sequences. GRPO: no critic; G
+    samples per prompt.
+    """
+    seq = actor.prompt_len + actor.gen_len
+    frozen = dict(workload="frozen", seq_len=seq, prompt_len=0, gen_len=0, zero_stage=0 if actor.zero_stage < 3 else 3,
+                  offload="none", weight_dtype="bf16")
+    roles: list[tuple[str, Scenario]]
+    if algorithm == "dpo":
+        pair = dict(batch_size=actor.batch_size * 2, seq_len=seq, prompt_len=0, gen_len=0)
+        roles = [("policy", replace(actor, **pair)),
+                 ("reference", replace(actor, model=reference_model or actor.model, **{**frozen, **pair}))]
+    else:
+        batch = actor.batch_size * (group_size if algorithm == "grpo" else 1)
+        roles = [("actor", replace(actor, batch_size=batch, seq_len=seq))]
+        if algorithm == "ppo":
+            roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", batch_size=batch,
+                                            seq_len=seq, prompt_len=0, gen_len=0)))
+        roles.append(("reference", replace(actor, model=reference_model or actor.model, batch_size=batch, **frozen)))
+        roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", batch_size=batch,
+                                        **frozen)))
+    if placement == "separate" and role_gpus:
+        roles = [(r, replace(s, num_gpus=role_gpus.get(r, s.num_gpus),
+                             zero_stage=s.zero_stage if role_gpus.get(r, s.num_gpus) // s.tp_size > 1 else 0))
+                 for r, s in roles]
+    roles = [(r, replace(s, zero_stage=0) if s.workload == "frozen" and s.zero_stage != 3 else s) for r, s in roles]
+    return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles))

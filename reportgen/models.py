@@ -1,0 +1,541 @@
+"""Model specs read from Hugging Face config.json fields, and exact parameter accounting.
+
+A config is normalised into one frozen ModelSpec whose fields are the shape numbers the memory
+formulas need; every architecture quirk (fused qkv, q/k norms, MLA, shared experts, learned
+positions, tied heads) is resolved here, once, so the estimator never looks at model_type.
+Counts equal what transformers instantiates (tests compare against meta-device counts).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import InputError
+
+# PEFT target names that reportgen understands, and the named sets the workbook offers.
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_TARGET_SETS = {
+    "q_proj,v_proj": ("q_proj", "v_proj"),
+    "q_proj,k_proj,v_proj,o_proj": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "all-linear": LORA_MODULES,
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The shape of a decoder-only transformer, normalised across architectures."""
+
+    name: str
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int  # dense MLP width (0 if every layer is MoE)
+    gated_mlp: bool = True  # SwiGLU/GeGLU (gate, up, down) vs plain (fc1, fc2)
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    norm_bias: bool = False  # LayerNorm (weight + bias) vs RMSNorm (weight)
+    norms_per_layer: int = 2
+    num_position_embeddings: int = 0  # learned absolute positions (GPT-2, OPT)
+    embedding_norm: bool = False  # BLOOM's word_embeddings_layernorm
+    final_norm: bool = True
+    word_embed_proj_dim: int = 0  # OPT-350m style projection; 0 = hidden_size
+    # Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    # Mixture of experts; num_experts == 0 means dense.
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    shared_expert_intermediate_size: int = 0  # all shared experts together
+    shared_expert_gate: bool = False  # Qwen2-MoE's sigmoid gate on the shared expert
+    router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias
+    num_moe_layers: int = 0
+    source: str = ""
+    generic_total_params: int = 0  # a model known only by its size ("a 7B model")
+
+    # ---- derived shape -------------------------------------------------------------------
+    @property
+    def q_dim(self) -> int:
+        if self.kv_lora_rank:
+            return self.num_attention_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K (and of V) per token per layer, as stored in the KV cache."""
+        return self.num_key_value_heads * self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        if self.kv_lora_rank:
+            return self.num_attention_heads * self.v_head_dim
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        """Values cached per token over all layers: 2·L·kv_heads·head_dim, or MLA's latent."""
+        if self.kv_lora_rank:
+            return self.num_hidden_layers * (self.kv_lora_rank + self.qk_rope_head_dim)
+        return 2 * self.num_hidden_layers * self.kv_dim
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_hidden_layers - self.num_moe_layers
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    # ---- parameter accounting ------------------------------------------------------------
+    def _norm_params(self, width: int) -> int:
+        return width * (2 if self.norm_bias else 1)
+
+    def _attention_params_per_layer(self) -> int:
+        h = self.hidden_size
+        if self.kv_lora_rank:
+            nh = self.num_attention_heads
+            qk_head = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + self.q_lora_rank * nh * qk_head
+            else:
+                q = h * nh * qk_head
+            kv = h * (self.kv_lora_rank + self.qk_rope_head_dim)
+            kv += self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
+            return q + kv + self.attn_out_dim * h
+        weights = h * self.q_dim + 2 * h * self.kv_dim + self.attn_out_dim * h
+        biases = (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0) + (h if self.o_bias else 0)
+        return weights + biases
+
+    def _mlp_params(self, width: int) -> int:
+        h = self.hidden_size
+        if self.gated_mlp:
+            return 3 * h * width + ((2 * width + h) if self.mlp_bias else 0)
+        return 2 * h * width + ((width + h) if self.mlp_bias else 0)
+
+    def _expert_params(self) -> int:
+        return self._mlp_params(self.moe_intermediate_size)
+
+    def _layer_norm_params(self) -> int:
+        n = self.norms_per_layer * self._norm_params(self.hidden_size)
+        if self.qk_norm:
+            n += 2 * self.head_dim
+        if self.q_lora_rank:
+            n += self._norm_params(self.q_lora_rank)
+        if self.kv_lora_rank:
+            n += self._norm_params(self.kv_lora_rank)
+        return n
+
+    def params_by_component(self) -> dict[str, int]:
+        """Exact parameter count per component; tied embeddings counted once (under embedding)."""
+        if self.generic_total_params:
+            return self._generic_breakdown()
+        h, L = self.hidden_size, self.num_hidden_layers
+        emb_dim = self.word_embed_proj_dim or h
+        embedding = self.vocab_size * emb_dim + self.num_position_embeddings * h
+        if self.word_embed_proj_dim and self.word_embed_proj_dim != h:
+            embedding += 2 * h * self.word_embed_proj_dim  # project_in and project_out
+        if self.embedding_norm:
+            embedding += self._norm_params(h)
+        moe_layers = self.num_moe_layers
+        experts = moe_layers * self.num_experts * self._expert_params()
+        shared = moe_layers * self._mlp_params(self.shared_expert_intermediate_size) if self.shared_expert_intermediate_size else 0
+        router = moe_layers * (h * self.num_experts + (self.num_experts if self.router_bias else 0)
+                               + (h if self.shared_expert_gate else 0))
+        return {
+            "embedding": embedding,
+            "attention": L * self._attention_params_per_layer(),
+            "mlp": self.num_dense_layers * self._mlp_params(self.intermediate_size) + shared,
+            "experts": experts,
+            "router": router,
+            "norms": L * self._layer_norm_params() + (self._norm_params(h) if self.final_norm else 0),
+            "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * emb_dim,
+        }
+
+    def _generic_breakdown(self) -> dict[str, int]:
+        embedding = self.vocab_size * self.hidden_size
+        lm_head = 0 if self.tie_word_embeddings else embedding
+        blocks = self.generic_total_params - embedding - lm_head
+        if blocks <= 0:
+            raise InputError(f"num_params {self.generic_total_params} is smaller than the embedding "
+                             f"({embedding} = vocab_size × hidden_size)", source=self.name)
+        return {"embedding": embedding, "blocks": blocks, "lm_head": lm_head}
+
+    @property
+    def total_params(self) -> int:
+        return sum(self.params_by_component().values())
+
+    @property
+    def inactive_expert_params(self) -> int:
+        """Routed-expert parameters a token does not use (all of them stay resident)."""
+        if not self.is_moe:
+            return 0
+        unused = self.num_experts - self.num_experts_per_tok
+        return self.num_moe_layers * unused * self._expert_params()
+
+    @property
+    def active_params_per_token(self) -> int:
+        return self.total_params - self.inactive_expert_params
+
+    @property
+    def embedding_params(self) -> int:
+        return self.params_by_component()["embedding"]
+
+    @property
+    def lm_head_params(self) -> int:
+        return self.params_by_component()["lm_head"]
+
+    @property
+    def largest_layer_params(self) -> int:
+        """Parameters of one decoder layer (the ZeRO-3 gather unit), or of the embedding if larger."""
+        per_layer = (self.total_params - self.embedding_params - self.lm_head_params) // self.num_hidden_layers
+        return max(per_layer, self.embedding_params, self.lm_head_params)
+
+    # ---- LoRA ----------------------------------------------------------------------------
+    def _lora_module_shapes(self) -> dict[str, list[tuple[int, int, int]]]:
+        """PEFT module name -> list of (in_features, out_features, count over the model)."""
+        h, L = self.hidden_size, self.num_hidden_layers
+        if self.kv_lora_rank or not self.gated_mlp or self.generic_total_params:
+            raise InputError(f"LoRA counting supports Llama-style attention and gated MLPs; "
+                             f"{self.name} ({self.model_type}) is not supported", key_path="lora_targets")
+        shapes = {
+            "q_proj": [(h, self.q_dim, L)],
+            "k_proj": [(h, self.kv_dim, L)],
+            "v_proj": [(h, self.kv_dim, L)],
+            "o_proj": [(self.attn_out_dim, h, L)],
+            "gate_proj": [], "up_proj": [], "down_proj": [],
+        }
+        dense_layers = self.num_dense_layers
+        mlp_blocks = [(self.intermediate_size, dense_layers)]
+        # Per-expert MLPs are nn.Linear modules named gate/up/down_proj in Qwen-MoE and DeepSeek;
+        # Mixtral names them w1/w2/w3, so PEFT's gate_proj/up_proj/down_proj never match there.
+        if self.is_moe and self.model_type != "mixtral":
+            mlp_blocks.append((self.moe_intermediate_size, self.num_moe_layers * self.num_experts))
+            if self.shared_expert_intermediate_size:
+                mlp_blocks.append((self.shared_expert_intermediate_size, self.num_moe_layers))
+        for width, count in mlp_blocks:
+            if count and width:
+                shapes["gate_proj"].append((h, width, count))
+                shapes["up_proj"].append((h, width, count))
+                shapes["down_proj"].append((width, h, count))
+        return shapes
+
+    def lora_params(self, rank: int, targets: tuple[str, ...]) -> int:
+        """Trainable LoRA parameters: rank × (in + out) for every targeted linear layer."""
+        shapes = self._lora_module_shapes()
+        return sum(rank * (fin + fout) * count for t in targets for fin, fout, count in shapes[t])
+
+    def lora_input_features_per_layer(self, targets: tuple[str, ...]) -> float:
+        """Σ in_features of the adapted modules in one average layer (PEFT saves an fp32 copy of each input)."""
+        shapes = self._lora_module_shapes()
+        total = sum(fin * count for t in targets for fin, _, count in shapes[t])
+        return total / self.num_hidden_layers
+
+    def lora_modules_per_layer(self, targets: tuple[str, ...]) -> float:
+        shapes = self._lora_module_shapes()
+        return sum(count for t in targets for _, _, count in shapes[t]) / self.num_hidden_layers
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading configs
+
+class _Fields:
+    """Typed access to a config mapping; every failure names the file and field."""
+
+    def __init__(self, raw: Mapping[str, Any], source: str):
+        self.raw, self.source = raw, source
+
+    def _error(self, key: str, message: str) -> InputError:
+        return InputError(message, source=self.source, key_path=key)
+
+    def int(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:
+        for key in keys:
+            if key in self.raw and self.raw[key] is not None:
+                value = self.raw[key]
+                if isinstance(value, bool) or not isinstance(value, int):
+                    if isinstance(value, float) and value.is_integer():
+                        value = int(value)
+                    else:
+                        raise self._error(key, f"expected an integer, got {value!r}")
+                if value < minimum:
+                    raise self._error(key, f"must be at least {minimum}, got {value}")
+                return value
+        if default is not None:
+            return default
+        raise self._error(keys[0], "missing required field" + (f" (or {', '.join(keys[1:])})" if len(keys) > 1 else ""))
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._error(key, f"expected true or false, got {value!r}")
+        return value
+
+
+def _llama_like(f: _Fields, name: str, model_type: str, **overrides) -> ModelSpec:
+    h = f.int("hidden_size")
+    nh = f.int("num_attention_heads")
+    if h % nh and "head_dim" not in f.raw:
+        raise f._error("num_attention_heads", f"hidden_size {h} is not divisible by num_attention_heads {nh}")
+    attention_bias = f.bool("attention_bias", False)
+    kw = dict(
+        name=name, model_type=model_type,
+        vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("num_hidden_layers"),
+        num_attention_heads=nh,
+        num_key_value_heads=f.int("num_key_value_heads", default=nh),
+        head_dim=f.int("head_dim", default=h // nh),
+        intermediate_size=f.int("intermediate_size"),
+        tie_word_embeddings=f.bool("tie_word_embeddings", False),
+        qkv_bias=attention_bias, o_bias=attention_bias,
+        mlp_bias=f.bool("mlp_bias", False),
+        source=f.source,
+    )
+    kw.update(overrides)
+    if kw["num_attention_heads"] % kw["num_key_value_heads"]:
+        raise f._error("num_key_value_heads", f"{kw['num_key_value_heads']} does not divide num_attention_heads {nh}")
+    return ModelSpec(**kw)
+
+
+def _moe_layer_count(f: _Fields, num_layers: int) -> int:
+    step = f.int("decoder_sparse_step", default=1)
+    mlp_only = f.raw.get("mlp_only_layers") or []
+    if not isinstance(mlp_only, list):
+        raise f._error("mlp_only_layers", f"expected a list of layer indices, got {mlp_only!r}")
+    return sum(1 for i in range(num_layers) if i not in mlp_only and (i + 1) % step == 0)
+
+
+def _spec_llama(f, name, mt):
+    return _llama_like(f, name, mt)
+
+
+def _spec_qwen2(f, name, mt):
+    return _llama_like(f, name, mt, qkv_bias=True, o_bias=False,
+                       tie_word_embeddings=f.bool("tie_word_embeddings", False))
+
+
+def _spec_qwen3(f, name, mt):
+    return _llama_like(f, name, mt, qk_norm=True)
+
+
+def _spec_gemma(f, name, mt):
+    return _llama_like(f, name, mt, tie_word_embeddings=f.bool("tie_word_embeddings", True),
+                       norms_per_layer=4 if mt == "gemma2" else 2)
+
+
+def _spec_phi3(f, name, mt):
+    # Fused qkv_proj and gate_up_proj hold the same number of parameters as separate ones.
+    return _llama_like(f, name, mt)
+
+
+def _spec_mixtral(f, name, mt):
+    layers = f.int("num_hidden_layers")
+    return _llama_like(f, name, mt, intermediate_size=0,
+                       num_experts=f.int("num_local_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
+                       moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=layers)
+
+
+def _spec_qwen_moe(f, name, mt):
+    layers = f.int("num_hidden_layers")
+    moe_layers = _moe_layer_count(f, layers)
+    extra = {}
+    if mt == "qwen2_moe":
+        extra = dict(qkv_bias=True, o_bias=False, shared_expert_gate=True,
+                     shared_expert_intermediate_size=f.int("shared_expert_intermediate_size"))
+    else:
+        extra = dict(qk_norm=True)
+    return _llama_like(f, name, mt,
+                       intermediate_size=f.int("intermediate_size", default=0, minimum=0) if moe_layers < layers else 0,
+                       num_experts=f.int("num_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
+                       moe_intermediate_size=f.int("moe_intermediate_size"), num_moe_layers=moe_layers, **extra)
+
+
+def _spec_deepseek(f, name, mt):
+    layers = f.int("num_hidden_layers")
+    first_dense = f.int("first_k_dense_replace", default=0, minimum=0)
+    freq = f.int("moe_layer_freq", default=1)
+    moe_layers = sum(1 for i in range(layers) if i >= first_dense and i % freq == 0)
+    nh = f.int("num_attention_heads")
+    q_lora = f.raw.get("q_lora_rank")
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=f.int("hidden_size"),
+        num_hidden_layers=layers, num_attention_heads=nh,
+        # The cache holds one latent per token per layer, not per-head K and V.
+        num_key_value_heads=f.int("num_key_value_heads", default=nh),
+        head_dim=f.int("qk_nope_head_dim") + f.int("qk_rope_head_dim"),
+        intermediate_size=f.int("intermediate_size"),
+        tie_word_embeddings=f.bool("tie_word_embeddings", False),
+        qkv_bias=False, o_bias=False,
+        q_lora_rank=0 if q_lora is None else f.int("q_lora_rank"),
+        kv_lora_rank=f.int("kv_lora_rank"), qk_rope_head_dim=f.int("qk_rope_head_dim"),
+        qk_nope_head_dim=f.int("qk_nope_head_dim"), v_head_dim=f.int("v_head_dim"),
+        num_experts=f.int("n_routed_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
+        moe_intermediate_size=f.int("moe_intermediate_size"),
+        shared_expert_intermediate_size=f.int("n_shared_experts", default=0, minimum=0) * f.int("moe_intermediate_size"),
+        router_bias=(mt == "deepseek_v3"), num_moe_layers=moe_layers, source=f.source,
+    )
+
+
+def _spec_gpt2(f, name, mt):
+    h = f.int("n_embd", "hidden_size")
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("n_layer", "num_hidden_layers"),
+        num_attention_heads=f.int("n_head", "num_attention_heads"),
+        num_key_value_heads=f.int("n_head", "num_attention_heads"),
+        head_dim=h // f.int("n_head", "num_attention_heads"),
+        intermediate_size=f.int("n_inner", default=4 * h), gated_mlp=False,
+        tie_word_embeddings=f.bool("tie_word_embeddings", True),
+        qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True,
+        num_position_embeddings=f.int("n_positions", "max_position_embeddings"), source=f.source,
+    )
+
+
+def _spec_gpt_neox(f, name, mt):
+    h = f.int("hidden_size")
+    nh = f.int("num_attention_heads")
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=nh,
+        head_dim=h // nh, intermediate_size=f.int("intermediate_size"), gated_mlp=False,
+        tie_word_embeddings=f.bool("tie_word_embeddings", False),
+        qkv_bias=f.bool("attention_bias", True), o_bias=f.bool("attention_bias", True),
+        mlp_bias=True, norm_bias=True, source=f.source,
+    )
+
+
+def _spec_falcon(f, name, mt):
+    h = f.int("hidden_size")
+    nh = f.int("num_attention_heads")
+    new_arch = f.bool("new_decoder_architecture", False)
+    if new_arch:
+        kv = f.int("num_kv_heads", default=nh)
+    else:
+        kv = 1 if f.bool("multi_query", True) else nh
+    bias = f.bool("bias", False)
+    parallel = f.bool("parallel_attn", True)
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=kv,
+        head_dim=h // nh, intermediate_size=f.int("ffn_hidden_size", default=4 * h), gated_mlp=False,
+        tie_word_embeddings=f.bool("tie_word_embeddings", True),
+        qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True,
+        norms_per_layer=2 if (new_arch or not parallel) else 1, source=f.source,
+    )
+
+
+def _spec_opt(f, name, mt):
+    h = f.int("hidden_size")
+    nh = f.int("num_attention_heads")
+    bias = f.bool("enable_bias", True)
+    proj = f.int("word_embed_proj_dim", default=h)
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=nh,
+        head_dim=h // nh, intermediate_size=f.int("ffn_dim"), gated_mlp=False,
+        tie_word_embeddings=f.bool("tie_word_embeddings", True),
+        qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True,
+        # OPT's learned positions carry an offset of 2.
+        num_position_embeddings=f.int("max_position_embeddings") + 2,
+        word_embed_proj_dim=0 if proj == h else proj,
+        final_norm=f.bool("do_layer_norm_before", True) and not f.bool("_remove_final_layer_norm", False),
+        source=f.source,
+    )
+
+
+def _spec_bloom(f, name, mt):
+    h = f.int("hidden_size", "n_embed")
+    nh = f.int("n_head", "num_attention_heads")
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("n_layer", "num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=nh,
+        head_dim=h // nh, intermediate_size=4 * h, gated_mlp=False,
+        tie_word_embeddings=f.bool("tie_word_embeddings", True),
+        qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True, embedding_norm=True, source=f.source,
+    )
+
+
+_BUILDERS = {
+    "llama": _spec_llama, "mistral": _spec_llama, "qwen2": _spec_qwen2, "qwen3": _spec_qwen3,
+    "gemma": _spec_gemma, "gemma2": _spec_gemma, "phi3": _spec_phi3, "mixtral": _spec_mixtral,
+    "qwen2_moe": _spec_qwen_moe, "qwen3_moe": _spec_qwen_moe,
+    "deepseek_v2": _spec_deepseek, "deepseek_v3": _spec_deepseek,
+    "gpt2": _spec_gpt2, "gpt_neox": _spec_gpt_neox, "falcon": _spec_falcon, "opt": _spec_opt, "bloom": _spec_bloom,
+}
+SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
+
+
+def spec_from_config(raw: Any, *, name: str, source: str) -> ModelSpec:
+    """Build a ModelSpec from a Hugging Face config mapping (or a generic size description)."""
+    if not isinstance(raw, Mapping):
+        raise InputError(f"expected a JSON object of config fields, got {type(raw).__name__}", source=source)
+    f = _Fields(raw, source)
+    if "num_params" in raw:
+        return _generic_spec(f, name)
+    model_type = raw.get("model_type")
+    if model_type is None:
+        raise InputError("missing required field", source=source, key_path="model_type")
+    if model_type not in _BUILDERS:
+        from .errors import unknown_name
+        raise unknown_name("model_type", model_type, _BUILDERS, source=source, key_path="model_type")
+    return _BUILDERS[model_type](f, name, model_type)
+
+
+def _generic_spec(f: _Fields, name: str) -> ModelSpec:
+    """A model given by total parameters and a few shape numbers (the source material's '7B')."""
+    nh = f.int("num_attention_heads")
+    h = f.int("hidden_size")
+    return ModelSpec(
+        name=name, model_type="generic", vocab_size=f.int("vocab_size"), hidden_size=h,
+        num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh,
+        num_key_value_heads=f.int("num_key_value_heads", default=nh), head_dim=f.int("head_dim", default=h // nh),
+        intermediate_size=f.int("intermediate_size"), tie_word_embeddings=f.bool("tie_word_embeddings", False),
+        generic_total_params=f.int("num_params"), source=f.source,
+    )
+
+
+def load_config_file(path: Path, name: str | None = None) -> ModelSpec:
+    """Read a config.json (or a catalog entry with a `config` key) into a ModelSpec."""
+    raw = read_json(path)
+    if isinstance(raw, dict) and "config" in raw and isinstance(raw["config"], dict):
+        return spec_from_config(raw["config"], name=name or raw.get("name") or path.stem, source=str(path))
+    return spec_from_config(raw, name=name or raw_name(raw) or path.stem, source=str(path))
+
+
+def raw_name(raw: Any) -> str | None:
+    if isinstance(raw, dict):
+        value = raw.get("_name_or_path") or raw.get("name")
+        if isinstance(value, str) and value:
+            return value.rsplit("/", 1)[-1]
+    return None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; every failure is one InputError naming the file."""
+    source = str(path)
+    if path.is_dir():
+        raise InputError("is a directory, expected a JSON file", source=source)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source) from None

@@ -1,0 +1,125 @@
+"""Lookup tables the memory formulas read: precision recipes, data types, optimizers.
+
+Each table is data with its source; the estimator looks rows up by name, the workbook writes the
+same rows to sheets that its formulas INDEX/MATCH into, and the report prints them. A planner who
+edits a row in the workbook changes every formula that uses it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # sheet name in the workbook, table name in formulas
+    key: str  # the column holding row names
+    columns: tuple[str, ...]  # numeric columns, in sheet order
+    rows: dict[str, dict[str, float]]
+    notes: dict[str, str]  # row -> description and source
+    column_help: dict[str, str]
+
+    def value(self, row: str, column: str) -> float:
+        return self.rows[row][column]
+
+
+PRECISIONS = Table(
+    name="Precisions",
+    key="precision",
+    columns=("weight_bytes", "grad_bytes", "master_bytes", "state_bytes", "compute_bytes",
+             "norm_saved_bytes", "residual_bytes", "autocast_copies"),
+    rows={
+        "fp32": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=4,
+                     norm_saved_bytes=12, residual_bytes=4, autocast_copies=0),
+        "amp-bf16": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=2,
+                         norm_saved_bytes=14, residual_bytes=4, autocast_copies=1),
+        "bf16-mixed": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
+                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0),
+        "fp16-mixed": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
+                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0),
+        "bf16": dict(weight_bytes=2, grad_bytes=2, master_bytes=0, state_bytes=2, compute_bytes=2,
+                     norm_saved_bytes=8, residual_bytes=2, autocast_copies=0),
+    },
+    notes={
+        "fp32": "Everything in fp32: weights, gradients and Adam states 4 bytes each (the 16N of pure fp32 training).",
+        "amp-bf16": "PyTorch autocast on fp32 parameters (HF Trainer bf16=True on an fp32-loaded model): fp32 "
+                    "weights, gradients and Adam states; bf16 copies of the weights live through forward and backward.",
+        "bf16-mixed": "DeepSpeed/Megatron mixed precision: bf16 weights and gradients, fp32 master weights and Adam "
+                      "states: 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter (ZeRO paper, K = 12).",
+        "fp16-mixed": "As bf16-mixed with fp16 working copies and a loss scaler (negligible memory).",
+        "bf16": "Pure bf16: weights, gradients and AdamW states all bf16, as torch.optim.AdamW keeps them for "
+                "bf16 parameters: 8 bytes per parameter.",
+    },
+    column_help={
+        "weight_bytes": "bytes per parameter of the working weights",
+        "grad_bytes": "bytes per gradient element",
+        "master_bytes": "bytes per parameter of a separate fp32 master copy (0 if none)",
+        "state_bytes": "bytes per optimizer state element",
+        "compute_bytes": "bytes per activation element",
+        "norm_saved_bytes": "bytes saved per hidden element by one RMSNorm for backward (fp32 input, normalised and "
+                            "scaled outputs; measured with transformers)",
+        "residual_bytes": "bytes per element of the residual stream (what full checkpointing keeps per layer)",
+        "autocast_copies": "1 if autocast keeps bf16 copies of the weights alive during forward and backward",
+    },
+)
+
+# bits per parameter including quantisation scales; embed_bits is what embeddings and the LM head
+# keep when the linear layers are quantised (vLLM, AWQ, GPTQ and bitsandbytes leave them in 16 bit).
+DTYPES = Table(
+    name="Dtypes",
+    key="dtype",
+    columns=("bits", "embed_bits"),
+    rows={
+        "fp32": dict(bits=32, embed_bits=32),
+        "bf16": dict(bits=16, embed_bits=16),
+        "fp16": dict(bits=16, embed_bits=16),
+        "fp8": dict(bits=8, embed_bits=16),
+        "int8": dict(bits=8, embed_bits=16),
+        "int4": dict(bits=4.15625, embed_bits=16),
+        "nf4": dict(bits=4.126953125, embed_bits=16),
+    },
+    notes={
+        "fp32": "IEEE single precision.",
+        "bf16": "bfloat16.",
+        "fp16": "IEEE half precision.",
+        "fp8": "FP8 (E4M3) weights with per-tensor scales (negligible).",
+        "int8": "8-bit integer weights with per-channel scales (negligible).",
+        "int4": "4-bit integer weights, group size 128, one fp16 scale and one 4-bit zero point per group: "
+                "4 + 20/128 = 4.15625 bits (GPTQ/AWQ layout).",
+        "nf4": "QLoRA NF4 with double quantisation: 4 bits + 8-bit absmax per 64 weights + fp32 constant per 256 "
+               "blocks = 4 + 8/64 + 32/16384 = 4.127 bits (Dettmers et al. 2023).",
+    },
+    column_help={"bits": "bits per weight, scales included", "embed_bits": "bits per embedding/LM-head weight"},
+)
+
+OPTIMIZERS = Table(
+    name="Optimizers",
+    key="optimizer",
+    columns=("num_states", "state_bytes_override"),
+    rows={
+        "adamw": dict(num_states=2, state_bytes_override=0),
+        "adamw-8bit": dict(num_states=2, state_bytes_override=1.001953125),
+        "sgd-momentum": dict(num_states=1, state_bytes_override=0),
+        "sgd": dict(num_states=0, state_bytes_override=0),
+    },
+    notes={
+        "adamw": "Adam/AdamW: first and second moments, each one state per parameter.",
+        "adamw-8bit": "bitsandbytes 8-bit AdamW: two 1-byte states plus an fp32 absmax per 2048-element block "
+                      "(1 + 4/2048 bytes per state element).",
+        "sgd-momentum": "SGD with momentum: one state per parameter.",
+        "sgd": "Plain SGD: no state.",
+    },
+    column_help={"num_states": "optimizer state tensors per parameter",
+                 "state_bytes_override": "bytes per state element if fixed by the optimizer (0: the precision's)"},
+)
+
+LOOKUP_TABLES = (PRECISIONS, DTYPES, OPTIMIZERS)
+
+# Choices for text inputs that are not table keys.
+WORKLOADS = ("inference", "full", "lora", "qlora")
+RLHF_ALGORITHMS = ("ppo", "dpo", "grpo")
+CHECKPOINTING = ("none", "full", "selective")
+ATTENTION = ("flash", "eager")
+OPTIMIZER_IMPLS = ("fused", "foreach")
+OFFLOAD = ("none", "optimizer", "all")
+HEADS = ("lm", "value")
+LOGITS = ("last", "all")

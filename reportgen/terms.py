@@ -1,0 +1,347 @@
+"""Every memory term, defined once.
+
+TERMS is an ordered table: each entry names a quantity, gives its unit, its formula over inputs
+(INPUTS), assumptions (ASSUMPTIONS), catalog lookups and earlier terms, and cites its source.
+The estimator compiles this table into one Python function; the workbook writes each entry as a
+formula column; the report's method section prints each formula as text. All quantities are
+per GPU and in bytes unless the unit says otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .formulas import AND, CEIL, IF, MAX, OR, Expr, Lookup, Num, Str, Var, ceil_div, is_one_of
+from .units import GiB, MiB
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    label: str
+    kind: str  # "text" (a choice or catalog name) or "int"
+    help: str
+
+
+@dataclass(frozen=True)
+class Assumption:
+    name: str
+    label: str
+    default: float
+    unit: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    label: str
+    unit: str  # "bytes", "count", "flag", "usd", "fraction"
+    expr: Expr
+    source: str = ""
+    group: str = "derived"  # "lookup", "derived", "state", "activation", "phase", "total", "fit"
+
+
+INPUTS = (
+    Input("model", "Model", "text", "catalog model name (Models sheet)"),
+    Input("workload", "Workload", "text", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward"),
+    Input("head", "Head", "text", "lm (language-model head) or value (scalar head of a critic or reward model)"),
+    Input("precision", "Training precision", "text", "recipe for trained weights (Precisions sheet)"),
+    Input("weight_dtype", "Weight dtype", "text", "dtype of frozen or served weights (Dtypes sheet)"),
+    Input("kv_dtype", "KV-cache dtype", "text", "dtype of the KV cache (Dtypes sheet)"),
+    Input("optimizer", "Optimizer", "text", "Optimizers sheet"),
+    Input("optimizer_impl", "Optimizer impl.", "text", "fused, or foreach (one extra state-sized temporary)"),
+    Input("batch_size", "Batch (sequences per GPU)", "int", "micro-batch per data-parallel rank, or concurrent sequences"),
+    Input("seq_len", "Sequence length (tokens)", "int", "training sequence length"),
+    Input("prompt_len", "Prompt length (tokens)", "int", "inference / rollout prompt length"),
+    Input("gen_len", "Generated tokens", "int", "tokens generated per sequence (KV cache grows with it)"),
+    Input("logits", "Logits kept", "text", "last (generate) or all prompt positions (a plain forward)"),
+    Input("checkpointing", "Gradient checkpointing", "text", "none, full or selective"),
+    Input("attention", "Attention kernel", "text", "flash (no S×S matrix) or eager"),
+    Input("num_gpus", "GPUs", "int", "GPUs serving this model"),
+    Input("zero_stage", "ZeRO stage", "int", "0-3"),
+    Input("tp_size", "Tensor parallel", "int", "tensor-parallel degree (divides GPUs and heads)"),
+    Input("offload", "CPU offload", "text", "none, optimizer, or all (optimizer and parameters)"),
+    Input("lora_rank", "LoRA rank", "int", "LoRA rank r"),
+    Input("lora_targets", "LoRA targets", "text", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear"),
+    Input("gpu", "GPU type", "text", "GPUs sheet"),
+)
+INPUT_NAMES = tuple(i.name for i in INPUTS)
+
+ASSUMPTIONS = (
+    Assumption("safety_factor", "Safety factor k", 1.2, "×",
+               "recommended = k × device total; the source material recommends 1.2–1.3"),
+    Assumption("fragmentation_fraction", "Allocator fragmentation", 0.10, "fraction of allocated",
+               "max_memory_reserved exceeds max_memory_allocated by this fraction (PyTorch caching allocator)"),
+    Assumption("cuda_context_bytes", "CUDA context", 512 * MiB, "bytes",
+               "CUDA context and library workspaces: ~300 MB with lazy loading (CUDA ≥ 11.7) plus cuBLAS "
+               "workspaces; over 1,000 MB on older stacks (pytorch/pytorch#107667)"),
+    Assumption("comm_buffer_bytes", "Communication buffers (≥ 2 GPUs)", int(2.1 * GiB), "bytes",
+               "NCCL buffers when a model spans GPUs: about 2.1 GiB per GPU measured under vLLM at TP ≥ 2"),
+    Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
+               "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)"),
+)
+ASSUMPTION_DEFAULTS = {a.name: a.default for a in ASSUMPTIONS}
+
+
+def _m(column: str) -> Expr:
+    return Lookup("Models", column, Var("model"))
+
+
+def _p(column: str) -> Expr:
+    return Lookup("Precisions", column, Var("precision"))
+
+
+def _o(column: str) -> Expr:
+    return Lookup("Optimizers", column, Var("optimizer"))
+
+
+def _g(column: str) -> Expr:
+    return Lookup("GPUs", column, Var("gpu"))
+
+
+def _lora_column(prefix: str) -> Expr:
+    t = Var("lora_targets")
+    return IF(t.eq("all-linear"), _m(prefix + "all"),
+              IF(t.eq("q_proj,k_proj,v_proj,o_proj"), _m(prefix + "qkvo"), _m(prefix + "qv")))
+
+
+V = Var  # terms read earlier terms and inputs by name
+
+_ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
+_KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
+_MEASURED = "fitted to ../shared/reference/measured.json (transformers + PyTorch peaks, see Validation)"
+
+TERMS: tuple[Term, ...] = (
+    # ---- lookups: one column each, so later formulas stay short and auditable --------------
+    Term("total_params", "Parameters (total)", "count", _m("total_params"), "exact count from config.json", "lookup"),
+    Term("embedding_params", "Embedding parameters", "count", _m("embedding_params"), "", "lookup"),
+    Term("lm_head_params", "LM-head parameters (0 if tied)", "count", _m("lm_head_params"), "", "lookup"),
+    Term("vocab_size", "Vocabulary", "count", _m("vocab_size"), "", "lookup"),
+    Term("hidden_size", "Hidden size h", "count", _m("hidden_size"), "", "lookup"),
+    Term("num_layers", "Layers L", "count", _m("num_hidden_layers"), "", "lookup"),
+    Term("num_heads", "Attention heads", "count", _m("num_attention_heads"), "", "lookup"),
+    Term("q_dim", "Query width (heads × head_dim)", "count", _m("q_dim"), "", "lookup"),
+    Term("kv_dim", "K/V width (KV heads × head_dim)", "count", _m("kv_dim"), "", "lookup"),
+    Term("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count", _m("mlp_width"), "", "lookup"),
+    Term("gated_mlp", "Gated MLP (1/0)", "flag", _m("gated_mlp"), "", "lookup"),
+    Term("tied_embeddings", "Tied embeddings (1/0)", "flag", _m("tied_embeddings"), "", "lookup"),
+    Term("kv_elements_per_token", "KV-cache values per token (all layers)", "count", _m("kv_elements_per_token"),
+         "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)", "lookup"),
+    Term("largest_layer_params", "Largest layer (ZeRO-3 gather unit)", "count", _m("largest_layer_params"), "", "lookup"),
+    # ---- workload switches ---------------------------------------------------------------------
+    Term("is_full", "Full fine-tuning (1/0)", "flag", IF(V("workload").eq("full"), 1, 0)),
+    Term("is_lora", "LoRA or QLoRA (1/0)", "flag", IF(is_one_of(V("workload"), "lora", "qlora"), 1, 0)),
+    Term("is_train", "Trains (1/0)", "flag", IF((V("is_full") + V("is_lora")).gt(0), 1, 0)),
+    Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("tp_size")),
+    Term("model_params", "Parameters of this model instance", "count",
+         V("total_params") - IF(V("head").eq("value"), V("lm_head_params") - V("hidden_size"), 0),
+         "a value head replaces the LM head with hidden_size × 1"),
+    Term("trainable_params", "Trainable parameters", "count",
+         IF(V("is_full").eq(1), V("model_params"),
+            IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0)),
+         "LoRA: r × Σ(in + out) over targeted linear layers (PEFT)"),
+    # ---- model states ------------------------------------------------------------------------
+    Term("weight_bits", "Bits per frozen/served weight", "count",
+         IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
+         "Dtypes sheet (scales included)", "state"),
+    Term("embed_bits", "Bits per embedding/LM-head weight", "count",
+         IF(V("workload").eq("qlora"), Lookup("Dtypes", "embed_bits", Str("nf4")),
+            Lookup("Dtypes", "embed_bits", V("weight_dtype"))), "", "state"),
+    Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
+         IF(V("is_full").eq(1), V("model_params") * _p("weight_bytes"),
+            CEIL(((V("model_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
+                  * V("weight_bits")
+                  + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
+         + IF(V("is_lora").eq(1), V("trainable_params") * 4, 0),
+         "parameters × bytes; quantised layers keep 16-bit embeddings; PEFT keeps adapters in fp32", "state"),
+    Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
+         _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
+    Term("weights", "Weights", "bytes",
+         IF(V("offload").eq("all"), 0, ceil_div(V("weight_bytes_unsharded"), V("weight_shards"))),
+         "parameter offload streams weights from host memory layer by layer", "state"),
+    Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
+         _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
+    Term("gradients", "Gradients", "bytes",
+         ceil_div(V("trainable_params") * IF(V("is_full").eq(1), _p("grad_bytes"), 4), V("gradient_shards")),
+         "one gradient per trainable parameter", "state"),
+    Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
+         _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
+    Term("state_bytes", "Bytes per optimizer state", "count",
+         IF(_o("state_bytes_override").gt(0), _o("state_bytes_override"),
+            IF(V("is_full").eq(1), _p("state_bytes"), 4)), "Optimizers and Precisions sheets", "state"),
+    Term("optimizer_bytes_unsharded", "Optimizer states + master weights, whole model", "bytes",
+         V("trainable_params") * (_o("num_states") * V("state_bytes") + IF(V("is_full").eq(1), _p("master_bytes"), 0)),
+         "Adam: m and v per parameter; mixed precision adds an fp32 master copy (K = 12 in the ZeRO paper)", "state"),
+    Term("optimizer_states", "Optimizer states", "bytes",
+         IF(V("offload").eq("none"), ceil_div(V("trainable_params") * _o("num_states") * V("state_bytes"),
+                                              V("optimizer_shards")), 0), _ZERO_PAPER, "state"),
+    Term("master_weights", "fp32 master weights", "bytes",
+         IF(V("offload").eq("none"),
+            ceil_div(V("trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0), V("optimizer_shards")), 0),
+         _ZERO_PAPER, "state"),
+    Term("host_offload_bytes", "Offloaded to host RAM (per GPU's share)", "bytes",
+         IF(V("offload").eq("none"), 0, ceil_div(V("optimizer_bytes_unsharded"), V("optimizer_shards")))
+         + IF(V("offload").eq("all"), ceil_div(V("weight_bytes_unsharded"), V("weight_shards")), 0),
+         "ZeRO-Offload / ZeRO-Infinity (Ren et al. 2021)", "state"),
+    Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
+         IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
+            ceil_div(2 * V("largest_layer_params") * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
+         "the layer being computed plus the prefetched next one (DeepSpeed stage 3)", "state"),
+    # ---- activations (training) ----------------------------------------------------------------
+    Term("act_bytes", "Bytes per activation", "count",
+         IF(V("is_train").eq(1), _p("compute_bytes"), IF(V("weight_dtype").eq("fp32"), 4, 2)), "", "activation"),
+    Term("vocab_out", "Output width (vocabulary, or 1 for a value head)", "count",
+         IF(V("head").eq("value"), 1, V("vocab_size")), "", "activation"),
+    Term("norm_saved_bytes", "Saved bytes per hidden element per norm", "count",
+         IF(V("is_full").eq(1), _p("norm_saved_bytes"), 4),
+         "frozen norms keep only their fp32 input", "activation"),
+    Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
+         V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
+         + IF(V("attention").eq("eager"),
+              V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
+              + IF(V("checkpointing").eq("selective"), 0, (4 + V("act_bytes")) * V("num_heads") * V("seq_len")), 0),
+         "flash: Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
+         "probabilities (fp32 softmax + its cast); selective recompute drops the S × S part (" + _KORTHIKANTI + ")",
+         "activation"),
+    Term("layer_saved_per_token", "One layer, saved per token", "bytes",
+         2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
+         + V("act_bytes") * V("mlp_width") * IF(V("gated_mlp").eq(1), IF(V("is_full").eq(1), 4, 3), IF(V("is_full").eq(1), 2, 1))
+         + IF(V("is_lora").eq(1), 4 * _lora_column("lora_inputs_") + 4 * V("lora_rank") * _lora_column("lora_modules_"), 0),
+         "two norms + attention + MLP (gated: gate, up, act(gate), product) + LoRA's fp32 input copies and "
+         "r-wide intermediates; frozen linears keep no input for a weight gradient. " + _KORTHIKANTI, "activation"),
+    Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
+         IF(V("checkpointing").eq("full"),
+            V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
+            V("num_layers") * V("layer_saved_per_token"))
+         + V("norm_saved_bytes") * V("hidden_size") + 4 * V("vocab_out"),
+         "full checkpointing keeps each layer's input only; the loss keeps fp32 log-probabilities "
+         "(vocabulary × 4 bytes per token)", "activation"),
+    Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
+    Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
+         IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
+            ceil_div(2 * IF(V("checkpointing").eq("full"), V("vocab_size") * V("hidden_size"),
+                            V("model_params") - V("embedding_params")
+                            + V("tied_embeddings") * V("vocab_size") * V("hidden_size")), V("tp_size")), 0),
+         "autocast caches a bf16 copy of every linear weight for backward (only the LM head's under checkpointing); "
+         + _MEASURED, "activation"),
+    Term("training_activations", "Saved activations (training)", "bytes",
+         IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token"), V("tp_size")) + V("autocast_copies_bytes"), 0),
+         _KORTHIKANTI, "activation"),
+    Term("loss_backward_bytes", "Loss backward: fp32 logit gradients", "bytes",
+         IF(V("is_train").eq(1), ceil_div(8 * V("tokens") * V("vocab_out"), V("tp_size")), 0),
+         "gradient of the fp32 log-probabilities and of the logits, tokens × vocabulary × 4 bytes each; " + _MEASURED,
+         "activation"),
+    Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
+         IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
+            ceil_div(2 * V("tokens") * V("layer_saved_per_token"), V("tp_size")), 0),
+         "one layer's activations rebuilt, plus its backward temporaries", "activation"),
+    Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
+         IF(V("is_full").eq(1), ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0),
+         "dense fp32 gradient of the embedding table at the end of backward; " + _MEASURED, "activation"),
+    Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
+         IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
+            ceil_div(V("trainable_params") * V("state_bytes"), V("optimizer_shards")), 0),
+         "foreach AdamW materialises one state-sized temporary (fused does not)", "activation"),
+    # ---- inference, generation and scoring ----------------------------------------------------
+    Term("context_tokens", "Tokens per sequence (prompt + generated)", "count",
+         V("prompt_len") + V("gen_len"), "", "activation"),
+    Term("kv_cache", "KV cache", "bytes",
+         IF(AND(V("gen_len").gt(0), V("workload").ne("frozen")),
+            ceil_div(V("batch_size") * CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
+                     * V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8, V("tp_size")), 0),
+         "2 (K and V) × layers × KV heads × head_dim × bytes × tokens × sequences, rounded up to whole "
+         "blocks (vLLM, Kwon et al. 2023); GQA/MQA through the KV heads, MLA through the latent", "activation"),
+    Term("forward_tokens", "Tokens in one forward pass", "count",
+         V("batch_size") * IF(V("workload").eq("frozen"), V("seq_len"), V("prompt_len")), "", "activation"),
+    Term("forward_length", "Sequence length of that pass", "count",
+         IF(V("workload").eq("frozen"), V("seq_len"), V("prompt_len")), "", "activation"),
+    Term("forward_transient_bytes", "Forward working set (largest of MLP, attention scores, logits)", "bytes",
+         ceil_div(MAX(4 * V("act_bytes") * V("forward_tokens") * V("mlp_width"),
+                      IF(V("attention").eq("eager"),
+                         (4 + 3 * V("act_bytes")) * V("num_heads") * V("forward_tokens") * V("forward_length"), 0),
+                      V("batch_size") * V("vocab_out")
+                      * IF(V("workload").eq("frozen"), V("forward_length") * (V("act_bytes") + 4),
+                           IF(V("logits").eq("all"), V("prompt_len"), 1) * V("act_bytes"))), V("tp_size")),
+         "prefill: gated-MLP intermediates, eager S × S scores, or the logits (scoring keeps fp32 log-probs "
+         "for every position); " + _MEASURED, "activation"),
+    # ---- phases and peak ----------------------------------------------------------------------
+    Term("activations", "Activations at the peak phase", "bytes",
+         IF(V("is_train").eq(1), V("training_activations"), V("forward_transient_bytes")), "", "phase"),
+    Term("model_states", "Resident model states", "bytes",
+         V("weights") + V("master_weights") + V("optimizer_states") + V("zero3_buffer"), "", "phase"),
+    Term("phase_backward_start", "Phase: start of backward", "bytes",
+         V("model_states") + V("training_activations") + V("loss_backward_bytes"),
+         "all activations saved, logit gradients allocated, no gradients yet", "phase"),
+    Term("phase_backward_end", "Phase: end of backward", "bytes",
+         V("model_states") + V("gradients") + MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
+         "all gradients, activations freed", "phase"),
+    Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
+         V("model_states") + V("gradients") + V("optimizer_step_bytes"), "", "phase"),
+    Term("phase_forward", "Phase: forward / generation", "bytes",
+         V("model_states") + V("kv_cache") + V("forward_transient_bytes"), "", "phase"),
+    Term("generation_phase", "Generation phase, if this role generates", "bytes",
+         IF(V("gen_len").gt(0), V("phase_forward"), 0), "an RLHF actor also generates rollouts", "phase"),
+    Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward)", "count",
+         IF(V("is_train").eq(0), 4,
+            IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"))), 1,
+               IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"))), 2,
+                  IF(V("phase_optimizer_step").ge(V("generation_phase")), 3, 4)))), "", "phase"),
+    Term("allocated_peak", "Allocated peak", "bytes",
+         IF(V("is_train").eq(1),
+            MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase")),
+            V("phase_forward")),
+         "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
+    Term("resident_gradients", "Gradients at the peak", "bytes",
+         IF(OR(V("peak_phase").eq(2), V("peak_phase").eq(3)), V("gradients"), 0), "", "total"),
+    Term("resident_activations", "Activations at the peak", "bytes",
+         IF(V("peak_phase").eq(1), V("training_activations"),
+            IF(V("peak_phase").eq(4), V("forward_transient_bytes"), 0)), "", "total"),
+    Term("resident_kv_cache", "KV cache at the peak", "bytes", IF(V("peak_phase").eq(4), V("kv_cache"), 0), "", "total"),
+    Term("temporaries", "Temporaries at the peak", "bytes",
+         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes"),
+                                IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
+                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes"), 0))),
+         "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer", "total"),
+)
+
+# Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
+TOTAL_TERMS: tuple[Term, ...] = (
+    Term("reserved_peak", "Reserved peak", "bytes", CEIL(V("allocated_peak") * (1 + V("fragmentation_fraction"))),
+         "allocated + caching-allocator fragmentation: max_memory_reserved", "total"),
+    Term("device_total", "Device total", "bytes",
+         V("reserved_peak") + V("cuda_context_bytes") + IF(V("num_gpus").gt(1), V("comm_buffer_bytes"), 0),
+         "reserved + CUDA context + communication buffers: what nvidia-smi shows", "total"),
+    Term("recommended", "Recommended budget", "bytes", CEIL(V("device_total") * V("safety_factor")),
+         "k × device total (k editable; 1.2–1.3 in the source material)", "total"),
+    # ---- fit and cost -------------------------------------------------------------------------
+    Term("gpu_memory_bytes", "GPU memory (nvidia-smi total)", "bytes", _g("memory_mib") * MiB, "GPUs sheet", "fit"),
+    Term("fits", "Fits (1/0)", "flag", IF(V("device_total").le(V("gpu_memory_bytes")), 1, 0), "", "fit"),
+    Term("headroom_bytes", "Headroom", "bytes", V("gpu_memory_bytes") - V("device_total"), "", "fit"),
+    Term("fits_recommended", "Fits with safety factor (1/0)", "flag",
+         IF(V("recommended").le(V("gpu_memory_bytes")), 1, 0), "", "fit"),
+    Term("purchase_usd", "Purchase cost (USD)", "usd", V("num_gpus") * _g("price_purchase_usd"), "GPUs sheet", "fit"),
+    Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
+)
+
+ROLE_TERMS = TERMS + TOTAL_TERMS
+TERM_BY_NAME = {t.name: t for t in ROLE_TERMS}
+
+# The JSON contract's per_gpu_bytes keys, in order.
+PER_GPU_KEYS = ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache",
+                "allocated_peak", "reserved_peak", "device_total", "recommended")
+# The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
+PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
+              "resident_kv_cache", "temporaries")
+
+
+def check_table() -> None:
+    """Every name a term reads is an input, an assumption or an earlier term (import-time check)."""
+    known = set(INPUT_NAMES) | set(ASSUMPTION_DEFAULTS)
+    for term in ROLE_TERMS:
+        missing = term.expr.names() - known
+        if missing:
+            raise AssertionError(f"term {term.name} reads undefined {sorted(missing)}")
+        known.add(term.name)
+
+
+check_table()
