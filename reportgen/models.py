@@ -206,7 +206,7 @@ class ModelSpec:
     def _lora_module_shapes(self) -> dict[str, list[tuple[int, int, int]]]:
         """PEFT module name -> list of (in_features, out_features, count over the model)."""
         h, L = self.hidden_size, self.num_hidden_layers
-        if self.kv_lora_rank or not self.gated_mlp or self.generic_total_params:
+        if self.kv_lora_rank or not self.gated_mlp:
             raise InputError(f"LoRA counting supports Llama-style attention and gated MLPs; "
                              f"{self.name} ({self.model_type}) is not supported", key_path="lora_targets")
         shapes = {

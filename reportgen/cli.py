@@ -1,0 +1,418 @@
+"""The command line: each command parses options, calls the library once, prints the result.
+
+Expected problems (bad files, bad values) become one line `Error: …` and exit status 1; Click's
+own usage errors exit with 2. Anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .catalog import catalog_entry, load_gpus, load_models, resolve_model, slug
+from .errors import EXIT_BAD_INPUT, InputError
+from .estimate import PLACEMENTS, Estimator, RlhfScenario, Scenario, check_value, rlhf_scenario, skip_reason
+from .models import LORA_MODULES, LORA_TARGET_SETS, load_config_file, read_json
+from .terms import PER_GPU_KEYS
+from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
+from .units import format_count
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def handle_input_errors(fn):
+    """Turn InputError into `Error: …` on stderr and exit status 1."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            click.echo(f"Error: {exc.one_line()}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+    return wrapper
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", prog_name="reportgen")
+def main():
+    """reportgen: GPU memory capacity planning for LLM inference, fine-tuning, LoRA/QLoRA, RLHF and MoE.
+
+    \b
+    Example:
+      reportgen build                 # the bundled default preset -> out/default.{json,xlsx,html,pdf}
+      reportgen estimate --model Llama-2-7B --workload full --gpus 8 --zero 3
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Catalogs
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@handle_input_errors
+def models(as_json):
+    """List the model catalog: parameters (total and active), layers, widths, heads, experts.
+
+    \b
+    Example:
+      reportgen models
+      reportgen models --json | jq '.[0]'
+    """
+    catalog = load_models()
+    rows = [_model_json(m.spec) for m in catalog.values()]
+    click.echo(json.dumps(rows, indent=2) if as_json else models_table(rows))
+
+
+def _model_json(spec):
+    return {"name": spec.name, "model_type": spec.model_type, "total_params": spec.total_params,
+            "active_params_per_token": spec.active_params_per_token, "num_hidden_layers": spec.num_hidden_layers,
+            "hidden_size": spec.hidden_size, "num_attention_heads": spec.num_attention_heads,
+            "num_key_value_heads": spec.num_key_value_heads, "num_experts": spec.num_experts,
+            "num_experts_per_tok": spec.num_experts_per_tok, "vocab_size": spec.vocab_size, "source": spec.source}
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@handle_input_errors
+def gpus(as_json):
+    """List the GPU catalog: memory (nvidia-smi MiB and bytes), bf16 TFLOPS, bandwidth, prices.
+
+    \b
+    Example:
+      reportgen gpus
+    """
+    catalog = load_gpus()
+    rows = [{**g.__dict__, "memory_bytes": g.memory_bytes} for g in catalog.values()]
+    click.echo(json.dumps(rows, indent=2) if as_json else gpus_table(rows))
+
+
+@main.command("import-config")
+@click.argument("config", type=click.Path(dir_okay=True, path_type=Path))
+@click.option("--name", help="Catalog name (default: from the config or the file name).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Where to write the catalog entry (default: presets/models/<slug>.json).")
+@handle_input_errors
+def import_config(config, name, output):
+    """Add a Hugging Face config.json to the model catalog and print its parameter count.
+
+    \b
+    Example:
+      reportgen import-config ~/models/my-llama/config.json --name My-Llama-8B
+    """
+    spec = load_config_file(config, name)
+    raw = read_json(config)
+    from .catalog import data_dir
+    output = output or data_dir("presets") / "models" / f"{slug(spec.name)}.json"
+    entry = catalog_entry(raw.get("config", raw) if isinstance(raw, dict) else raw, spec.name, str(config))
+    _write_text_atomic(output, json.dumps(entry, indent=2) + "\n")
+    click.echo(f"{spec.name}: {format_count(spec.total_params)} parameters -> {output}")
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    from .writers.atomic import write_atomic
+    write_atomic(path, text.encode("utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenario options, declared once
+
+def _model_options(fn):
+    fn = click.option("--config", "config_path", type=click.Path(path_type=Path),
+                      help="A Hugging Face config.json instead of a catalog model.")(fn)
+    fn = click.option("--model", help="Catalog model name (see `reportgen models`).")(fn)
+    return fn
+
+
+def _scenario_options(fn):
+    opts = [
+        click.option("--workload", type=click.Choice(["inference", "full", "lora", "qlora", "ppo", "dpo", "grpo"]),
+                     default="inference", show_default=True),
+        click.option("--precision", type=click.Choice(["fp32", "amp-bf16", "bf16-mixed", "fp16-mixed", "bf16"]),
+                     default="bf16-mixed", show_default=True, help="Training precision recipe."),
+        click.option("--weight-dtype", default="bf16", show_default=True,
+                     help="Served/frozen weight dtype: fp32, bf16, fp16, fp8, int8, int4, nf4."),
+        click.option("--kv-dtype", default="bf16", show_default=True, help="KV-cache dtype."),
+        click.option("--optimizer", default="adamw", show_default=True, help="adamw, adamw-8bit, sgd-momentum, sgd."),
+        click.option("--optimizer-impl", type=click.Choice(["fused", "foreach"]), default="fused", show_default=True),
+        click.option("--batch", type=int, default=1, show_default=True, help="Sequences per GPU (micro-batch)."),
+        click.option("--seq", type=int, default=4096, show_default=True, help="Training sequence length."),
+        click.option("--prompt-len", type=int, default=2048, show_default=True),
+        click.option("--gen-len", type=int, default=2048, show_default=True),
+        click.option("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True,
+                     help="Inference: logits for the last position (generate) or all."),
+        click.option("--checkpointing", type=click.Choice(["none", "full", "selective"]), default="none",
+                     show_default=True),
+        click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
+        click.option("--gpus", "num_gpus", type=int, default=1, show_default=True),
+        click.option("--zero", "zero_stage", type=click.IntRange(0, 3), default=0, show_default=True),
+        click.option("--tp", "tp_size", type=int, default=1, show_default=True),
+        click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none", show_default=True),
+        click.option("--lora-rank", type=int, default=16, show_default=True),
+        click.option("--lora-targets", default="q_proj,v_proj", show_default=True,
+                     help="q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear"),
+        click.option("--gpu", default="H100-80GB-SXM", show_default=True, help="GPU type (see `reportgen gpus`)."),
+        click.option("--critic-model", help="RLHF: critic model (default: the actor's)."),
+        click.option("--reward-model", help="RLHF: reward model (default: the actor's)."),
+        click.option("--placement", type=click.Choice(PLACEMENTS), default="colocated", show_default=True,
+                     help="RLHF: all roles on the same GPUs, or a GPU pool per role."),
+        click.option("--group-size", type=int, default=8, show_default=True, help="GRPO: samples per prompt."),
+        click.option("--safety-factor", type=float, help="k: recommended = k × device total (default 1.2)."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return _model_options(fn)
+
+
+def _estimator_for(model, config_path, safety_factor=None):
+    """The estimator and the model name to use; a --config model joins the catalog for this run."""
+    if bool(model) == bool(config_path):
+        raise click.UsageError("give exactly one of --model or --config")
+    catalog = load_models()
+    assumptions = {"safety_factor": safety_factor} if safety_factor else None
+    estimator = Estimator(catalog, load_gpus(), assumptions)
+    if config_path:
+        spec = load_config_file(config_path)
+        return estimator.with_model(spec), spec.name
+    return estimator, resolve_model(model, catalog, key_path="--model").name
+
+
+def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenario | RlhfScenario:
+    workload = o["workload"]
+    actor_workload = "full" if workload in ("ppo", "dpo", "grpo") else workload
+    values = dict(model=model, workload=actor_workload, precision=o["precision"], weight_dtype=o["weight_dtype"],
+                  kv_dtype=o["kv_dtype"], optimizer=o["optimizer"], optimizer_impl=o["optimizer_impl"],
+                  batch_size=o["batch"], seq_len=o["seq"], prompt_len=o["prompt_len"], gen_len=o["gen_len"],
+                  logits=o["logits"], checkpointing=o["checkpointing"], attention=o["attention"],
+                  num_gpus=o["num_gpus"], zero_stage=o["zero_stage"], tp_size=o["tp_size"], offload=o["offload"],
+                  lora_rank=o["lora_rank"], lora_targets=o["lora_targets"], gpu=o["gpu"])
+    for key, value in values.items():
+        option = "--" + {"batch_size": "batch", "seq_len": "seq", "num_gpus": "gpus", "zero_stage": "zero",
+                         "tp_size": "tp"}.get(key, key).replace("_", "-")
+        values[key] = check_value(key, value, gpus=estimator.gpus, source=None, key_path=option)
+    if workload == "qlora":
+        values["weight_dtype"] = "nf4"
+    if workload not in ("inference",):
+        values["gen_len"] = values["gen_len"] if workload in ("ppo", "grpo") else 0
+        values["prompt_len"] = values["prompt_len"] if workload in ("ppo", "grpo") else 0
+    scenario = Scenario(**values)
+    reason = skip_reason(scenario, estimator.spec(model))
+    if reason:
+        raise InputError(reason)
+    if workload in ("ppo", "dpo", "grpo"):
+        for opt in ("critic_model", "reward_model"):
+            if o[opt]:
+                resolve_model(o[opt], load_models(), key_path="--" + opt.replace("_", "-"))
+        return rlhf_scenario(name="", algorithm=workload, placement=o["placement"], actor=scenario,
+                             critic_model=o["critic_model"], reward_model=o["reward_model"],
+                             group_size=o["group_size"])
+    return scenario
+
+
+@main.command()
+@_scenario_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the estimator's contract).")
+@handle_input_errors
+def estimate(model, config_path, as_json, safety_factor, **options):
+    """Estimate per-GPU memory for one scenario: each term, the peak, and whether it fits.
+
+    \b
+    Example:
+      reportgen estimate --model Llama-2-7B --workload full --gpus 8 --zero 3 --checkpointing full
+      reportgen estimate --model Llama-3-8B --workload inference --batch 16 --prompt-len 8192 --json
+      reportgen estimate --model Llama-2-7B --workload ppo --critic-model Qwen2.5-0.5B --gpus 8 --zero 3
+    """
+    estimator, name = _estimator_for(model, config_path, safety_factor)
+    scenario = _scenario_from_options(estimator, name, options)
+    if isinstance(scenario, RlhfScenario):
+        result = estimator.estimate_group(scenario)
+        click.echo(json.dumps(result.to_json(), indent=2) if as_json else group_table(result))
+    else:
+        result = estimator.estimate(scenario)
+        click.echo(json.dumps(result.to_json(), indent=2) if as_json else estimate_table(result))
+
+
+@main.command()
+@_scenario_options
+@click.option("--gpu-type", "gpu_types", multiple=True, help="GPU types to consider (repeatable; default: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_input_errors
+def plan(model, config_path, gpu_types, as_json, safety_factor, **options):
+    """Find the cheapest layout per GPU type (GPU count, ZeRO stage, TP) whose recommended budget fits.
+
+    \b
+    Example:
+      reportgen plan --model Llama-2-70B --workload full --checkpointing full
+      reportgen plan --model Llama-3-70B --workload inference --gpu-type H100-80GB-SXM --gpu-type A100-80GB
+    """
+    from .plan import cheapest_per_gpu
+    estimator, name = _estimator_for(model, config_path, safety_factor)
+    options = {**options, "num_gpus": 1, "zero_stage": 0, "tp_size": 1}
+    scenario = _scenario_from_options(estimator, name, options)
+    for g in gpu_types:
+        check_value("gpu", g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
+    found = cheapest_per_gpu(estimator, scenario, gpu_types or list(estimator.gpus))
+    if as_json:
+        click.echo(json.dumps([{"gpu": o.gpu, "num_gpus": o.num_gpus, "zero_stage": o.zero_stage,
+                                "tp_size": o.tp_size, "purchase_usd": o.purchase_usd,
+                                "per_gpu_bytes": o.estimate.per_gpu_bytes} for o in found], indent=2))
+    else:
+        click.echo(plan_table(found))
+
+
+@main.command()
+@_model_options
+@click.option("--lora-rank", type=click.IntRange(1, 65536), help="LoRA rank r (counts trainable adapters).")
+@click.option("--lora-targets", default="q_proj,v_proj", show_default=True,
+              help="PEFT target modules, comma-separated, or all-linear.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: params.total, active_per_token, trainable, by_component.")
+@handle_input_errors
+def params(model, config_path, lora_rank, lora_targets, as_json):
+    """Exact parameter counts of a model: total, per component, active per token, LoRA trainable.
+
+    \b
+    Example:
+      reportgen params --model Llama-2-7B --lora-rank 8 --lora-targets q_proj,v_proj
+      reportgen params --config config.json --json
+    """
+    if bool(model) == bool(config_path):
+        raise click.UsageError("give exactly one of --model or --config")
+    spec = load_config_file(config_path) if config_path else resolve_model(model, load_models(), key_path="--model")
+    trainable = spec.total_params
+    if lora_rank:
+        targets = LORA_TARGET_SETS.get(lora_targets) or tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        for t in targets:
+            if t not in LORA_MODULES:
+                from .errors import unknown_name
+                raise unknown_name("LoRA target", t, LORA_MODULES + ("all-linear",), key_path="--lora-targets")
+        trainable = spec.lora_params(lora_rank, targets)
+    result = {"model": spec.name, "params": {"total": spec.total_params,
+                                             "active_per_token": spec.active_params_per_token,
+                                             "trainable": trainable, "by_component": spec.params_by_component()}}
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    p = result["params"]
+    click.echo(f"{spec.name} ({spec.model_type})")
+    click.echo(f"  total parameters      {format_count(p['total']):>20}")
+    click.echo(f"  active per token      {format_count(p['active_per_token']):>20}")
+    if lora_rank:
+        click.echo(f"  LoRA trainable (r={lora_rank}) {format_count(trainable):>17}  "
+                   f"({trainable / p['total'] * 100:.4f}% of total)")
+    for k, v in p["by_component"].items():
+        click.echo(f"    {k:<19} {format_count(v):>20}")
+
+
+@main.command()
+@click.option("--measured", type=click.Path(path_type=Path), default=None,
+              help="measured.json (default: ../shared/reference/measured.json beside the checkout).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON rows and the summary.")
+@handle_input_errors
+def validate(measured, as_json):
+    """Compare the estimator's allocated peak with peaks measured on real transformers models.
+
+    \b
+    Example:
+      reportgen validate --measured ../shared/reference/measured.json
+    """
+    from .validation import summary, validate as run_validation
+    from .catalog import PACKAGE_DIR
+    measured = measured or PACKAGE_DIR.parent.parent / "shared" / "reference" / "measured.json"
+    rows = run_validation(measured, Estimator(load_models(), load_gpus()))
+    stats = summary(rows)
+    if as_json:
+        click.echo(json.dumps({"rows": [r.__dict__ | {"error": r.error} for r in rows], "summary": stats}, indent=2))
+    else:
+        click.echo(validation_table(rows, stats))
+
+
+# ---------------------------------------------------------------------------------------------
+# Presets and the build
+
+@main.command()
+@click.argument("presets", nargs=-1)
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
+              show_default=True, help="Output folder.")
+@click.option("--format", "formats", default=",".join(("json", "xlsx", "html", "pdf")), show_default=True,
+              help="Comma-separated formats: json, xlsx, html, pdf.")
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
+              help="Language of the HTML/PDF report and the workbook's labels.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary output.")
+@handle_input_errors
+def build(presets, out_dir, formats, lang, quiet):
+    """Build every output of one or more presets (default: the bundled `default`).
+
+    PRESET is a bundled preset's name (see `reportgen presets`) or a YAML file. Each writes
+    DIR/<preset-name>.<format>; a failed build leaves earlier outputs untouched.
+
+    \b
+    Example:
+      reportgen build
+      reportgen build inference-serving ppo-rlhf --format json,xlsx -o plans/
+      SOURCE_DATE_EPOCH=0 reportgen build my-sweep.yaml --lang zh
+    """
+    from .pipeline import WRITERS, load, make_report, timestamp, write_outputs
+    chosen = [f.strip() for f in formats.split(",") if f.strip()]
+    for f in chosen:
+        if f not in WRITERS:
+            raise click.BadParameter(f"unknown format {f!r} (known: {', '.join(WRITERS)})", param_hint="--format")
+    if not chosen:
+        raise click.BadParameter("give at least one format", param_hint="--format")
+    generated_at = timestamp()
+    progress = _progress(quiet)
+    written = []
+    for name in presets or ("default",):
+        loaded = load(name)
+        progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
+                 f"{len(loaded.expansion.skipped)} skipped")
+        report = make_report(loaded, generated_at)
+        written += write_outputs(report, out_dir, chosen, lang, progress)
+    if not quiet:
+        for path in written:
+            click.echo(str(path))
+
+
+def _progress(quiet: bool):
+    """Progress lines on stderr when it is a terminal (and not --quiet)."""
+    if quiet or not sys.stderr.isatty():
+        return lambda _msg: None
+    return lambda msg: click.echo(f"  {msg}", err=True)
+
+
+@main.command()
+@click.argument("preset")
+@handle_input_errors
+def check(preset):
+    """Validate a preset: print its scenario count and the skipped combinations with reasons.
+
+    \b
+    Example:
+      reportgen check presets/default.yaml
+      reportgen check inference-serving
+    """
+    from collections import Counter
+    from .pipeline import load
+    loaded = load(preset)
+    exp = loaded.expansion
+    click.echo(f"{loaded.preset.source}: OK — {len(exp.scenarios)} scenarios, {len(exp.skipped)} skipped")
+    for reason, count in Counter(s.reason for s in exp.skipped).most_common():
+        click.echo(f"  skipped {count:>4} × {reason}")
+
+
+@main.command("presets")
+@handle_input_errors
+def list_presets():
+    """List the bundled presets with their titles.
+
+    \b
+    Example:
+      reportgen presets
+    """
+    from .presets import bundled_presets, load_preset
+    for name, path in bundled_presets().items():
+        click.echo(f"{name:<20} {load_preset(name).title}")

@@ -1,0 +1,81 @@
+"""preset → scenarios → estimates → report → files. The CLI calls these; nothing here reads the clock."""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .catalog import data_dir, load_gpus, load_models
+from .errors import InputError
+from .estimate import Estimator
+from .models import read_json
+from .notes import build_notes
+from .presets import Expansion, Preset, expand, load_preset
+from .report import Report, build_report, priced_gpus
+from .validation import validate
+from .writers.atomic import write_atomic_with
+
+# format -> writer module (each has write(report, path, lang)); imported only when asked for.
+WRITERS = {"json": "reportgen.writers.json_writer", "xlsx": "reportgen.writers.xlsx",
+           "html": "reportgen.writers.html", "pdf": "reportgen.writers.pdf"}
+DEFAULT_FORMATS = ("json", "xlsx", "html", "pdf")
+LANGUAGES = ("en", "zh")
+
+
+def timestamp(environ=os.environ) -> str:
+    """The report's date: SOURCE_DATE_EPOCH when set (reproducible builds), else now (UTC)."""
+    epoch = environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None:
+        try:
+            moment = datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise InputError(f"expected whole seconds since 1970, got {epoch!r}", key_path="SOURCE_DATE_EPOCH") from None
+    else:
+        moment = datetime.now(tz=timezone.utc)
+    return moment.replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True)
+class Loaded:
+    preset: Preset
+    estimator: Estimator
+    expansion: Expansion
+
+
+def load(preset_arg: str) -> Loaded:
+    preset = load_preset(preset_arg)
+    gpus = priced_gpus(load_gpus(), preset)
+    estimator = Estimator(load_models(), gpus, preset.assumptions)
+    expansion = expand(preset, estimator.specs, list(gpus))
+    return Loaded(preset, estimator, expansion)
+
+
+def measured_path() -> Path:
+    return data_dir("presets") / "validation" / "measured.json"
+
+
+def make_report(loaded: Loaded, generated_at: str) -> Report:
+    from .validation import validate
+    path = measured_path()
+    rows = validate(path, loaded.estimator)
+    protocol = read_json(path)["protocol"]["what"]
+    return build_report(loaded.preset, loaded.expansion, loaded.estimator, generated_at=generated_at,
+                        version=__version__, notes=build_notes(loaded.estimator), validation=rows,
+                        validation_protocol=protocol)
+
+
+def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: str,
+                  progress: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Write every format; each file appears complete or not at all (temp file + rename)."""
+    written = []
+    for fmt in formats:
+        writer = importlib.import_module(WRITERS[fmt])
+        path = out_dir / f"{report.preset.name}.{fmt}"
+        write_atomic_with(path, lambda tmp: writer.write(report, tmp, lang))
+        written.append(path)
+        progress(f"wrote {path}")
+    return written

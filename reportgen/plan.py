@@ -1,0 +1,69 @@
+"""Procurement search: the cheapest GPU layouts that fit a workload."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Sequence
+
+from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, skip_reason
+
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TP_SIZES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class PlanOption:
+    gpu: str
+    num_gpus: int
+    zero_stage: int
+    tp_size: int
+    estimate: Estimate | GroupEstimate
+
+    @property
+    def purchase_usd(self) -> float:
+        return self.estimate["purchase_usd"]
+
+
+def _layouts(s: Scenario, n: int) -> Iterable[tuple[int, int]]:
+    """(zero_stage, tp_size) candidates for n GPUs: ZeRO for training, TP for inference."""
+    if s.workload == "inference":
+        return [(0, tp) for tp in TP_SIZES if tp <= n]
+    return [(z, 1) for z in ((0,) if n == 1 else (0, 1, 2, 3))]
+
+
+def _relayout(s: Scenario, gpu: str, n: int, zero: int, tp: int) -> Scenario:
+    return replace(s, gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp)
+
+
+def _relayout_group(g: RlhfScenario, gpu: str, n: int, zero: int, tp: int) -> RlhfScenario:
+    roles = tuple((r, replace(s, gpu=gpu, num_gpus=n, tp_size=tp,
+                              zero_stage=zero if (s.workload != "frozen" or zero == 3) else 0)) for r, s in g.roles)
+    return replace(g, roles=roles)
+
+
+def cheapest_per_gpu(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str],
+                     counts: Sequence[int] = GPU_COUNTS) -> list[PlanOption]:
+    """For each GPU type, the smallest GPU count (then lowest ZeRO stage / TP) whose recommended
+    budget fits; GPU types where nothing up to max(counts) fits are left out."""
+    options = []
+    for gpu in gpus:
+        best = _search(estimator, scenario, gpu, counts)
+        if best:
+            options.append(best)
+    return sorted(options, key=lambda o: (o.purchase_usd, o.num_gpus, o.gpu))
+
+
+def _search(estimator: Estimator, scenario, gpu: str, counts: Sequence[int]) -> PlanOption | None:
+    base = scenario.roles[0][1] if isinstance(scenario, RlhfScenario) else scenario
+    spec = estimator.spec(base.model)
+    for n in counts:
+        for zero, tp in _layouts(base, n):
+            candidate = _relayout(base, gpu, n, zero, tp)
+            if skip_reason(candidate, spec):
+                continue
+            if isinstance(scenario, RlhfScenario):
+                est = estimator.estimate_group(_relayout_group(scenario, gpu, n, zero, tp))
+            else:
+                est = estimator.estimate(candidate)
+            if est["fits_recommended"]:
+                return PlanOption(gpu, n, zero, tp, est)
+    return None

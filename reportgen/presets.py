@@ -1,0 +1,283 @@
+"""Preset files: a declarative sweep (matrices of axes) expanded into validated scenarios.
+
+One table, AXES, says which keys a matrix may have and how each is checked; unknown keys are
+errors naming the file and key path. Combinations that cannot run are skipped with a reason.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .catalog import data_dir, read_yaml
+from .errors import InputError, unknown_name
+from .estimate import PLACEMENTS, RlhfScenario, Scenario, check_value, rlhf_scenario, skip_reason
+from .models import ModelSpec
+from .terms import ASSUMPTIONS
+from .units import MiB
+
+# Axes a matrix may sweep (each a scalar or a list). Workload parameters may also sit inside a
+# workload entry.
+AXES = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "optimizer_impl", "zero_stage", "num_gpus",
+        "gpu", "tp_size", "checkpointing", "attention", "offload", "batch_size", "seq_len", "prompt_len", "gen_len",
+        "lora_rank", "lora_targets", "logits")
+WORKLOAD_TYPES = ("inference", "full", "lora", "qlora", "ppo", "dpo", "grpo")
+RLHF_KEYS = ("critic_model", "reward_model", "reference_model", "placement", "group_size", "actor_workload")
+WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
+MATRIX_KEYS = ("name", "description", "workload", "exclude") + AXES
+SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
+TOP_KEYS = ("title", "description", "assumptions", "prices", "matrices", "scenarios", "headline")
+# Assumptions as a planner writes them (MiB for the byte quantities).
+ASSUMPTION_KEYS = {"safety_factor": ("safety_factor", 1), "fragmentation_fraction": ("fragmentation_fraction", 1),
+                   "cuda_context_mib": ("cuda_context_bytes", MiB), "comm_buffer_mib": ("comm_buffer_bytes", MiB),
+                   "kv_block_tokens": ("kv_block_tokens", 1)}
+PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    source: str
+    title: str
+    description: str
+    assumptions: Mapping[str, float]
+    prices: Mapping[str, Mapping[str, float]]
+    matrices: tuple[Mapping[str, Any], ...]
+    scenarios: tuple[Mapping[str, Any], ...]
+
+    @classmethod
+    def from_mapping(cls, raw: Any, *, name: str, source: str) -> "Preset":
+        if not isinstance(raw, Mapping):
+            raise InputError(f"expected a mapping at the top level, got {type(raw).__name__}", source=source)
+        _check_keys(raw, TOP_KEYS, source, "")
+        title = raw.get("title", name)
+        if not isinstance(title, str) or not title.strip():
+            raise InputError(f"expected non-empty text, got {title!r}", source=source, key_path="title")
+        description = raw.get("description", "")
+        if not isinstance(description, str):
+            raise InputError(f"expected text, got {description!r}", source=source, key_path="description")
+        matrices = raw.get("matrices") or []
+        scenarios = raw.get("scenarios") or []
+        for key, value in (("matrices", matrices), ("scenarios", scenarios)):
+            if not isinstance(value, list) or not all(isinstance(m, Mapping) for m in value):
+                raise InputError("expected a list of mappings", source=source, key_path=key)
+        if not matrices and not scenarios:
+            raise InputError("a preset needs at least one matrix or scenario", source=source, key_path="matrices")
+        names = [m.get("name") for m in matrices]
+        for i, n in enumerate(names):
+            if not isinstance(n, str) or not n.strip():
+                raise InputError(f"expected a matrix name (text), got {n!r}", source=source, key_path=f"matrices[{i}].name")
+            if names.index(n) != i:
+                raise InputError(f"duplicate matrix name {n!r}", source=source, key_path=f"matrices[{i}].name")
+        return cls(name=name, source=source, title=title, description=description,
+                   assumptions=_assumptions(raw.get("assumptions") or {}, source),
+                   prices=_prices(raw.get("prices") or {}, source),
+                   matrices=tuple(matrices), scenarios=tuple(scenarios))
+
+
+def _check_keys(raw: Mapping, allowed: Sequence[str], source: str, path: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else str(key)
+            raise unknown_name("key", key, allowed, source=source, key_path=where)
+
+
+def _number(value: Any, source: str, path: str, *, minimum: float = 0.0, maximum: float = 1e18) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"expected a number, got {value!r}", source=source, key_path=path)
+    if not minimum <= value <= maximum:
+        raise InputError(f"must be between {minimum:g} and {maximum:g}, got {value}", source=source, key_path=path)
+    return value
+
+
+def _assumptions(raw: Any, source: str) -> dict[str, float]:
+    if not isinstance(raw, Mapping):
+        raise InputError("expected a mapping", source=source, key_path="assumptions")
+    _check_keys(raw, tuple(ASSUMPTION_KEYS) + ("currency",), source, "assumptions")
+    out = {}
+    for key, value in raw.items():
+        if key == "currency":
+            if value != "USD":
+                raise InputError(f"only USD prices are supported, got {value!r}", source=source,
+                                 key_path="assumptions.currency")
+            continue
+        name, scale = ASSUMPTION_KEYS[key]
+        limits = {"safety_factor": (1.0, 10.0), "fragmentation_fraction": (0.0, 1.0)}.get(name, (0.0, 1e9))
+        out[name] = _number(value, source, f"assumptions.{key}", minimum=limits[0], maximum=limits[1]) * scale
+    return out
+
+
+def _prices(raw: Any, source: str) -> dict[str, dict[str, float]]:
+    if not isinstance(raw, Mapping):
+        raise InputError("expected a mapping of GPU name to prices", source=source, key_path="prices")
+    out = {}
+    for gpu, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            raise InputError("expected a mapping", source=source, key_path=f"prices.{gpu}")
+        _check_keys(entry, PRICE_KEYS, source, f"prices.{gpu}")
+        out[str(gpu)] = {k: _number(v, source, f"prices.{gpu}.{k}") for k, v in entry.items()}
+    return out
+
+
+def bundled_presets() -> dict[str, Path]:
+    return {p.stem: p for p in sorted((data_dir("presets")).glob("*.yaml")) if p.stem != "gpus"}
+
+
+def load_preset(name_or_path: str) -> Preset:
+    """A bundled preset by name, or a YAML file by path."""
+    bundled = bundled_presets()
+    path = bundled.get(name_or_path) or Path(name_or_path)
+    if name_or_path not in bundled and not path.exists() and not name_or_path.endswith((".yaml", ".yml")):
+        raise unknown_name("preset", name_or_path, bundled, key_path="PRESET")
+    raw = read_yaml(path)
+    return Preset.from_mapping(raw, name=path.stem, source=str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Expansion
+
+@dataclass(frozen=True)
+class Skipped:
+    matrix: str
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Expansion:
+    scenarios: tuple[tuple[str, Scenario | RlhfScenario], ...]  # (matrix name, scenario)
+    skipped: tuple[Skipped, ...]
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def expand(preset: Preset, specs: Mapping[str, ModelSpec], gpus: Sequence[str]) -> Expansion:
+    """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones."""
+    out: list[tuple[str, Scenario | RlhfScenario]] = []
+    skipped: list[Skipped] = []
+    src = preset.source
+    for i, matrix in enumerate(preset.matrices):
+        path = f"matrices[{i}]"
+        _check_keys(matrix, MATRIX_KEYS, src, path)
+        mname = matrix["name"]
+        workloads = _workload_entries(matrix.get("workload", "inference"), src, f"{path}.workload")
+        base_axes = {k: _as_list(matrix[k]) for k in AXES if k in matrix}
+        for k, values in base_axes.items():
+            if not values:
+                raise InputError("empty list: give at least one value", source=src, key_path=f"{path}.{k}")
+        excludes = _excludes(matrix.get("exclude") or [], src, f"{path}.exclude")
+        for w_index, (wtype, wparams) in enumerate(workloads):
+            axes = {**base_axes, **{k: _as_list(v) for k, v in wparams.items() if k in AXES}}
+            rlhf = {k: v for k, v in wparams.items() if k in RLHF_KEYS}
+            keys = list(axes)
+            for combo in itertools.product(*(axes[k] for k in keys)):
+                values = dict(zip(keys, combo))
+                if any(all(values.get(k) == v or (k == "workload" and v == wtype) for k, v in ex.items())
+                       for ex in excludes):
+                    continue
+                where = f"{path}.workload[{w_index}]" if len(workloads) > 1 else path
+                item = _make(values, wtype, rlhf, specs, gpus, src, where, name="")
+                if isinstance(item, Skipped):
+                    skipped.append(replace(item, matrix=mname))
+                else:
+                    out.append((mname, item))
+    for i, raw in enumerate(preset.scenarios):
+        path = f"scenarios[{i}]"
+        _check_keys(raw, SCENARIO_KEYS, src, path)
+        wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, f"{path}.workload")[0]
+        values = {k: raw[k] for k in AXES if k in raw}
+        values.update({k: v for k, v in wparams.items() if k in AXES})
+        rlhf = {**{k: raw[k] for k in RLHF_KEYS if k in raw}, **{k: v for k, v in wparams.items() if k in RLHF_KEYS}}
+        name = raw.get("name", "")
+        if not isinstance(name, str):
+            raise InputError(f"expected text, got {name!r}", source=src, key_path=f"{path}.name")
+        item = _make(values, wtype, rlhf, specs, gpus, src, path, name=name)
+        if isinstance(item, Skipped):
+            skipped.append(replace(item, matrix="scenarios"))
+        else:
+            out.append(("scenarios", item))
+    if not out:
+        raise InputError("every combination was skipped: nothing to estimate"
+                         + (f" (first reason: {skipped[0].reason})" if skipped else ""), source=src, key_path="matrices")
+    return Expansion(tuple(out), tuple(skipped))
+
+
+def _workload_entries(raw: Any, src: str, path: str) -> list[tuple[str, dict]]:
+    entries = []
+    for i, item in enumerate(_as_list(raw)):
+        where = f"{path}[{i}]" if isinstance(raw, list) else path
+        if isinstance(item, str):
+            item = {"type": item}
+        if not isinstance(item, Mapping):
+            raise InputError(f"expected a workload name or mapping, got {item!r}", source=src, key_path=where)
+        _check_keys(item, WORKLOAD_KEYS, src, where)
+        wtype = item.get("type")
+        if wtype not in WORKLOAD_TYPES:
+            raise unknown_name("workload", wtype, WORKLOAD_TYPES, source=src, key_path=f"{where}.type")
+        entries.append((wtype, {k: v for k, v in item.items() if k != "type"}))
+    if not entries:
+        raise InputError("empty list: give at least one workload", source=src, key_path=path)
+    return entries
+
+
+def _excludes(raw: Any, src: str, path: str) -> list[dict]:
+    if not isinstance(raw, list):
+        raise InputError("expected a list of mappings", source=src, key_path=path)
+    for i, ex in enumerate(raw):
+        if not isinstance(ex, Mapping) or not ex:
+            raise InputError("expected a non-empty mapping of axis: value", source=src, key_path=f"{path}[{i}]")
+        _check_keys(ex, AXES + ("workload",), src, f"{path}[{i}]")
+    return [dict(ex) for ex in raw]
+
+
+_DEFAULTS_BY_WORKLOAD = {
+    "inference": {},
+    "full": {"prompt_len": 0, "gen_len": 0},
+    "lora": {"prompt_len": 0, "gen_len": 0},
+    "qlora": {"prompt_len": 0, "gen_len": 0, "weight_dtype": "nf4"},
+    "ppo": {"prompt_len": 512, "gen_len": 512},
+    "grpo": {"prompt_len": 512, "gen_len": 512},
+    "dpo": {"prompt_len": 0, "gen_len": 0},
+}
+
+
+def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], gpus: Sequence[str], src: str,
+          path: str, name: str) -> Scenario | RlhfScenario | Skipped:
+    if "model" not in values:
+        raise InputError("missing required key", source=src, key_path=f"{path}.model")
+    checked = {}
+    for key, value in {**_DEFAULTS_BY_WORKLOAD[wtype], **values}.items():
+        checked[key] = check_value(key, value, gpus=gpus, source=src, key_path=f"{path}.{key}")
+    model = checked["model"]
+    lowered = {k.lower(): k for k in specs}
+    if model.lower() not in lowered:
+        raise unknown_name("model", model, specs, source=src, key_path=f"{path}.model")
+    checked["model"] = lowered[model.lower()]
+    rl = {k: v for k, v in rlhf.items()}
+    actor_workload = rl.pop("actor_workload", "full")
+    single = wtype if wtype not in ("ppo", "dpo", "grpo") else actor_workload
+    if single not in ("full", "lora", "qlora", "inference"):
+        raise unknown_name("actor workload", single, ("full", "lora", "qlora"), source=src,
+                           key_path=f"{path}.actor_workload")
+    scenario = Scenario(workload=single, name=name, **checked)
+    reason = skip_reason(scenario, specs[scenario.model])
+    if reason:
+        return Skipped("", scenario.label(), reason)
+    if wtype not in ("ppo", "dpo", "grpo"):
+        return scenario
+    for key in ("critic_model", "reward_model", "reference_model"):
+        if key in rl and rl[key] is not None:
+            if not isinstance(rl[key], str) or rl[key].lower() not in lowered:
+                raise unknown_name("model", rl[key], specs, source=src, key_path=f"{path}.{key}")
+            rl[key] = lowered[rl[key].lower()]
+    placement = rl.pop("placement", "colocated")
+    if placement not in PLACEMENTS:
+        raise unknown_name("placement", placement, PLACEMENTS, source=src, key_path=f"{path}.placement")
+    group_size = rl.pop("group_size", 8)
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or not 1 <= group_size <= 1024:
+        raise InputError(f"must be a whole number between 1 and 1024, got {group_size!r}", source=src,
+                         key_path=f"{path}.group_size")
+    return rlhf_scenario(name=name, algorithm=wtype, placement=placement, actor=scenario, group_size=group_size, **rl)

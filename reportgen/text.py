@@ -1,0 +1,91 @@
+"""Plain-text tables for the terminal (the CLI's human-readable output)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
+from .units import GB, GiB, format_count
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bool] | None = None) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    right = right or [False] + [True] * (len(headers) - 1)
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:,.2f}"
+
+
+def _gb(n: float) -> str:
+    return f"{n / GB:,.2f}"
+
+
+def estimate_table(est) -> str:
+    s = est.scenario
+    rows = [(TERM_BY_NAME[k].label, format_count(est[k]), _gib(est[k]), _gb(est[k])) for k in PER_GPU_KEYS]
+    head = (f"{s.label()}\n"
+            f"params: {format_count(est.params_total)} total, {format_count(est.params_active)} active per token, "
+            f"{format_count(est['trainable_params'])} trainable\n")
+    parts = _table(("at the peak (" + _phase(est) + ")", "bytes", "GiB", "GB"),
+                   [(TERM_BY_NAME[k].label, format_count(est[k]), _gib(est[k]), _gb(est[k])) for k in PEAK_PARTS])
+    fit = (f"\n{s.gpu}: {_gib(est['gpu_memory_bytes'])} GiB per GPU; device total {_gib(est['device_total'])} GiB "
+           f"-> {'FITS' if est.fits else 'DOES NOT FIT'}; headroom {_gib(est['headroom_bytes'])} GiB; "
+           f"recommended (k) {_gib(est['recommended'])} GiB {'fits' if est['fits_recommended'] else 'does not fit'}")
+    if est["host_offload_bytes"]:
+        fit += f"\nhost RAM for offloaded states: {_gib(est['host_offload_bytes'])} GiB per GPU"
+    return head + "\n" + _table(("per GPU", "bytes", "GiB", "GB"), rows) + "\n\n" + parts + "\n" + fit
+
+
+def _phase(est) -> str:
+    from .estimate import PHASE_NAMES
+    return PHASE_NAMES[int(est["peak_phase"])].replace("_", " ")
+
+
+def group_table(g) -> str:
+    s = g.scenario
+    rows = [(role, e.scenario.model, e.scenario.workload, e.scenario.num_gpus, _gib(e["model_states"]),
+             _gib(e["allocated_peak"] - e["model_states"]), _gib(e["allocated_peak"])) for role, e in g.roles]
+    out = [s.label(), _table(("role", "model", "workload", "GPUs", "states GiB", "transient GiB", "alone GiB"), rows), ""]
+    out.append(_table(("per GPU (" + s.placement + ")", "bytes", "GiB", "GB"),
+                      [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
+    out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "
+               f"headroom {_gib(g['headroom_bytes'])} GiB")
+    return "\n".join(out)
+
+
+def models_table(rows: list[dict]) -> str:
+    return _table(("model", "type", "total params", "active/token", "layers", "hidden", "heads", "KV heads", "experts"),
+                  [(r["name"], r["model_type"], format_count(r["total_params"]),
+                    format_count(r["active_params_per_token"]), r["num_hidden_layers"], r["hidden_size"],
+                    r["num_attention_heads"], r["num_key_value_heads"],
+                    f"{r['num_experts_per_tok']}/{r['num_experts']}" if r["num_experts"] else "-") for r in rows],
+                  [False, False] + [True] * 7)
+
+
+def gpus_table(rows: list[dict]) -> str:
+    return _table(("GPU", "MiB (nvidia-smi)", "GiB", "GB", "bf16 TFLOPS", "GB/s", "USD", "USD/h"),
+                  [(r["name"], format_count(r["memory_mib"]), _gib(r["memory_bytes"]), _gb(r["memory_bytes"]),
+                    r["bf16_dense_tflops"], r["memory_bandwidth_gbps"], f"{r['price_purchase_usd']:,.0f}",
+                    f"{r['price_per_hour_usd']:,.2f}") for r in rows])
+
+
+def plan_table(options) -> str:
+    if not options:
+        return "No GPU type fits within 512 GPUs."
+    return _table(("GPU", "GPUs", "ZeRO", "TP", "device total GiB", "recommended GiB", "purchase USD"),
+                  [(o.gpu, o.num_gpus, o.zero_stage, o.tp_size, _gib(o.estimate["device_total"]),
+                    _gib(o.estimate["recommended"]), f"{o.purchase_usd:,.0f}") for o in options])
+
+
+def validation_table(rows, stats) -> str:
+    body = _table(("case", "measured GiB", "estimated GiB", "error"),
+                  [(r.case_id, _gib(r.measured_bytes), _gib(r.estimated_bytes), f"{r.error * 100:+.1f}%") for r in rows])
+    return (body + f"\n\n{stats['cases']} cases; median |error| {stats['median_abs_error'] * 100:.2f}%; "
+            f"max |error| {stats['max_abs_error'] * 100:.2f}%; within ±10%: {stats['within_10_percent']}")

@@ -1,0 +1,1 @@
+"""Output writers: each reads one Report and writes one format."""

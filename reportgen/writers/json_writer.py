@@ -1,0 +1,65 @@
+"""The JSON writer: the full scenario list with every term, the plan summary and the notes.
+
+Other tools and the tests read this file; its per-scenario objects are exactly what
+`reportgen estimate --json` prints for the same inputs.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..report import PlanEntry, Report
+from ..terms import PER_GPU_KEYS
+
+
+def _entry(e: PlanEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"gpu": e.gpu, "fits": e.fits, "scenarios_tried": e.num_scenarios}
+    if e.result:
+        r = e.result
+        out.update({"scenario": r.index, "name": r.label, "num_gpus": r.total_gpus,
+                    "zero_stage": r.lead.zero_stage, "tp_size": r.lead.tp_size,
+                    "device_total_bytes": int(r.estimate["device_total"]),
+                    "recommended_bytes": int(r.estimate["recommended"]),
+                    "headroom_bytes": int(r.estimate["headroom_bytes"]),
+                    "purchase_usd": r.estimate["purchase_usd"], "per_hour_usd": r.estimate["hourly_usd"]})
+    return out
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    p = report.preset
+    return {
+        "reportgen_version": report.version,
+        "generated_at": report.generated_at,
+        "preset": {"name": p.name, "title": p.title, "description": p.description},
+        "units": {"bytes": "integers", "GB": 10**9, "GiB": 2**30},
+        "assumptions": report.assumptions,
+        "gpus": {n: {**g.__dict__, "memory_bytes": g.memory_bytes} for n, g in report.gpus.items()
+                 if n in report.gpu_types},
+        "scenarios": [{"index": r.index, "matrix": r.matrix, **r.estimate.to_json()} for r in report.results],
+        "skipped": [{"matrix": s.matrix, "name": s.label, "reason": s.reason} for s in report.skipped],
+        "plan": [{"model": rec.model, "workload": rec.workload,
+                  "recommended": _entry(rec.best) if rec.best else None,
+                  "per_gpu_type": [_entry(e) for e in rec.entries]} for rec in report.recommendations],
+        "notes": [note_json(n) for n in report.notes],
+        "validation": {"protocol": report.validation_protocol,
+                       "summary": report.validation_summary,
+                       "cases": [{"id": v.case_id, "measured_bytes": v.measured_bytes,
+                                  "estimated_bytes": v.estimated_bytes, "error": v.error} for v in report.validation]},
+    }
+
+
+def note_json(n) -> dict[str, Any]:
+    return {"id": n.id, "article": n.article, "claim_zh": n.claim_zh, "claim_en": n.claim_en,
+            "setting_en": n.setting_en, "setting_zh": n.setting_zh, "verdict": n.verdict,
+            "explanation_en": n.explanation_en, "explanation_zh": n.explanation_zh, "source": n.source,
+            "scenarios": {k: s.inputs() for k, s in n.scenarios.items()},
+            "figures": [{"key": f.key, "label_en": f.label_en, "label_zh": f.label_zh, "unit": f.unit,
+                         "value": f.value} for f in n.figures]}
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_json(report), indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def write(report: Report, path, lang: str = "en") -> None:
+    path.write_text(render_json(report), encoding="utf-8")

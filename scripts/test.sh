@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install everything the tests need (Python packages and Debian packages), then run the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -x scripts/install-system-deps.sh ] || [ -f scripts/install-system-deps.sh ]; then
+  bash scripts/install-system-deps.sh
+fi
+python3 -m pip install -q -e '.[test]'
+python3 -m pytest -q "$@"
