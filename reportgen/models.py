@@ -15,11 +15,12 @@ from typing import Any, Mapping
 from .errors import InputError
 
 # PEFT target names that reportgen understands, and the named sets the workbook offers.
-LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "qkv_proj",
+                "gate_up_proj")
 LORA_TARGET_SETS = {
     "q_proj,v_proj": ("q_proj", "v_proj"),
     "q_proj,k_proj,v_proj,o_proj": ("q_proj", "k_proj", "v_proj", "o_proj"),
-    "all-linear": LORA_MODULES,
+    "all-linear": ("all-linear",),
 }
 
 
@@ -203,24 +204,27 @@ class ModelSpec:
         return max(per_layer, self.embedding_params, self.lm_head_params)
 
     # ---- LoRA ----------------------------------------------------------------------------
-    def _lora_module_shapes(self) -> dict[str, list[tuple[int, int, int]]]:
-        """PEFT module name -> list of (in_features, out_features, count over the model)."""
+    def _lora_module_shapes(self, all_linear: bool) -> dict[str, list[tuple[int, int, int]]]:
+        """PEFT module name -> list of (in_features, out_features, count over the model).
+
+        With all_linear (PEFT's "all-linear"), every nn.Linear but the output head is adapted,
+        per-expert MLPs and routers included; named targets match module names as the
+        architecture spells them (Mixtral's experts are w1/w2/w3, so gate_proj never matches them).
+        """
         h, L = self.hidden_size, self.num_hidden_layers
         if self.kv_lora_rank or not self.gated_mlp:
             raise InputError(f"LoRA counting supports Llama-style attention and gated MLPs; "
                              f"{self.name} ({self.model_type}) is not supported", key_path="lora_targets")
-        shapes = {
-            "q_proj": [(h, self.q_dim, L)],
-            "k_proj": [(h, self.kv_dim, L)],
-            "v_proj": [(h, self.kv_dim, L)],
-            "o_proj": [(self.attn_out_dim, h, L)],
-            "gate_proj": [], "up_proj": [], "down_proj": [],
-        }
-        dense_layers = self.num_dense_layers
-        mlp_blocks = [(self.intermediate_size, dense_layers)]
-        # Per-expert MLPs are nn.Linear modules named gate/up/down_proj in Qwen-MoE and DeepSeek;
-        # Mixtral names them w1/w2/w3, so PEFT's gate_proj/up_proj/down_proj never match there.
-        if self.is_moe and self.model_type != "mixtral":
+        shapes: dict[str, list[tuple[int, int, int]]] = {"o_proj": [(self.attn_out_dim, h, L)]}
+        if self.model_type == "phi3":  # fused projections: one adapter each
+            shapes["qkv_proj"] = [(h, self.q_dim + 2 * self.kv_dim, L)]
+            shapes["gate_up_proj"] = [(h, 2 * self.intermediate_size, L)]
+            shapes["down_proj"] = [(self.intermediate_size, h, L)]
+            return shapes
+        shapes.update({"q_proj": [(h, self.q_dim, L)], "k_proj": [(h, self.kv_dim, L)],
+                       "v_proj": [(h, self.kv_dim, L)], "gate_proj": [], "up_proj": [], "down_proj": []})
+        mlp_blocks = [(self.intermediate_size, self.num_dense_layers)]
+        if self.is_moe and (all_linear or self.model_type != "mixtral"):
             mlp_blocks.append((self.moe_intermediate_size, self.num_moe_layers * self.num_experts))
             if self.shared_expert_intermediate_size:
                 mlp_blocks.append((self.shared_expert_intermediate_size, self.num_moe_layers))
@@ -229,22 +233,34 @@ class ModelSpec:
                 shapes["gate_proj"].append((h, width, count))
                 shapes["up_proj"].append((h, width, count))
                 shapes["down_proj"].append((width, h, count))
+        if self.is_moe and all_linear:
+            shapes["router"] = [(h, self.num_experts, self.num_moe_layers)]
         return shapes
+
+    def _lora_targets(self, targets: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:
+        all_linear = "all-linear" in targets
+        shapes = self._lora_module_shapes(all_linear)
+        names = tuple(shapes) if all_linear else targets
+        missing = [t for t in names if t not in shapes]
+        if missing:
+            raise InputError(f"{self.name} has no module named {missing[0]!r} (its linear layers: "
+                             f"{', '.join(shapes)})", key_path="lora_targets")
+        return shapes, names
 
     def lora_params(self, rank: int, targets: tuple[str, ...]) -> int:
         """Trainable LoRA parameters: rank × (in + out) for every targeted linear layer."""
-        shapes = self._lora_module_shapes()
-        return sum(rank * (fin + fout) * count for t in targets for fin, fout, count in shapes[t])
+        shapes, names = self._lora_targets(targets)
+        return sum(rank * (fin + fout) * count for t in names for fin, fout, count in shapes[t])
 
     def lora_input_features_per_layer(self, targets: tuple[str, ...]) -> float:
         """Σ in_features of the adapted modules in one average layer (PEFT saves an fp32 copy of each input)."""
-        shapes = self._lora_module_shapes()
-        total = sum(fin * count for t in targets for fin, _, count in shapes[t])
+        shapes, names = self._lora_targets(targets)
+        total = sum(fin * count for t in names for fin, _, count in shapes[t])
         return total / self.num_hidden_layers
 
     def lora_modules_per_layer(self, targets: tuple[str, ...]) -> float:
-        shapes = self._lora_module_shapes()
-        return sum(count for t in targets for _, _, count in shapes[t]) / self.num_hidden_layers
+        shapes, names = self._lora_targets(targets)
+        return sum(count for t in names for _, _, count in shapes[t]) / self.num_hidden_layers
 
 
 # ---------------------------------------------------------------------------------------------

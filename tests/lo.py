@@ -1,0 +1,190 @@
+"""Run a real LibreOffice (headless) from tests: recalculate a workbook, or
+render it to PDF.
+
+LibreOffice keeps the cached values stored in an .xlsx (it ignores
+``fullCalcOnLoad``), so a plain ``soffice --convert-to xlsx`` proves nothing
+about the formulas.  Every call here therefore runs soffice with a fresh,
+throw-away user profile whose ``registrymodifications.xcu`` sets
+``/org.openoffice.Office.Calc/Formula/Load/OOXMLRecalcMode`` to 0 ("always
+recalculate").  A fresh profile per call also lets several soffice processes
+run at once (pytest-xdist) without fighting over one profile lock.
+
+System package: ``libreoffice-calc-nogui`` (see scripts/install-system-deps.sh).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+__all__ = [
+    "LibreOfficeError",
+    "soffice_path",
+    "soffice_available",
+    "recalculate",
+    "to_pdf",
+    "convert",
+]
+
+DEFAULT_TIMEOUT_S = 180
+
+_XCU = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+           xmlns:xs="http://www.w3.org/2001/XMLSchema"
+           xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+  <!-- 0 = always recalculate on load (1 = never, 2 = ask) -->
+  <item oor:path="/org.openoffice.Office.Calc/Formula/Load">
+    <prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop>
+  </item>
+  <item oor:path="/org.openoffice.Office.Calc/Formula/Load">
+    <prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop>
+  </item>
+</oor:items>
+"""
+
+
+class LibreOfficeError(RuntimeError):
+    """soffice is missing, failed, timed out, or produced no output file."""
+
+
+def soffice_path() -> str | None:
+    """Path of the soffice binary ($SOFFICE overrides), or None."""
+    env = os.environ.get("SOFFICE")
+    if env:
+        return env if Path(env).exists() or shutil.which(env) else None
+    for name in ("soffice", "libreoffice"):
+        found = shutil.which(name)
+        if found:
+            return found
+    for candidate in ("/usr/lib/libreoffice/program/soffice",
+                      "/opt/libreoffice/program/soffice"):
+        if Path(candidate).exists():
+            return candidate
+    return None
+
+
+def soffice_available() -> bool:
+    return soffice_path() is not None
+
+
+def _require_soffice() -> str:
+    exe = soffice_path()
+    if exe is None:
+        raise LibreOfficeError(
+            "LibreOffice (soffice) not found on PATH. Install it with "
+            "scripts/install-system-deps.sh (Debian package "
+            "libreoffice-calc-nogui), or set $SOFFICE to the binary."
+        )
+    return exe
+
+
+def _make_profile(root: Path) -> Path:
+    profile = root / "lo-profile"
+    (profile / "user").mkdir(parents=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(_XCU, encoding="utf-8")
+    return profile
+
+
+def convert(
+    src: Path,
+    out_dir: Path,
+    target: str,
+    *,
+    out_suffix: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> Path:
+    """Run ``soffice --convert-to <target>`` on *src* into *out_dir*.
+
+    *target* is a LibreOffice filter spec such as ``"xlsx"``, ``"pdf"`` or
+    ``'csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1'``.
+    Returns the path of the converted file.  Raises LibreOfficeError with
+    soffice's stdout/stderr on any failure.
+    """
+    exe = _require_soffice()
+    src = Path(src).resolve()
+    out_dir = Path(out_dir).resolve()
+    if not src.is_file():
+        raise LibreOfficeError(f"input workbook does not exist: {src}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    suffix = out_suffix or "." + target.split(":", 1)[0]
+    expected = out_dir / (src.stem + suffix)
+    if expected == src:
+        raise LibreOfficeError(
+            f"output would overwrite the input ({src}); choose another out_dir"
+        )
+    if expected.exists():
+        expected.unlink()
+
+    with tempfile.TemporaryDirectory(prefix="reportgen-lo-") as tmp:
+        tmp_path = Path(tmp)
+        profile = _make_profile(tmp_path)
+        cmd = [
+            exe,
+            "--headless",
+            "--norestore",
+            "--nologo",
+            "--nodefault",
+            "--nolockcheck",
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--convert-to",
+            target,
+            "--outdir",
+            str(out_dir),
+            str(src),
+        ]
+        env = dict(os.environ)
+        env["HOME"] = str(tmp_path)  # keep soffice away from the real $HOME
+        env.pop("DISPLAY", None)
+        try:
+            proc = subprocess.run(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                start_new_session=True,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise LibreOfficeError(
+                f"soffice timed out after {timeout:.0f} s converting {src.name} "
+                f"to {target}\ncommand: {' '.join(cmd)}\n"
+                f"stdout: {_text(exc.stdout)}\nstderr: {_text(exc.stderr)}"
+            ) from exc
+
+    if proc.returncode != 0 or not expected.is_file():
+        raise LibreOfficeError(
+            f"soffice failed converting {src.name} to {target} "
+            f"(exit {proc.returncode}; expected {expected}, "
+            f"{'exists' if expected.exists() else 'missing'})\n"
+            f"command: {' '.join(cmd)}\n"
+            f"stdout: {proc.stdout.strip()}\nstderr: {proc.stderr.strip()}"
+        )
+    return expected
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace").strip()
+    return data.strip()
+
+
+def recalculate(xlsx_path: Path, out_dir: Path, *, timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Open *xlsx_path* in LibreOffice, recalculate every formula, save as
+    xlsx in *out_dir* (same file name) and return that path.
+
+    Read the result with ``openpyxl.load_workbook(path, data_only=True)``.
+    *out_dir* must differ from the input's directory.
+    """
+    return convert(Path(xlsx_path), Path(out_dir), "xlsx:Calc MS Excel 2007 XML",
+                   out_suffix=".xlsx", timeout=timeout)
+
+
+def to_pdf(xlsx_path: Path, out_dir: Path, *, timeout: float = DEFAULT_TIMEOUT_S) -> Path:
+    """Render *xlsx_path* (recalculated first) to PDF in *out_dir*; return it."""
+    return convert(Path(xlsx_path), Path(out_dir), "pdf:calc_pdf_Export",
+                   out_suffix=".pdf", timeout=timeout)
