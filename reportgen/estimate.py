@@ -395,7 +395,7 @@ class Estimator:
         first = g.roles[0][1]
         inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}
         values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
-                                                      {n: e.values for n, e in roles})))
+                                                      {n: {**e.scenario.inputs(), **e.values} for n, e in roles})))
         return GroupEstimate(g, roles, values)
 
 

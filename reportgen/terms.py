@@ -246,11 +246,12 @@ TERMS: tuple[Term, ...] = (
     Term("context_tokens", "Tokens per sequence (prompt + generated)", "count",
          V("prompt_len") + V("gen_len"), "", "activation"),
     Term("kv_cache", "KV cache", "bytes",
-         IF(AND(V("gen_len").gt(0), V("workload").ne("frozen")),
+         IF(OR(V("workload").eq("inference"), AND(V("gen_len").gt(0), V("workload").ne("frozen"))),
             ceil_div(V("batch_size") * CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
                      * V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8, V("tp_size")), 0),
          "2 (K and V) × layers × KV heads × head_dim × bytes × tokens × sequences, rounded up to whole "
-         "blocks (vLLM, Kwon et al. 2023); GQA/MQA through the KV heads, MLA through the latent", "activation"),
+         "blocks (vLLM, Kwon et al. 2023); GQA/MQA through the KV heads, MLA through the latent; in training "
+         "only a role that generates (the RLHF actor) holds one", "activation"),
     Term("forward_tokens", "Tokens in one forward pass", "count",
          V("batch_size") * IF(V("workload").eq("frozen"), V("seq_len"), V("prompt_len")), "", "activation"),
     Term("forward_length", "Sequence length of that pass", "count",

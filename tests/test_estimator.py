@@ -1,0 +1,173 @@
+"""The estimator against closed forms, published formulas, measured peaks, and properties."""
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from refdata import REFERENCE, facts_of
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator, Scenario, rlhf_scenario, skip_reason
+from reportgen.terms import PEAK_PARTS, ROLE_TERMS
+from reportgen.validation import summary, validate
+
+EST = Estimator(load_models(), load_gpus())
+PSI = EST.spec("Llama-2-7B").total_params  # 6,738,415,616 = 2^? × …, divisible by 8
+
+
+def _states(**kw):
+    s = Scenario(model="Llama-2-7B", workload="full", precision="bf16-mixed", seq_len=512, prompt_len=0, gen_len=0,
+                 gpu="H100-80GB-SXM", **kw)
+    e = EST.estimate(s)
+    return e["weights"] + e["gradients"] + e["optimizer_states"] + e["master_weights"]
+
+
+def test_zero_paper_record_is_what_we_encode():
+    zero = {r["id"]: r for r in facts_of("formula")}
+    assert zero["formula-0172"]["value"]["K"] == 12 and zero["formula-0172"]["value"]["bytes_per_param"] == 16
+    assert zero["formula-0173"]["value"]["P_os"] == "2Ψ+2Ψ+KΨ/Nd"
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_zero_model_states_match_the_paper(n):
+    """ZeRO paper (formula-0173, K = 12): baseline 16Ψ; ZeRO-1 4Ψ+12Ψ/N; ZeRO-2 2Ψ+14Ψ/N; ZeRO-3 16Ψ/N."""
+    K = 12
+    assert _states(num_gpus=n, zero_stage=0) == (2 + 2 + K) * PSI
+    assert _states(num_gpus=n, zero_stage=1) == 2 * PSI + 2 * PSI + K * PSI // n
+    assert _states(num_gpus=n, zero_stage=2) == 2 * PSI + (2 + K) * PSI // n
+    assert _states(num_gpus=n, zero_stage=3) == (2 + 2 + K) * PSI // n
+
+
+def test_precision_recipes_bytes_per_parameter():
+    def per_param(precision):
+        s = Scenario(model="Generic-7B", workload="full", precision=precision, seq_len=8, prompt_len=0, gen_len=0)
+        e = EST.estimate(s)
+        return (e["weights"] + e["gradients"] + e["optimizer_states"] + e["master_weights"]) / 7e9
+    assert per_param("fp32") == 16        # 4 + 4 + 8: the article's 16N
+    assert per_param("bf16-mixed") == 16  # 2 + 2 + 4 + 8: mixed precision saves no model-state memory
+    assert per_param("amp-bf16") == 16
+    assert per_param("bf16") == 8          # pure bf16 AdamW
+
+
+@pytest.mark.parametrize("model,bytes_per_token", [("Llama-2-7B", 524_288), ("Llama-3-8B", 131_072)])
+def test_kv_cache_bytes_per_token(model, bytes_per_token):
+    """Published: Llama-2-7B 0.5 MB/token in bf16 (MHA, 32 layers × 4096); Llama-3-8B a quarter (8 KV heads)."""
+    for tokens in (16, 4096):
+        s = Scenario(model=model, workload="inference", prompt_len=tokens, gen_len=0, kv_dtype="bf16")
+        assert EST.estimate(s)["kv_cache"] == bytes_per_token * tokens
+
+
+def test_kv_cache_rounds_to_whole_blocks_and_scales_with_tp():
+    s = Scenario(model="Llama-3-8B", workload="inference", prompt_len=17, gen_len=0, batch_size=3)
+    assert EST.estimate(s)["kv_cache"] == 131_072 * 32 * 3
+    tp = replace(s, num_gpus=2, tp_size=2)
+    assert EST.estimate(tp)["kv_cache"] == 131_072 * 32 * 3 // 2
+
+
+def test_moe_weights_are_total_not_active():
+    s = Scenario(model="Mixtral-8x7B", workload="inference", weight_dtype="bf16", prompt_len=16, gen_len=0)
+    e = EST.estimate(s)
+    assert e["weights"] == 2 * 46_702_792_704
+    assert e.params_active < e.params_total / 3
+
+
+def test_measured_peaks_within_ten_percent():
+    rows = validate(REFERENCE / "measured.json", EST)
+    stats = summary(rows)
+    assert stats["cases"] == 54
+    worst = max(rows, key=lambda r: abs(r.error))
+    assert abs(worst.error) <= 0.10, worst
+    assert stats["median_abs_error"] < 0.05
+
+
+def test_bundled_copy_of_measured_equals_reference():
+    bundled = Path(__file__).resolve().parent.parent / "presets" / "validation" / "measured.json"
+    assert bundled.read_bytes() == (REFERENCE / "measured.json").read_bytes()
+
+
+# ---- properties ------------------------------------------------------------------------------
+
+MODELS = ["Llama-3.2-1B", "Llama-2-7B", "Llama-3-8B", "Qwen2.5-7B", "Mixtral-8x7B", "Gemma-2-9B", "GPT-2",
+          "DeepSeek-V2-Lite", "Qwen3-30B-A3B", "Falcon-7B"]
+scenarios = st.builds(
+    Scenario,
+    model=st.sampled_from(MODELS),
+    workload=st.sampled_from(["inference", "full", "lora", "qlora"]),
+    precision=st.sampled_from(["fp32", "amp-bf16", "bf16-mixed", "fp16-mixed", "bf16"]),
+    weight_dtype=st.sampled_from(["bf16", "fp8", "int4", "fp32"]),
+    optimizer=st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum", "sgd"]),
+    optimizer_impl=st.sampled_from(["fused", "foreach"]),
+    batch_size=st.integers(1, 64), seq_len=st.integers(1, 32768), prompt_len=st.integers(1, 32768),
+    gen_len=st.integers(0, 4096), checkpointing=st.sampled_from(["none", "full", "selective"]),
+    attention=st.sampled_from(["flash", "eager"]), num_gpus=st.sampled_from([1, 2, 4, 8]),
+    zero_stage=st.integers(0, 3), offload=st.sampled_from(["none", "optimizer", "all"]),
+    lora_rank=st.sampled_from([8, 16, 64]), lora_targets=st.sampled_from(["q_proj,v_proj", "all-linear"]),
+)
+
+
+def _runnable(s):
+    return skip_reason(s, EST.spec(s.model)) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios)
+def test_peak_is_the_sum_of_its_parts(s):
+    if not _runnable(s):
+        return
+    e = EST.estimate(s)
+    assert sum(e.peak_parts.values()) == e["allocated_peak"]
+    assert e["allocated_peak"] <= e["reserved_peak"] <= e["device_total"] <= e["recommended"]
+    assert all(e[t.name] >= 0 for t in ROLE_TERMS if t.unit == "bytes" and t.name != "headroom_bytes")
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios, st.sampled_from(["batch_size", "seq_len", "prompt_len", "gen_len"]))
+def test_memory_never_falls_when_batch_or_length_grows(s, axis):
+    if not _runnable(s):
+        return
+    bigger = replace(s, **{axis: getattr(s, axis) * 2 + 1})
+    if not _runnable(bigger):
+        return
+    assert EST.estimate(bigger)["allocated_peak"] >= EST.estimate(s)["allocated_peak"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios)
+def test_sharding_never_raises_per_gpu_memory(s):
+    if not _runnable(s) or s.workload == "inference":
+        return
+    base = EST.estimate(s)["allocated_peak"]
+    more_gpus = replace(s, num_gpus=s.num_gpus * 2)
+    if _runnable(more_gpus):
+        assert EST.estimate(more_gpus)["allocated_peak"] <= base
+    if s.zero_stage < 3 and s.num_gpus > 1:
+        higher = replace(s, zero_stage=s.zero_stage + 1)
+        assert EST.estimate(higher)["allocated_peak"] <= base
+
+
+def test_rlhf_colocated_peak_is_states_plus_largest_phase():
+    actor = Scenario(model="Llama-2-7B", workload="full", precision="bf16-mixed", batch_size=4, prompt_len=512,
+                     gen_len=512, num_gpus=8, zero_stage=3, checkpointing="full")
+    g = EST.estimate_group(rlhf_scenario(name="ppo", algorithm="ppo", placement="colocated", actor=actor))
+    roles = dict(g.roles)
+    assert set(roles) == {"actor", "critic", "reference", "reward"}
+    states = sum(e["model_states"] for e in roles.values())
+    transient = max(e["allocated_peak"] - e["model_states"] for e in roles.values())
+    assert g["allocated_peak"] == states + transient
+    # only the actor generates: the frozen roles hold no KV cache
+    assert roles["actor"]["kv_cache"] > 0
+    assert roles["reference"]["kv_cache"] == roles["reward"]["kv_cache"] == roles["critic"]["kv_cache"] == 0
+    # frozen roles keep weights only: 2 bytes per parameter against 16 for a trained one
+    assert roles["reference"]["optimizer_states"] == 0 and roles["reference"]["gradients"] == 0
+
+
+def test_rlhf_separate_placement_reports_gpus_per_role():
+    actor = Scenario(model="Llama-2-7B", workload="full", batch_size=2, prompt_len=256, gen_len=256, num_gpus=4,
+                     zero_stage=3, checkpointing="full")
+    g = EST.estimate_group(rlhf_scenario(name="", algorithm="ppo", placement="separate", actor=actor,
+                                         critic_model="Qwen2.5-0.5B", reward_model="Qwen2.5-0.5B",
+                                         role_gpus={"actor": 4, "critic": 1, "reference": 1, "reward": 1}))
+    assert g.to_json()["gpus_per_role"] == {"actor": 4, "critic": 1, "reference": 1, "reward": 1}
+    assert g["total_gpus"] == 7
+    assert g["device_total"] == max(e["device_total"] for _, e in g.roles)
