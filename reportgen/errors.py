@@ -37,7 +37,10 @@ class InputError(Exception):
 
 def did_you_mean(value: object, known: Iterable[str]) -> str:
     """' (did you mean 'bf16'?)' or '' — appended to unknown-name messages."""
-    matches = difflib.get_close_matches(str(value), list(known), n=1, cutoff=0.6)
+    known = list(known)
+    text = str(value).lower()
+    prefixed = [k for k in known if k.lower().startswith(text)] if text else []
+    matches = prefixed or difflib.get_close_matches(str(value), known, n=1, cutoff=0.6)
     return f" (did you mean '{matches[0]}'?)" if matches else ""
 
 

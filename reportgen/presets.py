@@ -23,7 +23,8 @@ AXES = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "optimize
         "gpu", "tp_size", "checkpointing", "attention", "offload", "batch_size", "seq_len", "prompt_len", "gen_len",
         "lora_rank", "lora_targets", "logits")
 WORKLOAD_TYPES = ("inference", "full", "lora", "qlora", "ppo", "dpo", "grpo")
-RLHF_KEYS = ("critic_model", "reward_model", "reference_model", "placement", "group_size", "actor_workload")
+RLHF_KEYS = ("critic_model", "reward_model", "reference_model", "placement", "group_size", "actor_workload",
+             "role_gpus")
 WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
 MATRIX_KEYS = ("name", "description", "workload", "exclude") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
@@ -249,6 +250,9 @@ def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], 
     if "model" not in values:
         raise InputError("missing required key", source=src, key_path=f"{path}.model")
     checked = {}
+    values = dict(values)
+    if values.get("tp_size") == "num_gpus":  # tensor parallel across all of the scenario's GPUs
+        values["tp_size"] = values.get("num_gpus", 1)
     for key, value in {**_DEFAULTS_BY_WORKLOAD[wtype], **values}.items():
         checked[key] = check_value(key, value, gpus=gpus, source=src, key_path=f"{path}.{key}")
     model = checked["model"]
@@ -276,6 +280,17 @@ def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], 
     placement = rl.pop("placement", "colocated")
     if placement not in PLACEMENTS:
         raise unknown_name("placement", placement, PLACEMENTS, source=src, key_path=f"{path}.placement")
+    role_gpus = rl.pop("role_gpus", None)
+    if role_gpus is not None:
+        if not isinstance(role_gpus, Mapping):
+            raise InputError(f"expected a mapping of role to GPU count, got {role_gpus!r}", source=src,
+                             key_path=f"{path}.role_gpus")
+        for role, count in role_gpus.items():
+            if role not in ("actor", "critic", "reference", "reward", "policy"):
+                raise unknown_name("role", role, ("actor", "critic", "reference", "reward", "policy"), source=src,
+                                   key_path=f"{path}.role_gpus.{role}")
+            check_value("num_gpus", count, gpus=gpus, source=src, key_path=f"{path}.role_gpus.{role}")
+        rl["role_gpus"] = dict(role_gpus)
     group_size = rl.pop("group_size", 8)
     if isinstance(group_size, bool) or not isinstance(group_size, int) or not 1 <= group_size <= 1024:
         raise InputError(f"must be a whole number between 1 and 1024, got {group_size!r}", source=src,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .formulas import AND, CEIL, IF, MAX, OR, Expr, Lookup, Num, Str, Var, ceil_div, is_one_of
-from .units import GiB, MiB
+from .units import MiB
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ ASSUMPTIONS = (
     Assumption("cuda_context_bytes", "CUDA context", 512 * MiB, "bytes",
                "CUDA context and library workspaces: ~300 MB with lazy loading (CUDA ≥ 11.7) plus cuBLAS "
                "workspaces; over 1,000 MB on older stacks (pytorch/pytorch#107667)"),
-    Assumption("comm_buffer_bytes", "Communication buffers (≥ 2 GPUs)", int(2.1 * GiB), "bytes",
+    Assumption("comm_buffer_bytes", "Communication buffers (≥ 2 GPUs)", 2150 * MiB, "bytes",
                "NCCL buffers when a model spans GPUs: about 2.1 GiB per GPU measured under vLLM at TP ≥ 2"),
     Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
                "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)"),

@@ -1,0 +1,54 @@
+"""Message catalogues: every user-visible string of the HTML/PDF report, one file per language.
+
+`templates/i18n/<lang>.json` holds
+- "messages": key -> text, with `{name}` placeholders (str.format); en and zh have the same keys;
+- "terms": term or assumption name -> translated label. The English labels are the definitions
+  in terms.py (one source of truth), so en.json's "terms" is empty and only other languages fill it.
+Numbers and units are formatted by the caller, identically in every language.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from .catalog import data_dir
+from .errors import InputError
+
+LANGUAGES = ("en", "zh")
+HTML_LANG = {"en": "en", "zh": "zh-Hans"}
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    lang: str
+    messages: Mapping[str, str]
+    terms: Mapping[str, str]
+
+    def __call__(self, key: str, **values: object) -> str:
+        """The message `key`, with `{name}` placeholders filled from `values`."""
+        text = self.messages[key]  # a missing key is a bug, not a user error
+        return text.format(**values) if values else text
+
+    def label(self, name: str, english: str) -> str:
+        """A term's or assumption's label: the translation if this language has one, else the definition's."""
+        return self.terms.get(name, english)
+
+    @property
+    def html_lang(self) -> str:
+        return HTML_LANG[self.lang]
+
+
+def catalogue_path(lang: str) -> Path:
+    return data_dir("templates") / "i18n" / f"{lang}.json"
+
+
+@lru_cache(maxsize=None)
+def load_catalogue(lang: str) -> Catalogue:
+    if lang not in LANGUAGES:
+        raise InputError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})", key_path="lang")
+    path = catalogue_path(lang)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})))

@@ -1,0 +1,134 @@
+"""The command line, in-process: help on every command, JSON contracts, one-line errors and exit codes."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.cli import main
+from reportgen.estimate import Estimator, Scenario
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_command_has_help_with_an_example(command):
+    result = run(command, "-h")
+    assert result.exit_code == 0
+    assert "Example:" in result.output and f"reportgen {command}" in result.output
+
+
+def test_version():
+    assert run("--version").output.startswith("reportgen, version ")
+
+
+def test_params_json_contract():
+    result = run("params", "--model", "Llama-2-7B", "--lora-rank", "8", "--lora-targets", "q_proj,v_proj", "--json")
+    p = json.loads(result.output)["params"]
+    assert p["total"] == 6_738_415_616 and p["trainable"] == 4_194_304 and p["active_per_token"] == p["total"]
+    assert sum(p["by_component"].values()) == p["total"]
+    assert all(isinstance(v, int) for v in p["by_component"].values())
+
+
+def test_params_from_a_config_file(tmp_path):
+    config = json.loads(open("presets/models/mixtral-8x7b.json").read())["config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    p = json.loads(run("params", "--config", str(path), "--json").output)["params"]
+    assert p["total"] == 46_702_792_704 and p["active_per_token"] < p["total"]
+
+
+def test_estimate_json_equals_the_library():
+    result = run("estimate", "--model", "Llama-2-7B", "--workload", "full", "--gpus", "8", "--zero", "3",
+                 "--checkpointing", "full", "--seq", "4096", "--gpu", "A100-80GB", "--json")
+    data = json.loads(result.output)
+    expected = Estimator(load_models(), load_gpus()).estimate(Scenario(
+        model="Llama-2-7B", workload="full", num_gpus=8, zero_stage=3, checkpointing="full", seq_len=4096,
+        prompt_len=0, gen_len=0, gpu="A100-80GB"))
+    assert data["per_gpu_bytes"] == expected.per_gpu_bytes
+    assert set(data["per_gpu_bytes"]) == {"weights", "gradients", "optimizer_states", "master_weights", "activations",
+                                          "kv_cache", "allocated_peak", "reserved_peak", "device_total", "recommended"}
+    assert all(isinstance(v, int) for v in data["per_gpu_bytes"].values())
+    assert data["fits"] is True
+
+
+def test_estimate_rlhf_json_has_roles():
+    data = json.loads(run("estimate", "--model", "Llama-2-7B", "--workload", "ppo", "--gpus", "8", "--zero", "3",
+                          "--critic-model", "Qwen2.5-0.5B", "--json").output)
+    assert set(data["roles"]) == {"actor", "critic", "reference", "reward"}
+    assert all("per_gpu_bytes" in r for r in data["roles"].values())
+
+
+def test_estimate_table_labels_units():
+    out = run("estimate", "--model", "Llama-3-8B").output
+    assert "GiB" in out and "GB" in out and "FITS" in out
+
+
+def test_plan_finds_a_fitting_layout():
+    out = json.loads(run("plan", "--model", "Llama-2-7B", "--workload", "full", "--gpu-type", "A100-80GB",
+                         "--json").output)
+    assert out and out[0]["gpu"] == "A100-80GB" and out[0]["num_gpus"] >= 2
+
+
+def test_models_and_gpus_list_the_catalogs():
+    models = json.loads(run("models", "--json").output)
+    assert len(models) >= 25
+    gpus = json.loads(run("gpus", "--json").output)
+    h100 = next(g for g in gpus if g["name"] == "H100-80GB-SXM")
+    assert h100["memory_mib"] == 81559 and h100["memory_bytes"] == 81559 * 2**20
+
+
+def test_import_config_writes_a_catalog_entry(tmp_path):
+    src = tmp_path / "config.json"
+    src.write_text(json.dumps(json.loads(open("presets/models/qwen2.5-0.5b.json").read())["config"]))
+    out = tmp_path / "entry.json"
+    result = run("import-config", str(src), "--name", "My-Qwen", "-o", str(out))
+    assert result.exit_code == 0 and "494,032,768 parameters" in result.output
+    assert json.loads(out.read_text())["name"] == "My-Qwen"
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["estimate", "--model", "Llama-2-7B", "--batch", "0"], 1, "Error: --batch: must be between 1 and 1,000,000, got 0"),
+    (["estimate", "--model", "Llama-2-7B", "--seq", "-5", "--workload", "full"], 1, "Error: --seq: must be between 1"),
+    (["estimate", "--model", "Llama-2-7B", "--zero", "4"], 2, "Invalid value for '--zero'"),
+    (["estimate", "--model", "Llama-2-7B", "--tp", "3", "--gpus", "3"], 1,
+     "Error: tp_size 3 does not divide 32 attention heads"),
+    (["estimate", "--model", "Llama-2-7B", "--gpu", "H100"], 1, "Error: --gpu: unknown GPU 'H100' (did you mean"),
+    (["estimate", "--model", "Lama-2-7B"], 1, "Error: --model: unknown model 'Lama-2-7B' (did you mean 'Llama-2-7B'?)"),
+    (["estimate", "--model", "Llama-2-7B", "--precision", "fp6"], 2, "Invalid value for '--precision'"),
+    (["estimate"], 2, "give exactly one of --model or --config"),
+    (["params", "--config", "/nonexistent/config.json"], 1, "Error: /nonexistent/config.json: file not found"),
+])
+def test_bad_values_give_one_line_errors(args, code, message):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == code, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    if code == 1:
+        assert result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{", "malformed JSON at line 1"),
+    ('{"model_type": "llama"}', "hidden_size: missing required field"),
+    ('{"model_type": "llama", "vocab_size": 32000, "hidden_size": "big"}', "hidden_size: expected an integer, got 'big'"),
+    ('{"model_type": "llama", "hidden_size": -1}', "hidden_size: must be at least 1, got -1"),
+    ('{"model_type": "transformer9"}', "model_type: unknown model_type 'transformer9'"),
+    ('[1, 2]', "expected a JSON object of config fields"),
+])
+def test_bad_config_files(tmp_path, content, message):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    result = CliRunner().invoke(main, ["params", "--config", str(path)])
+    assert result.exit_code == 1 and f"Error: {path}: " in result.output and message in result.output
+
+
+def test_non_utf8_and_directory_configs(tmp_path):
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(b'{"model_type": "llama", "name": "caf\xe9"}')
+    result = CliRunner().invoke(main, ["params", "--config", str(bad)])
+    assert result.exit_code == 1 and "not UTF-8" in result.output
+    result = CliRunner().invoke(main, ["params", "--config", str(tmp_path)])
+    assert result.exit_code == 1 and "is a directory" in result.output

@@ -1,0 +1,152 @@
+"""Preset files: expansion, skipped combinations, validation errors, and the build pipeline (JSON)."""
+import json
+import os
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.presets import bundled_presets
+
+EPOCH = {"SOURCE_DATE_EPOCH": "1767225600"}
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def write(tmp_path, text, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+MINIMAL = """
+title: t
+matrices:
+  - name: m
+    model: Llama-2-7B
+    workload: {type: full, seq_len: 1024}
+    zero_stage: [0, 3]
+    num_gpus: [1, 4]
+    gpu: [A100-80GB]
+"""
+
+
+def test_bundled_presets_are_listed():
+    assert {"default", "ppo-rlhf", "inference-serving", "finetune", "moe"} <= set(bundled_presets())
+    out = run("presets").output
+    assert "default" in out and "inference-serving" in out
+
+
+@pytest.mark.parametrize("name", ["default", "ppo-rlhf", "inference-serving", "finetune", "moe"])
+def test_each_bundled_preset_builds_json(tmp_path, name):
+    result = run("build", name, "--format", "json", "-o", str(tmp_path), "-q", env=EPOCH)
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / f"{name}.json").read_text())
+    assert data["scenarios"] and data["plan"]
+    for s in data["scenarios"]:
+        pg = s["per_gpu_bytes"]
+        assert pg["allocated_peak"] <= pg["reserved_peak"] <= pg["device_total"] <= pg["recommended"]
+
+
+def test_check_counts_scenarios_and_skips(tmp_path):
+    result = run("check", str(write(tmp_path, MINIMAL)))
+    assert result.exit_code == 0
+    # 2 stages × 2 counts = 4; ZeRO-3 on one GPU is skipped
+    assert "OK — 3 scenarios, 1 skipped" in result.output
+    assert "ZeRO-3 on one data-parallel rank shards nothing" in result.output
+
+
+def test_exclude_rules_and_explicit_scenarios(tmp_path):
+    text = MINIMAL + """    exclude:
+      - {num_gpus: 4, zero_stage: 0}
+scenarios:
+  - {name: extra, model: Llama-3-8B, workload: inference, gpu: L4}
+"""
+    result = run("check", str(write(tmp_path, text)))
+    assert "OK — 3 scenarios, 1 skipped" in result.output
+
+
+@pytest.mark.parametrize("text,message", [
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    precison: bf16\n",
+     "matrices[0].precison: unknown key 'precison' (did you mean 'precision'?)"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    precision: fp6\n",
+     "matrices[0].precision: unknown precision 'fp6'"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7b-chat\n",
+     "matrices[0].model: unknown model 'Llama-2-7b-chat' (did you mean"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    gpu: H100\n",
+     "matrices[0].gpu: unknown GPU 'H100' (did you mean"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    batch_size: 0\n",
+     "matrices[0].batch_size: must be between 1 and 1,000,000, got 0"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    seq_len: 1000000000\n",
+     "matrices[0].seq_len: must be between 1 and 10,000,000, got 1000000000"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    num_gpus: two\n",
+     "matrices[0].num_gpus: expected a whole number, got 'two'"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    zero_stage: 4\n",
+     "matrices[0].zero_stage: must be between 0 and 3, got 4"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    num_gpus: []\n",
+     "matrices[0].num_gpus: empty list: give at least one value"),
+    ("title: t\nmatrices:\n  - name: m\n    workload: full\n", "matrices[0].model: missing required key"),
+    ("title: t\nmatrices: []\n", "matrices: a preset needs at least one matrix or scenario"),
+    ("title: t\nmatrices:\n  - {name: a, model: Llama-2-7B}\n  - {name: a, model: Llama-2-7B}\n",
+     "matrices[1].name: duplicate matrix name 'a'"),
+    ("title: t\ncolour: blue\nmatrices:\n  - {name: a, model: Llama-2-7B}\n", "colour: unknown key 'colour'"),
+    ("title: t\nassumptions: {safety_factor: 0.5}\nmatrices:\n  - {name: a, model: Llama-2-7B}\n",
+     "assumptions.safety_factor: must be between 1 and 10, got 0.5"),
+    ("title: t\nmatrices:\n  - {name: a, model: Llama-2-7B, workload: {type: rlhf}}\n",
+     "matrices[0].workload.type: unknown workload 'rlhf'"),
+    ("title: [unclosed\n", "malformed YAML at line 2"),
+    ("- just\n- a list\n", "expected a mapping at the top level, got list"),
+    ("title: t\nmatrices:\n  - {name: a, model: Llama-2-7B, workload: full, num_gpus: 1, tp_size: 2}\n",
+     "matrices: every combination was skipped: nothing to estimate (first reason: tp_size 2 does not divide"),
+])
+def test_validation_errors_name_file_key_and_value(tmp_path, text, message):
+    path = write(tmp_path, text)
+    result = run("check", str(path))
+    assert result.exit_code == 1, result.output
+    assert result.output == f"Error: {path}: {message}" + result.output.split(message, 1)[1]
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_unknown_preset_name_and_bad_files(tmp_path):
+    result = run("check", "defualt")
+    assert result.exit_code == 1 and "unknown preset 'defualt' (did you mean 'default'?)" in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"title: caf\xe9\n")
+    assert "not UTF-8" in run("check", str(bad)).output
+    assert "is a directory, expected a YAML file" in run("check", str(tmp_path)).output
+
+
+def test_json_scenario_equals_estimate_json(tmp_path):
+    assert run("build", "default", "--format", "json", "-o", str(tmp_path), "-q", env=EPOCH).exit_code == 0
+    data = json.loads((tmp_path / "default.json").read_text())
+    singles = [s for s in data["scenarios"] if "roles" not in s]
+    flag = {"batch_size": "--batch", "seq_len": "--seq", "num_gpus": "--gpus", "zero_stage": "--zero",
+            "tp_size": "--tp"}
+    for s in random.Random(7).sample(singles, 8):
+        i = s["inputs"]
+        args = ["estimate", "--json"]
+        for key, value in i.items():
+            if key in ("head",):
+                continue
+            args += [flag.get(key, "--" + key.replace("_", "-")), str(value)]
+        out = run(*args)
+        assert out.exit_code == 0, out.output
+        single = json.loads(out.output)
+        assert single["per_gpu_bytes"] == s["per_gpu_bytes"]
+        assert single["params"] == s["params"]
+
+
+def test_build_is_deterministic(tmp_path):
+    for d in ("a", "b"):
+        assert run("build", "ppo-rlhf", "--format", "json", "-o", str(tmp_path / d), "-q", env=EPOCH).exit_code == 0
+    a = (tmp_path / "a" / "ppo-rlhf.json").read_bytes()
+    assert a == (tmp_path / "b" / "ppo-rlhf.json").read_bytes()
+    assert json.loads(a)["generated_at"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_usage_errors_exit_2(tmp_path):
+    result = run("build", "--format", "docx", "-o", str(tmp_path))
+    assert result.exit_code == 2 and "unknown format 'docx'" in result.output
