@@ -35,6 +35,9 @@ def handle_input_errors(fn):
         except InputError as exc:
             click.echo(f"Error: {exc.one_line()}", err=True)
             sys.exit(EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: no output was changed.", err=True)
+            sys.exit(130)
     return wrapper
 
 

@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 _FUNCTIONS = {"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR"}
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 _TEXT_OP = {"+": "+", "-": "−", "*": "×", "/": "÷", "=": "=", "<>": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
-# Python's math.ceil on a value a hair above an integer (1e-12 relative) would differ from
-# LibreOffice's approximate ROUNDUP; treat such values as the integer, as spreadsheets do.
+# Python's math.ceil on a value a hair above an integer (float noise, 1e-12 relative) would differ
+# from LibreOffice's approximate ROUNDUP, which snaps such values to the integer; so do we.
 _CEIL_SLACK = 1e-12
 
 
@@ -152,8 +152,10 @@ def is_one_of(x: Expr, *values: str) -> Expr:
 # ---------------------------------------------------------------------------------------------
 # Evaluation helpers shared by the compiled estimator
 
-def spreadsheet_ceil(x: float) -> int:
-    return math.ceil(x - abs(x) * _CEIL_SLACK)
+def spreadsheet_ceil(x: float, _ceil=math.ceil, _round=round, _abs=abs, _slack=_CEIL_SLACK) -> int:
+    """Round up, treating a value within 1e-12 (relative) of an integer as that integer."""
+    nearest = _round(x)
+    return int(nearest) if _abs(x - nearest) <= _abs(x) * _slack else _ceil(x)
 
 
 # ---------------------------------------------------------------------------------------------

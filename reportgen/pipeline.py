@@ -17,7 +17,7 @@ from .notes import build_notes
 from .presets import Expansion, Preset, expand, load_preset
 from .report import Report, build_report, priced_gpus
 from .validation import validate
-from .writers.atomic import write_atomic_with
+from .writers.atomic import write_all_or_nothing
 
 # format -> writer module (each has write(report, path, lang)); imported only when asked for.
 WRITERS = {"json": "reportgen.writers.json_writer", "xlsx": "reportgen.writers.xlsx",
@@ -70,12 +70,16 @@ def make_report(loaded: Loaded, generated_at: str) -> Report:
 
 def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: str,
                   progress: Callable[[str], None] = lambda _: None) -> list[Path]:
-    """Write every format; each file appears complete or not at all (temp file + rename)."""
-    written = []
+    """Write every format; all files appear together and complete, or none changes."""
+    jobs = []
     for fmt in formats:
         writer = importlib.import_module(WRITERS[fmt])
         path = out_dir / f"{report.preset.name}.{fmt}"
-        write_atomic_with(path, lambda tmp: writer.write(report, tmp, lang))
-        written.append(path)
-        progress(f"wrote {path}")
-    return written
+
+        def produce(tmp, writer=writer, path=path):
+            writer.write(report, tmp, lang)
+            progress(f"rendered {path.name}")
+
+        jobs.append((path, produce))
+    write_all_or_nothing(jobs)
+    return [path for path, _ in jobs]
