@@ -3,6 +3,7 @@ rows (Models, GPUs) that the formulas and the workbook share."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -162,8 +163,11 @@ MODEL_COLUMNS = (
 LORA_SET_SUFFIX = {"q_proj,v_proj": "qv", "q_proj,k_proj,v_proj,o_proj": "qkvo", "all-linear": "all"}
 
 
+@lru_cache(maxsize=1024)
 def model_row(spec: ModelSpec) -> dict[str, float]:
-    """The Models-table row for a spec: shape numbers and exact counts the formulas use."""
+    """The Models-table row for a spec: shape numbers and exact counts the formulas use.
+
+    Cached per spec (specs are frozen); callers must not mutate the returned row."""
     L = spec.num_hidden_layers
     if spec.is_moe:
         # Per token: the top-k routed experts plus the shared ones, averaged over all layers.

@@ -16,9 +16,9 @@ from html import escape
 from typing import Sequence
 
 # Series fills, dark to light (distinct lightness in greyscale), and the text colour readable on each.
-PALETTE = ("#3b0f70", "#5c2a8c", "#2c5f9e", "#1f8a8a", "#3aa16a", "#8cc24a", "#d9d94a", "#f3b45b", "#f6dcc0")
-PATTERNS = ("solid", "hatch", "solid", "dots", "solid", "hatch", "solid", "dots", "cross")
-TEXT_ON = ("#ffffff", "#ffffff", "#ffffff", "#ffffff", "#000000", "#000000", "#000000", "#000000", "#000000")
+PALETTE = ("#2d1e5c", "#4b3b8f", "#2f6aa6", "#2a9190", "#49a86a", "#97c65a", "#d4d157", "#eba95b", "#f5d9b8",
+           "#dedede")
+PATTERNS = ("solid", "hatch", "solid", "dots", "solid", "hatch", "solid", "dots", "solid", "cross")
 INK = "#1a1a1a"
 GRID = "#c8c8c8"
 LINE_COLOURS = ("#b2182b", "#2166ac", "#4d4d4d", "#762a83", "#1b7837", "#8c510a")
@@ -111,14 +111,15 @@ def _svg_open(chart_id: str, width: float, height: float, font_family: str, titl
             f'<title id="{chart_id}-title">{_t(title)}</title>')
 
 
-def _legend(series: Sequence[Series], chart_id: str, width: float, y0: float, size: float = 8.5) -> tuple[list[str], float]:
+def _legend(series: Sequence[Series], colours: Sequence[int], chart_id: str, width: float, y0: float,
+            size: float = 8.5) -> tuple[list[str], float]:
     """Swatches with their labels, wrapped into rows; returns the SVG parts and the height used."""
     x, y, out = 0.0, y0, []
     for i, s in enumerate(series):
         w = 15 + text_width(s.label, size) + 12
         if x + w > width and x > 0:
             x, y = 0.0, y + 14
-        out.append(f'<rect x="{_f(x)}" y="{_f(y + 1)}" width="11" height="9" fill="{_fill(chart_id, i)}" '
+        out.append(f'<rect x="{_f(x)}" y="{_f(y + 1)}" width="11" height="9" fill="{_fill(chart_id, colours[i])}" '
                    f'stroke="{INK}" stroke-width="0.5"/>')
         out.append(f'<text x="{_f(x + 15)}" y="{_f(y + 9)}" font-size="{_f(size)}" fill="{INK}">{_t(s.label)}</text>')
         x += w
@@ -126,8 +127,12 @@ def _legend(series: Sequence[Series], chart_id: str, width: float, y0: float, si
 
 
 def stacked_bars(bars: Sequence[Bar], series: Sequence[Series], lines: Sequence[RefLine], *, x_title: str,
-                 chart_id: str, font_family: str, title: str, width: float = 680, overflow_mark: str = "»") -> str:
-    """Horizontal stacked bars, one per configuration, against vertical reference lines."""
+                 chart_id: str, font_family: str, title: str, colour_index: Sequence[int] | None = None,
+                 width: float = 680, overflow_mark: str = "»") -> str:
+    """Horizontal stacked bars, one per configuration, against vertical reference lines.
+
+    colour_index[i] picks series i's fill from PALETTE, so a series keeps its colour in every chart."""
+    colours = list(colour_index) if colour_index is not None else list(range(len(series)))
     size = 9
     label_w = min(max((text_width(b.label, size) for b in bars), default=60) + 8, width * 0.42)
     right_pad = 62
@@ -158,7 +163,7 @@ def stacked_bars(bars: Sequence[Bar], series: Sequence[Series], lines: Sequence[
             r = len(label_rows)
             label_rows.append(left + w)
         placed_labels.append((pos, left, r, text))
-    legend_parts, legend_h = _legend(series, chart_id, width, 2)
+    legend_parts, legend_h = _legend(series, colours, chart_id, width, 2)
     labels_y0 = legend_h + 6
     top = labels_y0 + 11 * len(label_rows)
     bar_h, pitch = 11, 16
@@ -198,7 +203,7 @@ def stacked_bars(bars: Sequence[Bar], series: Sequence[Series], lines: Sequence[
             if x1 - x0 < 0.05:
                 continue
             out.append(f'<rect x="{_f(x0)}" y="{_f(y)}" width="{_f(x1 - x0)}" height="{bar_h}" '
-                       f'fill="{_fill(chart_id, i)}" stroke="#ffffff" stroke-width="0.4"/>')
+                       f'fill="{_fill(chart_id, colours[i])}" stroke="#ffffff" stroke-width="0.4"/>')
         end = X(max(total, bar.budget))
         clipped = max(total, bar.budget) > x_max
         if clipped:  # a break mark where the bar leaves the plot

@@ -419,3 +419,7 @@ def list_presets():
     from .presets import bundled_presets, load_preset
     for name, path in bundled_presets().items():
         click.echo(f"{name:<20} {load_preset(name).title}")
+
+
+if __name__ == "__main__":
+    main()

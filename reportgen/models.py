@@ -8,7 +8,8 @@ Counts equal what transformers instantiates (tests compare against meta-device c
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -140,6 +141,10 @@ class ModelSpec:
 
     def params_by_component(self) -> dict[str, int]:
         """Exact parameter count per component; tied embeddings counted once (under embedding)."""
+        return dict(self._breakdown)
+
+    @cached_property
+    def _breakdown(self) -> dict[str, int]:
         if self.generic_total_params:
             return self._generic_breakdown()
         h, L = self.hidden_size, self.num_hidden_layers
@@ -173,9 +178,9 @@ class ModelSpec:
                              f"({embedding} = vocab_size × hidden_size)", source=self.name)
         return {"embedding": embedding, "blocks": blocks, "lm_head": lm_head}
 
-    @property
+    @cached_property
     def total_params(self) -> int:
-        return sum(self.params_by_component().values())
+        return sum(self._breakdown.values())
 
     @property
     def inactive_expert_params(self) -> int:
@@ -191,11 +196,11 @@ class ModelSpec:
 
     @property
     def embedding_params(self) -> int:
-        return self.params_by_component()["embedding"]
+        return self._breakdown["embedding"]
 
     @property
     def lm_head_params(self) -> int:
-        return self.params_by_component()["lm_head"]
+        return self._breakdown["lm_head"]
 
     @property
     def largest_layer_params(self) -> int:

@@ -1,0 +1,101 @@
+"""Speed and memory figures for the README's performance section (not a test).
+
+    python3 benchmarks/bench.py            # estimator rate, default preset per format, 10k sweep
+    python3 benchmarks/bench.py --large    # also the 100,000-scenario sweep (JSON and xlsx)
+
+Each build runs in its own process; peak memory is that process's maximum resident set size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def estimator_rate(n: int = 100_000) -> tuple[float, float]:
+    """(term-table evaluations per second, Estimate objects per second) over n varied scenarios."""
+    from reportgen.catalog import load_gpus, load_models
+    from reportgen.estimate import Estimator, Scenario
+    est = Estimator(load_models(), load_gpus())
+    models = ["Llama-2-7B", "Llama-3-8B", "Mixtral-8x7B", "Qwen2.5-14B", "Llama-3.1-70B"]
+    workloads = ["inference", "full", "lora", "qlora"]
+    scenarios = [Scenario(model=models[i % 5], workload=workloads[i % 4], batch_size=1 + i % 16,
+                          seq_len=512 * (1 + i % 8), num_gpus=8, zero_stage=i % 4, gpu="H100-80GB-SXM")
+                 for i in range(n)]
+    inputs = [s.inputs() for s in scenarios]
+    t = time.perf_counter()
+    for s in scenarios:
+        est.estimate_values(s)
+    values_rate = n / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for s in scenarios[: n // 5]:
+        est.estimate(s)
+    objects_rate = (n // 5) / (time.perf_counter() - t)
+    return values_rate, objects_rate
+
+
+def sweep_preset(path: Path, size: int) -> Path:
+    """A preset whose matrix expands to exactly `size` scenarios (all runnable)."""
+    per = size // 1000
+    data = {"title": f"{size:,}-scenario sweep", "matrices": [{
+        "name": "sweep", "model": ["Llama-3-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Llama-2-13B", "Qwen2.5-14B"],
+        "workload": [{"type": "full"}, {"type": "lora"}],
+        "batch_size": list(range(1, 11)), "seq_len": [256 * (i + 1) for i in range(10)],
+        "num_gpus": [8 * (i + 1) for i in range(per)], "zero_stage": [3],
+        "gpu": ["H100-80GB-SXM"],
+    }]}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def timed_build(preset: str, fmt: str, out: Path) -> tuple[float, float]:
+    """(seconds, peak MiB) of `reportgen build PRESET --format FMT` in a fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "reportgen.cli", "build", preset, "--format", fmt, "-o", str(out), "-q"],
+                   check=True, env={**os.environ, "SOURCE_DATE_EPOCH": "0"}, cwd=REPO)
+    seconds = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, max(peak, before) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--large", action="store_true", help="also run the 100,000-scenario sweep")
+    parser.add_argument("--formats", default="json,xlsx,html,pdf")
+    args = parser.parse_args()
+    values_rate, objects_rate = estimator_rate()
+    print(f"estimator: {values_rate:,.0f} scenarios/s (term table), {objects_rate:,.0f} scenarios/s (Estimate objects)")
+    formats = args.formats.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        total = 0.0
+        for fmt in formats:
+            seconds, mib = timed_build("default", fmt, out)
+            total += seconds
+            print(f"default preset, {fmt:>4}: {seconds:6.2f} s, peak {mib:7.0f} MiB")
+        seconds, mib = timed_build("default", ",".join(formats), out)
+        print(f"default preset, all formats in one build: {seconds:.2f} s, peak {mib:.0f} MiB")
+        sizes = [10_000] + ([100_000] if args.large else [])
+        for size in sizes:
+            preset = sweep_preset(out / f"sweep-{size}.yaml", size)
+            for fmt in ("json", "xlsx") + (("html", "pdf") if size <= 10_000 else ()):
+                if fmt not in formats:
+                    continue
+                seconds, mib = timed_build(str(preset), fmt, out)
+                print(f"{size:>7,} scenarios, {fmt:>4}: {seconds:6.2f} s, peak {mib:7.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

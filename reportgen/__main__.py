@@ -1,0 +1,4 @@
+"""python -m reportgen: the command line."""
+from .cli import main
+
+main()

@@ -1,0 +1,653 @@
+"""View models for the HTML/PDF report: every number formatted, every CSS class and colour chosen.
+
+build_view(report, lang) -> ReportView. The template (templates/report.html.j2) only loops over
+these objects and places their strings; it makes no numeric decision. Strings come from the
+message catalogue of the language (i18n.py); numbers and units are formatted the same way in
+every language. Charts arrive as finished SVG (charts.py), marked safe here because charts.py
+escapes every string it places.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Mapping, Sequence
+
+from markupsafe import Markup
+
+from . import charts
+from .catalog import slug
+from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
+from .formulas import to_text
+from .i18n import Catalogue, load_catalogue
+from .report import Recommendation, Report, Result, SensitivitySeries
+from .tables import LOOKUP_TABLES
+from .terms import ASSUMPTIONS, INPUT_NAMES, PEAK_PARTS, ROLE_TERMS, Term
+from .units import GB, GiB, MiB, format_count
+
+# Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
+# workbook for the rest; a breakdown chart shows this many configurations.
+PDF_SCENARIO_ROWS = 500
+MAX_BARS = 60
+
+# The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
+# Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
+SEGMENTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
+            "resident_kv_cache", "temporaries", "transient_peak", "fragmentation", "context_comm")
+assert set(PEAK_PARTS) <= set(SEGMENTS)
+
+# Capacity-matrix colour buckets: 1, 2, 4, 8, 16, 32, ≥64 GPUs.
+CAPACITY_BUCKETS = 7
+
+FONT_FAMILY_SVG = {"en": "'Report Sans Supplement', 'Report Sans SC', sans-serif",
+                   "zh": "'Report Sans SC', 'Report Sans Supplement', sans-serif"}
+CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting: the only place the report turns numbers into text
+
+def gib(num_bytes: float) -> str:
+    """A byte count as GiB with two decimals, no unit ('13.04'); column headers carry the unit."""
+    return f"{num_bytes / GiB:,.2f}"
+
+
+def gib_unit(num_bytes: float) -> str:
+    return f"{num_bytes / GiB:,.2f} GiB"
+
+
+def usd(value: float) -> str:
+    return f"${value:,.0f}"
+
+
+def usd_hour(value: float) -> str:
+    return f"${value:,.2f}/h"
+
+
+def percent(fraction: float, digits: int = 1, signed: bool = False) -> str:
+    return f"{fraction * 100:{'+' if signed else ''},.{digits}f} %"
+
+
+def tokens_short(n: int) -> str:
+    """Powers-of-two token counts on chart axes: 512, 1K, …, 128K (K = 1,024)."""
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def format_figure(value: float, unit: str) -> str:
+    """A note's figure by its unit (fractions for 'percent', as the validation errors are)."""
+    if unit == "bytes":
+        return f"{gib_unit(value)} ({value / GB:,.2f} GB)"
+    if unit in ("count", "gpus"):
+        return format_count(round(value))
+    if unit == "ratio":
+        return f"{value:,.2f}×"
+    if unit == "percent":
+        return percent(value)
+    if unit == "usd":
+        return usd(value)
+    return f"{value:,.4g}"
+
+
+def format_assumption(value: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{value / MiB:,.0f} MiB ({gib_unit(value)})"
+    if unit == "fraction of allocated":
+        return percent(value, 0)
+    if unit == "tokens":
+        return format_count(value)
+    return f"{value:g}"
+
+
+def format_date(iso: str) -> str:
+    """'2026-01-01 00:00 UTC' from an ISO date-time (the report's injected timestamp)."""
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if moment.utcoffset() is not None and moment.utcoffset().total_seconds() == 0:
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.isoformat(sep=" ")
+
+
+# ---------------------------------------------------------------------------------------------
+# View objects (what the template sees)
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    css: str = ""  # CSS classes decided here
+    sort: str = ""  # data-sort value for the sortable table ('' = sort by text)
+    title: str = ""  # tooltip (HTML only)
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[Cell, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    css: str = ""
+    caption: str = ""
+    row_ids: tuple[str, ...] = ()  # anchors, parallel to rows ('' for none)
+
+
+@dataclass(frozen=True)
+class TocEntry:
+    anchor: str
+    number: str
+    title: str
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    gpu: str
+    count: str
+    layout: str
+    device: str
+    budget: str
+    capacity: str
+    headroom: str
+    purchase: str
+    hourly: str
+    mark: str  # '★ cheapest', '⊘ does not fit', ''
+    css: str
+    fits: bool
+    tried: str  # for rows that do not fit: how many configurations were tried
+
+
+@dataclass(frozen=True)
+class PlanGroup:
+    anchor: str
+    subject: str
+    verdict: str
+    verdict_css: str
+    rows: tuple[PlanRow, ...]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A chart with its caption; `svg` is finished markup."""
+    anchor: str
+    title: str
+    svg: Markup
+    caption: str
+
+
+@dataclass(frozen=True)
+class BreakdownSection:
+    anchor: str
+    title: str
+    figure: Figure
+    table: Table
+    note: str  # '' or 'first N of M configurations'
+
+
+@dataclass(frozen=True)
+class SensitivitySection:
+    anchor: str
+    title: str
+    figures: tuple[Figure, ...]
+    table: Table
+
+
+@dataclass(frozen=True)
+class TermGroup:
+    title: str
+    table: Table
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+    strong: bool = False
+
+
+@dataclass(frozen=True)
+class NoteFigureView:
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class NoteCard:
+    anchor: str
+    id: str
+    claim_original: str
+    claim_translation: str
+    article: str
+    setting: str
+    verdict: str
+    verdict_css: str
+    figures: tuple[NoteFigureView, ...]
+    explanation: tuple[TextPart, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class PageStrings:
+    """Pieces of the PDF's 'page X of Y' (string-set, so the static CSS stays language-free)."""
+    before: str
+    between: str
+    after: str
+
+
+@dataclass(frozen=True)
+class ReportView:
+    lang: str
+    html_lang: str
+    t: Catalogue  # the template reads fixed strings with t("key")
+    title: str
+    preset_name: str
+    description: str
+    date: str
+    version: str
+    meta: tuple[tuple[str, str], ...]
+    page: PageStrings
+    toc: tuple[TocEntry, ...]
+    verdicts: tuple[PlanGroup, ...]
+    plan_headers: tuple[str, ...]
+    capacity: Table
+    capacity_legend: tuple[Cell, ...]
+    breakdowns: tuple[BreakdownSection, ...]
+    sensitivity: tuple[SensitivitySection, ...]
+    terms: tuple[TermGroup, ...]
+    assumptions: Table
+    lookup_tables: tuple[TermGroup, ...]
+    gpu_table: Table
+    notes: tuple[NoteCard, ...]
+    scenarios: Table
+    scenarios_note: str
+    skipped: Table
+    validation: Table
+    validation_summary: str
+    validation_protocol: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers over results
+
+def _layout(r: Result, t: Catalogue) -> str:
+    s = r.lead
+    parts = []
+    if s.zero_stage:
+        parts.append(f"ZeRO-{s.zero_stage}")
+    if s.tp_size > 1:
+        parts.append(f"TP{s.tp_size}")
+    if r.is_group:
+        parts.append(t(f"placement.{r.estimate.scenario.placement}"))
+    return " · ".join(parts)
+
+
+def _fit_state(values: Mapping[str, float]) -> str:
+    if not values["fits"]:
+        return "no"
+    return "yes" if values["fits_recommended"] else "tight"
+
+
+def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
+    """The stacked parts of one configuration, in SEGMENTS order; they add up to device_total."""
+    v = est.values
+    if isinstance(est, GroupEstimate) and est.scenario.placement == "separate":
+        # separate pools: the bar is the tightest pool (the role with the largest device total)
+        est = max((e for _, e in est.roles), key=lambda e: e["device_total"])
+        v = est.values
+    if isinstance(est, GroupEstimate):
+        states = int(v["weights"]) + int(v["master_weights"]) + int(v["optimizer_states"])
+        parts = {"weights": int(v["weights"]), "master_weights": int(v["master_weights"]),
+                 "optimizer_states": int(v["optimizer_states"]),
+                 "temporaries": int(v["model_states"]) - states,  # every role's ZeRO-3 gather buffer
+                 "transient_peak": int(v["transient_peak"])}
+    else:
+        parts = {k: int(v[k]) for k in PEAK_PARTS}
+    parts["fragmentation"] = int(v["reserved_peak"]) - int(v["allocated_peak"])
+    parts["context_comm"] = int(v["device_total"]) - int(v["reserved_peak"])
+    out = {k: parts.get(k, 0) for k in SEGMENTS}
+    assert sum(out.values()) == int(v["device_total"]), "breakdown parts must add up to the device total"
+    return out
+
+
+def _config_key(r: Result) -> tuple:
+    """What a configuration is, apart from the GPU type it runs on (its per-GPU bytes do not depend on it)."""
+    if r.is_group:
+        return tuple((name, tuple((k, v) for k, v in e.scenario.inputs().items() if k != "gpu"))
+                     for name, e in r.estimate.roles)
+    return tuple((k, v) for k, v in r.lead.inputs().items() if k != "gpu")
+
+
+def _config_labels(results: Sequence[Result], t: Catalogue) -> dict[tuple, str]:
+    """Short labels from the inputs that vary within a group of results ('batch 8 · int4 · TP2')."""
+    keys = {}
+    for r in results:
+        keys.setdefault(_config_key(r), r)
+    inputs = {k: r.lead.inputs() | {"num_gpus": r.total_gpus} for k, r in keys.items()}
+    varying = [n for n in INPUT_NAMES if n != "gpu" and len({str(i[n]) for i in inputs.values()}) > 1]
+    labels = {}
+    for key, r in keys.items():
+        parts = [t(f"axis.{n}", v=inputs[key][n]) for n in varying]
+        if not parts:
+            parts = [t("axis.num_gpus", v=r.total_gpus)]
+        labels[key] = " · ".join(parts)
+    return labels
+
+
+def _svg_font(lang: str, texts: Sequence[str]) -> str:
+    # SVG text does not fall back per glyph: a chart with any CJK text puts the CJK family first.
+    if lang == "zh" or any(CJK.search(x) for x in texts):
+        return FONT_FAMILY_SVG["zh"]
+    return FONT_FAMILY_SVG["en"]
+
+
+def _subject(rec: Recommendation, sample: Result, t: Catalogue) -> str:
+    workload = t(f"workload.{rec.workload}")
+    if sample.is_group:
+        roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.roles]
+        return t("subject.group", model=rec.model, workload=workload, count=len(roles),
+                 roles=t("list.sep").join(roles))
+    return t("subject.single", model=rec.model, workload=workload)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
+    k = report.assumptions["safety_factor"]
+    by_cell: dict[tuple[str, str], list[Result]] = {}
+    for r in report.results:
+        by_cell.setdefault((r.model, r.workload), []).append(r)
+    groups = []
+    for n, rec in enumerate(report.recommendations, start=1):
+        tried = by_cell[(rec.model, rec.workload)]
+        subject = _subject(rec, tried[0], t)
+        if rec.best:
+            r = rec.best.result
+            layout = _layout(r, t)
+            verdict = t("verdict.fit" if not layout else "verdict.fit_layout", subject=subject, count=r.total_gpus,
+                        gpu=r.gpu, layout=layout, device=gib_unit(r.estimate["device_total"]),
+                        budget=gib_unit(r.estimate["recommended"]), k=f"{k:g}",
+                        capacity=gib_unit(r.estimate["gpu_memory_bytes"]),
+                        headroom=gib_unit(r.estimate["headroom_bytes"]), price=usd(r.estimate["purchase_usd"]))
+            css = "verdict-fit"
+        else:
+            verdict = t("verdict.none", subject=subject, max=max(x.total_gpus for x in tried))
+            css = "verdict-none"
+        rows = []
+        for e in rec.entries:
+            if e.result is None:
+                rows.append(PlanRow(e.gpu, "", "", "", "", gib(report.gpus[e.gpu].memory_bytes), "", "", "",
+                                    t("fit.no"), "nofit", False, t("plan.tried", n=e.num_scenarios)))
+                continue
+            r, v = e.result, e.result.estimate
+            best = rec.best is not None and e.gpu == rec.best.gpu
+            rows.append(PlanRow(e.gpu, str(r.total_gpus), _layout(r, t) or "—", gib(v["device_total"]),
+                                gib(v["recommended"]), gib(v["gpu_memory_bytes"]), gib(v["headroom_bytes"]),
+                                usd(v["purchase_usd"]), usd_hour(v["hourly_usd"]),
+                                t("plan.cheapest") if best else "", "best" if best else "", True, ""))
+        groups.append(PlanGroup(f"plan-{n}", subject, verdict, css, tuple(rows)))
+    return tuple(groups)
+
+
+def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
+    headers = (Cell(t("capacity.workload")), Cell(t("capacity.model"))) + tuple(
+        Cell(g, "num") for g in report.gpu_types)
+    rows = []
+    for rec in report.recommendations:
+        tried = [r for r in report.results if r.model == rec.model and r.workload == rec.workload]
+        cells = [Cell(t(f"workload.{rec.workload}")), Cell(rec.model)]
+        for gpu in report.gpu_types:
+            on_gpu = [r for r in tried if r.gpu == gpu]
+            fitting = [r.total_gpus for r in on_gpu if r.estimate["fits_recommended"]]
+            if not on_gpu:
+                cells.append(Cell("—", "num cap-na", title=t("capacity.not_tried")))
+            elif not fitting:
+                cells.append(Cell(t("capacity.none", max=max(r.total_gpus for r in on_gpu)), "num cap-none",
+                                  title=t("fit.no")))
+            else:
+                n = min(fitting)
+                bucket = min(int(math.log2(n)), CAPACITY_BUCKETS - 1) if n >= 1 else 0
+                star = rec.best is not None and rec.best.gpu == gpu
+                cells.append(Cell(f"{n}{' ★' if star else ''}", f"num cap-{bucket}",
+                                  sort=str(n), title=t("capacity.cell_title", n=n, gpu=gpu)))
+        rows.append(tuple(cells))
+    legend = tuple(Cell(label, f"cap-{i}") for i, label in
+                   enumerate(("1", "2", "4", "8", "16", "32", "≥ 64"))) + (
+        Cell(t("capacity.legend_none"), "cap-none"), Cell(t("capacity.legend_best"), "cap-star"))
+    return Table(headers, tuple(rows), "capacity"), legend
+
+
+def _segment_series(t: Catalogue, present: Sequence[str]) -> list[charts.Series]:
+    return [charts.Series(k, t(f"part.{k}")) for k in present]
+
+
+def _breakdowns(report: Report, t: Catalogue, lang: str) -> tuple[BreakdownSection, ...]:
+    k = report.assumptions["safety_factor"]
+    matrices: dict[str, list[Result]] = {}
+    for r in report.results:
+        matrices.setdefault(r.matrix, []).append(r)
+    sections = []
+    for m, (matrix, results) in enumerate(matrices.items(), start=1):
+        labels = _config_labels(results, t)
+        configs: dict[tuple, Result] = {}
+        gpus_used: dict[str, int] = {}
+        for r in results:
+            configs.setdefault(_config_key(r), r)
+            gpus_used.setdefault(r.gpu, int(r.estimate["gpu_memory_bytes"]) if not r.is_group
+                                 else int(r.estimate["gpu_memory_bytes"]))
+        shown = list(configs.items())[:MAX_BARS]
+        parts = {key: segments(r.estimate) for key, r in shown}
+        present = [s for s in SEGMENTS if any(p[s] for p in parts.values())]
+        colour_index = {s: SEGMENTS.index(s) for s in present}
+        series = _segment_series(t, present)
+        bars = [charts.Bar(labels[key], tuple(parts[key][s] / GiB for s in present),
+                           gib_unit(r.estimate["device_total"]), r.estimate["recommended"] / GiB)
+                for key, r in shown]
+        lines = [charts.RefLine(g, b / GiB) for g, b in gpus_used.items()]
+        chart_id = f"bd{m}"
+        texts = [b.label for b in bars] + [s.label for s in series] + [l.label for l in lines]
+        svg = charts.stacked_bars(bars, series, lines, x_title=t("chart.per_gpu_gib"), chart_id=chart_id,
+                                  font_family=_svg_font(lang, texts), title=t("breakdown.chart_title", matrix=matrix),
+                                  colour_index=[colour_index[s] for s in present])
+        figure = Figure(f"{chart_id}-fig", t("breakdown.chart_title", matrix=matrix), Markup(svg),
+                        t("breakdown.caption", k=f"{k:g}"))
+        headers = (Cell(t("breakdown.config")),) + tuple(Cell(s.label, "num") for s in series) + (
+            Cell(t("col.device_total"), "num"), Cell(t("col.budget", k=f"{k:g}"), "num"))
+        rows = []
+        for key, r in shown:
+            rows.append((Cell(labels[key]),) + tuple(Cell(gib(parts[key][s]), "num") for s in present) + (
+                Cell(gib(r.estimate["device_total"]), "num strong"), Cell(gib(r.estimate["recommended"]), "num")))
+        note = t("breakdown.truncated", n=len(shown), total=len(configs)) if len(configs) > len(shown) else ""
+        sections.append(BreakdownSection(f"breakdown-{m}-{slug(matrix)}", matrix, figure,
+                                         Table(headers, tuple(rows), "breakdown", t("breakdown.table_caption")), note))
+    return tuple(sections)
+
+
+def _runs_out(xs: Sequence[int], ys: Sequence[int], limit: int, t: Catalogue, fmt) -> Cell:
+    fitting = [x for x, y in zip(xs, ys) if y <= limit]
+    if not fitting:
+        return Cell(t("sens.none", x=fmt(xs[0])), "num nofit")
+    if len(fitting) == len(xs):
+        return Cell(t("sens.all", x=fmt(xs[-1])), "num")
+    return Cell(fmt(max(fitting)), "num")
+
+
+def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySection, ...]:
+    by_result: dict[int, list[SensitivitySeries]] = {}
+    for s in report.sensitivity:
+        by_result.setdefault(s.result_index, []).append(s)
+    sections = []
+    for n, (index, series_list) in enumerate(by_result.items(), start=1):
+        figures = []
+        columns = []
+        for j, s in enumerate(series_list):
+            fmt = tokens_short if s.axis != "batch_size" else str
+            x_title = t(f"sens.axis.{s.axis}")
+            lines = [charts.RefLine(g, b / GiB) for g, b in s.gpu_limits]
+            chart_id = f"sn{n}-{j + 1}"
+            title = t("sens.chart_title", label=s.label, axis=x_title)
+            texts = [l.label for l in lines] + [x_title, t("sens.y_title")]
+            svg = charts.line_chart(s.xs, [y / GiB for y in s.device_total_bytes], lines,
+                                    x_labels=[fmt(x) for x in s.xs], x_title=x_title, y_title=t("sens.y_title"),
+                                    chart_id=chart_id, font_family=_svg_font(lang, texts), title=title)
+            figures.append(Figure(chart_id, title, Markup(svg), ""))
+            columns.append((s, fmt, x_title))
+        headers = (Cell(t("col.gpu")), Cell(t("col.gpu_memory"), "num")) + tuple(
+            Cell(t("sens.largest", axis=x_title), "num") for _, _, x_title in columns)
+        rows = []
+        for g, limit in series_list[0].gpu_limits:
+            rows.append((Cell(g), Cell(gib(limit), "num")) + tuple(
+                _runs_out(s.xs, s.device_total_bytes, limit, t, fmt) for s, fmt, _ in columns))
+        sections.append(SensitivitySection(f"sensitivity-{n}", series_list[0].label, tuple(figures),
+                                           Table(headers, tuple(rows), "sens")))
+    return tuple(sections)
+
+
+def _term_rows(terms: Sequence[Term], t: Catalogue) -> tuple[tuple[Cell, ...], ...]:
+    return tuple((Cell(term.name, "code"), Cell(t.label(term.name, term.label)), Cell(t(f"unit.{term.unit}")),
+                  Cell(to_text(term.expr), "formula"), Cell(term.source, "source")) for term in terms)
+
+
+def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
+    headers = tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "unit", "formula", "source"))
+    groups: dict[str, list[Term]] = {}
+    for term in ROLE_TERMS:
+        groups.setdefault(term.group, []).append(term)
+    out = [TermGroup(t(f"term_group.{g}"), Table(headers, _term_rows(ts, t), "terms")) for g, ts in groups.items()]
+    seen = set()
+    for r in report.results:
+        if r.is_group:
+            key = (tuple(n for n, _ in r.estimate.scenario.roles), r.estimate.scenario.placement)
+            if key in seen:
+                continue
+            seen.add(key)
+            roles = t("list.sep").join(t(f"role.{n}") for n in key[0])
+            out.append(TermGroup(t("term_group.rlhf", roles=roles, placement=t(f"placement.{key[1]}")),
+                                 Table(headers, _term_rows(group_terms(*key), t), "terms")))
+    a_rows = tuple((Cell(a.name, "code"), Cell(t.label(a.name, a.label)),
+                    Cell(format_assumption(report.assumptions[a.name], a.unit), "num"),
+                    Cell(t.label(a.name + ".help", a.help), "source")) for a in ASSUMPTIONS)
+    assumptions = Table(tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "value", "note")), a_rows,
+                        "assumptions")
+    lookups = []
+    for table in LOOKUP_TABLES:
+        head = (Cell(table.key, "code"),) + tuple(Cell(c, "code num") for c in table.columns) + (
+            Cell(t("method.col.note")),)
+        rows = tuple((Cell(name, "code"),) + tuple(Cell(f"{row[c]:g}", "num") for c in table.columns)
+                     + (Cell(table.notes.get(name, ""), "source"),) for name, row in table.rows.items())
+        lookups.append(TermGroup(table.name, Table(head, rows, "lookup")))
+    g_head = tuple(Cell(t(f"gpu.col.{c}"), "num" if c not in ("name", "source") else "")
+                   for c in ("name", "mib", "gib", "gb", "purchase", "hourly", "source"))
+    g_rows = tuple((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
+                    Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
+                    Cell(usd_hour(g.price_per_hour_usd), "num"),
+                    Cell(f"{g.memory_source} {t('gpu.price_source')}: {g.price_source}", "source"))
+                   for name, g in report.gpus.items() if name in report.gpu_types)
+    return tuple(out), assumptions, tuple(lookups), Table(g_head, g_rows, "gpus")
+
+
+def _explanation(text: str, figures: Mapping[str, str]) -> tuple[TextPart, ...]:
+    """Split 'a {key} b' into text and figure parts (unknown {names} stay as written)."""
+    parts, pos = [], 0
+    for m in re.finditer(r"\{([A-Za-z0-9_.]+)\}", text):
+        if m.group(1) not in figures:
+            continue
+        if m.start() > pos:
+            parts.append(TextPart(text[pos:m.start()]))
+        parts.append(TextPart(figures[m.group(1)], True))
+        pos = m.end()
+    if pos < len(text):
+        parts.append(TextPart(text[pos:]))
+    return tuple(parts)
+
+
+def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
+    zh = t.lang == "zh"
+    cards = []
+    for n in report.notes:
+        values = {f.key: format_figure(f.value, f.unit) for f in n.figures}
+        figures = tuple(NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures)
+        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en, n.article,
+                              n.setting_zh if zh else n.setting_en, t(f"note_verdict.{n.verdict}"),
+                              f"badge verdict-{n.verdict}", figures,
+                              _explanation(n.explanation_zh if zh else n.explanation_en, values), n.source))
+    return tuple(cards)
+
+
+def _appendix(report: Report, t: Catalogue, max_rows: int | None) -> tuple[Table, str, Table, Table, str]:
+    k = report.assumptions["safety_factor"]
+    labels: dict[tuple, str] = {}
+    matrices: dict[str, list[Result]] = {}
+    for r in report.results:
+        matrices.setdefault(r.matrix, []).append(r)
+    for results in matrices.values():
+        for key, label in _config_labels(results, t).items():
+            labels[(results[0].matrix, key)] = label
+    headers = (Cell("#", "num"), Cell(t("col.matrix")), Cell(t("breakdown.config")), Cell(t("col.gpu")),
+               Cell(t("col.gpus"), "num"), Cell(t("col.phase")), Cell(t("col.device_total"), "num"),
+               Cell(t("col.budget", k=f"{k:g}"), "num"), Cell(t("col.headroom"), "num"), Cell(t("col.fit")),
+               Cell(t("col.purchase"), "num"))
+    shown = report.results if max_rows is None else report.results[:max_rows]
+    rows, ids = [], []
+    for r in shown:
+        v = r.estimate.values
+        state = _fit_state(v)
+        phase = t("phase.rlhf") if r.is_group else t(f"phase.{PHASE_NAMES[int(v['peak_phase'])]}")
+        rows.append((Cell(str(r.index), "num", str(r.index)), Cell(r.matrix), Cell(labels[(r.matrix, _config_key(r))],
+                                                                                   title=r.label),
+                     Cell(r.gpu), Cell(str(r.total_gpus), "num", str(r.total_gpus)), Cell(phase),
+                     Cell(gib(v["device_total"]), f"num fit-{state}", str(int(v["device_total"]))),
+                     Cell(gib(v["recommended"]), f"num fit-{state}", str(int(v["recommended"]))),
+                     Cell(gib(v["headroom_bytes"]), f"num fit-{state}", str(int(v["headroom_bytes"]))),
+                     Cell(t(f"fit.{state}"), f"fit-{state}"),
+                     Cell(usd(v["purchase_usd"]), "num", f"{v['purchase_usd']:.0f}")))
+        ids.append(f"s{r.index}")
+    note = (t("appendix.truncated", n=len(shown), total=len(report.results))
+            if len(shown) < len(report.results) else "")
+    scenarios = Table(headers, tuple(rows), "scenarios sortable", row_ids=tuple(ids))
+    counts: dict[tuple[str, str, str], int] = {}
+    for s in report.skipped:
+        counts[(s.matrix, s.label, s.reason)] = counts.get((s.matrix, s.label, s.reason), 0) + 1
+    skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
+                     Cell(t("skipped.count"), "num")),
+                    tuple((Cell(m), Cell(label), Cell(reason), Cell(str(c), "num"))
+                          for (m, label, reason), c in counts.items()), "skipped")
+    v_rows = tuple((Cell(row.case_id, "code"), Cell(gib(row.measured_bytes), "num"),
+                    Cell(gib(row.estimated_bytes), "num"),
+                    Cell(percent(row.error, 2, signed=True), "num" + (" fit-no" if abs(row.error) > 0.10 else "")),
+                    Cell(row.measured_phase))
+                   for row in report.validation)
+    validation = Table((Cell(t("validation.case")), Cell(t("validation.measured"), "num"),
+                        Cell(t("validation.estimated"), "num"), Cell(t("validation.error"), "num"),
+                        Cell(t("validation.phase"))), v_rows, "validation")
+    st = report.validation_summary
+    summary = (t("validation.summary", cases=st["cases"], median=percent(st["median_abs_error"], 2),
+                 max=percent(st["max_abs_error"], 2), within=st["within_10_percent"]) if st else t("validation.none"))
+    return scenarios, note, skipped, validation, summary
+
+
+# ---------------------------------------------------------------------------------------------
+
+SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix")
+
+
+def build_view(report: Report, lang: str = "en", *, max_scenario_rows: int | None = None) -> ReportView:
+    """Everything the template shows, formatted for one language."""
+    t = load_catalogue(lang)
+    before, rest = t("pdf.page_of").split("{page}")
+    between, after = rest.split("{pages}")
+    toc = tuple(TocEntry(s, str(i), t(f"section.{s}")) for i, s in enumerate(SECTIONS, start=1))
+    terms, assumptions, lookups, gpu_table = _method(report, t)
+    capacity, legend = _capacity(report, t)
+    scenarios, note, skipped, validation, v_summary = _appendix(report, t, max_scenario_rows)
+    meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
+            (t("meta.version"), f"reportgen {report.version}"),
+            (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
+    return ReportView(
+        lang=lang, html_lang=t.html_lang, t=t, title=report.preset.title, preset_name=report.preset.name,
+        description=report.preset.description, date=format_date(report.generated_at), version=report.version,
+        meta=meta, page=PageStrings(before, between, after), toc=toc, verdicts=_plan(report, t),
+        plan_headers=tuple(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}") for c in
+                           ("gpu", "gpus", "layout", "device", "budget", "capacity", "headroom", "purchase",
+                            "hourly", "mark")),
+        capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang),
+        sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
+        gpu_table=gpu_table, notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
+        validation=validation, validation_summary=v_summary, validation_protocol=report.validation_protocol,
+    )
