@@ -155,7 +155,7 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
 MODEL_COLUMNS = (
     "total_params", "active_params", "embedding_params", "lm_head_params", "vocab_size", "hidden_size",
     "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "q_dim", "kv_dim", "mlp_width",
-    "gated_mlp", "tied_embeddings", "kv_elements_per_token", "largest_layer_params", "num_experts",
+    "gated_mlp", "tied_embeddings", "kv_elements_per_token", "largest_layer_params", "num_experts", "expert_params",
     "lora_per_rank_qv", "lora_per_rank_qkvo", "lora_per_rank_all",
     "lora_inputs_qv", "lora_inputs_qkvo", "lora_inputs_all",
     "lora_modules_qv", "lora_modules_qkvo", "lora_modules_all",
@@ -193,6 +193,7 @@ def model_row(spec: ModelSpec) -> dict[str, float]:
         "kv_elements_per_token": spec.kv_cache_elements_per_token,
         "largest_layer_params": spec.largest_layer_params,
         "num_experts": spec.num_experts,
+        "expert_params": spec.params_by_component().get("experts", 0),
     }
     for targets, suffix in LORA_SET_SUFFIX.items():
         modules = LORA_TARGET_SETS[targets]

@@ -155,6 +155,8 @@ def _scenario_options(fn):
         click.option("--gpus", "num_gpus", type=int, default=1, show_default=True),
         click.option("--zero", "zero_stage", type=click.IntRange(0, 3), default=0, show_default=True),
         click.option("--tp", "tp_size", type=int, default=1, show_default=True),
+        click.option("--ep", "ep_size", type=int, default=1, show_default=True,
+                     help="MoE expert-parallel degree (experts spread over this many GPUs)."),
         click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none", show_default=True),
         click.option("--lora-rank", type=int, default=16, show_default=True),
         click.option("--lora-targets", default="q_proj,v_proj", show_default=True,
@@ -192,11 +194,12 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenari
                   kv_dtype=o["kv_dtype"], optimizer=o["optimizer"], optimizer_impl=o["optimizer_impl"],
                   batch_size=o["batch"], seq_len=o["seq"], prompt_len=o["prompt_len"], gen_len=o["gen_len"],
                   logits=o["logits"], checkpointing=o["checkpointing"], attention=o["attention"],
-                  num_gpus=o["num_gpus"], zero_stage=o["zero_stage"], tp_size=o["tp_size"], offload=o["offload"],
+                  num_gpus=o["num_gpus"], zero_stage=o["zero_stage"], tp_size=o["tp_size"], ep_size=o["ep_size"],
+                  offload=o["offload"],
                   lora_rank=o["lora_rank"], lora_targets=o["lora_targets"], gpu=o["gpu"])
     for key, value in values.items():
         option = "--" + {"batch_size": "batch", "seq_len": "seq", "num_gpus": "gpus", "zero_stage": "zero",
-                         "tp_size": "tp"}.get(key, key).replace("_", "-")
+                         "tp_size": "tp", "ep_size": "ep"}.get(key, key).replace("_", "-")
         values[key] = check_value(key, value, gpus=estimator.gpus, source=None, key_path=option)
     if workload == "qlora":
         values["weight_dtype"] = "nf4"

@@ -45,6 +45,7 @@ class Scenario:
     num_gpus: int = 1
     zero_stage: int = 0
     tp_size: int = 1
+    ep_size: int = 1
     offload: str = "none"
     lora_rank: int = 16
     lora_targets: str = "q_proj,v_proj"
@@ -69,6 +70,8 @@ def default_label(s: Scenario) -> str:
         parts.append(f"ZeRO-{s.zero_stage}")
     if s.tp_size > 1:
         parts.append(f"TP{s.tp_size}")
+    if s.ep_size > 1:
+        parts.append(f"EP{s.ep_size}")
     return " · ".join(parts)
 
 
@@ -108,7 +111,7 @@ TEXT_CHOICES: dict[str, tuple[str, ...]] = {
 # Upper bounds keep every product far inside float precision (and catch typos like 10**9 tokens).
 INT_LIMITS: dict[str, tuple[int, int]] = {
     "batch_size": (1, 1_000_000), "seq_len": (1, 10_000_000), "prompt_len": (0, 10_000_000),
-    "gen_len": (0, 10_000_000), "num_gpus": (1, 1_000_000), "zero_stage": (0, 3), "tp_size": (1, 1024),
+    "gen_len": (0, 10_000_000), "num_gpus": (1, 1_000_000), "zero_stage": (0, 3), "tp_size": (1, 1024), "ep_size": (1, 1024),
     "lora_rank": (1, 65536),
 }
 
@@ -147,6 +150,11 @@ def skip_reason(s: Scenario, spec: ModelSpec) -> str | None:
         return f"tp_size {s.tp_size} does not divide {spec.num_attention_heads} attention heads"
     if spec.num_key_value_heads % s.tp_size and s.tp_size % spec.num_key_value_heads:
         return f"tp_size {s.tp_size} and {spec.num_key_value_heads} KV heads do not divide each other"
+    if s.ep_size > 1:
+        if not spec.is_moe:
+            return f"ep_size {s.ep_size} needs a mixture-of-experts model"
+        if spec.num_experts % s.ep_size or s.num_gpus % s.ep_size:
+            return f"ep_size {s.ep_size} must divide the {spec.num_experts} experts and num_gpus {s.num_gpus}"
     trains = s.workload in ("full", "lora", "qlora")
     if s.zero_stage and not trains:
         return f"ZeRO-{s.zero_stage} applies to training; workload is {s.workload}"

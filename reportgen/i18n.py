@@ -32,6 +32,11 @@ class Catalogue:
         text = self.messages[key]  # a missing key is a bug, not a user error
         return text.format(**values) if values else text
 
+    def get(self, key: str, default: str, **values: object) -> str:
+        """Like calling the catalogue, for keys derived from data that may be newer than the catalogue."""
+        text = self.messages.get(key, default)
+        return text.format(**values) if values else text
+
     def label(self, name: str, english: str) -> str:
         """A term's or assumption's label: the translation if this language has one, else the definition's."""
         return self.terms.get(name, english)

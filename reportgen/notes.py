@@ -8,12 +8,13 @@ the report. No corrected figure is typed in as prose.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
-from .estimate import Estimator, Scenario, compile_terms
-from .formulas import Expr
+from .estimate import Estimator, Scenario, compile_terms, rlhf_scenario
+from .formulas import Expr, Lookup, Str, Var
 from .terms import Term
+from .units import MiB
 
 VERDICTS = ("correct", "wrong", "imprecise", "depends")
 
@@ -23,7 +24,7 @@ class NoteFigure:
     key: str  # unique within the note
     label_en: str
     label_zh: str
-    unit: str  # "bytes", "count", "ratio", "percent", "gpus"
+    unit: str  # "bytes", "count", "ratio", "percent" (a fraction: 0.875 reads 87.5 %), "gpus"
     expr: Expr  # over Vars named "<scenario key>.<term name>"
     value: float
 
@@ -64,5 +65,3 @@ def build_notes(estimator: Estimator) -> tuple[Note, ...]:
     return tuple(make(estimator) for make in NOTE_BUILDERS)
 
 
-# Each builder takes the estimator and returns one Note. Filled in by the notes catalogue below.
-NOTE_BUILDERS: tuple[Callable[[Estimator], Note], ...] = ()

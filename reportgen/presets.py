@@ -20,7 +20,7 @@ from .units import MiB
 # Axes a matrix may sweep (each a scalar or a list). Workload parameters may also sit inside a
 # workload entry.
 AXES = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "optimizer_impl", "zero_stage", "num_gpus",
-        "gpu", "tp_size", "checkpointing", "attention", "offload", "batch_size", "seq_len", "prompt_len", "gen_len",
+        "gpu", "tp_size", "ep_size", "checkpointing", "attention", "offload", "batch_size", "seq_len", "prompt_len", "gen_len",
         "lora_rank", "lora_targets", "logits")
 WORKLOAD_TYPES = ("inference", "full", "lora", "qlora", "ppo", "dpo", "grpo")
 RLHF_KEYS = ("critic_model", "reward_model", "reference_model", "placement", "group_size", "actor_workload",

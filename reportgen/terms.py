@@ -60,6 +60,7 @@ INPUTS = (
     Input("num_gpus", "GPUs", "int", "GPUs serving this model"),
     Input("zero_stage", "ZeRO stage", "int", "0-3"),
     Input("tp_size", "Tensor parallel", "int", "tensor-parallel degree (divides GPUs and heads)"),
+    Input("ep_size", "Expert parallel", "int", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)"),
     Input("offload", "CPU offload", "text", "none, optimizer, or all (optimizer and parameters)"),
     Input("lora_rank", "LoRA rank", "int", "LoRA rank r"),
     Input("lora_targets", "LoRA targets", "text", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear"),
@@ -136,10 +137,15 @@ TERMS: tuple[Term, ...] = (
     Term("model_params", "Parameters of this model instance", "count",
          V("total_params") - IF(V("head").eq("value"), V("lm_head_params") - V("hidden_size"), 0),
          "a value head replaces the LM head with hidden_size × 1"),
+    Term("resident_params", "Parameters held per tensor-parallel group (after expert parallelism)", "count",
+         V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size"),
+         "expert parallelism spreads the routed experts over ep_size GPUs; every other weight is replicated"),
     Term("trainable_params", "Trainable parameters", "count",
          IF(V("is_full").eq(1), V("model_params"),
             IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0)),
          "LoRA: r × Σ(in + out) over targeted linear layers (PEFT)"),
+    Term("resident_trainable_params", "Trainable parameters held per tensor-parallel group", "count",
+         IF(V("is_full").eq(1), V("resident_params"), V("trainable_params")), "", "state"),
     # ---- model states ------------------------------------------------------------------------
     Term("weight_bits", "Bits per frozen/served weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
@@ -148,8 +154,8 @@ TERMS: tuple[Term, ...] = (
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "embed_bits", Str("nf4")),
             Lookup("Dtypes", "embed_bits", V("weight_dtype"))), "", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
-         IF(V("is_full").eq(1), V("model_params") * _p("weight_bytes"),
-            CEIL(((V("model_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
+         IF(V("is_full").eq(1), V("resident_params") * _p("weight_bytes"),
+            CEIL(((V("resident_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
                   * V("weight_bits")
                   + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
          + IF(V("is_lora").eq(1), V("trainable_params") * 4, 0),
@@ -162,7 +168,7 @@ TERMS: tuple[Term, ...] = (
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
     Term("gradients", "Gradients", "bytes",
-         ceil_div(V("trainable_params") * IF(V("is_full").eq(1), _p("grad_bytes"), 4), V("gradient_shards")),
+         ceil_div(V("resident_trainable_params") * IF(V("is_full").eq(1), _p("grad_bytes"), 4), V("gradient_shards")),
          "one gradient per trainable parameter", "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
@@ -170,14 +176,16 @@ TERMS: tuple[Term, ...] = (
          IF(_o("state_bytes_override").gt(0), _o("state_bytes_override"),
             IF(V("is_full").eq(1), _p("state_bytes"), 4)), "Optimizers and Precisions sheets", "state"),
     Term("optimizer_bytes_unsharded", "Optimizer states + master weights, whole model", "bytes",
-         V("trainable_params") * (_o("num_states") * V("state_bytes") + IF(V("is_full").eq(1), _p("master_bytes"), 0)),
+         V("resident_trainable_params") * (_o("num_states") * V("state_bytes")
+                                           + IF(V("is_full").eq(1), _p("master_bytes"), 0)),
          "Adam: m and v per parameter; mixed precision adds an fp32 master copy (K = 12 in the ZeRO paper)", "state"),
     Term("optimizer_states", "Optimizer states", "bytes",
-         IF(V("offload").eq("none"), ceil_div(V("trainable_params") * _o("num_states") * V("state_bytes"),
+         IF(V("offload").eq("none"), ceil_div(V("resident_trainable_params") * _o("num_states") * V("state_bytes"),
                                               V("optimizer_shards")), 0), _ZERO_PAPER, "state"),
     Term("master_weights", "fp32 master weights", "bytes",
          IF(V("offload").eq("none"),
-            ceil_div(V("trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0), V("optimizer_shards")), 0),
+            ceil_div(V("resident_trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
+                     V("optimizer_shards")), 0),
          _ZERO_PAPER, "state"),
     Term("host_offload_bytes", "Offloaded to host RAM (per GPU's share)", "bytes",
          IF(V("offload").eq("none"), 0, ceil_div(V("optimizer_bytes_unsharded"), V("optimizer_shards")))
@@ -220,7 +228,7 @@ TERMS: tuple[Term, ...] = (
     Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
             ceil_div(2 * IF(V("checkpointing").eq("full"), V("vocab_size") * V("hidden_size"),
-                            V("model_params") - V("embedding_params")
+                            V("resident_params") - V("embedding_params")
                             + V("tied_embeddings") * V("vocab_size") * V("hidden_size")), V("tp_size")), 0),
          "autocast caches a bf16 copy of every linear weight for backward (only the LM head's under checkpointing); "
          + _MEASURED, "activation"),
@@ -240,7 +248,7 @@ TERMS: tuple[Term, ...] = (
          "dense fp32 gradient of the embedding table at the end of backward; " + _MEASURED, "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
-            ceil_div(V("trainable_params") * V("state_bytes"), V("optimizer_shards")), 0),
+            ceil_div(V("resident_trainable_params") * V("state_bytes"), V("optimizer_shards")), 0),
          "foreach AdamW materialises one state-sized temporary (fused does not)", "activation"),
     # ---- inference, generation and scoring ----------------------------------------------------
     Term("context_tokens", "Tokens per sequence (prompt + generated)", "count",

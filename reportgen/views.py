@@ -244,7 +244,7 @@ class ReportView:
     page: PageStrings
     toc: tuple[TocEntry, ...]
     verdicts: tuple[PlanGroup, ...]
-    plan_headers: tuple[str, ...]
+    plan_headers: tuple[Cell, ...]
     capacity: Table
     capacity_legend: tuple[Cell, ...]
     breakdowns: tuple[BreakdownSection, ...]
@@ -322,7 +322,7 @@ def _config_labels(results: Sequence[Result], t: Catalogue) -> dict[tuple, str]:
     varying = [n for n in INPUT_NAMES if n != "gpu" and len({str(i[n]) for i in inputs.values()}) > 1]
     labels = {}
     for key, r in keys.items():
-        parts = [t(f"axis.{n}", v=inputs[key][n]) for n in varying]
+        parts = [t.get(f"axis.{n}", n + " {v}", v=inputs[key][n]) for n in varying]
         if not parts:
             parts = [t("axis.num_gpus", v=r.total_gpus)]
         labels[key] = " · ".join(parts)
@@ -500,7 +500,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
 
 
 def _term_rows(terms: Sequence[Term], t: Catalogue) -> tuple[tuple[Cell, ...], ...]:
-    return tuple((Cell(term.name, "code"), Cell(t.label(term.name, term.label)), Cell(t(f"unit.{term.unit}")),
+    return tuple((Cell(term.name, "code"), Cell(t.label(term.name, term.label)), Cell(t.get(f"unit.{term.unit}", term.unit)),
                   Cell(to_text(term.expr), "formula"), Cell(term.source, "source")) for term in terms)
 
 
@@ -509,7 +509,7 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
     groups: dict[str, list[Term]] = {}
     for term in ROLE_TERMS:
         groups.setdefault(term.group, []).append(term)
-    out = [TermGroup(t(f"term_group.{g}"), Table(headers, _term_rows(ts, t), "terms")) for g, ts in groups.items()]
+    out = [TermGroup(t.get(f"term_group.{g}", g), Table(headers, _term_rows(ts, t), "terms")) for g, ts in groups.items()]
     seen = set()
     for r in report.results:
         if r.is_group:
@@ -643,9 +643,10 @@ def build_view(report: Report, lang: str = "en", *, max_scenario_rows: int | Non
         lang=lang, html_lang=t.html_lang, t=t, title=report.preset.title, preset_name=report.preset.name,
         description=report.preset.description, date=format_date(report.generated_at), version=report.version,
         meta=meta, page=PageStrings(before, between, after), toc=toc, verdicts=_plan(report, t),
-        plan_headers=tuple(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}") for c in
-                           ("gpu", "gpus", "layout", "device", "budget", "capacity", "headroom", "purchase",
-                            "hourly", "mark")),
+        plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),
+                                "" if c in ("gpu", "layout", "mark") else "num")
+                           for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "headroom", "purchase",
+                                     "hourly", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang),
         sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,

@@ -124,7 +124,7 @@ def test_json_scenario_equals_estimate_json(tmp_path):
     data = json.loads((tmp_path / "default.json").read_text())
     singles = [s for s in data["scenarios"] if "roles" not in s]
     flag = {"batch_size": "--batch", "seq_len": "--seq", "num_gpus": "--gpus", "zero_stage": "--zero",
-            "tp_size": "--tp"}
+            "tp_size": "--tp", "ep_size": "--ep"}
     for s in random.Random(7).sample(singles, 8):
         i = s["inputs"]
         args = ["estimate", "--json"]
