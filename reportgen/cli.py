@@ -17,7 +17,8 @@ import click
 from . import __version__
 from .catalog import catalog_entry, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError
-from .estimate import PLACEMENTS, Estimator, RlhfScenario, Scenario, check_value, rlhf_scenario, skip_reason
+from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, Estimator, RlhfScenario, Scenario, check_value,
+                       rlhf_scenario, skip_reason)
 from .models import LORA_MODULES, LORA_TARGET_SETS, load_config_file, read_json
 from .terms import PER_GPU_KEYS
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
@@ -138,15 +139,18 @@ def _scenario_options(fn):
                      default="inference", show_default=True),
         click.option("--precision", type=click.Choice(["fp32", "amp-bf16", "bf16-mixed", "fp16-mixed", "bf16"]),
                      default="bf16-mixed", show_default=True, help="Training precision recipe."),
-        click.option("--weight-dtype", default="bf16", show_default=True,
-                     help="Served/frozen weight dtype: fp32, bf16, fp16, fp8, int8, int4, nf4."),
+        click.option("--weight-dtype", default=None,
+                     help="Served/frozen weight dtype: fp32, bf16, fp16, fp8, int8, int4, nf4 (default bf16; nf4 "
+                          "for qlora)."),
         click.option("--kv-dtype", default="bf16", show_default=True, help="KV-cache dtype."),
         click.option("--optimizer", default="adamw", show_default=True, help="adamw, adamw-8bit, sgd-momentum, sgd."),
         click.option("--optimizer-impl", type=click.Choice(["fused", "foreach"]), default="fused", show_default=True),
         click.option("--batch", type=int, default=1, show_default=True, help="Sequences per GPU (micro-batch)."),
         click.option("--seq", type=int, default=4096, show_default=True, help="Training sequence length."),
-        click.option("--prompt-len", type=int, default=2048, show_default=True),
-        click.option("--gen-len", type=int, default=2048, show_default=True),
+        click.option("--prompt-len", type=int, default=None,
+                     help="Prompt tokens per sequence (default 4096 for inference, 512 for PPO/GRPO rollouts)."),
+        click.option("--gen-len", type=int, default=None,
+                     help="Generated tokens per sequence (default 0 for inference, 512 for PPO/GRPO rollouts)."),
         click.option("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True,
                      help="Inference: logits for the last position (generate) or all."),
         click.option("--checkpointing", type=click.Choice(["none", "full", "selective"]), default="none",
@@ -190,22 +194,17 @@ def _estimator_for(model, config_path, safety_factor=None):
 def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenario | RlhfScenario:
     workload = o["workload"]
     actor_workload = "full" if workload in ("ppo", "dpo", "grpo") else workload
-    values = dict(model=model, workload=actor_workload, precision=o["precision"], weight_dtype=o["weight_dtype"],
-                  kv_dtype=o["kv_dtype"], optimizer=o["optimizer"], optimizer_impl=o["optimizer_impl"],
-                  batch_size=o["batch"], seq_len=o["seq"], prompt_len=o["prompt_len"], gen_len=o["gen_len"],
-                  logits=o["logits"], checkpointing=o["checkpointing"], attention=o["attention"],
-                  num_gpus=o["num_gpus"], zero_stage=o["zero_stage"], tp_size=o["tp_size"], ep_size=o["ep_size"],
-                  offload=o["offload"],
-                  lora_rank=o["lora_rank"], lora_targets=o["lora_targets"], gpu=o["gpu"])
+    given = dict(model=model, workload=actor_workload, precision=o["precision"], weight_dtype=o["weight_dtype"],
+                 kv_dtype=o["kv_dtype"], optimizer=o["optimizer"], optimizer_impl=o["optimizer_impl"],
+                 batch_size=o["batch"], seq_len=o["seq"], prompt_len=o["prompt_len"], gen_len=o["gen_len"],
+                 logits=o["logits"], checkpointing=o["checkpointing"], attention=o["attention"],
+                 num_gpus=o["num_gpus"], zero_stage=o["zero_stage"], tp_size=o["tp_size"], ep_size=o["ep_size"],
+                 offload=o["offload"], lora_rank=o["lora_rank"], lora_targets=o["lora_targets"], gpu=o["gpu"])
+    values = {**WORKLOAD_DEFAULTS[workload], **{k: v for k, v in given.items() if v is not None}}
     for key, value in values.items():
         option = "--" + {"batch_size": "batch", "seq_len": "seq", "num_gpus": "gpus", "zero_stage": "zero",
                          "tp_size": "tp", "ep_size": "ep"}.get(key, key).replace("_", "-")
         values[key] = check_value(key, value, gpus=estimator.gpus, source=None, key_path=option)
-    if workload == "qlora":
-        values["weight_dtype"] = "nf4"
-    if workload not in ("inference",):
-        values["gen_len"] = values["gen_len"] if workload in ("ppo", "grpo") else 0
-        values["prompt_len"] = values["prompt_len"] if workload in ("ppo", "grpo") else 0
     scenario = Scenario(**values)
     reason = skip_reason(scenario, estimator.spec(model))
     if reason:

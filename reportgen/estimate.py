@@ -37,8 +37,8 @@ class Scenario:
     optimizer_impl: str = "fused"
     batch_size: int = 1
     seq_len: int = 4096
-    prompt_len: int = 2048
-    gen_len: int = 2048
+    prompt_len: int = 4096
+    gen_len: int = 0
     logits: str = "last"
     checkpointing: str = "none"
     attention: str = "flash"
@@ -57,6 +57,18 @@ class Scenario:
 
     def label(self) -> str:
         return self.name or default_label(self)
+
+
+# What each workload changes from the Scenario defaults (presets and the CLI both start here).
+WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "inference": {},
+    "full": {"prompt_len": 0, "gen_len": 0},
+    "lora": {"prompt_len": 0, "gen_len": 0},
+    "qlora": {"prompt_len": 0, "gen_len": 0, "weight_dtype": "nf4"},
+    "ppo": {"prompt_len": 512, "gen_len": 512},
+    "grpo": {"prompt_len": 512, "gen_len": 512},
+    "dpo": {"prompt_len": 0, "gen_len": 0},
+}
 
 
 def default_label(s: Scenario) -> str:

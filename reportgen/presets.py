@@ -12,7 +12,8 @@ from typing import Any, Mapping, Sequence
 
 from .catalog import data_dir, read_yaml
 from .errors import InputError, unknown_name
-from .estimate import PLACEMENTS, RlhfScenario, Scenario, check_value, rlhf_scenario, skip_reason
+from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, RlhfScenario, Scenario, check_value, rlhf_scenario,
+                       skip_reason)
 from .models import ModelSpec
 from .terms import ASSUMPTIONS
 from .units import MiB
@@ -234,17 +235,6 @@ def _excludes(raw: Any, src: str, path: str) -> list[dict]:
     return [dict(ex) for ex in raw]
 
 
-_DEFAULTS_BY_WORKLOAD = {
-    "inference": {},
-    "full": {"prompt_len": 0, "gen_len": 0},
-    "lora": {"prompt_len": 0, "gen_len": 0},
-    "qlora": {"prompt_len": 0, "gen_len": 0, "weight_dtype": "nf4"},
-    "ppo": {"prompt_len": 512, "gen_len": 512},
-    "grpo": {"prompt_len": 512, "gen_len": 512},
-    "dpo": {"prompt_len": 0, "gen_len": 0},
-}
-
-
 def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], gpus: Sequence[str], src: str,
           path: str, name: str) -> Scenario | RlhfScenario | Skipped:
     if "model" not in values:
@@ -253,7 +243,7 @@ def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], 
     values = dict(values)
     if values.get("tp_size") == "num_gpus":  # tensor parallel across all of the scenario's GPUs
         values["tp_size"] = values.get("num_gpus", 1)
-    for key, value in {**_DEFAULTS_BY_WORKLOAD[wtype], **values}.items():
+    for key, value in {**WORKLOAD_DEFAULTS[wtype], **values}.items():
         checked[key] = check_value(key, value, gpus=gpus, source=src, key_path=f"{path}.{key}")
     model = checked["model"]
     lowered = {k.lower(): k for k in specs}

@@ -115,6 +115,8 @@ _MEASURED = "fitted to ../shared/reference/measured.json (transformers + PyTorch
 TERMS: tuple[Term, ...] = (
     # ---- lookups: one column each, so later formulas stay short and auditable --------------
     Term("total_params", "Parameters (total)", "count", _m("total_params"), "exact count from config.json", "lookup"),
+    Term("active_params", "Parameters active per token (MoE: top-k + shared experts)", "count",
+         _m("active_params"), "exact count from config.json", "lookup"),
     Term("embedding_params", "Embedding parameters", "count", _m("embedding_params"), "", "lookup"),
     Term("lm_head_params", "LM-head parameters (0 if tied)", "count", _m("lm_head_params"), "", "lookup"),
     Term("vocab_size", "Vocabulary", "count", _m("vocab_size"), "", "lookup"),

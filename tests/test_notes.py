@@ -1,0 +1,401 @@
+"""The error-correction notes: every figure is the estimator's, every claim a verbatim quote.
+
+Independent numbers come from ../shared/reference/facts.json (never edited to match the code) and
+tests/data/transformers_counts.json; the claims are checked against ../shared/seeds/.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.cli import main
+from reportgen.estimate import Estimator, check_value, skip_reason
+from reportgen.formulas import Expr, Lookup, Num, Str, Var
+from reportgen.notes import (NOTE_BUILDERS, PPO_ARTICLE, VERDICTS, VIDEO, build_notes, note_two_gpus_do_not_pool,
+                             note_units, note_zero_formula)
+from reportgen.terms import TERM_BY_NAME
+from reportgen.units import GB, GiB, KiB, MB, MiB
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FACTS = SHARED / "reference" / "facts.json"
+SEEDS = SHARED / "seeds"
+COUNTS = REPO / "tests" / "data" / "transformers_counts.json"
+
+UNITS = {"bytes", "count", "ratio", "percent", "gpus"}
+CONVERSIONS = {KiB, MiB, GiB, MB, GB}  # the only constants a figure may contain
+
+
+def _shared_file(path: Path) -> Path:
+    if not path.exists():
+        pytest.fail(f"{path} is missing: these tests need the shared reference folder next to the repository "
+                    f"(../shared, as in CI)", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def facts() -> dict[str, dict]:
+    return {r["id"]: r for r in json.loads(_shared_file(FACTS).read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def estimator() -> Estimator:
+    return Estimator(load_models(), load_gpus())
+
+
+@pytest.fixture(scope="module")
+def notes(estimator):
+    return {n.id: n for n in build_notes(estimator)}
+
+
+def fig(note, key: str) -> float:
+    return {f.key: f.value for f in note.figures}[key]
+
+
+def nodes(expr: Expr):
+    yield expr
+    for child in expr.children():
+        yield from nodes(child)
+
+
+# ---- the catalogue's shape -----------------------------------------------------------------------
+
+def test_catalogue_ids_verdicts_and_articles(notes):
+    assert list(notes) == [f"N{i}" for i in range(1, len(NOTE_BUILDERS) + 1)]
+    assert len(notes) >= 14
+    for n in notes.values():
+        assert n.verdict in VERDICTS, n.id
+        assert set(n.article.split(", ")) <= {VIDEO, PPO_ARTICLE}, n.id
+        for text in (n.claim_zh, n.claim_en, n.setting_en, n.setting_zh, n.explanation_en, n.explanation_zh,
+                     n.source):
+            assert text.strip(), n.id
+        keys = [f.key for f in n.figures]
+        assert len(keys) == len(set(keys)), n.id
+        for f in n.figures:
+            assert f.unit in UNITS, (n.id, f.key)
+            assert f.label_en and f.label_zh, (n.id, f.key)
+            assert math.isfinite(f.value), (n.id, f.key)
+    verdicts = {n.verdict for n in notes.values()}
+    assert {"wrong", "depends", "imprecise"} <= verdicts
+
+
+def test_claims_are_verbatim_quotes_from_their_articles(notes):
+    texts = {name: _shared_file(SEEDS / name).read_text(encoding="utf-8") for name in (VIDEO, PPO_ARTICLE)}
+    for n in notes.values():
+        sources = [texts[a] for a in n.article.split(", ")]
+        for fragment in n.claim_zh.split(" … "):
+            assert any(fragment in t for t in sources), (n.id, fragment)
+
+
+def test_scenarios_are_valid_combinations(notes, estimator):
+    for n in notes.values():
+        for key, s in n.scenarios.items():
+            for name, value in s.inputs().items():
+                check_value(name, value, gpus=estimator.gpus, source=None, key_path=f"{n.id}.{key}.{name}")
+            assert skip_reason(s, estimator.spec(s.model)) is None, (n.id, key)
+            assert s.name.startswith(n.id), (n.id, key)
+
+
+# ---- figures come from the estimator -------------------------------------------------------------
+
+def test_figures_read_scenario_terms_and_only_unit_constants(notes, estimator):
+    for n in notes.values():
+        for f in n.figures:
+            reads = 0
+            for node in nodes(f.expr):
+                if isinstance(node, Var):
+                    key, _, term = node.name.partition(".")
+                    assert key in n.scenarios and term in TERM_BY_NAME, (n.id, f.key, node.name)
+                    reads += 1
+                elif isinstance(node, Lookup):
+                    assert isinstance(node.key, Str) and node.key.value in estimator.tables[node.table], (n.id, f.key)
+                    assert node.column in next(iter(estimator.tables[node.table].values())), (n.id, f.key)
+                    reads += 1
+                elif isinstance(node, Num):
+                    assert node.value in CONVERSIONS, (n.id, f.key, node.value)
+            assert reads, f"{n.id}.{f.key} reads nothing from the estimator"
+
+
+def _perturbed(estimator: Estimator) -> Estimator:
+    """The same catalog with every model one layer deeper and a larger vocabulary (generic models 10% larger),
+    every GPU 1 GiB smaller and different allocator and CUDA-context assumptions."""
+    specs = {}
+    for name, s in estimator.specs.items():
+        deeper = s.num_hidden_layers + 1
+        specs[name] = replace(s, num_hidden_layers=deeper, vocab_size=s.vocab_size + 512,
+                              num_moe_layers=deeper if s.num_moe_layers == s.num_hidden_layers else s.num_moe_layers,
+                              generic_total_params=int(s.generic_total_params * 1.1))
+    gpus = {n: replace(g, memory_mib=g.memory_mib - 1024) for n, g in estimator.gpus.items()}
+    return Estimator(specs, gpus, {"cuda_context_bytes": GiB, "fragmentation_fraction": 0.2})
+
+
+# One figure per note that must move when the catalog or the assumptions move.
+KEY_FIGURES = {
+    "N1": "t_z3_ckpt", "N2": "n_r8_qv", "N3": "l2_tok", "N4": "a_eager", "N5": "st_mixed", "N6": "m_z1",
+    "N7": "act_ckpt", "N8": "active", "N9": "kv_actor", "N10": "st_trained", "N11": "b_total", "N12": "h100_usable",
+    "N13": "omitted", "N14": "t_b1", "N15": "t_b1", "N16": "device", "N17": "t_1k", "N18": "device",
+    "N19": "fwd_reference", "N20": "int4",
+}
+
+
+def test_every_note_follows_the_estimator(notes, estimator):
+    assert set(KEY_FIGURES) == set(notes)
+    moved = {n.id: n for n in build_notes(_perturbed(estimator))}
+    for note_id, key in KEY_FIGURES.items():
+        assert fig(moved[note_id], key) != pytest.approx(fig(notes[note_id], key), rel=1e-9), (note_id, key)
+
+
+def test_assumptions_alone_move_the_usable_memory(notes, estimator):
+    bigger_context = Estimator(load_models(), load_gpus(), {"cuda_context_bytes": 2 * GiB})
+    before, after = notes["N12"], note_units(bigger_context)
+    extra = 2 * GiB - estimator.assumptions["cuda_context_bytes"]
+    assert fig(after, "h100_usable") == fig(before, "h100_usable") - extra
+    assert fig(after, "h100_total") == fig(before, "h100_total")
+
+
+def test_note_rebuilt_for_another_gpu(notes, estimator):
+    h100 = note_two_gpus_do_not_pool(estimator, gpu="H100-80GB-SXM")
+    assert fig(h100, "gpu_mem") == 81559 * MiB != fig(notes["N1"], "gpu_mem")
+    assert fig(h100, "pooled") != fig(notes["N1"], "pooled")
+    # What a layout needs does not depend on the GPU type, only whether it fits.
+    assert fig(h100, "t_z3") == fig(notes["N1"], "t_z3") and fig(h100, "static") == fig(notes["N1"], "static")
+    assert all(s.gpu == "H100-80GB-SXM" for s in h100.scenarios.values())
+
+
+# ---- explanations carry no typed results ---------------------------------------------------------
+
+PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
+# Names that contain digits (ZeRO-3, fp32, A100-80GB, Llama-2-7B, N4) are not figures.
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> set[str]:
+    return {m.replace(",", "") for m in NUMBER.findall(text)}
+
+
+def _setting_numbers(note) -> set[str]:
+    """Input values of the note's scenarios: a setting, not a result."""
+    out = set()
+    for s in note.scenarios.values():
+        out |= {str(v) for v in s.inputs().values() if isinstance(v, int)}
+        out.add(str(s.prompt_len + s.gen_len))
+    return out
+
+
+def stray_numbers(note, text: str) -> set[str]:
+    bare = IDENTIFIER.sub(" ", PLACEHOLDER.sub(" ", text))
+    return _numbers(bare) - _numbers(note.claim_zh + " " + note.claim_en) - _setting_numbers(note)
+
+
+def test_explanations_type_no_numbers(notes):
+    problems = {(n.id, lang, num) for n in notes.values()
+                for lang, text in (("en", n.explanation_en), ("zh", n.explanation_zh))
+                for num in stray_numbers(n, text)}
+    assert not problems
+
+
+def test_the_digit_scan_catches_a_typed_result(notes):
+    n = notes["N10"]
+    assert stray_numbers(n, "Freezing saves 87.5% ({saving})") == {"87.5"}
+    assert stray_numbers(n, "as ZeRO-3 and fp32 on an A100-80GB, {saving}, see N5; the article's 70%") == set()
+
+
+def test_explanations_reference_existing_figures_in_both_languages(notes):
+    for n in notes.values():
+        keys = {f.key for f in n.figures}
+        en = set(PLACEHOLDER.findall(n.explanation_en))
+        zh = set(PLACEHOLDER.findall(n.explanation_zh))
+        assert en and en <= keys, (n.id, en - keys)
+        assert zh == en, (n.id, en ^ zh)
+        for text in (n.explanation_en, n.explanation_zh):
+            assert "{" not in PLACEHOLDER.sub("", text) and "}" not in PLACEHOLDER.sub("", text), n.id
+
+
+# ---- figures against independent facts ------------------------------------------------------------
+
+def test_n1_model_states_are_sixteen_bytes_per_parameter(notes, estimator, facts):
+    bpp = facts["formula-0172"]["value"]["bytes_per_param"]
+    assert fig(notes["N1"], "static") == bpp * estimator.spec("Generic-7B").total_params
+    assert fig(notes["N1"], "pooled") == 2 * fig(notes["N1"], "gpu_mem")
+    assert fig(notes["N1"], "fitting") == sum(1 for k in notes["N1"].figures if k.key.startswith("t_")
+                                              and k.value <= fig(notes["N1"], "gpu_mem"))
+
+
+def test_n2_lora_counts_match_peft(notes, facts):
+    n = notes["N2"]
+    peft = facts["lora-0581"]["value"]  # Llama-2-7B, r = 8 on q_proj and v_proj
+    assert fig(n, "total") == facts["param_count-0060"]["value"] == peft["implied_base"]
+    assert fig(n, "n_r8_qv") == peft["trainable"]
+    assert fig(n, "s_r8_qv") == pytest.approx(peft["trainable"] / peft["all"], rel=1e-12)
+    counts = json.loads(COUNTS.read_text(encoding="utf-8"))["models"]["Llama-2-7B"]["lora"]
+    all_linear = next(c for c in counts if c["targets"] == "all-linear" and c["r"] == 16)
+    assert fig(n, "n_r16_all") == all_linear["trainable"]
+    assert fig(n, "s_r16_all") == pytest.approx(all_linear["trainable"] / all_linear["all_params"], rel=1e-12)
+    # The share is linear in the rank.
+    assert fig(n, "n_r64_qv") == 8 * fig(n, "n_r8_qv")
+
+
+def test_n3_kv_bytes_per_token_and_linear_growth(notes, facts):
+    n = notes["N3"]
+    assert fig(n, "l2_tok") == facts["derived-0142"]["value"] == 524_288
+    assert fig(n, "l3_tok") == facts["derived-0145"]["value"] == 131_072
+    assert fig(n, "gqa_ratio") == 4
+    assert fig(n, "l2_kv1") / GB == pytest.approx(facts["kv_cache-0137"]["value"], rel=0.1)  # "about 2 GB"
+    assert fig(n, "l2_growth") == fig(n, "l3_growth") == 2
+
+
+def test_n4_eager_attention_adds_the_s_squared_term(notes, facts):
+    """Korthikanti et al.: the attention scores cost 5·a·s bytes per token per layer (with dropout, 16-bit
+    softmax); without dropout but with an fp32 softmax the estimator should be in the same range."""
+    n = notes["N4"]
+    assert "5as/h" in facts["formula-0174"]["value"]["no_parallelism"]
+    heads, seq = 32, 4096  # Llama-2-7B, the note's setting
+    per_token_layer = fig(n, "layer_eager") - fig(n, "layer_flash")
+    assert per_token_layer == pytest.approx(5 * heads * seq, rel=0.25)
+    assert fig(n, "a_eager") > fig(n, "a_flash") > fig(n, "a_flash_ckpt")
+    assert fig(n, "a_flash_ckpt") == fig(n, "a_eager_ckpt")
+
+
+def test_n5_mixed_precision_is_sixteen_bytes_like_fp32(notes, facts):
+    n = notes["N5"]
+    paper = facts["formula-0172"]["value"]
+    assert fig(n, "bpp_mixed") == fig(n, "bpp_fp32") == paper["bytes_per_param"]
+    assert fig(n, "ms_mixed") == paper["K"] * 7 * 10**9  # fp32 master + two moments = K·Ψ
+    assert fig(n, "st_mixed") / GB == 112
+    assert fig(n, "act_mixed") < fig(n, "act_fp32")
+
+
+def test_n6_zero_stages_follow_the_paper(notes, facts):
+    n, K, P, N = notes["N6"], facts["formula-0172"]["value"]["K"], 8, 7 * 10**9
+    assert fig(n, "m_z0") == (2 + 2 + K) * N
+    assert fig(n, "m_z1") == 2 * N + 2 * N + K * N / P
+    assert fig(n, "m_z2") == 2 * N + (2 + K) * N / P
+    assert fig(n, "m_z3") == (2 + 2 + K) * N / P
+    assert (fig(n, "z1_rep"), fig(n, "z1_sh"), fig(n, "z2_rep"), fig(n, "z2_sh"), fig(n, "z3_sh")) == \
+        (4, K, 2, 2 + K, 4 + K)
+
+
+def test_n6_rebuilt_for_the_papers_example(estimator, facts):
+    """ZeRO Fig. 1: Ψ = 7.5B on N_d = 64 GPUs."""
+    paper = replace(estimator.spec("Generic-7B"), name="ZeRO-7.5B", generic_total_params=7_500_000_000)
+    n = note_zero_formula(estimator.with_model(paper), model="ZeRO-7.5B", num_gpus=64)
+    derived, drawn = facts["derived-0186"]["value"], facts["memory-0185"]["value"]
+    assert fig(n, "m_z0") / GB == derived["baseline"] == drawn["baseline_DP"]
+    for key, stage in (("m_z1", "P_os"), ("m_z2", "P_os+g"), ("m_z3", "P_os+g+p")):
+        assert fig(n, key) / GB == pytest.approx(derived[stage], rel=1e-12)
+        assert round(fig(n, key) / GB, 1) == drawn[stage]
+
+
+def test_n7_checkpointing_keeps_the_layer_inputs(notes, facts):
+    """Korthikanti et al.: full recompute keeps 2·s·b·h bytes per layer — still proportional to h."""
+    n = notes["N7"]
+    assert "2sbh" in facts["formula-0174"]["value"]["full_recompute"]
+    layers, seq, hidden = 32, 4096, fig(n, "hidden")
+    assert hidden == 4096
+    assert fig(n, "act_ckpt") >= 2 * seq * hidden * layers
+    assert fig(n, "kept_tok") >= 2 * hidden * layers
+    assert fig(n, "act_ratio") < 0.1
+
+
+def test_n8_mixtral_counts(notes, facts):
+    n = notes["N8"]
+    stated = facts["param_count-0096"]["value"]
+    assert fig(n, "total") == facts["param_count-0067"]["value"] == facts["derived-0115"]["value"]["total"]
+    assert fig(n, "active") == facts["derived-0115"]["value"]["active"]
+    assert fig(n, "total") == pytest.approx(stated["total"], abs=0.05e9)
+    assert fig(n, "active") == pytest.approx(stated["active_per_token"], abs=0.05e9)
+    assert fig(n, "weights") == 2 * fig(n, "total") and round(fig(n, "weights") / GB, 1) == 93.4
+    assert fig(n, "t_1gpu") > fig(n, "gpu_mem") > fig(n, "t_tp2")
+
+
+def test_n9_only_the_actor_caches(notes, facts):
+    n = notes["N9"]
+    assert fig(n, "kv_reference") == fig(n, "kv_reward") == fig(n, "kv_critic") == 0
+    assert fig(n, "kv_ratio") == 1
+    # 8 sequences × 2,048 tokens × the MHA 7B model's bytes per token.
+    assert fig(n, "kv_actor") == 8 * 2048 * facts["derived-0142"]["value"]
+
+
+def test_n10_frozen_saving(notes, facts):
+    n = notes["N10"]
+    trained = facts["formula-0172"]["value"]["bytes_per_param"]
+    frozen = int(re.match(r"(\d+) \* X GB", facts["formula-0179"]["value"]["bf16/fp16"]).group(1))
+    assert (fig(n, "bpp_trained"), fig(n, "bpp_frozen")) == (trained, frozen)
+    assert fig(n, "saving") == pytest.approx(1 - frozen / trained, rel=1e-12)
+
+
+def test_n11_both_sizings(notes, facts):
+    n, bpp = notes["N11"], facts["formula-0172"]["value"]["bytes_per_param"]
+    qwen = facts["param_count-0074"]["value"] + facts["config-0030"]["value"]["embed_dim"]  # + scalar value head
+    assert fig(n, "a_actor") == bpp * 7 * 10**9
+    assert fig(n, "a_reference") == 2 * 7 * 10**9
+    assert fig(n, "b_critic") == bpp * qwen
+    assert fig(n, "b_reward") == 2 * qwen
+    assert fig(n, "a_total") == sum(fig(n, k) for k in ("a_actor", "a_critic", "a_reference", "a_reward"))
+    assert fig(n, "b_total") == fig(n, "a_actor") + fig(n, "a_reference") + fig(n, "b_critic") + fig(n, "b_reward")
+
+
+def test_n12_units(notes, estimator, facts):
+    n = notes["N12"]
+    assert "2 * X GB" == facts["formula-0179"]["value"]["bf16/fp16"]
+    assert fig(n, "weights") == 14 * GB and round(fig(n, "weights") / GiB, 2) == 13.04
+    assert fig(n, "h100_mib") == 81559 and round(fig(n, "h100_total") / GiB, 1) == 79.6
+    assert fig(n, "a100_total") == 80 * GiB
+    assert fig(n, "h100_usable") == fig(n, "h100_total") - estimator.assumptions["cuda_context_bytes"]
+
+
+def test_n13_demo_estimate_omits_gradients_and_master_weights(notes, facts):
+    n = notes["N13"]
+    paper = facts["formula-0172"]["value"]  # fp16 grads 2 + fp32 params 4 are what estimate_gb leaves out
+    assert fig(n, "bpp") == paper["bytes_per_param"]
+    assert fig(n, "omitted_bpp") == 2 + 4
+    assert fig(n, "omitted") == 6 * 7 * 10**9
+
+
+def test_n14_n15_inference_and_lora_margins(notes, facts):
+    n14 = notes["N14"]
+    assert fig(n14, "kv_b1") == 4096 * facts["derived-0142"]["value"]
+    assert fig(n14, "t_b1") < fig(n14, "gpu_mem")
+    assert fig(n14, "t_b1") < fig(n14, "t_b2") < fig(n14, "t_b4")
+    n15 = notes["N15"]
+    assert fig(n15, "t_b1_ckpt") < fig(n15, "t_b1") < fig(n15, "t_b4")
+
+
+def test_n16_to_n18_full_fine_tuning_totals(notes, facts):
+    bpp, K = facts["formula-0172"]["value"]["bytes_per_param"], facts["formula-0172"]["value"]["K"]
+    assert fig(notes["N16"], "states") == bpp * 7 * 10**9
+    assert fig(notes["N16"], "device") > fig(notes["N16"], "peak") >= fig(notes["N16"], "states")
+    n17 = notes["N17"]
+    assert fig(n17, "states") == (2 + 2 + K) * 7 * 10**9 / 8  # ZeRO-3, P = 8
+    assert fig(n17, "t_1k") < fig(n17, "t_4k") < fig(n17, "gpu_mem")
+    n18 = notes["N18"]
+    assert fig(n18, "states") > fig(n18, "gpu_mem")
+
+
+def test_n19_n20(notes):
+    n19 = notes["N19"]
+    assert fig(n19, "saved_frozen") == 0 < fig(n19, "fwd_reference") < fig(n19, "act_actor")
+    n20 = notes["N20"]
+    assert 0.5 < fig(n20, "int4_bpp") < 0.6  # the payload alone would be 0.5
+
+
+# ---- the notes reach the JSON output ---------------------------------------------------------------
+
+def test_notes_in_json_build(tmp_path, notes):
+    result = CliRunner().invoke(main, ["build", "--format", "json", "-o", str(tmp_path), "--quiet"],
+                                env={"SOURCE_DATE_EPOCH": "0"})
+    assert result.exit_code == 0, result.output
+    out = json.loads((tmp_path / "default.json").read_text(encoding="utf-8"))
+    assert [n["id"] for n in out["notes"]] == list(notes)
+    first = out["notes"][0]
+    assert first["verdict"] == "wrong" and first["article"] == VIDEO
+    assert {f["key"]: f["value"] for f in first["figures"]}["static"] == fig(notes["N1"], "static")
+    assert set(first["scenarios"]) == set(notes["N1"].scenarios)
