@@ -244,7 +244,8 @@ def estimate(model, config_path, as_json, safety_factor, **options):
 
 @main.command()
 @_scenario_options
-@click.option("--gpu-type", "gpu_types", multiple=True, help="GPU types to consider (repeatable; default: all).")
+@click.option("--gpu-type", "gpu_types", multiple=True,
+              help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
 def plan(model, config_path, gpu_types, as_json, safety_factor, **options):
@@ -256,6 +257,8 @@ def plan(model, config_path, gpu_types, as_json, safety_factor, **options):
       reportgen plan --model Llama-3-70B --workload inference --gpu-type H100-80GB-SXM --gpu-type A100-80GB
     """
     from .plan import cheapest_per_gpu
+    if click.get_current_context().get_parameter_source("gpu") == click.core.ParameterSource.COMMANDLINE:
+        gpu_types = (options["gpu"],) + tuple(gpu_types)
     estimator, name = _estimator_for(model, config_path, safety_factor)
     options = {**options, "num_gpus": 1, "zero_stage": 0, "tp_size": 1}
     scenario = _scenario_from_options(estimator, name, options)
