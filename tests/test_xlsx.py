@@ -1,0 +1,360 @@
+"""The Excel workbook: live formulas that LibreOffice recalculates to the estimator's numbers.
+
+LibreOffice is required: these tests fail (they do not skip) without it, because a silently
+skipped formula check proves nothing. Install it with scripts/install-system-deps.sh.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from lo import recalculate, soffice_available
+from reportgen.estimate import Estimator, RlhfScenario
+from reportgen.pipeline import load, make_report, write_outputs
+from reportgen.report import PlanEntry, Recommendation, Result, recommend
+from reportgen.terms import TERM_BY_NAME
+from reportgen.units import GiB
+
+FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
+STAMP = "2026-01-01T00:00:00+00:00"
+FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
+ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
+# Every function a formula may use: the expression language's and the plan's. All pre-2010.
+ALLOWED_FUNCTIONS = {"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR", "INDEX", "MATCH", "SUMPRODUCT", "ROW"}
+FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
+
+
+@pytest.fixture(scope="module")
+def soffice():
+    if not soffice_available():
+        pytest.fail("LibreOffice (soffice) is not installed, so formulas cannot be verified. "
+                    "Run scripts/install-system-deps.sh.", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def report():
+    return make_report(load(str(FIXTURE)), STAMP)
+
+
+@pytest.fixture(scope="module")
+def book(report, tmp_path_factory) -> Path:
+    """Written through the pipeline, as `reportgen build --format xlsx` does."""
+    (path,) = write_outputs(report, tmp_path_factory.mktemp("book"), ["xlsx"], "en")
+    return path
+
+
+@pytest.fixture(scope="module")
+def recalculated(book, soffice, tmp_path_factory) -> Path:
+    return recalculate(book, tmp_path_factory.mktemp("recalculated"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading helpers
+
+def columns(ws) -> dict[str, int]:
+    """Formula name (row 1) -> column number."""
+    return {ws.cell(1, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(1, c).value}
+
+
+def same(want, got, *, exact: bool = False) -> bool:
+    if isinstance(want, str) or isinstance(got, str) or want is None or got is None or exact:
+        return want == got
+    return math.isclose(want, got, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def formula_cells(path: Path):
+    """(sheet, coordinate, formula) of every formula cell."""
+    wb = openpyxl.load_workbook(path)
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if cell.data_type == "f":
+                    yield ws.title, cell.coordinate, cell.value
+
+
+def expected_rows(report) -> dict[str, dict[int, dict]]:
+    """Python values by sheet and row: Scenarios (single and role rows) and RLHF (groups)."""
+    scen, rlhf = {}, {}
+    row = FIRST_ROW
+    for r in report.results:
+        if r.is_group:
+            rlhf[FIRST_ROW + len(rlhf)] = dict(r.estimate.values)
+            for _, est in r.estimate.roles:
+                scen[row] = {**est.scenario.inputs(), **est.values}
+                row += 1
+        else:
+            scen[row] = {**r.lead.inputs(), **r.estimate.values}
+            row += 1
+    return {"Scenarios": scen, "RLHF": rlhf}
+
+
+def assert_rows(wb, expected: dict[str, dict[int, dict]]) -> int:
+    """Every named column of the expected rows holds the Python value; returns cells checked."""
+    checked = 0
+    for sheet, rows in expected.items():
+        ws = wb[sheet]
+        cols = columns(ws)
+        for row, values in rows.items():
+            for name, want in values.items():
+                if name not in cols:
+                    continue
+                got = ws.cell(row, cols[name]).value
+                flag = name in TERM_BY_NAME and TERM_BY_NAME[name].unit == "flag"
+                assert same(want, got, exact=flag), f"{sheet}!{ws.cell(row, cols[name]).coordinate} {name}: {want!r} != {got!r}"
+                checked += 1
+    return checked
+
+
+def assert_plan(wb, recommendations, labels=None) -> None:
+    """The Plan equals report.recommend's answer. `labels`: the written scenario names by index
+    (names are text the planner owns; they do not follow edited inputs)."""
+    ws = wb["Plan"]
+    cols = columns(ws)
+    row = FIRST_ROW
+    for rec in recommendations:
+        for entry in rec.entries:
+            cell = lambda name: ws.cell(row, cols[name]).value  # noqa: E731
+            assert (cell("model"), cell("workload"), cell("gpu")) == (entry.model, entry.workload, entry.gpu)
+            assert cell("scenarios_tried") == entry.num_scenarios
+            r = entry.result
+            if r is None:
+                assert cell("best_row") == 0 and cell("name") == "—" and cell("purchase_usd") == "—"
+            else:
+                label = labels[r.index] if labels else r.label
+                assert (cell("index"), cell("name"), cell("total_gpus")) == (r.index, label, r.total_gpus)
+                assert (cell("zero_stage"), cell("tp_size")) == (r.lead.zero_stage, r.lead.tp_size)
+                for name, term in (("device_total_gib", "device_total"), ("recommended_gib", "recommended"),
+                                   ("headroom_gib", "headroom_bytes")):
+                    assert same(r.estimate[term] / GiB, cell(name)), (row, name)
+                assert same(r.estimate["purchase_usd"], cell("purchase_usd"))
+                assert same(r.estimate["hourly_usd"], cell("hourly_usd"))
+            assert cell("cheapest") == int(rec.best is not None and rec.best.gpu == entry.gpu), (row, rec.model)
+            row += 1
+    assert ws.cell(row, cols["model"]).value is None
+
+
+def assert_notes(wb, notes) -> None:
+    """Each figure's value cell (column C of its row on Notes) equals the figure's Python value."""
+    ws = wb["Notes"]
+    figures = {}
+    note = None
+    for row in ws.iter_rows(min_row=1, max_col=3):
+        key, _, value = (c.value for c in row)
+        if isinstance(key, str) and re.fullmatch(r"N\d+", key):
+            note = key
+        elif note and key is not None and value is not None and not isinstance(value, str):
+            figures[(note, key)] = value
+    want = {(n.id, f.key): f.value for n in notes for f in n.figures}
+    assert want and figures.keys() == want.keys()
+    for k, v in want.items():
+        assert same(v, figures[k]), k
+
+
+# ---------------------------------------------------------------------------------------------
+# LibreOffice recalculates every formula to the Python value
+
+def test_every_formula_cell_recalculates_to_the_python_value(book, recalculated, report):
+    cached = openpyxl.load_workbook(book, data_only=True)
+    fresh = openpyxl.load_workbook(recalculated, data_only=True)
+    count = 0
+    for sheet, coord, formula in formula_cells(book):
+        want, got = cached[sheet][coord].value, fresh[sheet][coord].value
+        assert same(want, got), f"{sheet}!{coord} = {formula[:120]}: Python {want!r}, LibreOffice {got!r}"
+        count += 1
+    assert count > 5000
+    # The cached values are the Python values (checked independently of the writer below), so the
+    # comparison above is LibreOffice against the estimator; and no cell anywhere is an error.
+    for ws in fresh.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                assert not (isinstance(cell.value, str) and cell.value.startswith(ERRORS)), f"{ws.title}!{cell.coordinate}"
+    assert assert_rows(fresh, expected_rows(report)) > 3000
+    assert_plan(fresh, report.recommendations)
+    assert_notes(fresh, report.notes)
+
+
+def test_charts_follow_the_plan(recalculated, report):
+    ws = openpyxl.load_workbook(recalculated, data_only=True)["Charts"]
+    cols = columns(ws)
+    singles = [rec for rec in report.recommendations if rec.best and not rec.best.result.is_group]
+    for row, rec in enumerate(singles, start=FIRST_ROW):
+        values = rec.best.result.estimate.values
+        assert ws.cell(row, cols["name"]).value == rec.best.result.label
+        assert same(values["weights"] / GiB, ws.cell(row, cols["weights_gib"]).value)
+        assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
+
+
+def test_cached_values_are_the_python_values_without_recalculation(book, report):
+    wb = openpyxl.load_workbook(book, data_only=True)
+    assert assert_rows(wb, expected_rows(report)) > 3000
+    assert_plan(wb, report.recommendations)
+    assert_notes(wb, report.notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Edited inputs recompute everything downstream
+
+def _find_row(ws, cols, index, role=None) -> int:
+    for row in range(FIRST_ROW, ws.max_row + 1):
+        if ws.cell(row, cols["index"]).value == index and ws.cell(row, cols["role"]).value == role:
+            return row
+    raise AssertionError(f"no row for scenario {index} {role}")
+
+
+def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_path):
+    edits = {  # result index -> input changes (single scenarios)
+        1: {"batch_size": 4},  # inference
+        17: {"num_gpus": 4},  # full, ZeRO-3 on 2 GPUs -> 4
+        13: {"zero_stage": 2},  # full, ZeRO-0 on 4 GPUs -> ZeRO-2
+        27: {"model": "Llama-3.2-1B"},  # LoRA on another catalog model
+    }
+    ppo = next(r for r in report.results if r.is_group and r.workload == "ppo")
+    actor_edit = {"batch_size": 8}
+    new_k = 1.4
+
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    for index, change in edits.items():
+        row = _find_row(ws, cols, index)
+        for name, value in change.items():
+            ws.cell(row, cols[name]).value = value
+    actor_row = _find_row(ws, cols, ppo.index, "actor")
+    for name, value in actor_edit.items():
+        ws.cell(actor_row, cols[name]).value = value
+    assumptions = wb["Assumptions"]
+    (k_cell,) = [r[2] for r in assumptions.iter_rows(min_row=2) if r[0].value == "safety_factor"]
+    k_cell.value = new_k
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    estimator = Estimator(report.estimator.specs, report.estimator.gpus,
+                          {**report.estimator.assumptions, "safety_factor": new_k})
+    results = []
+    for r in report.results:
+        if r.is_group:
+            g: RlhfScenario = r.estimate.scenario
+            roles = tuple((n, replace(s, **actor_edit) if r is ppo and n == "actor" else s) for n, s in g.roles)
+            est = estimator.estimate_group(replace(g, roles=roles))
+        else:
+            est = estimator.estimate(replace(r.lead, **edits.get(r.index, {})))
+        results.append(Result(r.index, r.matrix, est))
+    new_report = replace(report, results=tuple(results))
+
+    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    expected = expected_rows(new_report)
+    assert assert_rows(fresh, expected) > 3000
+    # The edits took effect (not stale cached values): the recalculated rows differ from before.
+    before = expected_rows(report)
+    for index in edits:
+        row = _find_row(fresh["Scenarios"], columns(fresh["Scenarios"]), index)
+        assert expected["Scenarios"][row]["recommended"] != before["Scenarios"][row]["recommended"]
+    assert expected["RLHF"][FIRST_ROW]["allocated_peak"] != before["RLHF"][FIRST_ROW]["allocated_peak"]
+    gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)),
+                labels={r.index: r.label for r in report.results})
+
+
+def on_written_rows(written, fresh):
+    """The fresh recommendations on the Plan's written rows (model × workload × GPU type are the
+    planner's keys; a row whose candidates moved away shows 0 tried, nothing fits)."""
+    entries = {(e.model, e.workload, e.gpu): e for rec in fresh for e in rec.entries}
+    best = {(rec.model, rec.workload): rec.best for rec in fresh}
+    return [Recommendation(rec.model, rec.workload, best.get((rec.model, rec.workload)),
+                           tuple(entries.get((e.model, e.workload, e.gpu)) or PlanEntry(e.model, e.workload, e.gpu, None, 0)
+                                 for e in rec.entries))
+            for rec in written]
+
+
+# ---------------------------------------------------------------------------------------------
+# Safety and dialect
+
+def test_formula_like_scenario_names_are_text(book, report):
+    ws = openpyxl.load_workbook(book)["Scenarios"]
+    cols = columns(ws)
+    names = {ws.cell(row, cols["name"]).value: ws.cell(row, cols["name"]).data_type
+             for row in range(FIRST_ROW, ws.max_row + 1)}
+    for name in FORMULA_NAMES:
+        assert names[name] == "s"
+    assert {r.label for r in report.results} >= set(FORMULA_NAMES)
+
+
+def test_formulas_use_only_pre_2010_functions_without_xlfn(book):
+    with zipfile.ZipFile(book) as z:
+        for name in z.namelist():
+            if name.endswith(".xml"):
+                assert b"_xlfn." not in z.read(name), name
+    used = set()
+    for sheet, coord, formula in formula_cells(book):
+        assert "_xlfn" not in formula
+        # Function names, not text inside string literals.
+        used |= set(re.findall(r"([A-Z][A-Z0-9.]*)\(", re.sub(r'"[^"]*"', '""', formula)))
+    assert used <= ALLOWED_FUNCTIONS, used - ALLOWED_FUNCTIONS
+    assert {"INDEX", "MATCH", "ROUNDUP", "SUMPRODUCT"} <= used
+
+
+def test_workbook_structure(book):
+    wb = openpyxl.load_workbook(book)
+    assert wb.sheetnames[:5] == ["Guide", "Plan", "Charts", "Scenarios", "RLHF"]
+    for sheet in ("Notes", "NoteScenarios", "Terms", "Assumptions", "Models", "GPUs", "Precisions", "Dtypes",
+                  "Optimizers", "Choices"):
+        assert sheet in wb.sheetnames
+    names = wb.defined_names
+    for name in ("safety_factor", "fragmentation_fraction", "cuda_context_bytes", "comm_buffer_bytes",
+                 "kv_block_tokens", "currency"):
+        assert names[name].attr_text.startswith("Assumptions!$C$")
+    ws = wb["Scenarios"]
+    assert ws.freeze_panes == "C3"
+    assert ws.auto_filter.ref.startswith("A2:")
+    assert ws.page_setup.orientation == "landscape" and ws.sheet_properties.pageSetUpPr.fitToPage
+    assert ws.page_setup.fitToWidth in (1, None) and ws.page_setup.fitToHeight == 0
+    validations = {str(v.sqref).split(":")[0].rstrip("0123456789"): v for v in ws.data_validations.dataValidation}
+    cols = columns(ws)
+    letter = lambda name: openpyxl.utils.get_column_letter(cols[name])  # noqa: E731
+    model = validations[letter("model")]
+    assert model.type == "list" and model.formula1 == "Models!$A$2:$A$1000" and model.showErrorMessage
+    assert validations[letter("checkpointing")].formula1.startswith("Choices!")
+    zero = validations[letter("zero_stage")]
+    assert zero.type == "whole" and (zero.formula1, zero.formula2) == ("0", "3") and zero.showErrorMessage
+    # Inputs are styled as inputs, formulas are not.
+    assert ws.cell(FIRST_ROW, cols["batch_size"]).fill.fgColor.rgb.endswith("FFF2CC")
+    assert ws.cell(FIRST_ROW, cols["weights"]).data_type == "f"
+    assert ws.cell(FIRST_ROW, cols["weights"]).number_format == "#,##0"
+    assert ws.cell(FIRST_ROW, cols["device_total_gib"]).number_format == "#,##0.00"
+
+
+def test_chart_is_native_with_visible_axes_and_cached_data(book):
+    with zipfile.ZipFile(book) as z:
+        charts = [n for n in z.namelist() if n.startswith("xl/charts/chart")]
+        assert charts
+        xml = z.read(charts[0]).decode()
+    assert "<c:barChart>" in xml and '<c:grouping val="stacked"/>' in xml
+    assert "<c:valAx>" in xml and "<c:catAx>" in xml and '<c:delete val="1"/>' not in xml
+    assert "Charts!$D$3:$D$" in xml and "<c:numCache>" in xml
+
+
+# ---------------------------------------------------------------------------------------------
+# The bundled default preset at full size
+
+def test_default_preset_recalculates_quickly_and_correctly(soffice, tmp_path):
+    report = make_report(load("default"), STAMP)
+    start = time.perf_counter()
+    (book,) = write_outputs(report, tmp_path, ["xlsx"], "en")
+    written = time.perf_counter() - start
+    start = time.perf_counter()
+    fresh_path = recalculate(book, tmp_path / "recalculated")
+    recalc = time.perf_counter() - start
+    print(f"default preset: write {written:.2f} s, LibreOffice recalculation {recalc:.2f} s")
+    cached = openpyxl.load_workbook(book, data_only=True)
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    for sheet, coord, formula in formula_cells(book):
+        assert same(cached[sheet][coord].value, fresh[sheet][coord].value), f"{sheet}!{coord} = {formula[:120]}"
+    assert_plan(fresh, report.recommendations)
+    assert written < 10
