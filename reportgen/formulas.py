@@ -198,7 +198,8 @@ def _text_atom(expr: Expr, label) -> str | None:
 
 
 def _number(value: float) -> str:
-    if isinstance(value, float) and value.is_integer():
+    # Whole floats print as integers, except huge ones (1e99 would otherwise be 100 digits).
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
     if isinstance(value, int):
         return str(value)
