@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import InputError, unknown_name
-from .models import LORA_TARGET_SETS, ModelSpec, load_config_file, read_json, spec_from_config
+from .models import LORA_TARGET_SETS, ModelSpec, load_config_file, read_json, read_text, spec_from_config
 from .units import MiB
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -85,24 +85,15 @@ def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
 
 
 def read_yaml(path: Path) -> Any:
-    source = str(path)
-    if path.is_dir():
-        raise InputError("is a directory, expected a YAML file", source=source)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", source=source) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    """Parse a YAML file; every failure is one InputError naming the file."""
+    text = read_text(path, "a YAML file")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"malformed YAML{where}: {problem}", source=source) from None
+        raise InputError(f"malformed YAML{where}: {problem}", source=str(path)) from None
 
 
 # ---------------------------------------------------------------------------------------------

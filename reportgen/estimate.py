@@ -232,13 +232,10 @@ _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 # ---------------------------------------------------------------------------------------------
 # Results
 
-@dataclass(frozen=True)
-class Estimate:
-    scenario: Scenario
-    values: Mapping[str, float]  # every term, by name
-    params_total: int
-    params_active: int
-    params_by_component: Mapping[str, int]
+class _Totals:
+    """What a single model and an RLHF group both answer: per-GPU bytes, fit, cost."""
+
+    values: Mapping[str, float]
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -248,12 +245,30 @@ class Estimate:
         return {k: int(self.values[k]) for k in PER_GPU_KEYS}
 
     @property
-    def peak_parts(self) -> dict[str, int]:
-        return {k: int(self.values[k]) for k in PEAK_PARTS}
-
-    @property
     def fits(self) -> bool:
         return bool(self.values["fits"])
+
+    def _fit_json(self) -> dict[str, Any]:
+        return {
+            "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),
+            "headroom_bytes": int(self.values["headroom_bytes"]),
+            "fits": self.fits,
+            "fits_recommended": bool(self.values["fits_recommended"]),
+            "cost": {"purchase_usd": self.values["purchase_usd"], "per_hour_usd": self.values["hourly_usd"]},
+        }
+
+
+@dataclass(frozen=True)
+class Estimate(_Totals):
+    scenario: Scenario
+    values: Mapping[str, float]  # every term, by name
+    params_total: int
+    params_active: int
+    params_by_component: Mapping[str, int]
+
+    @property
+    def peak_parts(self) -> dict[str, int]:
+        return {k: int(self.values[k]) for k in PEAK_PARTS}
 
     def params_json(self) -> dict[str, Any]:
         trainable = int(self.values["trainable_params"])
@@ -274,11 +289,7 @@ class Estimate:
             "peak_breakdown_bytes": self.peak_parts,
             "peak_phase": PHASE_NAMES[int(self.values["peak_phase"])],
             "host_offload_bytes": int(self.values["host_offload_bytes"]),
-            "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),
-            "headroom_bytes": int(self.values["headroom_bytes"]),
-            "fits": self.fits,
-            "fits_recommended": bool(self.values["fits_recommended"]),
-            "cost": {"purchase_usd": self.values["purchase_usd"], "per_hour_usd": self.values["hourly_usd"]},
+            **self._fit_json(),
         }
 
 
@@ -286,21 +297,10 @@ PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "
 
 
 @dataclass(frozen=True)
-class GroupEstimate:
+class GroupEstimate(_Totals):
     scenario: RlhfScenario
     roles: tuple[tuple[str, Estimate], ...]
     values: Mapping[str, float]
-
-    def __getitem__(self, name: str) -> float:
-        return self.values[name]
-
-    @property
-    def per_gpu_bytes(self) -> dict[str, int]:
-        return {k: int(self.values[k]) for k in PER_GPU_KEYS}
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.values["fits"])
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
@@ -313,11 +313,7 @@ class GroupEstimate:
             "per_gpu_bytes": self.per_gpu_bytes,
             "total_gpus": int(self.values["total_gpus"]),
             "gpus_per_role": {r: e.scenario.num_gpus for r, e in self.roles},
-            "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),
-            "headroom_bytes": int(self.values["headroom_bytes"]),
-            "fits": self.fits,
-            "fits_recommended": bool(self.values["fits_recommended"]),
-            "cost": {"purchase_usd": self.values["purchase_usd"], "per_hour_usd": self.values["hourly_usd"]},
+            **self._fit_json(),
             "roles": {r: e.to_json() for r, e in self.roles},
         }
 

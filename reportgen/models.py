@@ -543,20 +543,26 @@ def raw_name(raw: Any) -> str | None:
     return None
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; every failure is one InputError naming the file."""
+def read_text(path: Path, expected: str) -> str:
+    """A UTF-8 text file's contents; every failure is one InputError naming the file."""
     source = str(path)
     if path.is_dir():
-        raise InputError("is a directory, expected a JSON file", source=source)
+        raise InputError(f"is a directory, expected {expected}", source=source)
     try:
-        text = path.read_bytes().decode("utf-8")
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise InputError("file not found", source=source) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; every failure is one InputError naming the file."""
+    text = read_text(path, "a JSON file")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source) from None
+        raise InputError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                         source=str(path)) from None
