@@ -186,3 +186,27 @@ def test_expert_parallelism_spreads_only_the_routed_experts():
     assert EST.estimate(s)["weights"] == 2 * (spec.total_params - experts + experts // 8)
     assert skip_reason(replace(s, ep_size=3), spec) is not None
     assert skip_reason(replace(s, model="Llama-2-7B"), EST.spec("Llama-2-7B")) == "ep_size 8 needs a mixture-of-experts model"
+
+
+def _qwen_benchmark_rows():
+    """Qwen2.5 speed benchmark (facts.json): HF transformers generate() of 2048 tokens, bf16, one A100.
+    Its "GB" are GiB (reference/README.md gotchas)."""
+    rows = []
+    for r in facts_of("memory"):
+        st = r["setting"]
+        name = r["model"].replace("-Instruct", "")
+        if (name.startswith("Qwen2.5") and st.get("quant") == "BF16" and st.get("gpus") == 1
+                and "transformers" in st.get("engine", "") and name in EST.specs):
+            rows.append((r["id"], name, st["input_len"], st["batch"], r["value"]))
+    return rows
+
+
+@pytest.mark.parametrize("record_id,model,input_len,batch,gib", _qwen_benchmark_rows())
+def test_published_qwen_inference_memory_within_ten_percent(record_id, model, input_len, batch, gib):
+    s = Scenario(model=model, workload="inference", prompt_len=input_len, gen_len=2048, batch_size=batch)
+    estimated_gib = EST.estimate(s)["allocated_peak"] / 2**30
+    assert abs(estimated_gib - gib) / gib <= 0.10, (estimated_gib, gib)
+
+
+def test_enough_published_inference_rows():
+    assert len(_qwen_benchmark_rows()) >= 20
