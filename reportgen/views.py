@@ -21,6 +21,7 @@ from .catalog import slug
 from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
 from .i18n import Catalogue, load_catalogue
+from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
 from .terms import ASSUMPTIONS, INPUT_NAMES, PEAK_PARTS, ROLE_TERMS, Term
@@ -29,7 +30,7 @@ from .units import GB, GiB, MiB, format_count
 # Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
 # workbook for the rest; a breakdown chart shows this many configurations.
 PDF_SCENARIO_ROWS = 500
-MAX_BARS = 60
+MAX_BARS = 40
 
 # The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
 # Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
@@ -74,6 +75,11 @@ def tokens_short(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
+def breakable(name: str) -> str:
+    """An identifier that may wrap after its underscores (a zero-width space), not inside words."""
+    return name.replace("_", "_\u200b")
+
+
 def format_figure(value: float, unit: str) -> str:
     """A note's figure by its unit (fractions for 'percent', as the validation errors are)."""
     if unit == "bytes":
@@ -82,8 +88,8 @@ def format_figure(value: float, unit: str) -> str:
         return format_count(round(value))
     if unit == "ratio":
         return f"{value:,.2f}×"
-    if unit == "percent":
-        return percent(value)
+    if unit == "percent":  # small shares keep two significant digits: 0.062 % reads 0.06 %, not 0.1 %
+        return percent(value, 2 if abs(value) < 0.01 else 1)
     if unit == "usd":
         return usd(value)
     return f"{value:,.4g}"
@@ -128,6 +134,8 @@ class Table:
     css: str = ""
     caption: str = ""
     row_ids: tuple[str, ...] = ()  # anchors, parallel to rows ('' for none)
+    row_groups: tuple[str, ...] = ()  # parallel to rows: a group heading to print before the row ('' for none)
+    group_css: str = "group"
 
 
 @dataclass(frozen=True)
@@ -239,6 +247,7 @@ class ReportView:
     preset_name: str
     description: str
     date: str
+    generated_at: str  # ISO, for the document's metadata
     version: str
     meta: tuple[tuple[str, str], ...]
     page: PageStrings
@@ -313,20 +322,60 @@ def _config_key(r: Result) -> tuple:
     return tuple((k, v) for k, v in r.lead.inputs().items() if k != "gpu")
 
 
+def _config_inputs(r: Result, t: Catalogue) -> dict[str, object]:
+    """What a label may mention: the lead scenario's inputs, GPUs in all, and for RLHF groups the
+    placement and the other roles' models."""
+    out: dict[str, object] = {**r.lead.inputs(), "num_gpus": r.total_gpus, "workload": r.workload}
+    if r.is_group:
+        g = r.estimate.scenario
+        out["placement"] = t(f"placement.{g.placement}")
+        for name, s in g.roles[1:]:
+            out[f"role.{name}"] = s.model
+    return out
+
+
 def _config_labels(results: Sequence[Result], t: Catalogue) -> dict[tuple, str]:
-    """Short labels from the inputs that vary within a group of results ('batch 8 · int4 · TP2')."""
-    keys = {}
+    """Short labels from the inputs that vary within a group of results ('batch 8 · int4 · TP2').
+
+    The workload comes first when it varies; the other inputs are compared within one workload
+    (workloads have different defaults, which are not variations the planner asked for). Labels
+    that still coincide get the scenario number."""
+    keys: dict[tuple, Result] = {}
     for r in results:
         keys.setdefault(_config_key(r), r)
-    inputs = {k: r.lead.inputs() | {"num_gpus": r.total_gpus} for k, r in keys.items()}
-    varying = [n for n in INPUT_NAMES if n != "gpu" and len({str(i[n]) for i in inputs.values()}) > 1]
-    labels = {}
+    inputs = {k: _config_inputs(r, t) for k, r in keys.items()}
+    workloads = {i["workload"] for i in inputs.values()}
+    extra = sorted({n for i in inputs.values() for n in i if n not in INPUT_NAMES})
+    varying: dict[str, list[str]] = {}
+    for w in workloads:
+        same = [i for i in inputs.values() if i["workload"] == w]
+        varying[w] = [n for n in list(INPUT_NAMES) + extra if n not in ("gpu", "workload", "model")
+                      and len({str(i.get(n)) for i in same}) > 1
+                      # a role's model is news only where it differs from the actor's
+                      and not (n.startswith("role.") and all(i.get(n) in (None, i["model"]) for i in same))]
+    models_vary = len({i["model"] for i in inputs.values()}) > 1
+
+    def part(n: str, v: object) -> str:
+        if n.startswith("role."):
+            return f"{t(n)} {v}"
+        if n == "placement":
+            return str(v)
+        return t.get(f"axis.{n}", n + " {v}", v=v)
+
+    labels: dict[tuple, str] = {}
     for key, r in keys.items():
-        parts = [t.get(f"axis.{n}", n + " {v}", v=inputs[key][n]) for n in varying]
-        if not parts:
-            parts = [t("axis.num_gpus", v=r.total_gpus)]
+        i = inputs[key]
+        parts = [i["model"]] if models_vary else []
+        if len(workloads) > 1:
+            parts.append(t(f"workload.{i['workload']}"))
+        parts += [part(n, i.get(n)) for n in varying[i["workload"]] if n in i]
+        if not parts or (len(parts) == 1 and len(workloads) > 1 and not varying[i["workload"]]):
+            parts.append(t("axis.num_gpus", v=r.total_gpus))
         labels[key] = " · ".join(parts)
-    return labels
+    seen: dict[str, int] = {}
+    for label in labels.values():
+        seen[label] = seen.get(label, 0) + 1
+    return {key: (label if seen[label] == 1 else f"{label} (#{keys[key].index})") for key, label in labels.items()}
 
 
 def _svg_font(lang: str, texts: Sequence[str]) -> str:
@@ -386,14 +435,19 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
 
 
 def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
-    headers = (Cell(t("capacity.workload")), Cell(t("capacity.model"))) + tuple(
-        Cell(g, "num") for g in report.gpu_types)
-    rows = []
-    for rec in report.recommendations:
-        tried = [r for r in report.results if r.model == rec.model and r.workload == rec.workload]
-        cells = [Cell(t(f"workload.{rec.workload}")), Cell(rec.model)]
+    """Per workload (a heading row each), model × GPU type -> the fewest GPUs that fit with k."""
+    headers = (Cell(t("capacity.model")),) + tuple(Cell(g, "num") for g in report.gpu_types)
+    tried: dict[tuple[str, str], list[Result]] = {}
+    for r in report.results:
+        tried.setdefault((r.model, r.workload), []).append(r)
+    order = {w: i for i, w in enumerate(WORKLOAD_TYPES)}
+    recs = sorted(enumerate(report.recommendations), key=lambda x: (order.get(x[1].workload, len(order)), x[0]))
+    rows, groups = [], []
+    previous = None
+    for _, rec in recs:
+        cells = [Cell(rec.model)]
         for gpu in report.gpu_types:
-            on_gpu = [r for r in tried if r.gpu == gpu]
+            on_gpu = [r for r in tried[(rec.model, rec.workload)] if r.gpu == gpu]
             fitting = [r.total_gpus for r in on_gpu if r.estimate["fits_recommended"]]
             if not on_gpu:
                 cells.append(Cell("—", "num cap-na", title=t("capacity.not_tried")))
@@ -402,15 +456,17 @@ def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
                                   title=t("fit.no")))
             else:
                 n = min(fitting)
-                bucket = min(int(math.log2(n)), CAPACITY_BUCKETS - 1) if n >= 1 else 0
+                bucket = min(int(math.log2(n)), CAPACITY_BUCKETS - 1)
                 star = rec.best is not None and rec.best.gpu == gpu
                 cells.append(Cell(f"{n}{' ★' if star else ''}", f"num cap-{bucket}",
-                                  sort=str(n), title=t("capacity.cell_title", n=n, gpu=gpu)))
+                                  title=t("capacity.cell_title", n=n, gpu=gpu)))
         rows.append(tuple(cells))
+        groups.append(t(f"workload.{rec.workload}") if rec.workload != previous else "")
+        previous = rec.workload
     legend = tuple(Cell(label, f"cap-{i}") for i, label in
                    enumerate(("1", "2", "4", "8", "16", "32", "≥ 64"))) + (
         Cell(t("capacity.legend_none"), "cap-none"), Cell(t("capacity.legend_best"), "cap-star"))
-    return Table(headers, tuple(rows), "capacity"), legend
+    return Table(headers, tuple(rows), "capacity", row_groups=tuple(groups)), legend
 
 
 def _segment_series(t: Catalogue, present: Sequence[str]) -> list[charts.Series]:
@@ -486,7 +542,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             svg = charts.line_chart(s.xs, [y / GiB for y in s.device_total_bytes], lines,
                                     x_labels=[fmt(x) for x in s.xs], x_title=x_title, y_title=t("sens.y_title"),
                                     chart_id=chart_id, font_family=_svg_font(lang, texts), title=title)
-            figures.append(Figure(chart_id, title, Markup(svg), ""))
+            figures.append(Figure(f"{chart_id}-fig", title, Markup(svg), ""))
             columns.append((s, fmt, x_title))
         headers = (Cell(t("col.gpu")), Cell(t("col.gpu_memory"), "num")) + tuple(
             Cell(t("sens.largest", axis=x_title), "num") for _, _, x_title in columns)
@@ -499,9 +555,10 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
     return tuple(sections)
 
 
-def _term_rows(terms: Sequence[Term], t: Catalogue) -> tuple[tuple[Cell, ...], ...]:
-    return tuple((Cell(term.name, "code"), Cell(t.label(term.name, term.label)), Cell(t.get(f"unit.{term.unit}", term.unit)),
-                  Cell(to_text(term.expr), "formula"), Cell(term.source, "source")) for term in terms)
+def _term_rows(terms: Sequence[Term], t: Catalogue, prefix: str = "") -> tuple[tuple[Cell, ...], ...]:
+    return tuple((Cell(breakable(term.name), "code"), Cell(t.label(prefix + term.name, term.label)),
+                  Cell(t.get(f"unit.{term.unit}", term.unit)), Cell(to_text(term.expr), "formula"),
+                  Cell(term.source, "source")) for term in terms)
 
 
 def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
@@ -509,7 +566,8 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
     groups: dict[str, list[Term]] = {}
     for term in ROLE_TERMS:
         groups.setdefault(term.group, []).append(term)
-    out = [TermGroup(t.get(f"term_group.{g}", g), Table(headers, _term_rows(ts, t), "terms")) for g, ts in groups.items()]
+    out = [TermGroup(t.get(f"term_group.{g}", g), Table(headers, _term_rows(ts, t), "terms"))
+           for g, ts in groups.items()]
     seen = set()
     for r in report.results:
         if r.is_group:
@@ -519,17 +577,17 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
             seen.add(key)
             roles = t("list.sep").join(t(f"role.{n}") for n in key[0])
             out.append(TermGroup(t("term_group.rlhf", roles=roles, placement=t(f"placement.{key[1]}")),
-                                 Table(headers, _term_rows(group_terms(*key), t), "terms")))
-    a_rows = tuple((Cell(a.name, "code"), Cell(t.label(a.name, a.label)),
+                                 Table(headers, _term_rows(group_terms(*key), t, "group."), "terms")))
+    a_rows = tuple((Cell(breakable(a.name), "code"), Cell(t.label(a.name, a.label)),
                     Cell(format_assumption(report.assumptions[a.name], a.unit), "num"),
                     Cell(t.label(a.name + ".help", a.help), "source")) for a in ASSUMPTIONS)
     assumptions = Table(tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "value", "note")), a_rows,
                         "assumptions")
     lookups = []
     for table in LOOKUP_TABLES:
-        head = (Cell(table.key, "code"),) + tuple(Cell(c, "code num") for c in table.columns) + (
+        head = (Cell(breakable(table.key), "code"),) + tuple(Cell(breakable(c), "code num") for c in table.columns) + (
             Cell(t("method.col.note")),)
-        rows = tuple((Cell(name, "code"),) + tuple(Cell(f"{row[c]:g}", "num") for c in table.columns)
+        rows = tuple((Cell(breakable(name), "code"),) + tuple(Cell(f"{row[c]:g}", "num") for c in table.columns)
                      + (Cell(table.notes.get(name, ""), "source"),) for name, row in table.rows.items())
         lookups.append(TermGroup(table.name, Table(head, rows, "lookup")))
     g_head = tuple(Cell(t(f"gpu.col.{c}"), "num" if c not in ("name", "source") else "")
@@ -570,7 +628,12 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     return tuple(cards)
 
 
-def _appendix(report: Report, t: Catalogue, max_rows: int | None) -> tuple[Table, str, Table, Table, str]:
+def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Table, Table, str]:
+    """The scenario table, skipped combinations and validation.
+
+    The PDF gets the lean form of the scenario table: scenario groups as heading rows instead of a
+    column, no peak-phase column, at most PDF_SCENARIO_ROWS rows. (WeasyPrint's time grows with the
+    number of cells; the HTML keeps every column for sorting, and prints like the PDF.)"""
     k = report.assumptions["safety_factor"]
     labels: dict[tuple, str] = {}
     matrices: dict[str, list[Result]] = {}
@@ -579,28 +642,39 @@ def _appendix(report: Report, t: Catalogue, max_rows: int | None) -> tuple[Table
     for results in matrices.values():
         for key, label in _config_labels(results, t).items():
             labels[(results[0].matrix, key)] = label
-    headers = (Cell("#", "num"), Cell(t("col.matrix")), Cell(t("breakdown.config")), Cell(t("col.gpu")),
-               Cell(t("col.gpus"), "num"), Cell(t("col.phase")), Cell(t("col.device_total"), "num"),
-               Cell(t("col.budget", k=f"{k:g}"), "num"), Cell(t("col.headroom"), "num"), Cell(t("col.fit")),
-               Cell(t("col.purchase"), "num"))
-    shown = report.results if max_rows is None else report.results[:max_rows]
-    rows, ids = [], []
+    headers = ((Cell("#", "num col-index"),) + (() if pdf else (Cell(t("col.matrix"), "screen-only"),))
+               + (Cell(t("breakdown.config"), "col-config"), Cell(t("col.gpus"), "col-gpus"))
+               + (() if pdf else (Cell(t("col.phase"), "screen-only"),))
+               + (Cell(t("col.device_total"), "num"), Cell(t("col.budget", k=f"{k:g}"), "num"),
+                  Cell(t("col.headroom"), "num"), Cell(t("col.fit"), "col-fit"), Cell(t("col.purchase"), "num")))
+    shown = report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
+    rows, ids, groups = [], [], []
+    previous = None
     for r in shown:
         v = r.estimate.values
         state = _fit_state(v)
-        phase = t("phase.rlhf") if r.is_group else t(f"phase.{PHASE_NAMES[int(v['peak_phase'])]}")
-        rows.append((Cell(str(r.index), "num", str(r.index)), Cell(r.matrix), Cell(labels[(r.matrix, _config_key(r))],
-                                                                                   title=r.label),
-                     Cell(r.gpu), Cell(str(r.total_gpus), "num", str(r.total_gpus)), Cell(phase),
-                     Cell(gib(v["device_total"]), f"num fit-{state}", str(int(v["device_total"]))),
-                     Cell(gib(v["recommended"]), f"num fit-{state}", str(int(v["recommended"]))),
-                     Cell(gib(v["headroom_bytes"]), f"num fit-{state}", str(int(v["headroom_bytes"]))),
-                     Cell(t(f"fit.{state}"), f"fit-{state}"),
-                     Cell(usd(v["purchase_usd"]), "num", f"{v['purchase_usd']:.0f}")))
+        cls = "num" if state == "yes" else f"num fit-{state}"
+        cells = [Cell(str(r.index), "num")]
+        if not pdf:
+            cells.append(Cell(r.matrix, "screen-only"))
+        cells += [Cell(labels[(r.matrix, _config_key(r))], title="" if pdf else r.label),
+                  Cell(f"{r.total_gpus} × {r.gpu}", sort="" if pdf else f"{r.gpu} {r.total_gpus:06d}")]
+        if not pdf:
+            phase = t("phase.rlhf") if r.is_group else t(f"phase.{PHASE_NAMES[int(v['peak_phase'])]}")
+            cells.append(Cell(phase, "screen-only"))
+        cells += [Cell(gib(v["device_total"]), cls), Cell(gib(v["recommended"]), cls),
+                  Cell(gib(v["headroom_bytes"]), cls),
+                  Cell(t(f"fit.{state}.mark"), "mark" if state == "yes" else f"mark fit-{state}",
+                       title="" if pdf else t(f"fit.{state}")),
+                  Cell(usd(v["purchase_usd"]), "num")]
+        rows.append(tuple(cells))
         ids.append(f"s{r.index}")
+        groups.append(r.matrix if r.matrix != previous else "")
+        previous = r.matrix
     note = (t("appendix.truncated", n=len(shown), total=len(report.results))
             if len(shown) < len(report.results) else "")
-    scenarios = Table(headers, tuple(rows), "scenarios sortable", row_ids=tuple(ids))
+    scenarios = Table(headers, tuple(rows), "scenarios sortable", row_ids=tuple(ids), row_groups=tuple(groups),
+                      group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
     for s in report.skipped:
         counts[(s.matrix, s.label, s.reason)] = counts.get((s.matrix, s.label, s.reason), 0) + 1
@@ -627,21 +701,24 @@ def _appendix(report: Report, t: Catalogue, max_rows: int | None) -> tuple[Table
 SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix")
 
 
-def build_view(report: Report, lang: str = "en", *, max_scenario_rows: int | None = None) -> ReportView:
-    """Everything the template shows, formatted for one language."""
+def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> ReportView:
+    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix)."""
     t = load_catalogue(lang)
+    # string-set drops the spaces around the numbers; the stylesheet puts one space back on each side
     before, rest = t("pdf.page_of").split("{page}")
-    between, after = rest.split("{pages}")
+    between, after = (x.strip() for x in rest.split("{pages}"))
+    before = before.strip()
     toc = tuple(TocEntry(s, str(i), t(f"section.{s}")) for i, s in enumerate(SECTIONS, start=1))
     terms, assumptions, lookups, gpu_table = _method(report, t)
     capacity, legend = _capacity(report, t)
-    scenarios, note, skipped, validation, v_summary = _appendix(report, t, max_scenario_rows)
+    scenarios, note, skipped, validation, v_summary = _appendix(report, t, pdf)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
     return ReportView(
         lang=lang, html_lang=t.html_lang, t=t, title=report.preset.title, preset_name=report.preset.name,
-        description=report.preset.description, date=format_date(report.generated_at), version=report.version,
+        description=report.preset.description, date=format_date(report.generated_at),
+        generated_at=report.generated_at, version=report.version,
         meta=meta, page=PageStrings(before, between, after), toc=toc, verdicts=_plan(report, t),
         plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),
                                 "" if c in ("gpu", "layout", "mark") else "num")

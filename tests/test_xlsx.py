@@ -8,12 +8,15 @@ from __future__ import annotations
 import math
 import re
 import time
+import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import replace
 from pathlib import Path
 
 import openpyxl
 import pytest
+from openpyxl.utils import column_index_from_string, get_column_letter
+from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
 from lo import recalculate, soffice_available
 from reportgen.estimate import Estimator, RlhfScenario
@@ -21,6 +24,7 @@ from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import PlanEntry, Recommendation, Result, recommend
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
+from reportgen.writers.xlsx_stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
@@ -271,6 +275,175 @@ def on_written_rows(written, fresh):
                            tuple(entries.get((e.model, e.workload, e.gpu)) or PlanEntry(e.model, e.workload, e.gpu, None, 0)
                                  for e in rec.entries))
             for rec in written]
+
+
+# ---------------------------------------------------------------------------------------------
+# Streamed rows (xlsx_stream): shared formulas, valid SpreadsheetML
+
+NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+
+
+def rewrite_parts(src: Path, dst: Path, edit) -> None:
+    """Copy a workbook, passing every worksheet part's XML through edit(sheet name, xml)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        names = {part: name for name, part in sheet_parts(zin).items()}
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename in names:
+                data = edit(names[info.filename], data.decode()).encode()
+            zout.writestr(info, data)
+
+
+def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_path):
+    """Shared formulas are recalculated row by row, not kept from the cache: an input edited in a
+    row below the formulas' first row recomputes that row, and a wrong cached value planted in
+    every shared cell (all but the first row's) is replaced by the right one."""
+    ws = openpyxl.load_workbook(book)["Scenarios"]
+    cols = columns(ws)
+    single = [r for r in report.results if not r.is_group and r.workload == "inference"][-1]
+    row = _find_row(ws, cols, single.index)
+    assert row > FIRST_ROW + 10
+    new_batch = single.lead.batch_size + 3
+    batch_cell = f"{get_column_letter(cols['batch_size'])}{row}"
+    planted = 0
+
+    def edit(sheet: str, xml: str) -> str:
+        nonlocal planted
+        if sheet == "Scenarios":
+            xml, n = re.subn(rf'(<c r="{batch_cell}"[^>]*><v>)[^<]*(</v>)', rf"\g<1>{new_batch}\g<2>", xml)
+            assert n == 1
+        xml, n = re.subn(r'(<f t="shared" si="\d+"/><v>)[^<]*(</v>)', r"\g<1>-7\g<2>", xml)
+        planted += n
+        return xml
+
+    edited = tmp_path / "edited.xlsx"
+    rewrite_parts(book, edited, edit)
+    assert planted > 3000
+    stale = openpyxl.load_workbook(edited, data_only=True)["Scenarios"]
+    assert stale.cell(row, cols["weights"]).value == -7
+
+    results = [Result(r.index, r.matrix, report.estimator.estimate(replace(r.lead, batch_size=new_batch)))
+               if r is single else r for r in report.results]
+    new_report = replace(report, results=tuple(results))
+    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    expected = expected_rows(new_report)
+    assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
+    assert assert_rows(fresh, expected) > 3000
+    gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)),
+                labels={r.index: r.label for r in report.results})
+    assert_notes(fresh, report.notes)
+
+
+def test_streamed_sheets_are_valid_spreadsheetml(book):
+    """What Excel insists on and openpyxl does not check: rows and cells in order, each with its
+    reference, existing style indexes, a dimension that covers the cells, and shared formulas
+    whose first cell carries the text and a range that holds every member."""
+    with zipfile.ZipFile(book) as z:
+        styles = ET.fromstring(z.read("xl/styles.xml"))
+        num_xfs = len(styles.find(f"{NS}cellXfs"))
+        parts = sheet_parts(z)
+        for sheet, part in parts.items():
+            root = ET.fromstring(z.read(part))
+            rows = root.find(f"{NS}sheetData").findall(f"{NS}row")
+            numbers = [int(r.get("r")) for r in rows]
+            assert numbers == sorted(set(numbers)), f"{sheet}: rows out of order or repeated"
+            shared: dict[str, tuple[str, int, int, int]] = {}  # si -> (column, first, last row, members)
+            top, left, bottom, right = math.inf, math.inf, 0, 0
+            for r, row in zip(numbers, rows):
+                cells = row.findall(f"{NS}c")
+                assert all(c.get("r") for c in cells), f"{sheet} row {r}: a cell without its reference"
+                refs = [coordinate_from_string(c.get("r")) for c in cells]
+                assert all(n == r for _, n in refs), f"{sheet} row {r}: a cell of another row"
+                cols_ = [column_index_from_string(letter) for letter, _ in refs]
+                assert cols_ == sorted(set(cols_)), f"{sheet} row {r}: cells out of order or repeated"
+                if cells:
+                    top, bottom = min(top, r), max(bottom, r)
+                    left, right = min(left, cols_[0]), max(right, cols_[-1])
+                for c, (letter, _) in zip(cells, refs):
+                    assert int(c.get("s", 0)) < num_xfs, f"{sheet}!{c.get('r')}: style {c.get('s')}"
+                    f = c.find(f"{NS}f")
+                    if f is not None and f.get("t") == "shared":
+                        si = f.get("si")
+                        if si not in shared:
+                            assert f.get("ref") and f.text, f"{sheet}!{c.get('r')}: shared formula {si} without text"
+                            c1, r1, c2, r2 = range_boundaries(f.get("ref"))
+                            assert (get_column_letter(c1), r1) == (letter, r) and c1 == c2
+                            shared[si] = (letter, r1, r2, 0)
+                        else:
+                            assert f.get("ref") is None and not f.text
+                        col, r1, r2, members = shared[si]
+                        assert col == letter and r1 <= r <= r2, f"{sheet}!{c.get('r')}: outside shared formula {si}"
+                        shared[si] = (col, r1, r2, members + 1)
+                    if f is not None:
+                        assert c.find(f"{NS}v") is not None, f"{sheet}!{c.get('r')}: a formula without its value"
+            dimension = root.find(f"{NS}dimension").get("ref")
+            if bottom:
+                want = f"{get_column_letter(left)}{top}:{get_column_letter(right)}{bottom}"
+                assert dimension == want, f"{sheet}: dimension {dimension}, cells span {want}"
+            for si, (col, r1, r2, members) in shared.items():
+                assert members == r2 - r1 + 1, f"{sheet}: shared formula {si} has gaps"
+            if sheet in ("Scenarios", "NoteScenarios"):
+                # Every formula column is one shared formula; row 1 names the columns.
+                formula_columns = {c.get("r").rstrip("0123456789") for c in rows[2].findall(f"{NS}c")
+                                   if c.find(f"{NS}f") is not None}
+                assert len(shared) == len(formula_columns) > 80, sheet
+
+
+def test_shareable_formulas():
+    row = "\x00"
+    assert shareable(f"=IF(P{row}=\"inference\",CJ{row},X{row})")
+    assert shareable(f"=SUMPRODUCT((Scenarios!$O$3:$O$1000=O{row})*(Models!$B$2:$B$9<$B{row}))/safety_factor")
+    assert shareable("=ROW()")
+    assert not shareable(f"=A{row}+B3")  # a relative reference to a fixed row would move
+    assert not shareable(f"=A{row}+Scenarios!B3")
+    assert not shareable("=A$" + row)  # the row number inside an absolute reference
+    assert not shareable(f'=A{row}&"row {row}"')  # the row number in a text
+    assert not shareable(f"=SUM(3:3)+A{row}")
+
+
+ESCAPED = {"bell\x07": "bell_x0007_", "_x0041_": "_x005F_x0041_"}  # as Excel (and XlsxWriter) store them
+
+
+def test_streamed_cells_read_back(tmp_path):
+    """Values of every type, texts that need escaping, blanks, own and shared formulas."""
+    path = tmp_path / "cells.xlsx"
+    wb = StreamingWorkbook(str(path), {"constant_memory": True})
+    ws = wb.add_worksheet("Data")
+    ws.write_string(0, 0, "header")
+    number = wb.add_format({"num_format": "#,##0.00"})
+    columns = [StreamColumn("text", None), StreamColumn("n", number), StreamColumn("flag", None),
+               StreamColumn("double", number, True, "=B\x00*2"), StreamColumn("label", None, True, '=A\x00&"%"'),
+               StreamColumn("own", None, True)]
+    texts = ["<a & b>", " padded ", "tab\there", "bell\x07", "_x0041_", "100%", "中文 · ×", ""]
+    rows = [{"text": t, "n": i + 0.5 if i % 2 else i, "flag": i % 3 == 0, "double": (i + 0.5 if i % 2 else i) * 2,
+             "label": t + "%"} for i, t in enumerate(texts)]
+    rows[2]["n"] = None
+    rows[2]["double"] = 0
+    per_row = [{} for _ in rows]
+    per_row[1] = {"own": "=B4+1"}
+    rows[1]["own"] = rows[1]["n"] + 1
+    wb.stream_rows(ws, SheetRows(columns, 2, rows, per_row))
+    wb.close()
+
+    cached = openpyxl.load_workbook(path, data_only=True)["Data"]
+    formulas = openpyxl.load_workbook(path)["Data"]
+    assert cached.max_row == len(texts) + 1 and cached.dimensions == f"A1:F{len(texts) + 1}"
+    for i, (t, row) in enumerate(zip(texts, rows)):
+        r = i + 2
+        # An empty text leaves the cell blank; openpyxl shows Excel's _xHHHH_ escapes as stored.
+        stored = ESCAPED.get(t, t)
+        assert cached.cell(r, 1).value == (stored or None)
+        assert cached.cell(r, 2).value == row["n"]
+        assert cached.cell(r, 4).number_format == "#,##0.00"
+        assert cached.cell(r, 2).number_format == ("#,##0.00" if row["n"] is not None else "General")
+        assert cached.cell(r, 3).value == int(row["flag"])
+        assert cached.cell(r, 4).value == row["double"]
+        assert cached.cell(r, 5).value == stored + "%"
+        assert formulas.cell(r, 4).value == f"=B{r}*2"
+        assert formulas.cell(r, 5).value == f'=A{r}&"%"'
+    assert formulas.cell(3, 6).value == "=B4+1" and cached.cell(3, 6).value == rows[1]["own"]
+    assert formulas.cell(2, 6).value is None
 
 
 # ---------------------------------------------------------------------------------------------

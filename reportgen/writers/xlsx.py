@@ -13,10 +13,16 @@ do not recalculate (previewers, mail clients, pandas) would show empty cells. Xl
 Python value next to each formula (`write_formula(..., value)`) and fills the chart caches
 (`values_data`). openpyxl is used only to read workbooks back, in tests.
 
-Why constant_memory: a 10,000-scenario sweep has a million formula cells; rows stream to disk in
-order instead of being held in memory. Everything is therefore written row by row, top to bottom,
-and the chart caches are passed in explicitly (XlsxWriter cannot read them back from a streamed
-sheet).
+Why the data rows bypass XlsxWriter: a 100,000-scenario sweep has 12 million cells, and XlsxWriter
+costs ~30 µs a cell. XlsxWriter writes everything else (headers, widths, validations, filters, panes,
+print setup, charts, styles, the small sheets); the tables' data rows are registered with
+`StreamingWorkbook.stream_rows` and written as SpreadsheetML when the workbook closes, each formula
+column that only differs by row number as one shared formula (xlsx_stream.py). Every workbook, small
+or large, takes this path, so the LibreOffice tests check the one the big sweeps use.
+
+Why constant_memory: what XlsxWriter writes streams to disk in order. Everything is therefore
+written row by row, top to bottom, and the chart caches are passed in explicitly (XlsxWriter cannot
+read them back from a streamed sheet).
 """
 from __future__ import annotations
 
@@ -37,10 +43,10 @@ from ..report import PlanEntry, Recommendation, Report, Result
 from ..tables import LOOKUP_TABLES
 from ..terms import ASSUMPTION_DEFAULTS, ASSUMPTIONS, INPUTS, PEAK_PARTS, ROLE_TERMS, TERM_BY_NAME, Term
 from ..units import GiB
+# ROW: a formula template's row number. Templates are rendered once per column; the placeholder
+# becomes each row's number, or the column becomes one shared formula.
+from .xlsx_stream import ROW, SheetRows, StreamColumn, StreamingWorkbook
 
-# A formula template's row number: templates are rendered once per column and this placeholder is
-# replaced by each row's number, so a 10,000-row sheet costs one render per column, not per cell.
-ROW = "\x00"
 # Cost of a row that cannot be picked: above any real cost, and no Excel error to propagate. An
 # integer, so the formula shows 1000000000000000 (to_excel writes an integral 1e99 as 100 digits).
 NO_FIT_USD = 10**15
@@ -361,7 +367,7 @@ class DslWorksheet(Worksheet):
     """A worksheet that stores formulas as given.
 
     XlsxWriter runs ~30 regular expressions over every formula to add `_xlfn.` prefixes to
-    functions newer than Excel 2007; that is 70 % of the write time here. Our formulas only use
+    functions newer than Excel 2007 (most of its time per formula). Our formulas only use
     IF, MAX, MIN, ROUNDUP, AND, OR (the expression language) and INDEX, MATCH, SUMPRODUCT, ROW
     (the plan), none of which takes a prefix; a test checks both facts on the written file. If a
     later XlsxWriter renames this hook, the override is simply unused (slower, same output)."""
@@ -443,23 +449,14 @@ def write_header(ws, table: Table, styles: Styles, header_row: int) -> None:
         ws.write_string(header_row, c, col.header, styles.header[col.kind])
 
 
-def write_rows(ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str], styles: Styles,
-               per_row: Sequence[Mapping[str, str]] | None = None) -> None:
-    """Data rows, top to bottom (constant_memory streams them): inputs and ids as values, every
-    formula column as its template (or a row's own formula) with the Python value cached."""
-    cols = [(c, col, styles.cell(col), templates.get(col.name)) for c, col in enumerate(table.columns)]
-    for i, row in enumerate(rows):
-        r = table.first_row + i
-        rs = str(r)
-        own = per_row[i] if per_row else {}
-        for c, col, fmt, template in cols:
-            value = row.get(col.name)
-            if col.is_formula:
-                formula = own.get(col.name) or (template.replace(ROW, rs) if template else None)
-                if formula is not None:
-                    ws.write_formula(r - 1, c, formula, fmt, _plain(value))
-            else:
-                write_value(ws, r - 1, c, value, fmt)
+def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],
+               styles: Styles, per_row: Sequence[Mapping[str, str]] | None = None) -> None:
+    """Data rows (streamed in when the workbook closes, below the header XlsxWriter writes): inputs
+    and ids as values, every formula column as its template (or a row's own formula) with the
+    Python value cached. Blank values leave blank cells, as write_value does."""
+    columns = [StreamColumn(col.name, styles.cell(col), col.is_formula, templates.get(col.name))
+               for col in table.columns]
+    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row))
 
 
 A4, A3 = 9, 8  # Excel paper codes
@@ -688,7 +685,7 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
             f, v = _plan_entry(book, plan, block, entry, block.first_row + i)
             formulas.append(f)
             rows.append(v)
-    write_rows(ws, plan, rows, {}, styles, formulas)
+    write_rows(wb, ws, plan, rows, {}, styles, formulas)
     ws.conditional_format(plan.first_row - 1, plan.index["cheapest"], plan.last_row - 1, plan.index["cheapest"],
                           {"type": "cell", "criteria": "==", "value": 1, "format": styles.highlight})
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 3)
@@ -738,7 +735,7 @@ def write_charts(wb, book: Book, styles: Styles) -> None:
                      "device_total_gib": values["device_total"] / GiB,
                      **{f"{p}_gib": values[p] / GiB for p in PEAK_PARTS}})
         formulas.append(f)
-    write_rows(ws, table, rows, {}, styles, formulas)
+    write_rows(wb, ws, table, rows, {}, styles, formulas)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 1)
     if rows:
         _breakdown_chart(wb, ws, table, rows)
@@ -808,7 +805,7 @@ def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *,
     ws = add_sheet(wb, table.sheet)
     write_header(ws, table, styles, 1)
     templates = row_templates(table, row_context(table, book.lookups), fields)
-    write_rows(ws, table, rows, templates, styles, per_row)
+    write_rows(wb, ws, table, rows, templates, styles, per_row)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, freeze_columns)
     ws.autofilter(1, 0, table.first_row + max(len(rows), 1) - 2, len(table.columns) - 1)
     _validate_inputs(ws, table, _choice_sources(book))
@@ -1126,7 +1123,7 @@ def _created(generated_at: str) -> datetime:
 def write(report: Report, path, lang: str = "en") -> None:
     """Write the workbook to `path`. `lang` does not change it: notes carry both languages."""
     book = build_book(report)
-    wb = xlsxwriter.Workbook(str(path), {
+    wb = StreamingWorkbook(str(path), {
         "constant_memory": True,
         # Belt and braces: text is written with write_string anyway, never parsed.
         "strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,

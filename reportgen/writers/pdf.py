@@ -1,0 +1,89 @@
+"""The PDF writer: the HTML report through WeasyPrint, A4, with the print rules of report.css.
+
+WeasyPrint fetches nothing from the network and nothing outside the package's templates folder:
+every URL goes through TemplatesOnlyFetcher, which serves files under data_dir("templates") and
+refuses everything else, whatever a preset contains. Fonts are the bundled OFL families (Report
+Sans SC for Chinese, Report Sans Supplement for Latin and symbols), loaded with @font-face from
+that folder, so the PDF never depends on the machine's fonts. PDF dates follow SOURCE_DATE_EPOCH
+(WeasyPrint honours it).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
+
+from ..catalog import data_dir
+from ..report import Report
+from .html import render_html
+
+FONT_FILES = (("Report Sans SC", 400, "ReportSansSC-Regular.woff2"), ("Report Sans SC", 700, "ReportSansSC-Bold.woff2"),
+              ("Report Sans Supplement", 400, "ReportSansSupplement-Regular.woff2"),
+              ("Report Sans Supplement", 700, "ReportSansSupplement-Bold.woff2"))
+# Chinese first for zh (its Latin is full-width-friendly); the proportional Latin face first for en.
+FONT_STACKS = {"zh": '"Report Sans SC", "Report Sans Supplement"', "en": '"Report Sans Supplement", "Report Sans SC"'}
+MARGIN_BOXES = ("top-left", "top-center", "top-right", "bottom-left", "bottom-center", "bottom-right")
+
+
+class RefusedURL(ValueError):
+    """A URL the report may not fetch."""
+
+
+def _fetcher_class():
+    from weasyprint.urls import URLFetcher, URLFetcherResponse
+
+    class TemplatesOnlyFetcher(URLFetcher):
+        """Serves file: URLs under the templates folder; refuses every other URL (http, https, data,
+        files elsewhere, symlinks leading out)."""
+
+        def __init__(self, root: Path):
+            super().__init__(allowed_protocols=("file",))
+            self.root = root.resolve()
+
+        def fetch(self, url, headers=None):
+            parts = urlsplit(url)
+            if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+                raise RefusedURL(f"refused (only files under {self.root} are served): {url[:200]}")
+            path = Path(url2pathname(unquote(parts.path))).resolve()
+            if not path.is_relative_to(self.root) or not path.is_file():
+                raise RefusedURL(f"refused (not a file under {self.root}): {url[:200]}")
+            return URLFetcherResponse(path.as_uri(), body=path.read_bytes())
+
+    return TemplatesOnlyFetcher
+
+
+def url_fetcher():
+    """A fetcher confined to data_dir("templates")."""
+    return _fetcher_class()(data_dir("templates"))
+
+
+def font_css(lang: str) -> str:
+    """@font-face rules for the bundled fonts and the font list of the page-margin boxes (which do
+    not inherit the body's font)."""
+    fonts = data_dir("templates") / "fonts"
+    rules = [f'@font-face {{ font-family: "{family}"; font-weight: {weight}; font-style: normal; '
+             f'src: url("{(fonts / name).resolve().as_uri()}") format("woff2"); }}'
+             for family, weight, name in FONT_FILES]
+    stack = FONT_STACKS[lang]
+    boxes = " ".join(f"@{box} {{ font-family: {stack}; }}" for box in MARGIN_BOXES)
+    rules.append(f"@page {{ {boxes} }}")
+    rules.append(f"html, body {{ font-family: {stack}; }}")
+    rules.append(f'code, .code, .formula {{ font-family: {stack}; }}')
+    return "\n".join(rules) + "\n"
+
+
+def render_pdf(report: Report, lang: str = "en") -> bytes:
+    from weasyprint import CSS, HTML
+    from weasyprint.text.fonts import FontConfiguration
+
+    html = render_html(report, lang, pdf=True)
+    fetcher = url_fetcher()
+    fonts = FontConfiguration()
+    root = data_dir("templates").resolve()
+    document = HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=fetcher, media_type="print")
+    extra = CSS(string=font_css(lang), base_url=root.as_uri() + "/", url_fetcher=fetcher, font_config=fonts)
+    return document.write_pdf(stylesheets=[extra], font_config=fonts, uncompressed_pdf=False)
+
+
+def write(report: Report, path: Path, lang: str = "en") -> None:
+    Path(path).write_bytes(render_pdf(report, lang))

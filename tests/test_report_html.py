@@ -1,0 +1,324 @@
+"""The HTML report: deterministic (gold file), well-formed, self-contained, escaped, both languages.
+
+Gold files live in tests/gold/. On a mismatch the actual output is written beside the gold file
+(`*.actual.html`); after checking it by eye, copy it over the gold file. Spot checks of key
+numbers below keep a blind regeneration from blessing a wrong value.
+"""
+from __future__ import annotations
+
+import json
+import re
+import string
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from reportgen.catalog import data_dir
+from reportgen.estimate import group_terms
+from reportgen.formulas import Num
+from reportgen.i18n import LANGUAGES, catalogue_path, load_catalogue
+from reportgen.notes import Note, NoteFigure
+from reportgen.pipeline import load, make_report
+from reportgen.report import build_report
+from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
+from reportgen.units import GiB
+from reportgen.validation import ValidationRow
+from reportgen.views import SEGMENTS, build_view, gib, segments, usd
+from reportgen.writers.html import render_html
+
+GOLD = Path(__file__).parent / "gold"
+WHEN = "2026-01-01T00:00:00+00:00"
+
+FIXTURE_PRESET = """\
+title: "Small fixture: 7B inference and PPO"
+description: "Two GPU types, tensor parallelism with a skipped combination, and a PPO group."
+matrices:
+  - name: 7B inference
+    model: Llama-2-7B
+    workload: {type: inference, prompt_len: 1024, gen_len: 1024}
+    batch_size: [1, 8]
+    num_gpus: [1, 2]
+    tp_size: [1, 2]
+    gpu: [L40S, A100-80GB]
+    exclude:
+      - {num_gpus: 2, tp_size: 1}
+  - name: 7B PPO
+    model: Llama-2-7B
+    workload: {type: ppo, prompt_len: 512, gen_len: 512, batch_size: 2, placement: colocated}
+    precision: bf16-mixed
+    checkpointing: full
+    zero_stage: 3
+    num_gpus: [4, 8]
+    gpu: [A100-80GB]
+"""
+
+
+def fixture_note() -> Note:
+    figures = (NoteFigure("total", "Model states", "模型状态", "bytes", Num(0), 112 * 10**9),
+               NoteFigure("share", "Share of parameters", "参数占比", "percent", Num(0), 0.0012433454),
+               NoteFigure("gpus", "GPUs", "卡数", "gpus", Num(0), 2.0))
+    return Note(id="N1", article="000_example.txt", claim_zh="至少需要 2 张 A100（160 GB）",
+                claim_en="At least 2 × A100 (160 GB) are needed", setting_en="7B, bf16 mixed precision",
+                setting_zh="7B，bf16 混合精度", verdict="wrong",
+                explanation_en="States take {total} <not a tag>; {share} of the parameters; {missing} stays.",
+                explanation_zh="状态占 {total}；参数占比 {share}。", source="ZeRO paper §3",
+                scenarios={}, figures=figures)
+
+
+def fixture_report(tmp_path: Path, title: str | None = None):
+    text = FIXTURE_PRESET if title is None else FIXTURE_PRESET.replace(
+        'title: "Small fixture: 7B inference and PPO"', "title: " + json.dumps(title))
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "small.yaml"
+    path.write_text(text, encoding="utf-8")
+    loaded = load(str(path))
+    validation = (ValidationRow("llama-tiny-full", 3 * GiB, 3 * GiB + 10 * 2**20, "backward_start"),
+                  ValidationRow("llama-tiny-infer", 2 * GiB, int(1.7 * GiB), "forward"))
+    return build_report(loaded.preset, loaded.expansion, loaded.estimator, generated_at=WHEN, version="0.0.0-test",
+                        notes=(fixture_note(),), validation=validation,
+                        validation_protocol="Synthetic protocol text for the fixture.")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return fixture_report(tmp_path_factory.mktemp("small"))
+
+
+@pytest.fixture(scope="module")
+def default_report():
+    return make_report(load("default"), WHEN)
+
+
+def check_gold(name: str, actual: str) -> None:
+    gold = GOLD / name
+    if not gold.exists() or gold.read_text(encoding="utf-8") != actual:
+        GOLD.mkdir(exist_ok=True)
+        out = gold.with_suffix(".actual" + gold.suffix)
+        out.write_text(actual, encoding="utf-8")
+        pytest.fail(f"{gold} differs from the output (or is missing); actual written to {out}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Determinism and gold files
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_html_is_deterministic_and_matches_gold(tmp_path, lang):
+    first = render_html(fixture_report(tmp_path / "a"), lang)
+    second = render_html(fixture_report(tmp_path / "b"), lang)
+    assert first == second
+    check_gold(f"small.{lang}.html", first)
+
+
+def test_default_report_html_is_deterministic(default_report):
+    again = make_report(load("default"), WHEN)
+    assert render_html(default_report, "en") == render_html(again, "en")
+
+
+def test_gold_spot_checks(small):
+    """Key numbers of the fixture, computed independently of the view code's formatting."""
+    html = render_html(small, "en")
+    for rec in small.recommendations:
+        if rec.best:
+            v = rec.best.result.estimate
+            assert f"{v['device_total'] / GiB:,.2f} GiB per GPU" in html
+            assert f"${v['purchase_usd']:,.0f}" in html
+    # the synthetic note: figures formatted by unit, referenced figures substituted, unknown names kept
+    assert "104.31 GiB (112.00 GB)" in html and "0.12 %" in html
+    assert "{missing}" in html and "{total}" not in html
+    assert "&lt;not a tag&gt;" in html
+
+
+# ---------------------------------------------------------------------------------------------
+# Well-formed, self-contained, escaped
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class StrictChecker(HTMLParser):
+    """Every element closed in order, no duplicate attribute, no duplicate id."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, tuple[int, int]]] = []
+        self.errors: list[str] = []
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+        self.doctype = False
+
+    def handle_decl(self, decl):
+        self.doctype = self.doctype or decl.lower() == "doctype html"
+
+    def _attrs(self, tag, attrs):
+        names = [a for a, _ in attrs]
+        if len(names) != len(set(names)):
+            self.errors.append(f"duplicate attribute in <{tag}> at {self.getpos()}")
+        for name, value in attrs:
+            if name == "id":
+                if value in self.ids:
+                    self.errors.append(f"duplicate id {value!r}")
+                self.ids.add(value)
+            if name == "href" and value and value.startswith("#"):
+                self.hrefs.append(value[1:])
+
+    def handle_starttag(self, tag, attrs):
+        self._attrs(tag, attrs)
+        if tag not in VOID:
+            self.stack.append((tag, self.getpos()))
+
+    def handle_startendtag(self, tag, attrs):
+        self._attrs(tag, attrs)
+        # <x/> is only allowed for void elements and inside SVG (foreign content)
+        if tag not in VOID and not any(t == "svg" for t, _ in self.stack):
+            self.errors.append(f"self-closing non-void <{tag}/> at {self.getpos()}")
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            self.errors.append(f"end tag for void element </{tag}> at {self.getpos()}")
+            return
+        if not self.stack or self.stack[-1][0] != tag:
+            self.errors.append(f"</{tag}> at {self.getpos()} does not close {self.stack[-1] if self.stack else None}")
+            return
+        self.stack.pop()
+
+
+def check_html(html: str) -> StrictChecker:
+    checker = StrictChecker()
+    checker.feed(html)
+    checker.close()
+    assert checker.doctype, "missing <!DOCTYPE html>"
+    assert not checker.errors, checker.errors[:10]
+    assert not checker.stack, f"unclosed: {checker.stack[:5]}"
+    missing = sorted(set(checker.hrefs) - checker.ids)
+    assert not missing, f"links to missing anchors: {missing[:10]}"
+    return checker
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_html_is_well_formed(small, default_report, lang):
+    check_html(render_html(small, lang))
+    checker = check_html(render_html(default_report, lang))
+    for section in ("summary", "contents", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix",
+                    "appendix-scenarios", "appendix-skipped", "appendix-validation"):
+        assert section in checker.ids
+
+
+def test_html5lib_parses_without_errors(default_report):
+    html5lib = pytest.importorskip("html5lib")
+    parser = html5lib.HTMLParser(strict=True)
+    parser.parse(render_html(default_report, "en"))
+
+
+URL_ATTR = re.compile(r"""(?:src|href|action|xlink:href|poster|data)\s*=\s*["']?\s*([^"'\s>]+)""", re.I)
+CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]+)", re.I)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_html_has_no_external_urls(default_report, lang):
+    html = render_html(default_report, lang)
+    for url in URL_ATTR.findall(html) + CSS_URL.findall(html):
+        assert url.startswith("#"), f"external or file reference: {url}"
+    assert "<link" not in html and "@import" not in html
+    # the only script is the inline sorter; no external scripts
+    assert html.count("<script") == 1 and "<script>" in html
+
+
+def test_css_is_inserted_verbatim(small):
+    """Trap: autoescape would turn quotes inside <style> into entities and invalidate the CSS."""
+    html = render_html(small, "en")
+    style = html[html.index("<style>\n") + len("<style>\n"):html.index("</style>")]
+    assert "&#34;" not in style and "&#39;" not in style and "&quot;" not in style
+    assert '"Report Sans SC"' in style
+    assert style.strip("\n") == (data_dir("templates") / "report.css").read_text(encoding="utf-8").strip("\n")
+
+
+def test_user_strings_are_escaped(tmp_path):
+    title = '<script>alert("x")</script> & <img src="http://example.invalid/x.png">'
+    report = fixture_report(tmp_path, title=title)
+    for lang in LANGUAGES:
+        html = render_html(report, lang)
+        assert '<script>alert("x")' not in html and "<img" not in html
+        assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;img" in html
+        assert html.count("<script") == 1
+        check_html(html)
+
+
+def test_sortable_table_is_complete_without_javascript(default_report):
+    html = render_html(default_report, "en")
+    table = html[html.index('id="scenario-table"'):]
+    table = table[:table.index("</table>")]
+    assert table.count('<tr id="s') == len(default_report.results)
+    assert 'class="scenarios sortable"' in html
+
+
+def test_pdf_variant_keeps_every_scenario_of_the_default_preset(default_report):
+    html = render_html(default_report, "en", pdf=True)
+    assert html.count('<tr id="s') == len(default_report.results)
+    assert "screen-only" not in html.split('id="scenario-table"')[1].split("</table>")[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Message catalogues
+
+def test_catalogues_have_the_same_keys_and_placeholders():
+    raw = {lang: json.loads(catalogue_path(lang).read_text(encoding="utf-8")) for lang in LANGUAGES}
+    en, zh = raw["en"]["messages"], raw["zh"]["messages"]
+    assert set(en) == set(zh), sorted(set(en) ^ set(zh))
+    fields = lambda text: {f for _, f, _, _ in string.Formatter().parse(text) if f}
+    for key in en:
+        assert fields(en[key]) == fields(zh[key]), key
+
+
+def test_chinese_catalogue_names_every_term_and_assumption():
+    zh = load_catalogue("zh").terms
+    names = {t.name for t in ROLE_TERMS} | {a.name for a in ASSUMPTIONS} | {a.name + ".help" for a in ASSUMPTIONS}
+    for roles, placement in ((("actor", "critic", "reference", "reward"), "colocated"),
+                             (("actor", "critic", "reference", "reward"), "separate"),
+                             (("policy", "reference"), "colocated")):
+        names |= {"group." + t.name for t in group_terms(roles, placement)}
+    assert not sorted(names - set(zh)), sorted(names - set(zh))
+
+
+def test_every_message_key_used_by_the_code_exists():
+    """Literal keys in views.py and the template exist in the catalogue (derived keys are checked by use)."""
+    messages = load_catalogue("en").messages
+    sources = (Path(__file__).parents[1] / "reportgen" / "views.py").read_text(encoding="utf-8") + (
+        data_dir("templates") / "report.html.j2").read_text(encoding="utf-8")
+    used = set(re.findall(r"""\bt\(\s*["']([a-z_]+\.[a-z_.]+)["']""", sources))
+    assert used and not sorted(used - set(messages)), sorted(used - set(messages))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_string_in_both_languages_renders(default_report, lang):
+    """Derived keys (workloads, phases, parts, axes, verdicts) exist for everything the report holds."""
+    view = build_view(default_report, lang)
+    assert view.toc and view.verdicts and view.breakdowns
+
+
+def test_numbers_are_formatted_the_same_in_both_languages(default_report):
+    en, zh = (render_html(default_report, lang) for lang in LANGUAGES)
+    for rec in default_report.recommendations:
+        for e in rec.entries:
+            if e.result:
+                for value in (gib(e.result.estimate["device_total"]), usd(e.result.estimate["purchase_usd"])):
+                    assert value in en and value in zh
+
+
+# ---------------------------------------------------------------------------------------------
+# View model
+
+def test_breakdown_segments_add_up_to_the_device_total(default_report):
+    for r in default_report.results:
+        parts = segments(r.estimate)
+        assert list(parts) == list(SEGMENTS)
+        assert sum(parts.values()) == int(r.estimate["device_total"])
+        assert all(v >= 0 for v in parts.values())
+
+
+def test_templates_make_no_numeric_decisions():
+    """The template only places strings: no arithmetic, comparisons with numbers or format calls."""
+    text = (data_dir("templates") / "report.html.j2").read_text(encoding="utf-8")
+    expressions = re.findall(r"{[{%](.*?)[%}]}", text, flags=re.S)
+    for expr in expressions:
+        assert not re.search(r"\|\s*(round|float|int|format|filesizeformat)\b|[-+*/]\s*\d|\d\s*[-+*/]|[<>]=?\s*\d",
+                             expr), expr

@@ -1,0 +1,213 @@
+"""The PDF report, read back through poppler (pdftotext, pdfinfo, pdffonts), in English and Chinese.
+
+The default preset is rendered once per language (about 10 s each). The summary's numbers are
+compared with the JSON writer's plan entries, formatted here independently of the view code.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from reportgen.catalog import data_dir
+from reportgen.i18n import load_catalogue
+from reportgen.pipeline import load, make_report, write_outputs
+from reportgen.views import SECTIONS
+from reportgen.writers.json_writer import report_json
+from reportgen.writers.pdf import RefusedURL, url_fetcher
+
+TOOLS = ("pdftotext", "pdfinfo", "pdffonts")
+if not all(shutil.which(t) for t in TOOLS):  # scripts/install-system-deps.sh installs poppler-utils
+    pytest.skip("poppler-utils (pdftotext, pdfinfo, pdffonts) not installed", allow_module_level=True)
+
+EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
+WHEN = "2026-01-01T00:00:00+00:00"
+
+
+def run(*args: str) -> str:
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def report():
+    return make_report(load("default"), WHEN)
+
+
+@pytest.fixture(scope="module")
+def pdfs(report, tmp_path_factory):
+    out = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        for lang in ("en", "zh"):
+            folder = tmp_path_factory.mktemp(lang)
+            (path,) = write_outputs(report, folder, ["pdf"], lang)
+            out[lang] = path
+    return out
+
+
+def pages(path: Path) -> list[str]:
+    text = run("pdftotext", "-layout", "-enc", "UTF-8", str(path), "-")
+    return text.split("\f")[:-1]  # pdftotext ends every page with a form feed
+
+
+def fonts(path: Path) -> list[dict[str, str]]:
+    lines = run("pdffonts", str(path)).splitlines()[2:]
+    out = []
+    for line in lines:
+        # name type encoding emb sub uni object ID: the flags are the three yes/no columns before the id
+        m = re.match(r"(\S+)\s+.*?\s+(yes|no)\s+(yes|no)\s+(yes|no)\s+\d+\s+\d+\s*$", line)
+        assert m, line
+        out.append({"name": m.group(1), "emb": m.group(2), "sub": m.group(3), "uni": m.group(4)})
+    return out
+
+
+def outline_titles(path: Path) -> list[str]:
+    """Bookmark titles, read from the (compressed) object streams."""
+    data = path.read_bytes()
+    titles = []
+    for m in re.finditer(rb"stream\r?\n", data):
+        end = data.find(b"endstream", m.end())
+        try:
+            body = zlib.decompress(data[m.end():end])
+        except zlib.error:
+            continue
+        for t in re.findall(rb"/Title\s*(<[0-9a-fA-F]+>|\((?:[^()\\]|\\.)*\))", body):
+            if t.startswith(b"<"):
+                titles.append(bytes.fromhex(t[1:-1].decode()).decode("utf-16"))
+            else:
+                titles.append(re.sub(rb"\\(.)", rb"\1", t[1:-1]).decode("latin-1"))
+    return titles
+
+
+def gib(num_bytes: int) -> str:
+    return f"{num_bytes / 2**30:,.2f}"
+
+
+# ---------------------------------------------------------------------------------------------
+
+def test_summary_numbers_equal_the_json_plan(report, pdfs):
+    text = pages(pdfs["en"])
+    toc_page = next(i for i, p in enumerate(text) if re.search(r"^\s*Contents\s*$", p, re.M))
+    summary = "\n".join(text[:toc_page])
+    data = report_json(report)
+    plan = data["plan"]
+    assert plan
+    pos = 0
+    for cell in plan:
+        best = cell["recommended"]
+        if best:
+            sentence = f"needs at least {best['num_gpus']} × {best['gpu']}"
+            assert sentence in " ".join(summary.split()), sentence
+        for e in cell["per_gpu_type"]:
+            if e["fits"]:
+                numbers = [gib(e["device_total_bytes"]), gib(e["recommended_bytes"]),
+                           gib(data["gpus"][e["gpu"]]["memory_bytes"]), gib(e["headroom_bytes"]),
+                           f"${e['purchase_usd']:,.0f}", f"${e['per_hour_usd']:,.2f}/h"]
+                pattern = (rf"{re.escape(e['gpu'])}\s+{e['num_gpus']}\s.*?"
+                           + r"\s+".join(re.escape(x) for x in numbers))
+            else:
+                pattern = rf"{re.escape(e['gpu'])}\s+⊘ does not fit"
+            m = re.compile(pattern).search(summary, pos)
+            assert m, f"{cell['model']} {cell['workload']} {e['gpu']}: {pattern}"
+            pos = m.end()
+
+
+def test_page_count_footer_and_a4(pdfs):
+    for lang, path in pdfs.items():
+        info = run("pdfinfo", str(path))
+        n = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+        assert n >= 20
+        assert re.search(r"^Page size:\s+595\.\d+ x 841\.\d+ pts \(A4\)", info, re.M)
+        assert "Producer:        WeasyPrint" in info and "reportgen" in info
+        assert re.search(r"^CreationDate:.*2026", info, re.M), info  # the report's generated_at
+        text = pages(path)
+        assert len(text) == n
+        footer = "Page {i} of {n}" if lang == "en" else "第 {i} 页，共 {n} 页"
+        for i, page in enumerate(text, start=1):
+            assert footer.format(i=i, n=n) in page, (lang, i)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_table_of_contents_page_numbers_are_right(pdfs, lang):
+    t = load_catalogue(lang)
+    text = pages(pdfs[lang])
+    toc_page = next(i for i, p in enumerate(text) if re.search(rf"^\s*{t('toc.title')}\s*$", p, re.M))
+    toc = text[toc_page]
+    for number, section in enumerate(SECTIONS, start=1):
+        title = t(f"section.{section}")
+        m = re.search(rf"^\s*{number}\s+{re.escape(title)}[\s.]*?(\d+)\s*$", toc, re.M)
+        assert m, (lang, title)
+        page = int(m.group(1))
+        heading = re.compile(rf"^\s*{number}\s+{re.escape(title)}\s*$", re.M)
+        assert heading.search(text[page - 1]), (lang, title, page)
+
+
+def test_long_tables_repeat_their_header_rows(pdfs):
+    text = pages(pdfs["en"])
+    first = next(i for i, p in enumerate(text) if re.search(r"^\s*All scenarios\s*$", p, re.M))
+    later = text[first + 1]
+    assert re.search(r"#\s+Configuration\s+GPUs", later)
+    assert "Skipped combinations" not in later
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_font_is_embedded_and_bundled(pdfs, lang):
+    listed = fonts(pdfs[lang])
+    assert listed
+    for f in listed:
+        assert f["emb"] == "yes" and f["uni"] == "yes", f
+        assert re.fullmatch(r"[A-Z]{6}\+Report-Sans-(SC|Supplement)(-Bold)?", f["name"]), f
+    names = {f["name"].split("+", 1)[1] for f in listed}
+    assert ("Report-Sans-SC" if lang == "zh" else "Report-Sans-Supplement") in names
+
+
+def test_chinese_pdf_has_chinese_text_and_the_cjk_font(pdfs):
+    t = load_catalogue("zh")
+    text = "\n".join(pages(pdfs["zh"]))
+    for section in SECTIONS:
+        assert t(f"section.{section}") in text, section
+    assert t("toc.title") in text and "每卡" in text
+    assert "Report-Sans-SC" in {f["name"].split("+", 1)[1] for f in fonts(pdfs["zh"])}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_sections_are_bookmarked(pdfs, lang):
+    t = load_catalogue(lang)
+    titles = outline_titles(pdfs[lang])
+    for number, section in enumerate(SECTIONS, start=1):
+        assert f"{number} {t(f'section.{section}')}" in titles, (lang, section)
+
+
+def test_notes_and_validation_are_in_the_pdf(report, pdfs):
+    # raw order keeps each cell's lines together; long ids wrap inside their cells
+    text = "".join(run("pdftotext", "-raw", "-enc", "UTF-8", str(pdfs["en"]), "-").split())
+    for note in report.notes:
+        assert note.id in text
+    for row in report.validation:
+        assert "".join(row.case_id.split()) in text
+
+
+# ---------------------------------------------------------------------------------------------
+# The URL fetcher: nothing from the network or from outside the templates folder
+
+def test_url_fetcher_serves_only_files_in_the_templates_folder(tmp_path):
+    fetch = url_fetcher()
+    root = data_dir("templates").resolve()
+    font = root / "fonts" / "ReportSansSC-Regular.woff2"
+    response = fetch.fetch(font.as_uri())
+    assert response.read(4) == b"wOF2"
+    response.close()
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    link = root / "fonts"  # a traversal out of the folder
+    refused = ["http://example.com/x.png", "https://example.com/font.woff2", "ftp://example.com/x",
+               "data:text/plain,hello", outside.as_uri(), "file:///etc/passwd",
+               (link.as_uri() + "/../../pyproject.toml"), "file://example.com" + str(font),
+               (root / "fonts" / "missing.woff2").as_uri(), root.as_uri()]
+    for url in refused:
+        with pytest.raises(RefusedURL):
+            fetch.fetch(url)
