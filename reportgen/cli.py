@@ -318,7 +318,7 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
 
 @main.command()
 @click.option("--measured", type=click.Path(path_type=Path), default=None,
-              help="measured.json (default: ../shared/reference/measured.json beside the checkout).")
+              help="A measured.json-style file (default: the validation sets bundled in presets/validation/).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON rows and the summary.")
 @handle_input_errors
 def validate(measured, as_json):
@@ -326,12 +326,13 @@ def validate(measured, as_json):
 
     \b
     Example:
+      reportgen validate
       reportgen validate --measured ../shared/reference/measured.json
     """
+    from .pipeline import validation_rows
     from .validation import summary, validate as run_validation
-    from .catalog import PACKAGE_DIR
-    measured = measured or PACKAGE_DIR.parent.parent / "shared" / "reference" / "measured.json"
-    rows = run_validation(measured, Estimator(load_models(), load_gpus()))
+    estimator = Estimator(load_models(), load_gpus())
+    rows = run_validation(measured, estimator) if measured else validation_rows(estimator)[0]
     stats = summary(rows)
     if as_json:
         click.echo(json.dumps({"rows": [r.__dict__ | {"error": r.error} for r in rows], "summary": stats}, indent=2))

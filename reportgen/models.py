@@ -39,6 +39,8 @@ class ModelSpec:
     head_dim: int
     intermediate_size: int  # dense MLP width (0 if every layer is MoE)
     gated_mlp: bool = True  # SwiGLU/GeGLU (gate, up, down) vs plain (fc1, fc2)
+    hidden_act: str = "silu"
+    softmax_fp32: bool = True  # eager attention softmax in fp32 (GPT-2 keeps the activation dtype)
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     o_bias: bool = False
@@ -91,6 +93,14 @@ class ModelSpec:
         if self.kv_lora_rank:
             return self.num_hidden_layers * (self.kv_lora_rank + self.qk_rope_head_dim)
         return 2 * self.num_hidden_layers * self.kv_dim
+
+    @property
+    def mlp_saved_tensors(self) -> int:
+        """MLP-width tensors a trained MLP keeps for backward, per token (measured with transformers)."""
+        if self.gated_mlp:
+            return 4  # gate, up, act(gate), product
+        # fc1 output and the activation's output; a tanh-GELU written out in Python keeps 3 more
+        return 5 if self.hidden_act in ("gelu_new", "gelu_fast") else 2
 
     @property
     def num_dense_layers(self) -> int:
@@ -296,6 +306,14 @@ class _Fields:
             return default
         raise self._error(keys[0], "missing required field" + (f" (or {', '.join(keys[1:])})" if len(keys) > 1 else ""))
 
+    def text(self, key: str, default: str) -> str:
+        value = self.raw.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self._error(key, f"expected text, got {value!r}")
+        return value
+
     def bool(self, key: str, default: bool) -> bool:
         value = self.raw.get(key, default)
         if value is None:
@@ -418,6 +436,7 @@ def _spec_gpt2(f, name, mt):
         num_key_value_heads=f.int("n_head", "num_attention_heads"),
         head_dim=h // f.int("n_head", "num_attention_heads"),
         intermediate_size=f.int("n_inner", default=4 * h), gated_mlp=False,
+        hidden_act=f.text("activation_function", "gelu_new"), softmax_fp32=False,
         tie_word_embeddings=f.bool("tie_word_embeddings", True),
         qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True,
         num_position_embeddings=f.int("n_positions", "max_position_embeddings"), source=f.source,
@@ -431,6 +450,7 @@ def _spec_gpt_neox(f, name, mt):
         name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
         num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=nh,
         head_dim=h // nh, intermediate_size=f.int("intermediate_size"), gated_mlp=False,
+        hidden_act=f.text("hidden_act", "gelu"),
         tie_word_embeddings=f.bool("tie_word_embeddings", False),
         qkv_bias=f.bool("attention_bias", True), o_bias=f.bool("attention_bias", True),
         mlp_bias=True, norm_bias=True, source=f.source,
@@ -466,6 +486,7 @@ def _spec_opt(f, name, mt):
         name=name, model_type=mt, vocab_size=f.int("vocab_size"), hidden_size=h,
         num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=nh,
         head_dim=h // nh, intermediate_size=f.int("ffn_dim"), gated_mlp=False,
+        hidden_act=f.text("activation_function", "relu"),
         tie_word_embeddings=f.bool("tie_word_embeddings", True),
         qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True,
         # OPT's learned positions carry an offset of 2.

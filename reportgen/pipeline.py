@@ -54,15 +54,23 @@ def load(preset_arg: str) -> Loaded:
     return Loaded(preset, estimator, expansion)
 
 
-def measured_path() -> Path:
-    return data_dir("presets") / "validation" / "measured.json"
+def validation_paths() -> list[Path]:
+    """Measured peaks bundled with the package: the reference set (Llama-3.2-1B, which the activation
+    coefficients were derived from) and the oracle runs of architectures they were not derived from."""
+    folder = data_dir("presets") / "validation"
+    return [folder / "measured.json", folder / "oracle_extra.json"]
+
+
+def validation_rows(estimator: Estimator) -> tuple[list, str]:
+    rows, protocols = [], []
+    for path in validation_paths():
+        rows += validate(path, estimator)
+        protocols.append(f"{path.name}: {read_json(path)['protocol']['what']}")
+    return rows, " ".join(protocols)
 
 
 def make_report(loaded: Loaded, generated_at: str) -> Report:
-    from .validation import validate
-    path = measured_path()
-    rows = validate(path, loaded.estimator)
-    protocol = read_json(path)["protocol"]["what"]
+    rows, protocol = validation_rows(loaded.estimator)
     return build_report(loaded.preset, loaded.expansion, loaded.estimator, generated_at=generated_at,
                         version=__version__, notes=build_notes(loaded.estimator), validation=rows,
                         validation_protocol=protocol)

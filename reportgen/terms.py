@@ -127,6 +127,12 @@ TERMS: tuple[Term, ...] = (
     Term("kv_dim", "K/V width (KV heads × head_dim)", "count", _m("kv_dim"), "", "lookup"),
     Term("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count", _m("mlp_width"), "", "lookup"),
     Term("gated_mlp", "Gated MLP (1/0)", "flag", _m("gated_mlp"), "", "lookup"),
+    Term("mlp_saved_tensors", "MLP-width tensors saved per token (trained MLP)", "count", _m("mlp_saved_tensors"),
+         "gated: gate, up, act(gate), product; plain: fc1 output and act output (tanh-GELU written out in "
+         "Python keeps 5)", "lookup"),
+    Term("layer_norm", "LayerNorm (1) or RMSNorm (0)", "flag", _m("layer_norm"), "", "lookup"),
+    Term("qk_norm", "Norms on queries and keys (1/0)", "flag", _m("qk_norm"), "", "lookup"),
+    Term("softmax_fp32", "Eager softmax in fp32 (1/0)", "flag", _m("softmax_fp32"), "", "lookup"),
     Term("tied_embeddings", "Tied embeddings (1/0)", "flag", _m("tied_embeddings"), "", "lookup"),
     Term("kv_elements_per_token", "KV-cache values per token (all layers)", "count", _m("kv_elements_per_token"),
          "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)", "lookup"),
@@ -203,22 +209,28 @@ TERMS: tuple[Term, ...] = (
     Term("vocab_out", "Output width (vocabulary, or 1 for a value head)", "count",
          IF(V("head").eq("value"), 1, V("vocab_size")), "", "activation"),
     Term("norm_saved_bytes", "Saved bytes per hidden element per norm", "count",
-         IF(V("is_full").eq(1), _p("norm_saved_bytes"), 4),
-         "frozen norms keep only their fp32 input", "activation"),
+         IF(V("layer_norm").eq(1), IF(V("is_full").eq(1), 2, 1) * V("act_bytes"),
+            IF(V("is_full").eq(1), _p("norm_saved_bytes"), 4)),
+         "HF RMSNorm upcasts to fp32 and keeps its input and outputs; native LayerNorm keeps its input and "
+         "output in the activation dtype; frozen norms keep only their input", "activation"),
     Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
          V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
          + IF(V("attention").eq("eager"),
               V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
-              + IF(V("checkpointing").eq("selective"), 0, (4 + V("act_bytes")) * V("num_heads") * V("seq_len")), 0),
+              + IF(V("checkpointing").eq("selective"), 0,
+                   (4 * MAX(V("softmax_fp32"), _p("autocast_copies")) + V("act_bytes")) * V("num_heads")
+                   * V("seq_len")), 0)
+         + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim")),
          "flash: Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
-         "probabilities (fp32 softmax + its cast); selective recompute drops the S × S part (" + _KORTHIKANTI + ")",
+         "probabilities (fp32 softmax, as the model or autocast computes it, + its cast); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
+         "q/k norms keep an fp32 input and an output per query and key element",
          "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
-         + V("act_bytes") * V("mlp_width") * IF(V("gated_mlp").eq(1), IF(V("is_full").eq(1), 4, 3), IF(V("is_full").eq(1), 2, 1))
+         + V("act_bytes") * V("mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
          + IF(V("is_lora").eq(1), 4 * _lora_column("lora_inputs_") + 4 * V("lora_rank") * _lora_column("lora_modules_"), 0),
-         "two norms + attention + MLP (gated: gate, up, act(gate), product) + LoRA's fp32 input copies and "
-         "r-wide intermediates; frozen linears keep no input for a weight gradient. " + _KORTHIKANTI, "activation"),
+         "two norms + attention + MLP + LoRA's fp32 input copies and r-wide intermediates; a frozen MLP's "
+         "down projection keeps no input for a weight gradient. " + _KORTHIKANTI, "activation"),
     Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
          IF(V("checkpointing").eq("full"),
             V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
@@ -246,8 +258,10 @@ TERMS: tuple[Term, ...] = (
             ceil_div(2 * V("tokens") * V("layer_saved_per_token"), V("tp_size")), 0),
          "one layer's activations rebuilt, plus its backward temporaries", "activation"),
     Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
-         IF(V("is_full").eq(1), ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0),
-         "dense fp32 gradient of the embedding table at the end of backward; " + _MEASURED, "activation"),
+         IF(AND(V("is_full").eq(1), V("tied_embeddings").eq(1)),
+            ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0),
+         "tied embeddings: the embedding's dense fp32 gradient is added to the LM head's at the end of "
+         "backward; " + _MEASURED, "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
             ceil_div(V("resident_trainable_params") * V("state_bytes"), V("optimizer_shards")), 0),
@@ -269,7 +283,8 @@ TERMS: tuple[Term, ...] = (
     Term("forward_transient_bytes", "Forward working set (largest of MLP, attention scores, logits)", "bytes",
          ceil_div(MAX(4 * V("act_bytes") * V("forward_tokens") * V("mlp_width"),
                       IF(V("attention").eq("eager"),
-                         (4 + 3 * V("act_bytes")) * V("num_heads") * V("forward_tokens") * V("forward_length"), 0),
+                         (4 * V("softmax_fp32") + 3 * V("act_bytes")) * V("num_heads") * V("forward_tokens")
+                         * V("forward_length"), 0),
                       V("batch_size") * V("vocab_out")
                       * IF(V("workload").eq("frozen"), V("forward_length") * (V("act_bytes") + 4),
                            IF(V("logits").eq("all"), V("prompt_len"), 1) * V("act_bytes"))), V("tp_size")),
