@@ -441,7 +441,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     value head). DPO: policy and frozen reference over chosen + rejected sequences. GRPO: no critic; G
     samples per prompt.
     """
-    seq = actor.prompt_len + actor.gen_len
+    # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
+    seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
     frozen = dict(workload="frozen", seq_len=seq, prompt_len=0, gen_len=0, zero_stage=0 if actor.zero_stage < 3 else 3,
                   offload="none", weight_dtype="bf16")
     roles: list[tuple[str, Scenario]]

@@ -210,3 +210,13 @@ def test_published_qwen_inference_memory_within_ten_percent(record_id, model, in
 
 def test_enough_published_inference_rows():
     assert len(_qwen_benchmark_rows()) >= 20
+
+
+def test_dpo_scores_chosen_and_rejected_sequences_of_the_given_length():
+    policy = Scenario(model="Llama-2-7B", workload="full", batch_size=2, seq_len=1024, prompt_len=0, gen_len=0,
+                      num_gpus=4, zero_stage=3, checkpointing="full")
+    g = EST.estimate_group(rlhf_scenario(name="", algorithm="dpo", placement="colocated", actor=policy))
+    roles = dict(g.roles)
+    assert roles["policy"].scenario.batch_size == roles["reference"].scenario.batch_size == 4
+    assert roles["policy"].scenario.seq_len == roles["reference"].scenario.seq_len == 1024
+    assert roles["reference"]["forward_transient_bytes"] > 0 and roles["policy"]["training_activations"] > 0
