@@ -325,29 +325,40 @@ def row_templates(table: Table, ctx: ExcelContext, fields: PlanFields | None = N
 # ---------------------------------------------------------------------------------------------
 # Python values of the non-term formula columns (the terms' values come from the estimator)
 
-def _compiled(col: Column) -> Callable[[Mapping[str, Any], Mapping[str, float]], Any]:
+def _compiled(cols: Sequence[Column]) -> Callable[[Mapping[str, Any], Mapping[str, float]], tuple]:
+    """One function for a run of expression columns (a later one reads an earlier one's local)."""
     def var(n: str) -> str:
         return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"R[{n!r}]"
-    fn = compile_terms((Term(col.name, col.label, col.unit, col.expr),), var, "_column")
-    return lambda row, assumptions: fn(None, assumptions, None, row)[0]
+    fn = compile_terms(tuple(Term(c.name, c.label, c.unit, c.expr) for c in cols), var, "_columns")
+    return lambda row, assumptions: fn(None, assumptions, None, row)
 
 
 def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapping[str, float],
                  fields: PlanFields | None = None) -> None:
     """Add the value of every summary/helper column to each row dict, in column order (a column may
     read earlier ones). The same expressions are rendered as the columns' formulas."""
+    run: list[Column] = []  # consecutive expression columns, computed in one call per row
+
+    def flush() -> None:
+        if run:
+            fn, names = _compiled(run), [c.name for c in run]
+            for row in rows:
+                row.update(zip(names, fn(row, assumptions)))
+            run.clear()
+
     for col in table.columns:
         if col.kind not in ("summary", "helper"):
             continue
         if col.expr is not None:
-            fn = _compiled(col)
-            for row in rows:
-                row[col.name] = fn(row, assumptions)
-        elif col.special == "row":
+            run.append(col)
+            continue
+        flush()
+        if col.special == "row":
             for i, row in enumerate(rows):
                 row[col.name] = table.first_row + i
         elif col.special == "plan_rank":
             _fill_ranks(rows, fields)
+    flush()
 
 
 def _fill_ranks(rows: Sequence[dict[str, Any]], fields: PlanFields) -> None:
