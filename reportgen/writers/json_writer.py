@@ -6,7 +6,7 @@ Other tools and the tests read this file; its per-scenario objects are exactly w
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterator
 
 from ..report import PlanEntry, Report
 from ..terms import PER_GPU_KEYS
@@ -25,8 +25,10 @@ def _entry(e: PlanEntry) -> dict[str, Any]:
     return out
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
+    """The JSON document; with lazy_scenarios the scenario list is a generator (for streaming)."""
     p = report.preset
+    scenarios = ({"index": r.index, "matrix": r.matrix, **r.estimate.to_json()} for r in report.results)
     return {
         "reportgen_version": report.version,
         "generated_at": report.generated_at,
@@ -35,7 +37,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "assumptions": report.assumptions,
         "gpus": {n: {**g.__dict__, "memory_bytes": g.memory_bytes} for n, g in report.gpus.items()
                  if n in report.gpu_types},
-        "scenarios": [{"index": r.index, "matrix": r.matrix, **r.estimate.to_json()} for r in report.results],
+        "scenarios": scenarios if lazy_scenarios else list(scenarios),
         "skipped": [{"matrix": s.matrix, "name": s.label, "reason": s.reason} for s in report.skipped],
         "plan": [{"model": rec.model, "workload": rec.workload,
                   "recommended": _entry(rec.best) if rec.best else None,
@@ -57,19 +59,21 @@ def note_json(n) -> dict[str, Any]:
                          "value": f.value} for f in n.figures]}
 
 
-def render_json(report: Report) -> str:
-    """One top-level key per line and one scenario per line: diff-friendly, and the C encoder
-    keeps a 100,000-scenario file fast (an indented dump is pure Python and 10× slower)."""
-    data = report_json(report)
-    lines = ["{"]
+def json_chunks(report: Report) -> Iterator[str]:
+    """One top-level key per line and one scenario per line: diff-friendly; the C encoder keeps a
+    100,000-scenario file fast, and writing chunk by chunk keeps memory flat."""
+    data = report_json(report, lazy_scenarios=True)
+    yield "{\n"
     for n, (key, value) in enumerate(data.items()):
         comma = "," if n < len(data) - 1 else ""
-        if key in ("scenarios", "skipped") and value:
-            items = ",\n  ".join(_dump(v) for v in value)
-            lines.append(f"{_dump(key)}: [\n  {items}\n]{comma}")
+        if key in ("scenarios", "skipped"):
+            yield f"{_dump(key)}: ["
+            for i, item in enumerate(value):
+                yield ("\n  " if i == 0 else ",\n  ") + _dump(item)
+            yield f"\n]{comma}\n"
         else:
-            lines.append(f"{_dump(key)}: {_dump(value)}{comma}")
-    return "\n".join(lines) + "\n}\n"
+            yield f"{_dump(key)}: {_dump(value)}{comma}\n"
+    yield "}\n"
 
 
 def _dump(value: Any) -> str:
@@ -77,4 +81,5 @@ def _dump(value: Any) -> str:
 
 
 def write(report: Report, path, lang: str = "en") -> None:
-    path.write_text(render_json(report), encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as out:
+        out.writelines(json_chunks(report))
