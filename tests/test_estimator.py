@@ -220,3 +220,11 @@ def test_dpo_scores_chosen_and_rejected_sequences_of_the_given_length():
     assert roles["policy"].scenario.batch_size == roles["reference"].scenario.batch_size == 4
     assert roles["policy"].scenario.seq_len == roles["reference"].scenario.seq_len == 1024
     assert roles["reference"]["forward_transient_bytes"] > 0 and roles["policy"]["training_activations"] > 0
+
+
+def test_batch_estimation_equals_one_at_a_time():
+    scenarios = [Scenario(model=m, workload=w, batch_size=b, num_gpus=4, zero_stage=z)
+                 for m in ("Llama-2-7B", "Mixtral-8x7B") for w in ("inference", "full", "lora")
+                 for b in (1, 3) for z in ((0,) if w == "inference" else (0, 3))]
+    for s, values in zip(scenarios, EST.estimate_many(scenarios)):
+        assert tuple(EST.estimate(s).values.values()) == values
