@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -59,13 +58,14 @@ def sweep_preset(path: Path, size: int) -> Path:
 
 def timed_build(preset: str, fmt: str, out: Path) -> tuple[float, float]:
     """(seconds, peak MiB) of `reportgen build PRESET --format FMT` in a fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "reportgen.cli", "build", preset, "--format", fmt, "-o", str(out), "-q"],
-                   check=True, env={**os.environ, "SOURCE_DATE_EPOCH": "0"}, cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "reportgen.cli", "build", preset, "--format", fmt, "-o", str(out),
+                             "-q"], env={**os.environ, "SOURCE_DATE_EPOCH": "0"}, cwd=REPO)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak resident set size
     seconds = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, max(peak, before) / 1024
+    if status:
+        raise SystemExit(f"build {preset} --format {fmt} failed with status {status}")
+    return seconds, usage.ru_maxrss / 1024
 
 
 def main() -> None:

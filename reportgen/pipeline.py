@@ -89,5 +89,7 @@ def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: s
             progress(f"rendered {path.name}")
 
         jobs.append((path, produce))
-    write_all_or_nothing(jobs)
+    # The PDF is the slow one: render it alongside the others when there are others.
+    slow = [path for path, _ in jobs if path.suffix == ".pdf"] if len(jobs) > 1 else []
+    write_all_or_nothing(jobs, background=slow)
     return [path for path, _ in jobs]

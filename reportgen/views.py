@@ -473,7 +473,7 @@ def _segment_series(t: Catalogue, present: Sequence[str]) -> list[charts.Series]
     return [charts.Series(k, t(f"part.{k}")) for k in present]
 
 
-def _breakdowns(report: Report, t: Catalogue, lang: str) -> tuple[BreakdownSection, ...]:
+def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[BreakdownSection, ...]:
     k = report.assumptions["safety_factor"]
     matrices: dict[str, list[Result]] = {}
     for r in report.results:
@@ -503,12 +503,15 @@ def _breakdowns(report: Report, t: Catalogue, lang: str) -> tuple[BreakdownSecti
                                   colour_index=[colour_index[s] for s in present])
         figure = Figure(f"{chart_id}-fig", t("breakdown.chart_title", matrix=matrix), Markup(svg),
                         t("breakdown.caption", k=f"{k:g}"))
+        # the budget column is on screen only: the chart's dashed outline shows it in print
         headers = (Cell(t("breakdown.config")),) + tuple(Cell(s.label, "num") for s in series) + (
-            Cell(t("col.device_total"), "num"), Cell(t("col.budget", k=f"{k:g}"), "num"))
+            (Cell(t("col.device_total"), "num"),)
+            + (() if pdf else (Cell(t("col.budget", k=f"{k:g}"), "num screen-only"),)))
         rows = []
         for key, r in shown:
-            rows.append((Cell(labels[key]),) + tuple(Cell(gib(parts[key][s]), "num") for s in present) + (
-                Cell(gib(r.estimate["device_total"]), "num strong"), Cell(gib(r.estimate["recommended"]), "num")))
+            rows.append((Cell(labels[key]),) + tuple(Cell(gib(parts[key][s]), "num") for s in present)
+                        + (Cell(gib(r.estimate["device_total"]), "num strong"),)
+                        + (() if pdf else (Cell(gib(r.estimate["recommended"]), "num screen-only"),)))
         note = t("breakdown.truncated", n=len(shown), total=len(configs)) if len(configs) > len(shown) else ""
         sections.append(BreakdownSection(f"breakdown-{m}-{slug(matrix)}", matrix, figure,
                                          Table(headers, tuple(rows), "breakdown", t("breakdown.table_caption")), note))
@@ -632,8 +635,9 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
     """The scenario table, skipped combinations and validation.
 
     The PDF gets the lean form of the scenario table: scenario groups as heading rows instead of a
-    column, no peak-phase column, at most PDF_SCENARIO_ROWS rows. (WeasyPrint's time grows with the
-    number of cells; the HTML keeps every column for sorting, and prints like the PDF.)"""
+    column, no peak-phase or budget (× k) column (the fit mark says whether the budget fits), at
+    most PDF_SCENARIO_ROWS rows. WeasyPrint's time grows with the number of cells; the HTML keeps
+    every column for sorting and hides the same ones when printed, so it prints like the PDF."""
     k = report.assumptions["safety_factor"]
     labels: dict[tuple, str] = {}
     matrices: dict[str, list[Result]] = {}
@@ -645,8 +649,9 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
     headers = ((Cell("#", "num col-index"),) + (() if pdf else (Cell(t("col.matrix"), "screen-only"),))
                + (Cell(t("breakdown.config"), "col-config"), Cell(t("col.gpus"), "col-gpus"))
                + (() if pdf else (Cell(t("col.phase"), "screen-only"),))
-               + (Cell(t("col.device_total"), "num"), Cell(t("col.budget", k=f"{k:g}"), "num"),
-                  Cell(t("col.headroom"), "num"), Cell(t("col.fit"), "col-fit"), Cell(t("col.purchase"), "num")))
+               + (Cell(t("col.device_total"), "num"),)
+               + (() if pdf else (Cell(t("col.budget", k=f"{k:g}"), "num screen-only"),))
+               + (Cell(t("col.headroom"), "num"), Cell(t("col.fit"), "col-fit"), Cell(t("col.purchase"), "num")))
     shown = report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
     rows, ids, groups = [], [], []
     previous = None
@@ -662,8 +667,10 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         if not pdf:
             phase = t("phase.rlhf") if r.is_group else t(f"phase.{PHASE_NAMES[int(v['peak_phase'])]}")
             cells.append(Cell(phase, "screen-only"))
-        cells += [Cell(gib(v["device_total"]), cls), Cell(gib(v["recommended"]), cls),
-                  Cell(gib(v["headroom_bytes"]), cls),
+        cells.append(Cell(gib(v["device_total"]), cls))
+        if not pdf:
+            cells.append(Cell(gib(v["recommended"]), cls + " screen-only"))
+        cells += [Cell(gib(v["headroom_bytes"]), cls),
                   Cell(t(f"fit.{state}.mark"), "mark" if state == "yes" else f"mark fit-{state}",
                        title="" if pdf else t(f"fit.{state}")),
                   Cell(usd(v["purchase_usd"]), "num")]
@@ -673,8 +680,10 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         previous = r.matrix
     note = (t("appendix.truncated", n=len(shown), total=len(report.results))
             if len(shown) < len(report.results) else "")
-    scenarios = Table(headers, tuple(rows), "scenarios sortable", row_ids=tuple(ids), row_groups=tuple(groups),
-                      group_css="group print-only")
+    # Row anchors serve links into the HTML; in the PDF nothing links to them and each one costs
+    # WeasyPrint a named destination.
+    scenarios = Table(headers, tuple(rows), "scenarios sortable", row_ids=() if pdf else tuple(ids),
+                      row_groups=tuple(groups), group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
     for s in report.skipped:
         counts[(s.matrix, s.label, s.reason)] = counts.get((s.matrix, s.label, s.reason), 0) + 1
@@ -724,7 +733,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
                                 "" if c in ("gpu", "layout", "mark") else "num")
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "headroom", "purchase",
                                      "hourly", "mark")),
-        capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang),
+        capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
         sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
         validation=validation, validation_summary=v_summary, validation_protocol=report.validation_protocol,

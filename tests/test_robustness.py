@@ -161,3 +161,21 @@ def test_preset_names_cannot_escape_the_output_folder(tmp_path):
     out = tmp_path / "out"
     assert CliRunner().invoke(main, ["build", str(preset), "--format", "json", "-o", str(out), "-q"]).exit_code == 0
     assert [p.name for p in out.iterdir()] == ["..%2Fevil.json"]
+
+
+def test_a_failing_background_writer_leaves_previous_outputs_intact(tmp_path, monkeypatch):
+    """The PDF renders in a forked child while the other formats are written here."""
+    from reportgen.writers import pdf as pdf_writer
+    assert _build(tmp_path).exit_code == 0
+    before = (tmp_path / "ppo-rlhf.json").read_bytes()
+
+    def broken(report, path, lang):
+        Path(path).write_bytes(b"%PDF-half")
+        raise ValueError("layout exploded")
+
+    monkeypatch.setattr(pdf_writer, "write", broken)
+    with pytest.raises(RuntimeError, match="writing ppo-rlhf.pdf failed: ValueError: layout exploded"):
+        CliRunner().invoke(main, ["build", "ppo-rlhf", "--format", "json,pdf", "-o", str(tmp_path), "-q"],
+                           env={"SOURCE_DATE_EPOCH": "99"}, catch_exceptions=False)
+    assert (tmp_path / "ppo-rlhf.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ppo-rlhf.json"]

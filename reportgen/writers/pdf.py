@@ -9,6 +9,7 @@ that folder, so the PDF never depends on the machine's fonts. PDF dates follow S
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
@@ -76,7 +77,9 @@ def render_pdf(report: Report, lang: str = "en") -> bytes:
     from weasyprint import CSS, HTML
     from weasyprint.text.fonts import FontConfiguration
 
-    html = render_html(report, lang, pdf=True)
+    # Line breaks between tags only make WeasyPrint build and skip white-space boxes (the template
+    # never breaks a line between inline elements).
+    html = re.sub(r">\n\s*<", "><", render_html(report, lang, pdf=True))
     fetcher = url_fetcher()
     fonts = FontConfiguration()
     root = data_dir("templates").resolve()
