@@ -7,6 +7,7 @@ many scenarios costs one function call each and the formulas stay defined in one
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -244,6 +245,7 @@ def _role_var(n: str) -> str:
 
 _ROLE_FN = compile_terms(ROLE_TERMS, _role_var)
 _ROLE_BATCH_FN = compile_terms(ROLE_TERMS, _role_var, "_estimate_many", batch_inputs=INPUT_NAMES)
+_INPUT_VALUES = operator.attrgetter(*INPUT_NAMES)  # a Scenario's inputs as a tuple, in table order
 _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 
 
@@ -434,8 +436,7 @@ class Estimator:
 
     def estimate_many(self, scenarios: Sequence[Scenario]) -> list[tuple]:
         """Every term's value (table order) for each scenario, in one compiled loop: for sweeps."""
-        rows = [tuple(getattr(s, n) for n in INPUT_NAMES) for s in scenarios]
-        return _ROLE_BATCH_FN(rows, self.assumptions, self.tables, None)
+        return _ROLE_BATCH_FN(map(_INPUT_VALUES, scenarios), self.assumptions, self.tables, None)
 
     def estimate_rows(self, rows: Sequence[tuple]) -> list[tuple]:
         """As estimate_many, for rows of input values already in INPUT_NAMES order."""

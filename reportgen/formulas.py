@@ -152,10 +152,10 @@ def is_one_of(x: Expr, *values: str) -> Expr:
 # ---------------------------------------------------------------------------------------------
 # Evaluation helpers shared by the compiled estimator
 
-def spreadsheet_ceil(x: float, _ceil=math.ceil, _round=round, _abs=abs, _slack=_CEIL_SLACK) -> int:
-    """Round up, treating a value within 1e-12 (relative) of an integer as that integer."""
-    nearest = _round(x)
-    return int(nearest) if _abs(x - nearest) <= _abs(x) * _slack else _ceil(x)
+def spreadsheet_ceil(x: float, _ceil=math.ceil, _abs=abs, _slack=_CEIL_SLACK) -> int:
+    """Round up, treating a value within 1e-12 (relative) above an integer as that integer."""
+    up = _ceil(x)
+    return up - 1 if up != x and x - (up - 1) <= _abs(x) * _slack else up
 
 
 # ---------------------------------------------------------------------------------------------
