@@ -409,7 +409,7 @@ def check(preset):
     loaded = load(preset)
     exp = loaded.expansion
     click.echo(f"{loaded.preset.source}: OK — {len(exp.scenarios)} scenarios, {len(exp.skipped)} skipped")
-    for reason, count in Counter(s.reason for s in exp.skipped).most_common():
+    for reason, count in Counter(s.reason_text for s in exp.skipped).most_common():
         click.echo(f"  skipped {count:>4} × {reason}")
 
 

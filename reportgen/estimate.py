@@ -155,31 +155,63 @@ def check_value(name: str, value: Any, *, gpus: Iterable[str], source: str | Non
     return value
 
 
-def skip_reason(s: Scenario, spec: ModelSpec) -> str | None:
+# Why a well-formed combination cannot run: code -> English text. The report's message catalogues
+# translate the same codes (keys "skip.<code>", with the same {placeholders}).
+SKIP_REASONS = {
+    "tp_gpus": "tp_size {tp} does not divide num_gpus {gpus}",
+    "tp_heads": "tp_size {tp} does not divide {heads} attention heads",
+    "tp_kv": "tp_size {tp} and {kv} KV heads do not divide each other",
+    "ep_dense": "ep_size {ep} needs a mixture-of-experts model",
+    "ep_divide": "ep_size {ep} must divide the {experts} experts and num_gpus {gpus}",
+    "zero_inference": "ZeRO-{zero} applies to training; workload is {workload}",
+    "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
+    "offload_inference": "CPU offload applies to training",
+    "lora_arch": "LoRA is not modelled for {model_type} models",
+    "empty_context": "inference needs prompt_len + gen_len > 0",
+}
+
+
+@dataclass(frozen=True)
+class SkipReason:
+    code: str
+    values: Mapping[str, Any]
+
+    def text(self) -> str:
+        return SKIP_REASONS[self.code].format(**self.values)
+
+
+def skip_check(s: Scenario, spec: ModelSpec) -> SkipReason | None:
     """Why a well-formed combination cannot run (a sweep skips it), or None."""
-    if s.num_gpus % s.tp_size:
-        return f"tp_size {s.tp_size} does not divide num_gpus {s.num_gpus}"
-    if spec.num_attention_heads % s.tp_size:
-        return f"tp_size {s.tp_size} does not divide {spec.num_attention_heads} attention heads"
-    if spec.num_key_value_heads % s.tp_size and s.tp_size % spec.num_key_value_heads:
-        return f"tp_size {s.tp_size} and {spec.num_key_value_heads} KV heads do not divide each other"
+    tp, gpus = s.tp_size, s.num_gpus
+    if gpus % tp:
+        return SkipReason("tp_gpus", {"tp": tp, "gpus": gpus})
+    if spec.num_attention_heads % tp:
+        return SkipReason("tp_heads", {"tp": tp, "heads": spec.num_attention_heads})
+    if spec.num_key_value_heads % tp and tp % spec.num_key_value_heads:
+        return SkipReason("tp_kv", {"tp": tp, "kv": spec.num_key_value_heads})
     if s.ep_size > 1:
         if not spec.is_moe:
-            return f"ep_size {s.ep_size} needs a mixture-of-experts model"
-        if spec.num_experts % s.ep_size or s.num_gpus % s.ep_size:
-            return f"ep_size {s.ep_size} must divide the {spec.num_experts} experts and num_gpus {s.num_gpus}"
+            return SkipReason("ep_dense", {"ep": s.ep_size})
+        if spec.num_experts % s.ep_size or gpus % s.ep_size:
+            return SkipReason("ep_divide", {"ep": s.ep_size, "experts": spec.num_experts, "gpus": gpus})
     trains = s.workload in ("full", "lora", "qlora")
     if s.zero_stage and not trains:
-        return f"ZeRO-{s.zero_stage} applies to training; workload is {s.workload}"
-    if s.zero_stage and s.num_gpus // s.tp_size == 1:
-        return f"ZeRO-{s.zero_stage} on one data-parallel rank shards nothing"
+        return SkipReason("zero_inference", {"zero": s.zero_stage, "workload": s.workload})
+    if s.zero_stage and gpus // tp == 1:
+        return SkipReason("zero_one_rank", {"zero": s.zero_stage})
     if s.offload != "none" and not trains:
-        return "CPU offload applies to training"
+        return SkipReason("offload_inference", {})
     if s.workload in ("lora", "qlora") and model_row(spec)["lora_per_rank_qv"] == 0:
-        return f"LoRA is not modelled for {spec.model_type} models"
+        return SkipReason("lora_arch", {"model_type": spec.model_type})
     if s.workload == "inference" and s.prompt_len + s.gen_len == 0:
-        return "inference needs prompt_len + gen_len > 0"
+        return SkipReason("empty_context", {})
     return None
+
+
+def skip_reason(s: Scenario, spec: ModelSpec) -> str | None:
+    """skip_check's reason as English text, or None."""
+    reason = skip_check(s, spec)
+    return reason.text() if reason else None
 
 
 # ---------------------------------------------------------------------------------------------

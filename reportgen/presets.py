@@ -12,8 +12,8 @@ from typing import Any, Mapping, Sequence
 
 from .catalog import data_dir, read_yaml
 from .errors import InputError, unknown_name
-from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, RlhfScenario, Scenario, check_value, rlhf_scenario,
-                       skip_reason)
+from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, RlhfScenario, Scenario, SkipReason, check_value,
+                       rlhf_scenario, skip_check)
 from .models import ModelSpec
 from .terms import ASSUMPTIONS
 from .units import MiB
@@ -143,7 +143,11 @@ def load_preset(name_or_path: str) -> Preset:
 class Skipped:
     matrix: str
     label: str
-    reason: str
+    reason: SkipReason
+
+    @property
+    def reason_text(self) -> str:
+        return self.reason.text()
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ def expand(preset: Preset, specs: Mapping[str, ModelSpec], gpus: Sequence[str]) 
             out.append(("scenarios", item))
     if not out:
         raise InputError("every combination was skipped: nothing to estimate"
-                         + (f" (first reason: {skipped[0].reason})" if skipped else ""), source=src, key_path="matrices")
+                         + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
+                         key_path="matrices")
     return Expansion(tuple(out), tuple(skipped))
 
 
@@ -257,7 +262,7 @@ def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], 
         raise unknown_name("actor workload", single, ("full", "lora", "qlora"), source=src,
                            key_path=f"{path}.actor_workload")
     scenario = Scenario(workload=single, name=name, **checked)
-    reason = skip_reason(scenario, specs[scenario.model])
+    reason = skip_check(scenario, specs[scenario.model])
     if reason:
         return Skipped("", scenario.label(), reason)
     if wtype not in ("ppo", "dpo", "grpo"):

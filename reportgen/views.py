@@ -686,7 +686,8 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
                       row_groups=tuple(groups), group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
     for s in report.skipped:
-        counts[(s.matrix, s.label, s.reason)] = counts.get((s.matrix, s.label, s.reason), 0) + 1
+        key = (s.matrix, s.label, t(f"skip.{s.reason.code}", **s.reason.values))
+        counts[key] = counts.get(key, 0) + 1
     skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
                      Cell(t("skipped.count"), "num")),
                     tuple((Cell(m), Cell(label), Cell(reason), Cell(str(c), "num"))

@@ -323,3 +323,16 @@ def test_templates_make_no_numeric_decisions():
     for expr in expressions:
         assert not re.search(r"\|\s*(round|float|int|format|filesizeformat)\b|[-+*/]\s*\d|\d\s*[-+*/]|[<>]=?\s*\d",
                              expr), expr
+
+
+def test_skip_reasons_are_translated_from_the_estimators_codes():
+    """en.json carries the estimator's English skip texts verbatim; zh.json translates every code."""
+    import json as _json
+    from reportgen.catalog import data_dir
+    from reportgen.estimate import SKIP_REASONS
+    en = _json.loads((data_dir("templates") / "i18n" / "en.json").read_text(encoding="utf-8"))["messages"]
+    zh = _json.loads((data_dir("templates") / "i18n" / "zh.json").read_text(encoding="utf-8"))["messages"]
+    for code, text in SKIP_REASONS.items():
+        assert en[f"skip.{code}"] == text
+        assert zh[f"skip.{code}"] != text and set(re.findall(r"{\w+}", zh[f"skip.{code}"])) == \
+            set(re.findall(r"{\w+}", text))

@@ -38,7 +38,8 @@ def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
         "gpus": {n: {**g.__dict__, "memory_bytes": g.memory_bytes} for n, g in report.gpus.items()
                  if n in report.gpu_types},
         "scenarios": scenarios if lazy_scenarios else list(scenarios),
-        "skipped": [{"matrix": s.matrix, "name": s.label, "reason": s.reason} for s in report.skipped],
+        "skipped": [{"matrix": s.matrix, "name": s.label, "reason": s.reason_text, "code": s.reason.code}
+                    for s in report.skipped],
         "plan": [{"model": rec.model, "workload": rec.workload,
                   "recommended": _entry(rec.best) if rec.best else None,
                   "per_gpu_type": [_entry(e) for e in rec.entries]} for rec in report.recommendations],
