@@ -8,7 +8,6 @@ Each build runs in its own process; peak memory is that process's maximum reside
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -20,7 +18,6 @@ from .errors import EXIT_BAD_INPUT, InputError
 from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, Estimator, RlhfScenario, Scenario, check_value,
                        rlhf_scenario, skip_reason)
 from .models import LORA_MODULES, LORA_TARGET_SETS, load_config_file, read_json
-from .terms import PER_GPU_KEYS
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
 from .units import format_count
 

@@ -8,16 +8,15 @@ many scenarios costs one function call each and the formulas stay defined in one
 from __future__ import annotations
 
 import operator
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import tables as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row, model_row
 from .errors import InputError, unknown_name
-from .formulas import Lookup, spreadsheet_ceil, to_python
+from .formulas import MAX, MIN, Lookup, Var, spreadsheet_ceil, to_python
 from .models import LORA_TARGET_SETS, ModelSpec
 from .terms import (ASSUMPTION_DEFAULTS, INPUT_NAMES, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, TOTAL_TERMS, Term)
-from .formulas import MAX, MIN, Var
 
 ZERO_STAGES = (0, 1, 2, 3)
 RLHF_ROLES = ("actor", "critic", "reference", "reward")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, skip_reason
 

@@ -6,7 +6,7 @@ errors naming the file and key path. Combinations that cannot run are skipped wi
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -15,7 +15,6 @@ from .errors import InputError, unknown_name
 from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, RlhfScenario, Scenario, SkipReason, check_value,
                        rlhf_scenario, skip_check)
 from .models import ModelSpec
-from .terms import ASSUMPTIONS
 from .units import MiB
 
 # Axes a matrix may sweep (each a scalar or a list). Workload parameters may also sit inside a

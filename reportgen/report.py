@@ -6,13 +6,12 @@ the Report and make no numeric decisions of their own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
 from .notes import Note
 from .presets import Expansion, Preset, Skipped
-from .terms import PEAK_PARTS, PER_GPU_KEYS
 from .validation import ValidationRow, summary
 
 SENSITIVITY_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)

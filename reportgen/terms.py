@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .formulas import AND, CEIL, IF, MAX, OR, Expr, Lookup, Num, Str, Var, ceil_div, is_one_of
+from .formulas import AND, CEIL, IF, MAX, OR, Expr, Lookup, Str, Var, ceil_div, is_one_of
 from .units import MiB
 
 

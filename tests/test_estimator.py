@@ -1,5 +1,4 @@
 """The estimator against closed forms, published formulas, measured peaks, and properties."""
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from refdata import REFERENCE, facts_of
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator, Scenario, rlhf_scenario, skip_reason
-from reportgen.terms import PEAK_PARTS, ROLE_TERMS
+from reportgen.terms import ROLE_TERMS
 from reportgen.validation import summary, validate
 
 EST = Estimator(load_models(), load_gpus())

@@ -6,7 +6,7 @@ import pytest
 from refdata import REPO, facts_of, measured
 from reportgen.catalog import load_models, model_row
 from reportgen.errors import InputError
-from reportgen.models import LORA_MODULES, SUPPORTED_MODEL_TYPES, spec_from_config
+from reportgen.models import SUPPORTED_MODEL_TYPES, spec_from_config
 
 CATALOG = load_models()
 

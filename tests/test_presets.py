@@ -1,6 +1,5 @@
 """Preset files: expansion, skipped combinations, validation errors, and the build pipeline (JSON)."""
 import json
-import os
 import random
 
 import pytest

@@ -9,7 +9,6 @@ import json
 from typing import Any, Iterator
 
 from ..report import PlanEntry, Report
-from ..terms import PER_GPU_KEYS
 
 
 def _entry(e: PlanEntry) -> dict[str, Any]:
