@@ -217,7 +217,7 @@ def skip_reason(s: Scenario, spec: ModelSpec) -> str | None:
 # Compilation of a term table into one Python function
 
 def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: str = "_estimate",
-                  batch_inputs: Sequence[str] = ()) -> Callable:
+                  batch_inputs: Sequence[str] = (), row_inputs: Sequence[str] = ()) -> Callable:
     """Compile a term table into Python.
 
     Default: def _estimate(I, A, T, R) -> tuple of every term's value, in table order. Inputs,
@@ -225,10 +225,15 @@ def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: s
     With batch_inputs: def _estimate(rows, A, T, R) -> list of such tuples, one per row of input
     values (in batch_inputs order); the loop lives inside the generated code, so a sweep pays no
     per-scenario call or dictionary overhead.
+    With row_inputs (a subset of batch_inputs, the ones a sweep varies fastest): terms and catalog
+    rows that do not depend on them, directly or through earlier terms, are computed once per
+    distinct combination of the other batch inputs and reused for the following rows.
     """
     local = {t.name: f"t_{i}" for i, t in enumerate(terms)}
     hoisted: dict[str, str] = {}  # local name -> how to read it once (outside any loop)
     per_row: dict[str, str] = {}  # catalog rows looked up per scenario
+    varying = set(row_inputs)  # names whose value changes from row to row: row inputs, then terms
+    inner_rows: set[str] = set()  # catalog rows whose key reads a row input
 
     def ident(text: str) -> str:
         return "".join(c if c.isalnum() else "_" for c in text)
@@ -245,9 +250,15 @@ def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: s
         key = to_python(e.key, var, lookup)
         row = "r_" + ident(f"{e.table}_{key}")
         per_row.setdefault(row, f"T[{e.table!r}][{key}]")
+        if e.key.names() & varying:
+            inner_rows.add(row)
         return f"{row}[{e.column!r}]"
 
-    body = [f"{local[t.name]} = {to_python(t.expr, var, lookup)}" for t in terms]
+    body = {}
+    for t in terms:
+        body[t.name] = f"{local[t.name]} = {to_python(t.expr, var, lookup)}"
+        if t.expr.names() & varying:
+            varying.add(t.name)
     result = "(" + ", ".join(local[t.name] for t in terms) + ",)"
     # Builtins bound as defaults: local lookups are faster than global ones in a hot loop.
     if batch_inputs:
@@ -255,11 +266,24 @@ def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: s
         lines = [f"def {name}(rows, A, T, R, _ceil=_ceil, max=max, min=min):"]
         lines += [f"    {k} = {v}" for k, v in hoisted.items()]
         lines += ["    out = []", "    append = out.append", f"    for {targets} in rows:"]
-        lines += [f"        {k} = {v}" for k, v in per_row.items()] + [f"        {b}" for b in body]
+        outer_rows = [k for k in per_row if k not in inner_rows]
+        outer_terms = [t.name for t in terms if t.name not in varying]
+        if varying & set(batch_inputs) and outer_terms:
+            saved = ", ".join(outer_rows + [local[n] for n in outer_terms]) + ","
+            key = ", ".join("v_" + ident(n) for n in batch_inputs if n not in varying) + ","
+            lines += ["        key = (" + key + ")", "        saved = cache_get(key)", "        if saved is None:"]
+            lines += [f"            {k} = {per_row[k]}" for k in outer_rows]
+            lines += [f"            {body[n]}" for n in outer_terms]
+            lines += [f"            cache[key] = ({saved})", "        else:", f"            {saved} = saved"]
+            lines[2:2] = ["    cache = {}", "    cache_get = cache.get"]
+            lines += [f"        {k} = {per_row[k]}" for k in per_row if k in inner_rows]
+            lines += [f"        {body[t.name]}" for t in terms if t.name in varying]
+        else:
+            lines += [f"        {k} = {v}" for k, v in per_row.items()] + [f"        {b}" for b in body.values()]
         lines += [f"        append({result})", "    return out"]
     else:
         lines = [f"def {name}(I, A, T, R, _ceil=_ceil, max=max, min=min):"]
-        lines += [f"    {k} = {v}" for k, v in {**hoisted, **per_row}.items()] + [f"    {b}" for b in body]
+        lines += [f"    {k} = {v}" for k, v in {**hoisted, **per_row}.items()] + [f"    {b}" for b in body.values()]
         lines.append(f"    return {result}")
     namespace = {"_ceil": spreadsheet_ceil}
     exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
@@ -275,7 +299,11 @@ def _role_var(n: str) -> str:
 
 
 _ROLE_FN = compile_terms(ROLE_TERMS, _role_var)
-_ROLE_BATCH_FN = compile_terms(ROLE_TERMS, _role_var, "_estimate_many", batch_inputs=INPUT_NAMES)
+# A sweep's innermost dimensions: the terms that do not read them (weights, states, sharding: most
+# of the table) are computed once per model × layout and reused across batch sizes and lengths.
+SWEEP_ROW_INPUTS = ("batch_size", "seq_len", "prompt_len", "gen_len")
+_ROLE_BATCH_FN = compile_terms(ROLE_TERMS, _role_var, "_estimate_many", batch_inputs=INPUT_NAMES,
+                               row_inputs=SWEEP_ROW_INPUTS)
 _INPUT_VALUES = operator.attrgetter(*INPUT_NAMES)  # a Scenario's inputs as a tuple, in table order
 _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 

@@ -227,3 +227,18 @@ def test_batch_estimation_equals_one_at_a_time():
                  for b in (1, 3) for z in ((0,) if w == "inference" else (0, 3))]
     for s, values in zip(scenarios, EST.estimate_many(scenarios)):
         assert tuple(EST.estimate(s).values.values()) == values
+
+
+def test_batch_reuses_layout_terms_only_where_they_do_not_depend_on_the_row():
+    """estimate_many computes the terms that ignore batch and lengths once per model × layout: rows
+    that share those inputs but differ in batch size, sequence, prompt or generated length (and
+    interleave with other layouts) must still equal one-at-a-time estimates."""
+    scenarios = [Scenario(model=m, workload=w, batch_size=b, seq_len=q, prompt_len=p, gen_len=g, num_gpus=8,
+                          zero_stage=3 if w == "full" else 0, checkpointing=c)
+                 for b in (1, 7) for q, p, g in ((512, 512, 0), (4096, 1000, 3000), (8192, 8192, 128))
+                 for m in ("Llama-3-8B", "Mixtral-8x7B") for w in ("inference", "full", "qlora")
+                 for c in ("none", "full") if (w, g) != ("inference", 0) or p]
+    batch = EST.estimate_many(scenarios)
+    assert len({v for v in batch}) == len(scenarios)  # every row differs from every other
+    for s, values in zip(scenarios, batch):
+        assert tuple(EST.estimate(s).values.values()) == values

@@ -18,7 +18,7 @@ from reportgen.i18n import load_catalogue
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.views import SECTIONS
 from reportgen.writers.json_writer import report_json
-from reportgen.writers.pdf import RefusedURL, url_fetcher
+from reportgen.writers.pdf import RefusedURL, font_css, report_html_class, svg_text_in_runs, url_fetcher
 
 TOOLS = ("pdftotext", "pdfinfo", "pdffonts")
 if not all(shutil.which(t) for t in TOOLS):  # scripts/install-system-deps.sh installs poppler-utils
@@ -211,3 +211,76 @@ def test_url_fetcher_serves_only_files_in_the_templates_folder(tmp_path):
     for url in refused:
         with pytest.raises(RefusedURL):
             fetch.fetch(url)
+
+
+# ---------------------------------------------------------------------------------------------
+# Render-time shortcuts: they must not change what is drawn
+
+def render(html: str, html_class=None) -> bytes:
+    from weasyprint import CSS, HTML
+    root = data_dir("templates").resolve().as_uri() + "/"
+    document = (html_class or HTML)(string=html, base_url=root, url_fetcher=url_fetcher())
+    return document.write_pdf(stylesheets=[CSS(string=font_css("en"), base_url=root, url_fetcher=url_fetcher())])
+
+
+def words(pdf: bytes, tmp_path: Path) -> list[tuple[str, float, float, float, float]]:
+    path = tmp_path / "words.pdf"
+    path.write_bytes(pdf)
+    out = run("pdftotext", "-bbox", "-enc", "UTF-8", str(path), "-")
+    return [(m.group(5), *map(float, m.group(1, 2, 3, 4))) for m in re.finditer(
+        r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>', out)]
+
+
+def shown_strings(pdf: bytes) -> int:
+    """How many text-showing operators (Tj/TJ) the page content streams hold."""
+    count = 0
+    for m in re.finditer(rb"stream\r?\n", pdf):
+        try:
+            body = zlib.decompress(pdf[m.end():pdf.find(b"endstream", m.end())])
+        except zlib.error:
+            continue
+        count += len(re.findall(rb"(?:\]|\))\s*T[jJ]\b", body))
+    return count
+
+
+LISTS_AND_TABLES = """<!DOCTYPE html><html lang="en"><head><style>
+ol li.no::marker { color: #b2182b } .after::after { content: " (after)" } .before::before { content: "before: " }
+h2 { counter-increment: h } h2::before { content: counter(h) ". " }
+</style></head><body><h2>Heading</h2><ol><li>first item</li><li class="no">second item</li></ol>
+<ul><li>bullet one</li><li>bullet two</li></ul><p class="before after">paragraph</p>
+<table><thead><tr><th>Name</th><th>GiB</th></tr></thead><tbody><tr><td>weights</td><td>12.55</td></tr></tbody></table>
+<h2>Second</h2></body></html>"""
+
+
+def test_scoped_user_agent_sheet_draws_what_weasyprints_own_sheet_draws(tmp_path):
+    from weasyprint import html as weasy_html
+    report_html = report_html_class()
+    ours = report_html(string="<p>x</p>")._ua_stylesheets()
+    assert ours and ours[0] is not weasy_html.UA_STYLESHEET  # the shortcut is in force with this WeasyPrint
+    plain, scoped = words(render(LISTS_AND_TABLES), tmp_path), words(render(LISTS_AND_TABLES, report_html), tmp_path)
+    assert [w[0] for w in plain][:6] == ["1.", "Heading", "1.", "first", "item", "2."]  # markers and counters drawn
+    assert scoped == plain
+
+
+CHART = """<!DOCTYPE html><html><body><svg xmlns="http://www.w3.org/2000/svg" width="320" height="200"
+font-family="'Report Sans Supplement', 'Report Sans SC', sans-serif"><g font-size="8">
+<text x="10" y="20">Weights 12.55 GiB</text><text x="300" y="40" text-anchor="end">H100-80GB-SXM / A100-80GB</text>
+<text x="160" y="60" text-anchor="middle">Memory per GPU, GiB (2^30 bytes)</text>
+<text transform="translate(12 150) rotate(-90)" font-size="9" text-anchor="middle">GiB per GPU</text>
+<text x="10" y="90">显存 每卡</text><text x="10 40 70" y="120">ABC</text><text x="10" y="140" dx="3">Shifted</text>
+</g></svg></body></html>"""
+
+
+def test_svg_text_drawn_as_runs_lands_where_weasyprint_draws_it_letter_by_letter(tmp_path):
+    from weasyprint import svg
+    original = svg.text
+    letters = render(CHART)
+    with svg_text_in_runs():
+        runs = render(CHART)
+    assert svg.text is original and svg.TAGS["text"] is original  # restored on leaving
+    by_letter, by_run = words(letters, tmp_path), words(runs, tmp_path)
+    assert [w[0] for w in by_run] == [w[0] for w in by_letter]
+    assert "Weights" in [w[0] for w in by_run] and "ABC" not in [w[0] for w in by_run]  # per-glyph x kept
+    for a, b in zip(by_letter, by_run):
+        assert max(abs(x - y) for x, y in zip(a[1:], b[1:])) < 1.0, (a, b)  # points; kerning may move ends
+    assert shown_strings(runs) < shown_strings(letters) / 3  # one string per label, not one per letter
