@@ -38,9 +38,9 @@ def stylesheet() -> Markup:
 def render_html(report: Report, lang: str = "en", *, pdf: bool = False) -> str:
     """The report as one HTML document (str). Same report and generated_at: same text.
 
-    pdf=True: the variant WeasyPrint reads (same template; a leaner scenario table, see views)."""
+    pdf=True: the variant WeasyPrint reads (same template; a leaner scenario table, see views; no script)."""
     view = build_view(report, lang, pdf=pdf)
-    return environment().get_template(TEMPLATE).render(v=view, css=stylesheet())
+    return environment().get_template(TEMPLATE).render(v=view, css=stylesheet(), pdf=pdf)
 
 
 def write(report: Report, path: Path, lang: str = "en") -> None:

@@ -13,6 +13,7 @@ import functools
 import re
 from contextlib import contextmanager
 from pathlib import Path
+from xml.etree import ElementTree
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
@@ -106,6 +107,40 @@ def report_html_class():
     return ReportHTML
 
 
+# What weasyprint.HTML.__init__ leaves on the instance after parsing (see report_document).
+PARSED_HTML_ATTRIBUTES = frozenset({"base_url", "url_fetcher", "media_type", "wrapper_element", "etree_element"})
+
+
+@functools.cache
+def _parsed_html_attributes() -> frozenset:
+    from weasyprint import HTML
+    return frozenset(vars(HTML(string="<p></p>")))
+
+
+def report_document(html: str, base_url: str, fetcher):
+    """The report's HTML as a WeasyPrint document for print.
+
+    The template writes well-formed XML, so expat (C) parses it in milliseconds where WeasyPrint's
+    pure-Python HTML5 parser takes half a second; both give the same element tree (tested). The
+    document is then set up as weasyprint.HTML.__init__ sets it up after parsing. HTML5 parsing
+    remains for text XML forbids (control characters in a preset's strings) and for a WeasyPrint
+    whose HTML objects carry other attributes."""
+    import cssselect2
+
+    html_class = report_html_class()
+    try:
+        root = ElementTree.fromstring(html)
+    except ElementTree.ParseError:
+        root = None
+    if root is None or _parsed_html_attributes() != PARSED_HTML_ATTRIBUTES:
+        return html_class(string=html, base_url=base_url, url_fetcher=fetcher, media_type="print")
+    document = html_class.__new__(html_class)
+    document.base_url, document.url_fetcher, document.media_type = base_url, fetcher, "print"
+    document.wrapper_element = cssselect2.ElementWrapper.from_html_root(root, content_language=None)
+    document.etree_element = document.wrapper_element.etree_element
+    return document
+
+
 class _WholeRun(str):
     """A text run that WeasyPrint's letter-by-letter loop sees as a single letter."""
 
@@ -139,19 +174,27 @@ def svg_text_in_runs():
         svg.TAGS.update(dict.fromkeys(tags, original))
 
 
+def pdf_html(report: Report, lang: str = "en") -> str:
+    """The HTML WeasyPrint reads: the print variant, without the line breaks between tags (they only
+    make WeasyPrint build and skip white-space boxes; the template never breaks a line between
+    inline elements)."""
+    return re.sub(r">\n\s*<", "><", render_html(report, lang, pdf=True)).strip()
+
+
+def templates_url() -> str:
+    """Base URL of the documents and stylesheets WeasyPrint reads (the fetcher serves only below it)."""
+    return data_dir("templates").resolve().as_uri() + "/"
+
+
 def render_pdf(report: Report, lang: str = "en") -> bytes:
     from weasyprint import CSS
     from weasyprint.text.fonts import FontConfiguration
 
-    # Line breaks between tags only make WeasyPrint build and skip white-space boxes (the template
-    # never breaks a line between inline elements).
-    html = re.sub(r">\n\s*<", "><", render_html(report, lang, pdf=True))
     fetcher = url_fetcher()
     fonts = FontConfiguration()
-    root = data_dir("templates").resolve()
-    document = report_html_class()(string=html, base_url=root.as_uri() + "/", url_fetcher=fetcher,
-                                   media_type="print")
-    extra = CSS(string=font_css(lang), base_url=root.as_uri() + "/", url_fetcher=fetcher, font_config=fonts)
+    base_url = templates_url()
+    document = report_document(pdf_html(report, lang), base_url, fetcher)
+    extra = CSS(string=font_css(lang), base_url=base_url, url_fetcher=fetcher, font_config=fonts)
     with svg_text_in_runs():
         return document.write_pdf(stylesheets=[extra], font_config=fonts, uncompressed_pdf=False)
 
