@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build ReportSansSC-{Regular,Bold}.woff2: a GB2312 subset of Noto Sans CJK SC.
+"""Build ReportSansSC-{Regular,Bold}.otf: a GB2312 subset of Noto Sans CJK SC.
 
 Maintainer tool, not used at runtime. Reproduce the shipped files with:
 
@@ -18,14 +18,13 @@ into each face's cmap.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 import tempfile
 from pathlib import Path
 
 from fontTools import subset
 from fontTools.merge import Merger
-from fontTools.ttLib import TTCollection, TTFont, woff2
+from fontTools.ttLib import TTCollection, TTFont
 
 SOURCE_FAMILY = "Noto Sans CJK SC"
 NEW_FAMILY = "Report Sans SC"
@@ -158,7 +157,6 @@ def build(src_dir: Path, out_dir: Path) -> None:
             raise SystemExit(f"{style}: source lacks {len(missing)} GB2312 hanzi")
 
         opts = subset.Options()
-        opts.flavor = "woff2"
         # fontTools' default feature set minus those that would pull in
         # thousands of unused glyphs: 'locl' (JP/KR/TC glyph variants for
         # every hanzi) and the vertical-writing features.
@@ -175,8 +173,8 @@ def build(src_dir: Path, out_dir: Path) -> None:
         sub.subset(font)
         rename(font, style, src_version)
 
-        dest = out_dir / f"{NEW_PS_FAMILY}-{style}.woff2"
-        font.flavor = "woff2"
+        # Plain OpenType, not WOFF2: WeasyPrint would decompress WOFF2 for every PDF (a quarter second).
+        dest = out_dir / f"{NEW_PS_FAMILY}-{style}.otf"
         font.recalcTimestamp = False  # keep the source's head.modified:
         font.save(str(dest))          # byte-reproducible output
         kept = set(font.getBestCmap())
@@ -232,16 +230,11 @@ def build_supplement(cjk_dir: Path, core_dir: Path, out_dir: Path) -> None:
             merged = Merger().merge(parts)
         rename(merged, style, version, SUPP_FAMILY, SUPP_PS_FAMILY,
                "Noto Sans and Noto Sans Math", "supplement")
-        dest = out_dir / f"{SUPP_PS_FAMILY}-{style}.woff2"
+        dest = out_dir / f"{SUPP_PS_FAMILY}-{style}.ttf"
         merged.flavor = None
         merged.recalcTimestamp = False
         merged["head"].created = merged["head"].modified = src_head_modified
-        # No WOFF2 glyf transform: WeasyPrint would spend ~1 s per PDF undoing it (+16 KiB each).
-        plain = io.BytesIO()
-        merged.save(plain)
-        plain.seek(0)
-        with open(dest, "wb") as out:
-            woff2.compress(plain, out, transform_tables=())
+        merged.save(str(dest))
         print(f"{dest}: {dest.stat().st_size / 1024:.0f} KiB, "
               f"{len(merged.getBestCmap())} code points; "
               f"{len(gap - cjk_cps)} wanted code points in no source font")
