@@ -488,10 +488,17 @@ class Estimator:
         return self.specs[name]
 
     def estimate(self, s: Scenario) -> Estimate:
-        spec = self.spec(s.model)
-        row = _ROLE_FN(s.inputs(), self.assumptions, self.tables, None)
-        values = dict(zip(_ROLE_INDEX, row))
-        return Estimate(s, values, spec.total_params, spec.active_params_per_token, spec.params_by_component())
+        return self._estimate(s, self.spec(s.model), _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
+
+    def estimate_all(self, scenarios: Sequence[Scenario]) -> list[Estimate]:
+        """estimate() for each scenario, computed in estimate_many's loop (what a build uses)."""
+        specs = {name: self.spec(name) for name in dict.fromkeys(s.model for s in scenarios)}
+        return [self._estimate(s, specs[s.model], row) for s, row in zip(scenarios, self.estimate_many(scenarios))]
+
+    @staticmethod
+    def _estimate(s: Scenario, spec: ModelSpec, row: tuple) -> Estimate:
+        return Estimate(s, dict(zip(_ROLE_INDEX, row)), spec.total_params, spec.active_params_per_token,
+                        spec.params_by_component())
 
     def estimate_many(self, scenarios: Sequence[Scenario]) -> list[tuple]:
         """Every term's value (table order) for each scenario, in one compiled loop: for sweeps."""

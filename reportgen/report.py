@@ -6,6 +6,7 @@ the Report and make no numeric decisions of their own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Mapping, Sequence
 
 from .catalog import GpuSpec
@@ -105,7 +106,7 @@ class Report:
     validation_protocol: str
     estimator: Estimator = field(repr=False, compare=False)
 
-    @property
+    @cached_property  # read per GPU and per row by the writers; a sweep has 100,000 results
     def gpu_types(self) -> tuple[str, ...]:
         """GPU types used by the sweep, in catalog order."""
         used = {r.gpu for r in self.results}
@@ -167,10 +168,9 @@ def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Map
 def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, generated_at: str, version: str,
                  notes: Sequence[Note] = (), validation: Sequence[ValidationRow] = (),
                  validation_protocol: str = "") -> Report:
-    results = []
-    for i, (matrix, scenario) in enumerate(expansion.scenarios, start=1):
-        est = estimator.estimate_group(scenario) if isinstance(scenario, RlhfScenario) else estimator.estimate(scenario)
-        results.append(Result(i, matrix, est))
+    singles = iter(estimator.estimate_all([s for _, s in expansion.scenarios if not isinstance(s, RlhfScenario)]))
+    results = [Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario) else next(singles))
+               for i, (matrix, s) in enumerate(expansion.scenarios, start=1)]
     used = {r.gpu for r in results}
     gpu_types = tuple(g for g in estimator.gpus if g in used)
     recs = recommend(results, gpu_types)

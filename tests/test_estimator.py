@@ -242,3 +242,4 @@ def test_batch_reuses_layout_terms_only_where_they_do_not_depend_on_the_row():
     assert len({v for v in batch}) == len(scenarios)  # every row differs from every other
     for s, values in zip(scenarios, batch):
         assert tuple(EST.estimate(s).values.values()) == values
+    assert EST.estimate_all(scenarios) == [EST.estimate(s) for s in scenarios]  # what builds use
