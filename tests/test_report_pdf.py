@@ -18,8 +18,8 @@ from reportgen.i18n import load_catalogue
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.views import SECTIONS
 from reportgen.writers.json_writer import report_json
-from reportgen.writers.pdf import (RefusedURL, font_css, pdf_html, report_document, report_html_class, svg_text_in_runs,
-                                   templates_url, url_fetcher)
+from reportgen.writers.pdf import (RefusedURL, font_css, gc_paused, pdf_html, report_document, report_html_class,
+                                   svg_text_in_runs, templates_url, url_fetcher)
 
 TOOLS = ("pdftotext", "pdfinfo", "pdffonts")
 if not all(shutil.which(t) for t in TOOLS):  # scripts/install-system-deps.sh installs poppler-utils
@@ -310,3 +310,20 @@ def test_html_that_is_not_xml_goes_through_weasyprints_parser():
         document = report_document(html, templates_url(), url_fetcher())
         assert [e.tag for e in document.etree_element.iter()][:2] == ["html", "head"]  # HTML5 adds the head
         assert render(html)[:5] == b"%PDF-"
+
+
+def test_cycle_collector_is_paused_only_while_rendering():
+    import gc
+    was = gc.isenabled()
+    try:
+        for before in (True, False):
+            (gc.enable if before else gc.disable)()
+            with gc_paused():
+                assert not gc.isenabled()
+            assert gc.isenabled() == before
+        gc.enable()
+        with pytest.raises(RuntimeError), gc_paused():
+            raise RuntimeError("a failed render")
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
