@@ -635,8 +635,8 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
     """The scenario table, skipped combinations and validation.
 
     The PDF gets the lean form of the scenario table: scenario groups as heading rows instead of a
-    column, no peak-phase or budget (× k) column (the fit mark says whether the budget fits), at
-    most PDF_SCENARIO_ROWS rows. WeasyPrint's time grows with the number of cells; the HTML keeps
+    column, no peak-phase or budget (× k) column (the fit mark says whether the budget fits), the
+    fit mark beside the headroom, at most PDF_SCENARIO_ROWS rows. WeasyPrint's time grows with the number of cells; the HTML keeps
     every column for sorting and hides the same ones when printed, so it prints like the PDF."""
     k = report.assumptions["safety_factor"]
     labels: dict[tuple, str] = {}
@@ -651,7 +651,8 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
                + (() if pdf else (Cell(t("col.phase"), "screen-only"),))
                + (Cell(t("col.device_total"), "num"),)
                + (() if pdf else (Cell(t("col.budget", k=f"{k:g}"), "num screen-only"),))
-               + (Cell(t("col.headroom"), "num"), Cell(t("col.fit"), "col-fit"), Cell(t("col.purchase"), "num")))
+               + (Cell(t("col.headroom"), "num"),) + (() if pdf else (Cell(t("col.fit"), "col-fit"),))
+               + (Cell(t("col.purchase"), "num"),))
     shown = report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
     rows, ids, groups = [], [], []
     previous = None
@@ -670,10 +671,13 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         cells.append(Cell(gib(v["device_total"]), cls))
         if not pdf:
             cells.append(Cell(gib(v["recommended"]), cls + " screen-only"))
-        cells += [Cell(gib(v["headroom_bytes"]), cls),
-                  Cell(t(f"fit.{state}.mark"), "mark" if state == "yes" else f"mark fit-{state}",
-                       title="" if pdf else t(f"fit.{state}")),
-                  Cell(usd(v["purchase_usd"]), "num")]
+        mark = t(f"fit.{state}.mark")
+        if pdf:  # the mark follows the headroom in one cell: a cell costs WeasyPrint more than its text
+            cells.append(Cell(f"{gib(v['headroom_bytes'])} {mark}", cls))
+        else:
+            cells += [Cell(gib(v["headroom_bytes"]), cls),
+                      Cell(mark, "mark" if state == "yes" else f"mark fit-{state}", title=t(f"fit.{state}"))]
+        cells.append(Cell(usd(v["purchase_usd"]), "num"))
         rows.append(tuple(cells))
         ids.append(f"s{r.index}")
         groups.append(r.matrix if r.matrix != previous else "")
