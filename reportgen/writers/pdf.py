@@ -155,7 +155,7 @@ class _WholeRun(str):
 @contextmanager
 def svg_text_in_runs():
     """While active, WeasyPrint draws each plain SVG <text> (one x, one y, no per-glyph attributes) as
-    one run instead of one layout per letter: the charts' labels cost about a fifth as much, and
+    one run instead of one layout per letter: the charts' labels cost about a third as much, and
     keep their kerning. Text with per-glyph positions keeps WeasyPrint's own path."""
     from weasyprint import svg
 
