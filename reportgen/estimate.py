@@ -263,19 +263,20 @@ def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: s
     # Builtins bound as defaults: local lookups are faster than global ones in a hot loop.
     if batch_inputs:
         targets = ", ".join("v_" + ident(n) for n in batch_inputs)
-        lines = [f"def {name}(rows, A, T, R, _ceil=_ceil, max=max, min=min):"]
-        lines += [f"    {k} = {v}" for k, v in hoisted.items()]
-        lines += ["    out = []", "    append = out.append", f"    for {targets} in rows:"]
         outer_rows = [k for k in per_row if k not in inner_rows]
         outer_terms = [t.name for t in terms if t.name not in varying]
-        if varying & set(batch_inputs) and outer_terms:
+        reuse = bool(varying & set(batch_inputs) and outer_terms)
+        lines = [f"def {name}(rows, A, T, R, _ceil=_ceil, max=max, min=min):"]
+        lines += [f"    {k} = {v}" for k, v in hoisted.items()]
+        lines += ["    cache = {}", "    cache_get = cache.get"] if reuse else []
+        lines += ["    out = []", "    append = out.append", f"    for {targets} in rows:"]
+        if reuse:
             saved = ", ".join(outer_rows + [local[n] for n in outer_terms]) + ","
             key = ", ".join("v_" + ident(n) for n in batch_inputs if n not in varying) + ","
             lines += ["        key = (" + key + ")", "        saved = cache_get(key)", "        if saved is None:"]
             lines += [f"            {k} = {per_row[k]}" for k in outer_rows]
             lines += [f"            {body[n]}" for n in outer_terms]
             lines += [f"            cache[key] = ({saved})", "        else:", f"            {saved} = saved"]
-            lines[2:2] = ["    cache = {}", "    cache_get = cache.get"]
             lines += [f"        {k} = {per_row[k]}" for k in per_row if k in inner_rows]
             lines += [f"        {body[t.name]}" for t in terms if t.name in varying]
         else:

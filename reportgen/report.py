@@ -106,11 +106,10 @@ class Report:
     validation_protocol: str
     estimator: Estimator = field(repr=False, compare=False)
 
-    @cached_property  # read per GPU and per row by the writers; a sweep has 100,000 results
+    @cached_property  # read per GPU by the writers; a sweep has 100,000 results
     def gpu_types(self) -> tuple[str, ...]:
         """GPU types used by the sweep, in catalog order."""
-        used = {r.gpu for r in self.results}
-        return tuple(g for g in self.gpus if g in used)
+        return used_gpu_types(self.results, self.gpus)
 
     @property
     def validation_summary(self) -> dict[str, float] | None:
@@ -125,6 +124,12 @@ def priced_gpus(gpus: Mapping[str, GpuSpec], preset: Preset) -> dict[str, GpuSpe
             raise unknown_name("GPU", name, gpus, source=preset.source, key_path=f"prices.{name}")
         out[name] = replace(out[name], **prices)
     return out
+
+
+def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tuple[str, ...]:
+    """The GPU types some result runs on, in catalog order."""
+    used = {r.gpu for r in results}
+    return tuple(g for g in gpus if g in used)
 
 
 def recommend(results: Sequence[Result], gpu_types: Sequence[str]) -> tuple[Recommendation, ...]:
@@ -171,8 +176,7 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
     singles = iter(estimator.estimate_all([s for _, s in expansion.scenarios if not isinstance(s, RlhfScenario)]))
     results = [Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario) else next(singles))
                for i, (matrix, s) in enumerate(expansion.scenarios, start=1)]
-    used = {r.gpu for r in results}
-    gpu_types = tuple(g for g in estimator.gpus if g in used)
+    gpu_types = used_gpu_types(results, estimator.gpus)
     recs = recommend(results, gpu_types)
     return Report(
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
