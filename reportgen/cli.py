@@ -263,9 +263,7 @@ def plan(model, config_path, gpu_types, as_json, safety_factor, **options):
         check_value("gpu", g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
     found = cheapest_per_gpu(estimator, scenario, gpu_types or list(estimator.gpus))
     if as_json:
-        click.echo(json.dumps([{"gpu": o.gpu, "num_gpus": o.num_gpus, "zero_stage": o.zero_stage,
-                                "tp_size": o.tp_size, "purchase_usd": o.purchase_usd,
-                                "per_gpu_bytes": o.estimate.per_gpu_bytes} for o in found], indent=2))
+        click.echo(json.dumps([o.to_json() for o in found], indent=2))
     else:
         click.echo(plan_table(found))
 
@@ -292,7 +290,7 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
     if lora_rank:
         targets = LORA_TARGET_SETS.get(lora_targets) or tuple(t.strip() for t in lora_targets.split(",") if t.strip())
         for t in targets:
-            if t not in LORA_MODULES:
+            if t not in LORA_MODULES + ("all-linear",):
                 from .errors import unknown_name
                 raise unknown_name("LoRA target", t, LORA_MODULES + ("all-linear",), key_path="--lora-targets")
         trainable = spec.lora_params(lora_rank, targets)
@@ -324,7 +322,7 @@ def validate(measured, as_json):
     \b
     Example:
       reportgen validate
-      reportgen validate --measured ../shared/reference/measured.json
+      reportgen validate --measured my-measured-peaks.json
     """
     from .pipeline import validation_rows
     from .validation import summary, validate as run_validation
@@ -347,7 +345,7 @@ def validate(measured, as_json):
 @click.option("--format", "formats", default=",".join(("json", "xlsx", "html", "pdf")), show_default=True,
               help="Comma-separated formats: json, xlsx, html, pdf.")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
-              help="Language of the HTML/PDF report and the workbook's labels.")
+              help="Language of the HTML/PDF report.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary output.")
 @handle_input_errors
 def build(presets, out_dir, formats, lang, quiet):

@@ -8,9 +8,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 1
-EXIT_USAGE = 2
+EXIT_BAD_INPUT = 1  # bad input files and values; Click exits with 2 for bad command-line usage
 
 
 class InputError(Exception):
@@ -26,13 +24,6 @@ class InputError(Exception):
         parts = [p for p in (self.source, self.key_path) if p]
         parts.append(self.message)
         return ": ".join(parts).replace("\n", " ")
-
-    def located(self, source: str | None = None, key_path_prefix: str | None = None) -> "InputError":
-        """The same error with a file and/or an outer key path filled in."""
-        key = self.key_path
-        if key_path_prefix:
-            key = f"{key_path_prefix}.{key}" if key else key_path_prefix
-        return InputError(self.message, source=self.source or source, key_path=key)
 
 
 def did_you_mean(value: object, known: Iterable[str]) -> str:

@@ -18,8 +18,6 @@ from .formulas import MAX, MIN, Lookup, Var, spreadsheet_ceil, to_python
 from .models import LORA_TARGET_SETS, ModelSpec
 from .terms import (ASSUMPTION_DEFAULTS, INPUT_NAMES, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, TOTAL_TERMS, Term)
 
-ZERO_STAGES = (0, 1, 2, 3)
-RLHF_ROLES = ("actor", "critic", "reference", "reward")
 PLACEMENTS = ("colocated", "separate")
 
 
@@ -351,11 +349,10 @@ class Estimate(_Totals):
         return {k: int(self.values[k]) for k in PEAK_PARTS}
 
     def params_json(self) -> dict[str, Any]:
-        trainable = int(self.values["trainable_params"])
         return {
             "total": self.params_total,
             "active_per_token": self.params_active,
-            "trainable": trainable if self.scenario.workload in ("lora", "qlora") else self.params_total,
+            "trainable": int(self.values["trainable_params"]),
             "by_component": dict(self.params_by_component),
         }
 
@@ -504,10 +501,6 @@ class Estimator:
     def estimate_many(self, scenarios: Sequence[Scenario]) -> list[tuple]:
         """Every term's value (table order) for each scenario, in one compiled loop: for sweeps."""
         return _ROLE_BATCH_FN(map(_INPUT_VALUES, scenarios), self.assumptions, self.tables, None)
-
-    def estimate_rows(self, rows: Sequence[tuple]) -> list[tuple]:
-        """As estimate_many, for rows of input values already in INPUT_NAMES order."""
-        return _ROLE_BATCH_FN(rows, self.assumptions, self.tables, None)
 
     def estimate_group(self, g: RlhfScenario) -> GroupEstimate:
         roles = tuple((name, self.estimate(s)) for name, s in g.roles)

@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-# Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed).
-_FUNCTIONS = {"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR"}
+# Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
+EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR"})
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 _TEXT_OP = {"+": "+", "-": "−", "*": "×", "/": "÷", "=": "=", "<>": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
 # Python's math.ceil on a value a hair above an integer (float noise, 1e-12 relative) would differ
@@ -127,6 +127,11 @@ class Cmp(Expr):
 class Fn(Expr):
     name: str
     args: tuple
+
+    def __post_init__(self):
+        if self.name not in EXCEL_FUNCTIONS:
+            raise ValueError(f"{self.name} is not one of the spreadsheet functions both Excel and LibreOffice "
+                             f"evaluate without a prefix ({', '.join(sorted(EXCEL_FUNCTIONS))})")
 
     def children(self):
         return self.args

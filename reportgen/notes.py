@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 from .estimate import Estimator, Scenario, compile_terms, rlhf_scenario
-from .formulas import Expr, Lookup, Str, Var
+from .formulas import Expr, Var
 from .terms import Term
 from .units import MiB
 
@@ -65,12 +65,29 @@ def build_notes(estimator: Estimator) -> tuple[Note, ...]:
     return tuple(make(estimator) for make in NOTE_BUILDERS)
 
 
+def claim_fragments(notes=None) -> list[tuple[tuple[str, ...], str]]:
+    """(cited articles, fragment) for every verbatim fragment the notes quote; a claim joins its
+    fragments with " … ", and a note citing two articles quotes each fragment from one of them."""
+    if notes is None:
+        from .catalog import load_gpus, load_models
+        notes = build_notes(Estimator(load_models(), load_gpus()))
+    return [(tuple(n.article.split(", ")), fragment) for n in notes for fragment in n.claim_zh.split(" … ")]
+
+
 # ---------------------------------------------------------------------------------------------
 # The catalogue. Claims are quoted verbatim from the seed articles (fragments joined by " … ");
 # settings and explanations name inputs, never results: every result is a {figure}.
 
 VIDEO = "002_90b3f5a371e4fa41.txt"  # notes on a video about LLM GPU memory, with its own list of corrections
 PPO_ARTICLE = "000_5f22f56e010e69aa.txt"  # "PPO训练LLM四模型显存占用分析"
+# The two source articles: how the report cites them (their text is not shipped; the quoted lines are
+# in tests/data/seed_passages.json).
+ARTICLES = {
+    VIDEO: {"file": VIDEO, "title_zh": "大模型显存计算（视频笔记，作者 youpingfang）",
+            "title_en": "LLM GPU memory, notes on a video (by youpingfang)"},
+    PPO_ARTICLE: {"file": PPO_ARTICLE, "title_zh": "PPO训练LLM四模型显存占用分析",
+                  "title_en": "GPU memory of the four models in PPO training of LLMs"},
+}
 GENERIC_7B = "Generic-7B"  # the articles' "7B": exactly 7 × 10^9 parameters with Llama-2-7B's shape
 
 Figures = dict[str, tuple[str, str, str, Expr]]
@@ -509,8 +526,7 @@ def note_mixtral(estimator: Estimator, *, model: str = "Mixtral-8x7B", gpu: str 
     infer = Scenario(model=model, workload="inference", prompt_len=2048, gen_len=2048, gpu=gpu)
     scenarios = {"serve": infer, "serve_tp2": replace(infer, num_gpus=2, tp_size=2),
                  "train": _train(model, gpu=gpu)}
-    # The term table has no active-parameter term yet; read the Models table row directly.
-    active = Lookup("Models", "active_params", Str(model))
+    active = _v("serve", "active_params")
     figures: Figures = {
         "total": ("Total parameters", "总参数量", "count", _v("serve", "total_params")),
         "active": ("Parameters used per token", "每 token 激活参数量", "count", active),

@@ -1,4 +1,6 @@
-"""preset → scenarios → estimates → report → files. The CLI calls these; nothing here reads the clock."""
+"""preset → scenarios → estimates → report → files. The CLI calls these.
+
+Only timestamp() reads the clock (or SOURCE_DATE_EPOCH); the CLI calls it once and passes the result down."""
 from __future__ import annotations
 
 import importlib
@@ -22,7 +24,6 @@ from .writers.atomic import write_all_or_nothing
 # format -> writer module (each has write(report, path, lang)); imported only when asked for.
 WRITERS = {"json": "reportgen.writers.json_writer", "xlsx": "reportgen.writers.xlsx",
            "html": "reportgen.writers.html", "pdf": "reportgen.writers.pdf"}
-DEFAULT_FORMATS = ("json", "xlsx", "html", "pdf")
 LANGUAGES = ("en", "zh")
 
 

@@ -22,6 +22,18 @@ class PlanOption:
     def purchase_usd(self) -> float:
         return self.estimate["purchase_usd"]
 
+    @property
+    def total_gpus(self) -> int:
+        """GPUs to buy: num_gpus per role pool when RLHF roles sit on separate pools."""
+        return int(self.estimate["total_gpus"]) if isinstance(self.estimate, GroupEstimate) else self.num_gpus
+
+    def to_json(self) -> dict:
+        out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus, "zero_stage": self.zero_stage,
+               "tp_size": self.tp_size, "purchase_usd": self.purchase_usd, "per_gpu_bytes": self.estimate.per_gpu_bytes}
+        if isinstance(self.estimate, GroupEstimate):
+            out["gpus_per_role"] = {r: e.scenario.num_gpus for r, e in self.estimate.roles}
+        return out
+
 
 def _layouts(s: Scenario, n: int) -> Iterable[tuple[int, int]]:
     """(zero_stage, tp_size) candidates for n GPUs: ZeRO for training, TP for inference."""
@@ -45,11 +57,11 @@ def cheapest_per_gpu(estimator: Estimator, scenario: Scenario | RlhfScenario, gp
     """For each GPU type, the smallest GPU count (then lowest ZeRO stage / TP) whose recommended
     budget fits; GPU types where nothing up to max(counts) fits are left out."""
     options = []
-    for gpu in gpus:
+    for gpu in dict.fromkeys(gpus):  # a type named twice is searched once
         best = _search(estimator, scenario, gpu, counts)
         if best:
             options.append(best)
-    return sorted(options, key=lambda o: (o.purchase_usd, o.num_gpus, o.gpu))
+    return sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))
 
 
 def _search(estimator: Estimator, scenario, gpu: str, counts: Sequence[int]) -> PlanOption | None:

@@ -39,16 +39,17 @@ PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 @dataclass(frozen=True)
 class Preset:
     name: str
-    source: str
+    source: str  # the file read (error messages name it)
     title: str
     description: str
     assumptions: Mapping[str, float]
     prices: Mapping[str, Mapping[str, float]]
     matrices: tuple[Mapping[str, Any], ...]
     scenarios: tuple[Mapping[str, Any], ...]
+    given_path: str = ""  # the path as the user gave it; "" for a bundled preset chosen by name
 
     @classmethod
-    def from_mapping(cls, raw: Any, *, name: str, source: str) -> "Preset":
+    def from_mapping(cls, raw: Any, *, name: str, source: str, given_path: str = "") -> "Preset":
         if not isinstance(raw, Mapping):
             raise InputError(f"expected a mapping at the top level, got {type(raw).__name__}", source=source)
         _check_keys(raw, TOP_KEYS, source, "")
@@ -71,7 +72,7 @@ class Preset:
                 raise InputError(f"expected a matrix name (text), got {n!r}", source=source, key_path=f"matrices[{i}].name")
             if names.index(n) != i:
                 raise InputError(f"duplicate matrix name {n!r}", source=source, key_path=f"matrices[{i}].name")
-        return cls(name=name, source=source, title=title, description=description,
+        return cls(name=name, source=source, given_path=given_path, title=title, description=description,
                    assumptions=_assumptions(raw.get("assumptions") or {}, source),
                    prices=_prices(raw.get("prices") or {}, source),
                    matrices=tuple(matrices), scenarios=tuple(scenarios))
@@ -132,7 +133,8 @@ def load_preset(name_or_path: str) -> Preset:
     if name_or_path not in bundled and not path.exists() and not name_or_path.endswith((".yaml", ".yml")):
         raise unknown_name("preset", name_or_path, bundled, key_path="PRESET")
     raw = read_yaml(path)
-    return Preset.from_mapping(raw, name=path.stem, source=str(path))
+    given = "" if name_or_path in bundled else name_or_path
+    return Preset.from_mapping(raw, name=path.stem, source=str(path), given_path=given)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The Report: everything every writer needs, computed once and purely.
 
 build_report(preset, expansion, estimator, …) -> Report. Writers (JSON, workbook, HTML, PDF) read
-the Report and make no numeric decisions of their own.
+the Report; the numbers they show are its terms and fields.
 """
 from __future__ import annotations
 

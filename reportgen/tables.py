@@ -18,9 +18,6 @@ class Table:
     notes: dict[str, str]  # row -> description and source
     column_help: dict[str, str]
 
-    def value(self, row: str, column: str) -> float:
-        return self.rows[row][column]
-
 
 PRECISIONS = Table(
     name="Precisions",
@@ -116,7 +113,6 @@ LOOKUP_TABLES = (PRECISIONS, DTYPES, OPTIMIZERS)
 
 # Choices for text inputs that are not table keys.
 WORKLOADS = ("inference", "full", "lora", "qlora")
-RLHF_ALGORITHMS = ("ppo", "dpo", "grpo")
 CHECKPOINTING = ("none", "full", "selective")
 ATTENTION = ("flash", "eager")
 OPTIMIZER_IMPLS = ("fused", "foreach")

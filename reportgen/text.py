@@ -79,8 +79,8 @@ def gpus_table(rows: list[dict]) -> str:
 def plan_table(options) -> str:
     if not options:
         return "No GPU type fits within 512 GPUs."
-    return _table(("GPU", "GPUs", "ZeRO", "TP", "device total GiB", "recommended GiB", "purchase USD"),
-                  [(o.gpu, o.num_gpus, o.zero_stage, o.tp_size, _gib(o.estimate["device_total"]),
+    return _table(("GPU", "GPUs in all", "ZeRO", "TP", "device total GiB", "recommended GiB", "purchase USD"),
+                  [(o.gpu, o.total_gpus, o.zero_stage, o.tp_size, _gib(o.estimate["device_total"]),
                     _gib(o.estimate["recommended"]), f"{o.purchase_usd:,.0f}") for o in options])
 
 

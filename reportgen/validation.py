@@ -1,7 +1,8 @@
 """Compare the estimator's allocated peak with peaks measured by running real transformers models.
 
-The measured cases come from ../shared/reference/measured.json (or a copy given by path): each
-states a config, a workload and its settings; the estimator sees the same settings.
+The measured cases are the validation sets bundled in presets/validation/ (or a file of the same
+format given by path): each states a config, a workload and its settings; the estimator sees the same
+settings.
 """
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Mapping, Sequence
 
-from markupsafe import Markup
 
 from . import charts
 from .catalog import slug
@@ -176,7 +175,7 @@ class Figure:
     """A chart with its caption; `svg` is finished markup."""
     anchor: str
     title: str
-    svg: Markup
+    svg: str  # SVG markup built by charts.py from escaped text; the HTML writer inserts it verbatim
     caption: str
 
 
@@ -485,8 +484,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
         gpus_used: dict[str, int] = {}
         for r in results:
             configs.setdefault(_config_key(r), r)
-            gpus_used.setdefault(r.gpu, int(r.estimate["gpu_memory_bytes"]) if not r.is_group
-                                 else int(r.estimate["gpu_memory_bytes"]))
+            gpus_used.setdefault(r.gpu, int(r.estimate["gpu_memory_bytes"]))
         shown = list(configs.items())[:MAX_BARS]
         parts = {key: segments(r.estimate) for key, r in shown}
         present = [s for s in SEGMENTS if any(p[s] for p in parts.values())]
@@ -501,7 +499,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
         svg = charts.stacked_bars(bars, series, lines, x_title=t("chart.per_gpu_gib"), chart_id=chart_id,
                                   font_family=_svg_font(lang, texts), title=t("breakdown.chart_title", matrix=matrix),
                                   colour_index=[colour_index[s] for s in present])
-        figure = Figure(f"{chart_id}-fig", t("breakdown.chart_title", matrix=matrix), Markup(svg),
+        figure = Figure(f"{chart_id}-fig", t("breakdown.chart_title", matrix=matrix), svg,
                         t("breakdown.caption", k=f"{k:g}"))
         # the budget column is on screen only: the chart's dashed outline shows it in print
         headers = (Cell(t("breakdown.config")),) + tuple(Cell(s.label, "num") for s in series) + (
@@ -545,7 +543,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             svg = charts.line_chart(s.xs, [y / GiB for y in s.device_total_bytes], lines,
                                     x_labels=[fmt(x) for x in s.xs], x_title=x_title, y_title=t("sens.y_title"),
                                     chart_id=chart_id, font_family=_svg_font(lang, texts), title=title)
-            figures.append(Figure(f"{chart_id}-fig", title, Markup(svg), ""))
+            figures.append(Figure(f"{chart_id}-fig", title, svg, ""))
             columns.append((s, fmt, x_title))
         headers = (Cell(t("col.gpu")), Cell(t("col.gpu_memory"), "num")) + tuple(
             Cell(t("sens.largest", axis=x_title), "num") for _, _, x_title in columns)

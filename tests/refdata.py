@@ -1,4 +1,11 @@
-"""Independent reference data for tests: ../shared/reference beside the checkout (read-only)."""
+"""Independent reference data for tests, kept in the repository with its sources.
+
+- tests/data/facts.json: public facts (configs, exact parameter counts, published memory figures,
+  formulas), each record with its source URL and a verbatim quote (tests/data/README.md);
+- tests/data/seed_passages.json: the source articles' lines that the error-correction notes quote;
+- presets/validation/measured.json: peaks measured on real transformers models (shipped with the
+  package: `reportgen validate` and the report's appendix use it too).
+"""
 from __future__ import annotations
 
 import json
@@ -6,21 +13,33 @@ from functools import lru_cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = REPO.parent / "shared" / "reference"
+DATA = REPO / "tests" / "data"
+VALIDATION = REPO / "presets" / "validation"
+
+
+def _read(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=None)
 def facts() -> list[dict]:
-    path = REFERENCE / "facts.json"
-    if not path.exists():
-        raise FileNotFoundError(f"reference facts missing: {path} (CI lays ../shared beside the checkout)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return _read(DATA / "facts.json")
 
 
 def facts_of(kind: str) -> list[dict]:
     return [r for r in facts() if r["kind"] == kind]
 
 
+def fact(record_id: str) -> dict:
+    return {r["id"]: r for r in facts()}[record_id]
+
+
 @lru_cache(maxsize=None)
 def measured() -> dict:
-    return json.loads((REFERENCE / "measured.json").read_text(encoding="utf-8"))
+    return _read(VALIDATION / "measured.json")
+
+
+@lru_cache(maxsize=None)
+def seed_passages() -> dict[str, dict]:
+    """article id -> {"file", "title_zh", "title_en", "passages": [{"section", "text"}]}."""
+    return _read(DATA / "seed_passages.json")["articles"]

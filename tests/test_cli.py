@@ -132,3 +132,46 @@ def test_non_utf8_and_directory_configs(tmp_path):
     assert result.exit_code == 1 and "not UTF-8" in result.output
     result = CliRunner().invoke(main, ["params", "--config", str(tmp_path)])
     assert result.exit_code == 1 and "is a directory" in result.output
+
+
+# ---- bugs a new user hit (each failed before its fix) --------------------------------------------
+
+def test_params_accepts_the_all_linear_target_set():
+    """PEFT's all-linear on Qwen3-8B: every q/k/v/o/gate/up/down projection of 36 layers, r = 32.
+    Per layer r × Σ(in + out): q 4096+4096, k 4096+1024, v 4096+1024, o 4096+4096, gate and up
+    4096+12288 each, down 12288+4096 (Qwen3-8B config: hidden 4096, 32 heads × 128, 8 KV heads, MLP 12288)."""
+    result = run("params", "--model", "Qwen3-8B", "--lora-rank", "32", "--lora-targets", "all-linear", "--json")
+    assert result.exit_code == 0, result.output
+    per_layer = (8192 + 5120 + 5120 + 8192 + 3 * 16384) * 32
+    assert json.loads(result.output)["params"]["trainable"] == 36 * per_layer
+
+
+@pytest.mark.parametrize("workload,trainable", [("inference", 0), ("full", 6_738_415_616), ("lora", 8_388_608)])
+def test_estimate_json_trainable_parameters(workload, trainable):
+    """Inference trains nothing; full trains every parameter; LoRA r = 16 on q,v of Llama-2-7B trains
+    2 × (4096 + 4096) × 16 × 32 layers (twice PEFT's r = 8 count of 4,194,304)."""
+    data = json.loads(run("estimate", "--model", "Llama-2-7B", "--workload", workload, "--json").output)
+    assert data["params"]["trainable"] == trainable
+
+
+def test_plan_lists_a_gpu_type_once_when_given_twice():
+    result = run("plan", "--model", "Llama-2-7B", "--gpu", "A100-80GB", "--gpu-type", "A100-80GB", "--json")
+    rows = json.loads(result.output)
+    assert [r["gpu"] for r in rows] == ["A100-80GB"]
+
+
+def test_plan_with_separate_pools_counts_and_prices_every_gpu():
+    result = run("plan", "--model", "Llama-2-7B", "--workload", "ppo", "--placement", "separate",
+                 "--gpu-type", "A100-80GB", "--json")
+    row = json.loads(result.output)[0]
+    price = load_gpus()["A100-80GB"].price_purchase_usd
+    assert row["total_gpus"] == sum(row["gpus_per_role"].values()) == 4 * row["num_gpus"]
+    assert row["purchase_usd"] == pytest.approx(row["total_gpus"] * price)
+    text = run("plan", "--model", "Llama-2-7B", "--workload", "ppo", "--placement", "separate",
+               "--gpu-type", "A100-80GB").output
+    assert f"{row['total_gpus']}" in text.splitlines()[2].split()
+
+
+def test_build_lang_help_says_what_it_translates():
+    line = next(l for l in run("build", "-h").output.splitlines() if "--lang" in l)
+    assert "report" in line and "workbook" not in line

@@ -1,11 +1,10 @@
 """The estimator against closed forms, published formulas, measured peaks, and properties."""
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from refdata import REFERENCE, facts_of
+from refdata import VALIDATION, facts_of
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator, Scenario, rlhf_scenario, skip_reason
 from reportgen.terms import ROLE_TERMS
@@ -71,18 +70,15 @@ def test_moe_weights_are_total_not_active():
     assert e.params_active < e.params_total / 3
 
 
-def test_measured_peaks_within_ten_percent():
-    rows = validate(REFERENCE / "measured.json", EST)
+def test_measured_reference_peaks_at_the_level_reached():
+    """The 54 Llama-3.2-1B peaks of measured.json are the data the activation coefficients were derived
+    from (a fit, not a test of generalisation): largest error 3.44 %, median 0.08 % today."""
+    rows = validate(VALIDATION / "measured.json", EST)
     stats = summary(rows)
     assert stats["cases"] == 54
     worst = max(rows, key=lambda r: abs(r.error))
-    assert abs(worst.error) <= 0.10, worst
-    assert stats["median_abs_error"] < 0.05
-
-
-def test_bundled_copy_of_measured_equals_reference():
-    bundled = Path(__file__).resolve().parent.parent / "presets" / "validation" / "measured.json"
-    assert bundled.read_bytes() == (REFERENCE / "measured.json").read_bytes()
+    assert abs(worst.error) <= 0.04, worst
+    assert stats["median_abs_error"] <= 0.002
 
 
 # ---- properties ------------------------------------------------------------------------------
@@ -201,10 +197,20 @@ def _qwen_benchmark_rows():
 
 
 @pytest.mark.parametrize("record_id,model,input_len,batch,gib", _qwen_benchmark_rows())
-def test_published_qwen_inference_memory_within_ten_percent(record_id, model, input_len, batch, gib):
+def test_published_qwen_inference_memory(record_id, model, input_len, batch, gib):
+    """Not fitted to: nothing in the term table was derived from these published runs (largest error
+    3.2 % today, over 0.5B-32B and 1-30k tokens)."""
     s = Scenario(model=model, workload="inference", prompt_len=input_len, gen_len=2048, batch_size=batch)
     estimated_gib = EST.estimate(s)["allocated_peak"] / 2**30
-    assert abs(estimated_gib - gib) / gib <= 0.10, (estimated_gib, gib)
+    assert abs(estimated_gib - gib) / gib <= 0.035, (estimated_gib, gib)
+
+
+def test_published_qwen_inference_median_error():
+    errors = []
+    for _, model, input_len, batch, gib in _qwen_benchmark_rows():
+        s = Scenario(model=model, workload="inference", prompt_len=input_len, gen_len=2048, batch_size=batch)
+        errors.append(abs(EST.estimate(s)["allocated_peak"] / 2**30 - gib) / gib)
+    assert sorted(errors)[len(errors) // 2] <= 0.012  # median 0.95 % today
 
 
 def test_enough_published_inference_rows():

@@ -1,7 +1,8 @@
 """The error-correction notes: every figure is the estimator's, every claim a verbatim quote.
 
-Independent numbers come from ../shared/reference/facts.json (never edited to match the code) and
-tests/data/transformers_counts.json; the claims are checked against ../shared/seeds/.
+Independent numbers come from tests/data/facts.json (public facts with sources, never edited to match
+the code) and tests/data/transformers_counts.json; the claims are checked against the articles' own
+lines in tests/data/seed_passages.json.
 """
 from __future__ import annotations
 
@@ -12,37 +13,28 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import refdata
 from click.testing import CliRunner
 
 from reportgen.catalog import load_gpus, load_models
 from reportgen.cli import main
 from reportgen.estimate import Estimator, check_value, skip_reason
 from reportgen.formulas import Expr, Lookup, Num, Str, Var
-from reportgen.notes import (NOTE_BUILDERS, PPO_ARTICLE, VERDICTS, VIDEO, build_notes, note_two_gpus_do_not_pool,
+from reportgen.notes import (ARTICLES, NOTE_BUILDERS, PPO_ARTICLE, VERDICTS, VIDEO, build_notes, note_two_gpus_do_not_pool,
                              note_units, note_zero_formula)
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GB, GiB, KiB, MB, MiB
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FACTS = SHARED / "reference" / "facts.json"
-SEEDS = SHARED / "seeds"
 COUNTS = REPO / "tests" / "data" / "transformers_counts.json"
 
 UNITS = {"bytes", "count", "ratio", "percent", "gpus"}
 CONVERSIONS = {KiB, MiB, GiB, MB, GB}  # the only constants a figure may contain
 
 
-def _shared_file(path: Path) -> Path:
-    if not path.exists():
-        pytest.fail(f"{path} is missing: these tests need the shared reference folder next to the repository "
-                    f"(../shared, as in CI)", pytrace=False)
-    return path
-
-
 @pytest.fixture(scope="module")
 def facts() -> dict[str, dict]:
-    return {r["id"]: r for r in json.loads(_shared_file(FACTS).read_text(encoding="utf-8"))}
+    return {r["id"]: r for r in refdata.facts()}
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +79,23 @@ def test_catalogue_ids_verdicts_and_articles(notes):
 
 
 def test_claims_are_verbatim_quotes_from_their_articles(notes):
-    texts = {name: _shared_file(SEEDS / name).read_text(encoding="utf-8") for name in (VIDEO, PPO_ARTICLE)}
+    passages = refdata.seed_passages()
+    assert set(passages) == set(ARTICLES)
     for n in notes.values():
-        sources = [texts[a] for a in n.article.split(", ")]
+        lines = [p["text"] for a in n.article.split(", ") for p in passages[a]["passages"]]
         for fragment in n.claim_zh.split(" … "):
-            assert any(fragment in t for t in sources), (n.id, fragment)
+            assert any(fragment in line for line in lines), (n.id, fragment)
+
+
+def test_stored_passages_are_the_notes_quotes(notes):
+    """seed_passages.json holds each quoted line once, and only lines some note quotes (a stale file
+    would let a removed claim's context linger)."""
+    fragments = [f for n in notes.values() for f in n.claim_zh.split(" … ")]
+    for article in refdata.seed_passages().values():
+        texts = [p["text"] for p in article["passages"]]
+        assert len(texts) == len(set(texts))
+        for text in texts:
+            assert any(f in text for f in fragments), text
 
 
 def test_scenarios_are_valid_combinations(notes, estimator):

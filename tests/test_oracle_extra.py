@@ -1,11 +1,16 @@
-"""The estimator against oracle peaks of architectures it was NOT calibrated on.
+"""The estimator against oracle peaks of architectures beyond the reference set.
 
-presets/validation/oracle_extra.json holds peaks measured with ../shared/oracle (real transformers models under
-fake tensors, same protocol as ../shared/reference/measured.json) for Qwen2.5-0.5B, GPT-2 (with and without
-its default dropout), an untied Llama-3.2-1B, a tiny untied Llama and a Qwen3-0.6B-shaped qk-norm model.
-See tests/data/README.md. Each case is compared exactly as reportgen.validation.validate compares
-measured.json. Cases the estimator misses by more than 10 % are strict xfails whose reason names the
-mis-modelled term; fix the formula, then delete the entry (a strict xfail that passes fails the run).
+presets/validation/oracle_extra.json holds peaks measured with the project's memory oracle (real
+transformers models under fake tensors, the protocol of measured.json) for Qwen2.5-0.5B, GPT-2 (with and
+without its default dropout), an untied Llama-3.2-1B, a tiny untied Llama and a Qwen3-0.6B-shaped qk-norm
+model. See tests/data/README.md. Each case is compared exactly as reportgen.validation.validate compares
+measured.json.
+
+Which data the terms were derived from: the activation coefficients come from the 54 Llama-3.2-1B
+reference peaks (measured.json). The Qwen3-0.6B cases then exposed the q/k-norm term and the GPT-2 cases
+the LayerNorm, tanh-GELU and bf16-softmax terms, which were modelled from them: those families are
+TERM_SOURCES here, checked at the level reached, not evidence of generalisation. The other three
+families informed no term: they are HELD_OUT, the accuracy shown on unseen shapes.
 """
 import json
 from pathlib import Path
@@ -20,7 +25,10 @@ from reportgen.validation import scenario_for_case
 DATA = Path(__file__).resolve().parent.parent / "presets" / "validation" / "oracle_extra.json"
 CASES = json.loads(DATA.read_text(encoding="utf-8"))["cases"]
 EST = Estimator(load_models(), load_gpus())
-TOLERANCE = 0.10
+HELD_OUT = {"Qwen2.5-0.5B", "Llama-3.2-1B-untied", "Llama-tiny-4L-512"}
+TERM_SOURCES = {"Qwen3-0.6B", "GPT-2-nodropout", "GPT-2"}
+# Largest |error| reached today: held out 1.5 %, term sources 3.6 % (GPT-2 eager inference).
+TOLERANCE = {**{m: 0.02 for m in HELD_OUT}, **{m: 0.04 for m in TERM_SOURCES}}
 
 # Dropout is assumed off (0), as in Llama/Qwen/Mistral configs; GPT-2's default of 0.1 is not modelled.
 _GPT2_DROPOUT = ("dropout (GPT2Config default attn/resid/embd_pdrop 0.1) is not modelled — the estimator assumes "
@@ -33,6 +41,7 @@ XFAIL = {
     "GPT-2/train/bf16/sdpa/b1/s512/nogc/foreach": f"-27.5 %: {_GPT2_DROPOUT}",
     "GPT-2/train/bf16/eager/b2/s1024/nogc/fused": f"-26.1 %: {_GPT2_DROPOUT} (masks and dropped copies of the "
                                                    "attention probabilities and residual outputs)",
+    "GPT-2/train/amp/eager/b4/s512/nogc/fused": f"-8.6 %: {_GPT2_DROPOUT}",
 }
 
 
@@ -51,8 +60,7 @@ def test_file_is_complete():
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)) == 41
     assert set(XFAIL) <= set(ids)
-    assert {c["config_name"] for c in CASES} == {"Qwen2.5-0.5B", "GPT-2", "GPT-2-nodropout", "Llama-3.2-1B-untied",
-                                                 "Llama-tiny-4L-512", "Qwen3-0.6B"}
+    assert {c["config_name"] for c in CASES} == HELD_OUT | TERM_SOURCES
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in CASES])
@@ -64,9 +72,9 @@ def test_parameter_counts_match_transformers(case):
 
 
 @pytest.mark.parametrize("case", [_params(c) for c in CASES])
-def test_peak_within_ten_percent(case):
+def test_peak_at_the_level_reached(case):
     measured = case["peak_bytes"]
     estimated = int(_estimate(case)["allocated_peak"])
     error = (estimated - measured) / measured
-    assert abs(error) <= TOLERANCE, f"{case['id']}: estimated {estimated / 2**30:.3f} GiB, " \
-                                    f"measured {measured / 2**30:.3f} GiB ({100 * error:+.1f} %)"
+    assert abs(error) <= TOLERANCE[case["config_name"]], \
+        f"{case['id']}: estimated {estimated / 2**30:.3f} GiB, measured {measured / 2**30:.3f} GiB ({100 * error:+.1f} %)"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import refdata
+
 from reportgen.catalog import data_dir
 from reportgen.estimate import group_terms
 from reportgen.formulas import Num
@@ -116,13 +118,21 @@ def test_default_report_html_is_deterministic(default_report):
 
 
 def test_gold_spot_checks(small):
-    """Key numbers of the fixture, computed independently of the view code's formatting."""
+    """Key numbers of the fixture, expected from independent facts (tests/data/facts.json), not from
+    the estimator: Llama-2-7B has 6,738,415,616 parameters (bf16: 2 bytes each) and its bf16 KV cache
+    holds 524,288 bytes per token; the fixture serves 1,024 + 1,024 tokens per sequence."""
     html = render_html(small, "en")
-    for rec in small.recommendations:
-        if rec.best:
-            v = rec.best.result.estimate
-            assert f"{v['device_total'] / GiB:,.2f} GiB per GPU" in html
-            assert f"${v['purchase_usd']:,.0f}" in html
+    params = refdata.fact("param_count-0060")["value"]
+    kv_per_token = refdata.fact("derived-0142")["value"]
+    assert (params, kv_per_token) == (6_738_415_616, 524_288)
+    rows = dict(re.findall(r"<tr><td>(batch \d+ · \d×GPU · TP\d)</td>(.*?)</tr>", html))
+    assert len(rows) == 4
+    for label, cells in rows.items():
+        batch, tp = (int(x) for x in re.match(r"batch (\d+) · \d×GPU · TP(\d)", label).groups())
+        numbers = re.findall(r'<td class="num[^"]*">([\d.,]+)</td>', cells)
+        weights, kv = numbers[0], numbers[2]  # columns: Weights, Activations, KV cache, …
+        assert weights == f"{2 * params / tp / GiB:,.2f}", label
+        assert kv == f"{kv_per_token * 2048 * batch / tp / GiB:,.2f}", label
     # the synthetic note: figures formatted by unit, referenced figures substituted, unknown names kept
     assert "104.31 GiB (112.00 GB)" in html and "0.12 %" in html
     assert "{missing}" in html and "{total}" not in html

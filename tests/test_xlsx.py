@@ -531,3 +531,18 @@ def test_default_preset_recalculates_quickly_and_correctly(soffice, tmp_path):
         assert same(cached[sheet][coord].value, fresh[sheet][coord].value), f"{sheet}!{coord} = {formula[:120]}"
     assert_plan(fresh, report.recommendations)
     assert written < 10
+
+
+def test_guide_names_the_preset_not_a_local_path(tmp_path):
+    """A bundled preset is named, not located (an absolute path of the machine that built the book
+    leaked there); a preset given by path shows the path as the user typed it."""
+    (bundled,) = write_outputs(make_report(load("default"), STAMP), tmp_path / "a", ["xlsx"], "en")
+    (given,) = write_outputs(make_report(load(str(FIXTURE)), STAMP), tmp_path / "b", ["xlsx"], "en")
+
+    def preset_line(path):
+        ws = openpyxl.load_workbook(path)["Guide"]
+        return next(c.value for row in ws.iter_rows() for c in row if str(c.value or "").startswith("Preset: "))
+
+    assert preset_line(bundled).startswith("Preset: default (bundled with reportgen) · ")
+    assert preset_line(given).startswith(f"Preset: xlsx-small ({FIXTURE}) · ")
+    assert str(Path(__file__).resolve().parent.parent / "presets") not in preset_line(bundled)

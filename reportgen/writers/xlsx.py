@@ -1053,7 +1053,8 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
     return [
         ("title", p.title),
         ("text", p.description),
-        ("text", f"Preset: {p.name} ({p.source}) · generated {rep.generated_at} by reportgen {rep.version}"),
+        ("text", f"Preset: {p.name} ({p.given_path or 'bundled with reportgen'}) · generated {rep.generated_at} "
+                 f"by reportgen {rep.version}"),
         ("text", f"{n_single} single-model scenarios, {n_groups} RLHF groups "
                  f"({len(book.scenario_rows) - n_single} role rows), {len(rep.skipped)} combinations skipped "
                  "(see the JSON or HTML report for the reasons)."),
