@@ -3,7 +3,6 @@ rows (Models, GPUs) that the formulas and the workbook share."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -11,7 +10,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import InputError, unknown_name
-from .models import LORA_TARGET_SETS, ModelSpec, load_config_file, read_json, read_text, spec_from_config
+from .models import ModelSpec, load_config_file, read_json, read_text, spec_from_config
 from .units import MiB
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -140,67 +139,6 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
     if name_or_path.endswith(".json") or "/" in name_or_path:
         return load_config_file(Path(name_or_path))
     raise unknown_name("model", name_or_path, models, source=source, key_path=key_path)
-
-
-# Columns of the Models lookup table: everything the formulas need about a model, one row each.
-MODEL_COLUMNS = (
-    "total_params", "active_params", "embedding_params", "lm_head_params", "vocab_size", "hidden_size",
-    "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "q_dim", "kv_dim", "mlp_width",
-    "gated_mlp", "mlp_saved_tensors", "layer_norm", "qk_norm", "softmax_fp32", "tied_embeddings", "kv_elements_per_token", "largest_layer_params", "num_experts", "expert_params",
-    "lora_per_rank_qv", "lora_per_rank_qkvo", "lora_per_rank_all",
-    "lora_inputs_qv", "lora_inputs_qkvo", "lora_inputs_all",
-    "lora_modules_qv", "lora_modules_qkvo", "lora_modules_all",
-)
-LORA_SET_SUFFIX = {"q_proj,v_proj": "qv", "q_proj,k_proj,v_proj,o_proj": "qkvo", "all-linear": "all"}
-
-
-@lru_cache(maxsize=1024)
-def model_row(spec: ModelSpec) -> dict[str, float]:
-    """The Models-table row for a spec: shape numbers and exact counts the formulas use.
-
-    Cached per spec (specs are frozen); callers must not mutate the returned row."""
-    L = spec.num_hidden_layers
-    if spec.is_moe:
-        # Per token: the top-k routed experts plus the shared ones, averaged over all layers.
-        moe_width = spec.num_experts_per_tok * spec.moe_intermediate_size + spec.shared_expert_intermediate_size
-        mlp_width = (spec.num_dense_layers * spec.intermediate_size + spec.num_moe_layers * moe_width) / L
-    else:
-        mlp_width = spec.intermediate_size
-    row = {
-        "total_params": spec.total_params,
-        "active_params": spec.active_params_per_token,
-        "embedding_params": spec.embedding_params,
-        "lm_head_params": spec.lm_head_params,
-        "vocab_size": spec.vocab_size,
-        "hidden_size": spec.hidden_size,
-        "num_hidden_layers": L,
-        "num_attention_heads": spec.num_attention_heads,
-        "num_key_value_heads": spec.num_key_value_heads,
-        "q_dim": spec.q_dim,
-        "kv_dim": spec.kv_dim,
-        "mlp_width": mlp_width,
-        "gated_mlp": 1 if spec.gated_mlp else 0,
-        "mlp_saved_tensors": spec.mlp_saved_tensors,
-        "layer_norm": 1 if spec.norm_bias else 0,
-        "qk_norm": 1 if spec.qk_norm else 0,
-        "softmax_fp32": 1 if spec.softmax_fp32 else 0,
-        "tied_embeddings": 1 if spec.tie_word_embeddings else 0,
-        "kv_elements_per_token": spec.kv_cache_elements_per_token,
-        "largest_layer_params": spec.largest_layer_params,
-        "num_experts": spec.num_experts,
-        "expert_params": spec.params_by_component().get("experts", 0),
-    }
-    for targets, suffix in LORA_SET_SUFFIX.items():
-        modules = LORA_TARGET_SETS[targets]
-        try:
-            row[f"lora_per_rank_{suffix}"] = spec.lora_params(1, modules)
-            row[f"lora_inputs_{suffix}"] = spec.lora_input_features_per_layer(modules)
-            row[f"lora_modules_{suffix}"] = spec.lora_modules_per_layer(modules)
-        except InputError:  # architectures PEFT names differently: LoRA not offered for them
-            row[f"lora_per_rank_{suffix}"] = 0
-            row[f"lora_inputs_{suffix}"] = 0
-            row[f"lora_modules_{suffix}"] = 0
-    return row
 
 
 GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "memory_bandwidth_gbps", "price_purchase_usd", "price_per_hour_usd")

@@ -9,15 +9,19 @@ import functools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from . import __version__
 from .catalog import catalog_entry, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError
-from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, Estimator, RlhfScenario, Scenario, check_value,
-                       rlhf_scenario, skip_reason)
-from .models import LORA_MODULES, LORA_TARGET_SETS, load_config_file, read_json
+from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
+from .inputs import (INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
+                     WORKLOAD_TYPES, Input)
+from .models import load_config_file, read_json
+from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
+from .terms import ASSUMPTIONS, Assumption
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
 from .units import format_count
 
@@ -66,13 +70,13 @@ def models(as_json):
       reportgen models --json | jq '.[0]'
     """
     catalog = load_models()
-    rows = [_model_json(m.spec) for m in catalog.values()]
+    rows = [_model_json(m.spec, model_row(m.spec)) for m in catalog.values()]
     click.echo(json.dumps(rows, indent=2) if as_json else models_table(rows))
 
 
-def _model_json(spec):
-    return {"name": spec.name, "model_type": spec.model_type, "total_params": spec.total_params,
-            "active_params_per_token": spec.active_params_per_token, "num_hidden_layers": spec.num_hidden_layers,
+def _model_json(spec, row):
+    return {"name": spec.name, "model_type": spec.model_type, "total_params": int(row["total_params"]),
+            "active_params_per_token": int(row["active_params"]), "num_hidden_layers": spec.num_hidden_layers,
             "hidden_size": spec.hidden_size, "num_attention_heads": spec.num_attention_heads,
             "num_key_value_heads": spec.num_key_value_heads, "num_experts": spec.num_experts,
             "num_experts_per_tok": spec.num_experts_per_tok, "vocab_size": spec.vocab_size, "source": spec.source}
@@ -112,7 +116,7 @@ def import_config(config, name, output):
     output = output or data_dir("presets") / "models" / f"{slug(spec.name)}.json"
     entry = catalog_entry(raw.get("config", raw) if isinstance(raw, dict) else raw, spec.name, str(config))
     _write_text_atomic(output, json.dumps(entry, indent=2) + "\n")
-    click.echo(f"{spec.name}: {format_count(spec.total_params)} parameters -> {output}")
+    click.echo(f"{spec.name}: {format_count(model_row(spec)['total_params'])} parameters -> {output}")
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
@@ -130,57 +134,66 @@ def _model_options(fn):
     return fn
 
 
+def _default_text(i: Input) -> str:
+    """'default 4096; full, lora, qlora, dpo: 0; ppo, grpo: 512' — the input's default, then the workloads
+    that set another."""
+    others: dict[Any, list[str]] = {}
+    for workload, values in WORKLOAD_DEFAULTS.items():
+        if i.name in values:
+            others.setdefault(values[i.name], []).append(workload)
+    text = f"default {i.default}" if i.default is not None else "default: the actor's model"
+    return "; ".join([text] + [f"{', '.join(ws)}: {v}" for v, ws in others.items()])
+
+
+def _input_option(i: Input, *, rlhf: bool = False):
+    kind = click.Choice(i.user_choices) if i.choices else click.IntRange(*i.limits) if i.is_int else None
+    help_text = f"{'RLHF: ' if rlhf else ''}{i.help} ({_default_text(i)})."
+    return click.option(i.option, i.name, type=kind, default=None, help=help_text)
+
+
+def _assumption_option(a: Assumption):
+    return click.option(a.option, a.name, type=click.FloatRange(*a.limits), default=None,
+                        help=f"{a.label}: {a.help} (default {a.default:g}).")
+
+
+def _role_gpus(text: str | None) -> dict[str, int] | None:
+    """'reference=1,reward=1' -> {'reference': 1, 'reward': 1} (checked by the RLHF input table)."""
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        role, sep, count = part.partition("=")
+        if not sep or not count.strip().lstrip("-").isdigit():
+            raise click.BadParameter(f"expected role=count pairs separated by commas, got {part!r}",
+                                     param_hint="--role-gpus")
+        out[role.strip()] = int(count)
+    return out
+
+
 def _scenario_options(fn):
-    opts = [
-        click.option("--workload", type=click.Choice(["inference", "full", "lora", "qlora", "ppo", "dpo", "grpo"]),
-                     default="inference", show_default=True),
-        click.option("--precision", type=click.Choice(["fp32", "amp-bf16", "bf16-mixed", "fp16-mixed", "bf16"]),
-                     default="bf16-mixed", show_default=True, help="Training precision recipe."),
-        click.option("--weight-dtype", default=None,
-                     help="Served/frozen weight dtype: fp32, bf16, fp16, fp8, int8, int4, nf4 (default bf16; nf4 "
-                          "for qlora)."),
-        click.option("--kv-dtype", default="bf16", show_default=True, help="KV-cache dtype."),
-        click.option("--optimizer", default="adamw", show_default=True, help="adamw, adamw-8bit, sgd-momentum, sgd."),
-        click.option("--optimizer-impl", type=click.Choice(["fused", "foreach"]), default="fused", show_default=True),
-        click.option("--batch", type=int, default=1, show_default=True, help="Sequences per GPU (micro-batch)."),
-        click.option("--seq", type=int, default=4096, show_default=True, help="Training sequence length."),
-        click.option("--prompt-len", type=int, default=None,
-                     help="Prompt tokens per sequence (default 4096 for inference, 512 for PPO/GRPO rollouts)."),
-        click.option("--gen-len", type=int, default=None,
-                     help="Generated tokens per sequence (default 0 for inference, 512 for PPO/GRPO rollouts)."),
-        click.option("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True,
-                     help="Inference: logits for the last position (generate) or all."),
-        click.option("--checkpointing", type=click.Choice(["none", "full", "selective"]), default="none",
-                     show_default=True),
-        click.option("--attention", type=click.Choice(["flash", "eager"]), default="flash", show_default=True),
-        click.option("--gpus", "num_gpus", type=int, default=1, show_default=True),
-        click.option("--zero", "zero_stage", type=click.IntRange(0, 3), default=0, show_default=True),
-        click.option("--tp", "tp_size", type=int, default=1, show_default=True),
-        click.option("--ep", "ep_size", type=int, default=1, show_default=True,
-                     help="MoE expert-parallel degree (experts spread over this many GPUs)."),
-        click.option("--offload", type=click.Choice(["none", "optimizer", "all"]), default="none", show_default=True),
-        click.option("--lora-rank", type=int, default=16, show_default=True),
-        click.option("--lora-targets", default="q_proj,v_proj", show_default=True,
-                     help="q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear"),
-        click.option("--gpu", default="H100-80GB-SXM", show_default=True, help="GPU type (see `reportgen gpus`)."),
-        click.option("--critic-model", help="RLHF: critic model (default: the actor's)."),
-        click.option("--reward-model", help="RLHF: reward model (default: the actor's)."),
-        click.option("--placement", type=click.Choice(PLACEMENTS), default="colocated", show_default=True,
-                     help="RLHF: all roles on the same GPUs, or a GPU pool per role."),
-        click.option("--group-size", type=int, default=8, show_default=True, help="GRPO: samples per prompt."),
-        click.option("--safety-factor", type=float, help="k: recommended = k × device total (default 1.2)."),
-    ]
+    """The options of `estimate` and `plan`: generated from the input tables (inputs.py, terms.ASSUMPTIONS)."""
+    opts = [click.option("--workload", type=click.Choice(WORKLOAD_TYPES), default="inference", show_default=True)]
+    opts += [_input_option(i) for i in INPUTS if i.option]
+    opts += [_input_option(i, rlhf=True) for i in RLHF_INPUTS if i.option]
+    opts += [click.option("--role-gpus", "role_gpus", metavar="ROLE=N,...",
+                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1.")]
+    opts += [_assumption_option(a) for a in ASSUMPTIONS if a.option]
     for opt in reversed(opts):
         fn = opt(fn)
     return _model_options(fn)
 
 
-def _estimator_for(model, config_path, safety_factor=None):
+def _option_name(name: str) -> str:
+    spec = INPUT_BY_NAME.get(name) or RLHF_INPUT_BY_NAME.get(name)
+    return (spec.option if spec and spec.option else f"--{name.replace('_', '-')}")
+
+
+def _estimator_for(model, config_path, options):
     """The estimator and the model name to use; a --config model joins the catalog for this run."""
     if bool(model) == bool(config_path):
         raise click.UsageError("give exactly one of --model or --config")
     catalog = load_models()
-    assumptions = {"safety_factor": safety_factor} if safety_factor else None
+    assumptions = {a.name: options.pop(a.name) for a in ASSUMPTIONS if a.option and options.get(a.name) is not None}
     estimator = Estimator(catalog, load_gpus(), assumptions)
     if config_path:
         spec = load_config_file(config_path)
@@ -189,30 +202,14 @@ def _estimator_for(model, config_path, safety_factor=None):
 
 
 def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenario | RlhfScenario:
-    workload = o["workload"]
-    actor_workload = "full" if workload in ("ppo", "dpo", "grpo") else workload
-    given = dict(model=model, workload=actor_workload, precision=o["precision"], weight_dtype=o["weight_dtype"],
-                 kv_dtype=o["kv_dtype"], optimizer=o["optimizer"], optimizer_impl=o["optimizer_impl"],
-                 batch_size=o["batch"], seq_len=o["seq"], prompt_len=o["prompt_len"], gen_len=o["gen_len"],
-                 logits=o["logits"], checkpointing=o["checkpointing"], attention=o["attention"],
-                 num_gpus=o["num_gpus"], zero_stage=o["zero_stage"], tp_size=o["tp_size"], ep_size=o["ep_size"],
-                 offload=o["offload"], lora_rank=o["lora_rank"], lora_targets=o["lora_targets"], gpu=o["gpu"])
-    values = {**WORKLOAD_DEFAULTS[workload], **{k: v for k, v in given.items() if v is not None}}
-    for key, value in values.items():
-        option = "--" + {"batch_size": "batch", "seq_len": "seq", "num_gpus": "gpus", "zero_stage": "zero",
-                         "tp_size": "tp", "ep_size": "ep"}.get(key, key).replace("_", "-")
-        values[key] = check_value(key, value, gpus=estimator.gpus, source=None, key_path=option)
-    scenario = Scenario(**values)
-    reason = skip_reason(scenario, estimator.spec(model))
+    values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
+    values["model"] = model
+    rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
+    rlhf["role_gpus"] = _role_gpus(o.get("role_gpus"))
+    scenario, reason = make_scenario(values, workload=o["workload"], rlhf=rlhf, estimator=estimator,
+                                     key_path=_option_name)
     if reason:
-        raise InputError(reason)
-    if workload in ("ppo", "dpo", "grpo"):
-        for opt in ("critic_model", "reward_model"):
-            if o[opt]:
-                resolve_model(o[opt], load_models(), key_path="--" + opt.replace("_", "-"))
-        return rlhf_scenario(name="", algorithm=workload, placement=o["placement"], actor=scenario,
-                             critic_model=o["critic_model"], reward_model=o["reward_model"],
-                             group_size=o["group_size"])
+        raise InputError(reason.text())
     return scenario
 
 
@@ -220,7 +217,7 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenari
 @_scenario_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the estimator's contract).")
 @handle_input_errors
-def estimate(model, config_path, as_json, safety_factor, **options):
+def estimate(model, config_path, as_json, **options):
     """Estimate per-GPU memory for one scenario: each term, the peak, and whether it fits.
 
     \b
@@ -229,7 +226,7 @@ def estimate(model, config_path, as_json, safety_factor, **options):
       reportgen estimate --model Llama-3-8B --workload inference --batch 16 --prompt-len 8192 --json
       reportgen estimate --model Llama-2-7B --workload ppo --critic-model Qwen2.5-0.5B --gpus 8 --zero 3
     """
-    estimator, name = _estimator_for(model, config_path, safety_factor)
+    estimator, name = _estimator_for(model, config_path, options)
     scenario = _scenario_from_options(estimator, name, options)
     if isinstance(scenario, RlhfScenario):
         result = estimator.estimate_group(scenario)
@@ -245,7 +242,7 @@ def estimate(model, config_path, as_json, safety_factor, **options):
               help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
-def plan(model, config_path, gpu_types, as_json, safety_factor, **options):
+def plan(model, config_path, gpu_types, as_json, **options):
     """Find the cheapest layout per GPU type (GPU count, ZeRO stage, TP) whose recommended budget fits.
 
     \b
@@ -256,11 +253,11 @@ def plan(model, config_path, gpu_types, as_json, safety_factor, **options):
     from .plan import cheapest_per_gpu
     if click.get_current_context().get_parameter_source("gpu") == click.core.ParameterSource.COMMANDLINE:
         gpu_types = (options["gpu"],) + tuple(gpu_types)
-    estimator, name = _estimator_for(model, config_path, safety_factor)
+    estimator, name = _estimator_for(model, config_path, options)
     options = {**options, "num_gpus": 1, "zero_stage": 0, "tp_size": 1}
     scenario = _scenario_from_options(estimator, name, options)
     for g in gpu_types:
-        check_value("gpu", g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
+        INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
     found = cheapest_per_gpu(estimator, scenario, gpu_types or list(estimator.gpus))
     if as_json:
         click.echo(json.dumps([o.to_json() for o in found], indent=2))
@@ -286,17 +283,22 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
     if bool(model) == bool(config_path):
         raise click.UsageError("give exactly one of --model or --config")
     spec = load_config_file(config_path) if config_path else resolve_model(model, load_models(), key_path="--model")
-    trainable = spec.total_params
+    row = model_row(spec)
+    trainable = int(row["total_params"])
     if lora_rank:
-        targets = LORA_TARGET_SETS.get(lora_targets) or tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        targets = ("all-linear",) if lora_targets == "all-linear" else tuple(
+            t.strip() for t in lora_targets.split(",") if t.strip())
         for t in targets:
             if t not in LORA_MODULES + ("all-linear",):
                 from .errors import unknown_name
                 raise unknown_name("LoRA target", t, LORA_MODULES + ("all-linear",), key_path="--lora-targets")
-        trainable = spec.lora_params(lora_rank, targets)
-    result = {"model": spec.name, "params": {"total": spec.total_params,
-                                             "active_per_token": spec.active_params_per_token,
-                                             "trainable": trainable, "by_component": spec.params_by_component()}}
+        try:
+            trainable = lora_trainable(row, lora_rank, targets, model=spec.name)
+        except InputError as exc:
+            raise InputError(exc.message, key_path="--lora-targets") from None
+    result = {"model": spec.name, "params": {"total": int(row["total_params"]),
+                                             "active_per_token": int(row["active_params"]),
+                                             "trainable": trainable, "by_component": params_by_component(row)}}
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return

@@ -12,87 +12,27 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import tables as tb
-from .catalog import CatalogModel, GpuSpec, gpu_row, model_row
+from .catalog import CatalogModel, GpuSpec, gpu_row
 from .errors import InputError, unknown_name
-from .formulas import MAX, MIN, Lookup, Var, spreadsheet_ceil, to_python
-from .models import LORA_TARGET_SETS, ModelSpec
-from .terms import (ASSUMPTION_DEFAULTS, INPUT_NAMES, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, TOTAL_TERMS, Term)
-
-PLACEMENTS = ("colocated", "separate")
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One model instance: the inputs of the term table, plus a name."""
-
-    model: str
-    workload: str = "inference"
-    head: str = "lm"
-    precision: str = "bf16-mixed"
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    optimizer: str = "adamw"
-    optimizer_impl: str = "fused"
-    batch_size: int = 1
-    seq_len: int = 4096
-    prompt_len: int = 4096
-    gen_len: int = 0
-    logits: str = "last"
-    checkpointing: str = "none"
-    attention: str = "flash"
-    num_gpus: int = 1
-    zero_stage: int = 0
-    tp_size: int = 1
-    ep_size: int = 1
-    offload: str = "none"
-    lora_rank: int = 16
-    lora_targets: str = "q_proj,v_proj"
-    gpu: str = "H100-80GB-SXM"
-    name: str = ""
-
-    def inputs(self) -> dict[str, Any]:
-        return {n: getattr(self, n) for n in INPUT_NAMES}
-
-    def label(self) -> str:
-        return self.name or default_label(self)
-
-
-# What each workload changes from the Scenario defaults (presets and the CLI both start here).
-WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
-    "inference": {},
-    "full": {"prompt_len": 0, "gen_len": 0},
-    "lora": {"prompt_len": 0, "gen_len": 0},
-    "qlora": {"prompt_len": 0, "gen_len": 0, "weight_dtype": "nf4"},
-    "ppo": {"prompt_len": 512, "gen_len": 512},
-    "grpo": {"prompt_len": 512, "gen_len": 512},
-    "dpo": {"prompt_len": 0, "gen_len": 0},
-}
-
-
-def default_label(s: Scenario) -> str:
-    parts = [s.model, s.workload]
-    if s.workload != "inference":
-        parts.append(s.precision if s.workload == "full" else f"r{s.lora_rank}")
-    else:
-        parts.append(s.weight_dtype)
-    parts.append(f"{s.num_gpus}×{s.gpu}")
-    if s.zero_stage:
-        parts.append(f"ZeRO-{s.zero_stage}")
-    if s.tp_size > 1:
-        parts.append(f"TP{s.tp_size}")
-    if s.ep_size > 1:
-        parts.append(f"EP{s.ep_size}")
-    return " · ".join(parts)
+from .formulas import IF, MAX, MIN, Var, compile_terms
+from .inputs import (FROZEN, INPUT_NAMES, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
+                     check_rlhf)
+from .models import ModelSpec
+from .shape import model_row, params_by_component
+from .terms import (ASSUMPTION_DEFAULTS, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, SKIP_RULES, TOTAL_TERMS, Term)
 
 
 @dataclass(frozen=True)
 class RlhfScenario:
-    """PPO / DPO / GRPO: several role scenarios placed together or apart."""
+    """PPO / DPO / GRPO: several role scenarios placed together or apart, made by rlhf_scenario from
+    an actor scenario and the group's settings (kept, so a planner can lay the group out anew)."""
 
     name: str
     algorithm: str
     placement: str
     roles: tuple[tuple[str, Scenario], ...]
+    actor: Scenario
+    settings: tuple[tuple[str, Any], ...] = ()
 
     def role(self, name: str) -> Scenario:
         return dict(self.roles)[name]
@@ -100,60 +40,17 @@ class RlhfScenario:
     def label(self) -> str:
         return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {self.placement}"
 
+    def relayout(self, **inputs: Any) -> "RlhfScenario":
+        """The same group with the actor's layout inputs changed (every role follows)."""
+        return rlhf_scenario(name=self.name, algorithm=self.algorithm, placement=self.placement,
+                             actor=replace(self.actor, **inputs), **dict(self.settings))
+
 
 # ---------------------------------------------------------------------------------------------
-# Validation
+# Why a well-formed combination cannot run: the rules are terms.SKIP_RULES; each code's English
+# text is here, and the report's message catalogues translate the same codes (keys "skip.<code>",
+# with the same {placeholders}).
 
-TEXT_CHOICES: dict[str, tuple[str, ...]] = {
-    "workload": tb.WORKLOADS + ("frozen",),
-    "head": tb.HEADS,
-    "precision": tuple(tb.PRECISIONS.rows),
-    "weight_dtype": tuple(tb.DTYPES.rows),
-    "kv_dtype": tuple(tb.DTYPES.rows),
-    "optimizer": tuple(tb.OPTIMIZERS.rows),
-    "optimizer_impl": tb.OPTIMIZER_IMPLS,
-    "logits": tb.LOGITS,
-    "checkpointing": tb.CHECKPOINTING,
-    "attention": tb.ATTENTION,
-    "offload": tb.OFFLOAD,
-    "lora_targets": tuple(LORA_TARGET_SETS),
-}
-# Upper bounds keep every product far inside float precision (and catch typos like 10**9 tokens).
-INT_LIMITS: dict[str, tuple[int, int]] = {
-    "batch_size": (1, 1_000_000), "seq_len": (1, 10_000_000), "prompt_len": (0, 10_000_000),
-    "gen_len": (0, 10_000_000), "num_gpus": (1, 1_000_000), "zero_stage": (0, 3), "tp_size": (1, 1024), "ep_size": (1, 1024),
-    "lora_rank": (1, 65536),
-}
-
-
-def check_value(name: str, value: Any, *, gpus: Iterable[str], source: str | None, key_path: str) -> Any:
-    """One input value checked against its allowed set or range; returns it normalised."""
-    if name in INT_LIMITS:
-        lo, hi = INT_LIMITS[name]
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise InputError(f"expected a whole number, got {value!r}", source=source, key_path=key_path)
-        if not lo <= value <= hi:
-            raise InputError(f"must be between {lo} and {hi:,}, got {value}", source=source, key_path=key_path)
-        return value
-    if not isinstance(value, str):
-        raise InputError(f"expected text, got {value!r}", source=source, key_path=key_path)
-    if name == "gpu":
-        if value not in gpus:
-            raise unknown_name("GPU", value, gpus, source=source, key_path=key_path)
-        return value
-    if name == "model":
-        return value
-    choices = TEXT_CHOICES[name]
-    if value not in choices:
-        raise unknown_name(name.replace("_", " "), value, choices, source=source, key_path=key_path)
-    return value
-
-
-# Why a well-formed combination cannot run: code -> English text. The report's message catalogues
-# translate the same codes (keys "skip.<code>", with the same {placeholders}).
 SKIP_REASONS = {
     "tp_gpus": "tp_size {tp} does not divide num_gpus {gpus}",
     "tp_heads": "tp_size {tp} does not divide {heads} attention heads",
@@ -166,6 +63,7 @@ SKIP_REASONS = {
     "lora_arch": "LoRA is not modelled for {model_type} models",
     "empty_context": "inference needs prompt_len + gen_len > 0",
 }
+assert set(SKIP_REASONS) == {r.code for r in SKIP_RULES}
 
 
 @dataclass(frozen=True)
@@ -177,116 +75,31 @@ class SkipReason:
         return SKIP_REASONS[self.code].format(**self.values)
 
 
-def skip_check(s: Scenario, spec: ModelSpec) -> SkipReason | None:
-    """Why a well-formed combination cannot run (a sweep skips it), or None."""
-    tp, gpus = s.tp_size, s.num_gpus
-    if gpus % tp:
-        return SkipReason("tp_gpus", {"tp": tp, "gpus": gpus})
-    if spec.num_attention_heads % tp:
-        return SkipReason("tp_heads", {"tp": tp, "heads": spec.num_attention_heads})
-    if spec.num_key_value_heads % tp and tp % spec.num_key_value_heads:
-        return SkipReason("tp_kv", {"tp": tp, "kv": spec.num_key_value_heads})
-    if s.ep_size > 1:
-        if not spec.is_moe:
-            return SkipReason("ep_dense", {"ep": s.ep_size})
-        if spec.num_experts % s.ep_size or gpus % s.ep_size:
-            return SkipReason("ep_divide", {"ep": s.ep_size, "experts": spec.num_experts, "gpus": gpus})
-    trains = s.workload in ("full", "lora", "qlora")
-    if s.zero_stage and not trains:
-        return SkipReason("zero_inference", {"zero": s.zero_stage, "workload": s.workload})
-    if s.zero_stage and gpus // tp == 1:
-        return SkipReason("zero_one_rank", {"zero": s.zero_stage})
-    if s.offload != "none" and not trains:
-        return SkipReason("offload_inference", {})
-    if s.workload in ("lora", "qlora") and model_row(spec)["lora_per_rank_qv"] == 0:
-        return SkipReason("lora_arch", {"model_type": spec.model_type})
-    if s.workload == "inference" and s.prompt_len + s.gen_len == 0:
-        return SkipReason("empty_context", {})
-    return None
+def _plain(value: Any) -> Any:
+    """A whole float as an int, for messages ('4 GPUs', not '4.0 GPUs')."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def skip_reason(s: Scenario, spec: ModelSpec) -> str | None:
-    """skip_check's reason as English text, or None."""
-    reason = skip_check(s, spec)
-    return reason.text() if reason else None
+def _needed(terms: Sequence[Term], names: Iterable[str]) -> tuple[Term, ...]:
+    """The terms that `names` read, directly or through earlier terms, in table order."""
+    by_name = {t.name: t for t in terms}
+    wanted, stack = set(), [n for n in names if n in by_name]
+    while stack:
+        n = stack.pop()
+        if n not in wanted:
+            wanted.add(n)
+            stack += [m for m in by_name[n].expr.names() if m in by_name]
+    return tuple(t for t in terms if t.name in wanted)
 
 
-# ---------------------------------------------------------------------------------------------
-# Compilation of a term table into one Python function
-
-def compile_terms(terms: Sequence[Term], var_code: Callable[[str], str], name: str = "_estimate",
-                  batch_inputs: Sequence[str] = (), row_inputs: Sequence[str] = ()) -> Callable:
-    """Compile a term table into Python.
-
-    Default: def _estimate(I, A, T, R) -> tuple of every term's value, in table order. Inputs,
-    assumptions and looked-up catalog rows are read once into locals at the top.
-    With batch_inputs: def _estimate(rows, A, T, R) -> list of such tuples, one per row of input
-    values (in batch_inputs order); the loop lives inside the generated code, so a sweep pays no
-    per-scenario call or dictionary overhead.
-    With row_inputs (a subset of batch_inputs, the ones a sweep varies fastest): terms and catalog
-    rows that do not depend on them, directly or through earlier terms, are computed once per
-    distinct combination of the other batch inputs and reused for the following rows.
-    """
-    local = {t.name: f"t_{i}" for i, t in enumerate(terms)}
-    hoisted: dict[str, str] = {}  # local name -> how to read it once (outside any loop)
-    per_row: dict[str, str] = {}  # catalog rows looked up per scenario
-    varying = set(row_inputs)  # names whose value changes from row to row: row inputs, then terms
-    inner_rows: set[str] = set()  # catalog rows whose key reads a row input
-
-    def ident(text: str) -> str:
-        return "".join(c if c.isalnum() else "_" for c in text)
-
-    def var(n: str) -> str:
-        if n in local:
-            return local[n]
-        name_ = "v_" + ident(n)
-        if n not in batch_inputs:
-            hoisted.setdefault(name_, var_code(n))
-        return name_
-
-    def lookup(e: Lookup) -> str:
-        key = to_python(e.key, var, lookup)
-        row = "r_" + ident(f"{e.table}_{key}")
-        per_row.setdefault(row, f"T[{e.table!r}][{key}]")
-        if e.key.names() & varying:
-            inner_rows.add(row)
-        return f"{row}[{e.column!r}]"
-
-    body = {}
-    for t in terms:
-        body[t.name] = f"{local[t.name]} = {to_python(t.expr, var, lookup)}"
-        if t.expr.names() & varying:
-            varying.add(t.name)
-    result = "(" + ", ".join(local[t.name] for t in terms) + ",)"
-    # Builtins bound as defaults: local lookups are faster than global ones in a hot loop.
-    if batch_inputs:
-        targets = ", ".join("v_" + ident(n) for n in batch_inputs)
-        outer_rows = [k for k in per_row if k not in inner_rows]
-        outer_terms = [t.name for t in terms if t.name not in varying]
-        reuse = bool(varying & set(batch_inputs) and outer_terms)
-        lines = [f"def {name}(rows, A, T, R, _ceil=_ceil, max=max, min=min):"]
-        lines += [f"    {k} = {v}" for k, v in hoisted.items()]
-        lines += ["    cache = {}", "    cache_get = cache.get"] if reuse else []
-        lines += ["    out = []", "    append = out.append", f"    for {targets} in rows:"]
-        if reuse:
-            saved = ", ".join(outer_rows + [local[n] for n in outer_terms]) + ","
-            key = ", ".join("v_" + ident(n) for n in batch_inputs if n not in varying) + ","
-            lines += ["        key = (" + key + ")", "        saved = cache_get(key)", "        if saved is None:"]
-            lines += [f"            {k} = {per_row[k]}" for k in outer_rows]
-            lines += [f"            {body[n]}" for n in outer_terms]
-            lines += [f"            cache[key] = ({saved})", "        else:", f"            {saved} = saved"]
-            lines += [f"        {k} = {per_row[k]}" for k in per_row if k in inner_rows]
-            lines += [f"        {body[t.name]}" for t in terms if t.name in varying]
-        else:
-            lines += [f"        {k} = {v}" for k, v in per_row.items()] + [f"        {b}" for b in body.values()]
-        lines += [f"        append({result})", "    return out"]
-    else:
-        lines = [f"def {name}(I, A, T, R, _ceil=_ceil, max=max, min=min):"]
-        lines += [f"    {k} = {v}" for k, v in {**hoisted, **per_row}.items()] + [f"    {b}" for b in body.values()]
-        lines.append(f"    return {result}")
-    namespace = {"_ceil": spreadsheet_ceil}
-    exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
-    return namespace[name]
+def _skip_terms() -> tuple[Term, ...]:
+    """The skip rules as terms after the role terms they read: a flag per rule, then its values."""
+    out = []
+    for rule in SKIP_RULES:
+        out.append(Term(f"skip.{rule.code}", rule.code, "flag", IF(rule.when, 1, 0)))
+        out += [Term(f"skip.{rule.code}.{k}", k, "", e) for k, e in rule.values]
+    names = {n for t in out for n in t.expr.names()}
+    return _needed(ROLE_TERMS, names) + tuple(out)
 
 
 def _role_var(n: str) -> str:
@@ -305,6 +118,9 @@ _ROLE_BATCH_FN = compile_terms(ROLE_TERMS, _role_var, "_estimate_many", batch_in
                                row_inputs=SWEEP_ROW_INPUTS)
 _INPUT_VALUES = operator.attrgetter(*INPUT_NAMES)  # a Scenario's inputs as a tuple, in table order
 _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
+_SKIP_TERMS = _skip_terms()
+_SKIP_FN = compile_terms(_SKIP_TERMS, _role_var, "_skip")
+_SKIP_INDEX = {t.name: i for i, t in enumerate(_SKIP_TERMS)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,9 +156,15 @@ class _Totals:
 class Estimate(_Totals):
     scenario: Scenario
     values: Mapping[str, float]  # every term, by name
-    params_total: int
-    params_active: int
     params_by_component: Mapping[str, int]
+
+    @property
+    def params_total(self) -> int:
+        return int(self.values["total_params"])
+
+    @property
+    def params_active(self) -> int:
+        return int(self.values["active_params"])
 
     @property
     def peak_parts(self) -> dict[str, int]:
@@ -470,11 +292,13 @@ class Estimator:
             n: (m.spec if isinstance(m, CatalogModel) else m) for n, m in models.items()}
         self.gpus = dict(gpus)
         self.assumptions = {**ASSUMPTION_DEFAULTS, **(assumptions or {})}
+        models_table = {n: model_row(s) for n, s in self.specs.items()}
         self.tables = {
-            "Models": {n: model_row(s) for n, s in self.specs.items()},
+            "Models": models_table,
             "GPUs": {n: gpu_row(g) for n, g in self.gpus.items()},
             **{t.name: t.rows for t in tb.LOOKUP_TABLES},
         }
+        self.components = {n: params_by_component(row) for n, row in models_table.items()}
 
     def with_model(self, spec: ModelSpec) -> "Estimator":
         """The same estimator knowing one more model (e.g. a config path given on the command line)."""
@@ -486,17 +310,33 @@ class Estimator:
         return self.specs[name]
 
     def estimate(self, s: Scenario) -> Estimate:
-        return self._estimate(s, self.spec(s.model), _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
+        self.spec(s.model)
+        return self._estimate(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
+
+    def skip_check(self, s: Scenario) -> SkipReason | None:
+        """Why a well-formed combination cannot run (a sweep skips it), or None: the first of
+        terms.SKIP_RULES that holds."""
+        self.spec(s.model)
+        values = _SKIP_FN(s.inputs(), self.assumptions, self.tables, None)
+        for rule in SKIP_RULES:
+            if values[_SKIP_INDEX[f"skip.{rule.code}"]]:
+                return SkipReason(rule.code, {k: _plain(values[_SKIP_INDEX[f"skip.{rule.code}.{k}"]])
+                                              for k, _ in rule.values})
+        return None
+
+    def skip_reason(self, s: Scenario) -> str | None:
+        """skip_check's reason as English text, or None."""
+        reason = self.skip_check(s)
+        return reason.text() if reason else None
 
     def estimate_all(self, scenarios: Sequence[Scenario]) -> list[Estimate]:
         """estimate() for each scenario, computed in estimate_many's loop (what a build uses)."""
-        specs = {name: self.spec(name) for name in dict.fromkeys(s.model for s in scenarios)}
-        return [self._estimate(s, specs[s.model], row) for s, row in zip(scenarios, self.estimate_many(scenarios))]
+        for name in dict.fromkeys(s.model for s in scenarios):
+            self.spec(name)  # an unknown model is an input error, not a KeyError in the loop
+        return [self._estimate(s, row) for s, row in zip(scenarios, self.estimate_many(scenarios))]
 
-    @staticmethod
-    def _estimate(s: Scenario, spec: ModelSpec, row: tuple) -> Estimate:
-        return Estimate(s, dict(zip(_ROLE_INDEX, row)), spec.total_params, spec.active_params_per_token,
-                        spec.params_by_component())
+    def _estimate(self, s: Scenario, row: tuple) -> Estimate:
+        return Estimate(s, dict(zip(_ROLE_INDEX, row)), self.components[s.model])
 
     def estimate_many(self, scenarios: Sequence[Scenario]) -> list[tuple]:
         """Every term's value (table order) for each scenario, in one compiled loop: for sweeps."""
@@ -527,8 +367,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     """
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
-    frozen = dict(workload="frozen", seq_len=seq, prompt_len=0, gen_len=0, zero_stage=0 if actor.zero_stage < 3 else 3,
-                  offload="none", weight_dtype="bf16")
+    frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none", weight_dtype="bf16")
     roles: list[tuple[str, Scenario]]
     if algorithm == "dpo":
         pair = dict(batch_size=actor.batch_size * 2, seq_len=seq, prompt_len=0, gen_len=0)
@@ -544,8 +383,44 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
         roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", batch_size=batch,
                                         **frozen)))
     if placement == "separate" and role_gpus:
-        roles = [(r, replace(s, num_gpus=role_gpus.get(r, s.num_gpus),
-                             zero_stage=s.zero_stage if role_gpus.get(r, s.num_gpus) // s.tp_size > 1 else 0))
-                 for r, s in roles]
-    roles = [(r, replace(s, zero_stage=0) if s.workload == "frozen" and s.zero_stage != 3 else s) for r, s in roles]
-    return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles))
+        roles = [(r, replace(s, num_gpus=role_gpus.get(r, s.num_gpus))) for r, s in roles]
+    settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
+                    group_size=group_size, role_gpus=role_gpus)
+    return RlhfScenario(name=name, algorithm=algorithm, placement=placement,
+                        roles=tuple((r, replace(s, zero_stage=role_zero_stage(s))) for r, s in roles), actor=actor,
+                        settings=tuple(settings.items()))
+
+
+def role_zero_stage(s: Scenario) -> int:
+    """The ZeRO stage a role runs: a frozen model has no gradients or optimizer states, so only
+    ZeRO-3's parameter sharding applies to it; a pool with one data-parallel rank shards nothing."""
+    if s.workload == FROZEN and s.zero_stage != 3:
+        return 0
+    return s.zero_stage if s.num_gpus // s.tp_size > 1 else 0
+
+
+def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str, Any], estimator: "Estimator",
+                  source: str | None = None, key_path=lambda name: name,
+                  name: str = "") -> tuple[Scenario | RlhfScenario, SkipReason | None]:
+    """A scenario (or RLHF group) from input values, as a preset or the command line gives them:
+    validated by the input tables, then checked against the skip rules. Returns (scenario, None), or
+    (the scenario or RLHF actor that cannot run, reason)."""
+    if workload not in SINGLE_WORKLOADS + RLHF_ALGORITHMS:
+        raise unknown_name("workload", workload, SINGLE_WORKLOADS + RLHF_ALGORITHMS, source=source,
+                           key_path=key_path("workload"))
+    if "model" not in values:
+        raise InputError("missing required key", source=source, key_path=key_path("model"))
+    settings = {}
+    if workload in RLHF_ALGORITHMS:
+        settings = check_rlhf(rlhf, algorithm=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
+                              key_path=key_path)
+    values = dict(values)
+    if values.get("tp_size") == "num_gpus":  # tensor parallel across all of the scenario's GPUs
+        values["tp_size"] = values.get("num_gpus", 1)
+    checked = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
+                           key_path=key_path)
+    scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **checked)
+    reason = estimator.skip_check(scenario)
+    if reason or workload not in RLHF_ALGORITHMS:
+        return scenario, reason
+    return rlhf_scenario(name=name, algorithm=workload, actor=scenario, **settings), None

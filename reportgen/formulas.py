@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 # Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
-EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR"})
+EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR"})
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 _TEXT_OP = {"+": "+", "-": "−", "*": "×", "/": "÷", "=": "=", "<>": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
 # Python's math.ceil on a value a hair above an integer (float noise, 1e-12 relative) would differ
@@ -76,6 +76,12 @@ class Num(Expr):
 @dataclass(frozen=True, eq=False)
 class Str(Expr):
     value: str
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Num):
+    """A number with a name: prose says the name ("MiB"), Excel and Python use the value."""
+    name: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,6 +147,8 @@ def IF(cond, then, otherwise) -> Expr: return Fn("IF", (lift(cond), lift(then), 
 def MAX(*args) -> Expr: return Fn("MAX", tuple(lift(a) for a in args))
 def MIN(*args) -> Expr: return Fn("MIN", tuple(lift(a) for a in args))
 def CEIL(x) -> Expr: return Fn("ROUNDUP", (lift(x), Num(0)))
+def FLOOR(x) -> Expr: return Fn("INT", (lift(x),))  # round down (INT in Excel)
+def MOD(a, b) -> Expr: return Fn("MOD", (lift(a), lift(b)))
 def AND(*args) -> Expr: return Fn("AND", tuple(lift(a) for a in args))
 def OR(*args) -> Expr: return Fn("OR", tuple(lift(a) for a in args))
 
@@ -216,6 +224,8 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
     hit = atom(expr)
     if hit is not None:
         return hit
+    if isinstance(expr, Const) and not excel:
+        return expr.name
     if isinstance(expr, Num):
         return _number(expr.value)
     if isinstance(expr, Str):
@@ -238,6 +248,10 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
             return f"{expr.name}({','.join(args)})"
         if expr.name == "ROUNDUP":
             return f"⌈{args[0]}⌉"
+        if expr.name == "INT":
+            return f"⌊{args[0]}⌋"
+        if expr.name == "MOD":
+            return f"({args[0]} mod {args[1]})"
         if expr.name == "IF":
             return f"({args[1]} if {args[0]} else {args[2]})"
         return f"{expr.name.lower()}({', '.join(args)})"
@@ -268,9 +282,88 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
             return f"({args[1]} if {args[0]} else {args[2]})"
         if expr.name == "ROUNDUP":
             return f"_ceil({args[0]})"
+        if expr.name == "INT":
+            return f"_floor({args[0]})"
+        if expr.name == "MOD":
+            return f"({args[0]} % {args[1]})"
         if expr.name == "AND":
             return "(" + " and ".join(args) + ")"
         if expr.name == "OR":
             return "(" + " or ".join(args) + ")"
         return f"{expr.name.lower()}({', '.join(args)})"
     raise TypeError(f"cannot compile {expr!r}")
+
+
+def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "_estimate",
+                  batch_inputs: Sequence[str] = (), row_inputs: Sequence[str] = ()) -> Callable:
+    """Compile a term table into Python.
+
+    Default: def _estimate(I, A, T, R) -> tuple of every term's value, in table order. Inputs,
+    assumptions and looked-up catalog rows are read once into locals at the top.
+    With batch_inputs: def _estimate(rows, A, T, R) -> list of such tuples, one per row of input
+    values (in batch_inputs order); the loop lives inside the generated code, so a sweep pays no
+    per-scenario call or dictionary overhead.
+    With row_inputs (a subset of batch_inputs, the ones a sweep varies fastest): terms and catalog
+    rows that do not depend on them, directly or through earlier terms, are computed once per
+    distinct combination of the other batch inputs and reused for the following rows.
+    """
+    local = {t.name: f"t_{i}" for i, t in enumerate(terms)}
+    hoisted: dict[str, str] = {}  # local name -> how to read it once (outside any loop)
+    per_row: dict[str, str] = {}  # catalog rows looked up per scenario
+    varying = set(row_inputs)  # names whose value changes from row to row: row inputs, then terms
+    inner_rows: set[str] = set()  # catalog rows whose key reads a row input
+
+    def ident(text: str) -> str:
+        return "".join(c if c.isalnum() else "_" for c in text)
+
+    def var(n: str) -> str:
+        if n in local:
+            return local[n]
+        name_ = "v_" + ident(n)
+        if n not in batch_inputs:
+            hoisted.setdefault(name_, var_code(n))
+        return name_
+
+    def lookup(e: Lookup) -> str:
+        key = to_python(e.key, var, lookup)
+        row = "r_" + ident(f"{e.table}_{key}")
+        per_row.setdefault(row, f"T[{e.table!r}][{key}]")
+        if e.key.names() & varying:
+            inner_rows.add(row)
+        return f"{row}[{e.column!r}]"
+
+    body = {}
+    for t in terms:
+        body[t.name] = f"{local[t.name]} = {to_python(t.expr, var, lookup)}"
+        if t.expr.names() & varying:
+            varying.add(t.name)
+    result = "(" + ", ".join(local[t.name] for t in terms) + ",)"
+    # Builtins bound as defaults: local lookups are faster than global ones in a hot loop.
+    if batch_inputs:
+        targets = ", ".join("v_" + ident(n) for n in batch_inputs)
+        outer_rows = [k for k in per_row if k not in inner_rows]
+        outer_terms = [t.name for t in terms if t.name not in varying]
+        reuse = bool(varying & set(batch_inputs) and outer_terms)
+        lines = [f"def {name}(rows, A, T, R, _ceil=_ceil, _floor=_floor, max=max, min=min):"]
+        lines += [f"    {k} = {v}" for k, v in hoisted.items()]
+        lines += ["    cache = {}", "    cache_get = cache.get"] if reuse else []
+        lines += ["    out = []", "    append = out.append", f"    for {targets} in rows:"]
+        if reuse:
+            saved = ", ".join(outer_rows + [local[n] for n in outer_terms]) + ","
+            key = ", ".join("v_" + ident(n) for n in batch_inputs if n not in varying) + ","
+            lines += ["        key = (" + key + ")", "        saved = cache_get(key)", "        if saved is None:"]
+            lines += [f"            {k} = {per_row[k]}" for k in outer_rows]
+            lines += [f"            {body[n]}" for n in outer_terms]
+            lines += [f"            cache[key] = ({saved})", "        else:", f"            {saved} = saved"]
+            lines += [f"        {k} = {per_row[k]}" for k in per_row if k in inner_rows]
+            lines += [f"        {body[t.name]}" for t in terms if t.name in varying]
+        else:
+            lines += [f"        {k} = {v}" for k, v in per_row.items()] + [f"        {b}" for b in body.values()]
+        lines += [f"        append({result})", "    return out"]
+    else:
+        lines = [f"def {name}(I, A, T, R, _ceil=_ceil, _floor=_floor, max=max, min=min):"]
+        lines += [f"    {k} = {v}" for k, v in {**hoisted, **per_row}.items()] + [f"    {b}" for b in body.values()]
+        lines.append(f"    return {result}")
+    namespace = {"_ceil": spreadsheet_ceil, "_floor": math.floor}
+    exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
+    return namespace[name]

@@ -1,29 +1,18 @@
-"""Model specs read from Hugging Face config.json fields, and exact parameter accounting.
+"""Model specs read from Hugging Face config.json fields.
 
-A config is normalised into one frozen ModelSpec whose fields are the shape numbers the memory
-formulas need; every architecture quirk (fused qkv, q/k norms, MLA, shared experts, learned
-positions, tied heads) is resolved here, once, so the estimator never looks at model_type.
-Counts equal what transformers instantiates (tests compare against meta-device counts).
+A config is normalised into one frozen ModelSpec whose fields are the shape numbers the formulas
+need; every architecture quirk (fused qkv, q/k norms, MLA, shared experts, learned positions, tied
+heads) is resolved here, once, into plain fields, so no formula looks at model_type. What the fields
+imply (widths, exact parameter counts, LoRA counts) is the MODEL_TERMS table of shape.py.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-
-# PEFT target names that reportgen understands, and the named sets the workbook offers.
-LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "qkv_proj",
-                "gate_up_proj")
-LORA_TARGET_SETS = {
-    "q_proj,v_proj": ("q_proj", "v_proj"),
-    "q_proj,k_proj,v_proj,o_proj": ("q_proj", "k_proj", "v_proj", "o_proj"),
-    "all-linear": ("all-linear",),
-}
-
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -66,216 +55,11 @@ class ModelSpec:
     shared_expert_gate: bool = False  # Qwen2-MoE's sigmoid gate on the shared expert
     router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias
     num_moe_layers: int = 0
+    # PEFT module names: Phi-3 fuses q/k/v and gate/up; Mixtral's experts are w1/w2/w3, not MLP names.
+    fused_projections: bool = False
+    experts_named_like_mlp: bool = True
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
-
-    # ---- derived shape -------------------------------------------------------------------
-    @property
-    def q_dim(self) -> int:
-        if self.kv_lora_rank:
-            return self.num_attention_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
-        return self.num_attention_heads * self.head_dim
-
-    @property
-    def kv_dim(self) -> int:
-        """Width of K (and of V) per token per layer, as stored in the KV cache."""
-        return self.num_key_value_heads * self.head_dim
-
-    @property
-    def attn_out_dim(self) -> int:
-        if self.kv_lora_rank:
-            return self.num_attention_heads * self.v_head_dim
-        return self.num_attention_heads * self.head_dim
-
-    @property
-    def kv_cache_elements_per_token(self) -> int:
-        """Values cached per token over all layers: 2·L·kv_heads·head_dim, or MLA's latent."""
-        if self.kv_lora_rank:
-            return self.num_hidden_layers * (self.kv_lora_rank + self.qk_rope_head_dim)
-        return 2 * self.num_hidden_layers * self.kv_dim
-
-    @property
-    def mlp_saved_tensors(self) -> int:
-        """MLP-width tensors a trained MLP keeps for backward, per token (measured with transformers)."""
-        if self.gated_mlp:
-            return 4  # gate, up, act(gate), product
-        # fc1 output and the activation's output; a tanh-GELU written out in Python keeps 3 more
-        return 5 if self.hidden_act in ("gelu_new", "gelu_fast") else 2
-
-    @property
-    def num_dense_layers(self) -> int:
-        return self.num_hidden_layers - self.num_moe_layers
-
-    @property
-    def is_moe(self) -> bool:
-        return self.num_experts > 0
-
-    # ---- parameter accounting ------------------------------------------------------------
-    def _norm_params(self, width: int) -> int:
-        return width * (2 if self.norm_bias else 1)
-
-    def _attention_params_per_layer(self) -> int:
-        h = self.hidden_size
-        if self.kv_lora_rank:
-            nh = self.num_attention_heads
-            qk_head = self.qk_nope_head_dim + self.qk_rope_head_dim
-            if self.q_lora_rank:
-                q = h * self.q_lora_rank + self.q_lora_rank * nh * qk_head
-            else:
-                q = h * nh * qk_head
-            kv = h * (self.kv_lora_rank + self.qk_rope_head_dim)
-            kv += self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
-            return q + kv + self.attn_out_dim * h
-        weights = h * self.q_dim + 2 * h * self.kv_dim + self.attn_out_dim * h
-        biases = (self.q_dim + 2 * self.kv_dim if self.qkv_bias else 0) + (h if self.o_bias else 0)
-        return weights + biases
-
-    def _mlp_params(self, width: int) -> int:
-        h = self.hidden_size
-        if self.gated_mlp:
-            return 3 * h * width + ((2 * width + h) if self.mlp_bias else 0)
-        return 2 * h * width + ((width + h) if self.mlp_bias else 0)
-
-    def _expert_params(self) -> int:
-        return self._mlp_params(self.moe_intermediate_size)
-
-    def _layer_norm_params(self) -> int:
-        n = self.norms_per_layer * self._norm_params(self.hidden_size)
-        if self.qk_norm:
-            n += 2 * self.head_dim
-        if self.q_lora_rank:
-            n += self._norm_params(self.q_lora_rank)
-        if self.kv_lora_rank:
-            n += self._norm_params(self.kv_lora_rank)
-        return n
-
-    def params_by_component(self) -> dict[str, int]:
-        """Exact parameter count per component; tied embeddings counted once (under embedding)."""
-        return dict(self._breakdown)
-
-    @cached_property
-    def _breakdown(self) -> dict[str, int]:
-        if self.generic_total_params:
-            return self._generic_breakdown()
-        h, L = self.hidden_size, self.num_hidden_layers
-        emb_dim = self.word_embed_proj_dim or h
-        embedding = self.vocab_size * emb_dim + self.num_position_embeddings * h
-        if self.word_embed_proj_dim and self.word_embed_proj_dim != h:
-            embedding += 2 * h * self.word_embed_proj_dim  # project_in and project_out
-        if self.embedding_norm:
-            embedding += self._norm_params(h)
-        moe_layers = self.num_moe_layers
-        experts = moe_layers * self.num_experts * self._expert_params()
-        shared = moe_layers * self._mlp_params(self.shared_expert_intermediate_size) if self.shared_expert_intermediate_size else 0
-        router = moe_layers * (h * self.num_experts + (self.num_experts if self.router_bias else 0)
-                               + (h if self.shared_expert_gate else 0))
-        return {
-            "embedding": embedding,
-            "attention": L * self._attention_params_per_layer(),
-            "mlp": self.num_dense_layers * self._mlp_params(self.intermediate_size) + shared,
-            "experts": experts,
-            "router": router,
-            "norms": L * self._layer_norm_params() + (self._norm_params(h) if self.final_norm else 0),
-            "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * emb_dim,
-        }
-
-    def _generic_breakdown(self) -> dict[str, int]:
-        embedding = self.vocab_size * self.hidden_size
-        lm_head = 0 if self.tie_word_embeddings else embedding
-        blocks = self.generic_total_params - embedding - lm_head
-        if blocks <= 0:
-            raise InputError(f"num_params {self.generic_total_params} is smaller than the embedding "
-                             f"({embedding} = vocab_size × hidden_size)", source=self.name)
-        return {"embedding": embedding, "blocks": blocks, "lm_head": lm_head}
-
-    @cached_property
-    def total_params(self) -> int:
-        return sum(self._breakdown.values())
-
-    @property
-    def inactive_expert_params(self) -> int:
-        """Routed-expert parameters a token does not use (all of them stay resident)."""
-        if not self.is_moe:
-            return 0
-        unused = self.num_experts - self.num_experts_per_tok
-        return self.num_moe_layers * unused * self._expert_params()
-
-    @property
-    def active_params_per_token(self) -> int:
-        return self.total_params - self.inactive_expert_params
-
-    @property
-    def embedding_params(self) -> int:
-        return self._breakdown["embedding"]
-
-    @property
-    def lm_head_params(self) -> int:
-        return self._breakdown["lm_head"]
-
-    @property
-    def largest_layer_params(self) -> int:
-        """Parameters of one decoder layer (the ZeRO-3 gather unit), or of the embedding if larger."""
-        per_layer = (self.total_params - self.embedding_params - self.lm_head_params) // self.num_hidden_layers
-        return max(per_layer, self.embedding_params, self.lm_head_params)
-
-    # ---- LoRA ----------------------------------------------------------------------------
-    def _lora_module_shapes(self, all_linear: bool) -> dict[str, list[tuple[int, int, int]]]:
-        """PEFT module name -> list of (in_features, out_features, count over the model).
-
-        With all_linear (PEFT's "all-linear"), every nn.Linear but the output head is adapted,
-        per-expert MLPs and routers included; named targets match module names as the
-        architecture spells them (Mixtral's experts are w1/w2/w3, so gate_proj never matches them).
-        """
-        h, L = self.hidden_size, self.num_hidden_layers
-        if self.kv_lora_rank or not self.gated_mlp:
-            raise InputError(f"LoRA counting supports Llama-style attention and gated MLPs; "
-                             f"{self.name} ({self.model_type}) is not supported", key_path="lora_targets")
-        shapes: dict[str, list[tuple[int, int, int]]] = {"o_proj": [(self.attn_out_dim, h, L)]}
-        if self.model_type == "phi3":  # fused projections: one adapter each
-            shapes["qkv_proj"] = [(h, self.q_dim + 2 * self.kv_dim, L)]
-            shapes["gate_up_proj"] = [(h, 2 * self.intermediate_size, L)]
-            shapes["down_proj"] = [(self.intermediate_size, h, L)]
-            return shapes
-        shapes.update({"q_proj": [(h, self.q_dim, L)], "k_proj": [(h, self.kv_dim, L)],
-                       "v_proj": [(h, self.kv_dim, L)], "gate_proj": [], "up_proj": [], "down_proj": []})
-        mlp_blocks = [(self.intermediate_size, self.num_dense_layers)]
-        if self.is_moe and (all_linear or self.model_type != "mixtral"):
-            mlp_blocks.append((self.moe_intermediate_size, self.num_moe_layers * self.num_experts))
-            if self.shared_expert_intermediate_size:
-                mlp_blocks.append((self.shared_expert_intermediate_size, self.num_moe_layers))
-        for width, count in mlp_blocks:
-            if count and width:
-                shapes["gate_proj"].append((h, width, count))
-                shapes["up_proj"].append((h, width, count))
-                shapes["down_proj"].append((width, h, count))
-        if self.is_moe and all_linear:
-            shapes["router"] = [(h, self.num_experts, self.num_moe_layers)]
-        return shapes
-
-    def _lora_targets(self, targets: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:
-        all_linear = "all-linear" in targets
-        shapes = self._lora_module_shapes(all_linear)
-        names = tuple(shapes) if all_linear else targets
-        missing = [t for t in names if t not in shapes]
-        if missing:
-            raise InputError(f"{self.name} has no module named {missing[0]!r} (its linear layers: "
-                             f"{', '.join(shapes)})", key_path="lora_targets")
-        return shapes, names
-
-    def lora_params(self, rank: int, targets: tuple[str, ...]) -> int:
-        """Trainable LoRA parameters: rank × (in + out) for every targeted linear layer."""
-        shapes, names = self._lora_targets(targets)
-        return sum(rank * (fin + fout) * count for t in names for fin, fout, count in shapes[t])
-
-    def lora_input_features_per_layer(self, targets: tuple[str, ...]) -> float:
-        """Σ in_features of the adapted modules in one average layer (PEFT saves an fp32 copy of each input)."""
-        shapes, names = self._lora_targets(targets)
-        total = sum(fin * count for t in names for fin, _, count in shapes[t])
-        return total / self.num_hidden_layers
-
-    def lora_modules_per_layer(self, targets: tuple[str, ...]) -> float:
-        shapes, names = self._lora_targets(targets)
-        return sum(count for t in names for _, _, count in shapes[t]) / self.num_hidden_layers
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,12 +160,12 @@ def _spec_gemma(f, name, mt):
 
 def _spec_phi3(f, name, mt):
     # Fused qkv_proj and gate_up_proj hold the same number of parameters as separate ones.
-    return _llama_like(f, name, mt)
+    return _llama_like(f, name, mt, fused_projections=True)
 
 
 def _spec_mixtral(f, name, mt):
     layers = f.int("num_hidden_layers")
-    return _llama_like(f, name, mt, intermediate_size=0,
+    return _llama_like(f, name, mt, intermediate_size=0, experts_named_like_mlp=False,
                        num_experts=f.int("num_local_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
                        moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=layers)
 
@@ -539,6 +323,11 @@ def _generic_spec(f: _Fields, name: str) -> ModelSpec:
     """A model given by total parameters and a few shape numbers (the source material's '7B')."""
     nh = f.int("num_attention_heads")
     h = f.int("hidden_size")
+    tied = f.bool("tie_word_embeddings", False)
+    embeddings = f.int("vocab_size") * h * (1 if tied else 2)
+    if f.int("num_params") <= embeddings:
+        raise f._error("num_params", f"{f.int('num_params')} is not larger than the embeddings "
+                                     f"({embeddings} = vocab_size × hidden_size{'' if tied else ' × 2 (untied head)'})")
     return ModelSpec(
         name=name, model_type="generic", vocab_size=f.int("vocab_size"), hidden_size=h,
         num_hidden_layers=f.int("num_hidden_layers"), num_attention_heads=nh,

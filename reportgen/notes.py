@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
-from .estimate import Estimator, Scenario, compile_terms, rlhf_scenario
+from .estimate import Estimator, Scenario, rlhf_scenario
+from .formulas import compile_terms
 from .formulas import Expr, Var
 from .terms import Term
 from .units import MiB

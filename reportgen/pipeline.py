@@ -51,7 +51,7 @@ def load(preset_arg: str) -> Loaded:
     preset = load_preset(preset_arg)
     gpus = priced_gpus(load_gpus(), preset)
     estimator = Estimator(load_models(), gpus, preset.assumptions)
-    expansion = expand(preset, estimator.specs, list(gpus))
+    expansion = expand(preset, estimator)
     return Loaded(preset, estimator, expansion)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, skip_reason
+from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TP_SIZES = (1, 2, 4, 8)
@@ -46,12 +46,6 @@ def _relayout(s: Scenario, gpu: str, n: int, zero: int, tp: int) -> Scenario:
     return replace(s, gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp)
 
 
-def _relayout_group(g: RlhfScenario, gpu: str, n: int, zero: int, tp: int) -> RlhfScenario:
-    roles = tuple((r, replace(s, gpu=gpu, num_gpus=n, tp_size=tp,
-                              zero_stage=zero if (s.workload != "frozen" or zero == 3) else 0)) for r, s in g.roles)
-    return replace(g, roles=roles)
-
-
 def cheapest_per_gpu(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str],
                      counts: Sequence[int] = GPU_COUNTS) -> list[PlanOption]:
     """For each GPU type, the smallest GPU count (then lowest ZeRO stage / TP) whose recommended
@@ -65,15 +59,14 @@ def cheapest_per_gpu(estimator: Estimator, scenario: Scenario | RlhfScenario, gp
 
 
 def _search(estimator: Estimator, scenario, gpu: str, counts: Sequence[int]) -> PlanOption | None:
-    base = scenario.roles[0][1] if isinstance(scenario, RlhfScenario) else scenario
-    spec = estimator.spec(base.model)
+    base = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
     for n in counts:
         for zero, tp in _layouts(base, n):
             candidate = _relayout(base, gpu, n, zero, tp)
-            if skip_reason(candidate, spec):
+            if estimator.skip_check(candidate):
                 continue
             if isinstance(scenario, RlhfScenario):
-                est = estimator.estimate_group(_relayout_group(scenario, gpu, n, zero, tp))
+                est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp))
             else:
                 est = estimator.estimate(candidate)
             if est["fits_recommended"]:

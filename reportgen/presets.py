@@ -6,33 +6,28 @@ errors naming the file and key path. Combinations that cannot run are skipped wi
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .catalog import data_dir, read_yaml
 from .errors import InputError, unknown_name
-from .estimate import (PLACEMENTS, WORKLOAD_DEFAULTS, RlhfScenario, Scenario, SkipReason, check_value,
-                       rlhf_scenario, skip_check)
-from .models import ModelSpec
-from .units import MiB
+from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
+from .inputs import INPUTS, RLHF_INPUTS, WORKLOAD_TYPES
+from .terms import ASSUMPTION_BY_NAME
 
-# Axes a matrix may sweep (each a scalar or a list). Workload parameters may also sit inside a
-# workload entry.
-AXES = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "optimizer_impl", "zero_stage", "num_gpus",
-        "gpu", "tp_size", "ep_size", "checkpointing", "attention", "offload", "batch_size", "seq_len", "prompt_len", "gen_len",
-        "lora_rank", "lora_targets", "logits")
-WORKLOAD_TYPES = ("inference", "full", "lora", "qlora", "ppo", "dpo", "grpo")
-RLHF_KEYS = ("critic_model", "reward_model", "reference_model", "placement", "group_size", "actor_workload",
-             "role_gpus")
+# Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
+# varies the last axis fastest; the first ones keep the order scenarios have always been numbered in,
+# inputs added later follow in table order.
+_SWEEP_FIRST = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "optimizer_impl", "zero_stage",
+                "num_gpus", "gpu", "tp_size", "ep_size", "checkpointing", "attention", "offload", "batch_size",
+                "seq_len", "prompt_len", "gen_len", "lora_rank", "lora_targets", "logits")
+AXES = _SWEEP_FIRST + tuple(i.name for i in INPUTS if i.preset_axis and i.name not in _SWEEP_FIRST)
+RLHF_KEYS = tuple(i.name for i in RLHF_INPUTS)
 WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
 MATRIX_KEYS = ("name", "description", "workload", "exclude") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
 TOP_KEYS = ("title", "description", "assumptions", "prices", "matrices", "scenarios", "headline")
-# Assumptions as a planner writes them (MiB for the byte quantities).
-ASSUMPTION_KEYS = {"safety_factor": ("safety_factor", 1), "fragmentation_fraction": ("fragmentation_fraction", 1),
-                   "cuda_context_mib": ("cuda_context_bytes", MiB), "comm_buffer_mib": ("comm_buffer_bytes", MiB),
-                   "kv_block_tokens": ("kv_block_tokens", 1)}
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 
 
@@ -96,7 +91,7 @@ def _number(value: Any, source: str, path: str, *, minimum: float = 0.0, maximum
 def _assumptions(raw: Any, source: str) -> dict[str, float]:
     if not isinstance(raw, Mapping):
         raise InputError("expected a mapping", source=source, key_path="assumptions")
-    _check_keys(raw, tuple(ASSUMPTION_KEYS) + ("currency",), source, "assumptions")
+    _check_keys(raw, tuple(ASSUMPTION_BY_NAME) + ("currency",), source, "assumptions")
     out = {}
     for key, value in raw.items():
         if key == "currency":
@@ -104,9 +99,7 @@ def _assumptions(raw: Any, source: str) -> dict[str, float]:
                 raise InputError(f"only USD prices are supported, got {value!r}", source=source,
                                  key_path="assumptions.currency")
             continue
-        name, scale = ASSUMPTION_KEYS[key]
-        limits = {"safety_factor": (1.0, 10.0), "fragmentation_fraction": (0.0, 1.0)}.get(name, (0.0, 1e9))
-        out[name] = _number(value, source, f"assumptions.{key}", minimum=limits[0], maximum=limits[1]) * scale
+        out[key] = ASSUMPTION_BY_NAME[key].check(value, source=source, key_path=f"assumptions.{key}")
     return out
 
 
@@ -161,7 +154,7 @@ def _as_list(value: Any) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
-def expand(preset: Preset, specs: Mapping[str, ModelSpec], gpus: Sequence[str]) -> Expansion:
+def expand(preset: Preset, estimator: Estimator) -> Expansion:
     """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones."""
     out: list[tuple[str, Scenario | RlhfScenario]] = []
     skipped: list[Skipped] = []
@@ -186,9 +179,9 @@ def expand(preset: Preset, specs: Mapping[str, ModelSpec], gpus: Sequence[str]) 
                        for ex in excludes):
                     continue
                 where = f"{path}.workload[{w_index}]" if len(workloads) > 1 else path
-                item = _make(values, wtype, rlhf, specs, gpus, src, where, name="")
-                if isinstance(item, Skipped):
-                    skipped.append(replace(item, matrix=mname))
+                item, reason = _make(values, wtype, rlhf, estimator, src, where, name="")
+                if reason:
+                    skipped.append(Skipped(mname, item.label(), reason))
                 else:
                     out.append((mname, item))
     for i, raw in enumerate(preset.scenarios):
@@ -201,9 +194,9 @@ def expand(preset: Preset, specs: Mapping[str, ModelSpec], gpus: Sequence[str]) 
         name = raw.get("name", "")
         if not isinstance(name, str):
             raise InputError(f"expected text, got {name!r}", source=src, key_path=f"{path}.name")
-        item = _make(values, wtype, rlhf, specs, gpus, src, path, name=name)
-        if isinstance(item, Skipped):
-            skipped.append(replace(item, matrix="scenarios"))
+        item, reason = _make(values, wtype, rlhf, estimator, src, path, name=name)
+        if reason:
+            skipped.append(Skipped("scenarios", item.label(), reason))
         else:
             out.append(("scenarios", item))
     if not out:
@@ -241,54 +234,6 @@ def _excludes(raw: Any, src: str, path: str) -> list[dict]:
     return [dict(ex) for ex in raw]
 
 
-def _make(values: dict, wtype: str, rlhf: dict, specs: Mapping[str, ModelSpec], gpus: Sequence[str], src: str,
-          path: str, name: str) -> Scenario | RlhfScenario | Skipped:
-    if "model" not in values:
-        raise InputError("missing required key", source=src, key_path=f"{path}.model")
-    checked = {}
-    values = dict(values)
-    if values.get("tp_size") == "num_gpus":  # tensor parallel across all of the scenario's GPUs
-        values["tp_size"] = values.get("num_gpus", 1)
-    for key, value in {**WORKLOAD_DEFAULTS[wtype], **values}.items():
-        checked[key] = check_value(key, value, gpus=gpus, source=src, key_path=f"{path}.{key}")
-    model = checked["model"]
-    lowered = {k.lower(): k for k in specs}
-    if model.lower() not in lowered:
-        raise unknown_name("model", model, specs, source=src, key_path=f"{path}.model")
-    checked["model"] = lowered[model.lower()]
-    rl = {k: v for k, v in rlhf.items()}
-    actor_workload = rl.pop("actor_workload", "full")
-    single = wtype if wtype not in ("ppo", "dpo", "grpo") else actor_workload
-    if single not in ("full", "lora", "qlora", "inference"):
-        raise unknown_name("actor workload", single, ("full", "lora", "qlora"), source=src,
-                           key_path=f"{path}.actor_workload")
-    scenario = Scenario(workload=single, name=name, **checked)
-    reason = skip_check(scenario, specs[scenario.model])
-    if reason:
-        return Skipped("", scenario.label(), reason)
-    if wtype not in ("ppo", "dpo", "grpo"):
-        return scenario
-    for key in ("critic_model", "reward_model", "reference_model"):
-        if key in rl and rl[key] is not None:
-            if not isinstance(rl[key], str) or rl[key].lower() not in lowered:
-                raise unknown_name("model", rl[key], specs, source=src, key_path=f"{path}.{key}")
-            rl[key] = lowered[rl[key].lower()]
-    placement = rl.pop("placement", "colocated")
-    if placement not in PLACEMENTS:
-        raise unknown_name("placement", placement, PLACEMENTS, source=src, key_path=f"{path}.placement")
-    role_gpus = rl.pop("role_gpus", None)
-    if role_gpus is not None:
-        if not isinstance(role_gpus, Mapping):
-            raise InputError(f"expected a mapping of role to GPU count, got {role_gpus!r}", source=src,
-                             key_path=f"{path}.role_gpus")
-        for role, count in role_gpus.items():
-            if role not in ("actor", "critic", "reference", "reward", "policy"):
-                raise unknown_name("role", role, ("actor", "critic", "reference", "reward", "policy"), source=src,
-                                   key_path=f"{path}.role_gpus.{role}")
-            check_value("num_gpus", count, gpus=gpus, source=src, key_path=f"{path}.role_gpus.{role}")
-        rl["role_gpus"] = dict(role_gpus)
-    group_size = rl.pop("group_size", 8)
-    if isinstance(group_size, bool) or not isinstance(group_size, int) or not 1 <= group_size <= 1024:
-        raise InputError(f"must be a whole number between 1 and 1024, got {group_size!r}", source=src,
-                         key_path=f"{path}.group_size")
-    return rlhf_scenario(name=name, algorithm=wtype, placement=placement, actor=scenario, group_size=group_size, **rl)
+def _make(values: dict, wtype: str, rlhf: dict, estimator: Estimator, src: str, path: str, name: str):
+    return make_scenario(values, workload=wtype, rlhf=rlhf, estimator=estimator, source=src,
+                         key_path=lambda key: f"{path}.{key}", name=name)

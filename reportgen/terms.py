@@ -1,7 +1,8 @@
 """Every memory term, defined once.
 
 TERMS is an ordered table: each entry names a quantity, gives its unit, its formula over inputs
-(INPUTS), assumptions (ASSUMPTIONS), catalog lookups and earlier terms, and cites its source.
+(inputs.INPUTS), assumptions (ASSUMPTIONS), catalog lookups (the Models table holds each model's config
+fields and its shape.MODEL_TERMS) and earlier terms, and cites its source.
 The estimator compiles this table into one Python function; the workbook writes each entry as a
 formula column; the report's method section prints each formula as text. All quantities are
 per GPU and in bytes unless the unit says otherwise.
@@ -10,25 +11,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .formulas import AND, CEIL, IF, MAX, OR, Expr, Lookup, Str, Var, ceil_div, is_one_of
-from .units import MiB
-
-
-@dataclass(frozen=True)
-class Input:
-    name: str
-    label: str
-    kind: str  # "text" (a choice or catalog name) or "int"
-    help: str
+from .errors import InputError
+from .formulas import AND, CEIL, IF, MAX, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
+from .inputs import INPUT_NAMES
+from .units import MiB as _MIB
 
 
 @dataclass(frozen=True)
 class Assumption:
+    """An editable figure every scenario shares; presets and the workbook name it and give it in `unit`."""
     name: str
     label: str
     default: float
     unit: str
     help: str
+    limits: tuple[float, float]  # inclusive; a preset, the workbook and the CLI refuse values outside
+    whole: bool = False  # a whole number (a count of tokens)
+    option: str = ""  # command-line option of `estimate` and `plan`, if any
+
+    def check(self, value, *, source: str | None, key_path: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"expected a number, got {value!r}", source=source, key_path=key_path)
+        lo, hi = self.limits
+        if not lo <= value <= hi:  # NaN fails both comparisons
+            raise InputError(f"must be between {lo:g} and {hi:g}, got {value}", source=source, key_path=key_path)
+        if self.whole and not float(value).is_integer():
+            raise InputError(f"expected a whole number, got {value}", source=source, key_path=key_path)
+        return int(value) if self.whole else value
 
 
 @dataclass(frozen=True)
@@ -41,47 +50,25 @@ class Term:
     group: str = "derived"  # "lookup", "derived", "state", "activation", "phase", "total", "fit"
 
 
-INPUTS = (
-    Input("model", "Model", "text", "catalog model name (Models sheet)"),
-    Input("workload", "Workload", "text", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward"),
-    Input("head", "Head", "text", "lm (language-model head) or value (scalar head of a critic or reward model)"),
-    Input("precision", "Training precision", "text", "recipe for trained weights (Precisions sheet)"),
-    Input("weight_dtype", "Weight dtype", "text", "dtype of frozen or served weights (Dtypes sheet)"),
-    Input("kv_dtype", "KV-cache dtype", "text", "dtype of the KV cache (Dtypes sheet)"),
-    Input("optimizer", "Optimizer", "text", "Optimizers sheet"),
-    Input("optimizer_impl", "Optimizer impl.", "text", "fused, or foreach (one extra state-sized temporary)"),
-    Input("batch_size", "Batch (sequences per GPU)", "int", "micro-batch per data-parallel rank, or concurrent sequences"),
-    Input("seq_len", "Sequence length (tokens)", "int", "training sequence length"),
-    Input("prompt_len", "Prompt length (tokens)", "int", "inference / rollout prompt length"),
-    Input("gen_len", "Generated tokens", "int", "tokens generated per sequence (KV cache grows with it)"),
-    Input("logits", "Logits kept", "text", "last (generate) or all prompt positions (a plain forward)"),
-    Input("checkpointing", "Gradient checkpointing", "text", "none, full or selective"),
-    Input("attention", "Attention kernel", "text", "flash (no S×S matrix) or eager"),
-    Input("num_gpus", "GPUs", "int", "GPUs serving this model"),
-    Input("zero_stage", "ZeRO stage", "int", "0-3"),
-    Input("tp_size", "Tensor parallel", "int", "tensor-parallel degree (divides GPUs and heads)"),
-    Input("ep_size", "Expert parallel", "int", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)"),
-    Input("offload", "CPU offload", "text", "none, optimizer, or all (optimizer and parameters)"),
-    Input("lora_rank", "LoRA rank", "int", "LoRA rank r"),
-    Input("lora_targets", "LoRA targets", "text", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear"),
-    Input("gpu", "GPU type", "text", "GPUs sheet"),
-)
-INPUT_NAMES = tuple(i.name for i in INPUTS)
-
 ASSUMPTIONS = (
     Assumption("safety_factor", "Safety factor k", 1.2, "×",
-               "recommended = k × device total; the source material recommends 1.2–1.3"),
+               "recommended = k × device total; the source material recommends 1.2–1.3", (1.0, 10.0),
+               option="--safety-factor"),
     Assumption("fragmentation_fraction", "Allocator fragmentation", 0.10, "fraction of allocated",
-               "max_memory_reserved exceeds max_memory_allocated by this fraction (PyTorch caching allocator)"),
-    Assumption("cuda_context_bytes", "CUDA context", 512 * MiB, "bytes",
+               "max_memory_reserved exceeds max_memory_allocated by this fraction (PyTorch caching allocator)",
+               (0.0, 1.0)),
+    Assumption("cuda_context_mib", "CUDA context", 512, "MiB",
                "CUDA context and library workspaces: ~300 MB with lazy loading (CUDA ≥ 11.7) plus cuBLAS "
-               "workspaces; over 1,000 MB on older stacks (pytorch/pytorch#107667)"),
-    Assumption("comm_buffer_bytes", "Communication buffers (≥ 2 GPUs)", 2150 * MiB, "bytes",
-               "NCCL buffers when a model spans GPUs: about 2.1 GiB per GPU measured under vLLM at TP ≥ 2"),
+               "workspaces; over 1,000 MB on older stacks (pytorch/pytorch#107667)", (0, 1_048_576)),
+    Assumption("comm_buffer_mib", "Communication buffers (≥ 2 GPUs)", 2150, "MiB",
+               "NCCL buffers when a model spans GPUs: about 2.1 GiB per GPU measured under vLLM at TP ≥ 2",
+               (0, 1_048_576)),
     Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
-               "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)"),
+               "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)",
+               (1, 1_048_576), whole=True),
 )
 ASSUMPTION_DEFAULTS = {a.name: a.default for a in ASSUMPTIONS}
+ASSUMPTION_BY_NAME = {a.name: a for a in ASSUMPTIONS}
 
 
 def _m(column: str) -> Expr:
@@ -107,6 +94,7 @@ def _lora_column(prefix: str) -> Expr:
 
 
 V = Var  # terms read earlier terms and inputs by name
+MiB = Const(_MIB, "MiB")  # bytes per MiB, named in the method text
 
 _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
@@ -124,6 +112,8 @@ TERMS: tuple[Term, ...] = (
     Term("hidden_size", "Hidden size h", "count", _m("hidden_size"), "", "lookup"),
     Term("num_layers", "Layers L", "count", _m("num_hidden_layers"), "", "lookup"),
     Term("num_heads", "Attention heads", "count", _m("num_attention_heads"), "", "lookup"),
+    Term("num_kv_heads", "Key/value heads", "count", _m("num_key_value_heads"), "", "lookup"),
+    Term("num_experts", "Routed experts (0: dense)", "count", _m("num_experts"), "", "lookup"),
     Term("q_dim", "Query width (heads × head_dim)", "count", _m("q_dim"), "", "lookup"),
     Term("kv_dim", "K/V width (KV heads × head_dim)", "count", _m("kv_dim"), "", "lookup"),
     Term("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count", _m("mlp_width"), "", "lookup"),
@@ -134,7 +124,7 @@ TERMS: tuple[Term, ...] = (
     Term("layer_norm", "LayerNorm (1) or RMSNorm (0)", "flag", _m("layer_norm"), "", "lookup"),
     Term("qk_norm", "Norms on queries and keys (1/0)", "flag", _m("qk_norm"), "", "lookup"),
     Term("softmax_fp32", "Eager softmax in fp32 (1/0)", "flag", _m("softmax_fp32"), "", "lookup"),
-    Term("tied_embeddings", "Tied embeddings (1/0)", "flag", _m("tied_embeddings"), "", "lookup"),
+    Term("tied_embeddings", "Tied embeddings (1/0)", "flag", _m("tie_word_embeddings"), "", "lookup"),
     Term("kv_elements_per_token", "KV-cache values per token (all layers)", "count", _m("kv_elements_per_token"),
          "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)", "lookup"),
     Term("largest_layer_params", "Largest layer (ZeRO-3 gather unit)", "count", _m("largest_layer_params"), "", "lookup"),
@@ -336,7 +326,7 @@ TOTAL_TERMS: tuple[Term, ...] = (
     Term("reserved_peak", "Reserved peak", "bytes", CEIL(V("allocated_peak") * (1 + V("fragmentation_fraction"))),
          "allocated + caching-allocator fragmentation: max_memory_reserved", "total"),
     Term("device_total", "Device total", "bytes",
-         V("reserved_peak") + V("cuda_context_bytes") + IF(V("num_gpus").gt(1), V("comm_buffer_bytes"), 0),
+         V("reserved_peak") + V("cuda_context_mib") * MiB + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0),
          "reserved + CUDA context + communication buffers: what nvidia-smi shows", "total"),
     Term("recommended", "Recommended budget", "bytes", CEIL(V("device_total") * V("safety_factor")),
          "k × device total (k editable; 1.2–1.3 in the source material)", "total"),
@@ -361,6 +351,39 @@ PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradien
               "resident_kv_cache", "temporaries")
 
 
+@dataclass(frozen=True)
+class SkipRule:
+    """A well-formed combination that cannot run: `when` holds; the message's {placeholders} are `values`."""
+    code: str
+    when: Expr
+    values: tuple[tuple[str, Expr], ...]
+
+
+def _skip(code: str, when: Expr, **values: Expr) -> SkipRule:
+    return SkipRule(code, when, tuple(values.items()))
+
+
+_TP, _GPUS = V("tp_size"), V("num_gpus")
+# In order: the first rule that holds is the reason. Read after the role terms (they use its lookups).
+SKIP_RULES: tuple[SkipRule, ...] = (
+    _skip("tp_gpus", MOD(_GPUS, _TP).ne(0), tp=_TP, gpus=_GPUS),
+    _skip("tp_heads", MOD(V("num_heads"), _TP).ne(0), tp=_TP, heads=V("num_heads")),
+    _skip("tp_kv", AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
+          kv=V("num_kv_heads")),
+    _skip("ep_dense", AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
+    _skip("ep_divide", AND(V("ep_size").gt(1), OR(MOD(V("num_experts"), V("ep_size")).ne(0),
+                                                  MOD(_GPUS, V("ep_size")).ne(0))),
+          ep=V("ep_size"), experts=V("num_experts"), gpus=_GPUS),
+    _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
+          workload=V("workload")),
+    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1)), zero=V("zero_stage")),
+    _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
+    _skip("lora_arch", AND(V("is_lora").eq(1), V("trainable_params").eq(0)), model_type=_m("model_type"),
+          targets=V("lora_targets")),
+    _skip("empty_context", AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
+)
+
+
 def check_table() -> None:
     """Every name a term reads is an input, an assumption or an earlier term (import-time check)."""
     known = set(INPUT_NAMES) | set(ASSUMPTION_DEFAULTS)
@@ -369,6 +392,10 @@ def check_table() -> None:
         if missing:
             raise AssertionError(f"term {term.name} reads undefined {sorted(missing)}")
         known.add(term.name)
+    for rule in SKIP_RULES:
+        for expr in (rule.when, *(e for _, e in rule.values)):
+            if expr.names() - known:
+                raise AssertionError(f"skip rule {rule.code} reads undefined {sorted(expr.names() - known)}")
 
 
 check_table()

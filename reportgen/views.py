@@ -23,7 +23,8 @@ from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .terms import ASSUMPTIONS, INPUT_NAMES, PEAK_PARTS, ROLE_TERMS, Term
+from .inputs import INPUT_NAMES
+from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, GiB, MiB, format_count
 
 # Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
@@ -95,8 +96,8 @@ def format_figure(value: float, unit: str) -> str:
 
 
 def format_assumption(value: float, unit: str) -> str:
-    if unit == "bytes":
-        return f"{value / MiB:,.0f} MiB ({gib_unit(value)})"
+    if unit == "MiB":
+        return f"{value:,.0f} MiB ({gib_unit(value * MiB)})"
     if unit == "fraction of allocated":
         return percent(value, 0)
     if unit == "tokens":

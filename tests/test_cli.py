@@ -90,8 +90,8 @@ def test_import_config_writes_a_catalog_entry(tmp_path):
 
 
 @pytest.mark.parametrize("args,code,message", [
-    (["estimate", "--model", "Llama-2-7B", "--batch", "0"], 1, "Error: --batch: must be between 1 and 1,000,000, got 0"),
-    (["estimate", "--model", "Llama-2-7B", "--seq", "-5", "--workload", "full"], 1, "Error: --seq: must be between 1"),
+    (["estimate", "--model", "Llama-2-7B", "--batch", "0"], 2, "Invalid value for '--batch': 0 is not in the range"),
+    (["estimate", "--model", "Llama-2-7B", "--seq", "-5", "--workload", "full"], 2, "Invalid value for '--seq'"),
     (["estimate", "--model", "Llama-2-7B", "--zero", "4"], 2, "Invalid value for '--zero'"),
     (["estimate", "--model", "Llama-2-7B", "--tp", "3", "--gpus", "3"], 1,
      "Error: tp_size 3 does not divide 32 attention heads"),

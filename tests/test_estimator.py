@@ -6,12 +6,13 @@ from hypothesis import given, settings, strategies as st
 
 from refdata import VALIDATION, facts_of
 from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario, rlhf_scenario, skip_reason
+from reportgen.estimate import Estimator, Scenario, rlhf_scenario
+from reportgen.shape import model_row, params_by_component
 from reportgen.terms import ROLE_TERMS
 from reportgen.validation import summary, validate
 
 EST = Estimator(load_models(), load_gpus())
-PSI = EST.spec("Llama-2-7B").total_params  # 6,738,415,616 = 2^? × …, divisible by 8
+PSI = model_row(EST.spec("Llama-2-7B"))["total_params"]  # 6,738,415,616 = 2^? × …, divisible by 8
 
 
 def _states(**kw):
@@ -102,7 +103,7 @@ scenarios = st.builds(
 
 
 def _runnable(s):
-    return skip_reason(s, EST.spec(s.model)) is None
+    return EST.skip_reason(s) is None
 
 
 @settings(max_examples=300, deadline=None)
@@ -176,11 +177,11 @@ def test_rlhf_separate_placement_reports_gpus_per_role():
 
 def test_expert_parallelism_spreads_only_the_routed_experts():
     spec = EST.spec("Mixtral-8x7B")
-    experts = spec.params_by_component()["experts"]
+    experts = params_by_component(model_row(spec))["experts"]
     s = Scenario(model="Mixtral-8x7B", workload="inference", prompt_len=16, gen_len=0, num_gpus=8, ep_size=8)
-    assert EST.estimate(s)["weights"] == 2 * (spec.total_params - experts + experts // 8)
-    assert skip_reason(replace(s, ep_size=3), spec) is not None
-    assert skip_reason(replace(s, model="Llama-2-7B"), EST.spec("Llama-2-7B")) == "ep_size 8 needs a mixture-of-experts model"
+    assert EST.estimate(s)["weights"] == 2 * (model_row(spec)["total_params"] - experts + experts // 8)
+    assert EST.skip_reason(replace(s, ep_size=3)) is not None
+    assert EST.skip_reason(replace(s, model="Llama-2-7B")) == "ep_size 8 needs a mixture-of-experts model"
 
 
 def _qwen_benchmark_rows():

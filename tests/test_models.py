@@ -4,7 +4,8 @@ import json
 import pytest
 
 from refdata import REPO, facts_of, measured
-from reportgen.catalog import load_models, model_row
+from reportgen.catalog import load_models
+from reportgen.shape import lora_trainable, model_row, params_by_component
 from reportgen.errors import InputError
 from reportgen.models import SUPPORTED_MODEL_TYPES, spec_from_config
 
@@ -45,7 +46,7 @@ REFERENCE_COUNTS = [c for c in _exact_reference_counts() if _catalog_name(c[1])]
 
 def test_catalog_spans_the_required_range():
     assert len(CATALOG) >= 25
-    totals = [m.spec.total_params for m in CATALOG.values()]
+    totals = [model_row(m.spec)["total_params"] for m in CATALOG.values()]
     assert min(totals) < 1e9 and max(totals) > 600e9
     families = {m.spec.model_type for m in CATALOG.values()}
     assert {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "deepseek_v3", "gemma2", "phi3",
@@ -59,9 +60,9 @@ def test_enough_reference_counts_are_checked():
 @pytest.mark.parametrize("record_id,model,total,active", REFERENCE_COUNTS, ids=[c[0] for c in REFERENCE_COUNTS])
 def test_catalog_count_equals_reference(record_id, model, total, active):
     spec = CATALOG[_catalog_name(model)].spec
-    assert spec.total_params == total
+    assert model_row(spec)["total_params"] == total
     if active is not None:
-        assert spec.active_params_per_token == active
+        assert model_row(spec)["active_params"] == active
 
 
 def _transformers_counts():
@@ -78,8 +79,8 @@ def test_catalog_count_equals_transformers_meta_device_count(name, record):
     spec = CATALOG[name].spec
     # transformers 5.24 registers DeepSeek-V3's e_score_correction_bias as a buffer, not a parameter.
     buffers = spec.num_moe_layers * spec.num_experts if spec.router_bias else 0
-    assert spec.total_params == record["total"] + buffers
-    assert sum(spec.params_by_component().values()) == spec.total_params
+    assert model_row(spec)["total_params"] == record["total"] + buffers
+    assert sum(params_by_component(model_row(spec)).values()) == model_row(spec)["total_params"]
 
 
 def _transformers_lora_cases():
@@ -88,7 +89,7 @@ def _transformers_lora_cases():
     cases = []
     for name, record in _transformers_counts():
         spec = CATALOG[name].spec
-        if spec.is_moe or spec.kv_lora_rank or not spec.gated_mlp:
+        if (spec.num_experts > 0) or spec.kv_lora_rank or not spec.gated_mlp:
             continue
         for lora in record.get("lora", []):
             if isinstance(lora.get("trainable"), int) and lora.get("targets_used", lora["targets"]) == lora["targets"]:
@@ -99,7 +100,7 @@ def _transformers_lora_cases():
 @pytest.mark.parametrize("name,rank,targets,trainable", _transformers_lora_cases())
 def test_lora_count_equals_peft_on_transformers(name, rank, targets, trainable):
     spec = CATALOG[name].spec
-    assert spec.lora_params(rank, tuple(targets.split(","))) == trainable
+    assert lora_trainable(model_row(spec), rank, model=spec.name, targets=tuple(targets.split(","))) == trainable
 
 
 def test_enough_peft_cases_are_checked():
@@ -116,10 +117,10 @@ def test_measured_cases_count_their_parameters_exactly():
         spec = spec_from_config(case["config"], name="m", source="measured.json")
         if case["workload"] == "lora":
             lora = case["setting"]["lora"]
-            assert spec.lora_params(lora["r"], (lora["targets"],)) == case["trainable_params"]
-            assert spec.total_params + case["trainable_params"] == case["params"]
+            assert lora_trainable(model_row(spec), lora["r"], model=spec.name, targets=(lora["targets"],)) == case["trainable_params"]
+            assert model_row(spec)["total_params"] + case["trainable_params"] == case["params"]
         else:
-            assert spec.total_params == case["params"]
+            assert model_row(spec)["total_params"] == case["params"]
 
 
 LORA_FACTS = [r for r in facts_of("lora") if r["model"] in ("Llama-2-7B", "Llama-3.2-1B", "Qwen2.5-3B-Instruct",
@@ -133,27 +134,27 @@ def test_lora_counts_equal_peft(record):
     spec = CATALOG[name].spec
     targets = record["setting"]["targets"]
     targets = ("q_proj", "v_proj") if isinstance(targets, str) else tuple(targets)
-    assert spec.lora_params(record["setting"]["rank"], targets) == record["value"]["trainable"]
-    assert spec.total_params == record["value"]["implied_base"]
+    assert lora_trainable(model_row(spec), record["setting"]["rank"], model=spec.name, targets=targets) == record["value"]["trainable"]
+    assert model_row(spec)["total_params"] == record["value"]["implied_base"]
 
 
 def test_tied_embeddings_are_counted_once():
     spec = CATALOG["Llama-3.2-1B"].spec
-    parts = spec.params_by_component()
+    parts = params_by_component(model_row(spec))
     assert parts["lm_head"] == 0 and spec.tie_word_embeddings
     untied = spec_from_config({**_config("llama-3.2-1b"), "tie_word_embeddings": False}, name="u", source="t")
-    assert untied.total_params - spec.total_params == spec.vocab_size * spec.hidden_size
+    assert model_row(untied)["total_params"] - model_row(spec)["total_params"] == spec.vocab_size * spec.hidden_size
 
 
 def test_breakdown_sums_to_total_and_moe_active_is_smaller():
     for m in CATALOG.values():
-        parts = m.spec.params_by_component()
-        assert sum(parts.values()) == m.spec.total_params
+        parts = params_by_component(model_row(m.spec))
+        assert sum(parts.values()) == model_row(m.spec)["total_params"]
         assert all(v >= 0 for v in parts.values())
-        if m.spec.is_moe:
-            assert m.spec.active_params_per_token < m.spec.total_params
+        if (m.spec.num_experts > 0):
+            assert model_row(m.spec)["active_params"] < model_row(m.spec)["total_params"]
         else:
-            assert m.spec.active_params_per_token == m.spec.total_params
+            assert model_row(m.spec)["active_params"] == model_row(m.spec)["total_params"]
 
 
 def test_kv_cache_elements_per_token_for_gqa_mha_and_mla():
@@ -161,7 +162,7 @@ def test_kv_cache_elements_per_token_for_gqa_mha_and_mla():
     assert model_row(CATALOG["Llama-2-7B"].spec)["kv_elements_per_token"] * 2 == 524_288
     assert model_row(CATALOG["Llama-3-8B"].spec)["kv_elements_per_token"] * 2 == 131_072
     v3 = CATALOG["DeepSeek-V3"].spec
-    assert v3.kv_cache_elements_per_token == v3.num_hidden_layers * (512 + 64)
+    assert model_row(v3)["kv_elements_per_token"] == v3.num_hidden_layers * (512 + 64)
 
 
 def _config(slug):

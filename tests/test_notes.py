@@ -18,7 +18,9 @@ from click.testing import CliRunner
 
 from reportgen.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator, check_value, skip_reason
+from reportgen.estimate import Estimator
+from reportgen.inputs import INPUT_BY_NAME
+from reportgen.shape import model_row
 from reportgen.formulas import Expr, Lookup, Num, Str, Var
 from reportgen.notes import (ARTICLES, NOTE_BUILDERS, PPO_ARTICLE, VERDICTS, VIDEO, build_notes, note_two_gpus_do_not_pool,
                              note_units, note_zero_formula)
@@ -102,8 +104,9 @@ def test_scenarios_are_valid_combinations(notes, estimator):
     for n in notes.values():
         for key, s in n.scenarios.items():
             for name, value in s.inputs().items():
-                check_value(name, value, gpus=estimator.gpus, source=None, key_path=f"{n.id}.{key}.{name}")
-            assert skip_reason(s, estimator.spec(s.model)) is None, (n.id, key)
+                INPUT_BY_NAME[name].check(value, gpus=estimator.gpus, source=None, key_path=f"{n.id}.{key}.{name}",
+                                          allow_internal=True)
+            assert estimator.skip_reason(s) is None, (n.id, key)
             assert s.name.startswith(n.id), (n.id, key)
 
 
@@ -137,7 +140,7 @@ def _perturbed(estimator: Estimator) -> Estimator:
                               num_moe_layers=deeper if s.num_moe_layers == s.num_hidden_layers else s.num_moe_layers,
                               generic_total_params=int(s.generic_total_params * 1.1))
     gpus = {n: replace(g, memory_mib=g.memory_mib - 1024) for n, g in estimator.gpus.items()}
-    return Estimator(specs, gpus, {"cuda_context_bytes": GiB, "fragmentation_fraction": 0.2})
+    return Estimator(specs, gpus, {"cuda_context_mib": 1024, "fragmentation_fraction": 0.2})
 
 
 # One figure per note that must move when the catalog or the assumptions move.
@@ -157,9 +160,9 @@ def test_every_note_follows_the_estimator(notes, estimator):
 
 
 def test_assumptions_alone_move_the_usable_memory(notes, estimator):
-    bigger_context = Estimator(load_models(), load_gpus(), {"cuda_context_bytes": 2 * GiB})
+    bigger_context = Estimator(load_models(), load_gpus(), {"cuda_context_mib": 2048})
     before, after = notes["N12"], note_units(bigger_context)
-    extra = 2 * GiB - estimator.assumptions["cuda_context_bytes"]
+    extra = 2 * GiB - estimator.assumptions["cuda_context_mib"] * MiB
     assert fig(after, "h100_usable") == fig(before, "h100_usable") - extra
     assert fig(after, "h100_total") == fig(before, "h100_total")
 
@@ -227,7 +230,7 @@ def test_explanations_reference_existing_figures_in_both_languages(notes):
 
 def test_n1_model_states_are_sixteen_bytes_per_parameter(notes, estimator, facts):
     bpp = facts["formula-0172"]["value"]["bytes_per_param"]
-    assert fig(notes["N1"], "static") == bpp * estimator.spec("Generic-7B").total_params
+    assert fig(notes["N1"], "static") == bpp * model_row(estimator.spec("Generic-7B"))["total_params"]
     assert fig(notes["N1"], "pooled") == 2 * fig(notes["N1"], "gpu_mem")
     assert fig(notes["N1"], "fitting") == sum(1 for k in notes["N1"].figures if k.key.startswith("t_")
                                               and k.value <= fig(notes["N1"], "gpu_mem"))
@@ -353,7 +356,7 @@ def test_n12_units(notes, estimator, facts):
     assert fig(n, "weights") == 14 * GB and round(fig(n, "weights") / GiB, 2) == 13.04
     assert fig(n, "h100_mib") == 81559 and round(fig(n, "h100_total") / GiB, 1) == 79.6
     assert fig(n, "a100_total") == 80 * GiB
-    assert fig(n, "h100_usable") == fig(n, "h100_total") - estimator.assumptions["cuda_context_bytes"]
+    assert fig(n, "h100_usable") == fig(n, "h100_total") - estimator.assumptions["cuda_context_mib"] * MiB
 
 
 def test_n13_demo_estimate_omits_gradients_and_master_weights(notes, facts):

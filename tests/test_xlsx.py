@@ -480,7 +480,7 @@ def test_workbook_structure(book):
                   "Optimizers", "Choices"):
         assert sheet in wb.sheetnames
     names = wb.defined_names
-    for name in ("safety_factor", "fragmentation_fraction", "cuda_context_bytes", "comm_buffer_bytes",
+    for name in ("safety_factor", "fragmentation_fraction", "cuda_context_mib", "comm_buffer_mib",
                  "kv_block_tokens", "currency"):
         assert names[name].attr_text.startswith("Assumptions!$C$")
     ws = wb["Scenarios"]

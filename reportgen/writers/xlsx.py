@@ -36,12 +36,14 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
-from ..catalog import GPU_COLUMNS, MODEL_COLUMNS
-from ..estimate import INT_LIMITS, TEXT_CHOICES, GroupEstimate, Scenario, compile_terms, group_terms
-from ..formulas import AND, IF, Expr, ExcelContext, Lookup, Num, Var, to_excel, to_text
+from ..catalog import GPU_COLUMNS
+from ..estimate import GroupEstimate, Scenario, group_terms
+from ..inputs import INPUT_BY_NAME, INPUTS
+from ..shape import MODEL_FIELDS, MODEL_TERM_NAMES, TEXT_FIELDS
+from ..formulas import AND, IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel, to_text
 from ..report import PlanEntry, Recommendation, Report, Result
 from ..tables import LOOKUP_TABLES
-from ..terms import ASSUMPTION_DEFAULTS, ASSUMPTIONS, INPUTS, PEAK_PARTS, ROLE_TERMS, TERM_BY_NAME, Term
+from ..terms import ASSUMPTION_DEFAULTS, ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, TERM_BY_NAME, Term
 from ..units import GiB
 # ROW: a formula template's row number. Templates are rendered once per column; the placeholder
 # becomes each row's number, or the column becomes one shared formula.
@@ -175,7 +177,7 @@ SUMMARY = (
 
 def _input_column(i) -> Column:
     width = {"model": 16, "gpu": 16, "lora_targets": 24, "precision": 11}.get(i.name, 10)
-    return Column(i.name, i.label, "text" if i.kind == "text" else "count", "input", width, help=i.help)
+    return Column(i.name, i.label, "count" if i.is_int else "text", "input", width, help=i.help)
 
 
 def _term_column(t: Term, label: str | None = None, special: str = "") -> Column:
@@ -224,10 +226,9 @@ RLHF_IDS = (
     Column("roles", "Role rows (Scenarios)", "text", "id", 22),
 )
 # An RLHF group reads its model, GPU type and count from its first role's row (as the estimator does).
-INPUT_BY_NAME = {i.name: i for i in INPUTS}
 RLHF_LINKS = tuple(
-    Column(n, INPUT_BY_NAME[n].label, "text" if INPUT_BY_NAME[n].kind == "text" else "count", "formula",
-           14 if INPUT_BY_NAME[n].kind == "text" else 8, special="link", help="from the group's first role row")
+    Column(n, INPUT_BY_NAME[n].label, "count" if INPUT_BY_NAME[n].is_int else "text", "formula",
+           8 if INPUT_BY_NAME[n].is_int else 14, special="link", help="from the group's first role row")
     for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
 
 
@@ -511,6 +512,10 @@ class Book:
         return (self.rlhf, RLHF_PLAN) if workload_is_group else (self.scenarios, SCENARIO_PLAN)
 
 
+# The Models sheet: a model's numeric config fields, then what they imply (shape.MODEL_TERMS).
+MODEL_COLUMNS = tuple(f for f in MODEL_FIELDS if f not in TEXT_FIELDS) + MODEL_TERM_NAMES
+
+
 def lookup_tables(report: Report) -> dict[str, Table]:
     est = report.estimator
     specs = {
@@ -788,7 +793,7 @@ def _choice_sources(book: Book) -> dict[str, str]:
     choices = choices_table()
     for name in choices.index:
         out.setdefault(name, f"Choices!${choices.letter(name)}${choices.first_row}:"
-                             f"${choices.letter(name)}${choices.first_row + len(TEXT_CHOICES[name]) - 1}")
+                             f"${choices.letter(name)}${choices.first_row + len(INPUT_BY_NAME[name].choices) - 1}")
     return out
 
 
@@ -802,8 +807,8 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str]) -> None:
         if col.name in sources:
             rule = {"validate": "list", "source": "=" + sources[col.name],
                     "error_message": f"Pick a value from the list ({sources[col.name]})."[:255]}
-        elif col.name in INT_LIMITS:
-            lo, hi = INT_LIMITS[col.name]
+        elif INPUT_BY_NAME[col.name].is_int:
+            lo, hi = INPUT_BY_NAME[col.name].limits
             rule = {"validate": "integer", "criteria": "between", "minimum": lo, "maximum": hi,
                     "error_message": f"A whole number from {lo} to {hi:,}."}
         else:
@@ -1021,9 +1026,10 @@ def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
 
 
 def choices_table() -> Table:
-    names = [i.name for i in INPUTS if i.name in TEXT_CHOICES and i.name not in LOOKUP_KEY_INPUTS]
-    cols = tuple(Column(n, n, "text", "id", max(12, max(len(v) for v in TEXT_CHOICES[n]) + 2)) for n in names)
-    return Table("Choices", cols, LOOKUP_FIRST_ROW, LOOKUP_FIRST_ROW + max(len(TEXT_CHOICES[n]) for n in names) - 1)
+    names = [i.name for i in INPUTS if i.choices and i.name not in LOOKUP_KEY_INPUTS]
+    cols = tuple(Column(n, n, "text", "id", max(12, max(len(v) for v in INPUT_BY_NAME[n].choices) + 2)) for n in names)
+    return Table("Choices", cols, LOOKUP_FIRST_ROW,
+                 LOOKUP_FIRST_ROW + max(len(INPUT_BY_NAME[n].choices) for n in names) - 1)
 
 
 def write_choices(wb, book: Book, styles: Styles) -> None:
@@ -1034,7 +1040,7 @@ def write_choices(wb, book: Book, styles: Styles) -> None:
         ws.write_string(0, c, col.name, styles.header["id"])
     for r in range(table.last_row - table.first_row + 1):
         for c, col in enumerate(table.columns):
-            values = TEXT_CHOICES[col.name]
+            values = INPUT_BY_NAME[col.name].choices
             if r < len(values):
                 ws.write_string(table.first_row - 1 + r, c, values[r], styles.text)
     ws.freeze_panes(1, 0)

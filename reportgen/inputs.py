@@ -1,0 +1,256 @@
+"""Every scenario input, declared once.
+
+INPUTS is the table the rest of the program reads: the Scenario class is made from it, presets and
+the command line validate values with it (`Scenario.from_mapping`), the CLI's options of `estimate`
+and `plan` are generated from it, the workbook writes one input column per entry with its data
+validation, and the report's method section prints it. RLHF_INPUTS does the same for the settings of
+a PPO/DPO/GRPO group. Adding an input is one entry here, plus the terms that read it (terms.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, Iterable, Mapping
+
+from . import tables as tb
+from .errors import InputError, unknown_name
+
+# The workloads: single models, the role a frozen RLHF model plays, and the RLHF algorithms.
+TRAINED_WORKLOADS = ("full", "lora", "qlora")
+SINGLE_WORKLOADS = ("inference",) + TRAINED_WORKLOADS
+FROZEN = "frozen"  # reference/reward models of an RLHF group: scored, never trained
+RLHF_ALGORITHMS = ("ppo", "dpo", "grpo")
+WORKLOAD_TYPES = SINGLE_WORKLOADS + RLHF_ALGORITHMS
+LORA_TARGET_SETS = ("q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj", "all-linear")
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    label: str
+    help: str
+    default: Any
+    choices: tuple[str, ...] = ()  # allowed text values ("" kind: any catalog name, checked elsewhere)
+    limits: tuple[int, int] | None = None  # whole numbers: inclusive range
+    catalog: str = ""  # "model" or "gpu": the value names a catalog entry
+    unit: str = ""  # what a whole number counts
+    option: str = ""  # command-line option ("" = the input is set by the program, not by the user)
+    internal: tuple[str, ...] = ()  # choices the program sets but a user may not (workload "frozen")
+    preset_axis: bool = True  # a preset matrix may sweep it (the workload and the head are set otherwise)
+
+    @property
+    def is_int(self) -> bool:
+        return self.limits is not None
+
+    @property
+    def user_choices(self) -> tuple[str, ...]:
+        return tuple(c for c in self.choices if c not in self.internal)
+
+    def check(self, value: Any, *, source: str | None, key_path: str, gpus: Iterable[str] = (),
+              allow_internal: bool = False) -> Any:
+        """The value, checked against this input's type and allowed set; whole floats become ints."""
+        if self.is_int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                else:
+                    raise InputError(f"expected a whole number, got {value!r}", source=source, key_path=key_path)
+            lo, hi = self.limits
+            if not lo <= value <= hi:
+                raise InputError(f"must be between {lo} and {hi:,}, got {value}", source=source, key_path=key_path)
+            return value
+        if not isinstance(value, str):
+            raise InputError(f"expected text, got {value!r}", source=source, key_path=key_path)
+        if self.catalog == "gpu":
+            gpus = list(gpus)
+            if value not in gpus:
+                raise unknown_name("GPU", value, gpus, source=source, key_path=key_path)
+        elif self.choices:
+            allowed = self.choices if allow_internal else self.user_choices
+            if value not in allowed:
+                raise unknown_name(self.name.replace("_", " "), value, allowed, source=source, key_path=key_path)
+        return value
+
+
+_TOKENS = (0, 10_000_000)  # upper bounds keep every product far inside float precision
+INPUTS: tuple[Input, ...] = (
+    Input("model", "Model", "catalog model name (Models sheet)", "", catalog="model"),
+    Input("workload", "Workload", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward",
+          "inference", choices=SINGLE_WORKLOADS + (FROZEN,), internal=(FROZEN,), preset_axis=False),
+    Input("head", "Head", "lm (language-model head) or value (scalar head of a critic or reward model)", "lm",
+          choices=tb.HEADS, preset_axis=False),
+    Input("precision", "Training precision", "recipe for trained weights (Precisions sheet)", "bf16-mixed",
+          choices=tuple(tb.PRECISIONS.rows), option="--precision"),
+    Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
+          choices=tuple(tb.DTYPES.rows), option="--weight-dtype"),
+    Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16", choices=tuple(tb.DTYPES.rows),
+          option="--kv-dtype"),
+    Input("optimizer", "Optimizer", "Optimizers sheet", "adamw", choices=tuple(tb.OPTIMIZERS.rows),
+          option="--optimizer"),
+    Input("optimizer_impl", "Optimizer impl.", "fused, or foreach (one extra state-sized temporary)", "fused",
+          choices=tb.OPTIMIZER_IMPLS, option="--optimizer-impl"),
+    Input("batch_size", "Batch (sequences per GPU)", "micro-batch per data-parallel rank, or concurrent sequences", 1,
+          limits=(1, 1_000_000), unit="sequences", option="--batch"),
+    Input("seq_len", "Sequence length (tokens)", "training sequence length", 4096, limits=(1, _TOKENS[1]),
+          unit="tokens", option="--seq"),
+    Input("prompt_len", "Prompt length (tokens)", "inference / rollout prompt length", 4096, limits=_TOKENS,
+          unit="tokens", option="--prompt-len"),
+    Input("gen_len", "Generated tokens", "tokens generated per sequence (KV cache grows with it)", 0, limits=_TOKENS,
+          unit="tokens", option="--gen-len"),
+    Input("logits", "Logits kept", "last (generate) or all prompt positions (a plain forward)", "last",
+          choices=tb.LOGITS, option="--logits"),
+    Input("checkpointing", "Gradient checkpointing", "none, full or selective", "none", choices=tb.CHECKPOINTING,
+          option="--checkpointing"),
+    Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
+          option="--attention"),
+    Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus"),
+    Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero"),
+    Input("tp_size", "Tensor parallel", "tensor-parallel degree (divides GPUs and heads)", 1, limits=(1, 1024),
+          unit="GPUs", option="--tp"),
+    Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
+          limits=(1, 1024), unit="GPUs", option="--ep"),
+    Input("offload", "CPU offload", "none, optimizer, or all (optimizer and parameters)", "none", choices=tb.OFFLOAD,
+          option="--offload"),
+    Input("lora_rank", "LoRA rank", "LoRA rank r", 16, limits=(1, 65536), option="--lora-rank"),
+    Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
+          choices=LORA_TARGET_SETS, option="--lora-targets"),
+    Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu"),
+)
+INPUT_NAMES = tuple(i.name for i in INPUTS)
+INPUT_BY_NAME = {i.name: i for i in INPUTS}
+
+# What each workload changes from the inputs' defaults (presets and the CLI both start here).
+WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "inference": {},
+    "full": {"prompt_len": 0, "gen_len": 0},
+    "lora": {"prompt_len": 0, "gen_len": 0},
+    "qlora": {"prompt_len": 0, "gen_len": 0, "weight_dtype": "nf4"},
+    "ppo": {"prompt_len": 512, "gen_len": 512},
+    "grpo": {"prompt_len": 512, "gen_len": 512},
+    "dpo": {"prompt_len": 0, "gen_len": 0},
+}
+
+# ---------------------------------------------------------------------------------------------
+# RLHF groups: the settings around the actor scenario
+
+PLACEMENTS = ("colocated", "separate")
+RLHF_ROLES = {"ppo": ("actor", "critic", "reference", "reward"), "grpo": ("actor", "reference", "reward"),
+              "dpo": ("policy", "reference")}
+ALL_ROLES = tuple(dict.fromkeys(r for roles in RLHF_ROLES.values() for r in roles))
+
+RLHF_INPUTS: tuple[Input, ...] = (
+    Input("critic_model", "Critic model", "PPO critic (default: the actor's model)", None, catalog="model",
+          option="--critic-model"),
+    Input("reward_model", "Reward model", "reward model (default: the actor's model)", None, catalog="model",
+          option="--reward-model"),
+    Input("reference_model", "Reference model", "reference model (default: the actor's model)", None,
+          catalog="model", option="--reference-model"),
+    Input("placement", "Placement", "all roles on the same GPUs, or a GPU pool per role", "colocated",
+          choices=PLACEMENTS, option="--placement"),
+    Input("group_size", "GRPO group size", "GRPO: samples per prompt", 8, limits=(1, 1024), unit="sequences",
+          option="--group-size"),
+    Input("actor_workload", "Actor workload", "how the actor (DPO: policy) trains", "full",
+          choices=TRAINED_WORKLOADS, option="--actor-workload"),
+    Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count)", None),
+)
+RLHF_INPUT_BY_NAME = {i.name: i for i in RLHF_INPUTS}
+
+
+# ---------------------------------------------------------------------------------------------
+# The Scenario class, made from the table
+
+def _inputs(self) -> dict[str, Any]:
+    return {n: getattr(self, n) for n in INPUT_NAMES}
+
+
+def _label(self) -> str:
+    return self.name or default_label(self)
+
+
+def default_label(s) -> str:
+    parts = [s.model, s.workload]
+    if s.workload != "inference":
+        parts.append(s.precision if s.workload == "full" else f"r{s.lora_rank}")
+    else:
+        parts.append(s.weight_dtype)
+    parts.append(f"{s.num_gpus}×{s.gpu}")
+    if s.zero_stage:
+        parts.append(f"ZeRO-{s.zero_stage}")
+    if s.tp_size > 1:
+        parts.append(f"TP{s.tp_size}")
+    if s.ep_size > 1:
+        parts.append(f"EP{s.ep_size}")
+    return " · ".join(parts)
+
+
+def resolve_model_name(value: Any, models: Iterable[str], *, source: str | None, key_path: str) -> str:
+    """A catalog model name, matched case-insensitively."""
+    models = list(models)
+    lowered = {m.lower(): m for m in models}
+    if not isinstance(value, str) or value.lower() not in lowered:
+        raise unknown_name("model", value, models, source=source, key_path=key_path)
+    return lowered[value.lower()]
+
+
+def check_inputs(values: Mapping[str, Any], *, workload: str, models: Iterable[str], gpus: Iterable[str],
+                 source: str | None, key_path, allow_internal: bool = False) -> dict[str, Any]:
+    """Validated scenario inputs: the workload's defaults under the given values, each value checked
+    by its input. key_path(name) says where a value came from (a preset key path or a CLI option)."""
+    out = {}
+    for name, value in {**WORKLOAD_DEFAULTS.get(workload, {}), **values}.items():
+        spec = INPUT_BY_NAME[name]
+        if spec.catalog == "model":
+            out[name] = resolve_model_name(value, models, source=source, key_path=key_path(name))
+        else:
+            out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus,
+                                   allow_internal=allow_internal)
+    return out
+
+
+def _from_mapping(cls, raw: Mapping[str, Any], *, models: Iterable[str], gpus: Iterable[str],
+                  source: str | None = None, key_path=lambda name: name, name: str = ""):
+    """A Scenario from input values (a preset's or the command line's), validated; missing inputs take
+    the workload's default, then the input's."""
+    workload = raw.get("workload", "inference")
+    if workload not in SINGLE_WORKLOADS:
+        raise unknown_name("workload", workload, SINGLE_WORKLOADS, source=source, key_path=key_path("workload"))
+    if "model" not in raw:
+        raise InputError("missing required key", source=source, key_path=key_path("model"))
+    values = check_inputs(raw, workload=workload, models=models, gpus=gpus, source=source, key_path=key_path)
+    return cls(name=name, **values)
+
+
+Scenario = make_dataclass(
+    "Scenario",
+    [(i.name, type(i.default), field(default=i.default)) for i in INPUTS] + [("name", str, field(default=""))],
+    frozen=True,
+    namespace={"inputs": _inputs, "label": _label, "from_mapping": classmethod(_from_mapping),
+               "__doc__": "One model instance: the inputs of the term table (INPUTS), plus a name.",
+               "__module__": __name__},
+)
+
+assert tuple(f.name for f in fields(Scenario))[:-1] == INPUT_NAMES
+
+
+def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str], gpus: Iterable[str],
+               source: str | None, key_path) -> dict[str, Any]:
+    """Validated settings of an RLHF group (RLHF_INPUTS), with defaults for those not given."""
+    out = {i.name: i.default for i in RLHF_INPUTS}
+    for name, value in raw.items():
+        spec = RLHF_INPUT_BY_NAME[name]
+        if value is None:
+            continue
+        if spec.catalog == "model":
+            out[name] = resolve_model_name(value, models, source=source, key_path=key_path(name))
+        elif name == "role_gpus":
+            if not isinstance(value, Mapping):
+                raise InputError(f"expected a mapping of role to GPU count, got {value!r}", source=source,
+                                 key_path=key_path(name))
+            roles = RLHF_ROLES[algorithm]
+            for role, count in value.items():
+                if role not in roles:
+                    raise unknown_name("role", role, roles, source=source, key_path=f"{key_path(name)}.{role}")
+                INPUT_BY_NAME["num_gpus"].check(count, source=source, key_path=f"{key_path(name)}.{role}")
+            out[name] = dict(value)
+        else:
+            out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus)
+    return out
