@@ -44,12 +44,12 @@ class Note:
     source: str
     scenarios: Mapping[str, Scenario]  # key -> scenario whose terms the figures read
     figures: tuple[NoteFigure, ...]
+    scenario_values: Mapping[str, Mapping[str, float]]  # key -> every term of that scenario
 
 
-def evaluate_figures(estimator: Estimator, scenarios: Mapping[str, Scenario],
+def evaluate_figures(results: Mapping[str, Mapping[str, float]], estimator: Estimator,
                      figures: Mapping[str, tuple[str, str, str, Expr]]) -> tuple[NoteFigure, ...]:
-    """Compute each figure's value from its expression over the scenarios' terms."""
-    results = {k: estimator.estimate(s).values for k, s in scenarios.items()}
+    """Compute each figure's value from its expression over the scenarios' terms (`results`)."""
     terms = tuple(Term(k, label_en, unit, expr) for k, (label_en, _, unit, expr) in figures.items())
 
     def var(n: str) -> str:
@@ -127,10 +127,11 @@ def _note(estimator: Estimator, *, id: str, article: str, claim_zh: str, claim_e
           scenarios: Mapping[str, Scenario], figures: Figures) -> Note:
     assert verdict in VERDICTS, verdict
     named = {k: replace(s, name=f"{id} · {k}") for k, s in scenarios.items()}
+    results = {k: estimator.estimate(s).values for k, s in named.items()}
     return Note(id=id, article=article, claim_zh=claim_zh, claim_en=claim_en, setting_en=setting_en,
                 setting_zh=setting_zh, verdict=verdict, explanation_en=explanation_en,
                 explanation_zh=explanation_zh, source=source, scenarios=named,
-                figures=evaluate_figures(estimator, named, figures))
+                figures=evaluate_figures(results, estimator, figures), scenario_values=results)
 
 
 # ---- 1. two A100s for 7B full fine-tuning -------------------------------------------------------

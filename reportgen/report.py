@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .models import ModelSpec
 from .notes import Note
 from .presets import Expansion, Preset, Skipped
 from .validation import ValidationRow, summary
@@ -104,7 +105,10 @@ class Report:
     notes: tuple[Note, ...]
     validation: tuple[ValidationRow, ...]
     validation_protocol: str
-    estimator: Estimator = field(repr=False, compare=False)
+    # The catalogs as the formulas read them (Models rows hold config fields and shape terms), and
+    # the model specs (their type and source, for the workbook's catalog sheet).
+    tables: Mapping[str, Mapping[str, Mapping[str, float]]] = field(repr=False, compare=False)
+    models: Mapping[str, ModelSpec] = field(repr=False, compare=False)
 
     @cached_property  # read per GPU by the writers; a sweep has 100,000 results
     def gpu_types(self) -> tuple[str, ...]:
@@ -182,5 +186,6 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
         gpus=estimator.gpus, results=tuple(results), skipped=expansion.skipped, recommendations=recs,
         sensitivity=_sensitivity(estimator, recs, estimator.gpus, gpu_types), notes=tuple(notes),
-        validation=tuple(validation), validation_protocol=validation_protocol, estimator=estimator,
+        validation=tuple(validation), validation_protocol=validation_protocol, tables=estimator.tables,
+        models=estimator.specs,
     )

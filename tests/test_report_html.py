@@ -65,7 +65,7 @@ def fixture_note() -> Note:
                 setting_zh="7B，bf16 混合精度", verdict="wrong",
                 explanation_en="States take {total} <not a tag>; {share} of the parameters; {missing} stays.",
                 explanation_zh="状态占 {total}；参数占比 {share}。", source="ZeRO paper §3",
-                scenarios={}, figures=figures)
+                scenarios={}, figures=figures, scenario_values={})
 
 
 def fixture_report(tmp_path: Path, title: str | None = None):

@@ -43,8 +43,13 @@ def soffice():
 
 
 @pytest.fixture(scope="module")
-def report():
-    return make_report(load(str(FIXTURE)), STAMP)
+def loaded():
+    return load(str(FIXTURE))
+
+
+@pytest.fixture(scope="module")
+def report(loaded):
+    return make_report(loaded, STAMP)
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +217,7 @@ def _find_row(ws, cols, index, role=None) -> int:
     raise AssertionError(f"no row for scenario {index} {role}")
 
 
-def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_path):
+def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_path, loaded):
     edits = {  # result index -> input changes (single scenarios)
         1: {"batch_size": 4},  # inference
         17: {"num_gpus": 4},  # full, ZeRO-3 on 2 GPUs -> 4
@@ -239,8 +244,8 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    estimator = Estimator(report.estimator.specs, report.estimator.gpus,
-                          {**report.estimator.assumptions, "safety_factor": new_k})
+    estimator = Estimator(loaded.estimator.specs, loaded.estimator.gpus,
+                          {**loaded.estimator.assumptions, "safety_factor": new_k})
     results = []
     for r in report.results:
         if r.is_group:
@@ -294,7 +299,7 @@ def rewrite_parts(src: Path, dst: Path, edit) -> None:
             zout.writestr(info, data)
 
 
-def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_path):
+def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_path, loaded):
     """Shared formulas are recalculated row by row, not kept from the cache: an input edited in a
     row below the formulas' first row recomputes that row, and a wrong cached value planted in
     every shared cell (all but the first row's) is replaced by the right one."""
@@ -322,7 +327,7 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     stale = openpyxl.load_workbook(edited, data_only=True)["Scenarios"]
     assert stale.cell(row, cols["weights"]).value == -7
 
-    results = [Result(r.index, r.matrix, report.estimator.estimate(replace(r.lead, batch_size=new_batch)))
+    results = [Result(r.index, r.matrix, loaded.estimator.estimate(replace(r.lead, batch_size=new_batch)))
                if r is single else r for r in report.results]
     new_report = replace(report, results=tuple(results))
     fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)

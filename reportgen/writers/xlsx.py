@@ -517,10 +517,9 @@ MODEL_COLUMNS = tuple(f for f in MODEL_FIELDS if f not in TEXT_FIELDS) + MODEL_T
 
 
 def lookup_tables(report: Report) -> dict[str, Table]:
-    est = report.estimator
     specs = {
-        "Models": ("model", MODEL_COLUMNS, len(est.tables["Models"])),
-        "GPUs": ("gpu", GPU_COLUMNS, len(est.tables["GPUs"])),
+        "Models": ("model", MODEL_COLUMNS, len(report.tables["Models"])),
+        "GPUs": ("gpu", GPU_COLUMNS, len(report.tables["GPUs"])),
         **{t.name: (t.key, t.columns, len(t.rows)) for t in LOOKUP_TABLES},
     }
     out = {}
@@ -569,9 +568,7 @@ def build_book(report: Report) -> Book:
     for note in report.notes:
         for key, s in note.scenarios.items():
             note_cells[(note.id, key)] = SCENARIO_FIRST_ROW + len(note_rows)
-            # The notes keep only their figures' values; each scenario's terms come from the same estimator.
-            values = report.estimator.estimate(s).values
-            note_rows.append(_scenario_values(s, values, note=note.id, key=key, name=s.label()))
+            note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key, name=s.label()))
     note_scenarios = Table("NoteScenarios", scenario_columns(NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
                            last_row(SCENARIO_FIRST_ROW, len(note_rows)))
     fill_derived(note_scenarios, note_rows, report.assumptions)
@@ -1009,12 +1006,12 @@ def _write_lookup_sheet(wb, table: Table, rows: Mapping[str, Mapping[str, Any]],
 
 
 def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
-    est, tables = book.report.estimator, book.lookups.tables
-    specs, gpus = est.specs, book.report.gpus
-    _write_lookup_sheet(wb, tables["Models"], est.tables["Models"],
+    tables, rep = book.lookups.tables, book.report
+    specs, gpus = rep.models, rep.gpus
+    _write_lookup_sheet(wb, tables["Models"], rep.tables["Models"],
                         [("model_type", 12, lambda k: specs[k].model_type), ("source", 40, lambda k: specs[k].source)],
                         styles)
-    _write_lookup_sheet(wb, tables["GPUs"], est.tables["GPUs"],
+    _write_lookup_sheet(wb, tables["GPUs"], rep.tables["GPUs"],
                         [(f, 36 if f.endswith("source") else 12, (lambda k, f=f: getattr(gpus[k], f)))
                          for f in ("vendor", "marketed_memory", "memory_source", "spec_source", "price_source")],
                         styles, {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
