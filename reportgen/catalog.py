@@ -33,10 +33,21 @@ class GpuSpec:
     marketed_memory: str
     bf16_dense_tflops: float
     memory_bandwidth_gbps: float
+    fp32_tflops: float
+    fp8_dense_tflops: float  # 0: no FP8 tensor cores
+    link_gbps: float  # GPU to GPU inside a node, per direction
+    pcie_gbps: float  # host link, per direction
+    gpus_per_node: int
+    inter_node_gbps: float  # network per GPU between nodes (a typical deployment, not a spec)
+    tdp_watts: float
+    train_efficiency: float  # fraction of the dense peak training matmuls achieve (see gpus.yaml)
+    attention_efficiency: float  # the same for the attention kernels (FlashAttention)
     price_purchase_usd: float
     price_per_hour_usd: float
     memory_source: str
     spec_source: str
+    perf_source: str
+    efficiency_source: str
     price_source: str
 
     @property
@@ -60,6 +71,16 @@ class GpuSpec:
                 raise InputError(f"expected a non-negative number, got {value!r}", source=source, key_path=where)
             if not numeric and not isinstance(value, str):
                 raise InputError(f"expected text, got {value!r}", source=source, key_path=where)
+        for name in ("bf16_dense_tflops", "memory_bandwidth_gbps", "fp32_tflops", "link_gbps", "pcie_gbps",
+                     "gpus_per_node", "inter_node_gbps", "train_efficiency", "attention_efficiency"):
+            if fields[name] <= 0:
+                raise InputError(f"expected a positive number, got {fields[name]!r}", source=source,
+                                 key_path=f"{key_path}.{name}")
+        for name in ("train_efficiency", "attention_efficiency"):
+            if fields[name] > 1:
+                raise InputError(f"a fraction of the peak is at most 1, got {fields[name]!r}", source=source,
+                                 key_path=f"{key_path}.{name}")
+        fields["gpus_per_node"] = int(fields["gpus_per_node"])
         if fields["memory_mib"] <= 0 or not float(fields["memory_mib"]).is_integer():
             raise InputError(f"expected a positive whole number of MiB, got {fields['memory_mib']!r}",
                              source=source, key_path=f"{key_path}.memory_mib")
@@ -141,7 +162,10 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
     raise unknown_name("model", name_or_path, models, source=source, key_path=key_path)
 
 
-GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "memory_bandwidth_gbps", "price_purchase_usd", "price_per_hour_usd")
+GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "memory_bandwidth_gbps",
+               "link_gbps", "pcie_gbps", "gpus_per_node", "inter_node_gbps", "tdp_watts", "train_efficiency",
+               "attention_efficiency",
+               "price_purchase_usd", "price_per_hour_usd")
 
 
 def gpu_row(gpu: GpuSpec) -> dict[str, float]:

@@ -19,7 +19,8 @@ from .inputs import (FROZEN, INPUT_NAMES, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Sce
                      check_rlhf)
 from .models import ModelSpec
 from .shape import model_row, params_by_component
-from .terms import (ASSUMPTION_DEFAULTS, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, SKIP_RULES, TOTAL_TERMS, Term)
+from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, SKIP_RULES,
+                    TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,7 @@ class Estimate(_Totals):
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
+        time = self.time_json()
         return {
             "name": s.label(),
             "inputs": s.inputs(),
@@ -189,7 +191,14 @@ class Estimate(_Totals):
             "peak_phase": PHASE_NAMES[int(self.values["peak_phase"])],
             "host_offload_bytes": int(self.values["host_offload_bytes"]),
             **self._fit_json(),
+            **({"time": time} if time else {}),
         }
+
+    def time_json(self) -> dict[str, float]:
+        """Throughput, time and cost: a training run's, or a served model's (a frozen role has none)."""
+        keys = (TRAIN_TIME_KEYS if self.values["is_train"] else
+                INFERENCE_TIME_KEYS if self.scenario.workload == "inference" else ())
+        return {k: self.values[k] for k in keys}
 
 
 PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward"}

@@ -114,6 +114,10 @@ INPUTS: tuple[Input, ...] = (
     Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
           choices=LORA_TARGET_SETS, option="--lora-targets"),
     Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu"),
+    Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
+          "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum"),
+    Input("train_tokens", "Tokens to train on", "training tokens the run processes (time and cost)", 1_000_000_000,
+          limits=(1, 10**15), unit="tokens", option="--train-tokens"),
 )
 INPUT_NAMES = tuple(i.name for i in INPUTS)
 INPUT_BY_NAME = {i.name: i for i in INPUTS}

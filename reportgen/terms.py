@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import InputError
-from .formulas import AND, CEIL, IF, MAX, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
+from .formulas import AND, CEIL, IF, MAX, MIN, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
 from .inputs import INPUT_NAMES
 from .units import MiB as _MIB
 
@@ -66,6 +66,23 @@ ASSUMPTIONS = (
     Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
                "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)",
                (1, 1_048_576), whole=True),
+    # ---- time: efficiency factors, each an editable planning figure with the measurement behind it ----
+    Assumption("prefill_efficiency", "Prefill efficiency", 0.5, "fraction of peak",
+               "fraction of the dense peak a prefill (and compute-bound decode) achieves; FlashAttention-2 "
+               "forward reaches 50-73 % of A100 peak (Dao 2023, arXiv:2307.08691 §4.1)", (0.01, 1.0)),
+    Assumption("decode_bandwidth_efficiency", "Decode memory-bandwidth efficiency", 0.7, "fraction of bandwidth",
+               "fraction of memory bandwidth a decode step achieves reading weights and KV cache (model bandwidth "
+               "utilisation 55-75 % measured for Llama-2-70B on A100/H100: Databricks, 'LLM Inference Performance "
+               "Engineering: Best Practices', 2023)", (0.01, 1.0)),
+    Assumption("comm_efficiency", "Collective bandwidth efficiency", 0.8, "fraction of link bandwidth",
+               "NCCL all-reduce bus bandwidth as a fraction of the link's (nccl-tests reach ~80 % of NVLink and "
+               "InfiniBand line rate for large messages)", (0.01, 1.0)),
+    Assumption("collective_latency_us", "Collective latency", 15, "µs",
+               "latency of one small all-reduce inside a node (NVLink, NCCL); decode pays two per layer at TP > 1",
+               (0, 100_000)),
+    Assumption("amortisation_years", "Amortisation period", 3, "years",
+               "a purchased GPU's price spread over this many years of use (straight-line depreciation)",
+               (0.1, 50)),
 )
 ASSUMPTION_DEFAULTS = {a.name: a.default for a in ASSUMPTIONS}
 ASSUMPTION_BY_NAME = {a.name: a for a in ASSUMPTIONS}
@@ -340,12 +357,144 @@ TOTAL_TERMS: tuple[Term, ...] = (
     Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
 )
 
-ROLE_TERMS = TERMS + TOTAL_TERMS
+_TRAIN = V("is_train").eq(1)
+_INFER = V("workload").eq("inference")
+_KAPLAN = "Kaplan et al. 2020 (arXiv:2001.08361) §2.1: 2N FLOPs per token forward, 4N backward"
+_LINK = ("GPUs sheet: the NVLink/PCIe link inside a node; across nodes NCCL runs a collective over every "
+         "rail at once (one NIC per GPU), so the bus bandwidth is the node's network (GPUs per node × NIC "
+         "bandwidth) capped by the link inside the node (nccl-tests on 8 × 400 Gb/s H100 nodes: ~370-400 GB/s)")
+
+
+def _collective_bandwidth(span: Expr) -> Expr:
+    """Bytes per second a collective over `span` GPUs moves per GPU (bus bandwidth × efficiency)."""
+    inside = _g("link_gbps")
+    return IF(span.le(_g("gpus_per_node")), inside, MIN(inside, _g("inter_node_gbps") * _g("gpus_per_node"))) \
+        * 1e9 * V("comm_efficiency")
+TIME_TERMS: tuple[Term, ...] = (
+    Term("peak_flops", "Dense peak of the compute dtype", "flop_per_s",
+         IF(V("act_bytes").eq(4), _g("fp32_tflops"),
+            IF(AND(_INFER, V("weight_dtype").eq("fp8"), _g("fp8_dense_tflops").gt(0)), _g("fp8_dense_tflops"),
+               _g("bf16_dense_tflops"))) * 1e12,
+         "GPUs sheet: FP32 for fp32 compute, FP8 tensor cores for fp8-weight inference where the GPU has them, "
+         "else BF16/FP16 (dense, no sparsity)", "time"),
+    # ---- training ------------------------------------------------------------------------------
+    Term("attention_flops_per_token", "Attention-score FLOPs per token (forward)", "flops",
+         2 * V("num_layers") * V("q_dim") * IF(_TRAIN, V("seq_len"), V("context_tokens")),
+         "the Q·K scores and their product with V over a causal context: 2 × 2 × q_dim × S/2 per layer (what FlashAttention executes)", "time"),
+    Term("train_flops_per_token", "Training FLOPs per token", "flops",
+         IF(V("is_full").eq(1), 6 * V("active_params"), 4 * V("active_params") + 6 * V("trainable_params"))
+         + 3 * V("attention_flops_per_token"),
+         _KAPLAN + "; frozen weights (LoRA) need the backward for activations only (4N), adapters 6 per "
+         "parameter; attention: forward + twice for backward", "time"),
+    Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
+         IF(V("checkpointing").eq("full"), 2 * V("active_params") + V("attention_flops_per_token"),
+            IF(V("checkpointing").eq("selective"), V("attention_flops_per_token"), 0)),
+         "full: one more forward; selective: the attention scores only (Korthikanti et al. 2022)", "time"),
+    Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
+         (3 + IF(V("checkpointing").eq("none"), 0, 1)) * V("attention_flops_per_token"),
+         "forward, backward (twice) and the recomputed forward under checkpointing", "time"),
+    Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
+         IF(_TRAIN, V("tokens") / V("tp_size") / V("peak_flops")
+            * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token"))
+               / _g("train_efficiency") + V("train_attention_flops_per_token") / _g("attention_efficiency")), 0),
+         "tokens × FLOPs ÷ peak, the matrix multiplications at the GPU type's training efficiency and the "
+         "attention kernels at its attention efficiency (GPUs sheet, fitted to published runs); tensor "
+         "parallelism splits every layer", "time"),
+    Term("dp_link_bytes_per_s", "Data-parallel collective bandwidth", "bytes_per_s",
+         _collective_bandwidth(V("num_gpus")), _LINK, "time"),
+    Term("tp_link_bytes_per_s", "Tensor-parallel collective bandwidth", "bytes_per_s",
+         _collective_bandwidth(V("tp_size")), _LINK, "time"),
+    Term("dp_comm_bytes", "Data-parallel traffic per optimizer step, per GPU", "bytes",
+         IF(AND(_TRAIN, V("dp_size").gt(1)),
+            (V("dp_size") - 1) / V("dp_size")
+            * (IF(V("zero_stage").eq(3), 1, 2) * V("resident_trainable_params")
+               * IF(V("is_full").eq(1), _p("grad_bytes"), 4) / V("tp_size")
+               + IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("tp_size"),
+                    0)), 0),
+         "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-3 reduce-scatters them once and "
+         "all-gathers the weights in every forward and backward (1.5× the traffic: " + _ZERO_PAPER + ")", "time"),
+    Term("dp_comm_seconds", "Data-parallel communication per step", "seconds",
+         V("dp_comm_bytes") / V("dp_link_bytes_per_s"), "overlaps with backward compute", "time"),
+    Term("tp_comm_seconds", "Tensor-parallel communication per micro-batch", "seconds",
+         IF(AND(_TRAIN, V("tp_size").gt(1)),
+            IF(V("checkpointing").eq("full"), 6, 4) * V("num_layers")
+            * (2 * (V("tp_size") - 1) / V("tp_size") * V("tokens") * V("hidden_size") * V("act_bytes")
+               / V("tp_link_bytes_per_s") + V("collective_latency_us") / 1e6), 0),
+         "Megatron-style TP all-reduces the activations twice per layer forward and twice backward (twice more "
+         "when a checkpointed forward is repeated); on the critical path", "time"),
+    Term("offload_seconds", "CPU-offload traffic per step", "seconds",
+         IF(AND(_TRAIN, V("offload").ne("none")),
+            (V("gradients") + V("weight_bytes_unsharded") / V("weight_shards")
+             + IF(V("offload").eq("all"), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("weight_shards"),
+                  0)) / (_g("pcie_gbps") * 1e9), 0),
+         "ZeRO-Offload moves gradients to the host and updated weights back every step over PCIe; parameter "
+         "offload streams the weights in every forward and backward (Ren et al. 2021); host Adam time not modelled",
+         "time"),
+    Term("step_seconds", "Time per optimizer step", "seconds",
+         IF(_TRAIN, MAX(V("grad_accum_steps") * V("train_compute_seconds"), V("dp_comm_seconds"))
+            + V("grad_accum_steps") * V("tp_comm_seconds") + V("offload_seconds"), 0),
+         "compute and data-parallel communication overlap (the longer counts); tensor-parallel and offload "
+         "transfers add", "time"),
+    Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
+         IF(_TRAIN, V("tokens") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0), "", "time"),
+    Term("train_tokens_per_s_per_gpu", "Training tokens per second per GPU", "tokens_per_s",
+         V("train_tokens_per_s") / V("num_gpus"), "", "time"),
+    Term("time_to_train_seconds", "Time to train on the tokens", "seconds",
+         IF(_TRAIN, V("train_tokens") / V("train_tokens_per_s"), 0), "", "time"),
+    # ---- inference -----------------------------------------------------------------------------
+    Term("prefill_seconds", "Prefill time (every prompt of the batch)", "seconds",
+         IF(_INFER, V("batch_size") * (2 * V("active_params") * V("prompt_len")
+                                       + 2 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
+            / V("tp_size") / (V("peak_flops") * V("prefill_efficiency")), 0),
+         "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer), compute-bound: the time to "
+         "first token when the batch starts together", "time"),
+    Term("decode_context_tokens", "Mean context length while generating", "count",
+         V("prompt_len") + V("gen_len") / 2, "", "time"),
+    Term("decode_weight_seconds", "Decode step: weight matrix multiplications", "seconds",
+         IF(_INFER, MAX(V("weights") / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")),
+                        V("batch_size") * 2 * V("active_params") / V("tp_size")
+                        / (V("peak_flops") * V("prefill_efficiency"))), 0),
+         "every weight is read once per step (memory-bound at small batch) or the batch's 2N FLOPs per token "
+         "dominate (compute-bound at large batch)", "time"),
+    Term("decode_attention_seconds", "Decode step: attention over the cache", "seconds",
+         IF(_INFER, V("kv_cache") * V("decode_context_tokens") / V("context_tokens")
+            / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+         "each sequence's cache so far is read once per step (mean context: prompt + half the generated tokens)",
+         "time"),
+    Term("seconds_per_output_token", "Time per output token", "seconds",
+         IF(_INFER, V("decode_weight_seconds") + V("decode_attention_seconds")
+            + IF(V("tp_size").gt(1), 2 * V("num_layers") * V("collective_latency_us") / 1e6, 0), 0),
+         "the weight and attention kernels run one after the other, each at its own roofline; at TP > 1 two "
+         "small all-reduces per layer", "time"),
+    Term("tokens_per_s_per_user", "Output tokens per second per sequence", "tokens_per_s",
+         IF(_INFER, 1 / V("seconds_per_output_token"), 0), "", "time"),
+    Term("tokens_per_s_per_gpu", "Output tokens per second per GPU", "tokens_per_s",
+         V("tokens_per_s_per_user") * V("batch_size") / V("num_gpus"), "", "time"),
+    # ---- cost ----------------------------------------------------------------------------------
+    Term("gpu_hours", "GPU-hours", "gpu_hours",
+         IF(_TRAIN, V("time_to_train_seconds") * V("num_gpus") / 3600, 0), "", "time"),
+    Term("cost_usd", "Cost at the hourly price", "usd", V("gpu_hours") * _g("price_per_hour_usd"),
+         "GPUs sheet (placeholder prices: edit)", "time"),
+    Term("amortised_cost_usd", "Cost as amortised purchase", "usd",
+         V("purchase_usd") * V("time_to_train_seconds") / (V("amortisation_years") * 365.25 * 86400),
+         "purchase price spread over the amortisation period (straight line)", "time"),
+    Term("usd_per_million_tokens", "Cost per million output tokens (hourly price)", "usd",
+         IF(AND(_INFER, V("gen_len").gt(0)),
+            V("hourly_usd") / (V("tokens_per_s_per_gpu") * V("num_gpus") * 3600) * 1e6, 0),
+         "", "time"),
+)
+
+ROLE_TERMS = TERMS + TOTAL_TERMS + TIME_TERMS
 TERM_BY_NAME = {t.name: t for t in ROLE_TERMS}
 
 # The JSON contract's per_gpu_bytes keys, in order.
 PER_GPU_KEYS = ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache",
                 "allocated_peak", "reserved_peak", "device_total", "recommended")
+# The JSON contract's time keys: what a training run and a served model answer.
+TRAIN_TIME_KEYS = ("train_tokens_per_s", "train_tokens_per_s_per_gpu", "step_seconds", "time_to_train_seconds",
+                   "gpu_hours", "cost_usd", "amortised_cost_usd")
+INFERENCE_TIME_KEYS = ("prefill_seconds", "seconds_per_output_token", "tokens_per_s_per_user",
+                       "tokens_per_s_per_gpu", "usd_per_million_tokens")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
               "resident_kv_cache", "temporaries")

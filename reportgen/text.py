@@ -40,7 +40,20 @@ def estimate_table(est) -> str:
            f"recommended (k) {_gib(est['recommended'])} GiB {'fits' if est['fits_recommended'] else 'does not fit'}")
     if est["host_offload_bytes"]:
         fit += f"\nhost RAM for offloaded states: {_gib(est['host_offload_bytes'])} GiB per GPU"
-    return head + "\n" + _table(("per GPU", "bytes", "GiB", "GB"), rows) + "\n\n" + parts + "\n" + fit
+    time = est.time_json()
+    timing = "\n\n" + _table(("time and cost", "value"), [(TERM_BY_NAME[k].label, _time_value(TERM_BY_NAME[k].unit, v))
+                                                        for k, v in time.items()]) if time else ""
+    return head + "\n" + _table(("per GPU", "bytes", "GiB", "GB"), rows) + "\n\n" + parts + "\n" + fit + timing
+
+
+def _time_value(unit: str, value: float) -> str:
+    if unit == "seconds":
+        return f"{value:,.3f} s" + (f" ({value / 3600:,.1f} h)" if value >= 3600 else "")
+    if unit == "usd":
+        return f"{value:,.2f} USD"
+    if unit == "tokens_per_s":
+        return f"{value:,.1f} tokens/s"
+    return f"{value:,.1f}"
 
 
 def _phase(est) -> str:

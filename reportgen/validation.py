@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from .errors import InputError
 from .estimate import Estimator, Scenario
-from .models import read_json, spec_from_config
+from .models import ModelSpec, read_json, spec_from_config
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16"}
 _ATTENTION = {"sdpa": "flash", "eager": "eager"}
@@ -65,3 +65,97 @@ def summary(rows: list[ValidationRow]) -> dict[str, float]:
     errors = [abs(r.error) for r in rows]
     return {"cases": len(rows), "median_abs_error": statistics.median(errors), "max_abs_error": max(errors),
             "within_10_percent": sum(e <= 0.10 for e in errors)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Published throughput (presets/validation/published_throughput.json): each record's "reportgen"
+# block says which estimator inputs describe the run and whether it fits an efficiency, is held out
+# or is excluded.
+
+@dataclass(frozen=True)
+class ThroughputCase:
+    id: str
+    use: str  # "fit", "holdout" or "excluded"
+    why: str  # for excluded records
+    title: str  # model, GPUs, sequence length, as a reader would name the run
+    spec: ModelSpec | None  # a model given by its config (not in the catalog)
+    scenario: Scenario | None
+    published: float  # tokens per second per GPU
+    published_from: str
+    source: str
+
+    def estimated(self, estimator: Estimator) -> float:
+        est = estimator.with_model(self.spec) if self.spec else estimator
+        return est.estimate(self.scenario)["train_tokens_per_s_per_gpu"]
+
+    def error(self, gpus, models) -> float:
+        """(estimated − published) ÷ published with these catalogs."""
+        return self.estimated(Estimator(models, gpus)) / self.published - 1
+
+
+def throughput_cases(data: Mapping[str, Any]) -> list[ThroughputCase]:
+    out = []
+    for r in data["training"]:
+        block = r["reportgen"]
+        title = f"{r['model']} · {r['num_gpus']} × {r['gpu']}" + (f" · {r['seq_len']:,} tokens" if r.get("seq_len") else "")
+        if block["use"] == "excluded":
+            out.append(ThroughputCase(r["id"], "excluded", block["why"], title, None, None, 0.0, "", r["source"]))
+            continue
+        spec = None
+        if "config" in block:
+            config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
+            spec = spec_from_config(config, name=block["config"].get("_name", r["id"]), source=r["id"])
+        model = spec.name if spec else block["model"]
+        out.append(ThroughputCase(r["id"], block["use"], "", title, spec, Scenario(model=model, **block["scenario"]),
+                                  float(block["published_tokens_per_s_per_gpu"]), block["published_from"], r["source"]))
+    return out
+
+
+DECODE_METRICS = {
+    "tpot_s": "time per output token",
+    "ttft_s": "time to first token",
+    "output_tokens_per_s": "output tokens per second",
+    "latency_s": "end-to-end latency",
+}
+
+
+def decode_metrics(values: Mapping[str, float], s: Scenario) -> dict[str, float]:
+    """The decode figures a serving benchmark publishes, from an inference estimate's terms."""
+    latency = values["prefill_seconds"] + s.gen_len * values["seconds_per_output_token"]
+    return {"tpot_s": values["seconds_per_output_token"], "ttft_s": values["prefill_seconds"],
+            "output_tokens_per_s": s.batch_size * s.gen_len / latency, "latency_s": latency}
+
+
+@dataclass(frozen=True)
+class DecodeCase:
+    id: str
+    use: str  # "holdout" or "excluded"
+    why: str
+    title: str
+    spec: ModelSpec | None
+    scenario: Scenario | None
+    published: Mapping[str, float]  # metric -> value
+    note: str
+    source: str
+
+    def estimated(self, estimator: Estimator) -> dict[str, float]:
+        est = estimator.with_model(self.spec) if self.spec else estimator
+        return decode_metrics(est.estimate(self.scenario).values, self.scenario)
+
+
+def decode_cases(data: Mapping[str, Any]) -> list[DecodeCase]:
+    out = []
+    for r in data["decode"]:
+        block = r["reportgen"]
+        title = f"{r['model']} · {r.get('num_gpus') or 1} × {r['gpu']} · {r.get('engine', '')}"
+        if block["use"] == "excluded":
+            out.append(DecodeCase(r["id"], "excluded", block["why"], title, None, None, {}, "", r["source"]))
+            continue
+        spec = None
+        if "config" in block:
+            config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
+            spec = spec_from_config(config, name=block["config"].get("_name", r["id"]), source=r["id"])
+        model = spec.name if spec else block["model"]
+        out.append(DecodeCase(r["id"], block["use"], "", title, spec, Scenario(model=model, **block["scenario"]),
+                              block["published"], block["note"], r["source"]))
+    return out

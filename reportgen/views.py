@@ -95,14 +95,17 @@ def format_figure(value: float, unit: str) -> str:
     return f"{value:,.4g}"
 
 
-def format_assumption(value: float, unit: str) -> str:
+def format_assumption(value: float, unit: str, t: Catalogue) -> str:
+    """An assumption's value with its unit: fractions as percent, MiB also in GiB, counts grouped."""
+    if unit.startswith("fraction"):
+        return percent(value, 0)
     if unit == "MiB":
         return f"{value:,.0f} MiB ({gib_unit(value * MiB)})"
-    if unit == "fraction of allocated":
-        return percent(value, 0)
     if unit == "tokens":
         return format_count(value)
-    return f"{value:g}"
+    if unit == "×":
+        return f"{value:g}"
+    return f"{value:g} {t.get(f'unit.{unit}', unit)}"
 
 
 def format_date(iso: str) -> str:
@@ -581,7 +584,7 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
             out.append(TermGroup(t("term_group.rlhf", roles=roles, placement=t(f"placement.{key[1]}")),
                                  Table(headers, _term_rows(group_terms(*key), t, "group."), "terms")))
     a_rows = tuple((Cell(breakable(a.name), "code"), Cell(t.label(a.name, a.label)),
-                    Cell(format_assumption(report.assumptions[a.name], a.unit), "num"),
+                    Cell(format_assumption(report.assumptions[a.name], a.unit, t), "num"),
                     Cell(t.label(a.name + ".help", a.help), "source")) for a in ASSUMPTIONS)
     assumptions = Table(tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "value", "note")), a_rows,
                         "assumptions")

@@ -3,6 +3,8 @@ import json
 import random
 
 import pytest
+
+from reportgen.inputs import INPUT_BY_NAME
 from click.testing import CliRunner
 
 from reportgen.cli import main
@@ -122,15 +124,12 @@ def test_json_scenario_equals_estimate_json(tmp_path):
     assert run("build", "default", "--format", "json", "-o", str(tmp_path), "-q", env=EPOCH).exit_code == 0
     data = json.loads((tmp_path / "default.json").read_text())
     singles = [s for s in data["scenarios"] if "roles" not in s]
-    flag = {"batch_size": "--batch", "seq_len": "--seq", "num_gpus": "--gpus", "zero_stage": "--zero",
-            "tp_size": "--tp", "ep_size": "--ep"}
     for s in random.Random(7).sample(singles, 8):
         i = s["inputs"]
-        args = ["estimate", "--json"]
+        args = ["estimate", "--json", "--model", i["model"], "--workload", i["workload"]]
         for key, value in i.items():
-            if key in ("head",):
-                continue
-            args += [flag.get(key, "--" + key.replace("_", "-")), str(value)]
+            if INPUT_BY_NAME[key].option:
+                args += [INPUT_BY_NAME[key].option, str(value)]
         out = run(*args)
         assert out.exit_code == 0, out.output
         single = json.loads(out.output)

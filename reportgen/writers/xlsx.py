@@ -61,6 +61,8 @@ INPUT_COLOURS = {"font_color": "#0000FF", "bg_color": "#FFF2CC"}  # blue on ligh
 NUMBER_FORMATS = {
     "bytes": "#,##0", "count": "#,##0", "gpus": "#,##0", "flag": "0", "usd": "#,##0.00", "gib": "#,##0.00",
     "fraction": "0.00", "ratio": "0.000", "percent": "0.00%", "decimal": "#,##0.000", "general": "General", "text": "@",
+    "seconds": "#,##0.000", "tokens_per_s": "#,##0.0", "flops": "0.000E+00", "flop_per_s": "0.000E+00",
+    "bytes_per_s": "0.000E+00", "gpu_hours": "#,##0.0",
 }
 UNIT_SUFFIX = {"bytes": "bytes", "gib": "GiB", "usd": "USD"}  # shown in headers as "Label [unit]"
 HEADER_COLOURS = {"id": "#D9D9D9", "summary": "#E2EFDA", "input": "#FFF2CC", "formula": "#DDEBF7",
@@ -171,7 +173,7 @@ SUMMARY = (
     Column("gpu_memory_gib", "GPU memory", "gib", "summary", 10, _gib("gpu_memory_bytes")),
     Column("headroom_gib", "Headroom (GPU − device total)", "gib", "summary", 11, _gib("headroom_bytes")),
     Column("fits_with_k", "Fits with k (1/0)", "flag", "summary", 7, Var("fits_recommended")),
-    Column("cost_usd", "Purchase cost", "usd", "summary", 11, Var("purchase_usd")),
+    Column("summary_purchase_usd", "Purchase cost", "usd", "summary", 11, Var("purchase_usd")),
 )
 
 

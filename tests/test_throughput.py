@@ -1,0 +1,158 @@
+"""Time, throughput and cost: physical limits, published measurements, and what a buyer asks.
+
+Published figures: presets/validation/published_throughput.json (each record with its source and a
+verbatim quote; its "reportgen" block maps the run to estimator inputs). Which data what was fitted to:
+- the per-GPU training efficiencies in presets/gpus.yaml were fitted to the llm-foundry runs marked
+  "fit" (scripts/fit_train_efficiency.py); the runs marked "holdout" (torchtitan, the Llama 3 paper,
+  Megatron-LM) were never used for fitting;
+- the decode, prefill and communication efficiencies are assumptions with their own published
+  sources (terms.ASSUMPTIONS); no decode record was fitted.
+Targets of issue #16: training within ±15 % median and ±30 % max; decode within ±25 % median.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator, Scenario
+from reportgen.validation import decode_cases, throughput_cases
+
+DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validation" /
+                   "published_throughput.json").read_text(encoding="utf-8"))
+EST = Estimator(load_models(), load_gpus())
+TRAINING = [c for c in throughput_cases(DATA) if c.use != "excluded"]
+DECODE = [c for c in decode_cases(DATA) if c.use != "excluded"]
+
+
+def _training_errors(use: str) -> list[float]:
+    return [c.estimated(EST) / c.published - 1 for c in TRAINING if c.use == use]
+
+
+def test_enough_published_figures_with_reasons_for_the_rest():
+    cases = throughput_cases(DATA) + decode_cases(DATA)
+    assert len([c for c in cases if c.use != "excluded"]) >= 20
+    assert len(TRAINING) >= 20 and len(DECODE) >= 10
+    assert all(c.why for c in cases if c.use == "excluded")
+
+
+def test_training_fit_rows_at_the_level_reached():
+    """The llm-foundry rows the efficiencies were fitted to: largest error 17.3 % today."""
+    errors = _training_errors("fit")
+    assert len(errors) == 15
+    assert max(abs(e) for e in errors) <= 0.18
+
+
+def test_training_held_out_rows_meet_the_median_target():
+    """Seven runs never fitted to: median |error| 3.7 % today (target 15 %); the largest is the 2021
+    Megatron-LM GPT-3 run at +34.8 % (older kernels; target 30 % — not met, see the issue note)."""
+    errors = _training_errors("holdout")
+    assert len(errors) == 7
+    assert statistics.median(abs(e) for e in errors) <= 0.05
+    assert max(abs(e) for e in errors) <= 0.36
+
+
+def test_decode_figures_meet_the_median_target():
+    """Time per output token, output tokens/s and end-to-end latency of 11 published serving runs
+    (none fitted): median |error| 11.2 % today (target 25 %)."""
+    errors = []
+    for c in DECODE:
+        estimated = c.estimated(EST)
+        errors += [estimated[m] / v - 1 for m, v in c.published.items() if m != "ttft_s"]
+    assert len(errors) >= 15
+    assert statistics.median(abs(e) for e in errors) <= 0.12
+
+
+def test_time_to_first_token_of_single_requests():
+    """Prefill at concurrency 1 (three runs): within 25 % each today (8B-70B, 500-5,000 prompt tokens)."""
+    for c in DECODE:
+        if "ttft_s" in c.published:
+            assert abs(c.estimated(EST)["ttft_s"] / c.published["ttft_s"] - 1) <= 0.26, c.id
+
+
+# ---- physical limits: no estimate beats the hardware ------------------------------------------------
+
+MODELS = ["Llama-3.2-1B", "Llama-2-7B", "Llama-3-8B", "Qwen2.5-7B", "Mixtral-8x7B", "Gemma-2-9B", "Llama-3.1-70B"]
+GPUS = sorted(load_gpus())
+
+
+@st.composite
+def scenarios(draw):
+    workload = draw(st.sampled_from(["inference", "full", "lora", "qlora"]))
+    gpus = draw(st.sampled_from([1, 2, 4, 8, 16, 64]))
+    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if gpus % t == 0]))
+    train = workload != "inference"
+    return Scenario(model=draw(st.sampled_from(MODELS)), workload=workload, gpu=draw(st.sampled_from(GPUS)),
+                    num_gpus=gpus, tp_size=tp, zero_stage=draw(st.sampled_from([0, 3])) if train and gpus > tp else 0,
+                    batch_size=draw(st.integers(1, 256)), seq_len=draw(st.sampled_from([512, 4096, 32768])),
+                    prompt_len=0 if train else draw(st.sampled_from([1, 512, 8192])),
+                    gen_len=0 if train else draw(st.sampled_from([1, 256, 4096])),
+                    checkpointing=draw(st.sampled_from(["none", "full", "selective"])),
+                    weight_dtype=draw(st.sampled_from(["bf16", "fp8", "int4"])) if not train else "bf16",
+                    grad_accum_steps=draw(st.sampled_from([1, 4])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios())
+def test_no_estimate_exceeds_peak_flops_or_bandwidth(s):
+    if EST.skip_check(s):
+        return
+    v = EST.estimate(s).values
+    gpu = load_gpus()[s.gpu]
+    peak = max(gpu.bf16_dense_tflops, gpu.fp8_dense_tflops, gpu.fp32_tflops) * 1e12
+    if v["is_train"]:
+        # every token costs at least its model FLOPs, spread over every GPU at no more than peak
+        assert v["train_tokens_per_s"] * v["train_flops_per_token"] <= s.num_gpus * peak * (1 + 1e-9)
+    else:
+        # a decode step reads every weight this GPU holds at no more than its memory bandwidth, and
+        # computes 2 FLOPs per active parameter per sequence at no more than peak
+        assert v["seconds_per_output_token"] * gpu.memory_bandwidth_gbps * 1e9 >= v["weights"] * (1 - 1e-9)
+        assert (v["seconds_per_output_token"] * peak * s.tp_size
+                >= 2 * v["active_params"] * s.batch_size * (1 - 1e-9))
+        assert v["prefill_seconds"] * peak * s.tp_size >= 2 * v["active_params"] * s.prompt_len * s.batch_size * (1 - 1e-9)
+
+
+# ---- what a buyer asks ---------------------------------------------------------------------------
+
+def test_fine_tuning_time_and_cost_scale_with_tokens_gpus_and_price():
+    """8B full fine-tuning on 8 × A100: twice the tokens take twice as long and cost twice as much;
+    the bill is GPU-hours × the hourly price; the answer is about half a day per 10^9 tokens."""
+    s = Scenario(model="Llama-3-8B", workload="full", gpu="A100-80GB", num_gpus=8, zero_stage=3, seq_len=4096,
+                 prompt_len=0, gen_len=0, train_tokens=10**9)
+    one, two = EST.estimate(s), EST.estimate(replace(s, train_tokens=2 * 10**9))
+    assert two["time_to_train_seconds"] == pytest.approx(2 * one["time_to_train_seconds"])
+    assert two["cost_usd"] == pytest.approx(2 * one["cost_usd"])
+    price = load_gpus()["A100-80GB"].price_per_hour_usd
+    assert one["cost_usd"] == pytest.approx(one["time_to_train_seconds"] / 3600 * 8 * price)
+    # by hand: 6 × 8.03e9 FLOPs per token (Kaplan) on 8 GPUs of 312 TFLOP/s at 40-70 % takes 5-11 hours
+    assert 5 * 3600 < one["time_to_train_seconds"] < 11 * 3600
+
+
+def test_more_gpus_train_faster_until_communication_binds():
+    s = Scenario(model="Llama-3-8B", workload="full", gpu="H100-80GB-SXM", num_gpus=8, zero_stage=3, seq_len=4096,
+                 prompt_len=0, gen_len=0)
+    eight, sixteen = EST.estimate(s), EST.estimate(replace(s, num_gpus=16))
+    assert sixteen["time_to_train_seconds"] < eight["time_to_train_seconds"]
+    assert sixteen["train_tokens_per_s_per_gpu"] <= eight["train_tokens_per_s_per_gpu"] * (1 + 1e-9)
+
+
+def test_larger_batch_raises_throughput_and_latency():
+    """The articles: "a larger batch raises throughput but may raise latency" — both, computed."""
+    s = Scenario(model="Llama-3-8B", workload="inference", gpu="H100-80GB-SXM", prompt_len=2048, gen_len=512)
+    small, large = EST.estimate(replace(s, batch_size=1)), EST.estimate(replace(s, batch_size=64))
+    assert large["tokens_per_s_per_gpu"] > 10 * small["tokens_per_s_per_gpu"]
+    assert large["seconds_per_output_token"] > small["seconds_per_output_token"]
+    assert large["usd_per_million_tokens"] < small["usd_per_million_tokens"]
+
+
+def test_checkpointing_costs_one_more_forward():
+    """Full checkpointing recomputes the forward: 2N of the 6N FLOPs per token, about a third more."""
+    s = Scenario(model="Llama-2-7B", workload="full", gpu="A100-80GB", seq_len=2048, prompt_len=0, gen_len=0)
+    none, full = EST.estimate(s), EST.estimate(replace(s, checkpointing="full"))
+    assert full["recompute_flops_per_token"] / none["train_flops_per_token"] == pytest.approx(1 / 3, rel=0.02)
+    assert 1.25 < full["step_seconds"] / none["step_seconds"] < 1.40
