@@ -23,7 +23,7 @@ from .models import load_config_file, read_json
 from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
 from .terms import ASSUMPTIONS, Assumption
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
-from .units import format_count
+from .units import format_count, parse_count
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -145,8 +145,25 @@ def _default_text(i: Input) -> str:
     return "; ".join([text] + [f"{', '.join(ws)}: {v}" for v, ws in others.items()])
 
 
+class WholeNumber(click.ParamType):
+    """A whole number as people write counts of tokens: 4096, 1e9 or 32k (k = 1,024), within a range."""
+    name = "integer"
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value, param, ctx):
+        try:
+            number = value if isinstance(value, int) else parse_count(value)
+        except (ValueError, OverflowError):
+            self.fail(f"{value!r} is not a whole number (e.g. 4096, 1e9, 32k)", param, ctx)
+        if not self.lo <= number <= self.hi:
+            self.fail(f"{number} is not in the range {self.lo}<=x<={self.hi}.", param, ctx)
+        return number
+
+
 def _input_option(i: Input, *, rlhf: bool = False):
-    kind = click.Choice(i.user_choices) if i.choices else click.IntRange(*i.limits) if i.is_int else None
+    kind = click.Choice(i.user_choices) if i.choices else WholeNumber(*i.limits) if i.is_int else None
     help_text = f"{'RLHF: ' if rlhf else ''}{i.help} ({_default_text(i)})."
     return click.option(i.option, i.name, type=kind, default=None, help=help_text)
 
@@ -240,29 +257,36 @@ def estimate(model, config_path, as_json, **options):
 @_scenario_options
 @click.option("--gpu-type", "gpu_types", multiple=True,
               help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
+@click.option("--within", metavar="DURATION", help="Goal, training: finish --train-tokens within this time (7d, 36h).")
+@click.option("--users", type=WholeNumber(1, 1_000_000), help="Goal, serving: concurrent users (sequences at once).")
+@click.option("--context", type=WholeNumber(1, 10_000_000),
+              help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
+@click.option("--min-tokens-per-s", type=click.FloatRange(0, 1e6, min_open=True),
+              help="Goal, serving: output tokens per second each user needs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
-def plan(model, config_path, gpu_types, as_json, **options):
-    """Find the cheapest layout per GPU type (GPU count, ZeRO stage, TP) whose recommended budget fits.
+def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, as_json, **options):
+    """Per GPU type, the fewest GPUs (and their layout: ZeRO stage, TP) that fit with the safety factor
+    and meet a goal; ranked by purchase price and by hourly cost.
 
     \b
     Example:
       reportgen plan --model Llama-2-70B --workload full --checkpointing full
-      reportgen plan --model Llama-3-70B --workload inference --gpu-type H100-80GB-SXM --gpu-type A100-80GB
+      reportgen plan --model Llama-3-8B --workload full --train-tokens 1e9 --within 7d
+      reportgen plan --model Llama-3-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
     """
-    from .plan import cheapest_per_gpu
+    from .plan import Goal, plan as make_plan
     if click.get_current_context().get_parameter_source("gpu") == click.core.ParameterSource.COMMANDLINE:
         gpu_types = (options["gpu"],) + tuple(gpu_types)
+    goal = Goal.from_mapping({"within": within, "users": users, "context": context,
+                              "min_tokens_per_s": min_tokens_per_s}, source=None, key_path="goal")
     estimator, name = _estimator_for(model, config_path, options)
     options = {**options, "num_gpus": 1, "zero_stage": 0, "tp_size": 1}
     scenario = _scenario_from_options(estimator, name, options)
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
-    found = cheapest_per_gpu(estimator, scenario, gpu_types or list(estimator.gpus))
-    if as_json:
-        click.echo(json.dumps([o.to_json() for o in found], indent=2))
-    else:
-        click.echo(plan_table(found))
+    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal)
+    click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found))
 
 
 @main.command()

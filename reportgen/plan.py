@@ -1,13 +1,103 @@
-"""Procurement search: the cheapest GPU layouts that fit a workload."""
+"""Procurement search: per GPU type, the smallest layout that fits in memory and meets a goal.
+
+A goal is what the buyer needs besides fitting: a training run of N tokens within a deadline, or
+serving U concurrent users at a context length with a minimum decode speed per user. The search
+takes, per GPU type, the fewest GPUs (then the fastest layout at that count) whose recommended budget
+fits and that meets the goal; the options are then ranked by purchase price and by hourly cost.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
+from .errors import InputError
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .inputs import INPUT_BY_NAME
+from .units import parse_duration
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TP_SIZES = (1, 2, 4, 8)
+MEASURES = ("purchase", "hourly")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What a plan must meet besides fitting. Training: `within_seconds` for the scenario's train_tokens.
+    Serving: `users` sequences at once (the batch), `context` tokens each, at least
+    `min_tokens_per_s` output tokens per second per user."""
+    within_seconds: float | None = None
+    users: int | None = None
+    context: int | None = None
+    min_tokens_per_s: float | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: Any, *, source: str | None, key_path: str) -> "Goal":
+        if not isinstance(raw, Mapping):
+            raise InputError(f"expected a mapping, got {raw!r}", source=source, key_path=key_path)
+        allowed = ("within", "users", "context", "min_tokens_per_s")
+        for key in raw:
+            if key not in allowed:
+                from .errors import unknown_name
+                raise unknown_name("key", key, allowed, source=source, key_path=f"{key_path}.{key}")
+        within = raw.get("within")
+        if within is not None:
+            try:
+                within = parse_duration(within)
+            except ValueError:
+                raise InputError(f"expected a duration such as 7d, 36h or 90m, got {within!r}", source=source,
+                                 key_path=f"{key_path}.within") from None
+        out = {"within_seconds": within}
+        for key, spec in (("users", INPUT_BY_NAME["batch_size"]), ("context", INPUT_BY_NAME["prompt_len"])):
+            if raw.get(key) is not None:
+                out[key] = spec.check(raw[key], source=source, key_path=f"{key_path}.{key}")
+        speed = raw.get("min_tokens_per_s")
+        if speed is not None:
+            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 < speed < 1e6:
+                raise InputError(f"expected tokens per second between 0 and 1,000,000, got {speed!r}",
+                                 source=source, key_path=f"{key_path}.min_tokens_per_s")
+            out["min_tokens_per_s"] = float(speed)
+        return cls(**out)
+
+    @property
+    def serving(self) -> bool:
+        return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s))
+
+    def shape(self, s: Scenario) -> Scenario:
+        """The scenario the goal describes: the users spread over the data-parallel replicas (each
+        replica's batch), the context is prompt + generated."""
+        if s.workload != "inference":
+            return s
+        changes: dict[str, int] = {}
+        if self.users is not None:
+            replicas = max(1, s.num_gpus // s.tp_size)
+            changes["batch_size"] = -(-self.users // replicas)
+        if self.context is not None:
+            if self.context <= s.gen_len:
+                raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
+                                 f"({s.gen_len:,})", key_path="goal.context")
+            changes["prompt_len"] = self.context - s.gen_len
+        return replace(s, **changes)
+
+    def met(self, values: Mapping[str, float]) -> bool:
+        if self.within_seconds is not None and values["is_train"]:
+            if values["time_to_train_seconds"] > self.within_seconds:
+                return False
+        if self.min_tokens_per_s is not None and not values["is_train"]:
+            if values["tokens_per_s_per_user"] < self.min_tokens_per_s:
+                return False
+        return True
+
+    def describe(self) -> str:
+        parts = []
+        if self.within_seconds is not None:
+            parts.append(f"train within {self.within_seconds / 86400:g} days")
+        if self.users is not None:
+            parts.append(f"{self.users:,} users at once")
+        if self.context is not None:
+            parts.append(f"{self.context:,} tokens of context")
+        if self.min_tokens_per_s is not None:
+            parts.append(f"≥ {self.min_tokens_per_s:g} tokens/s per user")
+        return ", ".join(parts) or "fits in memory"
 
 
 @dataclass(frozen=True)
@@ -23,16 +113,52 @@ class PlanOption:
         return self.estimate["purchase_usd"]
 
     @property
+    def hourly_usd(self) -> float:
+        return self.estimate["hourly_usd"]
+
+    @property
+    def run_cost_usd(self) -> float | None:
+        """A training run's cost at the hourly price (serving has no end: compare hourly_usd)."""
+        if isinstance(self.estimate, GroupEstimate) or not self.estimate["is_train"]:
+            return None
+        return self.estimate["cost_usd"]
+
+    @property
     def total_gpus(self) -> int:
         """GPUs to buy: num_gpus per role pool when RLHF roles sit on separate pools."""
         return int(self.estimate["total_gpus"]) if isinstance(self.estimate, GroupEstimate) else self.num_gpus
 
+    def cost(self, measure: str) -> float:
+        """The ranking cost: purchase price, or the hourly bill (a training run: its whole cost)."""
+        if measure == "purchase":
+            return self.purchase_usd
+        return self.run_cost_usd if self.run_cost_usd is not None else self.hourly_usd
+
     def to_json(self) -> dict:
         out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus, "zero_stage": self.zero_stage,
-               "tp_size": self.tp_size, "purchase_usd": self.purchase_usd, "per_gpu_bytes": self.estimate.per_gpu_bytes}
+               "tp_size": self.tp_size, "purchase_usd": self.purchase_usd, "hourly_usd": self.hourly_usd,
+               "per_gpu_bytes": self.estimate.per_gpu_bytes}
         if isinstance(self.estimate, GroupEstimate):
             out["gpus_per_role"] = {r: e.scenario.num_gpus for r, e in self.estimate.roles}
+        else:
+            time = self.estimate.time_json()
+            if time:
+                out["time"] = time
         return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    goal: Goal
+    options: tuple[PlanOption, ...]  # one per GPU type that can meet the goal, by purchase price
+
+    def cheapest(self, measure: str) -> PlanOption | None:
+        return min(self.options, key=lambda o: (o.cost(measure), o.total_gpus, o.gpu), default=None)
+
+    def to_json(self) -> dict:
+        return {"goal": self.goal.describe(),
+                "cheapest": {m: (self.cheapest(m).gpu if self.cheapest(m) else None) for m in MEASURES},
+                "options": [o.to_json() for o in self.options]}
 
 
 def _layouts(s: Scenario, n: int) -> Iterable[tuple[int, int]]:
@@ -42,33 +168,35 @@ def _layouts(s: Scenario, n: int) -> Iterable[tuple[int, int]]:
     return [(z, 1) for z in ((0,) if n == 1 else (0, 1, 2, 3))]
 
 
-def _relayout(s: Scenario, gpu: str, n: int, zero: int, tp: int) -> Scenario:
-    return replace(s, gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp)
+def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
+         counts: Sequence[int] = GPU_COUNTS) -> Plan:
+    """For each GPU type, the smallest GPU count whose recommended budget fits and that meets the goal
+    (at that count, the fastest layout); GPU types where nothing up to max(counts) does are left out."""
+    options = [o for o in (_search(estimator, scenario, gpu, goal, counts) for gpu in dict.fromkeys(gpus)) if o]
+    return Plan(goal, tuple(sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))))
 
 
-def cheapest_per_gpu(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str],
-                     counts: Sequence[int] = GPU_COUNTS) -> list[PlanOption]:
-    """For each GPU type, the smallest GPU count (then lowest ZeRO stage / TP) whose recommended
-    budget fits; GPU types where nothing up to max(counts) fits are left out."""
-    options = []
-    for gpu in dict.fromkeys(gpus):  # a type named twice is searched once
-        best = _search(estimator, scenario, gpu, counts)
-        if best:
-            options.append(best)
-    return sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))
+def _speed(est: Estimate | GroupEstimate) -> float:
+    """Lower is faster: a training run's time, a served token's time (groups: their peak memory)."""
+    if isinstance(est, GroupEstimate):
+        return est["recommended"]
+    return est["time_to_train_seconds"] if est["is_train"] else est["seconds_per_output_token"]
 
 
-def _search(estimator: Estimator, scenario, gpu: str, counts: Sequence[int]) -> PlanOption | None:
+def _search(estimator: Estimator, scenario, gpu: str, goal: Goal, counts: Sequence[int]) -> PlanOption | None:
     base = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
     for n in counts:
+        found = []
         for zero, tp in _layouts(base, n):
-            candidate = _relayout(base, gpu, n, zero, tp)
+            candidate = goal.shape(replace(base, gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp))
             if estimator.skip_check(candidate):
                 continue
             if isinstance(scenario, RlhfScenario):
                 est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp))
             else:
                 est = estimator.estimate(candidate)
-            if est["fits_recommended"]:
-                return PlanOption(gpu, n, zero, tp, est)
+            if est["fits_recommended"] and (isinstance(est, GroupEstimate) or goal.met(est.values)):
+                found.append(PlanOption(gpu, n, zero, tp, est))
+        if found:
+            return min(found, key=lambda o: _speed(o.estimate))
     return None

@@ -469,7 +469,8 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("tokens_per_s_per_user", "Output tokens per second per sequence", "tokens_per_s",
          IF(_INFER, 1 / V("seconds_per_output_token"), 0), "", "time"),
     Term("tokens_per_s_per_gpu", "Output tokens per second per GPU", "tokens_per_s",
-         V("tokens_per_s_per_user") * V("batch_size") / V("num_gpus"), "", "time"),
+         V("tokens_per_s_per_user") * V("batch_size") / V("tp_size"),
+         "each tensor-parallel group serves the batch; data-parallel replicas each serve their own", "time"),
     # ---- cost ----------------------------------------------------------------------------------
     Term("gpu_hours", "GPU-hours", "gpu_hours",
          IF(_TRAIN, V("time_to_train_seconds") * V("num_gpus") / 3600, 0), "", "time"),

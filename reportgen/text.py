@@ -89,12 +89,22 @@ def gpus_table(rows: list[dict]) -> str:
                     f"{r['price_per_hour_usd']:,.2f}") for r in rows])
 
 
-def plan_table(options) -> str:
-    if not options:
-        return "No GPU type fits within 512 GPUs."
-    return _table(("GPU", "GPUs in all", "ZeRO", "TP", "device total GiB", "recommended GiB", "purchase USD"),
-                  [(o.gpu, o.total_gpus, o.zero_stage, o.tp_size, _gib(o.estimate["device_total"]),
-                    _gib(o.estimate["recommended"]), f"{o.purchase_usd:,.0f}") for o in options])
+def plan_table(plan) -> str:
+    if not plan.options:
+        return f"No GPU type meets the goal ({plan.goal.describe()}) within 512 GPUs."
+    cheapest = {m: plan.cheapest(m) for m in ("purchase", "hourly")}
+    rows = []
+    for o in plan.options:
+        time = o.estimate.time_json() if hasattr(o.estimate, "time_json") else {}
+        speed = (f"{time['time_to_train_seconds'] / 3600:,.1f} h" if "time_to_train_seconds" in time else
+                 f"{time['tokens_per_s_per_user']:,.1f} tok/s/user" if "tokens_per_s_per_user" in time else "")
+        marks = " ".join(m for m, c in cheapest.items() if c is o)
+        rows.append((o.gpu, o.total_gpus, o.zero_stage, o.tp_size, _gib(o.estimate["device_total"]),
+                     _gib(o.estimate["recommended"]), speed, f"{o.purchase_usd:,.0f}",
+                     f"{o.run_cost_usd:,.0f}" if o.run_cost_usd is not None else f"{o.hourly_usd:,.2f}/h", marks))
+    head = ("GPU", "GPUs in all", "ZeRO", "TP", "device total GiB", "recommended GiB", "speed", "purchase USD",
+            "cloud USD", "cheapest by")
+    return f"goal: {plan.goal.describe()}\n" + _table(head, rows, right=[False] + [True] * 8 + [False])
 
 
 def validation_table(rows, stats) -> str:

@@ -15,3 +15,26 @@ GB = 10**9
 def format_count(n: float) -> str:
     """A parameter or token count with thousands separators: '6,738,415,616'."""
     return f"{int(n):,}"
+
+
+SECONDS_PER = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'7d', '36h', '90m', '600s' or a number of seconds -> seconds (ValueError if malformed)."""
+    text = str(text).strip().lower()
+    unit = text[-1:] if text[-1:] in SECONDS_PER else "s"
+    number = float(text[:-1] if text[-1:] in SECONDS_PER else text)
+    if not number > 0 or number == float("inf"):
+        raise ValueError(f"a positive duration, got {text!r}")
+    return number * SECONDS_PER[unit]
+
+
+def parse_count(text: str) -> int:
+    """A whole count as people write token counts: '4096', '1e9', '32k' (k = 1,024, as in '32k context')."""
+    text = str(text).strip()
+    scale = 1024 if text[-1:] in "kK" and text[:-1] else 1
+    number = float(text[:-1] if scale > 1 else text) * scale
+    if not number.is_integer():
+        raise ValueError(f"a whole number, got {text!r}")
+    return int(number)

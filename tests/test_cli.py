@@ -68,7 +68,7 @@ def test_estimate_table_labels_units():
 
 def test_plan_finds_a_fitting_layout():
     out = json.loads(run("plan", "--model", "Llama-2-7B", "--workload", "full", "--gpu-type", "A100-80GB",
-                         "--json").output)
+                         "--json").output)["options"]
     assert out and out[0]["gpu"] == "A100-80GB" and out[0]["num_gpus"] >= 2
 
 
@@ -156,22 +156,84 @@ def test_estimate_json_trainable_parameters(workload, trainable):
 
 def test_plan_lists_a_gpu_type_once_when_given_twice():
     result = run("plan", "--model", "Llama-2-7B", "--gpu", "A100-80GB", "--gpu-type", "A100-80GB", "--json")
-    rows = json.loads(result.output)
+    rows = json.loads(result.output)["options"]
     assert [r["gpu"] for r in rows] == ["A100-80GB"]
 
 
 def test_plan_with_separate_pools_counts_and_prices_every_gpu():
     result = run("plan", "--model", "Llama-2-7B", "--workload", "ppo", "--placement", "separate",
                  "--gpu-type", "A100-80GB", "--json")
-    row = json.loads(result.output)[0]
+    row = json.loads(result.output)["options"][0]
     price = load_gpus()["A100-80GB"].price_purchase_usd
     assert row["total_gpus"] == sum(row["gpus_per_role"].values()) == 4 * row["num_gpus"]
     assert row["purchase_usd"] == pytest.approx(row["total_gpus"] * price)
     text = run("plan", "--model", "Llama-2-7B", "--workload", "ppo", "--placement", "separate",
                "--gpu-type", "A100-80GB").output
-    assert f"{row['total_gpus']}" in text.splitlines()[2].split()
+    assert f"{row['total_gpus']}" in text.splitlines()[3].split()
 
 
 def test_build_lang_help_says_what_it_translates():
     line = next(l for l in run("build", "-h").output.splitlines() if "--lang" in l)
     assert "report" in line and "workbook" not in line
+
+
+# ---- planning against a goal ----------------------------------------------------------------------
+
+def _plan(*args):
+    result = run("plan", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_a_training_deadline_buys_enough_gpus_and_no_more():
+    """1e9 tokens of Llama-3-8B full fine-tuning: a 1-day deadline needs more A100s than memory alone
+    would, the plan meets the deadline, and the next smaller count (half) would miss it."""
+    base = ["--model", "Llama-3-8B", "--workload", "full", "--train-tokens", "1e9", "--gpu-type", "A100-80GB"]
+    free = _plan(*base)["options"][0]
+    day = _plan(*base, "--within", "1h")["options"][0]
+    assert day["num_gpus"] > free["num_gpus"]
+    assert day["time"]["time_to_train_seconds"] <= 3600
+    half = json.loads(run("estimate", "--json", "--model", "Llama-3-8B", "--workload", "full", "--train-tokens", "1e9",
+                          "--gpu", "A100-80GB", "--gpus", str(day["num_gpus"] // 2),
+                          "--zero", str(max(day["zero_stage"], 1))).output)
+    assert half["time"]["time_to_train_seconds"] > 3600
+
+
+def test_a_serving_goal_sets_users_context_and_speed():
+    goal = ["--model", "Llama-3-8B", "--users", "50", "--context", "32k", "--gen-len", "512",
+            "--min-tokens-per-s", "20", "--gpu-type", "H100-80GB-SXM"]
+    found = _plan(*goal)
+    option = found["options"][0]
+    assert found["goal"] == "50 users at once, 32,768 tokens of context, ≥ 20 tokens/s per user"
+    assert option["time"]["tokens_per_s_per_user"] >= 20
+    replicas = option["num_gpus"] // option["tp_size"]
+    # every user is served: the replicas' batches cover the 50 users
+    assert replicas * -(-50 // replicas) >= 50
+    faster = _plan(*goal[:-4], "--min-tokens-per-s", "60", "--gpu-type", "H100-80GB-SXM")["options"][0]
+    assert faster["time"]["tokens_per_s_per_user"] >= 60 and faster["num_gpus"] >= option["num_gpus"]
+
+
+def test_cheapest_says_by_which_measure():
+    found = _plan("--model", "Llama-3-8B", "--workload", "full", "--train-tokens", "1e9",
+                  "--gpu-type", "A100-80GB", "--gpu-type", "H100-80GB-SXM")
+    by_gpu = {o["gpu"]: o for o in found["options"]}
+    assert by_gpu[found["cheapest"]["purchase"]]["purchase_usd"] == min(o["purchase_usd"] for o in by_gpu.values())
+    runs = {g: o["time"]["cost_usd"] for g, o in by_gpu.items()}
+    assert runs[found["cheapest"]["hourly"]] == min(runs.values())
+
+
+@pytest.mark.parametrize("option,text,expected", [("--prompt-len", "4096", 4096), ("--prompt-len", "32k", 32768),
+                                                 ("--train-tokens", "1e9", 10**9)])
+def test_counts_are_written_as_people_write_them(option, text, expected):
+    data = json.loads(run("estimate", "--json", "--model", "Llama-3-8B", "--workload", "full", option, text).output)
+    assert data["inputs"][option[2:].replace("-", "_")] == expected
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--within", "soon"], "expected a duration such as 7d"),
+    (["--users", "many"], "is not a whole number"),
+    (["--min-tokens-per-s", "0"], "Invalid value for '--min-tokens-per-s'"),
+])
+def test_bad_goals_are_one_line_errors(args, message):
+    result = run("plan", "--model", "Llama-3-8B", *args)
+    assert result.exit_code in (1, 2) and message in result.output and "Traceback" not in result.output
