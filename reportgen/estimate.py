@@ -19,8 +19,8 @@ from .inputs import (FROZEN, INPUT_NAMES, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Sce
                      check_rlhf)
 from .models import ModelSpec
 from .shape import model_row, params_by_component
-from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, ROLE_TERMS, SKIP_RULES,
-                    TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
+from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
+                    SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,7 @@ class GroupEstimate(_Totals):
             "total_gpus": int(self.values["total_gpus"]),
             "gpus_per_role": {r: e.scenario.num_gpus for r, e in self.roles},
             **self._fit_json(),
+            "time": {k: self.values[k] for k in RLHF_TIME_KEYS},
             "roles": {r: e.to_json() for r, e in self.roles},
         }
 
@@ -242,6 +243,16 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     def largest(term: str):
         return MAX(*(r(role, term) for role in role_names))
 
+    # One iteration runs its phases one after another: the actor's rollouts, the frozen models'
+    # scoring, then every trained role's optimizer step (colocated or not: the phases depend on each other).
+    time = (
+        Term("generation_seconds", "Rollout generation per iteration", "seconds", total("rollout_seconds"), "", "time"),
+        Term("scoring_seconds", "Scoring per iteration", "seconds", total("scoring_seconds"), "", "time"),
+        Term("training_seconds", "Training steps per iteration", "seconds", total("step_seconds"), "", "time"),
+        Term("iteration_seconds", "Time per RLHF iteration", "seconds",
+             Var("generation_seconds") + Var("scoring_seconds") + Var("training_seconds"),
+             "rollouts, then scoring, then the trained roles' steps", "time"),
+    )
     if placement == "colocated":
         core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else largest(k))
                 for k in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache")]
@@ -256,7 +267,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
                  "persistent states of every role + the largest phase", "total"),
             Term("total_gpus", "GPUs in all", "count", Var("num_gpus"), "", "fit"),
         ]
-        return tuple(core) + TOTAL_TERMS
+        return tuple(core) + TOTAL_TERMS + time
     # Separate pools: each role sized on its own GPUs; the group reports the tightest pool.
     core = [Term(k, k, "bytes", largest(k)) for k in PER_GPU_KEYS]
     core += [
@@ -268,7 +279,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         Term("hourly_usd", "Cloud cost per hour (USD)", "usd", total("hourly_usd")),
         Term("total_gpus", "GPUs in all", "count", total("num_gpus")),
     ]
-    return tuple(core)
+    return tuple(core) + time
 
 
 _GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}

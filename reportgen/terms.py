@@ -358,7 +358,8 @@ TOTAL_TERMS: tuple[Term, ...] = (
 )
 
 _TRAIN = V("is_train").eq(1)
-_INFER = V("workload").eq("inference")
+# Prefill and decode terms apply to a served model and to an RLHF actor generating its rollouts.
+_INFER = OR(V("workload").eq("inference"), AND(V("is_train").eq(1), V("gen_len").gt(0)))
 _KAPLAN = "Kaplan et al. 2020 (arXiv:2001.08361) §2.1: 2N FLOPs per token forward, 4N backward"
 _LINK = ("GPUs sheet: the NVLink/PCIe link inside a node; across nodes NCCL runs a collective over every "
          "rail at once (one NIC per GPU), so the bus bandwidth is the node's network (GPUs per node × NIC "
@@ -471,6 +472,16 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("tokens_per_s_per_gpu", "Output tokens per second per GPU", "tokens_per_s",
          V("tokens_per_s_per_user") * V("batch_size") / V("tp_size"),
          "each tensor-parallel group serves the batch; data-parallel replicas each serve their own", "time"),
+    # ---- RLHF phases ---------------------------------------------------------------------------
+    Term("rollout_seconds", "Rollout: prefill and generation by a training actor", "seconds",
+         IF(AND(_TRAIN, V("gen_len").gt(0)), V("prefill_seconds") + V("gen_len") * V("seconds_per_output_token"), 0),
+         "an RLHF actor generates its batch's responses before it trains on them", "time"),
+    Term("scoring_seconds", "Scoring: one forward pass of a frozen model", "seconds",
+         IF(V("workload").eq("frozen"),
+            V("batch_size") * (2 * V("active_params") * V("seq_len")
+                               + 2 * V("num_layers") * V("q_dim") * V("seq_len") * V("seq_len"))
+            / V("tp_size") / (V("peak_flops") * V("prefill_efficiency")), 0),
+         "reference and reward models score the rollouts: a prefill over the whole sequence", "time"),
     # ---- cost ----------------------------------------------------------------------------------
     Term("gpu_hours", "GPU-hours", "gpu_hours",
          IF(_TRAIN, V("time_to_train_seconds") * V("num_gpus") / 3600, 0), "", "time"),
@@ -496,6 +507,7 @@ TRAIN_TIME_KEYS = ("train_tokens_per_s", "train_tokens_per_s_per_gpu", "step_sec
                    "gpu_hours", "cost_usd", "amortised_cost_usd")
 INFERENCE_TIME_KEYS = ("prefill_seconds", "seconds_per_output_token", "tokens_per_s_per_user",
                        "tokens_per_s_per_gpu", "usd_per_million_tokens")
+RLHF_TIME_KEYS = ("generation_seconds", "scoring_seconds", "training_seconds", "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
               "resident_kv_cache", "temporaries")
