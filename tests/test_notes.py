@@ -6,6 +6,7 @@ lines in tests/data/seed_passages.json.
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -22,15 +23,15 @@ from reportgen.estimate import Estimator
 from reportgen.inputs import INPUT_BY_NAME
 from reportgen.shape import model_row
 from reportgen.formulas import Expr, Lookup, Num, Str, Var
-from reportgen.notes import (ARTICLES, NOTE_BUILDERS, PPO_ARTICLE, VERDICTS, VIDEO, build_notes, note_two_gpus_do_not_pool,
-                             note_units, note_zero_formula)
+from reportgen.errors import InputError
+from reportgen.notes import ARTICLES, VERDICTS, build_note, build_notes, load_catalogue
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GB, GiB, KiB, MB, MiB
 
 REPO = Path(__file__).resolve().parents[1]
 COUNTS = REPO / "tests" / "data" / "transformers_counts.json"
 
-UNITS = {"bytes", "count", "ratio", "percent", "gpus"}
+UNITS = {"bytes", "count", "number", "ratio", "percent", "gpus"}
 CONVERSIONS = {KiB, MiB, GiB, MB, GB}  # the only constants a figure may contain
 
 
@@ -53,6 +54,19 @@ def fig(note, key: str) -> float:
     return {f.key: f.value for f in note.figures}[key]
 
 
+def spec(note_id: str, **inputs) -> dict:
+    """A copy of a note's entry in the catalogue, with `inputs` set in every one of its scenarios."""
+    entry = copy.deepcopy(next(n for n in load_catalogue()["notes"] if n["id"] == note_id))
+    for scenario in entry["scenarios"].values():
+        scenario.update(inputs)
+    return entry
+
+
+def rebuild(note_id: str, estimator: Estimator, **inputs):
+    """The note built again with `inputs` changed in all its scenarios."""
+    return build_note(spec(note_id, **inputs), estimator)
+
+
 def nodes(expr: Expr):
     yield expr
     for child in expr.children():
@@ -62,16 +76,18 @@ def nodes(expr: Expr):
 # ---- the catalogue's shape -----------------------------------------------------------------------
 
 def test_catalogue_ids_verdicts_and_articles(notes):
-    assert list(notes) == [f"N{i}" for i in range(1, len(NOTE_BUILDERS) + 1)]
+    assert list(notes) == [f"N{i}" for i in range(1, len(notes) + 1)]
     assert len(notes) >= 14
     for n in notes.values():
         assert n.verdict in VERDICTS, n.id
-        assert set(n.article.split(", ")) <= {VIDEO, PPO_ARTICLE}, n.id
+        assert n.quotes and {q.article for q in n.quotes} <= set(ARTICLES), n.id
+        assert n.claim_zh == " … ".join(q.text for q in n.quotes)
         for text in (n.claim_zh, n.claim_en, n.setting_en, n.setting_zh, n.explanation_en, n.explanation_zh,
-                     n.source):
+                     n.source, n.article, n.article_zh):
             assert text.strip(), n.id
         keys = [f.key for f in n.figures]
         assert len(keys) == len(set(keys)), n.id
+        assert n.error in keys, n.id
         for f in n.figures:
             assert f.unit in UNITS, (n.id, f.key)
             assert f.label_en and f.label_zh, (n.id, f.key)
@@ -80,19 +96,34 @@ def test_catalogue_ids_verdicts_and_articles(notes):
     assert {"wrong", "depends", "imprecise"} <= verdicts
 
 
-def test_claims_are_verbatim_quotes_from_their_articles(notes):
+def test_claims_are_verbatim_quotes_from_their_articles_and_sections(notes):
     passages = refdata.seed_passages()
     assert set(passages) == set(ARTICLES)
+    for article, meta in passages.items():
+        assert (meta["title_zh"], meta["title_en"]) == (ARTICLES[article]["title_zh"], ARTICLES[article]["title_en"])
     for n in notes.values():
-        lines = [p["text"] for a in n.article.split(", ") for p in passages[a]["passages"]]
-        for fragment in n.claim_zh.split(" … "):
-            assert any(fragment in line for line in lines), (n.id, fragment)
+        for q in n.quotes:
+            lines = [p for p in passages[q.article]["passages"] if q.text in p["text"]]
+            assert len(lines) == 1, (n.id, q.text)
+            assert lines[0]["section"] == q.section, (n.id, q.text)
+
+
+def test_articles_are_cited_by_title_and_section(notes):
+    """Readers see titles and section names, never the articles' file names."""
+    for n in notes.values():
+        for q in n.quotes:
+            article = ARTICLES[q.article]
+            assert article["title_en"] in n.article and article["title_zh"] in n.article_zh, n.id
+            assert article["sections"][q.section]["en"] in n.article, n.id
+            assert article["sections"][q.section]["zh"] in n.article_zh, n.id
+        for text in (n.article, n.article_zh):
+            assert not re.search(r"\.txt|[0-9a-f]{16}", text), (n.id, text)
 
 
 def test_stored_passages_are_the_notes_quotes(notes):
     """seed_passages.json holds each quoted line once, and only lines some note quotes (a stale file
     would let a removed claim's context linger)."""
-    fragments = [f for n in notes.values() for f in n.claim_zh.split(" … ")]
+    fragments = [q.text for n in notes.values() for q in n.quotes]
     for article in refdata.seed_passages().values():
         texts = [p["text"] for p in article["passages"]]
         assert len(texts) == len(set(texts))
@@ -161,14 +192,14 @@ def test_every_note_follows_the_estimator(notes, estimator):
 
 def test_assumptions_alone_move_the_usable_memory(notes, estimator):
     bigger_context = Estimator(load_models(), load_gpus(), {"cuda_context_mib": 2048})
-    before, after = notes["N12"], note_units(bigger_context)
+    before, after = notes["N12"], build_note(spec("N12"), bigger_context)
     extra = 2 * GiB - estimator.assumptions["cuda_context_mib"] * MiB
     assert fig(after, "h100_usable") == fig(before, "h100_usable") - extra
     assert fig(after, "h100_total") == fig(before, "h100_total")
 
 
 def test_note_rebuilt_for_another_gpu(notes, estimator):
-    h100 = note_two_gpus_do_not_pool(estimator, gpu="H100-80GB-SXM")
+    h100 = rebuild("N1", estimator, gpu="H100-80GB-SXM")
     assert fig(h100, "gpu_mem") == 81559 * MiB != fig(notes["N1"], "gpu_mem")
     assert fig(h100, "pooled") != fig(notes["N1"], "pooled")
     # What a layout needs does not depend on the GPU type, only whether it fits.
@@ -293,7 +324,7 @@ def test_n6_zero_stages_follow_the_paper(notes, facts):
 def test_n6_rebuilt_for_the_papers_example(estimator, facts):
     """ZeRO Fig. 1: Ψ = 7.5B on N_d = 64 GPUs."""
     paper = replace(estimator.spec("Generic-7B"), name="ZeRO-7.5B", generic_total_params=7_500_000_000)
-    n = note_zero_formula(estimator.with_model(paper), model="ZeRO-7.5B", num_gpus=64)
+    n = build_note(spec("N6", model="ZeRO-7.5B", num_gpus=64), estimator.with_model(paper))
     derived, drawn = facts["derived-0186"]["value"], facts["memory-0185"]["value"]
     assert fig(n, "m_z0") / GB == derived["baseline"] == drawn["baseline_DP"]
     for key, stage in (("m_z1", "P_os"), ("m_z2", "P_os+g"), ("m_z3", "P_os+g+p")):
@@ -403,6 +434,45 @@ def test_notes_in_json_build(tmp_path, notes):
     out = json.loads((tmp_path / "default.json").read_text(encoding="utf-8"))
     assert [n["id"] for n in out["notes"]] == list(notes)
     first = out["notes"][0]
-    assert first["verdict"] == "wrong" and first["article"] == VIDEO
+    assert first["verdict"] == notes["N1"].verdict and first["article"] == notes["N1"].article
     assert {f["key"]: f["value"] for f in first["figures"]}["static"] == fig(notes["N1"], "static")
     assert set(first["scenarios"]) == set(notes["N1"].scenarios)
+
+
+# ---- the data file: mistakes are reported with the file and key path ------------------------------
+
+def _broken(mutate) -> str:
+    entry = spec("N3")
+    mutate(entry)
+    with pytest.raises(InputError) as err:
+        build_note(entry, Estimator(load_models(), load_gpus()), key_path="notes[2]")
+    return err.value.one_line()
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda e: e.update(verdit="wrong"), "notes.yaml: notes[2].verdit: unknown key 'verdit' (did you mean 'verdict'?)"),
+    (lambda e: e.pop("error"), "notes.yaml: notes[2]: missing key 'error'"),
+    (lambda e: e.update(verdict="false"), "notes.yaml: notes[2].verdict: unknown verdict 'false'"),
+    (lambda e: e.update(error="l2_kv9"), "notes.yaml: notes[2].error: unknown figure 'l2_kv9'"),
+    (lambda e: e["figures"]["l2_tok"].update(expr="l2_b1.kv_cache ÷"),
+     "notes.yaml: notes[2].figures.l2_tok.expr: expected a number, a name, a string or '(', found the end at "
+     "character 17 of 'l2_b1.kv_cache ÷'"),
+    (lambda e: e["figures"]["l2_tok"].update(expr="l2_b1.kv_cash"),
+     "notes.yaml: notes[2].figures.l2_tok.expr: unknown term 'kv_cash' (did you mean 'kv_cache'?)"),
+    (lambda e: e["figures"]["l2_tok"].update(expr="l2_b3.kv_cache"),
+     "notes.yaml: notes[2].figures.l2_tok.expr: 'l2_b3.kv_cache': no scenario 'l2_b3'"),
+    (lambda e: e["figures"]["l2_tok"].update(unit="GB"), "notes.yaml: notes[2].figures.l2_tok.unit: unknown unit 'GB'"),
+    (lambda e: e.update(explanation_zh=e["explanation_zh"] + "{l2_kv3}"),
+     "notes.yaml: notes[2].explanation_zh: unknown figure 'l2_kv3'"),
+    (lambda e: e["quotes"][0].update(section="2. KV Cache"),
+     "notes.yaml: notes[2].quotes[0].section: unknown section '2. KV Cache'"),
+    (lambda e: e["quotes"][0].update(article="blog"), "notes.yaml: notes[2].quotes[0].article: unknown article 'blog'"),
+    (lambda e: e["scenarios"]["l2_b1"].update(batch_sise=2),
+     "notes.yaml: notes[2].scenarios.l2_b1.batch_sise: unknown key 'batch_sise' (did you mean 'batch_size'?)"),
+    (lambda e: e["scenarios"]["l2_b1"].update(kv_dtype="fp6"),
+     "notes.yaml: notes[2].scenarios.l2_b1.kv_dtype: unknown kv dtype 'fp6'"),
+    (lambda e: e["scenarios"]["l2_b1"].update(num_gpus=3, tp_size=2),
+     "notes.yaml: notes[2].scenarios.l2_b1: cannot run: tp_size 2 does not divide num_gpus 3"),
+])
+def test_mistakes_in_the_data_name_file_and_key(mutate, message):
+    assert _broken(mutate).startswith(message)
