@@ -26,7 +26,9 @@ from .inputs import INPUT_NAMES, RLHF_INPUT_BY_NAME, Scenario
 from .terms import TERM_BY_NAME, Term
 
 NOTES_FILE = data_dir("templates") / "notes.yaml"
-VERDICTS = ("correct", "wrong", "imprecise", "depends")
+# The scale, worst first: the claim is false; true in substance but its numbers are off; true only under
+# conditions it does not state; true as stated.
+VERDICTS = ("wrong", "imprecise", "incomplete", "right")
 FIGURE_UNITS = ("bytes", "count", "number", "ratio", "percent", "gpus")
 
 
@@ -123,7 +125,11 @@ def build_note(spec: Mapping[str, Any], estimator: Estimator, catalogue: Mapping
     scenarios = _scenarios(note_id, spec["scenarios"], catalogue["bases"], estimator, source=source,
                            key_path=f"{key_path}.scenarios")
     values = {k: estimator.estimate(s).values for k, s in scenarios.items()}
-    figures = _figures(spec["figures"], scenarios, values, estimator, catalogue["derived"], source=source,
+
+    def fill(text: str, lang: str, where: str) -> str:
+        return _fill(text, scenarios, estimator.assumptions, lang, source=source, key_path=where)
+
+    figures = _figures(spec["figures"], scenarios, values, estimator, catalogue["derived"], fill, source=source,
                        key_path=f"{key_path}.figures")
     keys = {f.key for f in figures}
     if spec["error"] not in keys:
@@ -137,8 +143,7 @@ def build_note(spec: Mapping[str, Any], estimator: Estimator, catalogue: Mapping
     uses_generic = any(s.model == generic["name"] for s in scenarios.values())
 
     def setting(lang: str) -> str:
-        text = _fill(spec[f"setting_{lang}"], scenarios, estimator.assumptions, lang, source=source,
-                     key_path=f"{key_path}.setting_{lang}")
+        text = fill(spec[f"setting_{lang}"], lang, f"{key_path}.setting_{lang}")
         if not uses_generic:
             return text
         params = {name: _format_input(estimator.tables["Models"][name]["total_params"], lang)
@@ -227,8 +232,10 @@ def _scenarios(note_id: str, raw: Any, bases: Mapping[str, Any], estimator: Esti
 
 
 def _figures(raw: Any, scenarios: Mapping[str, Scenario], results: Mapping[str, Mapping[str, float]],
-             estimator: Estimator, derived: Mapping[str, str], *, source: str, key_path: str) -> tuple[NoteFigure, ...]:
-    """Each figure's expression parsed over the scenarios' terms and evaluated on their values."""
+             estimator: Estimator, derived: Mapping[str, str], fill, *, source: str,
+             key_path: str) -> tuple[NoteFigure, ...]:
+    """Each figure's expression parsed over the scenarios' terms and evaluated on their values; its
+    labels may name the scenarios' inputs as a setting does."""
     lookups = {column: table for table, rows in estimator.tables.items() for column in next(iter(rows.values()))}
 
     def resolve(where: str):
@@ -244,7 +251,7 @@ def _figures(raw: Any, scenarios: Mapping[str, Scenario], results: Mapping[str, 
             return None
         return name
 
-    figures: list[tuple[str, Mapping[str, str]]] = []
+    figures: list[tuple[str, dict[str, str]]] = []
     terms = []
     for key, fig in _keys(raw, set(raw or ()), source=source, key_path=key_path).items():
         where = f"{key_path}.{key}"
@@ -255,19 +262,20 @@ def _figures(raw: Any, scenarios: Mapping[str, Scenario], results: Mapping[str, 
             expr = parse_expression(str(fig["expr"]), lookups=lookups, resolve=resolve(f"{where}.expr"))
         except ExpressionError as err:
             raise InputError(str(err), source=source, key_path=f"{where}.expr") from None
-        figures.append((key, fig))
-        terms.append(Term(key, fig["en"], fig["unit"], expr))
+        labels = {lang: fill(fig[lang], lang, f"{where}.{lang}") for lang in ("en", "zh")}
+        figures.append((key, labels))
+        terms.append(Term(key, labels["en"], fig["unit"], expr))
     fn = compile_terms(terms, lambda n: "R[{!r}][{!r}]".format(*n.split(".", 1)), "_note")
     values = fn({}, estimator.assumptions, estimator.tables, results)
-    return tuple(NoteFigure(key, fig["en"], fig["zh"], fig["unit"], t.expr, v)
-                 for (key, fig), t, v in zip(figures, terms, values))
+    return tuple(NoteFigure(key, labels["en"], labels["zh"], t.unit, t.expr, v)
+                 for (key, labels), t, v in zip(figures, terms, values))
 
 
 def _format_input(value: Any, lang: str) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, int):
-        return f"{value:,}" if lang == "en" else str(value)
+    if isinstance(value, int):  # Chinese text groups digits only in long numbers ("4096 token", "6,738,415,616")
+        return f"{value:,}" if lang == "en" or value >= 100_000 else str(value)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

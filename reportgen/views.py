@@ -623,10 +623,11 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     for n in report.notes:
         values = {f.key: format_figure(f.value, f.unit) for f in n.figures}
         figures = tuple(NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures)
-        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en, n.article,
-                              n.setting_zh if zh else n.setting_en, t(f"note_verdict.{n.verdict}"),
-                              f"badge verdict-{n.verdict}", figures,
-                              _explanation(n.explanation_zh if zh else n.explanation_en, values), n.source))
+        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en,
+                              (n.article_zh or n.article) if zh else n.article, n.setting_zh if zh else n.setting_en,
+                              t(f"note_verdict.{n.verdict}"), f"badge verdict-{n.verdict}", figures,
+                              _explanation(n.explanation_zh if zh else n.explanation_en, values),
+                              (n.source_zh or n.source) if zh else n.source))
     return tuple(cards)
 
 
