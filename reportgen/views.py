@@ -25,7 +25,7 @@ from .report import Recommendation, Report, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
 from .inputs import INPUT_NAMES
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
-from .units import GB, GiB, MiB, format_count
+from .units import GB, MB, GiB, MiB, format_count
 
 # Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
 # workbook for the rest; a breakdown chart shows this many configurations.
@@ -82,6 +82,8 @@ def breakable(name: str) -> str:
 
 def format_figure(value: float, unit: str) -> str:
     """A note's figure by its unit (fractions for 'percent', as the validation errors are)."""
+    if unit == "bytes" and abs(value) < GiB:  # adapter states and buffers: 96 MiB, not 0.09 GiB
+        return f"{value / MiB:,.1f} MiB ({value / MB:,.1f} MB)"
     if unit == "bytes":
         return f"{gib_unit(value)} ({value / GB:,.2f} GB)"
     if unit in ("count", "gpus"):

@@ -200,7 +200,8 @@ KEY_FIGURES = {
     "N1": "r_z3_ckpt", "N2": "n_r8_qv", "N3": "l2_tok", "N4": "a_eager", "N5": "st_mixed", "N6": "m_z1",
     "N7": "act_ckpt", "N8": "active", "N9": "kv_actor", "N10": "st_trained", "N11": "b_total", "N12": "h100_usable",
     "N13": "omitted", "N14": "r_b1", "N15": "t_b1", "N16": "device", "N17": "t_1k", "N18": "device",
-    "N19": "fwd_reference", "N20": "int4",
+    "N19": "fwd_reference", "N20": "int4", "N21": "mixed_opt", "N22": "grads", "N23": "critic_train",
+    "N24": "mha_tok", "N25": "r_short", "N26": "qv_state", "N27": "b_z3", "N28": "same_states", "N29": "a_flash_s",
 }
 
 
@@ -468,6 +469,118 @@ def test_n19_n20(notes):
     n20 = notes["N20"]
     assert 0.5 < fig(n20, "int4_bpp") < 0.6  # the payload alone would be 0.5
     assert fig(n20, "vs_table") == pytest.approx(fig(n20, "int4_bpp") / 0.5)
+
+
+# ---- the claims added for #14: each figure moves when the note's inputs change ----------------------
+
+def test_n21_adam_states_are_six_times_the_weights_under_mixed_precision(notes, estimator, facts):
+    n, K = notes["N21"], facts["formula-0172"]["value"]["K"]
+    assert fig(n, "fp32_ratio") == 2  # two fp32 moments against fp32 weights: the article's reading
+    assert fig(n, "mixed_moments") == 8 / 2  # two fp32 moments against bf16 weights
+    assert fig(n, "mixed_ratio") == K / 2  # ZeRO: K = 12 bytes of fp32 states against 2 bytes of weights
+    # SGD with momentum keeps one state per parameter: the ratios halve (the master copy stays).
+    sgd = rebuild("N21", estimator, optimizer="sgd-momentum")
+    assert (fig(sgd, "fp32_ratio"), fig(sgd, "mixed_moments"), fig(sgd, "mixed_ratio")) == (1, 2, 4)
+    assert "sgd-momentum" in sgd.setting_en
+
+
+def test_n22_loss_scaling_costs_no_memory(notes, estimator, facts):
+    n = notes["N22"]
+    assert fig(n, "mem_effect") == 0 and fig(n, "fp16_peak") == fig(n, "bf16_peak")
+    assert fig(n, "grads") == 2 * facts["param_count-0060"]["value"]  # fp16: two bytes per gradient
+    bigger = rebuild("N22", estimator, model="Llama-3-8B")
+    assert fig(bigger, "grads") == 2 * facts["param_count-0061"]["value"] and fig(bigger, "mem_effect") == 0
+
+
+def test_n23_the_critic_trains_too(notes, estimator, facts):
+    n, K = notes["N23"], facts["formula-0172"]["value"]["K"]
+    llama = facts["config-0001"]["value"]
+    critic = facts["param_count-0060"]["value"] - llama["vocab_size"] * llama["hidden_size"] + llama["hidden_size"]
+    assert fig(n, "critic_train") == (2 + K) * critic  # bf16 gradients + K bytes of fp32 states per parameter
+    qwen = facts["param_count-0074"]["value"] + facts["config-0030"]["value"]["embed_dim"]  # + value head
+    small = rebuild("N23", estimator, critic_model="Qwen2.5-0.5B")
+    assert fig(small, "critic_train") == (2 + K) * qwen
+    assert fig(small, "actor_train") == fig(n, "actor_train")
+
+
+def test_n24_the_cache_holds_k_and_v_only(notes, estimator, facts):
+    n = notes["N24"]
+    layers = facts["config-0001"]["value"]["num_hidden_layers"]
+    per_layer = facts["derived-0142"]["value"] // 2 // layers  # bytes per token, bf16, all layers
+    assert fig(n, "mha_per_layer") == per_layer == fig(n, "mha_2h")
+    assert fig(n, "mha_tok") == facts["derived-0142"]["value"]
+    assert fig(n, "gqa_per_layer") == facts["derived-0145"]["value"] // 2 // layers < fig(n, "gqa_2h")
+    assert fig(n, "with_q") == 1.5  # multi-head: Q is as wide as K, so caching it adds half again
+    gqa = rebuild("N24", estimator, model="Llama-3-8B")  # both scenarios grouped-query
+    assert fig(gqa, "with_q") == fig(n, "gqa_with_q") == 3
+
+
+def test_n25_no_batch_of_full_fine_tuning_fits_an_80gb_card(notes, estimator, facts):
+    n = notes["N25"]
+    assert fig(n, "full_over") > 1 and fig(n, "r_short") < fig(n, "r_full")
+    # What the explanation says: LoRA at batch 4 fits with checkpointing, not without.
+    assert fig(n, "r_lora_ckpt") < fig(n, "gpu_mem") < fig(n, "r_lora")
+    # The model states alone (16 bytes per parameter) exceed the card, whatever the batch.
+    assert facts["formula-0172"]["value"]["bytes_per_param"] * facts["param_count-0060"]["value"] > fig(n, "gpu_mem")
+    h200 = rebuild("N25", estimator, gpu="H200-141GB")
+    assert fig(h200, "full_over") < 1 < fig(n, "full_over")
+
+
+def test_n26_adapter_states_are_hundreds_of_mib(notes, estimator, facts):
+    n = notes["N26"]
+    qv = 2 * facts["lora-0581"]["value"]["trainable"]  # r = 16 is twice r = 8's count
+    counts = json.loads(COUNTS.read_text(encoding="utf-8"))["models"]["Llama-2-7B"]["lora"]
+    all_linear = next(c for c in counts if c["targets"] == "all-linear" and c["r"] == 16)["trainable"]
+    # fp32 gradient (4 bytes) + AdamW's two fp32 moments (8 bytes per parameter, facts formula-0182)
+    per_param = 4 + int(facts["formula-0182"]["value"]["AdamW"].split()[0])
+    assert fig(n, "qv_state") == per_param * qv == 96 * MiB
+    assert fig(n, "all_state") == per_param * all_linear and round(fig(n, "all_state") / MiB) == 458
+    r64 = rebuild("N26", estimator, lora_rank=64)
+    assert fig(r64, "qv_state") == 4 * fig(n, "qv_state")
+
+
+def test_n27_buffers_are_no_fixed_share(notes, estimator):
+    n = notes["N27"]
+    assert fig(n, "share_serve") < fig(n, "share_z3") and fig(n, "share_z3") > 0.2
+    # Without the fixed parts (context, NCCL) only the allocator's reserve is left: f / (1 + f) everywhere.
+    f = estimator.assumptions["fragmentation_fraction"]
+    bare = build_note(spec("N27"), Estimator(load_models(), load_gpus(), {"cuda_context_mib": 0, "comm_buffer_mib": 0}))
+    for key in ("share_serve", "share_z2", "share_z3"):
+        assert fig(bare, key) == pytest.approx(f / (1 + f), rel=1e-6), key
+
+
+def test_n28_the_catalogs_critics(notes, estimator, facts):
+    """The default preset's PPO critic is the actor's model; the ppo-rlhf preset also has the note's small one."""
+    n = notes["N28"]
+    presets = {name: yaml.safe_load((REPO / "presets" / f"{name}.yaml").read_text(encoding="utf-8"))
+               for name in ("default", "ppo-rlhf")}
+
+    def critics(preset):
+        workloads = [w for m in preset["matrices"] for w in (m["workload"] if isinstance(m["workload"], list)
+                                                             else [m["workload"]]) if w["type"] == "ppo"]
+        return {w.get("critic_model") for w in workloads}
+    assert critics(presets["default"]) == {None}
+    assert n.scenarios["small_critic"].model in critics(presets["ppo-rlhf"])
+    qwen = facts["param_count-0074"]["value"] + facts["config-0030"]["value"]["embed_dim"]
+    llama = facts["param_count-0060"]["value"]
+    assert fig(n, "small_ratio") == pytest.approx(llama / qwen) and 10 <= fig(n, "small_ratio") <= 20
+    assert fig(n, "same_ratio") == pytest.approx(1, abs=0.05)
+    bigger = rebuild("N28", estimator, critic_model="Qwen2.5-1.5B")
+    assert fig(bigger, "small_ratio") < fig(n, "small_ratio") and fig(bigger, "same_extra") < fig(n, "same_extra")
+
+
+def test_n29_only_eager_attention_grows_with_s_squared(notes, estimator, facts):
+    n = notes["N29"]
+    assert fig(n, "flash_growth") == pytest.approx(2, rel=1e-3)  # linear (the fp32 log-probs are linear too)
+    assert 2 < fig(n, "eager_growth") < 4
+    # The scores part of a layer's saved bytes per token grows with S (Korthikanti: 5·a·s/h per h), so S².
+    v = n.scenario_values
+    scores = {k: v[f"eager_{k}"]["layer_saved_per_token"] - v[f"flash_{k}"]["layer_saved_per_token"] for k in ("s", "2s")}
+    assert "5as/h" in facts["formula-0174"]["value"]["no_parallelism"]
+    assert scores["2s"] == pytest.approx(2 * scores["s"], rel=1e-3)
+    small = rebuild("N29", estimator, model="Llama-3.2-1B")
+    assert fig(small, "flash_growth") == pytest.approx(2, rel=1e-3)
+    assert fig(small, "eager_growth") != pytest.approx(fig(n, "eager_growth"), rel=1e-3)
 
 
 # ---- the notes reach the JSON output ---------------------------------------------------------------
