@@ -11,8 +11,9 @@ offered. Parentheses come from precedence; there is no unary minus and no `^`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 # Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
 EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR"})
@@ -367,3 +368,175 @@ def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "
     namespace = {"_ceil": spreadsheet_ceil, "_floor": math.floor}
     exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
     return namespace[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing: the text form back into an expression
+#
+# Data files (the error-correction notes) write expressions as text. The grammar is the one to_text
+# prints, with Python's precedence: `b if a else c` (IF), comparisons (= == ≠ != <> < ≤ <= > ≥ >=),
+# + − -, × * ÷ / and `mod` (or %), then atoms: numbers, strings (“…” or "…"), names (`key.term`),
+# (…), ⌈x⌉ (ROUNDUP), ⌊x⌋ (INT), FUNCTION(args) for EXCEL_FUNCTIONS in either case, and
+# column(key) for a lookup column. There is no unary minus, only negative number literals.
+
+class ExpressionError(ValueError):
+    """Text that is not an expression; `position` is the 0-based character offset of the problem."""
+
+    def __init__(self, message: str, text: str, position: int):
+        super().__init__(f"{message} at character {position + 1} of {text!r}")
+        self.position = position
+
+
+UNIT_CONSTANTS = {name: Const(value, name) for name, value in
+                  (("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("MB", 10**6), ("GB", 10**9))}
+_TOKEN = re.compile(r"""\s*(?:
+    (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<string>“[^”]*”|"(?:[^"]|"")*")
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
+  | (?P<op><=|>=|<>|==|!=|[-+*/%<>=×÷−≤≥≠(),⌈⌉⌊⌋])
+)""", re.VERBOSE)
+_ADD_OPS = {"+": "+", "-": "-", "−": "-"}
+_MUL_OPS = {"*": "*", "×": "*", "/": "/", "÷": "/"}
+_CMP_OPS = {"=": "=", "==": "=", "≠": "<>", "!=": "<>", "<>": "<>", "<": "<", "≤": "<=", "<=": "<=", ">": ">",
+            "≥": ">=", ">=": ">="}
+_KEYWORDS = {"if", "else", "mod"}
+_ARITY = {"IF": (3, 3), "ROUNDUP": (2, 2), "INT": (1, 1), "MOD": (2, 2)}
+
+
+def parse_expression(text: str, *, lookups: Mapping[str, str] | None = None,
+                     resolve: Callable[[str], Expr | None] | None = None) -> Expr:
+    """The expression a text form denotes (what to_text prints parses back to the same expression).
+
+    lookups maps a lookup column to its table (column names are unique across the lookup tables), so
+    `bits(kv_dtype)` is Lookup("Dtypes", "bits", Var("kv_dtype")). Names are unit constants (MiB, GB,
+    …) or variables; resolve(name) may return an expression to use instead of Var(name)."""
+    tokens: list[tuple[str, str, int]] = []
+    pos = 0
+    while text[pos:].strip():
+        m = _TOKEN.match(text, pos)
+        if not m:
+            pos += len(text[pos:]) - len(text[pos:].lstrip())
+            raise ExpressionError(f"unexpected {text[pos]!r}", text, pos)
+        kind = m.lastgroup
+        tokens.append((kind, m.group(kind), m.start(kind)))
+        pos = m.end()
+    tokens.append(("end", "", len(text)))
+    return _Parser(text, tokens, lookups or {}, resolve).parse()
+
+
+class _Parser:
+    def __init__(self, text, tokens, lookups, resolve):
+        self.text, self.tokens, self.lookups, self.resolve = text, tokens, lookups, resolve
+        self.i = 0
+
+    def parse(self) -> Expr:
+        expr = self.conditional()
+        if self.peek()[0] != "end":
+            self.fail("expected an operator or the end")
+        return expr
+
+    def peek(self) -> tuple[str, str, int]:
+        return self.tokens[self.i]
+
+    def take(self) -> tuple[str, str, int]:
+        token = self.tokens[self.i]
+        self.i += 1
+        return token
+
+    def at(self, value: str, kind: str = "op") -> bool:
+        k, v, _ = self.peek()
+        return k == kind and v == value
+
+    def expect(self, value: str, kind: str = "op") -> None:
+        if not self.at(value, kind):
+            self.fail(f"expected {value!r}")
+        self.i += 1
+
+    def fail(self, message: str):
+        kind, value, pos = self.peek()
+        found = "the end" if kind == "end" else repr(value)
+        raise ExpressionError(f"{message}, found {found}", self.text, pos)
+
+    def conditional(self) -> Expr:
+        then = self.comparison()
+        if not self.at("if", "name"):
+            return then
+        self.i += 1
+        cond = self.comparison()
+        self.expect("else", "name")
+        return Fn("IF", (cond, then, self.conditional()))
+
+    def comparison(self) -> Expr:
+        left = self.sum()
+        kind, value, _ = self.peek()
+        if kind == "op" and value in _CMP_OPS:
+            self.i += 1
+            return Cmp(_CMP_OPS[value], left, self.sum())
+        return left
+
+    def sum(self) -> Expr:
+        out = self.product()
+        while self.peek()[0] == "op" and self.peek()[1] in _ADD_OPS:
+            out = Op(_ADD_OPS[self.take()[1]], out, self.product())
+        return out
+
+    def product(self) -> Expr:
+        out = self.atom()
+        while True:
+            kind, value, _ = self.peek()
+            if kind == "op" and value in _MUL_OPS:
+                self.i += 1
+                out = Op(_MUL_OPS[value], out, self.atom())
+            elif (kind, value) in (("op", "%"), ("name", "mod")):
+                self.i += 1
+                out = Fn("MOD", (out, self.atom()))
+            else:
+                return out
+
+    def atom(self) -> Expr:
+        kind, value, pos = self.take()
+        if kind == "number":
+            return Num(_parse_number(value))
+        if kind == "op" and value in ("-", "−") and self.peek()[0] == "number":
+            return Num(-_parse_number(self.take()[1]))
+        if kind == "string":
+            return Str(value[1:-1] if value[0] == "“" else value[1:-1].replace('""', '"'))
+        if kind == "op" and value in ("(", "⌈", "⌊"):
+            inner = self.conditional()
+            close = {"(": ")", "⌈": "⌉", "⌊": "⌋"}[value]
+            self.expect(close)
+            return {"(": inner, "⌈": Fn("ROUNDUP", (inner, Num(0))), "⌊": Fn("INT", (inner,))}[value]
+        if kind == "name" and value not in _KEYWORDS:
+            if self.at("("):
+                return self.call(value, pos)
+            if value in UNIT_CONSTANTS:
+                return UNIT_CONSTANTS[value]
+            resolved = self.resolve(value) if self.resolve else None
+            return resolved if resolved is not None else Var(value)
+        self.i -= 1
+        self.fail("expected a number, a name, a string or '('")
+
+    def call(self, name: str, pos: int) -> Expr:
+        self.expect("(")
+        args = [self.conditional()]
+        while self.at(","):
+            self.i += 1
+            args.append(self.conditional())
+        self.expect(")")
+        if name.upper() in EXCEL_FUNCTIONS:
+            lo, hi = _ARITY.get(name.upper(), (1, 255))
+            if not lo <= len(args) <= hi:
+                raise ExpressionError(f"{name.upper()} takes {lo if lo == hi else f'{lo} or more'} argument(s), "
+                                      f"got {len(args)}", self.text, pos)
+            return Fn(name.upper(), tuple(args))
+        if name in self.lookups:
+            if len(args) != 1:
+                raise ExpressionError(f"lookup {name}(key) takes one key, got {len(args)}", self.text, pos)
+            return Lookup(self.lookups[name], name, args[0])
+        raise ExpressionError(f"{name} is neither a function ({', '.join(sorted(EXCEL_FUNCTIONS))}) nor a lookup "
+                              f"column", self.text, pos)
+
+
+def _parse_number(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() and abs(value) < 1e15 and "." not in text else value

@@ -25,7 +25,7 @@ from .report import Recommendation, Report, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
 from .inputs import INPUT_NAMES
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
-from .units import GB, GiB, MiB, format_count
+from .units import GB, MB, GiB, MiB, format_count
 
 # Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
 # workbook for the rest; a breakdown chart shows this many configurations.
@@ -82,6 +82,8 @@ def breakable(name: str) -> str:
 
 def format_figure(value: float, unit: str) -> str:
     """A note's figure by its unit (fractions for 'percent', as the validation errors are)."""
+    if unit == "bytes" and abs(value) < GiB:  # adapter states and buffers: 96 MiB, not 0.09 GiB
+        return f"{value / MiB:,.1f} MiB ({value / MB:,.1f} MB)"
     if unit == "bytes":
         return f"{gib_unit(value)} ({value / GB:,.2f} GB)"
     if unit in ("count", "gpus"):
@@ -626,10 +628,11 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     for n in report.notes:
         values = {f.key: format_figure(f.value, f.unit) for f in n.figures}
         figures = tuple(NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures)
-        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en, n.article,
-                              n.setting_zh if zh else n.setting_en, t(f"note_verdict.{n.verdict}"),
-                              f"badge verdict-{n.verdict}", figures,
-                              _explanation(n.explanation_zh if zh else n.explanation_en, values), n.source))
+        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en,
+                              (n.article_zh or n.article) if zh else n.article, n.setting_zh if zh else n.setting_en,
+                              t(f"note_verdict.{n.verdict}"), f"badge verdict-{n.verdict}", figures,
+                              _explanation(n.explanation_zh if zh else n.explanation_en, values),
+                              (n.source_zh or n.source) if zh else n.source))
     return tuple(cards)
 
 

@@ -48,14 +48,21 @@ def main(seeds_dir: Path) -> dict:
               "articles": {}}
     texts = {a: sections((seeds_dir / meta["file"]).read_text(encoding="utf-8")) for a, meta in ARTICLES.items()}
     passages: dict[str, list[dict]] = {a: [] for a in ARTICLES}
-    for articles, fragment in claim_fragments():
-        hits = [(a, h, line) for a in articles for h, line in texts[a] if fragment in line]
+    for quote in claim_fragments():
+        hits = [(h, line) for h, line in texts[quote.article] if quote.text in line]
         if not hits:
-            sys.exit(f"error: {', '.join(articles)}: claim not found verbatim: {fragment!r}")
-        for a, h, line in hits:
-            if {"section": h, "text": line} not in passages[a]:
-                passages[a].append({"section": h, "text": line})
-    result["articles"] = {a: {**meta, "passages": passages[a]} for a, meta in ARTICLES.items()}
+            sys.exit(f"error: {ARTICLES[quote.article]['file']}: claim not found verbatim: {quote.text!r}")
+        if len(hits) > 1:
+            sys.exit(f"error: {ARTICLES[quote.article]['file']}: claim found on {len(hits)} lines, quote more of "
+                     f"one: {quote.text!r}")
+        heading, line = hits[0]
+        if heading != quote.section:
+            sys.exit(f"error: {ARTICLES[quote.article]['file']}: {quote.text!r} stands in section {heading!r}, "
+                     f"not {quote.section!r} as the notes say")
+        if {"section": heading, "text": line} not in passages[quote.article]:
+            passages[quote.article].append({"section": heading, "text": line})
+    result["articles"] = {a: {"file": meta["file"], "title_zh": meta["title_zh"], "title_en": meta["title_en"],
+                              "passages": passages[a]} for a, meta in ARTICLES.items()}
     return result
 
 
