@@ -24,7 +24,7 @@ from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import PlanEntry, Recommendation, Result, recommend
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
-from reportgen.writers.xlsx_stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
+from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
@@ -283,7 +283,7 @@ def on_written_rows(written, fresh):
 
 
 # ---------------------------------------------------------------------------------------------
-# Streamed rows (xlsx_stream): shared formulas, valid SpreadsheetML
+# Streamed rows (xlsx/stream.py): shared formulas, valid SpreadsheetML
 
 NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 

@@ -1,0 +1,321 @@
+"""The workbook model: every table's columns and rows, laid out before anything is written."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from ...catalog import GPU_COLUMNS
+from ...estimate import GroupEstimate, Scenario, group_terms
+from ...inputs import INPUT_BY_NAME, INPUTS
+from ...shape import MODEL_FIELDS, MODEL_TERM_NAMES, TEXT_FIELDS
+from ...formulas import AND, IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel
+from ...report import Report, Result
+from ...tables import LOOKUP_TABLES
+from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
+from ...units import GiB
+from .stream import ROW
+from .layout import Column, LOOKUP_FIRST_ROW, Lookups, NO_FIT_USD, SCENARIO_FIRST_ROW, Table, last_row, row_context
+
+def _lookup_key_inputs() -> dict[str, str]:
+    """Input name -> lookup table it keys (model -> Models, …), read from the term table itself."""
+    found: dict[str, str] = {}
+
+    def visit(e: Expr) -> None:
+        if isinstance(e, Lookup) and isinstance(e.key, Var):
+            found[e.key.name] = e.table
+        for child in e.children():
+            visit(child)
+
+    for term in ROLE_TERMS:
+        visit(term.expr)
+    return found
+
+LOOKUP_KEY_INPUTS = _lookup_key_inputs()
+
+def _gib(name: str) -> Expr:
+    return Var(name) / GiB
+
+# Shown right after the identifying columns (and printed): what tells rows of the same name apart
+# (batch, tokens per sequence; model instances only), the answer in GiB, then fit and cost.
+SUMMARY_SHAPE = (
+    Column("summary_batch", "Batch", "count", "summary", 6, Var("batch_size")),
+    Column("summary_tokens", "Tokens per sequence", "count", "summary", 9,
+           IF(Var("workload").eq("inference"), Var("context_tokens"), Var("seq_len")),
+           help="inference: prompt + generated tokens; training and scoring: the sequence length"),
+)
+SUMMARY = (
+    Column("allocated_peak_gib", "Allocated peak", "gib", "summary", 10, _gib("allocated_peak")),
+    Column("device_total_gib", "Device total (nvidia-smi)", "gib", "summary", 11, _gib("device_total")),
+    Column("recommended_gib", "Recommended (k × device total)", "gib", "summary", 12, _gib("recommended")),
+    Column("gpu_memory_gib", "GPU memory", "gib", "summary", 10, _gib("gpu_memory_bytes")),
+    Column("headroom_gib", "Headroom (GPU − device total)", "gib", "summary", 11, _gib("headroom_bytes")),
+    Column("fits_with_k", "Fits with k (1/0)", "flag", "summary", 7, Var("fits_recommended")),
+    Column("cost_usd", "Purchase cost", "usd", "summary", 11, Var("purchase_usd")),
+)
+
+def _input_column(i) -> Column:
+    width = {"model": 16, "gpu": 16, "lora_targets": 24, "precision": 11}.get(i.name, 10)
+    return Column(i.name, i.label, "count" if i.is_int else "text", "input", width, help=i.help)
+
+def _term_column(t: Term, label: str | None = None, special: str = "") -> Column:
+    """A term's column; with `special`, each row brings its own formula instead of the expression."""
+    width = {"bytes": 17, "usd": 12}.get(t.unit, 12)
+    return Column(t.name, label or t.label, t.unit, "formula", width, None if special else t.expr, special, t.source)
+
+def plan_helpers(candidate: Expr) -> tuple[Column, ...]:
+    """Per-row columns the Plan reads: a row's cost if it is a fitting candidate, its rank among
+    the rows of the same model × workload × GPU type, and whether it is the cheapest."""
+    help_rank = ("rows of the same model, workload and GPU type that come first in the plan's order: "
+                 "lower cost-if-fits, then fewer GPUs, then higher up")
+    return (
+        Column("plan_candidate", "Plan candidate (1/0)", "flag", "helper", 9, candidate,
+               help="1 for a row the Plan may pick (RLHF role rows are covered by their group on RLHF)"),
+        Column("plan_cost_usd", "Cost if it fits with k (else 10^15)", "usd", "helper", 12,
+               IF(AND(Var("plan_candidate").eq(1), Var("fits_recommended").eq(1)), Var("purchase_usd"), NO_FIT_USD)),
+        Column("sheet_row", "Sheet row", "count", "helper", 7, special="row"),
+        Column("plan_rank", "Candidates ranked before this row", "count", "helper", 10, special="plan_rank",
+               help=help_rank),
+        Column("plan_best", "Cheapest fitting for its model × workload × GPU (1/0)", "flag", "helper", 11,
+               IF(AND(Var("plan_cost_usd").lt(NO_FIT_USD), Var("plan_rank").eq(0)), 1, 0)),
+    )
+
+SCENARIO_IDS = (
+    Column("index", "#", "count", "id", 5),
+    Column("name", "Scenario", "text", "id", 46),
+    Column("matrix", "Matrix", "text", "id", 18),
+    Column("group", "RLHF group", "text", "id", 8, help="the RLHF sheet row this role belongs to"),
+    Column("role", "Role", "text", "id", 9),
+)
+NOTE_SCENARIO_IDS = (
+    Column("note", "Note", "text", "id", 6),
+    Column("key", "Scenario key", "text", "id", 9, help="figures read this scenario as <key>.<term>"),
+    Column("name", "Scenario", "text", "id", 46),
+)
+RLHF_IDS = (
+    Column("group", "Group", "text", "id", 7),
+    Column("index", "#", "count", "id", 5),
+    Column("name", "RLHF group", "text", "id", 34),
+    Column("matrix", "Matrix", "text", "id", 16),
+    Column("workload", "Algorithm", "text", "id", 9),
+    Column("placement", "Placement", "text", "id", 10),
+    Column("roles", "Role rows (Scenarios)", "text", "id", 22),
+)
+# An RLHF group reads its model, GPU type and count from its first role's row (as the estimator does).
+RLHF_LINKS = tuple(
+    Column(n, INPUT_BY_NAME[n].label, "count" if INPUT_BY_NAME[n].is_int else "text", "formula",
+           8 if INPUT_BY_NAME[n].is_int else 14, special="link", help="from the group's first role row")
+    for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
+
+def scenario_columns(ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
+    return (tuple(ids) + SUMMARY_SHAPE + SUMMARY + tuple(_input_column(i) for i in INPUTS)
+            + tuple(_term_column(t) for t in ROLE_TERMS) + tuple(helpers))
+
+def rlhf_columns(results: Sequence[Result]) -> tuple[Column, ...]:
+    """Every group term that any group of this report has, in table order; a group leaves the
+    columns of the other placement empty."""
+    terms: dict[str, Term] = {}
+    for r in results:
+        if r.is_group:
+            g = r.estimate.scenario
+            for t in group_terms(tuple(n for n, _ in g.roles), g.placement):
+                terms.setdefault(t.name, t)
+    # Their formulas read the group's own role rows, so each row brings its own ("group"). Group
+    # terms named after a role term (weights, …) carry only their name as label.
+    cols = tuple(_term_column(t, t.label if t.label != t.name else TERM_BY_NAME[t.name].label + " (group)", "group")
+                 for t in terms.values())
+    return RLHF_IDS + RLHF_LINKS + SUMMARY + cols + plan_helpers(Num(1))
+
+@dataclass(frozen=True)
+class PlanFields:
+    """Which columns of a candidate table the Plan matches and ranks by."""
+    gpus: str  # GPU count used as the tie-break: num_gpus (Scenarios) or total_gpus (RLHF)
+
+SCENARIO_PLAN = PlanFields(gpus="num_gpus")
+RLHF_PLAN = PlanFields(gpus="total_gpus")
+
+def plan_match(table: Table, model: str, workload: str, gpu: str) -> str:
+    """SUMPRODUCT factors selecting the rows of one model × workload × GPU type (exact match:
+    no wildcards, unlike COUNTIFS criteria)."""
+    return (f"({table.range('model')}={model})*({table.range('workload')}={workload})"
+            f"*({table.range('gpu')}={gpu})")
+
+def _rank_formula(table: Table, fields: PlanFields) -> str:
+    # Rows of the same cell that sort before this one by (cost if fits, GPU count, sheet row):
+    # the order of report.recommend, whose last tie-break (scenario index) is the row order.
+    cost, gpus, row = (table.range(n) for n in ("plan_cost_usd", fields.gpus, "sheet_row"))
+    c, g, r = (table.ref(n) for n in ("plan_cost_usd", fields.gpus, "sheet_row"))
+    match = plan_match(table, table.ref("model"), table.ref("workload"), table.ref("gpu"))
+    return f"SUMPRODUCT({match}*(({cost}<{c})+({cost}={c})*(({gpus}<{g})+({gpus}={g})*({row}<{r}))))"
+
+def row_templates(table: Table, ctx: ExcelContext, fields: PlanFields | None = None) -> dict[str, str]:
+    """One formula template per formula column (row number = ROW placeholder)."""
+    out = {}
+    for col in table.columns:
+        if col.expr is not None:
+            out[col.name] = "=" + to_excel(col.expr, ctx)
+        elif col.special == "row":
+            out[col.name] = "=ROW()"
+        elif col.special == "plan_rank":
+            out[col.name] = "=" + _rank_formula(table, fields)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Python values of the non-term formula columns (the terms' values come from the estimator)
+
+def _compiled(cols: Sequence[Column]) -> Callable[[Mapping[str, Any], Mapping[str, float]], tuple]:
+    """One function for a run of expression columns (a later one reads an earlier one's local)."""
+    def var(n: str) -> str:
+        return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"R[{n!r}]"
+    fn = compile_terms(tuple(Term(c.name, c.label, c.unit, c.expr) for c in cols), var, "_columns")
+    return lambda row, assumptions: fn(None, assumptions, None, row)
+
+
+def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapping[str, float],
+                 fields: PlanFields | None = None) -> None:
+    """Add the value of every summary/helper column to each row dict, in column order (a column may
+    read earlier ones). The same expressions are rendered as the columns' formulas."""
+    run: list[Column] = []  # consecutive expression columns, computed in one call per row
+
+    def flush() -> None:
+        if run:
+            fn, names = _compiled(run), [c.name for c in run]
+            for row in rows:
+                row.update(zip(names, fn(row, assumptions)))
+            run.clear()
+
+    for col in table.columns:
+        if col.kind not in ("summary", "helper"):
+            continue
+        if col.expr is not None:
+            run.append(col)
+            continue
+        flush()
+        if col.special == "row":
+            for i, row in enumerate(rows):
+                row[col.name] = table.first_row + i
+        elif col.special == "plan_rank":
+            _fill_ranks(rows, fields)
+    flush()
+
+
+def _fill_ranks(rows: Sequence[dict[str, Any]], fields: PlanFields) -> None:
+    cells: dict[tuple, list[dict]] = {}
+    for row in rows:
+        cells.setdefault((row["model"], row["workload"], row["gpu"]), []).append(row)
+    for members in cells.values():
+        ordered = sorted(members, key=lambda r: (r["plan_cost_usd"], r[fields.gpus], r["sheet_row"]))
+        for rank, row in enumerate(ordered):
+            row["plan_rank"] = rank
+
+
+
+
+@dataclass
+class Book:
+    report: Report
+    lookups: Lookups
+    scenarios: Table
+    rlhf: Table
+    note_scenarios: Table
+    scenario_rows: list[dict[str, Any]]
+    role_rows: dict[tuple[int, str], int]  # (result index, role) -> Scenarios row
+    result_rows: dict[int, int]  # result index -> row on Scenarios (single) or RLHF (group)
+    group_rows: list[dict[str, Any]]
+    group_formulas: list[dict[str, str]]
+    note_rows: list[dict[str, Any]]
+    note_cells: dict[tuple[str, str], int]  # (note id, scenario key) -> NoteScenarios row
+
+    def candidates(self, workload_is_group: bool) -> tuple[Table, PlanFields]:
+        return (self.rlhf, RLHF_PLAN) if workload_is_group else (self.scenarios, SCENARIO_PLAN)
+
+
+# The Models sheet: a model's numeric config fields, then what they imply (shape.MODEL_TERMS).
+MODEL_COLUMNS = tuple(f for f in MODEL_FIELDS if f not in TEXT_FIELDS) + MODEL_TERM_NAMES
+
+
+def lookup_tables(report: Report) -> dict[str, Table]:
+    specs = {
+        "Models": ("model", MODEL_COLUMNS, len(report.tables["Models"])),
+        "GPUs": ("gpu", GPU_COLUMNS, len(report.tables["GPUs"])),
+        **{t.name: (t.key, t.columns, len(t.rows)) for t in LOOKUP_TABLES},
+    }
+    out = {}
+    for name, (key, columns, n) in specs.items():
+        cols = (Column(key, key, "text", "input"),) + tuple(Column(c, c, "general", "input") for c in columns)
+        out[name] = Table(name, cols, LOOKUP_FIRST_ROW, last_row(LOOKUP_FIRST_ROW, n), key=key)
+    return out
+
+
+def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[str, Any]:
+    return {**ids, **s.inputs(), **values}
+
+
+def build_book(report: Report) -> Book:
+    lookups = Lookups(lookup_tables(report))
+    rows: list[dict[str, Any]] = []
+    role_rows: dict[tuple[int, str], int] = {}
+    result_rows: dict[int, int] = {}
+    groups: list[Result] = []
+    for r in report.results:
+        if r.is_group:
+            groups.append(r)
+            for role, est in r.estimate.roles:
+                role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + len(rows)
+                rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=f"{r.label} · {role}",
+                                             matrix=r.matrix, group=f"G{r.index}", role=role))
+        else:
+            result_rows[r.index] = SCENARIO_FIRST_ROW + len(rows)
+            rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.label, matrix=r.matrix,
+                                         group="", role=""))
+    scenarios = Table("Scenarios", scenario_columns(SCENARIO_IDS, plan_helpers(IF(Var("group").eq(""), 1, 0))),
+                      SCENARIO_FIRST_ROW, last_row(SCENARIO_FIRST_ROW, len(rows)))
+    fill_derived(scenarios, rows, report.assumptions, SCENARIO_PLAN)
+
+    rlhf = Table("RLHF", rlhf_columns(report.results), SCENARIO_FIRST_ROW, last_row(SCENARIO_FIRST_ROW, len(groups)))
+    group_rows, group_formulas = [], []
+    for r in groups:
+        result_rows[r.index] = SCENARIO_FIRST_ROW + len(group_rows)
+        row, formulas = _group_row(r, result_rows[r.index], rlhf, scenarios, lookups, role_rows)
+        group_rows.append(row)
+        group_formulas.append(formulas)
+    fill_derived(rlhf, group_rows, report.assumptions, RLHF_PLAN)
+
+    note_rows: list[dict[str, Any]] = []
+    note_cells: dict[tuple[str, str], int] = {}
+    for note in report.notes:
+        for key, s in note.scenarios.items():
+            note_cells[(note.id, key)] = SCENARIO_FIRST_ROW + len(note_rows)
+            note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key, name=s.label()))
+    note_scenarios = Table("NoteScenarios", scenario_columns(NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
+                           last_row(SCENARIO_FIRST_ROW, len(note_rows)))
+    fill_derived(note_scenarios, note_rows, report.assumptions)
+    return Book(report, lookups, scenarios, rlhf, note_scenarios, rows, role_rows, result_rows, group_rows,
+                group_formulas, note_rows, note_cells)
+
+
+def _group_row(r: Result, sheet_row: int, rlhf: Table, scenarios: Table, lookups: Lookups,
+               role_rows: Mapping[tuple[int, str], int]) -> tuple[dict[str, Any], dict[str, str]]:
+    """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell."""
+    g: GroupEstimate = r.estimate
+    roles = tuple(name for name, _ in g.scenario.roles)
+    lead_row = role_rows[(r.index, roles[0])]
+    lead = g.scenario.roles[0][1]
+    row = {"group": f"G{r.index}", "index": r.index, "name": r.label, "matrix": r.matrix,
+           "workload": g.scenario.algorithm, "placement": g.scenario.placement,
+           "roles": ", ".join(f"{role}: row {role_rows[(r.index, role)]}" for role in roles),
+           **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **g.values}
+    formulas = {c.name: f"={scenarios.cell(c.name, lead_row)}" for c in RLHF_LINKS}
+
+    def role_cell(name: str) -> str | None:
+        if "." not in name:
+            return None
+        role, term = name.split(".", 1)
+        return scenarios.cell(term, role_rows[(r.index, role)])
+
+    ctx = row_context(rlhf, lookups, role_cell)
+    for t in group_terms(roles, g.scenario.placement):
+        formulas[t.name] = ("=" + to_excel(t.expr, ctx)).replace(ROW, str(sheet_row))
+    return row, formulas
+
+
