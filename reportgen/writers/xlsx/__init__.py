@@ -64,4 +64,5 @@ def write(report: Report, path, lang: str = "en") -> None:
     styles = Styles(wb)
     for write_sheet in SHEET_WRITERS:
         write_sheet(wb, book, styles)
+    book.names.define(wb)  # after every sheet: they register the names their formulas use
     wb.close()

@@ -1,20 +1,21 @@
 """The workbook model: every table's columns and rows, laid out before anything is written."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
+from ...formulas import IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel
 from ...inputs import INPUT_BY_NAME, INPUTS
+from ...report import PLAN_FITS, PLAN_ORDER, Report, Result
 from ...shape import MODEL_FIELDS, MODEL_TERM_NAMES, TEXT_FIELDS
-from ...formulas import AND, IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel
-from ...report import Report, Result
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from ...units import GiB
+from .layout import LOOKUP_FIRST_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Names, Table, row_context
 from .stream import ROW
-from .layout import Column, LOOKUP_FIRST_ROW, Lookups, NO_FIT_USD, SCENARIO_FIRST_ROW, Table, last_row, row_context
+
 
 def _lookup_key_inputs() -> dict[str, str]:
     """Input name -> lookup table it keys (model -> Models, …), read from the term table itself."""
@@ -30,10 +31,13 @@ def _lookup_key_inputs() -> dict[str, str]:
         visit(term.expr)
     return found
 
+
 LOOKUP_KEY_INPUTS = _lookup_key_inputs()
+
 
 def _gib(name: str) -> Expr:
     return Var(name) / GiB
+
 
 # Shown right after the identifying columns (and printed): what tells rows of the same name apart
 # (batch, tokens per sequence; model instances only), the answer in GiB, then fit and cost.
@@ -53,31 +57,56 @@ SUMMARY = (
     Column("cost_usd", "Purchase cost", "usd", "summary", 11, Var("purchase_usd")),
 )
 
+
 def _input_column(i) -> Column:
     width = {"model": 16, "gpu": 16, "lora_targets": 24, "precision": 11}.get(i.name, 10)
     return Column(i.name, i.label, "count" if i.is_int else "text", "input", width, help=i.help)
+
 
 def _term_column(t: Term, label: str | None = None, special: str = "") -> Column:
     """A term's column; with `special`, each row brings its own formula instead of the expression."""
     width = {"bytes": 17, "usd": 12}.get(t.unit, 12)
     return Column(t.name, label or t.label, t.unit, "formula", width, None if special else t.expr, special, t.source)
 
-def plan_helpers(candidate: Expr) -> tuple[Column, ...]:
-    """Per-row columns the Plan reads: a row's cost if it is a fitting candidate, its rank among
-    the rows of the same model × workload × GPU type, and whether it is the cheapest."""
-    help_rank = ("rows of the same model, workload and GPU type that come first in the plan's order: "
-                 "lower cost-if-fits, then fewer GPUs, then higher up")
+
+# ---------------------------------------------------------------------------------------------
+# What the Plan reads from a candidate table: report.PLAN_ORDER's Result fields as its columns
+
+@dataclass(frozen=True)
+class PlanFields:
+    """The column of a candidate table that holds each of report.PLAN_ORDER's Result fields."""
+    columns: Mapping[str, str]
+
+    def __post_init__(self):
+        assert set(self.columns) == set(PLAN_ORDER), "a candidate table must hold every plan key"
+
+
+# The scenario order (Result.index) is the row order; a row's place in its table stands for it.
+SCENARIO_PLAN = PlanFields({"purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "index": "row_in_table"})
+RLHF_PLAN = PlanFields({"purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "index": "row_in_table"})
+
+
+def plan_key_column(key: str) -> str:
+    return f"plan_{key}"
+
+
+def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
+    """Per-row columns the Plan reads: whether the row may be picked and fits, then each plan key
+    (NO_FIT when it does not), so that the Plan's minimum over the rows is the plan's pick."""
+    keys = tuple(
+        Column(plan_key_column(k), f"Plan key: {fields.columns[k]} if it fits with k (else 10^15)",
+               "usd" if k == "purchase_usd" else "count", "helper", 12,
+               IF(Var("plan_fits").eq(1), Var(fields.columns[k]), NO_FIT))
+        for k in PLAN_ORDER)
     return (
+        Column("row_in_table", "Row in table", "count", "helper", 7, special="position",
+               help="the row's place in this table (1 = first data row): the scenario order"),
         Column("plan_candidate", "Plan candidate (1/0)", "flag", "helper", 9, candidate,
                help="1 for a row the Plan may pick (RLHF role rows are covered by their group on RLHF)"),
-        Column("plan_cost_usd", "Cost if it fits with k (else 10^15)", "usd", "helper", 12,
-               IF(AND(Var("plan_candidate").eq(1), Var("fits_recommended").eq(1)), Var("purchase_usd"), NO_FIT_USD)),
-        Column("sheet_row", "Sheet row", "count", "helper", 7, special="row"),
-        Column("plan_rank", "Candidates ranked before this row", "count", "helper", 10, special="plan_rank",
-               help=help_rank),
-        Column("plan_best", "Cheapest fitting for its model × workload × GPU (1/0)", "flag", "helper", 11,
-               IF(AND(Var("plan_cost_usd").lt(NO_FIT_USD), Var("plan_rank").eq(0)), 1, 0)),
-    )
+        Column("plan_fits", "Candidate that fits with k (1/0)", "flag", "helper", 9,
+               IF(Var("plan_candidate").eq(1), Var(PLAN_FITS), 0)),
+    ) + keys
+
 
 SCENARIO_IDS = (
     Column("index", "#", "count", "id", 5),
@@ -106,9 +135,11 @@ RLHF_LINKS = tuple(
            8 if INPUT_BY_NAME[n].is_int else 14, special="link", help="from the group's first role row")
     for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
 
+
 def scenario_columns(ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
     return (tuple(ids) + SUMMARY_SHAPE + SUMMARY + tuple(_input_column(i) for i in INPUTS)
             + tuple(_term_column(t) for t in ROLE_TERMS) + tuple(helpers))
+
 
 def rlhf_columns(results: Sequence[Result]) -> tuple[Column, ...]:
     """Every group term that any group of this report has, in table order; a group leaves the
@@ -123,63 +154,43 @@ def rlhf_columns(results: Sequence[Result]) -> tuple[Column, ...]:
     # terms named after a role term (weights, …) carry only their name as label.
     cols = tuple(_term_column(t, t.label if t.label != t.name else TERM_BY_NAME[t.name].label + " (group)", "group")
                  for t in terms.values())
-    return RLHF_IDS + RLHF_LINKS + SUMMARY + cols + plan_helpers(Num(1))
+    return RLHF_IDS + RLHF_LINKS + SUMMARY + cols + plan_helpers(Num(1), RLHF_PLAN)
 
-@dataclass(frozen=True)
-class PlanFields:
-    """Which columns of a candidate table the Plan matches and ranks by."""
-    gpus: str  # GPU count used as the tie-break: num_gpus (Scenarios) or total_gpus (RLHF)
 
-SCENARIO_PLAN = PlanFields(gpus="num_gpus")
-RLHF_PLAN = PlanFields(gpus="total_gpus")
-
-def plan_match(table: Table, model: str, workload: str, gpu: str) -> str:
-    """SUMPRODUCT factors selecting the rows of one model × workload × GPU type (exact match:
-    no wildcards, unlike COUNTIFS criteria)."""
-    return (f"({table.range('model')}={model})*({table.range('workload')}={workload})"
-            f"*({table.range('gpu')}={gpu})")
-
-def _rank_formula(table: Table, fields: PlanFields) -> str:
-    # Rows of the same cell that sort before this one by (cost if fits, GPU count, sheet row):
-    # the order of report.recommend, whose last tie-break (scenario index) is the row order.
-    cost, gpus, row = (table.range(n) for n in ("plan_cost_usd", fields.gpus, "sheet_row"))
-    c, g, r = (table.ref(n) for n in ("plan_cost_usd", fields.gpus, "sheet_row"))
-    match = plan_match(table, table.ref("model"), table.ref("workload"), table.ref("gpu"))
-    return f"SUMPRODUCT({match}*(({cost}<{c})+({cost}={c})*(({gpus}<{g})+({gpus}={g})*({row}<{r}))))"
-
-def row_templates(table: Table, ctx: ExcelContext, fields: PlanFields | None = None) -> dict[str, str]:
+def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
     """One formula template per formula column (row number = ROW placeholder)."""
     out = {}
     for col in table.columns:
         if col.expr is not None:
             out[col.name] = "=" + to_excel(col.expr, ctx)
-        elif col.special == "row":
-            out[col.name] = "=ROW()"
-        elif col.special == "plan_rank":
-            out[col.name] = "=" + _rank_formula(table, fields)
+        elif col.special == "position":
+            out[col.name] = f"=ROW()-{table.first_row - 1}"
     return out
 
 
 # ---------------------------------------------------------------------------------------------
 # Python values of the non-term formula columns (the terms' values come from the estimator)
 
-def _compiled(cols: Sequence[Column]) -> Callable[[Mapping[str, Any], Mapping[str, float]], tuple]:
-    """One function for a run of expression columns (a later one reads an earlier one's local)."""
+def compiled_columns(cols: Sequence[Column], *, chained: bool = True
+                     ) -> Callable[[Mapping[str, Any], Mapping[str, float]], tuple]:
+    """One function for a run of expression columns over a row's values and the assumptions.
+    Chained: a later column reads an earlier one by name; else every name is the row's (columns of
+    another table that read a candidate row's columns of the same name)."""
     def var(n: str) -> str:
         return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"R[{n!r}]"
-    fn = compile_terms(tuple(Term(c.name, c.label, c.unit, c.expr) for c in cols), var, "_columns")
+    fn = compile_terms(tuple(Term(c.name if chained else f"_{c.name}", c.label, c.unit, c.expr) for c in cols),
+                       var, "_columns")
     return lambda row, assumptions: fn(None, assumptions, None, row)
 
 
-def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapping[str, float],
-                 fields: PlanFields | None = None) -> None:
+def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapping[str, float]) -> None:
     """Add the value of every summary/helper column to each row dict, in column order (a column may
     read earlier ones). The same expressions are rendered as the columns' formulas."""
     run: list[Column] = []  # consecutive expression columns, computed in one call per row
 
     def flush() -> None:
         if run:
-            fn, names = _compiled(run), [c.name for c in run]
+            fn, names = compiled_columns(run), [c.name for c in run]
             for row in rows:
                 row.update(zip(names, fn(row, assumptions)))
             run.clear()
@@ -191,30 +202,19 @@ def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapp
             run.append(col)
             continue
         flush()
-        if col.special == "row":
-            for i, row in enumerate(rows):
-                row[col.name] = table.first_row + i
-        elif col.special == "plan_rank":
-            _fill_ranks(rows, fields)
+        if col.special == "position":
+            for i, row in enumerate(rows, start=1):
+                row[col.name] = i
     flush()
 
 
-def _fill_ranks(rows: Sequence[dict[str, Any]], fields: PlanFields) -> None:
-    cells: dict[tuple, list[dict]] = {}
-    for row in rows:
-        cells.setdefault((row["model"], row["workload"], row["gpu"]), []).append(row)
-    for members in cells.values():
-        ordered = sorted(members, key=lambda r: (r["plan_cost_usd"], r[fields.gpus], r["sheet_row"]))
-        for rank, row in enumerate(ordered):
-            row["plan_rank"] = rank
-
-
-
+# ---------------------------------------------------------------------------------------------
+# The book
 
 @dataclass
 class Book:
     report: Report
-    lookups: Lookups
+    lookups: dict[str, Table]  # by table name, as in Lookup(table, …)
     scenarios: Table
     rlhf: Table
     note_scenarios: Table
@@ -225,9 +225,20 @@ class Book:
     group_formulas: list[dict[str, str]]
     note_rows: list[dict[str, Any]]
     note_cells: dict[tuple[str, str], int]  # (note id, scenario key) -> NoteScenarios row
+    names: Names = field(default_factory=Names)
 
-    def candidates(self, workload_is_group: bool) -> tuple[Table, PlanFields]:
-        return (self.rlhf, RLHF_PLAN) if workload_is_group else (self.scenarios, SCENARIO_PLAN)
+    def candidates(self, result: Result) -> tuple[Table, list[dict[str, Any]], PlanFields]:
+        """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""
+        if result.is_group:
+            return self.rlhf, self.group_rows, RLHF_PLAN
+        return self.scenarios, self.scenario_rows, SCENARIO_PLAN
+
+    def row_of(self, result: Result) -> dict[str, Any]:
+        table, rows, _ = self.candidates(result)
+        return rows[self.result_rows[result.index] - table.first_row]
+
+    def context(self, table: Table, extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
+        return row_context(table, self.lookups, self.names, extra)
 
 
 # The Models sheet: a model's numeric config fields, then what they imply (shape.MODEL_TERMS).
@@ -243,7 +254,7 @@ def lookup_tables(report: Report) -> dict[str, Table]:
     out = {}
     for name, (key, columns, n) in specs.items():
         cols = (Column(key, key, "text", "input"),) + tuple(Column(c, c, "general", "input") for c in columns)
-        out[name] = Table(name, cols, LOOKUP_FIRST_ROW, last_row(LOOKUP_FIRST_ROW, n), key=key)
+        out[name] = Table(name, cols, LOOKUP_FIRST_ROW, n, key=key)
     return out
 
 
@@ -252,7 +263,7 @@ def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[st
 
 
 def build_book(report: Report) -> Book:
-    lookups = Lookups(lookup_tables(report))
+    lookups = lookup_tables(report)
     rows: list[dict[str, Any]] = []
     role_rows: dict[tuple[int, str], int] = {}
     result_rows: dict[int, int] = {}
@@ -268,54 +279,50 @@ def build_book(report: Report) -> Book:
             result_rows[r.index] = SCENARIO_FIRST_ROW + len(rows)
             rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.label, matrix=r.matrix,
                                          group="", role=""))
-    scenarios = Table("Scenarios", scenario_columns(SCENARIO_IDS, plan_helpers(IF(Var("group").eq(""), 1, 0))),
-                      SCENARIO_FIRST_ROW, last_row(SCENARIO_FIRST_ROW, len(rows)))
-    fill_derived(scenarios, rows, report.assumptions, SCENARIO_PLAN)
+    scenarios = Table("Scenarios", scenario_columns(SCENARIO_IDS, plan_helpers(IF(Var("group").eq(""), 1, 0),
+                                                                                SCENARIO_PLAN)),
+                      SCENARIO_FIRST_ROW, len(rows), count_column="row_in_table")
+    fill_derived(scenarios, rows, report.assumptions)
 
-    rlhf = Table("RLHF", rlhf_columns(report.results), SCENARIO_FIRST_ROW, last_row(SCENARIO_FIRST_ROW, len(groups)))
-    group_rows, group_formulas = [], []
+    rlhf = Table("RLHF", rlhf_columns(report.results), SCENARIO_FIRST_ROW, len(groups), count_column="row_in_table")
+    book = Book(report, lookups, scenarios, rlhf, None, rows, role_rows, result_rows, [], [], [], {})
     for r in groups:
-        result_rows[r.index] = SCENARIO_FIRST_ROW + len(group_rows)
-        row, formulas = _group_row(r, result_rows[r.index], rlhf, scenarios, lookups, role_rows)
-        group_rows.append(row)
-        group_formulas.append(formulas)
-    fill_derived(rlhf, group_rows, report.assumptions, RLHF_PLAN)
+        result_rows[r.index] = SCENARIO_FIRST_ROW + len(book.group_rows)
+        row, formulas = _group_row(book, r, result_rows[r.index])
+        book.group_rows.append(row)
+        book.group_formulas.append(formulas)
+    fill_derived(rlhf, book.group_rows, report.assumptions)
 
-    note_rows: list[dict[str, Any]] = []
-    note_cells: dict[tuple[str, str], int] = {}
     for note in report.notes:
         for key, s in note.scenarios.items():
-            note_cells[(note.id, key)] = SCENARIO_FIRST_ROW + len(note_rows)
-            note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key, name=s.label()))
-    note_scenarios = Table("NoteScenarios", scenario_columns(NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
-                           last_row(SCENARIO_FIRST_ROW, len(note_rows)))
-    fill_derived(note_scenarios, note_rows, report.assumptions)
-    return Book(report, lookups, scenarios, rlhf, note_scenarios, rows, role_rows, result_rows, group_rows,
-                group_formulas, note_rows, note_cells)
+            book.note_cells[(note.id, key)] = SCENARIO_FIRST_ROW + len(book.note_rows)
+            book.note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key,
+                                                   name=s.label()))
+    book.note_scenarios = Table("NoteScenarios", scenario_columns(NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
+                                len(book.note_rows))
+    fill_derived(book.note_scenarios, book.note_rows, report.assumptions)
+    return book
 
 
-def _group_row(r: Result, sheet_row: int, rlhf: Table, scenarios: Table, lookups: Lookups,
-               role_rows: Mapping[tuple[int, str], int]) -> tuple[dict[str, Any], dict[str, str]]:
+def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], dict[str, str]]:
     """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell."""
     g: GroupEstimate = r.estimate
     roles = tuple(name for name, _ in g.scenario.roles)
-    lead_row = role_rows[(r.index, roles[0])]
+    lead_row = book.role_rows[(r.index, roles[0])]
     lead = g.scenario.roles[0][1]
     row = {"group": f"G{r.index}", "index": r.index, "name": r.label, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
-           "roles": ", ".join(f"{role}: row {role_rows[(r.index, role)]}" for role in roles),
+           "roles": ", ".join(f"{role}: row {book.role_rows[(r.index, role)]}" for role in roles),
            **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **g.values}
-    formulas = {c.name: f"={scenarios.cell(c.name, lead_row)}" for c in RLHF_LINKS}
+    formulas = {c.name: f"={book.scenarios.cell(c.name, lead_row)}" for c in RLHF_LINKS}
 
     def role_cell(name: str) -> str | None:
         if "." not in name:
             return None
         role, term = name.split(".", 1)
-        return scenarios.cell(term, role_rows[(r.index, role)])
+        return book.scenarios.cell(term, book.role_rows[(r.index, role)])
 
-    ctx = row_context(rlhf, lookups, role_cell)
+    ctx = book.context(book.rlhf, role_cell)
     for t in group_terms(roles, g.scenario.placement):
         formulas[t.name] = ("=" + to_excel(t.expr, ctx)).replace(ROW, str(sheet_row))
     return row, formulas
-
-

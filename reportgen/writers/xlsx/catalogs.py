@@ -15,8 +15,7 @@ from .layout import A3, A4, Column, LINE_HEIGHT, LOOKUP_FIRST_ROW, Styles, Table
 # ---------------------------------------------------------------------------------------------
 # Terms: what each formula column of Scenarios computes, and from which source
 
-SPECIAL_TEXT = {"row": "ROW(): this row's number", "plan_rank": "SUMPRODUCT over the rows of the same model, "
-                "workload and GPU type that sort before this one by (plan_cost_usd, num_gpus, sheet_row)"}
+SPECIAL_TEXT = {"position": "ROW() − 2: this row's place in the table"}
 
 
 def write_terms(wb, book: Book, styles: Styles) -> None:
@@ -109,7 +108,7 @@ def _write_lookup_sheet(wb, table: Table, rows: Mapping[str, Mapping[str, Any]],
 
 
 def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
-    tables, rep = book.lookups.tables, book.report
+    tables, rep = book.lookups, book.report
     specs, gpus = rep.models, rep.gpus
     _write_lookup_sheet(wb, tables["Models"], rep.tables["Models"],
                         [("model_type", 12, lambda k: specs[k].model_type), ("source", 40, lambda k: specs[k].source)],
@@ -128,8 +127,7 @@ def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
 def choices_table() -> Table:
     names = [i.name for i in INPUTS if i.choices and i.name not in LOOKUP_KEY_INPUTS]
     cols = tuple(Column(n, n, "text", "id", max(12, max(len(v) for v in INPUT_BY_NAME[n].choices) + 2)) for n in names)
-    return Table("Choices", cols, LOOKUP_FIRST_ROW,
-                 LOOKUP_FIRST_ROW + max(len(INPUT_BY_NAME[n].choices) for n in names) - 1)
+    return Table("Choices", cols, LOOKUP_FIRST_ROW, max(len(INPUT_BY_NAME[n].choices) for n in names))
 
 
 def write_choices(wb, book: Book, styles: Styles) -> None:
@@ -138,7 +136,7 @@ def write_choices(wb, book: Book, styles: Styles) -> None:
     for c, col in enumerate(table.columns):
         ws.set_column(c, c, col.width)
         ws.write_string(0, c, col.name, styles.header["id"])
-    for r in range(table.last_row - table.first_row + 1):
+    for r in range(table.num_rows):
         for c, col in enumerate(table.columns):
             values = INPUT_BY_NAME[col.name].choices
             if r < len(values):

@@ -13,7 +13,6 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
     rep, p = book.report, book.report.preset
     n_single = sum(not r.is_group for r in rep.results)
     n_groups = len(rep.results) - n_single
-    last = book.scenarios.last_row
     return [
         ("title", p.title),
         ("text", p.description),
@@ -59,12 +58,11 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
         ("text", "Copy the last row of Scenarios (the whole row) and paste it into the first empty row below. The "
                  "formulas use relative references and follow the row. Then edit its yellow input cells; the drop-"
                  "downs list the allowed values. A row counts for the Plan when its model, workload and GPU type "
-                 "match a Plan row (copy a Plan row and edit its first three cells to add one). Lookup, drop-down "
-                 f"and plan ranges reach row {last}."),
+                 "match a Plan row (copy a Plan row and edit its first three cells to add one). Formulas read "
+                 "every filled row down to the last one, so keep the table without empty rows."),
         ("h", "How to add a model or GPU"),
         ("text", "Add a row at the bottom of Models or GPUs (numbers as in the rows above, e.g. from "
-                 "`reportgen params --config config.json --json`); its name then appears in the drop-downs. "
-                 f"Lookups reach row {book.lookups.tables['Models'].last_row}."),
+                 "`reportgen params --config config.json --json`); its name then appears in the drop-downs."),
         ("h", "Printing"),
         ("text", "Scenarios, RLHF and NoteScenarios print their identification and summary columns, landscape, "
                  "one page wide; the full tables are meant for the screen."),

@@ -13,10 +13,10 @@ from ...formulas import Expr, ExcelContext
 from ...terms import ASSUMPTION_DEFAULTS
 from .stream import ROW, SheetRows, StreamColumn, StreamingWorkbook
 
-NO_FIT_USD = 10**15
-# Lookup, validation and plan ranges reach well below the data so a planner can add rows.
-MIN_LAST_ROW = 1000
-SPARE_ROWS = 500
+# Cost (and every other plan key) of a row that cannot be picked: above any real value, and no
+# Excel error to propagate. An integer, so formulas show 1000000000000000, not 1E+15.
+NO_FIT = 10**15
+MAX_ROW = 1_048_575  # a sheet's last row, 0-based: formats and validations reach rows a planner adds
 DASH = "—"  # plan cells of a GPU type where nothing fits
 
 INPUT_COLOURS = {"font_color": "#0000FF", "bg_color": "#FFF2CC"}  # blue on light yellow
@@ -40,7 +40,7 @@ class Column:
     kind: str  # "id" (text/number written as is), "input" (editable), "summary", "formula", "helper"
     width: float = 12
     expr: Expr | None = None  # DSL formula over names of the same row
-    # Formulas not from an expression: "row" (ROW()), "plan_rank" (SUMPRODUCT), and per-row ones
+    # Formulas not from an expression: "position" (the row's place in its table), and per-row ones
     # ("link", "group": an RLHF row's reads of its role rows).
     special: str = ""
     help: str = ""  # Terms sheet and input messages
@@ -57,12 +57,15 @@ class Column:
 
 @dataclass
 class Table:
-    """A table on a sheet: columns by name, data rows first_row..last_row (1-based, as in A1)."""
+    """A table on a sheet: columns by name, data rows from first_row (1-based, as in A1). A planner
+    may add rows below the `num_rows` written: formulas name its columns open-ended (Names)."""
     sheet: str
     columns: tuple[Column, ...]
     first_row: int
-    last_row: int
+    num_rows: int
     key: str = ""  # lookup tables: the column that MATCH searches
+    # Tables searched with SUMPRODUCT: a column that every row fills, so COUNTA finds the last row.
+    count_column: str = ""
     index: dict[str, int] = field(init=False)
 
     def __post_init__(self):
@@ -71,6 +74,11 @@ class Table:
 
     def __contains__(self, name: str) -> bool:
         return name in self.index
+
+    @property
+    def last_row(self) -> int:
+        """The last row written."""
+        return self.first_row + self.num_rows - 1
 
     def letter(self, name: str) -> str:
         return xl_col_to_name(self.index[name])
@@ -82,39 +90,51 @@ class Table:
     def cell(self, name: str, row: int) -> str:
         return f"{self.sheet}!{self.letter(name)}{row}"
 
-    def range(self, name: str) -> str:
+    def whole_column(self, name: str) -> str:
         col = self.letter(name)
-        return f"{self.sheet}!${col}${self.first_row}:${col}${self.last_row}"
-
-    def full_range(self, name: str) -> str:
-        """From row 1, so INDEX(full_range, sheet_row) reads the cell on that sheet row."""
-        col = self.letter(name)
-        return f"{self.sheet}!${col}$1:${col}${self.last_row}"
+        return f"{self.sheet}!${col}:${col}"
 
 
-def last_row(first_row: int, num_rows: int) -> int:
-    return max(MIN_LAST_ROW, first_row + num_rows - 1 + SPARE_ROWS)
+class Names:
+    """The workbook's defined names, registered as formulas ask for them: `Sheet_column` for a
+    column of a table, so formulas read as words and reach rows a planner adds.
+
+    Lookup tables (with a key) name whole columns: INDEX/MATCH by key costs the same whatever the
+    range. Other tables name their data rows down to the last filled one (COUNTA of count_column):
+    SUMPRODUCT over whole columns would cost LibreOffice a million cells per formula (30 s for
+    120 formulas, measured), over the filled rows it costs their number."""
+
+    def __init__(self) -> None:
+        self.formulas: dict[str, str] = {}
+
+    def add(self, name: str, formula: str) -> str:
+        assert self.formulas.setdefault(name, formula) == formula, name
+        return name
+
+    def of(self, table: Table, column: str) -> str:
+        if table.key:
+            return self.add(f"{table.sheet}_{column}", "=" + table.whole_column(column))
+        return self.add(f"{table.sheet}_{column}", f"={table.sheet}!${table.letter(column)}${table.first_row}:"
+                                                   f"INDEX({table.whole_column(column)},{self.last_row(table)})")
+
+    def keys(self, table: Table) -> str:
+        """A lookup table's filled key cells (drop-down lists: a whole column would list a million blanks)."""
+        col = table.whole_column(table.key)
+        return self.add(f"{table.sheet}_keys", f"={table.sheet}!${table.letter(table.key)}${table.first_row}:"
+                                               f"INDEX({col},COUNTA({col}))")
+
+    def last_row(self, table: Table) -> str:
+        return self.add(f"{table.sheet}_last_row", f"=COUNTA({table.whole_column(table.count_column)})")
+
+    def define(self, wb) -> None:
+        for name, formula in self.formulas.items():
+            wb.define_name(name, formula)
 
 
-# ---------------------------------------------------------------------------------------------
-# Formula rendering
-
-class Lookups:
-    """The lookup tables formulas INDEX/MATCH into, by table name (as in `Lookup(table, …)`)."""
-
-    def __init__(self, tables: Mapping[str, Table]):
-        self.tables = dict(tables)
-
-    def column_range(self, table: str, column: str) -> str:
-        return self.tables[table].range(column)
-
-    def key_range(self, table: str) -> str:
-        t = self.tables[table]
-        return t.range(t.key)
-
-
-def row_context(table: Table, lookups: Lookups, extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
-    """Var(name) -> this row's cell of that column, an assumption's defined name, or `extra`."""
+def row_context(table: Table, lookups: Mapping[str, Table], names: Names,
+                extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
+    """Var(name) -> this row's cell of that column, an assumption's defined name, or `extra`;
+    Lookup(table, column, key) -> INDEX/MATCH over the lookup table's named columns."""
     def cell(name: str) -> str:
         hit = extra(name)
         if hit is not None:
@@ -124,8 +144,8 @@ def row_context(table: Table, lookups: Lookups, extra: Callable[[str], str | Non
         if name in ASSUMPTION_DEFAULTS:
             return name  # a workbook defined name on the Assumptions sheet
         raise KeyError(f"{table.sheet}: no column or assumption named {name!r}")
-    return ExcelContext(cell, lookups.column_range, lookups.key_range)
-
+    return ExcelContext(cell, lambda t, column: names.of(lookups[t], column),
+                        lambda t: names.of(lookups[t], lookups[t].key))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 from ...formulas import ExcelContext, to_excel
-from ...terms import ASSUMPTION_DEFAULTS
 from ...units import GiB
 from .book import Book
 from .layout import Styles, plain, add_sheet, fit_row, page_setup, write_value
@@ -69,11 +68,11 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
 def _note_context(book: Book, note_id: str) -> ExcelContext:
     table = book.note_scenarios
 
-    def cell(name: str) -> str:
-        if name in ASSUMPTION_DEFAULTS:
-            return name
+    def cell(name: str) -> str | None:
+        if "." not in name:
+            return None
         key, term = name.split(".", 1)
         return table.cell(term, book.note_cells[(note_id, key)])
-    return ExcelContext(cell, book.lookups.column_range, book.lookups.key_range)
+    return book.context(table, cell)
 
 

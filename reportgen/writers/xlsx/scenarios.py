@@ -4,17 +4,13 @@ from __future__ import annotations
 from typing import Mapping
 
 from ...inputs import INPUT_BY_NAME
-from .book import Book, LOOKUP_KEY_INPUTS, RLHF_PLAN, SCENARIO_PLAN, row_templates
+from .book import LOOKUP_KEY_INPUTS, Book, row_templates
 from .catalogs import choices_table
-from .layout import SCENARIO_FIRST_ROW, Styles, Table, add_sheet, page_setup, row_context, write_header, write_rows
-
-
-# ---------------------------------------------------------------------------------------------
-# Scenarios, RLHF and NoteScenarios: one row per model instance, every term a formula column
+from .layout import MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, page_setup, write_header, write_rows
 
 def _choice_sources(book: Book) -> dict[str, str]:
     """Input -> data-validation list source: its lookup table's key column, or its Choices column."""
-    out = {n: book.lookups.key_range(t) for n, t in LOOKUP_KEY_INPUTS.items()}
+    out = {n: book.names.keys(book.lookups[t]) for n, t in LOOKUP_KEY_INPUTS.items()}
     choices = choices_table()
     for name in choices.index:
         out.setdefault(name, f"Choices!${choices.letter(name)}${choices.first_row}:"
@@ -38,14 +34,14 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str]) -> None:
                     "error_message": f"A whole number from {lo} to {hi:,}."}
         else:
             continue
-        ws.data_validation(table.first_row - 1, c, table.last_row - 1, c, {**common, **rule})
+        ws.data_validation(table.first_row - 1, c, MAX_ROW, c, {**common, **rule})
 
 
-def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *, fields=None, per_row=None,
+def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *, per_row=None,
                           freeze_columns: int = 2) -> None:
     ws = add_sheet(wb, table.sheet)
     write_header(ws, table, styles, 1)
-    templates = row_templates(table, row_context(table, book.lookups), fields)
+    templates = row_templates(table, book.context(table))
     write_rows(wb, ws, table, rows, templates, styles, per_row)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, freeze_columns)
     ws.autofilter(1, 0, table.first_row + max(len(rows), 1) - 2, len(table.columns) - 1)
@@ -56,12 +52,12 @@ def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *,
 
 
 def write_scenarios(wb, book: Book, styles: Styles) -> None:
-    _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows, fields=SCENARIO_PLAN)
+    _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows)
 
 
 def write_rlhf(wb, book: Book, styles: Styles) -> None:
     if book.group_rows:
-        _write_scenario_sheet(wb, book, styles, book.rlhf, book.group_rows, fields=RLHF_PLAN,
+        _write_scenario_sheet(wb, book, styles, book.rlhf, book.group_rows,
                               per_row=book.group_formulas, freeze_columns=3)
 
 
