@@ -20,6 +20,7 @@ from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
 from lo import recalculate, soffice_available
 from reportgen.estimate import Estimator, RlhfScenario
+from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import PlanEntry, Recommendation, Result, recommend
 from reportgen.terms import TERM_BY_NAME
@@ -30,8 +31,8 @@ FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
-# Every function a formula may use: the expression language's and the plan's. All pre-2010.
-ALLOWED_FUNCTIONS = {"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR", "INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA"}
+# Every function a formula may use: the expression language's, its lookups' and the plan's. All pre-2010.
+ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 

@@ -9,7 +9,7 @@ from ...estimate import GroupEstimate, Scenario, group_terms
 from ...formulas import IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel
 from ...inputs import INPUT_BY_NAME, INPUTS
 from ...report import PLAN_FITS, PLAN_ORDER, Report, Result
-from ...shape import MODEL_FIELDS, MODEL_TERM_NAMES, TEXT_FIELDS
+from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from ...units import GiB
@@ -241,21 +241,40 @@ class Book:
         return row_context(table, self.lookups, self.names, extra)
 
 
-# The Models sheet: a model's numeric config fields, then what they imply (shape.MODEL_TERMS).
-MODEL_COLUMNS = tuple(f for f in MODEL_FIELDS if f not in TEXT_FIELDS) + MODEL_TERM_NAMES
+def _catalog_column(name: str, values, kind: str = "input", **kw) -> Column:
+    """A catalog column: whole numbers (config fields, flags) as counts, other numbers as they are."""
+    unit = "count" if all(float(v).is_integer() for v in values) else "general"
+    return Column(name, name, unit, kind, **kw)
 
 
 def lookup_tables(report: Report) -> dict[str, Table]:
-    specs = {
-        "Models": ("model", MODEL_COLUMNS, len(report.tables["Models"])),
-        "GPUs": ("gpu", GPU_COLUMNS, len(report.tables["GPUs"])),
-        **{t.name: (t.key, t.columns, len(t.rows)) for t in LOOKUP_TABLES},
-    }
-    out = {}
-    for name, (key, columns, n) in specs.items():
-        cols = (Column(key, key, "text", "input"),) + tuple(Column(c, c, "general", "input") for c in columns)
-        out[name] = Table(name, cols, LOOKUP_FIRST_ROW, n, key=key)
+    """The catalogs the formulas look up: a key, the columns formulas read, then notes and sources.
+    Models holds every config field of a model and, as formulas over them, what they imply
+    (shape.MODEL_TERMS), so editing a field recomputes every scenario of that model."""
+    models = report.tables["Models"].values()
+    model_columns = (
+        (Column("model", "model", "text", "input"),)
+        + tuple(Column(f, f, "text", "input") if f in TEXT_FIELDS else _catalog_column(f, [m[f] for m in models])
+                for f in MODEL_FIELDS)
+        + tuple(Column(t.name, t.label, "flag" if t.unit == "flag" else "count", "formula", expr=t.expr, help=t.source)
+                for t in MODEL_TERMS)
+        + (Column("source", "source", "note", "id", 40),))
+    gpus = report.tables["GPUs"].values()
+    gpu_columns = (
+        (Column("gpu", "gpu", "text", "input"),)
+        + tuple(_catalog_column(c, [g[c] for g in gpus]) for c in GPU_COLUMNS)
+        + tuple(Column(f, f, "note", "id", 36 if f.endswith("source") else 12) for f in GPU_TEXT_FIELDS))
+    out = {"Models": Table("Models", model_columns, LOOKUP_FIRST_ROW, len(report.tables["Models"]), key="model"),
+           "GPUs": Table("GPUs", gpu_columns, LOOKUP_FIRST_ROW, len(report.tables["GPUs"]), key="gpu")}
+    for lt in LOOKUP_TABLES:
+        columns = ((Column(lt.key, lt.key, "text", "input"),)
+                   + tuple(_catalog_column(c, [r[c] for r in lt.rows.values()]) for c in lt.columns)
+                   + (Column("source", "description and source", "note", "id", 90),))
+        out[lt.name] = Table(lt.name, columns, LOOKUP_FIRST_ROW, len(lt.rows), key=lt.key)
     return out
+
+
+GPU_TEXT_FIELDS = ("vendor", "marketed_memory", "memory_source", "spec_source", "price_source")
 
 
 def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[str, Any]:

@@ -1,14 +1,15 @@
 """Terms, Assumptions, the lookup tables and the choice lists."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...formulas import to_text
+from ...formulas import ExcelContext, to_excel, to_text
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTIONS
 from ...units import GiB
-from .book import Book, LOOKUP_KEY_INPUTS
+from .book import GPU_TEXT_FIELDS, LOOKUP_KEY_INPUTS, Book
+from .stream import ROW
 from .layout import A3, A4, Column, LINE_HEIGHT, LOOKUP_FIRST_ROW, Styles, Table, plain, add_sheet, fit_row, page_setup, text_lines, write_value
 
 
@@ -71,57 +72,54 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
     page_setup(ws, header_rows=1)
 
 
-def _number_width(values: Iterable[float]) -> int:
+def _number_width(values: Iterable[Any]) -> int:
     """Characters the widest value takes as displayed (#,##0 for whole numbers, else General)."""
-    return max((len(f"{v:,.0f}") if float(v).is_integer() else min(len(repr(v)), 11) for v in values), default=4)
+    return max((len(f"{v:,.0f}") if float(v).is_integer() else min(len(repr(v)), 11)
+                for v in values if not isinstance(v, str)), default=4)
 
 
-def _write_lookup_sheet(wb, table: Table, rows: Mapping[str, Mapping[str, Any]],
-                        text_columns: Sequence[tuple[str, float, Callable[[str], str]]], styles: Styles,
+def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping[str, Any]], styles: Styles,
                         column_help: Mapping[str, str] = {}) -> None:
-    """A catalog table: key + numeric columns (what INDEX/MATCH reads), then text columns (sources).
-    Numeric columns are as wide as their values; their names wrap in the header."""
+    """A catalog: its key, the columns formulas read (inputs, and formulas over the same row), then
+    notes and sources. Number columns are as wide as their values; their names wrap in the header."""
     ws = add_sheet(wb, table.sheet)
-    widths = [max(len(k) for k in rows) + 2] + [
-        max(_number_width(v[c.name] for v in rows.values()) + 2, 8) for c in table.columns[1:]]
-    widths += [w for _, w, _ in text_columns]
-    heads = [c.name for c in table.columns] + [name for name, _, _ in text_columns]
-    ws.set_row(0, LINE_HEIGHT * max(text_lines(h, w - 1) for h, w in zip(heads, widths)) + 3)
-    for c, (head, width) in enumerate(zip(heads, widths)):
+    widths = [max(max(len(k) for k in rows) + 2, 8) if c.name == table.key
+              else c.width if c.unit in ("note", "text") else max(_number_width(v[c.name] for v in rows.values()) + 2, 8)
+              for c in table.columns]
+    ws.set_row(0, LINE_HEIGHT * max(text_lines(c.label, w - 1) for c, w in zip(table.columns, widths)) + 3)
+    for c, (col, width) in enumerate(zip(table.columns, widths)):
         ws.set_column(c, c, width)
-        ws.write_string(0, c, head, styles.header["input" if c < len(table.columns) else "id"])
-        if column_help.get(head):
-            ws.write_comment(0, c, column_help[head], {"x_scale": 2})
-    integer, general = styles.input["count"], styles.input["general"]
-    for r, (key, values) in enumerate(rows.items(), start=table.first_row - 1):
-        texts = [text(key) for _, _, text in text_columns]
-        fit_row(ws, r, [(t, w) for t, (_, w, _) in zip(texts, text_columns)])
-        ws.write_string(r, 0, key, styles.input["text"])
-        for c, col in enumerate(table.columns[1:], start=1):
-            v = plain(values[col.name])
-            ws.write_number(r, c, v, integer if float(v).is_integer() else general)
-        for c, text in enumerate(texts, start=len(table.columns)):
-            write_value(ws, r, c, text, styles.input_wrap)
+        ws.write_string(0, c, col.label, styles.header[col.kind])
+        comment = column_help.get(col.name) or (f"{col.label}. {col.help}".strip(". ") if col.is_formula else "")
+        if comment:
+            ws.write_comment(0, c, comment, {"x_scale": 2})
+    ctx = ExcelContext(table.ref, None, None)  # catalog formulas read their own row only
+    for r, values in enumerate(rows.values(), start=table.first_row - 1):
+        fit_row(ws, r, [(values[c.name], w) for c, w in zip(table.columns, widths) if c.unit == "note"])
+        for c, col in enumerate(table.columns):
+            if col.expr is not None:
+                formula = "=" + to_excel(col.expr, ctx).replace(ROW, str(r + 1))
+                ws.write_formula(r, c, formula, styles.cell(col), plain(values[col.name]))
+            else:
+                write_value(ws, r, c, values[col.name], styles.cell(col))
     ws.freeze_panes(1, 1)
-    ws.autofilter(0, 0, table.first_row + len(rows) - 2, len(heads) - 1)
+    ws.autofilter(0, 0, table.last_row - 1, len(table.columns) - 1)
     page_setup(ws, header_rows=1, paper=A3 if sum(widths) > 250 else A4)
 
 
 def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
-    tables, rep = book.lookups, book.report
-    specs, gpus = rep.models, rep.gpus
-    _write_lookup_sheet(wb, tables["Models"], rep.tables["Models"],
-                        [("model_type", 12, lambda k: specs[k].model_type), ("source", 40, lambda k: specs[k].source)],
-                        styles)
-    _write_lookup_sheet(wb, tables["GPUs"], rep.tables["GPUs"],
-                        [(f, 36 if f.endswith("source") else 12, (lambda k, f=f: getattr(gpus[k], f)))
-                         for f in ("vendor", "marketed_memory", "memory_source", "spec_source", "price_source")],
-                        styles, {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
-                                 "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
-                                 "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"})
+    rep = book.report
+    models = {k: {**row, "model": k, "source": rep.models[k].source} for k, row in rep.tables["Models"].items()}
+    _write_lookup_sheet(wb, book, book.lookups["Models"], models, styles)
+    gpus = {k: {**row, "gpu": k, **{f: getattr(rep.gpus[k], f) for f in GPU_TEXT_FIELDS}}
+            for k, row in rep.tables["GPUs"].items()}
+    _write_lookup_sheet(wb, book, book.lookups["GPUs"], gpus, styles,
+                        {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
+                         "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
+                         "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"})
     for t in LOOKUP_TABLES:
-        _write_lookup_sheet(wb, tables[t.name], t.rows, [("description and source", 90, lambda k, t=t: t.notes.get(k, ""))],
-                            styles, t.column_help)
+        rows = {k: {**row, t.key: k, "source": t.notes.get(k, "")} for k, row in t.rows.items()}
+        _write_lookup_sheet(wb, book, book.lookups[t.name], rows, styles, t.column_help)
 
 
 def choices_table() -> Table:

@@ -186,6 +186,8 @@ class Styles:
         self.highlight = wb.add_format({**base, "bold": True, "num_format": "0", "bg_color": "#C6EFCE"})
 
     def cell(self, col: Column):
+        if col.unit == "note":  # wrapped text: notes and sources
+            return self.input_wrap if col.kind == "input" else self.wrap
         return self.input[col.unit] if col.kind == "input" else self.value[col.unit]
 
 
