@@ -5,6 +5,7 @@ the Report; the numbers they show are its terms and fields.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Mapping, Sequence
@@ -55,6 +56,20 @@ class Result:
     @property
     def total_gpus(self) -> int:
         return int(self.estimate["total_gpus"]) if self.is_group else self.lead.num_gpus
+
+    @property
+    def purchase_usd(self) -> float:
+        return self.estimate["purchase_usd"]
+
+
+# The plan's ranking, defined once. Among the results of one model × workload × GPU type whose term
+# PLAN_FITS is 1 (the recommended budget fits), the plan takes the first by PLAN_ORDER (Result
+# fields: cheapest, then fewest GPUs, then the earliest scenario); across GPU types, the first of
+# those picks by the same order. recommend() sorts by it; the workbook's Plan formulas are
+# rendered from it (writers/xlsx/plan.py).
+PLAN_FITS = "fits_recommended"
+PLAN_ORDER = ("purchase_usd", "total_gpus", "index")
+plan_key = operator.attrgetter(*PLAN_ORDER)
 
 
 @dataclass(frozen=True)
@@ -148,12 +163,9 @@ def recommend(results: Sequence[Result], gpu_types: Sequence[str]) -> tuple[Reco
             tried = by_gpu.get(gpu, [])
             if not tried:
                 continue
-            fitting = [r for r in tried if r.estimate["fits_recommended"]]
-            best = min(fitting, key=lambda r: (r.estimate["purchase_usd"], r.total_gpus, r.index), default=None)
+            best = min((r for r in tried if r.estimate[PLAN_FITS]), key=plan_key, default=None)
             entries.append(PlanEntry(model, workload, gpu, best, len(tried)))
-        fitting_entries = [e for e in entries if e.fits]
-        best = min(fitting_entries, key=lambda e: (e.result.estimate["purchase_usd"], e.result.total_gpus,
-                                                   e.result.index), default=None)
+        best = min((e for e in entries if e.fits), key=lambda e: plan_key(e.result), default=None)
         recs.append(Recommendation(model, workload, best, tuple(entries)))
     return tuple(recs)
 

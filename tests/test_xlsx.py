@@ -20,18 +20,20 @@ from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
 from lo import recalculate, soffice_available
 from reportgen.estimate import Estimator, RlhfScenario
+from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import PlanEntry, Recommendation, Result, recommend
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
-from reportgen.writers.xlsx_stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
+from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
-# Every function a formula may use: the expression language's and the plan's. All pre-2010.
-ALLOWED_FUNCTIONS = {"IF", "MAX", "MIN", "ROUNDUP", "AND", "OR", "INDEX", "MATCH", "SUMPRODUCT", "ROW"}
+# Every function a formula may use: the expression language's, its lookups' and the plan's. All pre-2010.
+ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA"}
+NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
 
@@ -134,7 +136,7 @@ def assert_plan(wb, recommendations, labels=None) -> None:
             assert cell("scenarios_tried") == entry.num_scenarios
             r = entry.result
             if r is None:
-                assert cell("best_row") == 0 and cell("name") == "—" and cell("purchase_usd") == "—"
+                assert cell("best_index") == NO_FIT and cell("name") == "—" and cell("purchase_usd") == "—"
             else:
                 label = labels[r.index] if labels else r.label
                 assert (cell("index"), cell("name"), cell("total_gpus")) == (r.index, label, r.total_gpus)
@@ -283,7 +285,7 @@ def on_written_rows(written, fresh):
 
 
 # ---------------------------------------------------------------------------------------------
-# Streamed rows (xlsx_stream): shared formulas, valid SpreadsheetML
+# Streamed rows (xlsx/stream.py): shared formulas, valid SpreadsheetML
 
 NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
@@ -497,7 +499,9 @@ def test_workbook_structure(book):
     cols = columns(ws)
     letter = lambda name: openpyxl.utils.get_column_letter(cols[name])  # noqa: E731
     model = validations[letter("model")]
-    assert model.type == "list" and model.formula1 == "Models!$A$2:$A$1000" and model.showErrorMessage
+    assert model.type == "list" and model.formula1 == "Models_keys" and model.showErrorMessage
+    assert names["Models_keys"].attr_text == "Models!$A$2:INDEX(Models!$A:$A,COUNTA(Models!$A:$A))"
+    assert next(iter(model.sqref.ranges)).max_row == 1048576  # rows a planner adds are validated too
     assert validations[letter("checkpointing")].formula1.startswith("Choices!")
     zero = validations[letter("zero_stage")]
     assert zero.type == "whole" and (zero.formula1, zero.formula2) == ("0", "3") and zero.showErrorMessage
@@ -515,7 +519,7 @@ def test_chart_is_native_with_visible_axes_and_cached_data(book):
         xml = z.read(charts[0]).decode()
     assert "<c:barChart>" in xml and '<c:grouping val="stacked"/>' in xml
     assert "<c:valAx>" in xml and "<c:catAx>" in xml and '<c:delete val="1"/>' not in xml
-    assert "Charts!$D$3:$D$" in xml and "<c:numCache>" in xml
+    assert "Charts!$F$3:$F$" in xml and "<c:numCache>" in xml
 
 
 # ---------------------------------------------------------------------------------------------

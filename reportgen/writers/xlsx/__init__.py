@@ -1,0 +1,68 @@
+"""The Excel workbook: every memory term as a live formula over editable inputs.
+
+Sheets: Guide, Plan, Charts, Scenarios, RLHF, Notes, NoteScenarios, Terms, Assumptions, Models,
+GPUs, Precisions, Dtypes, Optimizers, Choices (the Guide describes each).
+
+Every term column is `formulas.to_excel(term.expr)` of the one term table (terms.py); RLHF group
+cells and note figures are rendered the same way. The writer never types a term formula. Only the
+procurement plan (SUMPRODUCT/INDEX over helper columns) and unit conversions are small formula
+strings built here, because the expression language has no ranges.
+
+Why XlsxWriter: openpyxl cannot store a formula's cached value (it writes `<v/>`), so viewers that
+do not recalculate (previewers, mail clients, pandas) would show empty cells. XlsxWriter stores the
+Python value next to each formula (`write_formula(..., value)`) and fills the chart caches
+(`values_data`). openpyxl is used only to read workbooks back, in tests.
+
+Why the data rows bypass XlsxWriter: a 100,000-scenario sweep has 12 million cells, and XlsxWriter
+costs ~30 µs a cell. XlsxWriter writes everything else (headers, widths, validations, filters, panes,
+print setup, charts, styles, the small sheets); the tables' data rows are registered with
+`StreamingWorkbook.stream_rows` and written as SpreadsheetML when the workbook closes, each formula
+column that only differs by row number as one shared formula (stream.py). Every workbook, small
+or large, takes this path, so the LibreOffice tests check the one the big sweeps use.
+
+Why constant_memory: what XlsxWriter writes streams to disk in order. Everything is therefore
+written row by row, top to bottom, and the chart caches are passed in explicitly (XlsxWriter cannot
+read them back from a streamed sheet).
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from ...report import Report
+from .stream import StreamingWorkbook
+from .book import build_book
+from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms
+from .guide import write_guide
+from .layout import Styles
+from .notes import write_notes
+from .plan import write_charts, write_plan
+from .scenarios import write_note_scenarios, write_rlhf, write_scenarios
+
+
+# ---------------------------------------------------------------------------------------------
+
+SHEET_WRITERS = (write_guide, write_plan, write_charts, write_scenarios, write_rlhf, write_notes,
+                 write_note_scenarios, write_terms, write_assumptions, write_lookup_tables, write_choices)
+
+
+def _created(generated_at: str) -> datetime:
+    """The document's creation time: the report's injected timestamp (reproducible), in UTC."""
+    return datetime.fromisoformat(generated_at).astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def write(report: Report, path, lang: str = "en") -> None:
+    """Write the workbook to `path`. `lang` does not change it: notes carry both languages."""
+    book = build_book(report)
+    wb = StreamingWorkbook(str(path), {
+        "constant_memory": True,
+        # Belt and braces: text is written with write_string anyway, never parsed.
+        "strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,
+    })
+    wb.set_properties({"title": report.preset.title, "subject": "GPU memory capacity plan",
+                       "author": f"reportgen {report.version}", "created": _created(report.generated_at),
+                       "comments": f"preset {report.preset.name}"})
+    styles = Styles(wb)
+    for write_sheet in SHEET_WRITERS:
+        write_sheet(wb, book, styles)
+    book.names.define(wb)  # after every sheet: they register the names their formulas use
+    wb.close()

@@ -1,0 +1,347 @@
+"""The workbook model: every table's columns and rows, laid out before anything is written."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ...catalog import GPU_COLUMNS
+from ...estimate import GroupEstimate, Scenario, group_terms
+from ...formulas import IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel
+from ...inputs import INPUT_BY_NAME, INPUTS
+from ...report import PLAN_FITS, PLAN_ORDER, Report, Result
+from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
+from ...tables import LOOKUP_TABLES
+from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
+from ...units import GiB
+from .layout import LOOKUP_FIRST_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Names, Table, row_context
+from .stream import ROW
+
+
+def _lookup_key_inputs() -> dict[str, str]:
+    """Input name -> lookup table it keys (model -> Models, …), read from the term table itself."""
+    found: dict[str, str] = {}
+
+    def visit(e: Expr) -> None:
+        if isinstance(e, Lookup) and isinstance(e.key, Var):
+            found[e.key.name] = e.table
+        for child in e.children():
+            visit(child)
+
+    for term in ROLE_TERMS:
+        visit(term.expr)
+    return found
+
+
+LOOKUP_KEY_INPUTS = _lookup_key_inputs()
+
+
+def _gib(name: str) -> Expr:
+    return Var(name) / GiB
+
+
+# Shown right after the identifying columns (and printed): what tells rows of the same name apart
+# (batch, tokens per sequence; model instances only), the answer in GiB, then fit and cost.
+SUMMARY_SHAPE = (
+    Column("summary_batch", "Batch", "count", "summary", 6, Var("batch_size")),
+    Column("summary_tokens", "Tokens per sequence", "count", "summary", 9,
+           IF(Var("workload").eq("inference"), Var("context_tokens"), Var("seq_len")),
+           help="inference: prompt + generated tokens; training and scoring: the sequence length"),
+)
+SUMMARY = (
+    Column("allocated_peak_gib", "Allocated peak", "gib", "summary", 10, _gib("allocated_peak")),
+    Column("device_total_gib", "Device total (nvidia-smi)", "gib", "summary", 11, _gib("device_total")),
+    Column("recommended_gib", "Recommended (k × device total)", "gib", "summary", 12, _gib("recommended")),
+    Column("gpu_memory_gib", "GPU memory", "gib", "summary", 10, _gib("gpu_memory_bytes")),
+    Column("headroom_gib", "Headroom (GPU − device total)", "gib", "summary", 11, _gib("headroom_bytes")),
+    Column("fits_with_k", "Fits with k (1/0)", "flag", "summary", 7, Var("fits_recommended")),
+    Column("summary_purchase_usd", "Purchase cost", "usd", "summary", 11, Var("purchase_usd")),
+)
+
+
+def _input_column(i) -> Column:
+    width = {"model": 16, "gpu": 16, "lora_targets": 24, "precision": 11}.get(i.name, 10)
+    return Column(i.name, i.label, "count" if i.is_int else "text", "input", width, help=i.help)
+
+
+def _term_column(t: Term, label: str | None = None, special: str = "") -> Column:
+    """A term's column; with `special`, each row brings its own formula instead of the expression."""
+    width = {"bytes": 17, "usd": 12}.get(t.unit, 12)
+    return Column(t.name, label or t.label, t.unit, "formula", width, None if special else t.expr, special, t.source)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the Plan reads from a candidate table: report.PLAN_ORDER's Result fields as its columns
+
+@dataclass(frozen=True)
+class PlanFields:
+    """The column of a candidate table that holds each of report.PLAN_ORDER's Result fields."""
+    columns: Mapping[str, str]
+
+    def __post_init__(self):
+        assert set(self.columns) == set(PLAN_ORDER), "a candidate table must hold every plan key"
+
+
+# The scenario order (Result.index) is the row order; a row's place in its table stands for it.
+SCENARIO_PLAN = PlanFields({"purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "index": "row_in_table"})
+RLHF_PLAN = PlanFields({"purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "index": "row_in_table"})
+
+
+def plan_key_column(key: str) -> str:
+    return f"plan_{key}"
+
+
+def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
+    """Per-row columns the Plan reads: whether the row may be picked and fits, then each plan key
+    (NO_FIT when it does not), so that the Plan's minimum over the rows is the plan's pick."""
+    keys = tuple(
+        Column(plan_key_column(k), f"Plan key: {fields.columns[k]} if it fits with k (else 10^15)",
+               "usd" if k == "purchase_usd" else "count", "helper", 12,
+               IF(Var("plan_fits").eq(1), Var(fields.columns[k]), NO_FIT))
+        for k in PLAN_ORDER)
+    return (
+        Column("row_in_table", "Row in table", "count", "helper", 7, special="position",
+               help="the row's place in this table (1 = first data row): the scenario order"),
+        Column("plan_candidate", "Plan candidate (1/0)", "flag", "helper", 9, candidate,
+               help="1 for a row the Plan may pick (RLHF role rows are covered by their group on RLHF)"),
+        Column("plan_fits", "Candidate that fits with k (1/0)", "flag", "helper", 9,
+               IF(Var("plan_candidate").eq(1), Var(PLAN_FITS), 0)),
+    ) + keys
+
+
+SCENARIO_IDS = (
+    Column("index", "#", "count", "id", 5),
+    Column("name", "Scenario", "text", "id", 46),
+    Column("matrix", "Matrix", "text", "id", 18),
+    Column("group", "RLHF group", "text", "id", 8, help="the RLHF sheet row this role belongs to"),
+    Column("role", "Role", "text", "id", 9),
+)
+NOTE_SCENARIO_IDS = (
+    Column("note", "Note", "text", "id", 6),
+    Column("key", "Scenario key", "text", "id", 9, help="figures read this scenario as <key>.<term>"),
+    Column("name", "Scenario", "text", "id", 46),
+)
+RLHF_IDS = (
+    Column("group", "Group", "text", "id", 7),
+    Column("index", "#", "count", "id", 5),
+    Column("name", "RLHF group", "text", "id", 34),
+    Column("matrix", "Matrix", "text", "id", 16),
+    Column("workload", "Algorithm", "text", "id", 9),
+    Column("placement", "Placement", "text", "id", 10),
+    Column("roles", "Role rows (Scenarios)", "text", "id", 22),
+)
+# An RLHF group reads its model, GPU type and count from its first role's row (as the estimator does).
+RLHF_LINKS = tuple(
+    Column(n, INPUT_BY_NAME[n].label, "count" if INPUT_BY_NAME[n].is_int else "text", "formula",
+           8 if INPUT_BY_NAME[n].is_int else 14, special="link", help="from the group's first role row")
+    for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
+
+
+def scenario_columns(ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
+    return (tuple(ids) + SUMMARY_SHAPE + SUMMARY + tuple(_input_column(i) for i in INPUTS)
+            + tuple(_term_column(t) for t in ROLE_TERMS) + tuple(helpers))
+
+
+def rlhf_columns(results: Sequence[Result]) -> tuple[Column, ...]:
+    """Every group term that any group of this report has, in table order; a group leaves the
+    columns of the other placement empty."""
+    terms: dict[str, Term] = {}
+    for r in results:
+        if r.is_group:
+            g = r.estimate.scenario
+            for t in group_terms(tuple(n for n, _ in g.roles), g.placement):
+                terms.setdefault(t.name, t)
+    # Their formulas read the group's own role rows, so each row brings its own ("group"). Group
+    # terms named after a role term (weights, …) carry only their name as label.
+    cols = tuple(_term_column(t, t.label if t.label != t.name else TERM_BY_NAME[t.name].label + " (group)", "group")
+                 for t in terms.values())
+    return RLHF_IDS + RLHF_LINKS + SUMMARY + cols + plan_helpers(Num(1), RLHF_PLAN)
+
+
+def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
+    """One formula template per formula column (row number = ROW placeholder)."""
+    out = {}
+    for col in table.columns:
+        if col.expr is not None:
+            out[col.name] = "=" + to_excel(col.expr, ctx)
+        elif col.special == "position":
+            out[col.name] = f"=ROW()-{table.first_row - 1}"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Python values of the non-term formula columns (the terms' values come from the estimator)
+
+def compiled_columns(cols: Sequence[Column], *, chained: bool = True
+                     ) -> Callable[[Mapping[str, Any], Mapping[str, float]], tuple]:
+    """One function for a run of expression columns over a row's values and the assumptions.
+    Chained: a later column reads an earlier one by name; else every name is the row's (columns of
+    another table that read a candidate row's columns of the same name)."""
+    def var(n: str) -> str:
+        return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"R[{n!r}]"
+    fn = compile_terms(tuple(Term(c.name if chained else f"_{c.name}", c.label, c.unit, c.expr) for c in cols),
+                       var, "_columns")
+    return lambda row, assumptions: fn(None, assumptions, None, row)
+
+
+def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapping[str, float]) -> None:
+    """Add the value of every summary/helper column to each row dict, in column order (a column may
+    read earlier ones). The same expressions are rendered as the columns' formulas."""
+    run: list[Column] = []  # consecutive expression columns, computed in one call per row
+
+    def flush() -> None:
+        if run:
+            fn, names = compiled_columns(run), [c.name for c in run]
+            for row in rows:
+                row.update(zip(names, fn(row, assumptions)))
+            run.clear()
+
+    for col in table.columns:
+        if col.kind not in ("summary", "helper"):
+            continue
+        if col.expr is not None:
+            run.append(col)
+            continue
+        flush()
+        if col.special == "position":
+            for i, row in enumerate(rows, start=1):
+                row[col.name] = i
+    flush()
+
+
+# ---------------------------------------------------------------------------------------------
+# The book
+
+@dataclass
+class Book:
+    report: Report
+    lookups: dict[str, Table]  # by table name, as in Lookup(table, …)
+    scenarios: Table
+    rlhf: Table
+    note_scenarios: Table
+    scenario_rows: list[dict[str, Any]]
+    role_rows: dict[tuple[int, str], int]  # (result index, role) -> Scenarios row
+    result_rows: dict[int, int]  # result index -> row on Scenarios (single) or RLHF (group)
+    group_rows: list[dict[str, Any]]
+    group_formulas: list[dict[str, str]]
+    note_rows: list[dict[str, Any]]
+    note_cells: dict[tuple[str, str], int]  # (note id, scenario key) -> NoteScenarios row
+    names: Names = field(default_factory=Names)
+
+    def candidates(self, result: Result) -> tuple[Table, list[dict[str, Any]], PlanFields]:
+        """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""
+        if result.is_group:
+            return self.rlhf, self.group_rows, RLHF_PLAN
+        return self.scenarios, self.scenario_rows, SCENARIO_PLAN
+
+    def row_of(self, result: Result) -> dict[str, Any]:
+        table, rows, _ = self.candidates(result)
+        return rows[self.result_rows[result.index] - table.first_row]
+
+    def context(self, table: Table, extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
+        return row_context(table, self.lookups, self.names, extra)
+
+
+def _catalog_column(name: str, values, kind: str = "input", **kw) -> Column:
+    """A catalog column: whole numbers (config fields, flags) as counts, other numbers as they are."""
+    unit = "count" if all(float(v).is_integer() for v in values) else "general"
+    return Column(name, name, unit, kind, **kw)
+
+
+def lookup_tables(report: Report) -> dict[str, Table]:
+    """The catalogs the formulas look up: a key, the columns formulas read, then notes and sources.
+    Models holds every config field of a model and, as formulas over them, what they imply
+    (shape.MODEL_TERMS), so editing a field recomputes every scenario of that model."""
+    models = report.tables["Models"].values()
+    model_columns = (
+        (Column("model", "model", "text", "input"),)
+        + tuple(Column(f, f, "text", "input") if f in TEXT_FIELDS else _catalog_column(f, [m[f] for m in models])
+                for f in MODEL_FIELDS)
+        + tuple(Column(t.name, t.label, "flag" if t.unit == "flag" else "count", "formula", expr=t.expr, help=t.source)
+                for t in MODEL_TERMS)
+        + (Column("source", "source", "note", "id", 40),))
+    gpus = report.tables["GPUs"].values()
+    gpu_columns = (
+        (Column("gpu", "gpu", "text", "input"),)
+        + tuple(_catalog_column(c, [g[c] for g in gpus]) for c in GPU_COLUMNS)
+        + tuple(Column(f, f, "note", "id", 36 if f.endswith("source") else 12) for f in GPU_TEXT_FIELDS))
+    out = {"Models": Table("Models", model_columns, LOOKUP_FIRST_ROW, len(report.tables["Models"]), key="model"),
+           "GPUs": Table("GPUs", gpu_columns, LOOKUP_FIRST_ROW, len(report.tables["GPUs"]), key="gpu")}
+    for lt in LOOKUP_TABLES:
+        columns = ((Column(lt.key, lt.key, "text", "input"),)
+                   + tuple(_catalog_column(c, [r[c] for r in lt.rows.values()]) for c in lt.columns)
+                   + (Column("source", "description and source", "note", "id", 90),))
+        out[lt.name] = Table(lt.name, columns, LOOKUP_FIRST_ROW, len(lt.rows), key=lt.key)
+    return out
+
+
+GPU_TEXT_FIELDS = ("vendor", "marketed_memory", "memory_source", "spec_source", "price_source")
+
+
+def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[str, Any]:
+    return {**ids, **s.inputs(), **values}
+
+
+def build_book(report: Report) -> Book:
+    lookups = lookup_tables(report)
+    rows: list[dict[str, Any]] = []
+    role_rows: dict[tuple[int, str], int] = {}
+    result_rows: dict[int, int] = {}
+    groups: list[Result] = []
+    for r in report.results:
+        if r.is_group:
+            groups.append(r)
+            for role, est in r.estimate.roles:
+                role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + len(rows)
+                rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=f"{r.label} · {role}",
+                                             matrix=r.matrix, group=f"G{r.index}", role=role))
+        else:
+            result_rows[r.index] = SCENARIO_FIRST_ROW + len(rows)
+            rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.label, matrix=r.matrix,
+                                         group="", role=""))
+    scenarios = Table("Scenarios", scenario_columns(SCENARIO_IDS, plan_helpers(IF(Var("group").eq(""), 1, 0),
+                                                                                SCENARIO_PLAN)),
+                      SCENARIO_FIRST_ROW, len(rows), count_column="row_in_table")
+    fill_derived(scenarios, rows, report.assumptions)
+
+    rlhf = Table("RLHF", rlhf_columns(report.results), SCENARIO_FIRST_ROW, len(groups), count_column="row_in_table")
+    book = Book(report, lookups, scenarios, rlhf, None, rows, role_rows, result_rows, [], [], [], {})
+    for r in groups:
+        result_rows[r.index] = SCENARIO_FIRST_ROW + len(book.group_rows)
+        row, formulas = _group_row(book, r, result_rows[r.index])
+        book.group_rows.append(row)
+        book.group_formulas.append(formulas)
+    fill_derived(rlhf, book.group_rows, report.assumptions)
+
+    for note in report.notes:
+        for key, s in note.scenarios.items():
+            book.note_cells[(note.id, key)] = SCENARIO_FIRST_ROW + len(book.note_rows)
+            book.note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key,
+                                                   name=s.label()))
+    book.note_scenarios = Table("NoteScenarios", scenario_columns(NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
+                                len(book.note_rows))
+    fill_derived(book.note_scenarios, book.note_rows, report.assumptions)
+    return book
+
+
+def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell."""
+    g: GroupEstimate = r.estimate
+    roles = tuple(name for name, _ in g.scenario.roles)
+    lead_row = book.role_rows[(r.index, roles[0])]
+    lead = g.scenario.roles[0][1]
+    row = {"group": f"G{r.index}", "index": r.index, "name": r.label, "matrix": r.matrix,
+           "workload": g.scenario.algorithm, "placement": g.scenario.placement,
+           "roles": ", ".join(f"{role}: row {book.role_rows[(r.index, role)]}" for role in roles),
+           **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **g.values}
+    formulas = {c.name: f"={book.scenarios.cell(c.name, lead_row)}" for c in RLHF_LINKS}
+
+    def role_cell(name: str) -> str | None:
+        if "." not in name:
+            return None
+        role, term = name.split(".", 1)
+        return book.scenarios.cell(term, book.role_rows[(r.index, role)])
+
+    ctx = book.context(book.rlhf, role_cell)
+    for t in group_terms(roles, g.scenario.placement):
+        formulas[t.name] = ("=" + to_excel(t.expr, ctx)).replace(ROW, str(sheet_row))
+    return row, formulas

@@ -1,0 +1,78 @@
+"""Notes: claims, verdicts and live figures over the NoteScenarios rows."""
+from __future__ import annotations
+
+import re
+
+from ...formulas import ExcelContext, to_excel
+from ...units import GiB
+from .book import Book
+from .layout import Styles, plain, add_sheet, fit_row, page_setup, write_value
+
+
+# ---------------------------------------------------------------------------------------------
+# Notes: claims, verdicts and live figures over the NoteScenarios rows
+
+FIGURE_FORMAT = {"bytes": "bytes", "count": "count", "gpus": "count", "ratio": "ratio", "percent": "percent"}
+
+
+def _explanation(text: str) -> str:
+    """Figures are referenced as {key} in the prose; in the workbook they are the rows below."""
+    return re.sub(r"\{(\w+)(?::[^}]*)?\}", r"[\1]", text)
+
+
+def write_notes(wb, book: Book, styles: Styles) -> None:
+    notes = book.report.notes
+    if not notes:
+        return
+    ws = add_sheet(wb, "Notes")
+    widths = (18, 70, 20, 9, 12, 36)
+    for c, width in enumerate(widths):
+        ws.set_column(c, c, width)
+    ws.write_string(0, 0, "Error-correction notes: claims checked with this workbook's own formulas", styles.title)
+    r = 2
+    for note in notes:
+        ws.write_string(r, 0, note.id, styles.subtitle)
+        ws.write_string(r, 1, f"Verdict: {note.verdict}", styles.subtitle)
+        r += 1
+        for label, text in (("Article", note.article), ("Claim (zh)", note.claim_zh), ("Claim (en)", note.claim_en),
+                            ("Setting (en)", note.setting_en), ("Setting (zh)", note.setting_zh),
+                            ("Explanation (en)", _explanation(note.explanation_en)),
+                            ("Explanation (zh)", _explanation(note.explanation_zh)), ("Source", note.source),
+                            ("Scenarios", "; ".join(f"{k}: NoteScenarios row {book.note_cells[(note.id, k)]}"
+                                                    for k in note.scenarios))):
+            fit_row(ws, r, [(text, widths[1])])
+            ws.write_string(r, 0, label, styles.bold)
+            write_value(ws, r, 1, text, styles.wrap)
+            r += 1
+        for c, head in enumerate(("Figure", "Label (en)", "Value", "Unit", "In GiB", "Label (zh)")):
+            ws.write_string(r, c, head, styles.header["formula"])
+        r += 1
+        ctx = _note_context(book, note.id)
+        for fig in note.figures:
+            fit_row(ws, r, [(fig.label_en, widths[1]), (fig.label_zh, widths[5])])
+            unit = FIGURE_FORMAT.get(fig.unit, "general")
+            if unit == "count" and not float(fig.value).is_integer():
+                unit = "decimal"  # e.g. 4.127 bits per weight
+            ws.write_string(r, 0, fig.key, styles.text)
+            ws.write_string(r, 1, fig.label_en, styles.wrap)
+            ws.write_formula(r, 2, "=" + to_excel(fig.expr, ctx), styles.value[unit], plain(fig.value))
+            ws.write_string(r, 3, fig.unit, styles.text)
+            if fig.unit == "bytes":
+                ws.write_formula(r, 4, f"=C{r + 1}/{GiB}", styles.value["gib"], fig.value / GiB)
+            ws.write_string(r, 5, fig.label_zh, styles.wrap)
+            r += 1
+        r += 1
+    page_setup(ws, header_rows=0)
+
+
+def _note_context(book: Book, note_id: str) -> ExcelContext:
+    table = book.note_scenarios
+
+    def cell(name: str) -> str | None:
+        if "." not in name:
+            return None
+        key, term = name.split(".", 1)
+        return table.cell(term, book.note_cells[(note_id, key)])
+    return book.context(table, cell)
+
+

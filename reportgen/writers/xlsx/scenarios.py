@@ -1,0 +1,68 @@
+"""Scenarios, RLHF and NoteScenarios: one row per model instance, every term a formula column."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ...inputs import INPUT_BY_NAME
+from .book import LOOKUP_KEY_INPUTS, Book, row_templates
+from .catalogs import choices_table
+from .layout import MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, page_setup, write_header, write_rows
+
+def _choice_sources(book: Book) -> dict[str, str]:
+    """Input -> data-validation list source: its lookup table's key column, or its Choices column."""
+    out = {n: book.names.keys(book.lookups[t]) for n, t in LOOKUP_KEY_INPUTS.items()}
+    choices = choices_table()
+    for name in choices.index:
+        out.setdefault(name, f"Choices!${choices.letter(name)}${choices.first_row}:"
+                             f"${choices.letter(name)}${choices.first_row + len(INPUT_BY_NAME[name].choices) - 1}")
+    return out
+
+
+def _validate_inputs(ws, table: Table, sources: Mapping[str, str]) -> None:
+    for col in table.columns:
+        if col.kind != "input":
+            continue
+        c = table.index[col.name]
+        common = {"input_title": col.label[:32], "input_message": col.help[:255], "show_input": True,
+                  "show_error": True, "error_title": f"Invalid {col.label}"[:32]}
+        if col.name in sources:
+            rule = {"validate": "list", "source": "=" + sources[col.name],
+                    "error_message": f"Pick a value from the list ({sources[col.name]})."[:255]}
+        elif INPUT_BY_NAME[col.name].is_int:
+            lo, hi = INPUT_BY_NAME[col.name].limits
+            rule = {"validate": "integer", "criteria": "between", "minimum": lo, "maximum": hi,
+                    "error_message": f"A whole number from {lo} to {hi:,}."}
+        else:
+            continue
+        ws.data_validation(table.first_row - 1, c, MAX_ROW, c, {**common, **rule})
+
+
+def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *, per_row=None,
+                          freeze_columns: int = 2) -> None:
+    ws = add_sheet(wb, table.sheet)
+    write_header(ws, table, styles, 1)
+    templates = row_templates(table, book.context(table))
+    write_rows(wb, ws, table, rows, templates, styles, per_row)
+    ws.freeze_panes(SCENARIO_FIRST_ROW - 1, freeze_columns)
+    ws.autofilter(1, 0, table.first_row + max(len(rows), 1) - 2, len(table.columns) - 1)
+    _validate_inputs(ws, table, _choice_sources(book))
+    # Printed: the identifying and summary columns (the full table is for the screen).
+    printed = max(i for i, c in enumerate(table.columns) if c.kind == "summary") + 1
+    page_setup(ws, header_rows=2, print_columns=printed, print_rows=table.first_row + len(rows) - 1)
+
+
+def write_scenarios(wb, book: Book, styles: Styles) -> None:
+    _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows)
+
+
+def write_rlhf(wb, book: Book, styles: Styles) -> None:
+    if book.group_rows:
+        _write_scenario_sheet(wb, book, styles, book.rlhf, book.group_rows,
+                              per_row=book.group_formulas, freeze_columns=3)
+
+
+def write_note_scenarios(wb, book: Book, styles: Styles) -> None:
+    if book.note_rows:
+        _write_scenario_sheet(wb, book, styles, book.note_scenarios, book.note_rows, freeze_columns=3)
+
+
