@@ -11,6 +11,7 @@ import json
 import math
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,11 @@ from reportgen.estimate import Estimator
 from reportgen.inputs import INPUT_BY_NAME
 from reportgen.formulas import Expr, Lookup, Num, Str, Var
 from reportgen.errors import InputError
+from reportgen.i18n import load_catalogue as load_messages
 from reportgen.notes import ARTICLES, VERDICTS, build_note, build_notes, load_catalogue
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GB, GiB, KiB, MB, MiB
+from reportgen.views import _notes, format_figure
 
 REPO = Path(__file__).resolve().parents[1]
 COUNTS = REPO / "tests" / "data" / "transformers_counts.json"
@@ -581,6 +584,21 @@ def test_n29_only_eager_attention_grows_with_s_squared(notes, estimator, facts):
     small = rebuild("N29", estimator, model="Llama-3.2-1B")
     assert fig(small, "flash_growth") == pytest.approx(2, rel=1e-3)
     assert fig(small, "eager_growth") != pytest.approx(fig(n, "eager_growth"), rel=1e-3)
+
+
+# ---- the cards readers see ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_cards_state_the_error_and_cite_title_and_section(notes, lang):
+    cards = {c.id: c for c in _notes(SimpleNamespace(notes=tuple(notes.values())), load_messages(lang))}
+    for n in notes.values():
+        card, error = cards[n.id], next(f for f in n.figures if f.key == n.error)
+        assert card.error.value == format_figure(error.value, error.unit)
+        assert card.error.label == (error.label_zh if lang == "zh" else error.label_en)
+        assert len(card.figures) == len(n.figures) - 1 and card.error not in card.figures
+        assert card.article == (n.article_zh if lang == "zh" else n.article)
+        assert card.source == (n.source_zh if lang == "zh" else n.source)
+        assert "{" not in "".join(p.text for p in card.explanation) + card.setting, n.id
 
 
 # ---- the notes reach the JSON output ---------------------------------------------------------------
