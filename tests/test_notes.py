@@ -652,3 +652,13 @@ def _broken(mutate) -> str:
 ])
 def test_mistakes_in_the_data_name_file_and_key(mutate, message):
     assert _broken(mutate).startswith(message)
+
+
+def test_the_data_file_top_level_is_checked(tmp_path):
+    text = (REPO / "templates" / "notes.yaml").read_text(encoding="utf-8").replace("\nbases:", "\nbasis:", 1)
+    path = tmp_path / "notes.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_catalogue(path)
+    assert err.value.one_line() == ("notes.yaml: basis: unknown key 'basis' (did you mean 'bases'?) "
+                                    "(known: articles, bases, derived, generic_model, notes)")
