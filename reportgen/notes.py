@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .catalog import data_dir
+from .catalog import data_dir, load_gpus, load_models
 from .errors import InputError, unknown_name
 from .estimate import Estimator, RlhfScenario, make_scenario
 from .formulas import Expr, ExpressionError, Var, compile_terms, parse_expression
@@ -80,15 +80,20 @@ _FIGURE_KEYS = {"unit", "expr", "en", "zh"}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.]+)\}")
 
 
-def _keys(raw: Any, allowed: set[str], *, source: str, key_path: str, required: bool = True) -> Mapping:
+def _mapping(raw: Any, *, source: str, key_path: str) -> Mapping:
     if not isinstance(raw, Mapping):
-        raise InputError(f"expected a mapping, got {raw!r}", source=source, key_path=key_path)
-    for key in raw:
+        raise InputError(f"expected a mapping, got {raw!r}", source=source, key_path=key_path or None)
+    return raw
+
+
+def _keys(raw: Any, allowed: set[str], *, source: str, key_path: str, required: bool = True) -> Mapping:
+    """raw, a mapping whose keys are all allowed (and, if required, all present)."""
+    for key in _mapping(raw, source=source, key_path=key_path):
         if key not in allowed:
-            raise unknown_name("key", key, allowed, source=source, key_path=f"{key_path}.{key}")
+            raise unknown_name("key", key, allowed, source=source, key_path=f"{key_path}.{key}".lstrip("."))
     missing = sorted(allowed - set(raw)) if required else []
     if missing:
-        raise InputError(f"missing key {missing[0]!r}", source=source, key_path=key_path)
+        raise InputError(f"missing key {missing[0]!r}", source=source, key_path=key_path or None)
     return raw
 
 
@@ -96,7 +101,7 @@ def _keys(raw: Any, allowed: set[str], *, source: str, key_path: str, required: 
 def load_catalogue(path: Path = NOTES_FILE) -> Mapping[str, Any]:
     """The notes file, its top level checked (each note is checked as it is built)."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return _keys(raw, _TOP_KEYS, source=path.name, key_path="notes.yaml")
+    return _keys(raw, _TOP_KEYS, source=path.name, key_path="")
 
 
 ARTICLES: Mapping[str, Mapping[str, Any]] = load_catalogue()["articles"]
@@ -164,7 +169,6 @@ def build_note(spec: Mapping[str, Any], estimator: Estimator, catalogue: Mapping
 def claim_fragments(notes: tuple[Note, ...] | None = None) -> list[Quote]:
     """Every verbatim fragment the notes quote, with its article and section."""
     if notes is None:
-        from .catalog import load_gpus, load_models
         notes = build_notes(Estimator(load_models(), load_gpus()))
     return [q for n in notes for q in n.quotes]
 
@@ -210,7 +214,7 @@ def _scenarios(note_id: str, raw: Any, bases: Mapping[str, Any], estimator: Esti
     """Each entry's inputs (over its `base`), validated by the input table; an RLHF entry becomes one
     scenario per role, keyed '<entry>_<role>'."""
     out: dict[str, Scenario] = {}
-    for key, entry in _keys(raw, set(raw or ()), source=source, key_path=key_path).items():
+    for key, entry in _mapping(raw, source=source, key_path=key_path).items():
         where = f"{key_path}.{key}"
         values = dict(_keys(entry, set(INPUT_NAMES) | set(RLHF_INPUT_BY_NAME) | {"base"}, source=source,
                             key_path=where, required=False))
@@ -219,9 +223,10 @@ def _scenarios(note_id: str, raw: Any, bases: Mapping[str, Any], estimator: Esti
             if base not in bases:
                 raise unknown_name("base", base, bases, source=source, key_path=f"{where}.base")
             values = {**bases[base], **values}
+        workload = values.pop("workload", "inference")
         rlhf = {k: values.pop(k) for k in list(values) if k in RLHF_INPUT_BY_NAME}
-        scenario, reason = make_scenario(values, workload=values.pop("workload", "inference"), rlhf=rlhf,
-                                         estimator=estimator, source=source, key_path=lambda n: f"{where}.{n}")
+        scenario, reason = make_scenario(values, workload=workload, rlhf=rlhf, estimator=estimator, source=source,
+                                         key_path=lambda n: f"{where}.{n}")
         if reason:
             raise InputError(f"cannot run: {reason.text()}", source=source, key_path=where)
         roles = scenario.roles if isinstance(scenario, RlhfScenario) else (("", scenario),)
@@ -253,7 +258,7 @@ def _figures(raw: Any, scenarios: Mapping[str, Scenario], results: Mapping[str, 
 
     figures: list[tuple[str, dict[str, str]]] = []
     terms = []
-    for key, fig in _keys(raw, set(raw or ()), source=source, key_path=key_path).items():
+    for key, fig in _mapping(raw, source=source, key_path=key_path).items():
         where = f"{key_path}.{key}"
         fig = _keys(fig, _FIGURE_KEYS, source=source, key_path=where)
         if fig["unit"] not in FIGURE_UNITS:

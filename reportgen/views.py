@@ -226,13 +226,14 @@ class NoteCard:
     id: str
     claim_original: str
     claim_translation: str
-    article: str
+    article: str  # title and section(s), in the report's language
     setting: str
     verdict: str
     verdict_css: str
-    figures: tuple[NoteFigureView, ...]
+    figures: tuple[NoteFigureView, ...]  # every figure but the error's, which the card shows under its title
     explanation: tuple[TextPart, ...]
     source: str
+    error: NoteFigureView | None = None  # the size of the error: the figure the note names for it
 
 
 @dataclass(frozen=True)
@@ -627,12 +628,13 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     cards = []
     for n in report.notes:
         values = {f.key: format_figure(f.value, f.unit) for f in n.figures}
-        figures = tuple(NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures)
+        views = {f.key: NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures}
         cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en,
                               (n.article_zh or n.article) if zh else n.article, n.setting_zh if zh else n.setting_en,
-                              t(f"note_verdict.{n.verdict}"), f"badge verdict-{n.verdict}", figures,
+                              t(f"note_verdict.{n.verdict}"), f"badge verdict-{n.verdict}",
+                              tuple(v for k, v in views.items() if k != n.error),
                               _explanation(n.explanation_zh if zh else n.explanation_en, values),
-                              (n.source_zh or n.source) if zh else n.source))
+                              (n.source_zh or n.source) if zh else n.source, views.get(n.error)))
     return tuple(cards)
 
 

@@ -11,6 +11,7 @@ import json
 import math
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,11 @@ from reportgen.estimate import Estimator
 from reportgen.inputs import INPUT_BY_NAME
 from reportgen.formulas import Expr, Lookup, Num, Str, Var
 from reportgen.errors import InputError
+from reportgen.i18n import load_catalogue as load_messages
 from reportgen.notes import ARTICLES, VERDICTS, build_note, build_notes, load_catalogue
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GB, GiB, KiB, MB, MiB
+from reportgen.views import _notes, format_figure
 
 REPO = Path(__file__).resolve().parents[1]
 COUNTS = REPO / "tests" / "data" / "transformers_counts.json"
@@ -583,6 +586,21 @@ def test_n29_only_eager_attention_grows_with_s_squared(notes, estimator, facts):
     assert fig(small, "eager_growth") != pytest.approx(fig(n, "eager_growth"), rel=1e-3)
 
 
+# ---- the cards readers see ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_cards_state_the_error_and_cite_title_and_section(notes, lang):
+    cards = {c.id: c for c in _notes(SimpleNamespace(notes=tuple(notes.values())), load_messages(lang))}
+    for n in notes.values():
+        card, error = cards[n.id], next(f for f in n.figures if f.key == n.error)
+        assert card.error.value == format_figure(error.value, error.unit)
+        assert card.error.label == (error.label_zh if lang == "zh" else error.label_en)
+        assert len(card.figures) == len(n.figures) - 1 and card.error not in card.figures
+        assert card.article == (n.article_zh if lang == "zh" else n.article)
+        assert card.source == (n.source_zh if lang == "zh" else n.source)
+        assert "{" not in "".join(p.text for p in card.explanation) + card.setting, n.id
+
+
 # ---- the notes reach the JSON output ---------------------------------------------------------------
 
 def test_notes_in_json_build(tmp_path, notes):
@@ -634,3 +652,13 @@ def _broken(mutate) -> str:
 ])
 def test_mistakes_in_the_data_name_file_and_key(mutate, message):
     assert _broken(mutate).startswith(message)
+
+
+def test_the_data_file_top_level_is_checked(tmp_path):
+    text = (REPO / "templates" / "notes.yaml").read_text(encoding="utf-8").replace("\nbases:", "\nbasis:", 1)
+    path = tmp_path / "notes.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_catalogue(path)
+    assert err.value.one_line() == ("notes.yaml: basis: unknown key 'basis' (did you mean 'bases'?) "
+                                    "(known: articles, bases, derived, generic_model, notes)")
