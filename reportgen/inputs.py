@@ -36,6 +36,11 @@ class Input:
     option: str = ""  # command-line option ("" = the input is set by the program, not by the user)
     internal: tuple[str, ...] = ()  # choices the program sets but a user may not (workload "frozen")
     preset_axis: bool = True  # a preset matrix may sweep it (the workload and the head are set otherwise)
+    applies: tuple[str, ...] = ()  # the workloads whose result it changes ("" = all)
+    layout: bool = False  # how a job runs (GPUs, sharding, kernels), not what the job is: a plan may choose it
+
+    def applies_to(self, workload: str) -> bool:
+        return not self.applies or workload in self.applies
 
     @property
     def is_int(self) -> bool:
@@ -72,6 +77,8 @@ class Input:
 
 
 _TOKENS = (0, 10_000_000)  # upper bounds keep every product far inside float precision
+_TRAINING = TRAINED_WORKLOADS
+_SERVING = ("inference",)  # and an RLHF actor's rollouts (its prompt and generated tokens)
 INPUTS: tuple[Input, ...] = (
     Input("model", "Model", "catalog model name (Models sheet)", "", catalog="model"),
     Input("workload", "Workload", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward",
@@ -79,45 +86,47 @@ INPUTS: tuple[Input, ...] = (
     Input("head", "Head", "lm (language-model head) or value (scalar head of a critic or reward model)", "lm",
           choices=tb.HEADS, preset_axis=False),
     Input("precision", "Training precision", "recipe for trained weights (Precisions sheet)", "bf16-mixed",
-          choices=tuple(tb.PRECISIONS.rows), option="--precision"),
+          choices=tuple(tb.PRECISIONS.rows), option="--precision", applies=_TRAINING),
     Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
-          choices=tuple(tb.DTYPES.rows), option="--weight-dtype"),
+          choices=tuple(tb.DTYPES.rows), option="--weight-dtype", applies=("inference", "lora", "qlora", FROZEN)),
     Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16", choices=tuple(tb.DTYPES.rows),
-          option="--kv-dtype"),
+          option="--kv-dtype", applies=_SERVING),
     Input("optimizer", "Optimizer", "Optimizers sheet", "adamw", choices=tuple(tb.OPTIMIZERS.rows),
-          option="--optimizer"),
+          option="--optimizer", applies=_TRAINING),
     Input("optimizer_impl", "Optimizer impl.", "fused, or foreach (one extra state-sized temporary)", "fused",
-          choices=tb.OPTIMIZER_IMPLS, option="--optimizer-impl"),
+          choices=tb.OPTIMIZER_IMPLS, option="--optimizer-impl", applies=_TRAINING, layout=True),
     Input("batch_size", "Batch (sequences per GPU)", "micro-batch per data-parallel rank, or concurrent sequences", 1,
           limits=(1, 1_000_000), unit="sequences", option="--batch"),
     Input("seq_len", "Sequence length (tokens)", "training sequence length", 4096, limits=(1, _TOKENS[1]),
-          unit="tokens", option="--seq"),
+          unit="tokens", option="--seq", applies=_TRAINING + (FROZEN,)),
     Input("prompt_len", "Prompt length (tokens)", "inference / rollout prompt length", 4096, limits=_TOKENS,
-          unit="tokens", option="--prompt-len"),
+          unit="tokens", option="--prompt-len", applies=_SERVING),
     Input("gen_len", "Generated tokens", "tokens generated per sequence (KV cache grows with it)", 0, limits=_TOKENS,
-          unit="tokens", option="--gen-len"),
+          unit="tokens", option="--gen-len", applies=_SERVING),
     Input("logits", "Logits kept", "last (generate) or all prompt positions (a plain forward)", "last",
-          choices=tb.LOGITS, option="--logits"),
+          choices=tb.LOGITS, option="--logits", applies=("inference",)),
     Input("checkpointing", "Gradient checkpointing", "none, full or selective", "none", choices=tb.CHECKPOINTING,
-          option="--checkpointing"),
+          option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
-          option="--attention"),
-    Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus"),
-    Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero"),
+          option="--attention", layout=True),
+    Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus",
+          layout=True),
+    Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True),
     Input("tp_size", "Tensor parallel", "tensor-parallel degree (divides GPUs and heads)", 1, limits=(1, 1024),
-          unit="GPUs", option="--tp"),
+          unit="GPUs", option="--tp", layout=True),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
-          limits=(1, 1024), unit="GPUs", option="--ep"),
+          limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
     Input("offload", "CPU offload", "none, optimizer, or all (optimizer and parameters)", "none", choices=tb.OFFLOAD,
-          option="--offload"),
-    Input("lora_rank", "LoRA rank", "LoRA rank r", 16, limits=(1, 65536), option="--lora-rank"),
+          option="--offload", applies=_TRAINING, layout=True),
+    Input("lora_rank", "LoRA rank", "LoRA rank r", 16, limits=(1, 65536), option="--lora-rank",
+          applies=("lora", "qlora")),
     Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
-          choices=LORA_TARGET_SETS, option="--lora-targets"),
-    Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu"),
+          choices=LORA_TARGET_SETS, option="--lora-targets", applies=("lora", "qlora")),
+    Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu", layout=True),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
-          "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum"),
+          "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
     Input("train_tokens", "Tokens to train on", "training tokens the run processes (time and cost)", 1_000_000_000,
-          limits=(1, 10**15), unit="tokens", option="--train-tokens"),
+          limits=(1, 10**15), unit="tokens", option="--train-tokens", applies=_TRAINING),
 )
 INPUT_NAMES = tuple(i.name for i in INPUTS)
 INPUT_BY_NAME = {i.name: i for i in INPUTS}

@@ -7,13 +7,15 @@
 #                           workbook's formulas in tests (tests/lo.py)
 #   poppler-utils           pdffonts / pdftoppm / pdfinfo / pdftotext for
 #                           checking the PDF report
-#   libharfbuzz-subset0     lets WeasyPrint subset fonts with HarfBuzz
-#                           (20-50x faster than fontTools with CJK fonts)
+#   libharfbuzz-subset0     lets WeasyPrint (PDF) and the HTML writer subset fonts
+#                           with HarfBuzz (20-50x faster than fontTools with CJK fonts)
+#   chromium                a real browser for the HTML report's tests (tests/test_browser.py,
+#                           driven by the playwright Python package; no browser download)
 #
 # Usage: scripts/install-system-deps.sh   (as root, or with sudo available)
 set -euo pipefail
 
-PACKAGES=(libreoffice-calc-nogui poppler-utils libharfbuzz-subset0)
+PACKAGES=(libreoffice-calc-nogui poppler-utils libharfbuzz-subset0 chromium)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -44,7 +46,7 @@ $SUDO env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
 # Verify the tools the project calls are really there now.
-for cmd in soffice pdffonts pdftoppm; do
+for cmd in soffice pdffonts pdftoppm chromium; do
     command -v "$cmd" >/dev/null 2>&1 || {
         echo "install-system-deps: '$cmd' not found after install" >&2
         exit 1

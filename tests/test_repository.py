@@ -55,7 +55,7 @@ def _imports(path: Path) -> set[str]:
 CORE = {"units", "errors", "formulas", "tables", "inputs", "terms", "models", "shape", "catalog", "estimate",
         "presets", "plan",
         "report", "notes", "validation", "charts", "views", "text", "i18n"}
-RENDERING = {"jinja2", "markupsafe", "weasyprint", "cssselect2", "xlsxwriter"}
+RENDERING = {"jinja2", "markupsafe", "weasyprint", "cssselect2", "xlsxwriter", "cffi", "fontTools"}
 
 
 def _third_party(names: set[str]) -> set[str]:

@@ -3,7 +3,8 @@
 render_html(report, lang) -> str is also the PDF writer's input (WeasyPrint reads the same HTML with
 its print rules). Jinja2 runs with autoescape and StrictUndefined; the template receives a
 views.ReportView and the static stylesheet, which is inserted verbatim (never escaped: quotes in
-CSS must stay quotes).
+CSS must stay quotes). The screen variant embeds the bundled fonts, cut to the page's characters
+(fonts.py).
 """
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from markupsafe import Markup
 from ..catalog import data_dir
 from ..report import Report
 from ..views import build_view
+from .fonts import embedded_font_css
 
 TEMPLATE = "report.html.j2"
+FONT_SLOT = "/* bundled fonts */"  # replaced by the @font-face rules once the page's characters are known
 STYLESHEET = "report.css"
 
 
@@ -40,7 +43,9 @@ def render_html(report: Report, lang: str = "en", *, pdf: bool = False) -> str:
 
     pdf=True: the variant WeasyPrint reads (same template; a leaner scenario table, see views; no script)."""
     view = build_view(report, lang, pdf=pdf)
-    return environment().get_template(TEMPLATE).render(v=view, css=stylesheet(), pdf=pdf)
+    document = environment().get_template(TEMPLATE).render(v=view, css=stylesheet(), pdf=pdf, fonts=FONT_SLOT)
+    # The screen variant carries its fonts, cut to the characters the finished page uses.
+    return document if pdf else document.replace(FONT_SLOT, embedded_font_css(document), 1)
 
 
 def write(report: Report, path: Path, lang: str = "en") -> None:

@@ -20,16 +20,9 @@ from urllib.request import url2pathname
 
 from ..catalog import data_dir
 from ..report import Report
+from .fonts import FONT_FILES, FONT_FORMATS, FONT_STACKS, face_rule, font_path
 from .html import render_html
 
-# Plain OpenType files (CFF for SC, TrueType for the supplement): WeasyPrint reads them as they are,
-# where WOFF2 would cost a decompression in every render.
-FONT_FILES = (("Report Sans SC", 400, "ReportSansSC-Regular.otf"), ("Report Sans SC", 700, "ReportSansSC-Bold.otf"),
-              ("Report Sans Supplement", 400, "ReportSansSupplement-Regular.ttf"),
-              ("Report Sans Supplement", 700, "ReportSansSupplement-Bold.ttf"))
-FONT_FORMATS = {".otf": "opentype", ".ttf": "truetype"}
-# Chinese first for zh (its Latin is full-width-friendly); the proportional Latin face first for en.
-FONT_STACKS = {"zh": '"Report Sans SC", "Report Sans Supplement"', "en": '"Report Sans Supplement", "Report Sans SC"'}
 MARGIN_BOXES = ("top-left", "top-center", "top-right", "bottom-left", "bottom-center", "bottom-right")
 
 
@@ -68,9 +61,7 @@ def url_fetcher():
 def font_css(lang: str) -> str:
     """@font-face rules for the bundled fonts and the font list of the page-margin boxes (which do
     not inherit the body's font)."""
-    fonts = data_dir("templates") / "fonts"
-    rules = [f'@font-face {{ font-family: "{family}"; font-weight: {weight}; font-style: normal; '
-             f'src: url("{(fonts / name).resolve().as_uri()}") format("{FONT_FORMATS[Path(name).suffix]}"); }}'
+    rules = [face_rule(family, weight, font_path(name).resolve().as_uri(), FONT_FORMATS[Path(name).suffix])
              for family, weight, name in FONT_FILES]
     stack = FONT_STACKS[lang]
     boxes = " ".join(f"@{box} {{ font-family: {stack}; }}" for box in MARGIN_BOXES)
