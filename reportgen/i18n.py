@@ -3,13 +3,15 @@
 `templates/i18n/<lang>.json` holds
 - "messages": key -> text, with `{name}` placeholders (str.format); en and zh have the same keys;
 - "terms": term or assumption name -> translated label. The English labels are the definitions
-  in terms.py (one source of truth), so en.json's "terms" is empty and only other languages fill it.
+  in terms.py (one source of truth), so en.json's "terms" is empty and only other languages fill it;
+- "sources": the same for the source and explanation text of terms ("<name>", "group.<name>") and
+  of the lookup tables' rows ("<Table>.<row>").
 Numbers and units are formatted by the caller, identically in every language.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
@@ -26,6 +28,7 @@ class Catalogue:
     lang: str
     messages: Mapping[str, str]
     terms: Mapping[str, str]
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def __call__(self, key: str, **values: object) -> str:
         """The message `key`, with `{name}` placeholders filled from `values`."""
@@ -40,6 +43,10 @@ class Catalogue:
     def label(self, name: str, english: str) -> str:
         """A term's or assumption's label: the translation if this language has one, else the definition's."""
         return self.terms.get(name, english)
+
+    def source(self, name: str, english: str) -> str:
+        """A term's or table row's source text: the translation if this language has one."""
+        return self.sources.get(name, english) if english else english
 
     @property
     def html_lang(self) -> str:
@@ -56,4 +63,4 @@ def load_catalogue(lang: str) -> Catalogue:
         raise InputError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})", key_path="lang")
     path = catalogue_path(lang)
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})))
+    return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})), dict(raw.get("sources", {})))

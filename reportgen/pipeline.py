@@ -77,13 +77,19 @@ def make_report(loaded: Loaded, generated_at: str) -> Report:
                         validation_protocol=protocol)
 
 
+def output_name(preset: str, fmt: str, lang: str) -> str:
+    """'default.pdf', or 'default.zh.pdf' for another language, so both can share a folder; the JSON
+    holds every figure and no prose, so it has no language."""
+    return f"{preset}.{fmt}" if lang == "en" or fmt == "json" else f"{preset}.{lang}.{fmt}"
+
+
 def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: str,
                   progress: Callable[[str], None] = lambda _: None) -> list[Path]:
     """Write every format; all files appear together and complete, or none changes."""
     jobs = []
     for fmt in formats:
         writer = importlib.import_module(WRITERS[fmt])
-        path = out_dir / f"{report.preset.name}.{fmt}"
+        path = out_dir / output_name(report.preset.name, fmt, lang)
 
         def produce(tmp, writer=writer, path=path):
             writer.write(report, tmp, lang)

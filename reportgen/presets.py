@@ -6,7 +6,7 @@ errors naming the file and key path. Combinations that cannot run are skipped wi
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -25,9 +25,10 @@ _SWEEP_FIRST = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "
 AXES = _SWEEP_FIRST + tuple(i.name for i in INPUTS if i.preset_axis and i.name not in _SWEEP_FIRST)
 RLHF_KEYS = tuple(i.name for i in RLHF_INPUTS)
 WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
-MATRIX_KEYS = ("name", "description", "workload", "exclude") + AXES
+MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interchangeable") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
-TOP_KEYS = ("title", "description", "assumptions", "prices", "matrices", "scenarios", "headline")
+TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios",
+            "headline")
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 
 
@@ -42,6 +43,19 @@ class Preset:
     matrices: tuple[Mapping[str, Any], ...]
     scenarios: tuple[Mapping[str, Any], ...]
     given_path: str = ""  # the path as the user gave it; "" for a bundled preset chosen by name
+    # Chinese texts for the zh report (each falls back to the English one).
+    title_zh: str = ""
+    description_zh: str = ""
+    matrix_names_zh: Mapping[str, str] = field(default_factory=dict)
+
+    def title_in(self, lang: str) -> str:
+        return self.title_zh if lang == "zh" and self.title_zh else self.title
+
+    def description_in(self, lang: str) -> str:
+        return self.description_zh if lang == "zh" and self.description_zh else self.description
+
+    def matrix_name_in(self, name: str, lang: str) -> str:
+        return self.matrix_names_zh.get(name, name) if lang == "zh" else name
 
     @classmethod
     def from_mapping(cls, raw: Any, *, name: str, source: str, given_path: str = "") -> "Preset":
@@ -67,7 +81,21 @@ class Preset:
                 raise InputError(f"expected a matrix name (text), got {n!r}", source=source, key_path=f"matrices[{i}].name")
             if names.index(n) != i:
                 raise InputError(f"duplicate matrix name {n!r}", source=source, key_path=f"matrices[{i}].name")
-        return cls(name=name, source=source, given_path=given_path, title=title, description=description,
+        texts = {}
+        for key in ("title_zh", "description_zh"):
+            value = raw.get(key, "")
+            if not isinstance(value, str):
+                raise InputError(f"expected text, got {value!r}", source=source, key_path=key)
+            texts[key] = value
+        names_zh = {}
+        for i, m in enumerate(matrices):
+            if "name_zh" in m:
+                if not isinstance(m["name_zh"], str) or not m["name_zh"].strip():
+                    raise InputError(f"expected non-empty text, got {m['name_zh']!r}", source=source,
+                                     key_path=f"matrices[{i}].name_zh")
+                names_zh[m["name"]] = m["name_zh"]
+        return cls(name=name, source=source, given_path=given_path, **texts, matrix_names_zh=names_zh,
+                   title=title, description=description,
                    assumptions=_assumptions(raw.get("assumptions") or {}, source),
                    prices=_prices(raw.get("prices") or {}, source),
                    matrices=tuple(matrices), scenarios=tuple(scenarios))
@@ -148,6 +176,19 @@ class Skipped:
 class Expansion:
     scenarios: tuple[tuple[str, Scenario | RlhfScenario], ...]  # (matrix name, scenario)
     skipped: tuple[Skipped, ...]
+    # matrix name -> the job inputs its preset declares interchangeable (a plan may choose them)
+    interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _interchangeable(raw: Any, src: str, path: str) -> tuple[str, ...]:
+    """Job inputs a matrix declares interchangeable: the plan may pick any of their values."""
+    names = _as_list(raw)
+    job = [i.name for i in INPUTS if not i.layout and i.preset_axis and i.name != "model"]
+    for k, name in enumerate(names):
+        if name not in job:
+            where = f"{path}[{k}]" if isinstance(raw, list) else path
+            raise unknown_name("job input", name, job, source=src, key_path=where)
+    return tuple(names)
 
 
 def _as_list(value: Any) -> list:
@@ -158,6 +199,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
     """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones."""
     out: list[tuple[str, Scenario | RlhfScenario]] = []
     skipped: list[Skipped] = []
+    interchangeable: dict[str, tuple[str, ...]] = {}
     src = preset.source
     for i, matrix in enumerate(preset.matrices):
         path = f"matrices[{i}]"
@@ -169,6 +211,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
             if not values:
                 raise InputError("empty list: give at least one value", source=src, key_path=f"{path}.{k}")
         excludes = _excludes(matrix.get("exclude") or [], src, f"{path}.exclude")
+        interchangeable[mname] = _interchangeable(matrix.get("interchangeable") or [], src, f"{path}.interchangeable")
         for w_index, (wtype, wparams) in enumerate(workloads):
             axes = {**base_axes, **{k: _as_list(v) for k, v in wparams.items() if k in AXES}}
             rlhf = {k: v for k, v in wparams.items() if k in RLHF_KEYS}
@@ -203,7 +246,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
                          key_path="matrices")
-    return Expansion(tuple(out), tuple(skipped))
+    return Expansion(tuple(out), tuple(skipped), interchangeable)
 
 
 def _workload_entries(raw: Any, src: str, path: str) -> list[tuple[str, dict]]:

@@ -485,7 +485,8 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
     for r in report.results:
         matrices.setdefault(r.matrix, []).append(r)
     sections = []
-    for m, (matrix, results) in enumerate(matrices.items(), start=1):
+    for m, (matrix_key, results) in enumerate(matrices.items(), start=1):
+        matrix = report.preset.matrix_name_in(matrix_key, lang)
         labels = _config_labels(results, t)
         configs: dict[tuple, Result] = {}
         gpus_used: dict[str, int] = {}
@@ -518,7 +519,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
                         + (Cell(gib(r.estimate["device_total"]), "num strong"),)
                         + (() if pdf else (Cell(gib(r.estimate["recommended"]), "num screen-only"),)))
         note = t("breakdown.truncated", n=len(shown), total=len(configs)) if len(configs) > len(shown) else ""
-        sections.append(BreakdownSection(f"breakdown-{m}-{slug(matrix)}", matrix, figure,
+        sections.append(BreakdownSection(f"breakdown-{m}-{slug(matrix_key)}", matrix, figure,
                                          Table(headers, tuple(rows), "breakdown", t("breakdown.table_caption")), note))
     return tuple(sections)
 
@@ -566,7 +567,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
 def _term_rows(terms: Sequence[Term], t: Catalogue, prefix: str = "") -> tuple[tuple[Cell, ...], ...]:
     return tuple((Cell(breakable(term.name), "code"), Cell(t.label(prefix + term.name, term.label)),
                   Cell(t.get(f"unit.{term.unit}", term.unit)), Cell(to_text(term.expr), "formula"),
-                  Cell(term.source, "source")) for term in terms)
+                  Cell(t.source(prefix + term.name, term.source), "source")) for term in terms)
 
 
 def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
@@ -596,7 +597,8 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
         head = (Cell(breakable(table.key), "code"),) + tuple(Cell(breakable(c), "code num") for c in table.columns) + (
             Cell(t("method.col.note")),)
         rows = tuple((Cell(breakable(name), "code"),) + tuple(Cell(f"{row[c]:g}", "num") for c in table.columns)
-                     + (Cell(table.notes.get(name, ""), "source"),) for name, row in table.rows.items())
+                     + (Cell(t.source(f"{table.name}.{name}", table.notes.get(name, "")), "source"),)
+                     for name, row in table.rows.items())
         lookups.append(TermGroup(table.name, Table(head, rows, "lookup")))
     g_head = tuple(Cell(t(f"gpu.col.{c}"), "num" if c not in ("name", "source") else "")
                    for c in ("name", "mib", "gib", "gb", "purchase", "hourly", "source"))
@@ -669,7 +671,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         cls = "num" if state == "yes" else f"num fit-{state}"
         cells = [Cell(str(r.index), "num")]
         if not pdf:
-            cells.append(Cell(r.matrix, "screen-only"))
+            cells.append(Cell(report.preset.matrix_name_in(r.matrix, t.lang), "screen-only"))
         cells += [Cell(labels[(r.matrix, _config_key(r))], title="" if pdf else r.label),
                   Cell(f"{r.total_gpus} × {r.gpu}", sort="" if pdf else f"{r.gpu} {r.total_gpus:06d}")]
         if not pdf:
@@ -687,7 +689,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         cells.append(Cell(usd(v["purchase_usd"]), "num"))
         rows.append(tuple(cells))
         ids.append(f"s{r.index}")
-        groups.append(r.matrix if r.matrix != previous else "")
+        groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
     note = (t("appendix.truncated", n=len(shown), total=len(report.results))
             if len(shown) < len(report.results) else "")
@@ -701,7 +703,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         counts[key] = counts.get(key, 0) + 1
     skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
                      Cell(t("skipped.count"), "num")),
-                    tuple((Cell(m), Cell(label), Cell(reason), Cell(str(c), "num"))
+                    tuple((Cell(report.preset.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
                           for (m, label, reason), c in counts.items()), "skipped")
     v_rows = tuple((Cell(row.case_id, "code"), Cell(gib(row.measured_bytes), "num"),
                     Cell(gib(row.estimated_bytes), "num"),
@@ -737,8 +739,8 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
     return ReportView(
-        lang=lang, html_lang=t.html_lang, t=t, title=report.preset.title, preset_name=report.preset.name,
-        description=report.preset.description, date=format_date(report.generated_at),
+        lang=lang, html_lang=t.html_lang, t=t, title=report.preset.title_in(lang), preset_name=report.preset.name,
+        description=report.preset.description_in(lang), date=format_date(report.generated_at),
         generated_at=report.generated_at, version=report.version,
         meta=meta, page=PageStrings(before, between, after), toc=toc, verdicts=_plan(report, t),
         plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),

@@ -148,3 +148,21 @@ def test_build_is_deterministic(tmp_path):
 def test_usage_errors_exit_2(tmp_path):
     result = run("build", "--format", "docx", "-o", str(tmp_path))
     assert result.exit_code == 2 and "unknown format 'docx'" in result.output
+
+
+def test_both_languages_share_an_output_folder(tmp_path):
+    """zh outputs carry the language in their name; the JSON (figures, no prose) is the same."""
+    for lang in ("en", "zh"):
+        assert run("build", "default", "--format", "json,html", "--lang", lang, "-o", str(tmp_path), "-q",
+                   env=EPOCH).exit_code == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["default.html", "default.json", "default.zh.html"]
+    assert 'lang="zh-Hans"' in (tmp_path / "default.zh.html").read_text(encoding="utf-8")
+    assert 'lang="en"' in (tmp_path / "default.html").read_text(encoding="utf-8")
+
+
+def test_chinese_preset_texts_are_checked(tmp_path):
+    bad = tmp_path / "zh.yaml"
+    bad.write_text("title: T\ntitle_zh: [1]\nmatrices:\n  - {name: m, model: Llama-2-7B}\n", encoding="utf-8")
+    result = run("check", str(bad))
+    assert result.exit_code == 1 and f"Error: {bad}: title_zh: expected text, got [1]" in result.output
