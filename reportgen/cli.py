@@ -163,7 +163,8 @@ class WholeNumber(click.ParamType):
 
 
 def _input_option(i: Input, *, rlhf: bool = False):
-    kind = click.Choice(i.user_choices) if i.choices else WholeNumber(*i.limits) if i.is_int else None
+    kind = (click.Choice(i.user_choices) if i.choices else click.FloatRange(*i.limits) if i.decimal
+            else WholeNumber(*i.limits) if i.is_int else None)
     help_text = f"{'RLHF: ' if rlhf else ''}{i.help} ({_default_text(i)})."
     return click.option(i.option, i.name, type=kind, default=None, help=help_text)
 

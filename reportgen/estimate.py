@@ -14,13 +14,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from . import tables as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from .errors import InputError, unknown_name
-from .formulas import IF, MAX, MIN, Var, compile_terms
+from .formulas import IF, MAX, MIN, Var, compile_terms, specialise
 from .inputs import (FROZEN, INPUT_NAMES, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
 from .models import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
-                    SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
+                    SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,7 @@ class Estimate(_Totals):
             "host_offload_bytes": int(self.values["host_offload_bytes"]),
             **self._fit_json(),
             **({"time": time} if time else {}),
+            **({"serving": {k: self.values[k] for k in SERVING_KEYS}} if self.values["engine_mode"] else {}),
         }
 
     def time_json(self) -> dict[str, float]:
@@ -267,7 +268,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
                  "persistent states of every role + the largest phase", "total"),
             Term("total_gpus", "GPUs in all", "count", Var("num_gpus"), "", "fit"),
         ]
-        return tuple(core) + TOTAL_TERMS + time
+        return tuple(core) + GROUP_TOTAL_TERMS + time
     # Separate pools: each role sized on its own GPUs; the group reports the tightest pool.
     core = [Term(k, k, "bytes", largest(k)) for k in PER_GPU_KEYS]
     core += [
@@ -281,6 +282,11 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     ]
     return tuple(core) + time
 
+
+# RLHF roles train or score with a training framework, never a serving engine's pool: the shared
+# totals read, for a group, without the engine's branches.
+GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, {"engine_mode": 0, "kv_fits": 1, "engine_device_total": 0}))
+                          for t in TOTAL_TERMS)
 
 _GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}
 

@@ -540,3 +540,45 @@ class _Parser:
 def _parse_number(text: str) -> float:
     value = float(text)
     return int(value) if value.is_integer() and abs(value) < 1e15 and "." not in text else value
+
+
+def specialise(expr: Expr, constants: Mapping[str, float]) -> Expr:
+    """The expression with the named Vars replaced by numbers and every decided condition folded
+    away (IF with a constant condition takes its branch; AND/OR drop constant arguments), so a term
+    shared by two tables reads, in each, only what applies there."""
+    def walk(e: Expr) -> Expr:
+        if isinstance(e, Var) and e.name in constants:
+            return Num(constants[e.name])
+        if isinstance(e, Op):
+            return Op(e.op, walk(e.a), walk(e.b))
+        if isinstance(e, Cmp):
+            a, b = walk(e.a), walk(e.b)
+            if _constant(a) and _constant(b):
+                return Num(int(_COMPARE[e.op](a.value, b.value)))
+            return Cmp(e.op, a, b)
+        if isinstance(e, Lookup):
+            return Lookup(e.table, e.column, walk(e.key))
+        if isinstance(e, Fn):
+            args = tuple(walk(a) for a in e.args)
+            if e.name == "IF" and _constant(args[0]):
+                return args[1] if args[0].value else args[2]
+            if e.name in ("AND", "OR"):
+                decisive = 0 if e.name == "AND" else 1
+                if any(_constant(a) and bool(a.value) == bool(decisive) for a in args):
+                    return Num(decisive)
+                args = tuple(a for a in args if not _constant(a))
+                if not args:
+                    return Num(1 - decisive)
+                if len(args) == 1:
+                    return args[0]
+            return Fn(e.name, args)
+        return e
+    return walk(expr)
+
+
+def _constant(e: Expr) -> bool:
+    return type(e) is Num
+
+
+_COMPARE = {"=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}

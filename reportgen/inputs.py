@@ -21,6 +21,7 @@ FROZEN = "frozen"  # reference/reward models of an RLHF group: scored, never tra
 RLHF_ALGORITHMS = ("ppo", "dpo", "grpo")
 WORKLOAD_TYPES = SINGLE_WORKLOADS + RLHF_ALGORITHMS
 LORA_TARGET_SETS = ("q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj", "all-linear")
+SERVING_ENGINES = ("hf-generate", "vllm", "sglang")
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,11 @@ class Input:
     def applies_to(self, workload: str) -> bool:
         return not self.applies or workload in self.applies
 
+    decimal: bool = False  # with limits: a number with a fraction (gpu_memory_utilization)
+
     @property
     def is_int(self) -> bool:
-        return self.limits is not None
+        return self.limits is not None and not self.decimal
 
     @property
     def user_choices(self) -> tuple[str, ...]:
@@ -53,6 +56,13 @@ class Input:
     def check(self, value: Any, *, source: str | None, key_path: str, gpus: Iterable[str] = (),
               allow_internal: bool = False) -> Any:
         """The value, checked against this input's type and allowed set; whole floats become ints."""
+        if self.decimal:
+            lo, hi = self.limits
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"expected a number, got {value!r}", source=source, key_path=key_path)
+            if not lo <= value <= hi:  # NaN fails both comparisons
+                raise InputError(f"must be between {lo:g} and {hi:g}, got {value}", source=source, key_path=key_path)
+            return float(value)
         if self.is_int:
             if isinstance(value, bool) or not isinstance(value, int):
                 if isinstance(value, float) and value.is_integer():
@@ -123,6 +133,15 @@ INPUTS: tuple[Input, ...] = (
     Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
           choices=LORA_TARGET_SETS, option="--lora-targets", applies=("lora", "qlora")),
     Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu", layout=True),
+    Input("serving_engine", "Serving engine", "hf-generate (every prompt prefilled at once, the cache grows as it "
+          "generates) or an engine that pre-allocates a KV block pool and prefills in chunks: vllm, sglang",
+          "hf-generate", choices=SERVING_ENGINES, option="--engine", applies=_SERVING, layout=True),
+    Input("gpu_memory_utilization", "GPU memory utilisation", "engines: the share of GPU memory the engine takes "
+          "(vLLM gpu_memory_utilization, SGLang mem_fraction_static)", 0.9, limits=(0.05, 1.0), decimal=True,
+          option="--gpu-memory-utilization", applies=_SERVING, layout=True),
+    Input("max_num_batched_tokens", "Tokens per engine step", "engines: prompt tokens prefilled per step (chunked "
+          "prefill; vLLM max_num_batched_tokens)", 8192, limits=(16, 10_000_000), unit="tokens",
+          option="--max-num-batched-tokens", applies=_SERVING, layout=True),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
     Input("train_tokens", "Tokens to train on", "training tokens the run processes (time and cost)", 1_000_000_000,

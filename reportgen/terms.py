@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import InputError
-from .formulas import AND, CEIL, IF, MAX, MIN, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
+from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
 from .inputs import INPUT_NAMES
 from .units import MiB as _MIB
 
@@ -66,6 +66,17 @@ ASSUMPTIONS = (
     Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
                "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)",
                (1, 1_048_576), whole=True),
+    # ---- serving engines ----------------------------------------------------------------------------
+    Assumption("driver_reserved_mib", "Memory hidden from CUDA", 450, "MiB",
+               "what torch.cuda.mem_get_info reports below nvidia-smi's total (H100: 79.19 GiB of 79.65; RTX "
+               "3090: 23.58 of 24.00, in published vLLM logs); an engine's gpu_memory_utilization applies to the "
+               "rest", (0, 65536)),
+    Assumption("engine_non_torch_mib", "Engine memory outside PyTorch", 256, "MiB",
+               "cuBLAS and NCCL workspaces a serving engine finds outside PyTorch at one GPU (vLLM logs: "
+               "0.13-0.35 GiB); at TP > 1 the communication buffers come on top", (0, 65536)),
+    Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
+               "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
+               "(0.5-1 GiB in published logs)", (0, 65536)),
     # ---- time: efficiency factors, each an editable planning figure with the measurement behind it ----
     Assumption("prefill_efficiency", "Prefill efficiency", 0.5, "fraction of peak",
                "fraction of the dense peak a prefill (and compute-bound decode) achieves; FlashAttention-2 "
@@ -298,6 +309,56 @@ TERMS: tuple[Term, ...] = (
                            IF(V("logits").eq("all"), V("prompt_len"), 1) * V("act_bytes"))), V("tp_size")),
          "prefill: gated-MLP intermediates, eager S × S scores, or the logits (scoring keeps fp32 log-probs "
          "for every position); " + _MEASURED, "activation"),
+    # ---- serving engines: a pre-allocated KV block pool (vLLM, SGLang) -----------------------------
+    Term("engine_mode", "Served by an engine with a KV block pool (1/0)", "flag",
+         IF(AND(V("workload").eq("inference"), V("serving_engine").ne("hf-generate")), 1, 0),
+         "vLLM and SGLang reserve a share of the GPU at start-up and page the cache into it", "activation"),
+    Term("engine_budget_bytes", "Engine memory budget", "bytes",
+         IF(V("engine_mode").eq(1),
+            FLOOR((_g("memory_mib") - V("driver_reserved_mib")) * MiB * V("gpu_memory_utilization")), 0),
+         "gpu_memory_utilization (SGLang: mem_fraction_static) × the memory CUDA reports", "activation"),
+    Term("engine_activation_bytes", "Engine activation profile", "bytes",
+         IF(V("engine_mode").eq(1),
+            ceil_div(V("max_num_batched_tokens") * (3 * V("mlp_width") + 2 * V("hidden_size")) * V("act_bytes"),
+                     V("tp_size"))
+            + V("batch_size") * V("vocab_out") * 8, 0),
+         "the profiling forward over max_num_batched_tokens (gate/up and activated MLP intermediates, the layer's "
+         "input and output) and the sampler's fp32 logits and probabilities for every sequence (vLLM "
+         "profile_run: 103 KB per token for Llama-3.1-8B in two published logs)", "activation"),
+    Term("engine_non_torch_bytes", "Engine memory outside PyTorch", "bytes",
+         IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB, 0),
+         "counted inside the engine's budget; NCCL buffers at TP > 1 stay outside it (a TP2 vLLM log leaves "
+         "0.65 GiB for activations and this together)", "activation"),
+    Term("kv_pool_bytes", "KV block pool", "bytes",
+         IF(V("engine_mode").eq(1),
+            MAX(0, V("engine_budget_bytes") - V("weights")
+                - IF(V("serving_engine").eq("sglang"), V("cuda_context_mib") * MiB,
+                     V("engine_activation_bytes") + V("engine_non_torch_bytes"))), 0),
+         "vLLM: budget − weights − activation profile − memory outside PyTorch; SGLang: budget − weights − the "
+         "memory in use before it loaded them (the CUDA context), its activations outside the fraction",
+         "activation"),
+    Term("kv_bytes_per_token", "KV cache per token, per GPU", "bytes",
+         V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("tp_size"), "", "activation"),
+    Term("kv_pool_tokens", "Tokens the pool holds", "count",
+         IF(V("engine_mode").eq(1),
+            FLOOR(V("kv_pool_bytes") / (V("kv_bytes_per_token") * V("kv_block_tokens"))) * V("kv_block_tokens"), 0),
+         "whole blocks of kv_block_tokens (vLLM: '# GPU blocks' × block size)", "activation"),
+    Term("kv_blocks", "KV blocks in the pool", "count", V("kv_pool_tokens") / V("kv_block_tokens"),
+         "vLLM: '# GPU blocks'", "activation"),
+    Term("max_concurrency", "Sequences the pool holds at this context", "count",
+         IF(V("engine_mode").eq(1), V("kv_pool_tokens") / V("context_tokens"), 0),
+         "vLLM: 'Maximum concurrency for N tokens per request'", "activation"),
+    Term("max_context_tokens", "Context each sequence may have at this concurrency", "count",
+         IF(V("engine_mode").eq(1), FLOOR(V("kv_pool_tokens") / V("batch_size")), 0), "", "activation"),
+    Term("kv_fits", "The pool holds every sequence (1/0)", "flag",
+         IF(V("engine_mode").eq(1), IF(V("kv_cache").le(V("kv_pool_bytes")), 1, 0), 1), "", "activation"),
+    Term("engine_device_total", "Engine device total", "bytes",
+         IF(V("engine_mode").eq(1),
+            V("driver_reserved_mib") * MiB + V("engine_budget_bytes") + V("cuda_graph_mib") * MiB
+            + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0)
+            + IF(V("serving_engine").eq("sglang"), V("engine_activation_bytes"), 0), 0),
+         "what nvidia-smi shows for the engine: the hidden memory, its budget, the CUDA graphs and, across GPUs, "
+         "the communication buffers", "activation"),
     # ---- phases and peak ----------------------------------------------------------------------
     Term("activations", "Activations at the peak phase", "bytes",
          IF(V("is_train").eq(1), V("training_activations"), V("forward_transient_bytes")), "", "phase"),
@@ -312,7 +373,9 @@ TERMS: tuple[Term, ...] = (
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
          V("model_states") + V("gradients") + V("optimizer_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
-         V("model_states") + V("kv_cache") + V("forward_transient_bytes"), "", "phase"),
+         V("model_states") + IF(V("engine_mode").eq(1), V("kv_pool_bytes") + V("engine_activation_bytes"),
+                                V("kv_cache") + V("forward_transient_bytes")),
+         "an engine holds its whole pool and its activation workspace", "phase"),
     Term("generation_phase", "Generation phase, if this role generates", "bytes",
          IF(V("gen_len").gt(0), V("phase_forward"), 0), "an RLHF actor also generates rollouts", "phase"),
     Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward)", "count",
@@ -329,8 +392,10 @@ TERMS: tuple[Term, ...] = (
          IF(OR(V("peak_phase").eq(2), V("peak_phase").eq(3)), V("gradients"), 0), "", "total"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(V("peak_phase").eq(1), V("training_activations"),
-            IF(V("peak_phase").eq(4), V("forward_transient_bytes"), 0)), "", "total"),
-    Term("resident_kv_cache", "KV cache at the peak", "bytes", IF(V("peak_phase").eq(4), V("kv_cache"), 0), "", "total"),
+            IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
+                                         V("forward_transient_bytes")), 0)), "", "total"),
+    Term("resident_kv_cache", "KV cache at the peak", "bytes",
+         IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
          V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
@@ -340,19 +405,26 @@ TERMS: tuple[Term, ...] = (
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
 TOTAL_TERMS: tuple[Term, ...] = (
-    Term("reserved_peak", "Reserved peak", "bytes", CEIL(V("allocated_peak") * (1 + V("fragmentation_fraction"))),
-         "allocated + caching-allocator fragmentation: max_memory_reserved", "total"),
+    Term("reserved_peak", "Reserved peak", "bytes",
+         IF(V("engine_mode").eq(1), V("allocated_peak"), CEIL(V("allocated_peak") * (1 + V("fragmentation_fraction")))),
+         "allocated + caching-allocator fragmentation: max_memory_reserved (an engine allocates its pool at once)",
+         "total"),
     Term("device_total", "Device total", "bytes",
-         V("reserved_peak") + V("cuda_context_mib") * MiB + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0),
+         IF(V("engine_mode").eq(1), V("engine_device_total"),
+            V("reserved_peak") + V("cuda_context_mib") * MiB + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0)),
          "reserved + CUDA context + communication buffers: what nvidia-smi shows", "total"),
-    Term("recommended", "Recommended budget", "bytes", CEIL(V("device_total") * V("safety_factor")),
-         "k × device total (k editable; 1.2–1.3 in the source material)", "total"),
+    Term("recommended", "Recommended budget", "bytes",
+         IF(V("engine_mode").eq(1), V("device_total"), CEIL(V("device_total") * V("safety_factor"))),
+         "k × device total (k editable; 1.2–1.3 in the source material); an engine's own margin is the memory "
+         "it leaves outside gpu_memory_utilization", "total"),
     # ---- fit and cost -------------------------------------------------------------------------
     Term("gpu_memory_bytes", "GPU memory (nvidia-smi total)", "bytes", _g("memory_mib") * MiB, "GPUs sheet", "fit"),
-    Term("fits", "Fits (1/0)", "flag", IF(V("device_total").le(V("gpu_memory_bytes")), 1, 0), "", "fit"),
+    Term("fits", "Fits (1/0)", "flag",
+         IF(AND(V("device_total").le(V("gpu_memory_bytes")), V("kv_fits").eq(1)), 1, 0),
+         "engines: the KV pool must also hold every sequence's cache", "fit"),
     Term("headroom_bytes", "Headroom", "bytes", V("gpu_memory_bytes") - V("device_total"), "", "fit"),
     Term("fits_recommended", "Fits with safety factor (1/0)", "flag",
-         IF(V("recommended").le(V("gpu_memory_bytes")), 1, 0), "", "fit"),
+         IF(AND(V("recommended").le(V("gpu_memory_bytes")), V("kv_fits").eq(1)), 1, 0), "", "fit"),
     Term("purchase_usd", "Purchase cost (USD)", "usd", V("num_gpus") * _g("price_purchase_usd"), "GPUs sheet", "fit"),
     Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
 )
@@ -443,12 +515,15 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("time_to_train_seconds", "Time to train on the tokens", "seconds",
          IF(_TRAIN, V("train_tokens") / V("train_tokens_per_s"), 0), "", "time"),
     # ---- inference -----------------------------------------------------------------------------
-    Term("prefill_seconds", "Prefill time (every prompt of the batch)", "seconds",
-         IF(_INFER, V("batch_size") * (2 * V("active_params") * V("prompt_len")
-                                       + 2 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
+    Term("prefill_sequence_seconds", "Prefill time of one prompt", "seconds",
+         IF(_INFER, (2 * V("active_params") * V("prompt_len")
+                     + 2 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
             / V("tp_size") / (V("peak_flops") * V("prefill_efficiency")), 0),
-         "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer), compute-bound: the time to "
-         "first token when the batch starts together", "time"),
+         "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer), compute-bound", "time"),
+    Term("prefill_seconds", "Time to first token", "seconds",
+         IF(V("engine_mode").eq(1), 1, V("batch_size")) * V("prefill_sequence_seconds"),
+         "generate() prefills every prompt of the batch before the first token; an engine serves a request's "
+         "first token after its own prefill", "time"),
     Term("decode_context_tokens", "Mean context length while generating", "count",
          V("prompt_len") + V("gen_len") / 2, "", "time"),
     Term("decode_weight_seconds", "Decode step: weight matrix multiplications", "seconds",
@@ -464,9 +539,12 @@ TIME_TERMS: tuple[Term, ...] = (
          "time"),
     Term("seconds_per_output_token", "Time per output token", "seconds",
          IF(_INFER, V("decode_weight_seconds") + V("decode_attention_seconds")
-            + IF(V("tp_size").gt(1), 2 * V("num_layers") * V("collective_latency_us") / 1e6, 0), 0),
+            + IF(V("tp_size").gt(1), 2 * V("num_layers") * V("collective_latency_us") / 1e6, 0)
+            + IF(AND(V("engine_mode").eq(1), V("gen_len").gt(0)),
+                 (V("batch_size") - 1) * V("prefill_sequence_seconds") / V("gen_len"), 0), 0),
          "the weight and attention kernels run one after the other, each at its own roofline; at TP > 1 two "
-         "small all-reduces per layer", "time"),
+         "small all-reduces per layer; an engine's continuous batching interleaves the other sequences' "
+         "prefills (one each per generated response) with the decode steps", "time"),
     Term("tokens_per_s_per_user", "Output tokens per second per sequence", "tokens_per_s",
          IF(_INFER, 1 / V("seconds_per_output_token"), 0), "", "time"),
     Term("tokens_per_s_per_gpu", "Output tokens per second per GPU", "tokens_per_s",
@@ -507,6 +585,9 @@ TRAIN_TIME_KEYS = ("train_tokens_per_s", "train_tokens_per_s_per_gpu", "step_sec
                    "gpu_hours", "cost_usd", "amortised_cost_usd")
 INFERENCE_TIME_KEYS = ("prefill_seconds", "seconds_per_output_token", "tokens_per_s_per_user",
                        "tokens_per_s_per_gpu", "usd_per_million_tokens")
+# A serving engine's answers: its KV block pool and what the pool holds.
+SERVING_KEYS = ("engine_budget_bytes", "kv_pool_bytes", "kv_pool_tokens", "kv_blocks", "max_concurrency",
+                "max_context_tokens")
 RLHF_TIME_KEYS = ("generation_seconds", "scoring_seconds", "training_seconds", "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",

@@ -40,6 +40,12 @@ def estimate_table(est) -> str:
            f"recommended (k) {_gib(est['recommended'])} GiB {'fits' if est['fits_recommended'] else 'does not fit'}")
     if est["host_offload_bytes"]:
         fit += f"\nhost RAM for offloaded states: {_gib(est['host_offload_bytes'])} GiB per GPU"
+    if est["engine_mode"]:
+        fit += (f"\n{s.serving_engine}: KV pool {_gib(est['kv_pool_bytes'])} GiB per GPU = "
+                f"{format_count(est['kv_pool_tokens'])} tokens ({format_count(est['kv_blocks'])} blocks); "
+                f"maximum concurrency {est['max_concurrency']:,.2f}x at {format_count(est['context_tokens'])} "
+                f"tokens per sequence; {format_count(est['max_context_tokens'])} tokens each for "
+                f"{s.batch_size} sequences")
     time = est.time_json()
     timing = "\n\n" + _table(("time and cost", "value"), [(TERM_BY_NAME[k].label, _time_value(TERM_BY_NAME[k].unit, v))
                                                         for k, v in time.items()]) if time else ""

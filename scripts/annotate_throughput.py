@@ -86,9 +86,12 @@ CONVERTED = {  # records that publish TFLOP/s per GPU, not tokens/s: (formula te
 }
 
 
-def serve(model, gpu, tp, batch, prompt, gen, weights="bf16", kv="bf16"):
+def serve(model, gpu, tp, batch, prompt, gen, weights="bf16", kv="bf16", engine="hf-generate"):
+    """A static batch (TensorRT-LLM benchmarks: every prompt at once, as generate() does) or, with an
+    engine, continuous batching (NIM, vLLM)."""
     return {"workload": "inference", "gpu": gpu, "num_gpus": tp, "tp_size": tp, "batch_size": batch,
-            "prompt_len": prompt, "gen_len": gen, "weight_dtype": weights, "kv_dtype": kv}, model
+            "prompt_len": prompt, "gen_len": gen, "weight_dtype": weights, "kv_dtype": kv,
+            "serving_engine": engine}, model
 
 
 H200 = "H200-141GB"
@@ -114,14 +117,14 @@ DECODE = {
     "pub-inf-015": (*serve("Llama-2-70B", H200, 1, 64, 2048, 128, "fp8", "fp8"), {"output_tokens_per_s": 341}),
     "pub-inf-016": (*serve(None, H100, 1, 64, 128, 128, "fp8"), {"output_tokens_per_s": 10907}),
     "pub-inf-017": (*serve(None, A100, 1, 64, 128, 128, "fp16", "fp16"), {"output_tokens_per_s": 3679}),
-    "pub-inf-019": (*serve("Llama-3.1-70B", H100, 2, 1, 5000, 500, "fp8"),
+    "pub-inf-019": (*serve("Llama-3.1-70B", H100, 2, 1, 5000, 500, "fp8", engine="vllm"),
                     {"tpot_s": 0.01858, "ttft_s": 0.40677, "output_tokens_per_s": 51.67}),
-    "pub-inf-020": (*serve("Llama-3.1-70B", H100, 2, 25, 5000, 500, "fp8"),
+    "pub-inf-020": (*serve("Llama-3.1-70B", H100, 2, 25, 5000, 500, "fp8", engine="vllm"),
                     {"tpot_s": 0.03875, "output_tokens_per_s": 623.4}),
-    "pub-inf-022": (*serve("Llama-3.1-70B", H100, 2, 1, 500, 2000, "fp8"),
+    "pub-inf-022": (*serve("Llama-3.1-70B", H100, 2, 1, 500, 2000, "fp8", engine="vllm"),
                     {"tpot_s": 0.01891, "ttft_s": 0.04777, "output_tokens_per_s": 52.85}),
-    "pub-inf-023": (*serve("Llama-3.1-8B", H200, 1, 8, 32, 128), {"latency_s": 0.8334}),
-    "pub-inf-024": (*serve("Llama-3-70B", H200, 4, 8, 32, 128), {"latency_s": 2.0775}),
+    "pub-inf-023": (*serve("Llama-3.1-8B", H200, 1, 8, 32, 128, engine="vllm"), {"latency_s": 0.8334}),
+    "pub-inf-024": (*serve("Llama-3-70B", H200, 4, 8, 32, 128, engine="vllm"), {"latency_s": 2.0775}),
 }
 DECODE_NOTES = {
     "pub-inf-012": "KV dtype not stated: fp8 assumed (a bf16 cache for 1,024 sequences would not fit in 141 GB)",
@@ -129,7 +132,8 @@ DECODE_NOTES = {
     "pub-inf-015": "KV dtype not stated: fp8 assumed, as the weights",
     "pub-inf-016": "GPT-J-6B given by its size and shape (not in the catalog); KV dtype not stated: bf16 assumed",
     "pub-inf-017": "GPT-J-6B given by its size and shape (not in the catalog)",
-    "pub-inf-019": "Llama 3.3 70B has Llama 3.1 70B's architecture; KV dtype not stated: bf16 assumed",
+    "pub-inf-019": "Llama 3.3 70B has Llama 3.1 70B's architecture; KV dtype not stated: bf16 assumed; NIM batches "
+                   "continuously, as vLLM does",
     "pub-inf-020": "as pub-inf-019",
     "pub-inf-022": "as pub-inf-019",
     "pub-inf-023": "weights and KV dtype not stated: bf16 assumed",

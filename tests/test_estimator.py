@@ -250,3 +250,23 @@ def test_batch_reuses_layout_terms_only_where_they_do_not_depend_on_the_row():
     for s, values in zip(scenarios, batch):
         assert tuple(EST.estimate(s).values.values()) == values
     assert EST.estimate_all(scenarios) == [EST.estimate(s) for s in scenarios]  # what builds use
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 1), st.integers(0, 1), st.floats(0, 1e12), st.floats(0, 1e12), st.integers(1, 8))
+def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits, allocated, budget, gpus):
+    """terms.TOTAL_TERMS specialised with constants (as RLHF groups use them) give the same numbers as
+    the shared terms evaluated with those constants, and read none of the substituted names."""
+    from reportgen.formulas import compile_terms, specialise
+    from reportgen.terms import ASSUMPTION_DEFAULTS, TOTAL_TERMS
+    constants = {"engine_mode": engine, "kv_fits": kv_fits, "engine_device_total": budget}
+    special = tuple(replace(t, expr=specialise(t.expr, constants)) for t in TOTAL_TERMS)
+    assert not any(set(constants) & t.expr.names() for t in special)
+    inputs = {"allocated_peak": allocated, "num_gpus": gpus, "gpu": "H100-80GB-SXM", **constants}
+
+    def var(n):
+        return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"I[{n!r}]"
+
+    full = compile_terms(TOTAL_TERMS, var)(inputs, EST.assumptions, EST.tables, None)
+    folded = compile_terms(special, var)(inputs, EST.assumptions, EST.tables, None)
+    assert full == folded
