@@ -267,8 +267,12 @@ def estimate(model, config_path, as_json, **options):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
 def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, as_json, **options):
-    """Per GPU type, the fewest GPUs (and their layout: ZeRO stage, TP) that fit with the safety factor
-    and meet a goal; ranked by purchase price and by hourly cost.
+    """Per GPU type, the fewest GPUs and their layout that fit with the safety factor and meet a goal;
+    ranked by purchase price and by hourly cost.
+
+    The search tries tensor parallelism inside a node, ZeRO stages, expert parallelism (MoE) and, for
+    training, gradient checkpointing and CPU offload (host RAM checked per node); an option given on
+    the command line (--tp, --zero, --ep, --checkpointing, --offload) is kept as given.
 
     \b
     Example:
@@ -282,11 +286,15 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     goal = Goal.from_mapping({"within": within, "users": users, "context": context,
                               "min_tokens_per_s": min_tokens_per_s}, source=None, key_path="goal")
     estimator, name = _estimator_for(model, config_path, options)
-    options = {**options, "num_gpus": 1, "zero_stage": 0, "tp_size": 1}
+    options = {**options, "num_gpus": 1, "zero_stage": options.get("zero_stage") or 0,
+               "tp_size": options.get("tp_size") or 1}
     scenario = _scenario_from_options(estimator, name, options)
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
-    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal)
+    context = click.get_current_context()
+    given = tuple(name for name in ("zero_stage", "tp_size", "ep_size", "checkpointing", "offload")
+                  if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE)
+    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=given)
     click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found))
 
 

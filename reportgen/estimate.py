@@ -285,8 +285,8 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
 
 # RLHF roles train or score with a training framework, never a serving engine's pool: the shared
 # totals read, for a group, without the engine's branches.
-GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, {"engine_mode": 0, "kv_fits": 1, "engine_device_total": 0}))
-                          for t in TOTAL_TERMS)
+GROUP_CONSTANTS = {"engine_mode": 0, "kv_fits": 1, "engine_device_total": 0, "host_ram_fits": 1}
+GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, GROUP_CONSTANTS)) for t in TOTAL_TERMS)
 
 _GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}
 

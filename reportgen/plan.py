@@ -7,8 +7,9 @@ fits and that meets the goal; the options are then ranked by purchase price and 
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .errors import InputError
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
@@ -134,10 +135,18 @@ class PlanOption:
             return self.purchase_usd
         return self.run_cost_usd if self.run_cost_usd is not None else self.hourly_usd
 
+    @property
+    def layout(self) -> dict[str, Any]:
+        """What the plan chose: the lead scenario's layout and trade-off inputs."""
+        s = self.estimate.scenario.actor if isinstance(self.estimate, GroupEstimate) else self.estimate.scenario
+        return {k: getattr(s, k) for k in ("num_gpus", "tp_size", "ep_size", "zero_stage", "checkpointing", "offload")}
+
     def to_json(self) -> dict:
         out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus, "zero_stage": self.zero_stage,
-               "tp_size": self.tp_size, "purchase_usd": self.purchase_usd, "hourly_usd": self.hourly_usd,
-               "per_gpu_bytes": self.estimate.per_gpu_bytes}
+               "tp_size": self.tp_size, "layout": self.layout, "purchase_usd": self.purchase_usd,
+               "hourly_usd": self.hourly_usd, "per_gpu_bytes": self.estimate.per_gpu_bytes,
+               "host_offload_bytes": int(self.estimate["host_offload_bytes"]) if not isinstance(
+                   self.estimate, GroupEstimate) else 0}
         if isinstance(self.estimate, GroupEstimate):
             out["gpus_per_role"] = {r: e.scenario.num_gpus for r, e in self.estimate.roles}
         else:
@@ -161,18 +170,40 @@ class Plan:
                 "options": [o.to_json() for o in self.options]}
 
 
-def _layouts(s: Scenario, n: int) -> Iterable[tuple[int, int]]:
-    """(zero_stage, tp_size) candidates for n GPUs: ZeRO for training, TP for inference."""
-    if s.workload == "inference":
-        return [(0, tp) for tp in TP_SIZES if tp <= n]
-    return [(z, 1) for z in ((0,) if n == 1 else (0, 1, 2, 3))]
+# What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training
+# the recompute and offload trade-offs (slower, less memory).
+SEARCH = {
+    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8),
+              "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all")},
+    "serve": {"tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8)},
+}
+
+
+def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] = ()) -> Iterator[Scenario]:
+    """Every layout of scenario s on n GPUs the plan may try: the SEARCH choices not in `fixed`, tensor
+    parallelism inside one node, expert parallelism only for MoE models."""
+    space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
+    per_node = estimator.gpus[s.gpu].gpus_per_node
+    space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
+    moe = estimator.tables["Models"][s.model]["is_moe"]
+    space["ep_size"] = tuple(ep for ep in space["ep_size"] if ep <= n and (moe or ep == 1))
+    for name in fixed:
+        space.pop(name, None)
+    names = list(space)
+    for values in itertools.product(*(space[k] for k in names)):
+        choice = dict(zip(names, values))
+        if choice.get("zero_stage", 0) and n // choice.get("tp_size", s.tp_size) < 2:
+            continue  # nothing to shard
+        yield replace(s, num_gpus=n, **choice)
 
 
 def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
-         counts: Sequence[int] = GPU_COUNTS) -> Plan:
-    """For each GPU type, the smallest GPU count whose recommended budget fits and that meets the goal
-    (at that count, the fastest layout); GPU types where nothing up to max(counts) does are left out."""
-    options = [o for o in (_search(estimator, scenario, gpu, goal, counts) for gpu in dict.fromkeys(gpus)) if o]
+         counts: Sequence[int] = GPU_COUNTS, fixed: Iterable[str] = ()) -> Plan:
+    """For each GPU type, the smallest GPU count with a layout whose recommended budget fits and that
+    meets the goal (at that count, the fastest such layout); GPU types where nothing up to max(counts)
+    does are left out. `fixed`: inputs the search must keep as the scenario has them."""
+    fixed = tuple(fixed)
+    options = [o for o in (_search(estimator, scenario, gpu, goal, counts, fixed) for gpu in dict.fromkeys(gpus)) if o]
     return Plan(goal, tuple(sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))))
 
 
@@ -183,20 +214,25 @@ def _speed(est: Estimate | GroupEstimate) -> float:
     return est["time_to_train_seconds"] if est["is_train"] else est["seconds_per_output_token"]
 
 
-def _search(estimator: Estimator, scenario, gpu: str, goal: Goal, counts: Sequence[int]) -> PlanOption | None:
-    base = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
+def _search(estimator: Estimator, scenario, gpu: str, goal: Goal, counts: Sequence[int],
+            fixed: tuple[str, ...]) -> PlanOption | None:
+    base = replace(scenario.actor if isinstance(scenario, RlhfScenario) else scenario, gpu=gpu)
+    # RLHF groups keep their roles' recipes: the plan lays the actor out (ZeRO stage, GPUs).
+    fixed_here = fixed + (("tp_size", "ep_size", "checkpointing", "offload") if isinstance(scenario, RlhfScenario)
+                          else ())
     for n in counts:
         found = []
-        for zero, tp in _layouts(base, n):
-            candidate = goal.shape(replace(base, gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp))
+        for candidate in candidates(base, estimator, n, fixed_here):
+            candidate = goal.shape(candidate)
             if estimator.skip_check(candidate):
                 continue
             if isinstance(scenario, RlhfScenario):
-                est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n, zero_stage=zero, tp_size=tp))
+                est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n,
+                                                                 zero_stage=candidate.zero_stage))
             else:
                 est = estimator.estimate(candidate)
             if est["fits_recommended"] and (isinstance(est, GroupEstimate) or goal.met(est.values)):
-                found.append(PlanOption(gpu, n, zero, tp, est))
+                found.append(PlanOption(gpu, n, candidate.zero_stage, candidate.tp_size, est))
         if found:
             return min(found, key=lambda o: _speed(o.estimate))
     return None

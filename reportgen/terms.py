@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .errors import InputError
 from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
 from .inputs import INPUT_NAMES
-from .units import MiB as _MIB
+from .units import GiB as _GIB, MiB as _MIB
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,9 @@ ASSUMPTIONS = (
     Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
                "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)",
                (1, 1_048_576), whole=True),
+    Assumption("host_ram_per_node_gib", "Host RAM per node", 1536, "GiB",
+               "CPU memory of one server for offloaded states (8-GPU servers carry 1-2 TiB; a DGX H100 has 2 TiB)",
+               (1, 1_048_576)),
     # ---- serving engines ----------------------------------------------------------------------------
     Assumption("driver_reserved_mib", "Memory hidden from CUDA", 450, "MiB",
                "what torch.cuda.mem_get_info reports below nvidia-smi's total (H100: 79.19 GiB of 79.65; RTX "
@@ -123,6 +126,7 @@ def _lora_column(prefix: str) -> Expr:
 
 V = Var  # terms read earlier terms and inputs by name
 MiB = Const(_MIB, "MiB")  # bytes per MiB, named in the method text
+GiB = Const(_GIB, "GiB")
 
 _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
@@ -218,6 +222,10 @@ TERMS: tuple[Term, ...] = (
          IF(V("offload").eq("none"), 0, ceil_div(V("optimizer_bytes_unsharded"), V("optimizer_shards")))
          + IF(V("offload").eq("all"), ceil_div(V("weight_bytes_unsharded"), V("weight_shards")), 0),
          "ZeRO-Offload / ZeRO-Infinity (Ren et al. 2021)", "state"),
+    Term("host_ram_fits", "Offloaded states fit in the node's host RAM (1/0)", "flag",
+         IF((V("host_offload_bytes") * MIN(V("num_gpus"), _g("gpus_per_node"))).le(V("host_ram_per_node_gib") * GiB),
+            1, 0),
+         "every GPU of a node offloads its share to the node's CPU memory", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
             ceil_div(2 * V("largest_layer_params") * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
@@ -420,11 +428,12 @@ TOTAL_TERMS: tuple[Term, ...] = (
     # ---- fit and cost -------------------------------------------------------------------------
     Term("gpu_memory_bytes", "GPU memory (nvidia-smi total)", "bytes", _g("memory_mib") * MiB, "GPUs sheet", "fit"),
     Term("fits", "Fits (1/0)", "flag",
-         IF(AND(V("device_total").le(V("gpu_memory_bytes")), V("kv_fits").eq(1)), 1, 0),
-         "engines: the KV pool must also hold every sequence's cache", "fit"),
+         IF(AND(V("device_total").le(V("gpu_memory_bytes")), V("kv_fits").eq(1), V("host_ram_fits").eq(1)), 1, 0),
+         "engines: the KV pool must also hold every sequence's cache; offload: the host RAM the states", "fit"),
     Term("headroom_bytes", "Headroom", "bytes", V("gpu_memory_bytes") - V("device_total"), "", "fit"),
     Term("fits_recommended", "Fits with safety factor (1/0)", "flag",
-         IF(AND(V("recommended").le(V("gpu_memory_bytes")), V("kv_fits").eq(1)), 1, 0), "", "fit"),
+         IF(AND(V("recommended").le(V("gpu_memory_bytes")), V("kv_fits").eq(1), V("host_ram_fits").eq(1)), 1, 0),
+         "", "fit"),
     Term("purchase_usd", "Purchase cost (USD)", "usd", V("num_gpus") * _g("price_purchase_usd"), "GPUs sheet", "fit"),
     Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
 )

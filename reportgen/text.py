@@ -105,12 +105,17 @@ def plan_table(plan) -> str:
         speed = (f"{time['time_to_train_seconds'] / 3600:,.1f} h" if "time_to_train_seconds" in time else
                  f"{time['tokens_per_s_per_user']:,.1f} tok/s/user" if "tokens_per_s_per_user" in time else "")
         marks = " ".join(m for m, c in cheapest.items() if c is o)
-        rows.append((o.gpu, o.total_gpus, o.zero_stage, o.tp_size, _gib(o.estimate["device_total"]),
+        layout = o.layout
+        extra = " ".join(x for x in (f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "",
+                                     f"ckpt {layout['checkpointing']}" if layout["checkpointing"] != "none" else "",
+                                     f"offload {layout['offload']}" if layout["offload"] != "none" else "") if x)
+        rows.append((o.gpu, o.total_gpus, o.zero_stage, o.tp_size, extra, _gib(o.estimate["device_total"]),
                      _gib(o.estimate["recommended"]), speed, f"{o.purchase_usd:,.0f}",
                      f"{o.run_cost_usd:,.0f}" if o.run_cost_usd is not None else f"{o.hourly_usd:,.2f}/h", marks))
-    head = ("GPU", "GPUs in all", "ZeRO", "TP", "device total GiB", "recommended GiB", "speed", "purchase USD",
-            "cloud USD", "cheapest by")
-    return f"goal: {plan.goal.describe()}\n" + _table(head, rows, right=[False] + [True] * 8 + [False])
+    head = ("GPU", "GPUs in all", "ZeRO", "TP", "also", "device total GiB", "recommended GiB", "speed",
+            "purchase USD", "cloud USD", "cheapest by")
+    return f"goal: {plan.goal.describe()}\n" + _table(head, rows, right=[False, True, True, True, False] + [True] * 5
+                                                       + [False])
 
 
 def validation_table(rows, stats) -> str:

@@ -1,0 +1,69 @@
+"""The layout search: what it may choose, what it must keep, and the answers issue #17 asks for."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator, Scenario
+from reportgen.plan import Goal, candidates, plan
+
+EST = Estimator(load_models(), load_gpus())
+H100 = "H100-80GB-SXM"
+FULL_70B = Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0)
+
+
+def test_70b_full_fine_tuning_without_a_checkpointing_choice_fits_within_64_h100s():
+    option = plan(EST, FULL_70B, [H100]).options[0]
+    assert option.total_gpus <= 64 and option.estimate["fits_recommended"]
+
+
+def test_fixing_checkpointing_is_no_worse_than_the_old_zero_only_search():
+    """Before the search covered TP and offload, 70B with full checkpointing needed 32 × H100 (ZeRO-3)."""
+    fixed = replace(FULL_70B, checkpointing="full")
+    option = plan(EST, fixed, [H100], fixed=("checkpointing",)).options[0]
+    assert option.total_gpus <= 32 and option.layout["checkpointing"] == "full"
+
+
+def test_options_given_by_the_user_are_kept():
+    kept = replace(FULL_70B, offload="none", tp_size=8)
+    option = plan(EST, kept, [H100], fixed=("offload", "tp_size")).options[0]
+    assert option.layout["offload"] == "none" and option.layout["tp_size"] == 8
+
+
+def test_tensor_parallelism_stays_inside_a_node():
+    l4 = replace(FULL_70B, gpu="L4")
+    per_node = load_gpus()["L4"].gpus_per_node
+    assert all(c.tp_size <= per_node for n in (8, 16, 64) for c in candidates(l4, EST, n))
+    assert max(c.tp_size for c in candidates(replace(FULL_70B, gpu=H100), EST, 64)) == 8
+
+
+def test_expert_parallelism_only_for_mixture_of_experts():
+    dense = {c.ep_size for c in candidates(replace(FULL_70B, gpu=H100), EST, 8)}
+    moe = {c.ep_size for c in candidates(replace(FULL_70B, model="Mixtral-8x7B", gpu=H100), EST, 8)}
+    assert dense == {1} and moe == {1, 2, 4, 8}
+
+
+def test_offload_needs_the_host_ram_a_node_has():
+    """The same search with 64 GiB of host RAM per node cannot offload a 70B model's states."""
+    roomy = plan(EST, FULL_70B, [H100]).options[0]
+    assert roomy.layout["offload"] != "none"
+    small = Estimator(load_models(), load_gpus(), {"host_ram_per_node_gib": 64})
+    tight = plan(small, FULL_70B, [H100]).options[0]
+    assert tight.layout["offload"] == "none" and tight.total_gpus > roomy.total_gpus
+    e = tight.estimate
+    assert e["host_offload_bytes"] * min(tight.num_gpus, 8) <= 64 * 2**30
+
+
+def test_a_deadline_buys_gpus_instead_of_slow_layouts():
+    """Offload and recompute save memory but cost time: a deadline the fewest GPUs miss buys more GPUs,
+    and a tight one (10^10 tokens in a week) leaves neither offload nor recompute."""
+    tokens = replace(FULL_70B, train_tokens=10**9)
+    slow = plan(EST, tokens, [H100]).options[0]
+    half = slow.estimate["time_to_train_seconds"] / 2
+    fast = plan(EST, tokens, [H100], Goal(within_seconds=half)).options[0]
+    assert fast.estimate["time_to_train_seconds"] <= half and fast.total_gpus > slow.total_gpus
+    week = plan(EST, replace(FULL_70B, train_tokens=10**10), [H100], Goal(within_seconds=7 * 86400)).options[0]
+    assert week.estimate["time_to_train_seconds"] <= 7 * 86400
+    assert week.layout["offload"] == "none" and week.layout["checkpointing"] == "none"
