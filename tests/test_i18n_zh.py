@@ -25,6 +25,11 @@ ASCII_PUNCTUATION = re.compile(r"[\u4e00-\u9fff][,;:!?()]|[,;:!?()][\u4e00-\u9ff
 GROUPS = ((("actor", "critic", "reference", "reward"), "colocated"),
           (("actor", "critic", "reference", "reward"), "separate"),
           (("policy", "reference"), "colocated"))
+# Value words the views insert into labels from scenario data (`value.<input>.<value>`).
+VALUE_WORDS = {"checkpointing": tables.CHECKPOINTING, "offload": tables.OFFLOAD, "head": tables.HEADS,
+               "logits": tables.LOGITS}
+# Retired wording, replaced everywhere by 显存总占用, 已预留峰值, 条件, 原始材料 and 采购总价.
+RETIRED = ("设备总量", "保留峰值", "设定", "原材料", "采购成本")
 
 
 def english_sources() -> dict[str, str]:
@@ -86,6 +91,15 @@ def test_citations_are_kept_verbatim():
             assert citation in zh[key], (key, citation)
 
 
+def test_value_words_are_translated_and_leave_english_unchanged():
+    en, zh = raw("en")["messages"], raw("zh")["messages"]
+    for axis, values in VALUE_WORDS.items():
+        for v in values:
+            key = f"value.{axis}.{v}"
+            assert en[key] == v, key  # the English report shows the raw value, as before
+            assert CJK.search(zh[key]), key
+
+
 def test_assumption_notes_keep_their_numbers():
     zh = load_catalogue("zh").terms
     for a in ASSUMPTIONS:
@@ -102,9 +116,11 @@ def test_bundled_presets_have_chinese_texts(name):
         assert CJK.search(text), (name, text)
 
 
-def test_chinese_text_uses_full_width_punctuation():
+def test_chinese_text_uses_full_width_punctuation_and_current_terms():
     for key, text in zh_texts().items():
         assert not ASCII_PUNCTUATION.search(text), (key, ASCII_PUNCTUATION.search(text).group())
+        for word in RETIRED:
+            assert word not in text, (key, word)
 
 
 def test_every_chinese_character_is_in_the_bundled_font():
