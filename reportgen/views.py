@@ -366,7 +366,7 @@ def _config_labels(results: Sequence[Result], t: Catalogue) -> dict[tuple, str]:
             return f"{t(n)} {v}"
         if n == "placement":
             return str(v)
-        return t.get(f"axis.{n}", n + " {v}", v=v)
+        return t.get(f"axis.{n}", n + " {v}", v=t.get(f"value.{n}.{v}", str(v)))
 
     labels: dict[tuple, str] = {}
     for key, r in keys.items():

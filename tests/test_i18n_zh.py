@@ -1,0 +1,133 @@
+"""The Chinese edition is complete: every source line, value word and preset text has a translation,
+and each translation carries the same numbers and placeholders as the English text it translates,
+so a changed English source (a new figure, a corrected citation) shows up here as a failure.
+
+Keys of zh.json "sources" (read by i18n.Catalogue.source): a term's name, "group.<name>" for the
+RLHF group terms, "<Table>.<row>" for the lookup tables' row notes.
+"""
+import json
+import re
+
+import pytest
+import yaml
+
+from reportgen import tables
+from reportgen.estimate import group_terms
+from reportgen.i18n import catalogue_path, load_catalogue
+from reportgen.presets import bundled_presets, load_preset
+from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+PLACEHOLDER = re.compile(r"{[^{}]*}")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# ASCII punctuation touching a Chinese character: Chinese sentences take full-width , ; : ( ) ! ?
+ASCII_PUNCTUATION = re.compile(r"[\u4e00-\u9fff][,;:!?()]|[,;:!?()][\u4e00-\u9fff]")
+GROUPS = ((("actor", "critic", "reference", "reward"), "colocated"),
+          (("actor", "critic", "reference", "reward"), "separate"),
+          (("policy", "reference"), "colocated"))
+# Value words the views insert into labels from scenario data (`value.<input>.<value>`).
+VALUE_WORDS = {"checkpointing": tables.CHECKPOINTING, "offload": tables.OFFLOAD, "head": tables.HEADS,
+               "logits": tables.LOGITS}
+# Retired wording, replaced everywhere by 显存总占用, 已预留峰值, 条件, 原始材料 and 采购总价.
+RETIRED = ("设备总量", "保留峰值", "设定", "原材料", "采购成本")
+
+
+def english_sources() -> dict[str, str]:
+    """Every English source/explanation text the report prints, by its zh.json "sources" key."""
+    out = {t.name: t.source for t in ROLE_TERMS if t.source}
+    for roles, placement in GROUPS:
+        for t in group_terms(roles, placement):
+            if t.source:
+                assert out.setdefault("group." + t.name, t.source) == t.source, t.name
+    for table in tables.LOOKUP_TABLES:
+        out.update({f"{table.name}.{row}": note for row, note in table.notes.items() if note})
+    return out
+
+
+def numbers(text: str) -> set[str]:
+    return set(NUMBER.findall(text))
+
+
+def raw(lang: str) -> dict:
+    return json.loads(catalogue_path(lang).read_text(encoding="utf-8"))
+
+
+def zh_texts() -> dict[str, str]:
+    """Every Chinese text of the catalogue and of the bundled presets, by a readable key."""
+    data = raw("zh")
+    out = {f"{section}:{k}": v for section in ("messages", "terms", "sources") for k, v in data[section].items()}
+    for name in bundled_presets():
+        p = load_preset(name)
+        out[f"{name}:title_zh"], out[f"{name}:description_zh"] = p.title_zh, p.description_zh
+        out.update({f"{name}:{m}": z for m, z in p.matrix_names_zh.items()})
+    return out
+
+
+def test_every_source_line_has_a_chinese_translation():
+    zh = load_catalogue("zh").sources
+    missing = sorted(set(english_sources()) - set(zh))
+    assert not missing, missing
+
+
+def test_no_translation_is_left_over_from_a_removed_source():
+    stale = sorted(set(load_catalogue("zh").sources) - set(english_sources()))
+    assert not stale, stale
+
+
+@pytest.mark.parametrize("key", sorted(english_sources()))
+def test_translation_keeps_the_numbers_and_placeholders(key):
+    en, zh = english_sources()[key], load_catalogue("zh").sources[key]
+    assert numbers(zh) == numbers(en), (key, sorted(numbers(zh) ^ numbers(en)))
+    assert set(PLACEHOLDER.findall(zh)) == set(PLACEHOLDER.findall(en)), key
+    assert CJK.search(zh), f"{key}: not translated"
+
+
+def test_citations_are_kept_verbatim():
+    """arXiv ids, issue numbers and URLs of the English sources appear unchanged in the Chinese text."""
+    zh = load_catalogue("zh").sources
+    pattern = re.compile(r"arXiv:\d+\.\d+|#\d+|https?://\S+|[\w.-]+/[\w.-]+#\d+")
+    for key, en in english_sources().items():
+        for citation in pattern.findall(en):
+            assert citation in zh[key], (key, citation)
+
+
+def test_value_words_are_translated_and_leave_english_unchanged():
+    en, zh = raw("en")["messages"], raw("zh")["messages"]
+    for axis, values in VALUE_WORDS.items():
+        for v in values:
+            key = f"value.{axis}.{v}"
+            assert en[key] == v, key  # the English report shows the raw value, as before
+            assert CJK.search(zh[key]), key
+
+
+def test_assumption_notes_keep_their_numbers():
+    zh = load_catalogue("zh").terms
+    for a in ASSUMPTIONS:
+        assert numbers(zh[a.name + ".help"]) == numbers(a.help), a.name
+
+
+@pytest.mark.parametrize("name", sorted(bundled_presets()))
+def test_bundled_presets_have_chinese_texts(name):
+    p = load_preset(name)
+    assert CJK.search(p.title_zh) and CJK.search(p.description_zh), name
+    matrices = [m["name"] for m in yaml.safe_load(bundled_presets()[name].read_text(encoding="utf-8"))["matrices"]]
+    assert sorted(p.matrix_names_zh) == sorted(matrices), name
+    for text in (p.title_zh, *p.matrix_names_zh.values()):
+        assert CJK.search(text), (name, text)
+
+
+def test_chinese_text_uses_full_width_punctuation_and_current_terms():
+    for key, text in zh_texts().items():
+        assert not ASCII_PUNCTUATION.search(text), (key, ASCII_PUNCTUATION.search(text).group())
+        for word in RETIRED:
+            assert word not in text, (key, word)
+
+
+def test_every_chinese_character_is_in_the_bundled_font():
+    """The PDF's CJK font is a GB2312 subset of Noto Sans CJK SC (templates/fonts/README.md)."""
+    for key, text in zh_texts().items():
+        for ch in set(CJK.findall(text)):
+            try:
+                ch.encode("gb2312")
+            except UnicodeEncodeError:
+                pytest.fail(f"{key}: {ch!r} is not in GB2312")
