@@ -23,6 +23,7 @@ __all__ = [
     "LibreOfficeError",
     "soffice_path",
     "soffice_available",
+    "require_soffice",
     "recalculate",
     "to_pdf",
     "convert",
@@ -67,6 +68,15 @@ def soffice_path() -> str | None:
 
 def soffice_available() -> bool:
     return soffice_path() is not None
+
+
+def require_soffice() -> None:
+    """Fail the calling test (never skip it) when soffice is missing: a silently skipped formula
+    check proves nothing."""
+    if not soffice_available():
+        import pytest
+        pytest.fail("LibreOffice (soffice) is not installed, so formulas cannot be verified. "
+                    "Run scripts/install-system-deps.sh.", pytrace=False)
 
 
 def _require_soffice() -> str:

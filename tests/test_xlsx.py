@@ -18,7 +18,7 @@ import pytest
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
-from lo import recalculate, soffice_available
+from lo import recalculate, require_soffice
 from reportgen.estimate import Estimator, RlhfScenario
 from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
@@ -39,9 +39,7 @@ FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
 @pytest.fixture(scope="module")
 def soffice():
-    if not soffice_available():
-        pytest.fail("LibreOffice (soffice) is not installed, so formulas cannot be verified. "
-                    "Run scripts/install-system-deps.sh.", pytrace=False)
+    require_soffice()
 
 
 @pytest.fixture(scope="module")
@@ -123,9 +121,18 @@ def assert_rows(wb, expected: dict[str, dict[int, dict]]) -> int:
     return checked
 
 
-def assert_plan(wb, recommendations, labels=None) -> None:
-    """The Plan equals report.recommend's answer. `labels`: the written scenario names by index
-    (names are text the planner owns; they do not follow edited inputs)."""
+def label_of(wb, result) -> str:
+    """The label a result's row shows (Scenarios, or RLHF for a group) in this workbook."""
+    ws = wb["RLHF" if result.is_group else "Scenarios"]
+    cols = columns(ws)
+    (label,) = {ws.cell(row, cols["label"]).value for row in range(FIRST_ROW, ws.max_row + 1)
+                if ws.cell(row, cols["index"]).value == result.index
+                and (result.is_group or not ws.cell(row, cols["role"]).value)}
+    return label
+
+
+def assert_plan(wb, recommendations) -> None:
+    """The Plan equals report.recommend's answer (the chosen row named by its label in `wb`)."""
     ws = wb["Plan"]
     cols = columns(ws)
     row = FIRST_ROW
@@ -136,10 +143,9 @@ def assert_plan(wb, recommendations, labels=None) -> None:
             assert cell("scenarios_tried") == entry.num_scenarios
             r = entry.result
             if r is None:
-                assert cell("best_index") == NO_FIT and cell("name") == "—" and cell("purchase_usd") == "—"
+                assert cell("best_index") == NO_FIT and cell("label") == "—" and cell("purchase_usd") == "—"
             else:
-                label = labels[r.index] if labels else r.label
-                assert (cell("index"), cell("name"), cell("total_gpus")) == (r.index, label, r.total_gpus)
+                assert (cell("index"), cell("label"), cell("total_gpus")) == (r.index, label_of(wb, r), r.total_gpus)
                 assert (cell("zero_stage"), cell("tp_size")) == (r.lead.zero_stage, r.lead.tp_size)
                 for name, term in (("device_total_gib", "device_total"), ("recommended_gib", "recommended"),
                                    ("headroom_gib", "headroom_bytes")):
@@ -192,12 +198,13 @@ def test_every_formula_cell_recalculates_to_the_python_value(book, recalculated,
 
 
 def test_charts_follow_the_plan(recalculated, report):
-    ws = openpyxl.load_workbook(recalculated, data_only=True)["Charts"]
+    wb = openpyxl.load_workbook(recalculated, data_only=True)
+    ws = wb["Charts"]
     cols = columns(ws)
     singles = [rec for rec in report.recommendations if rec.best and not rec.best.result.is_group]
     for row, rec in enumerate(singles, start=FIRST_ROW):
         values = rec.best.result.estimate.values
-        assert ws.cell(row, cols["name"]).value == rec.best.result.label
+        assert ws.cell(row, cols["label"]).value == label_of(wb, rec.best.result)
         assert same(values["weights"] / GiB, ws.cell(row, cols["weights_gib"]).value)
         assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
 
@@ -269,8 +276,7 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         assert expected["Scenarios"][row]["recommended"] != before["Scenarios"][row]["recommended"]
     assert expected["RLHF"][FIRST_ROW]["allocated_peak"] != before["RLHF"][FIRST_ROW]["allocated_peak"]
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)),
-                labels={r.index: r.label for r in report.results})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)))
 
 
 def on_written_rows(written, fresh):
@@ -337,8 +343,7 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
     assert assert_rows(fresh, expected) > 3000
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)),
-                labels={r.index: r.label for r in report.results})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)))
     assert_notes(fresh, report.notes)
 
 

@@ -51,8 +51,8 @@ def _created(generated_at: str) -> datetime:
 
 
 def write(report: Report, path, lang: str = "en") -> None:
-    """Write the workbook to `path`. `lang` does not change it: notes carry both languages."""
-    book = build_book(report)
+    """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages)."""
+    book = build_book(report, lang)
     wb = StreamingWorkbook(str(path), {
         "constant_memory": True,
         # Belt and braces: text is written with write_string anyway, never parsed.

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ...formulas import ExcelContext, Var, to_excel, to_text
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...formulas import ExcelContext, to_excel, to_text
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTIONS
-from ...units import GiB
-from .book import GPU_TEXT_FIELDS, LOOKUP_KEY_INPUTS, Book
+from .book import Book, compiled_columns
+from .checks import LOOKUP_KEY_INPUTS, assumption_check, first_failure
+from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, Column, Styles, Table, add_sheet, fit_row,
+                     mark_invalid_rows, page_setup, plain, text_lines, write_value)
 from .stream import ROW
-from .layout import A3, A4, Column, LINE_HEIGHT, LOOKUP_FIRST_ROW, Styles, Table, plain, add_sheet, fit_row, page_setup, text_lines, write_value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,33 +42,56 @@ def write_terms(wb, book: Book, styles: Styles) -> None:
 # ---------------------------------------------------------------------------------------------
 # Inputs: assumptions (named cells), catalogs and lookup tables, choice lists
 
-ASSUMPTION_FORMATS = {"bytes": "bytes", "tokens": "count"}
+ASSUMPTION_COLUMNS = (
+    Column("name", "Defined name", "text", "id", 24),
+    Column("label", "Assumption", "text", "id", 30),
+    Column("value", "Value", "general", "input", 14),
+    Column("unit", "Unit", "text", "id", 20),
+    Column("check", "Check", "text", "summary", 30),
+    Column("help", "Why", "note", "id", 90),
+)
 
 
 def write_assumptions(wb, book: Book, styles: Styles) -> None:
+    """The assumptions as named cells (safety_factor, …) with their limits as data validation and
+    a check per row; assumptions_check names the first invalid one's reason, which every scenario
+    check reads."""
     ws = add_sheet(wb, "Assumptions")
-    for c, (head, width) in enumerate((("Defined name", 24), ("Assumption", 30), ("Value", 16), ("Unit", 20),
-                                       ("In GiB", 10), ("Why", 90))):
-        ws.set_column(c, c, width)
-        ws.write_string(0, c, head, styles.header["input" if head == "Value" else "id"])
-    for r, a in enumerate(ASSUMPTIONS, start=1):
-        fit_row(ws, r, [(a.help, 90)])
+    table = Table("Assumptions", ASSUMPTION_COLUMNS, 2, len(ASSUMPTIONS) + 1)
+    for c, col in enumerate(table.columns):
+        ws.set_column(c, c, col.width)
+        ws.write_string(0, c, col.label, styles.header[col.kind])
+    value_format = {True: styles.input["count"], False: styles.input["general"]}
+    checks = []
+    for r, a in enumerate(ASSUMPTIONS, start=table.first_row - 1):
+        value = book.report.assumptions[a.name]
+        fit_row(ws, r, [(a.help, table.columns[-1].width)])
         ws.write_string(r, 0, a.name, styles.text)
         ws.write_string(r, 1, a.label, styles.text)
-        ws.write_number(r, 2, plain(book.report.assumptions[a.name]),
-                        styles.input[ASSUMPTION_FORMATS.get(a.unit, "general")])
+        ws.write_number(r, 2, plain(value), value_format[a.whole])
         ws.write_string(r, 3, a.unit, styles.text)
-        if a.unit == "bytes":
-            ws.write_formula(r, 4, f"=C{r + 1}/{GiB}", styles.value["gib"], book.report.assumptions[a.name] / GiB)
+        check = Column("check", "", "text", "summary", expr=assumption_check(book.t, a))
+        ctx = ExcelContext(lambda n, r=r: table.cell(n, r + 1) if n == "value" else n, None, None)
+        (cached,) = compiled_columns([check])({"value": value}, {})
+        ws.write_formula(r, 4, "=" + to_excel(check.expr, ctx), styles.text, cached)
+        checks.append(f"Assumptions!${table.letter('check')}${r + 1}")  # absolute: a name has no row of its own
         ws.write_string(r, 5, a.help, styles.wrap)
-        wb.define_name(a.name, f"=Assumptions!$C${r + 1}")
+        lo, hi = a.limits
+        ws.data_validation(r, 2, r, 2, {
+            "validate": "integer" if a.whole else "decimal", "criteria": "between", "minimum": lo, "maximum": hi,
+            "show_error": True, "error_title": a.label[:32], "input_title": a.label[:32],
+            "input_message": a.help[:255], "error_message": f"{a.unit}: from {lo:g} to {hi:g}."[:255]})
+        book.names.add(a.name, f"=Assumptions!${table.letter('value')}${r + 1}")
+    first = first_failure(book.t, [Var(f"check{i}") for i in range(len(checks))])
+    book.names.add(ASSUMPTIONS_CHECK, "=" + to_excel(first, ExcelContext(lambda n: checks[int(n[5:])], None, None)))
     r = len(ASSUMPTIONS) + 1
     ws.write_string(r, 0, "currency", styles.text)
     ws.write_string(r, 1, "Currency of every price", styles.text)
     ws.write_string(r, 2, "USD", styles.input["text"])
     ws.write_string(r, 5, "Prices on the GPUs sheet and every cost column are in this currency (label only: "
                           "editing it converts nothing).", styles.wrap)
-    wb.define_name("currency", f"=Assumptions!$C${r + 1}")
+    book.names.add("currency", f"=Assumptions!${table.letter('value')}${r + 1}")
+    mark_invalid_rows(ws, table, styles)
     ws.freeze_panes(1, 1)
     page_setup(ws, header_rows=1)
 
@@ -102,24 +126,19 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
                 ws.write_formula(r, c, formula, styles.cell(col), plain(values[col.name]))
             else:
                 write_value(ws, r, c, values[col.name], styles.cell(col))
-    ws.freeze_panes(1, 1)
+    mark_invalid_rows(ws, table, styles)
+    ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, table.last_row - 1, len(table.columns) - 1)
     page_setup(ws, header_rows=1, paper=A3 if sum(widths) > 250 else A4)
 
 
 def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
-    rep = book.report
-    models = {k: {**row, "model": k, "source": rep.models[k].source} for k, row in rep.tables["Models"].items()}
-    _write_lookup_sheet(wb, book, book.lookups["Models"], models, styles)
-    gpus = {k: {**row, "gpu": k, **{f: getattr(rep.gpus[k], f) for f in GPU_TEXT_FIELDS}}
-            for k, row in rep.tables["GPUs"].items()}
-    _write_lookup_sheet(wb, book, book.lookups["GPUs"], gpus, styles,
-                        {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
-                         "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
-                         "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"})
-    for t in LOOKUP_TABLES:
-        rows = {k: {**row, t.key: k, "source": t.notes.get(k, "")} for k, row in t.rows.items()}
-        _write_lookup_sheet(wb, book, book.lookups[t.name], rows, styles, t.column_help)
+    gpu_help = {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
+                "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
+                "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"}
+    helps = {"GPUs": gpu_help, **{t.name: t.column_help for t in LOOKUP_TABLES}}
+    for name, table in book.lookups.items():
+        _write_lookup_sheet(wb, book, table, book.catalog_rows[name], styles, helps.get(name, {}))
 
 
 def choices_table() -> Table:

@@ -9,13 +9,22 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
-from ...formulas import Expr, ExcelContext
+from ...formulas import Const, Expr, ExcelContext
 from ...terms import ASSUMPTION_DEFAULTS
+from ...units import GiB
 from .stream import ROW, SheetRows, StreamColumn, StreamingWorkbook
 
 # Cost (and every other plan key) of a row that cannot be picked: above any real value, and no
 # Excel error to propagate. An integer, so formulas show 1000000000000000, not 1E+15.
 NO_FIT = 10**15
+# Bytes per GiB, named: formulas read "device_total/bytes_per_GiB" (the workbook defines the names
+# of every named constant its formulas use: the term table's MiB, and this).
+GIB = Const(GiB, "GiB")
+CONSTANT_NAMES = {"GiB": "bytes_per_GiB", "MiB": "bytes_per_MiB"}
+# A valid row's check, the same word in every language: the formulas do not depend on the language.
+OK = "ok"
+# The defined name of the assumptions' check: ok, or the first invalid assumption's reason.
+ASSUMPTIONS_CHECK = "assumptions_check"
 MAX_ROW = 1_048_575  # a sheet's last row, 0-based: formats and validations reach rows a planner adds
 DASH = "—"  # plan cells of a GPU type where nothing fits
 
@@ -44,6 +53,7 @@ class Column:
     # ("link", "group": an RLHF row's reads of its role rows).
     special: str = ""
     help: str = ""  # Terms sheet and input messages
+    gate: bool = False  # blank unless the row's check is ok (the expression stays the definition)
 
     @property
     def is_formula(self) -> bool:
@@ -126,6 +136,9 @@ class Names:
     def last_row(self, table: Table) -> str:
         return self.add(f"{table.sheet}_last_row", f"=COUNTA({table.whole_column(table.count_column)})")
 
+    def constant(self, const: Const) -> str:
+        return self.add(CONSTANT_NAMES[const.name], f"={const.value:.0f}")
+
     def define(self, wb) -> None:
         for name, formula in self.formulas.items():
             wb.define_name(name, formula)
@@ -141,11 +154,11 @@ def row_context(table: Table, lookups: Mapping[str, Table], names: Names,
             return hit
         if name in table:
             return table.ref(name)
-        if name in ASSUMPTION_DEFAULTS:
+        if name in ASSUMPTION_DEFAULTS or name == ASSUMPTIONS_CHECK:
             return name  # a workbook defined name on the Assumptions sheet
         raise KeyError(f"{table.sheet}: no column or assumption named {name!r}")
     return ExcelContext(cell, lambda t, column: names.of(lookups[t], column),
-                        lambda t: names.of(lookups[t], lookups[t].key))
+                        lambda t: names.of(lookups[t], lookups[t].key), names.constant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,6 +197,7 @@ class Styles:
         self.input = {u: wb.add_format({**base, **INPUT_COLOURS, "num_format": f}) for u, f in NUMBER_FORMATS.items()}
         self.input_wrap = wb.add_format({**base, **INPUT_COLOURS, "text_wrap": True})
         self.highlight = wb.add_format({**base, "bold": True, "num_format": "0", "bg_color": "#C6EFCE"})
+        self.invalid = wb.add_format({"bg_color": "#F8CBAD", "font_color": "#9C0006"})  # a row whose check fails
 
     def cell(self, col: Column):
         if col.unit == "note":  # wrapped text: notes and sources
@@ -225,6 +239,14 @@ def fit_row(ws, row: int, cells: Iterable[tuple[str, float]]) -> None:
     lines = max((text_lines(text, width) for text, width in cells if text), default=1)
     if lines > 1:
         ws.set_row(row, LINE_HEIGHT * lines + 3)
+
+
+def mark_invalid_rows(ws, table: Table, styles: Styles) -> None:
+    """Rows whose check is neither ok nor blank (a row not filled) in light red, to the last row."""
+    check = f"${table.letter('check')}{table.first_row}"
+    ws.conditional_format(table.first_row - 1, 0, MAX_ROW, len(table.columns) - 1, {
+        "type": "formula", "criteria": f'=AND({check}<>"",{check}<>"{OK}")',
+        "format": styles.invalid})
 
 
 def write_header(ws, table: Table, styles: Styles, header_row: int) -> None:

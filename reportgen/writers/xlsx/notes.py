@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import re
 
-from ...formulas import ExcelContext, to_excel
+from dataclasses import replace
+
+from ...formulas import AND, IF, ExcelContext, Var, to_excel
 from ...units import GiB
 from .book import Book
-from .layout import Styles, plain, add_sheet, fit_row, page_setup, write_value
+from .layout import GIB, OK, Styles, add_sheet, fit_row, page_setup, plain, write_value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,6 +50,9 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
             ws.write_string(r, c, head, styles.header["formula"])
         r += 1
         ctx = _note_context(book, note.id)
+        value_ctx = lambda row: replace(ctx, cell=lambda n: f"C{row}")  # noqa: E731 - the figure's own cell
+        # Blank while a scenario of the note fails its check (a planner's edit on NoteScenarios).
+        valid = AND(*(Var(f"{key}.check").eq(OK) for key in note.scenarios))
         for fig in note.figures:
             fit_row(ws, r, [(fig.label_en, widths[1]), (fig.label_zh, widths[5])])
             unit = FIGURE_FORMAT.get(fig.unit, "general")
@@ -55,10 +60,11 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
                 unit = "decimal"  # e.g. 4.127 bits per weight
             ws.write_string(r, 0, fig.key, styles.text)
             ws.write_string(r, 1, fig.label_en, styles.wrap)
-            ws.write_formula(r, 2, "=" + to_excel(fig.expr, ctx), styles.value[unit], plain(fig.value))
+            ws.write_formula(r, 2, "=" + to_excel(IF(valid, fig.expr, ""), ctx), styles.value[unit], plain(fig.value))
             ws.write_string(r, 3, fig.unit, styles.text)
             if fig.unit == "bytes":
-                ws.write_formula(r, 4, f"=C{r + 1}/{GiB}", styles.value["gib"], fig.value / GiB)
+                in_gib = IF(Var("value").eq(""), "", Var("value") / GIB)
+                ws.write_formula(r, 4, "=" + to_excel(in_gib, value_ctx(r + 1)), styles.value["gib"], fig.value / GiB)
             ws.write_string(r, 5, fig.label_zh, styles.wrap)
             r += 1
         r += 1

@@ -11,28 +11,28 @@ copy a Plan row and edit its model, workload or GPU type; Charts show the Plan's
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ...formulas import ExcelContext, Var, to_excel
 from ...inputs import RLHF_ALGORITHMS
 from ...report import PLAN_ORDER
 from ...terms import PEAK_PARTS, TERM_BY_NAME
-from ...units import GiB
 from .book import Book, compiled_columns, plan_key_column
-from .layout import (DASH, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, page_setup, write_header,
+from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, page_setup, write_header,
                      write_rows)
 from .stream import ROW
 
 # The chosen candidate's figures, as expressions over the candidate table's columns.
 PLAN_DETAILS = (
     Column("index", "#", "count", "formula", 5, Var("index")),
-    Column("name", "Cheapest configuration that fits with k", "text", "formula", 46, Var("name")),
+    Column("label", "Cheapest configuration that fits with k", "text", "formula", 46, Var("label")),
     Column("total_gpus", "GPUs", "count", "formula", 6, Var(plan_key_column("total_gpus"))),
     Column("zero_stage", "ZeRO stage", "count", "formula", 6, Var("zero_stage")),
     Column("tp_size", "Tensor parallel", "count", "formula", 7, Var("tp_size")),
-    Column("device_total_gib", "Device total per GPU", "gib", "formula", 10, Var("device_total") / GiB),
-    Column("recommended_gib", "Recommended per GPU", "gib", "formula", 11, Var("recommended") / GiB),
-    Column("headroom_gib", "Headroom per GPU", "gib", "formula", 10, Var("headroom_bytes") / GiB),
+    Column("device_total_gib", "Device total per GPU", "gib", "formula", 10, Var("device_total") / GIB),
+    Column("recommended_gib", "Recommended per GPU", "gib", "formula", 11, Var("recommended") / GIB),
+    Column("headroom_gib", "Headroom per GPU", "gib", "formula", 10, Var("headroom_bytes") / GIB),
     Column("purchase_usd", "Purchase cost", "usd", "formula", 12, Var("purchase_usd")),
     Column("hourly_usd", "Cloud cost per hour", "usd", "formula", 10, Var("hourly_usd")),
 )
@@ -87,8 +87,7 @@ def _lexicographic_min(book: Book, plan: Table, table: Table) -> dict[str, str]:
 def _detail_context(book: Book, table: Table, plan: Table) -> ExcelContext:
     """Var(name) -> that column of the chosen candidate row."""
     ctx = book.context(table)
-    return ExcelContext(lambda n: f"INDEX({book.names.of(table, n)},${plan.ref(FOUND)})", ctx.column_range,
-                        ctx.key_range)
+    return replace(ctx, cell=lambda n: f"INDEX({book.names.of(table, n)},${plan.ref(FOUND)})")
 
 
 def _before(pairs: Sequence[tuple[str, str]]) -> str:
@@ -171,18 +170,18 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
 # The stacked parts, as expressions over the candidate's columns (GiB per GPU): the peak's parts,
 # then what device_total adds to allocated_peak (fragmentation, CUDA context, communication buffers).
 CHART_PARTS = (
-    tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GiB) for p in PEAK_PARTS)
+    tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GIB) for p in PEAK_PARTS)
     + (Column("overhead_gib", "Fragmentation + CUDA context + comm buffers", "gib", "formula", 13,
-              (Var("device_total") - Var("allocated_peak")) / GiB),)
+              (Var("device_total") - Var("allocated_peak")) / GIB),)
 )
 CHART_COLUMNS = (
     (Column("pick", "#", "count", "id", 4),
      Column("plan_row", "Plan row (in table)", "count", "helper", 7),
      Column("recommendation", "Model · workload", "text", "formula", 24),
      Column(FOUND, "Scenarios row (in table)", "count", "helper", 9),
-     Column("name", "Cheapest configuration", "text", "formula", 46))
+     Column("label", "Cheapest configuration", "text", "formula", 46))
     + CHART_PARTS
-    + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GiB),)
+    + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GIB),)
 )
 PART_COLOURS = ("#4472C4", "#8FAADC", "#ED7D31", "#A5A5A5", "#FFC000", "#5B9BD5", "#70AD47", "#7F7F7F")
 SPARE_PICKS = 3  # chart rows beyond the written picks, for Plan rows a planner adds
@@ -197,19 +196,18 @@ def chart_rows(book: Book, plan: Table, charts: Table, picks: Sequence) -> tuple
         plan_position.setdefault(row["chart_order"], i)
     rows = []
     for k in range(1, charts.num_rows + 1):
-        row = {"pick": k, "plan_row": 0, "recommendation": "", FOUND: 0, "name": ""}
+        row = {"pick": k, "plan_row": 0, "recommendation": "", FOUND: 0, "label": ""}
         row.update({c.name: "" for c in CHART_COLUMNS[5:]})
         if k <= len(picks):
             r = picks[k - 1]
             candidate = book.row_of(r)
             row.update({"plan_row": plan_position[k], "recommendation": f"{r.model} · {r.workload}",
-                        FOUND: candidate["row_in_table"], "name": candidate["name"]})
+                        FOUND: candidate["row_in_table"], "label": candidate["label"]})
             row.update(zip((c.name for c in CHART_COLUMNS[5:]), values(candidate, book.report.assumptions)))
         rows.append(row)
     p, found = (lambda c: book.names.of(plan, c)), charts.ref(FOUND)
     ctx = book.context(book.scenarios)
-    pick = ExcelContext(lambda n: f"INDEX({book.names.of(book.scenarios, n)},${found})", ctx.column_range,
-                        ctx.key_range)
+    pick = replace(ctx, cell=lambda n: f"INDEX({book.names.of(book.scenarios, n)},${found})")
     plan_row = charts.ref("plan_row")
     templates = {
         "plan_row": f"=IF(${charts.ref('pick')}>MAX({p('chart_order')}),0,MATCH(${charts.ref('pick')},"
@@ -217,7 +215,7 @@ def chart_rows(book: Book, plan: Table, charts: Table, picks: Sequence) -> tuple
         "recommendation": f'=IF(${plan_row}=0,"",INDEX({p("model")},${plan_row})&" · "&INDEX({p("workload")},'
                           f'${plan_row}))',
         FOUND: f"=IF(${plan_row}=0,0,INDEX({p(FOUND)},${plan_row}))",
-        "name": f'=IF(${found}=0,"",{pick.cell("name")})',
+        "label": f'=IF(${found}=0,"",{pick.cell("label")})',
         **{c.name: f'=IF(${found}=0,"",{to_excel(c.expr, pick)})' for c in CHART_COLUMNS[5:]},
     }
     return rows, templates
@@ -239,13 +237,13 @@ def write_charts(wb, book: Book, styles: Styles) -> None:
 def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     chart = wb.add_chart({"type": "bar", "subtype": "stacked"})
     first, last = table.first_row - 1, table.first_row + len(rows) - 2
-    names = [r["name"] for r in rows]
+    names = [r["label"] for r in rows]
     for colour, part in zip(PART_COLOURS, CHART_PARTS):
         c = table.index[part.name]
         chart.add_series({
             "name": ["Charts", 1, c],
             "name_data": [part.header],
-            "categories": ["Charts", first, table.index["name"], last, table.index["name"]],
+            "categories": ["Charts", first, table.index["label"], last, table.index["label"]],
             "categories_data": names,
             "values": ["Charts", first, c, last, c],
             # The cache: streamed sheets cannot be read back. Spare rows are empty.

@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from ...inputs import INPUT_BY_NAME
-from .book import LOOKUP_KEY_INPUTS, Book, row_templates
+from .checks import LOOKUP_KEY_INPUTS
+from .book import Book, row_templates
 from .catalogs import choices_table
-from .layout import MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, page_setup, write_header, write_rows
+from .layout import MAX_ROW, mark_invalid_rows, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, page_setup, write_header, write_rows
 
 def _choice_sources(book: Book) -> dict[str, str]:
     """Input -> data-validation list source: its lookup table's key column, or its Choices column."""
@@ -46,6 +47,7 @@ def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *,
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, freeze_columns)
     ws.autofilter(1, 0, table.first_row + max(len(rows), 1) - 2, len(table.columns) - 1)
     _validate_inputs(ws, table, _choice_sources(book))
+    mark_invalid_rows(ws, table, styles)
     # Printed: the identifying and summary columns (the full table is for the screen).
     printed = max(i for i, c in enumerate(table.columns) if c.kind == "summary") + 1
     page_setup(ws, header_rows=2, print_columns=printed, print_rows=table.first_row + len(rows) - 1)
