@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 # Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
-EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR", "ISNUMBER", "NOT"})
+EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR", "ISNUMBER", "NOT", "LEFT",
+                             "FIND"})
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 _TEXT_OP = {"+": "+", "-": "−", "*": "×", "/": "÷", "=": "=", "<>": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
 # Python's math.ceil on a value a hair above an integer (float noise, 1e-12 relative) would differ
@@ -155,6 +156,8 @@ def OR(*args) -> Expr: return Fn("OR", tuple(lift(a) for a in args))
 
 def ISNUMBER(x) -> Expr: return Fn("ISNUMBER", (lift(x),))  # a number, not text or a blank cell
 def NOT(x) -> Expr: return Fn("NOT", (lift(x),))
+def LEFT(text, n) -> Expr: return Fn("LEFT", (lift(text), lift(n)))  # the first n characters
+def FIND(part, text) -> Expr: return Fn("FIND", (lift(part), lift(text)))  # 1-based; part must occur
 
 
 # ---- text and catalog membership: the workbook's checks and labels -----------------------------
@@ -358,6 +361,10 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
             return f"(not {args[0]})"
         if expr.name == "ISNUMBER":
             return f"_isnumber({args[0]})"
+        if expr.name == "LEFT":
+            return f"({args[0]})[:int({args[1]})]"
+        if expr.name == "FIND":
+            return f"(({args[1]}).index({args[0]}) + 1)"
         return f"{expr.name.lower()}({', '.join(args)})"
     raise TypeError(f"cannot compile {expr!r}")
 

@@ -485,6 +485,24 @@ def test_formulas_use_only_pre_2010_functions_without_xlfn(book):
     assert {"INDEX", "MATCH", "ROUNDUP", "SUMPRODUCT"} <= used
 
 
+def nesting(formula: str) -> int:
+    """Deepest parenthesis nesting outside string literals (at least the function nesting)."""
+    depth = deepest = 0
+    for ch in re.sub(r'"[^"]*"', '""', formula):
+        depth += (ch == "(") - (ch == ")")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_formulas_fit_excels_limits(book):
+    """Excel refuses a formula longer than 8,192 characters or nesting more than 64 functions
+    (LibreOffice accepts both, so its recalculation would not tell)."""
+    wb = openpyxl.load_workbook(book)
+    formulas = [f for _, _, f in formula_cells(book)] + [n.attr_text for n in wb.defined_names.values()]
+    assert max(len(f) for f in formulas) <= 8192
+    assert max(nesting(f) for f in formulas) <= 64
+
+
 def test_workbook_structure(book):
     wb = openpyxl.load_workbook(book)
     assert wb.sheetnames[:5] == ["Guide", "Plan", "Charts", "Scenarios", "RLHF"]

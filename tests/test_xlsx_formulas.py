@@ -11,7 +11,7 @@ import pytest
 import xlsxwriter
 
 from lo import recalculate, require_soffice
-from reportgen.formulas import (ISNUMBER, NOT, Const, ExcelContext, InTable, Var, compile_terms, concat,
+from reportgen.formulas import (FIND, ISNUMBER, LEFT, NOT, Const, ExcelContext, InTable, Var, compile_terms, concat,
                                 spreadsheet_text, to_excel, to_text)
 from reportgen.i18n import load_workbook_catalogue
 from reportgen.inputs import INPUT_BY_NAME, INPUTS, Scenario
@@ -40,6 +40,12 @@ def test_concat_renders_to_ampersands_prose_and_python():
     # Nested parts flatten, adjacent texts merge; a comparison inside is parenthesised.
     assert to_excel(concat("a", concat("b", Var("x")), Var("x").eq(1)), CTX) == '"ab"&A1&(A1=1)'
     assert to_excel(concat(Var("x") + 1, "!"), CTX) == 'A1+1&"!"'
+
+
+def test_left_and_find():
+    e = LEFT(Var("x"), FIND(" ¦ ", Var("x")) - 1)
+    assert to_excel(e, CTX) == 'LEFT(A1,FIND(" ¦ ",A1)-1)'
+    assert evaluate(e, {"x": "first ¦ second ¦ "}) == "first"
 
 
 def test_membership_isnumber_not_and_named_constants():

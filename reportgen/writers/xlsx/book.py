@@ -13,7 +13,8 @@ from ...report import PLAN_FITS, PLAN_ORDER, Report, Result
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
-from .checks import catalog_check, gated, group_check, scenario_check
+from .checks import (catalog_problems, checked, gated, group_check, input_problems, rule_problems,
+                     scenario_check)
 from .labels import scenario_label
 from .layout import ASSUMPTIONS_CHECK, GIB, LOOKUP_FIRST_ROW, OK, NO_FIT, SCENARIO_FIRST_ROW, Column, Names, Table, row_context
 from .stream import ROW
@@ -50,6 +51,14 @@ def _gated(cols: Sequence[Column]) -> tuple[Column, ...]:
 def rendered(col: Column) -> Expr:
     """What a column's formula computes: its expression, blank in a row whose check fails if gated."""
     return gated(col.expr) if col.gate else col.expr
+
+
+def problem_columns(t: Catalogue) -> tuple[Column, ...]:
+    """What a scenario row's check reports, by rule (its formulas stay short and shallow)."""
+    return (Column("input_problems", "Input problems", "text", "helper", 20, input_problems(t),
+                   help="each input against its allowed values, range or catalog row"),
+            Column("rule_problems", "Skip-rule problems", "text", "helper", 20, rule_problems(t),
+                   help="the skip rules the command line applies, once the inputs are valid"))
 
 
 def label_columns(t: Catalogue, label: Expr | None, check: Expr | None) -> tuple[Column, ...]:
@@ -144,7 +153,7 @@ RLHF_LINKS = tuple(
 def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
     return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t)) + _gated(SUMMARY_SHAPE + SUMMARY)
             + tuple(_input_column(i) for i in INPUTS) + _gated([_term_column(term) for term in ROLE_TERMS])
-            + tuple(helpers))
+            + problem_columns(t) + tuple(helpers))
 
 
 def rlhf_columns(t: Catalogue, results: Sequence[Result]) -> tuple[Column, ...]:
@@ -191,30 +200,30 @@ def compiled_columns(cols: Sequence[Column], *, chained: bool = True) -> Callabl
     return lambda row, values, tables=None: fn(None, values, tables, row)
 
 
+def derived_order(columns: Sequence[Column]) -> list[Column]:
+    """The expression columns, each after the columns it reads (the formulas' dependency order)."""
+    pending = {c.name: c for c in columns if c.expr is not None and c.kind != "formula"}
+    out: list[Column] = []
+    while pending:
+        ready = [c for c in pending.values() if not (rendered(c).names() & set(pending)) - {c.name}]
+        assert ready, f"circular columns: {sorted(pending)}"
+        for c in ready:
+            out.append(pending.pop(c.name))
+    return out
+
+
 def fill_derived(table: Table, rows: Sequence[dict[str, Any]], values: Mapping[str, Any],
                  tables: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
-    """Add the value of every summary/helper column to each row dict, in column order (a column may
-    read earlier ones). The same expressions are rendered as the columns' formulas."""
-    run: list[Column] = []  # consecutive expression columns, computed in one call per row
-
-    def flush() -> None:
-        if run:
-            fn, names = compiled_columns(run), [c.name for c in run]
-            for row in rows:
-                row.update(zip(names, fn(row, values, tables)))
-            run.clear()
-
+    """Add the value of every summary and helper column to each row dict, from the same expressions
+    their formulas are rendered from (the terms' values come from the estimator)."""
     for col in table.columns:
-        if col.kind not in ("summary", "helper") or col.special == "group":
-            continue
-        if col.expr is not None:
-            run.append(col)
-            continue
-        flush()
         if col.special == "position":
             for i, row in enumerate(rows, start=1):
                 row[col.name] = i
-    flush()
+    derived = derived_order([c for c in table.columns if c.kind in ("summary", "helper") and c.special != "group"])
+    fn, names = compiled_columns(derived), [c.name for c in derived]
+    for row in rows:
+        row.update(zip(names, fn(row, values, tables)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,13 +276,13 @@ def _catalog_column(name: str, values, kind: str = "input", **kw) -> Column:
 CHECK_WIDTH = 30
 
 
-def _catalog_table(t: Catalogue, name: str, key: str, checked: Sequence[Column], others: Sequence[Column],
+def _catalog_table(t: Catalogue, name: str, key: str, read: Sequence[Column], others: Sequence[Column],
                    num_rows: int) -> Table:
     """A catalog: its key, its check, the columns formulas read, then formulas and notes."""
-    check = Column("check", "check", "text", "summary", CHECK_WIDTH,
-                   catalog_check(t, name, [c.name for c in checked]),
+    check = Column("check", "check", "text", "summary", CHECK_WIDTH, checked(Var("problems")),
                    help="ok, or why this row cannot be used (scenarios that use it say so in their check)")
-    return Table(name, (Column(key, key, "text", "input"), check) + tuple(checked) + tuple(others),
+    problems = Column("problems", "problems", "text", "helper", 12, catalog_problems(t, name, [c.name for c in read]))
+    return Table(name, (Column(key, key, "text", "input"), check) + tuple(read) + tuple(others) + (problems,),
                  LOOKUP_FIRST_ROW, num_rows, key=key)
 
 
@@ -316,9 +325,10 @@ def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> 
     for lt in LOOKUP_TABLES:
         out[lt.name] = {k: {**row, lt.key: k, "source": lt.notes.get(k, "")} for k, row in lt.rows.items()}
     for name, rows in out.items():
-        check = compiled_columns([lookups[name].columns[1]])
+        derived = derived_order(lookups[name].columns)
+        fn = compiled_columns(derived)
         for row in rows.values():
-            (row["check"],) = check(row, {})
+            row.update(zip((c.name for c in derived), fn(row, {})))
     return out
 
 

@@ -82,7 +82,7 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
             "show_error": True, "error_title": a.label[:32], "input_title": a.label[:32],
             "input_message": a.help[:255], "error_message": f"{a.unit}: from {lo:g} to {hi:g}."[:255]})
         book.names.add(a.name, f"=Assumptions!${table.letter('value')}${r + 1}")
-    first = first_failure(book.t, [Var(f"check{i}") for i in range(len(checks))])
+    first = first_failure([Var(f"check{i}") for i in range(len(checks))])
     book.names.add(ASSUMPTIONS_CHECK, "=" + to_excel(first, ExcelContext(lambda n: checks[int(n[5:])], None, None)))
     r = len(ASSUMPTIONS) + 1
     ws.write_string(r, 0, "currency", styles.text)

@@ -15,7 +15,7 @@ from string import Formatter
 from typing import Sequence
 
 from ...estimate import SKIP_REASONS
-from ...formulas import FLOOR, IF, Concat, Fn, ISNUMBER, MOD, NOT, OR, Expr, InTable, Lookup, Str, Var, concat, is_one_of
+from ...formulas import AND, FIND, FLOOR, IF, LEFT, Concat, Fn, ISNUMBER, MOD, NOT, OR, Expr, InTable, Lookup, Str, Var, concat, is_one_of
 from ...i18n import Catalogue
 from ...inputs import FROZEN, INPUTS, Input
 from ...models import ModelSpec
@@ -72,29 +72,50 @@ def skip_template(t: Catalogue, code: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Scenario rows
+# Problems: each rule gives its message (ending with SEP) or "", independently of the others, so
+# the formulas stay shallow (Excel allows 64 nested functions and 8,192 characters): a row's
+# problems are their concatenation (helper columns list them all), and its check is ok or the
+# first of them, as the command line reports the first.
 
-def _input_check(t: Catalogue, i: Input, rest: Expr) -> Expr:
+SEP = " ¦ "
+
+
+def _problem(fails: Expr, text: Expr) -> Expr:
+    return IF(fails, concat(text, SEP), "")
+
+
+def checked(problems: Expr) -> Expr:
+    """ok, or the first problem."""
+    return IF(problems.eq(""), OK, LEFT(problems, FIND(SEP, problems) - 1))
+
+
+def _input_problem(t: Catalogue, i: Input) -> Expr:
     x = Var(i.name)
     if i.name in LOOKUP_KEY_INPUTS:
         sheet = LOOKUP_KEY_INPUTS[i.name]
         kind = CATALOG_KIND.get(i.name, i.name.replace("_", " "))
-        return IF(NOT(InTable(sheet, x)), message(t("check.unknown"), input=i.name, kind=kind, value=shown(x), sheet=sheet),
-                  IF(Lookup(sheet, "check", x).ne(OK),
-                     message(t("check.catalog_row"), input=i.name, sheet=sheet, value=shown(x),
-                             reason=Lookup(sheet, "check", x)), rest))
+        row_check = Lookup(sheet, "check", x)
+        return IF(InTable(sheet, x),
+                  _problem(row_check.ne(OK), message(t("check.catalog_row"), input=i.name, sheet=sheet, value=shown(x),
+                                                     reason=row_check)),
+                  concat(message(t("check.unknown"), input=i.name, kind=kind, value=shown(x), sheet=sheet), SEP))
     if i.choices:
-        return IF(is_one_of(x, *i.choices), rest,
-                  message(t("check.choice"), input=i.name, kind=i.name.replace("_", " "), value=shown(x),
-                          known=", ".join(sorted(i.choices))))
+        return _problem(NOT(is_one_of(x, *i.choices)),
+                        message(t("check.choice"), input=i.name, kind=i.name.replace("_", " "), value=shown(x),
+                                known=", ".join(sorted(i.choices))))
     if i.is_int:
         lo, hi = i.limits
         return IF(ISNUMBER(x),
-                  IF(FLOOR(x).ne(x), message(t("check.whole"), input=i.name, value=x),
-                     IF(OR(x.lt(lo), x.gt(hi)), message(t("check.range"), input=i.name, lo=str(lo), hi=f"{hi:,}",
-                                                        value=x), rest)),
-                  message(t("check.whole"), input=i.name, value=shown(x)))
+                  IF(FLOOR(x).ne(x), concat(message(t("check.whole"), input=i.name, value=x), SEP),
+                     _problem(OR(x.lt(lo), x.gt(hi)),
+                              message(t("check.range"), input=i.name, lo=str(lo), hi=f"{hi:,}", value=x))),
+                  concat(message(t("check.whole"), input=i.name, value=shown(x)), SEP))
     raise AssertionError(f"input {i.name}: no rule to check it by")
+
+
+def input_problems(t: Catalogue) -> Expr:
+    """Each input against its allowed values, range or catalog (and that catalog row's check)."""
+    return concat(*(_input_problem(t, i) for i in INPUTS))
 
 
 def inlined(expr: Expr) -> Expr:
@@ -115,23 +136,20 @@ def inlined(expr: Expr) -> Expr:
     return replace(expr, a=new[0], b=new[1])  # Op, Cmp
 
 
-def skip_rules_check(t: Catalogue, rest: Expr) -> Expr:
-    """The skip rules in order, each with its message, over the row's inputs."""
-    out = rest
-    for rule in reversed(SKIP_RULES):
-        values = {k: inlined(v) for k, v in rule.values}
-        out = IF(inlined(rule.when), message(skip_template(t, rule.code), **values), out)
-    return out
+def rule_problems(t: Catalogue) -> Expr:
+    """The skip rules, each with its message, once the inputs are valid. A frozen role row is made
+    by the program from its actor's row, which carries the rules: they speak of the scenarios a
+    planner defines (ZeRO on a frozen model shards its weights)."""
+    rules = concat(*(_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
+                     for r in SKIP_RULES))
+    return IF(OR(Var("input_problems").ne(""), Var("workload").eq(FROZEN)), "", rules)
 
 
 def scenario_check(t: Catalogue) -> Expr:
-    """A Scenarios (or NoteScenarios) row: the assumptions, each input, then the skip rules. A
-    frozen role row is made by the program from its actor's row, which carries the skip rules; they
-    speak of the scenarios a planner defines (ZeRO on a frozen model shards its weights)."""
-    out = IF(Var("workload").eq(FROZEN), OK, skip_rules_check(t, Str(OK)))
-    for i in reversed(INPUTS):
-        out = _input_check(t, i, out)
-    return IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)), out)
+    """A Scenarios (or NoteScenarios) row: the assumptions, then its inputs' and the rules' problems."""
+    problems = concat(Var("input_problems"), Var("rule_problems"))
+    return IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
+              checked(problems))
 
 
 def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:
@@ -152,42 +170,42 @@ def gated(expr: Expr) -> Expr:
 # ---------------------------------------------------------------------------------------------
 # Catalog rows and assumptions
 
-def _whole(t: Catalogue, name: str, minimum: int, rest: Expr) -> Expr:
+def _whole(t: Catalogue, name: str, minimum: int) -> Expr:
     x = Var(name)
-    return IF(ISNUMBER(x), IF(FLOOR(x).ne(x), message(t("check.integer"), field=name, value=x),
-                              IF(x.lt(minimum), message(t("check.at_least"), field=name, minimum=str(minimum), value=x),
-                                 rest)),
-              message(t("check.integer"), field=name, value=shown(x)))
+    return IF(ISNUMBER(x),
+              IF(FLOOR(x).ne(x), concat(message(t("check.integer"), field=name, value=x), SEP),
+                 _problem(x.lt(minimum), message(t("check.at_least"), field=name, minimum=str(minimum), value=x))),
+              concat(message(t("check.integer"), field=name, value=shown(x)), SEP))
 
 
-def _non_negative(t: Catalogue, name: str, rest: Expr) -> Expr:
+def _non_negative(t: Catalogue, name: str) -> Expr:
     x = Var(name)
-    return IF(ISNUMBER(x), IF(x.ge(0), rest, message(t("check.non_negative"), field=name, value=x)),
-              message(t("check.non_negative"), field=name, value=shown(x)))
-
-
-def catalog_check(t: Catalogue, table: str, columns: Sequence[str]) -> Expr:
-    """A catalog row: its key, then the columns formulas read, by the catalog loaders' rules."""
-    out: Expr = Str(OK)
-    if table == "Models":
-        heads, kv = Var("num_attention_heads"), Var("num_key_value_heads")
-        out = IF(MOD(heads, kv).ne(0), message(t("check.kv_heads"), kv=kv, heads=heads), out)
-    for name in reversed(columns):
-        x = Var(name)
-        if table == "Models" and name in MODEL_FLAGS:
-            out = IF(is_one_of(x, 0, 1), out, message(t("check.flag"), field=name, value=shown(x)))
-        elif table == "Models":
-            out = _whole(t, name, 1 if name in POSITIVE_MODEL_FIELDS else 0, out)
-        elif table == "GPUs" and name == "memory_mib":
-            out = IF(_positive_whole(x), out, message(t("check.memory"), field=name, value=shown(x)))
-        else:
-            out = _non_negative(t, name, out)
-    return out
+    return _problem(IF(ISNUMBER(x), x.lt(0), True), message(t("check.non_negative"), field=name, value=shown(x)))
 
 
 def _positive_whole(x: Expr) -> Expr:
     """ISNUMBER first: comparing a text with a number is no error in Excel, but INT of a text is."""
     return IF(ISNUMBER(x), IF(FLOOR(x).eq(x), x.gt(0), False), False)
+
+
+def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> Expr:
+    """A catalog row's problems: the columns formulas read, by the catalog loaders' rules."""
+    parts = []
+    for name in columns:
+        x = Var(name)
+        if table == "Models" and name in MODEL_FLAGS:
+            parts.append(_problem(NOT(is_one_of(x, 0, 1)), message(t("check.flag"), field=name, value=shown(x))))
+        elif table == "Models":
+            parts.append(_whole(t, name, 1 if name in POSITIVE_MODEL_FIELDS else 0))
+        elif table == "GPUs" and name == "memory_mib":
+            parts.append(_problem(NOT(_positive_whole(x)), message(t("check.memory"), field=name, value=shown(x))))
+        else:
+            parts.append(_non_negative(t, name))
+    if table == "Models":
+        heads, kv = Var("num_attention_heads"), Var("num_key_value_heads")
+        whole = AND(_positive_whole(heads), _positive_whole(kv))
+        parts.append(IF(whole, _problem(MOD(heads, kv).ne(0), message(t("check.kv_heads"), kv=kv, heads=heads)), ""))
+    return concat(*parts)
 
 
 def assumption_check(t: Catalogue, a: Assumption) -> Expr:
@@ -202,7 +220,7 @@ def assumption_check(t: Catalogue, a: Assumption) -> Expr:
     return IF(ISNUMBER(x), out, message(t("check.number"), field=a.name, value=shown(x)))
 
 
-def first_failure(t: Catalogue, reasons: Sequence[Expr]) -> Expr:
+def first_failure(reasons: Sequence[Expr]) -> Expr:
     """ok when every reason is ok, else the first that is not."""
     out: Expr = Str(OK)
     for reason in reversed(reasons):
