@@ -5,6 +5,7 @@ skipped formula check proves nothing. Install it with scripts/install-system-dep
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -27,6 +28,7 @@ from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
+REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
@@ -578,3 +580,9 @@ def test_guide_names_the_preset_not_a_local_path(tmp_path):
     assert preset_line(bundled).startswith("Preset: default (bundled with reportgen) · ")
     assert preset_line(given).startswith(f"Preset: xlsx-small ({FIXTURE}) · ")
     assert str(Path(__file__).resolve().parent.parent / "presets") not in preset_line(bundled)
+
+
+def test_workbook_catalogues_have_the_same_messages():
+    messages = [set(json.loads((REPO / "templates" / "i18n" / f"xlsx.{lang}.json").read_text())["messages"])
+                for lang in ("en", "zh")]
+    assert messages[0] == messages[1]

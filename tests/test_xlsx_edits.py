@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from lo import recalculate, require_soffice
 from reportgen.cli import main
+from reportgen.i18n import load_catalogue
 from reportgen.inputs import INPUTS
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import recommend
@@ -335,3 +336,33 @@ def assert_single_model_plan(wb, candidates) -> None:
         rivals = [b for k, b in picks.values() if k[:2] == key[:2] and b]
         want = int(best is not None and best == min(rivals))
         assert plan.cell(row, cols["cheapest"]).value == want, key
+
+
+# ---------------------------------------------------------------------------------------------
+# --lang zh
+
+def test_the_chinese_workbook_has_the_same_formulas_in_chinese_words(report, book, soffice, tmp_path):
+    """Labels, texts and check reasons in Chinese (the report's translations where they exist); the
+    formulas are the English workbook's but for their text literals; LibreOffice gives the Chinese
+    reason of a bad edit."""
+    (zh_book,) = write_outputs(report, tmp_path / "zh", ["xlsx"], "zh")
+    literals = re.compile(r'"(?:[^"]|"")*"')
+
+    def formulas(path):
+        wb = openpyxl.load_workbook(path)
+        return [(ws.title, c.coordinate, literals.sub('""', c.value)) for ws in wb for row in ws.iter_rows()
+                for c in row if isinstance(c.value, str) and c.value.startswith("=")]
+
+    assert formulas(zh_book) == formulas(book)
+    wb = openpyxl.load_workbook(zh_book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    assert ws.cell(2, cols["check"]).value == "检查" and ws.cell(2, cols["kv_cache"]).value.startswith("KV 缓存")
+    assert wb["Guide"]["A5"].value == "这个工作簿是什么"
+    row = find_row(ws, model="Llama-3.1-70B", group=None)
+    ws.cell(row, cols["tp_size"]).value = 3
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)["Scenarios"]
+    assert fresh.cell(row, cols["check"]).value == load_catalogue("zh")("skip.tp_gpus", tp=3, gpus=4)
+    assert fresh.cell(row, cols["check"]).value == "tp_size 3 不能整除卡数 4"

@@ -24,15 +24,8 @@ def _gib(name: str) -> Expr:
     return Var(name) / GIB
 
 
-# Shown right after the identifying columns (and printed): what tells rows of the same name apart
-# (batch, tokens per sequence; model instances only), the answer in GiB, then fit and cost. Blank
-# in a row whose check fails.
-SUMMARY_SHAPE = (
-    Column("summary_batch", "Batch", "count", "summary", 6, Var("batch_size")),
-    Column("summary_tokens", "Tokens per sequence", "count", "summary", 9,
-           IF(Var("workload").eq("inference"), Var("context_tokens"), Var("seq_len")),
-           help="inference: prompt + generated tokens; training and scoring: the sequence length"),
-)
+# Shown right after the identifying columns, the label and the check (and printed): the answer in
+# GiB, then fit and cost. Blank in a row whose check fails.
 SUMMARY = (
     Column("allocated_peak_gib", "Allocated peak", "gib", "summary", 10, _gib("allocated_peak")),
     Column("device_total_gib", "Device total (nvidia-smi)", "gib", "summary", 11, _gib("device_total")),
@@ -63,11 +56,11 @@ def problem_columns(t: Catalogue) -> tuple[Column, ...]:
 
 def label_columns(t: Catalogue, label: Expr | None, check: Expr | None) -> tuple[Column, ...]:
     """The row's live label and its check (expressions; None: each row brings its own formula)."""
-    return (Column("label", "Scenario (from its inputs)", "text", "summary", 46, label,
+    return (Column("label", "Scenario (from its inputs)", "text", "summary", 62, label,
                    "" if label is not None else "group",
                    help="model · workload · precision or dtype · batch · tokens · inputs that differ from "
                         "their default · GPUs × type · ZeRO/TP/EP"),
-            Column("check", "Check", "text", "summary", 30, check, "" if check is not None else "group",
+            Column("check", "Check", "text", "summary", 24, check, "" if check is not None else "group",
                    help="ok, or why the row cannot be computed (its totals are then blank and no plan, chart, "
                         "group or note reads it)"))
 
@@ -124,20 +117,20 @@ def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
 
 SCENARIO_IDS = (
     Column("index", "#", "count", "id", 5),
-    Column("name", "Scenario", "text", "id", 46),
-    Column("matrix", "Matrix", "text", "id", 18),
+    Column("name", "Name (preset)", "text", "id", 12),
+    Column("matrix", "Matrix", "text", "id", 14),
     Column("group", "RLHF group", "text", "id", 8, help="the RLHF sheet row this role belongs to"),
     Column("role", "Role", "text", "id", 9),
 )
 NOTE_SCENARIO_IDS = (
     Column("note", "Note", "text", "id", 6),
     Column("key", "Scenario key", "text", "id", 9, help="figures read this scenario as <key>.<term>"),
-    Column("name", "Scenario", "text", "id", 46),
+    Column("name", "Name (preset)", "text", "id", 12),
 )
 RLHF_IDS = (
     Column("group", "Group", "text", "id", 7),
     Column("index", "#", "count", "id", 5),
-    Column("name", "RLHF group", "text", "id", 34),
+    Column("name", "Name (preset)", "text", "id", 12),
     Column("matrix", "Matrix", "text", "id", 16),
     Column("workload", "Algorithm", "text", "id", 9),
     Column("placement", "Placement", "text", "id", 10),
@@ -151,7 +144,7 @@ RLHF_LINKS = tuple(
 
 
 def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
-    return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t)) + _gated(SUMMARY_SHAPE + SUMMARY)
+    return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t)) + _gated(SUMMARY)
             + tuple(_input_column(i) for i in INPUTS) + _gated([_term_column(term) for term in ROLE_TERMS])
             + problem_columns(t) + tuple(helpers))
 

@@ -10,6 +10,7 @@ from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
 from ...formulas import Const, Expr, ExcelContext
+from ...i18n import Catalogue
 from ...terms import ASSUMPTION_DEFAULTS
 from ...units import GiB
 from .stream import ROW, SheetRows, StreamColumn, StreamingWorkbook
@@ -58,11 +59,6 @@ class Column:
     @property
     def is_formula(self) -> bool:
         return self.kind in ("summary", "formula", "helper")
-
-    @property
-    def header(self) -> str:
-        unit = UNIT_SUFFIX.get(self.unit)
-        return f"{self.label} [{unit}]" if unit and unit not in self.label else self.label
 
 
 @dataclass
@@ -229,7 +225,7 @@ def text_lines(text: str, width: float) -> int:
     XlsxWriter cannot measure text and LibreOffice does not grow rows on load, so we size them."""
     lines = 0
     for paragraph in str(text).split("\n"):
-        units = sum(2 if ord(ch) >= 0x2E80 else 1 for ch in paragraph)
+        units = sum(2.3 if ord(ch) >= 0x2E80 else 1 for ch in paragraph)  # CJK glyphs: a little over two
         lines += max(1, math.ceil(units / (width * CHARS_PER_WIDTH)))
     return lines
 
@@ -249,16 +245,31 @@ def mark_invalid_rows(ws, table: Table, styles: Styles) -> None:
         "format": styles.invalid})
 
 
-def write_header(ws, table: Table, styles: Styles, header_row: int) -> None:
-    """Row header_row-1 (0-based): formula names; row header_row: labels with units. One row at a
-    time: constant_memory flushes a row as soon as a later one is written."""
-    ws.set_row(header_row - 1, 11)
+def column_label(t: Catalogue, sheet: str, col: Column) -> str:
+    """A column's label in the workbook's language: the catalogue's translation (this sheet's, an
+    RLHF group term's, the column's, or its term's for a "…_gib" column), else the definition's."""
+    keys = [f"{sheet}.{col.name}"] + ([f"group.{col.name}"] if sheet == "RLHF" else []) + [col.name]
+    keys += [col.name[:-4]] if col.name.endswith("_gib") else []
+    return next((t.terms[k] for k in keys if k in t.terms), col.label)
+
+
+def column_header(t: Catalogue, sheet: str, col: Column) -> str:
+    """The label with its unit: "Label [unit]"."""
+    label = column_label(t, sheet, col)
+    unit = UNIT_SUFFIX.get(col.unit)
+    return f"{label} [{unit}]" if unit and unit not in label else label
+
+
+def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
+    """Row 1: formula names; row 2: labels with units. One row at a time: constant_memory flushes
+    a row as soon as a later one is written."""
+    ws.set_row(0, 11)
     for c, col in enumerate(table.columns):
         ws.set_column(c, c, col.width)
-        ws.write_string(header_row - 1, c, col.name, styles.name_row)
-    ws.set_row(header_row, 54)
+        ws.write_string(0, c, col.name, styles.name_row)
+    ws.set_row(1, 54)
     for c, col in enumerate(table.columns):
-        ws.write_string(header_row, c, col.header, styles.header[col.kind])
+        ws.write_string(1, c, column_header(t, table.sheet, col), styles.header[col.kind])
 
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],

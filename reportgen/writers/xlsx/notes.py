@@ -30,23 +30,25 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
     widths = (18, 70, 20, 9, 12, 36)
     for c, width in enumerate(widths):
         ws.set_column(c, c, width)
-    ws.write_string(0, 0, "Error-correction notes: claims checked with this workbook's own formulas", styles.title)
+    t = book.t
+    ws.write_string(0, 0, t("notes.title"), styles.title)
     r = 2
     for note in notes:
         ws.write_string(r, 0, note.id, styles.subtitle)
-        ws.write_string(r, 1, f"Verdict: {note.verdict}", styles.subtitle)
+        ws.write_string(r, 1, t("notes.verdict", verdict=note.verdict), styles.subtitle)
         r += 1
-        for label, text in (("Article", note.article), ("Claim (zh)", note.claim_zh), ("Claim (en)", note.claim_en),
-                            ("Setting (en)", note.setting_en), ("Setting (zh)", note.setting_zh),
-                            ("Explanation (en)", _explanation(note.explanation_en)),
-                            ("Explanation (zh)", _explanation(note.explanation_zh)), ("Source", note.source),
-                            ("Scenarios", "; ".join(f"{k}: NoteScenarios row {book.note_cells[(note.id, k)]}"
-                                                    for k in note.scenarios))):
+        rows = "; ".join(t("notes.scenario_row", scenario=k, row=book.note_cells[(note.id, k)]) for k in note.scenarios)
+        for key, text in (("article", note.article), ("claim_zh", note.claim_zh), ("claim_en", note.claim_en),
+                          ("setting_en", note.setting_en), ("setting_zh", note.setting_zh),
+                          ("explanation_en", _explanation(note.explanation_en)),
+                          ("explanation_zh", _explanation(note.explanation_zh)), ("source", note.source),
+                          ("scenarios", rows)):
+            label = t(f"notes.{key}")
             fit_row(ws, r, [(text, widths[1])])
             ws.write_string(r, 0, label, styles.bold)
             write_value(ws, r, 1, text, styles.wrap)
             r += 1
-        for c, head in enumerate(("Figure", "Label (en)", "Value", "Unit", "In GiB", "Label (zh)")):
+        for c, head in enumerate(t(f"notes.{k}") for k in ("figure", "label_en", "value", "unit", "in_gib", "label_zh")):
             ws.write_string(r, c, head, styles.header["formula"])
         r += 1
         ctx = _note_context(book, note.id)

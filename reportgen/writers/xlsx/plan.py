@@ -15,18 +15,19 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ...formulas import ExcelContext, Var, to_excel
+from ...i18n import Catalogue
 from ...inputs import RLHF_ALGORITHMS
 from ...report import PLAN_ORDER
 from ...terms import PEAK_PARTS, TERM_BY_NAME
 from .book import Book, compiled_columns, plan_key_column
-from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, page_setup, write_header,
+from .layout import (DASH, GIB, column_header, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, page_setup, write_header,
                      write_rows)
 from .stream import ROW
 
 # The chosen candidate's figures, as expressions over the candidate table's columns.
 PLAN_DETAILS = (
     Column("index", "#", "count", "formula", 5, Var("index")),
-    Column("label", "Cheapest configuration that fits with k", "text", "formula", 46, Var("label")),
+    Column("label", "Cheapest configuration that fits with k", "text", "formula", 62, Var("label")),
     Column("total_gpus", "GPUs", "count", "formula", 6, Var(plan_key_column("total_gpus"))),
     Column("zero_stage", "ZeRO stage", "count", "formula", 6, Var("zero_stage")),
     Column("tp_size", "Tensor parallel", "count", "formula", 7, Var("tp_size")),
@@ -42,18 +43,21 @@ def best_column(key: str) -> str:
     return f"best_{key}"
 
 
+BEST_LABELS = {"purchase_usd": "Lowest cost of a fitting candidate (10^15: none)",
+               "total_gpus": "then fewest GPUs", "index": "then first row in table: the pick"}
+# The planner's keys, the answer, then the helpers the answer is found with.
 PLAN_TABLE_COLUMNS = (
     (Column("model", "Model", "text", "input", 16),
      Column("workload", "Workload", "text", "input", 10),
-     Column("gpu", "GPU type", "text", "input", 16),
-     Column("sheet", "Candidates on", "text", "helper", 10,
-            help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
-     Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
-    + tuple(Column(best_column(k), f"Lowest {k} of the fitting candidates (10^15: none)",
-                   "usd" if k == "purchase_usd" else "count", "helper", 11) for k in PLAN_ORDER)
+     Column("gpu", "GPU type", "text", "input", 16))
     + PLAN_DETAILS
     + (Column("cheapest", "Cheapest overall for this model × workload (1/0)", "flag", "helper", 12),
-       Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9))
+       Column("sheet", "Candidates on", "text", "helper", 10,
+              help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
+       Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
+    + tuple(Column(best_column(k), BEST_LABELS[k], "usd" if k == "purchase_usd" else "count", "helper", 11)
+            for k in PLAN_ORDER)
+    + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
 )
 FOUND = best_column(PLAN_ORDER[-1])  # the last key is unique per candidate row: NO_FIT means none fits
 
@@ -153,7 +157,7 @@ def plan_table(book: Book) -> Table:
 def write_plan(wb, book: Book, styles: Styles) -> None:
     ws = add_sheet(wb, "Plan")
     plan = plan_table(book)
-    write_header(ws, plan, styles, 1)
+    write_header(ws, plan, styles, book.t)
     rows = plan_rows(book)
     write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles)
     col = plan.index["cheapest"]
@@ -179,7 +183,7 @@ CHART_COLUMNS = (
      Column("plan_row", "Plan row (in table)", "count", "helper", 7),
      Column("recommendation", "Model · workload", "text", "formula", 24),
      Column(FOUND, "Scenarios row (in table)", "count", "helper", 9),
-     Column("label", "Cheapest configuration", "text", "formula", 46))
+     Column("label", "Cheapest configuration", "text", "formula", 62))
     + CHART_PARTS
     + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GIB),)
 )
@@ -226,15 +230,15 @@ def write_charts(wb, book: Book, styles: Styles) -> None:
     picks = [rec.best.result for rec in book.report.recommendations if rec.best and not rec.best.result.is_group]
     table = Table("Charts", CHART_COLUMNS, SCENARIO_FIRST_ROW, len(picks) + SPARE_PICKS)
     rows, templates = chart_rows(book, plan_table(book), table, picks)
-    write_header(ws, table, styles, 1)
+    write_header(ws, table, styles, book.t)
     write_rows(wb, ws, table, rows, templates, styles)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 1)
     if rows:
-        _breakdown_chart(wb, ws, table, rows)
+        _breakdown_chart(wb, ws, table, rows, book.t)
     page_setup(ws, header_rows=0)
 
 
-def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]], t: Catalogue) -> None:
     chart = wb.add_chart({"type": "bar", "subtype": "stacked"})
     first, last = table.first_row - 1, table.first_row + len(rows) - 2
     names = [r["label"] for r in rows]
@@ -242,7 +246,7 @@ def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]]) ->
         c = table.index[part.name]
         chart.add_series({
             "name": ["Charts", 1, c],
-            "name_data": [part.header],
+            "name_data": [column_header(t, "Charts", part)],
             "categories": ["Charts", first, table.index["label"], last, table.index["label"]],
             "categories_data": names,
             "values": ["Charts", first, c, last, c],
@@ -250,10 +254,9 @@ def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]]) ->
             "values_data": [r[part.name] if r[part.name] != "" else None for r in rows],
             "fill": {"color": colour}, "gap": 60,
         })
-    chart.set_title({"name": "Per-GPU memory of the cheapest fitting configuration, by part (GiB)",
-                     "name_font": {"size": 12}})
+    chart.set_title({"name": t("chart.title"), "name_font": {"size": 12}})
     # Axes stay visible (XlsxWriter writes <c:delete> only for hidden axes).
-    chart.set_x_axis({"name": "GiB per GPU", "num_format": "0", "visible": True, "major_gridlines": {"visible": True}})
+    chart.set_x_axis({"name": t("chart.axis"), "num_format": "0", "visible": True, "major_gridlines": {"visible": True}})
     chart.set_y_axis({"reverse": True, "visible": True, "num_font": {"size": 8}})
     chart.set_legend({"position": "bottom", "font": {"size": 8}})
     chart.set_size({"width": 1100, "height": 160 + 34 * len(rows)})
