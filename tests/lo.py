@@ -90,10 +90,11 @@ def _require_soffice() -> str:
     return exe
 
 
-def _make_profile(root: Path) -> Path:
+def _make_profile(root: Path, recalc: bool) -> Path:
     profile = root / "lo-profile"
     (profile / "user").mkdir(parents=True)
-    (profile / "user" / "registrymodifications.xcu").write_text(_XCU, encoding="utf-8")
+    xcu = _XCU if recalc else _XCU.replace("<value>0</value>", "<value>1</value>")  # 1 = never
+    (profile / "user" / "registrymodifications.xcu").write_text(xcu, encoding="utf-8")
     return profile
 
 
@@ -104,13 +105,15 @@ def convert(
     *,
     out_suffix: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    recalc: bool = True,
 ) -> Path:
     """Run ``soffice --convert-to <target>`` on *src* into *out_dir*.
 
     *target* is a LibreOffice filter spec such as ``"xlsx"``, ``"pdf"`` or
     ``'csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1'``.
     Returns the path of the converted file.  Raises LibreOfficeError with
-    soffice's stdout/stderr on any failure.
+    soffice's stdout/stderr on any failure.  ``recalc=False`` keeps the
+    cached values (LibreOffice's default), for timing the load alone.
     """
     exe = _require_soffice()
     src = Path(src).resolve()
@@ -129,7 +132,7 @@ def convert(
 
     with tempfile.TemporaryDirectory(prefix="reportgen-lo-") as tmp:
         tmp_path = Path(tmp)
-        profile = _make_profile(tmp_path)
+        profile = _make_profile(tmp_path, recalc)
         cmd = [
             exe,
             "--headless",

@@ -60,7 +60,7 @@ def label_columns(t: Catalogue, label: Expr | None, check: Expr | None) -> tuple
                    "" if label is not None else "group",
                    help="model · workload · precision or dtype · batch · tokens · inputs that differ from "
                         "their default · GPUs × type · ZeRO/TP/EP"),
-            Column("check", "Check", "text", "summary", 24, check, "" if check is not None else "group",
+            Column("check", "Check", "text", "summary", 36, check, "" if check is not None else "group",
                    help="ok, or why the row cannot be computed (its totals are then blank and no plan, chart, "
                         "group or note reads it)"))
 
