@@ -197,9 +197,12 @@ class InTable(Expr):
 
 def spreadsheet_text(value) -> str:
     """A value as Excel's & shows it: whole numbers without '.0', text as it is."""
-    if isinstance(value, float) and value.is_integer():
+    kind = type(value)  # called per part of every row's label: the common cases first
+    if kind is str:
+        return value
+    if kind is int or (kind is float and value.is_integer()):
         return str(int(value))
-    return value if isinstance(value, str) else repr(value)
+    return repr(value)
 
 
 def ceil_div(a, b) -> Expr:
@@ -324,6 +327,13 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
 # ---------------------------------------------------------------------------------------------
 # Compilation to Python, for sweeps of many scenarios
 
+def _is_text(expr: Expr) -> bool:
+    """True when the expression's value is text whatever the cells hold (a literal, a join, an IF of those)."""
+    if isinstance(expr, (Str, Concat)):
+        return True
+    return isinstance(expr, Fn) and expr.name == "IF" and _is_text(expr.args[1]) and _is_text(expr.args[2])
+
+
 def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], str]) -> str:
     """Python source for the expression (used to compile the term table into one function)."""
     if isinstance(expr, Num):
@@ -336,8 +346,9 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
         return lookup(expr)
     if isinstance(expr, InTable):
         return f"({to_python(expr.key, var, lookup)} in T[{expr.table!r}])"
-    if isinstance(expr, Concat):
-        return "(" + " + ".join(f"_text({to_python(p, var, lookup)})" for p in expr.parts) + ")"
+    if isinstance(expr, Concat):  # parts that are text already need no conversion
+        return "(" + " + ".join(to_python(p, var, lookup) if _is_text(p) else f"_text({to_python(p, var, lookup)})"
+                                for p in expr.parts) + ")"
     if isinstance(expr, Op):
         return f"({to_python(expr.a, var, lookup)} {expr.op} {to_python(expr.b, var, lookup)})"
     if isinstance(expr, Cmp):
