@@ -530,6 +530,13 @@ def test_workbook_structure(book):
     assert validations[letter("checkpointing")].formula1.startswith("Choices!")
     zero = validations[letter("zero_stage")]
     assert zero.type == "whole" and (zero.formula1, zero.formula2) == ("0", "3") and zero.showErrorMessage
+    # Catalogs and assumptions validate what is typed, by the same rules as their checks.
+    gpus = wb["GPUs"]
+    memory = {c.value: c.column_letter for c in gpus[1]}["memory_mib"]
+    (rule,) = [v for v in gpus.data_validations.dataValidation if str(v.sqref).startswith(f"{memory}2:")]
+    assert (rule.type, rule.operator, rule.formula1, rule.showErrorMessage) == ("whole", "greaterThanOrEqual", "1", True)
+    k = next(v for v in wb["Assumptions"].data_validations.dataValidation if str(v.sqref) == "C2")
+    assert (k.type, float(k.formula1), float(k.formula2)) == ("decimal", 1, 10)
     # Inputs are styled as inputs, formulas are not.
     assert ws.cell(FIRST_ROW, cols["batch_size"]).fill.fgColor.rgb.endswith("FFF2CC")
     assert ws.cell(FIRST_ROW, cols["weights"]).data_type == "f"

@@ -8,8 +8,8 @@ from ...inputs import INPUT_BY_NAME, INPUTS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTIONS, SKIP_RULES
 from .book import Book, compiled_columns
-from .checks import LOOKUP_KEY_INPUTS, assumption_check, first_failure, skip_template
-from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, Column, Styles, Table, add_sheet,
+from .checks import LOOKUP_KEY_INPUTS, assumption_check, catalog_validation, first_failure, skip_template
+from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table, add_sheet,
                      column_label, fit_row,
                      mark_invalid_rows, page_setup, plain, text_lines, write_value)
 from .stream import ROW
@@ -142,6 +142,12 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
                 ws.write_formula(r, c, formula, styles.cell(col), plain(values[col.name]))
             else:
                 write_value(ws, r, c, values[col.name], styles.cell(col))
+    for c, col in enumerate(table.columns):
+        if col.kind == "input" and col.name != table.key and col.unit != "text":
+            label = column_label(book.t, table.sheet, col)
+            ws.data_validation(table.first_row - 1, c, MAX_ROW, c, {
+                **catalog_validation(table.sheet, col.name), "show_error": True, "error_title": label[:32],
+                "error_message": book.t("validation.catalog")})
     mark_invalid_rows(ws, table, styles)
     ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, table.last_row - 1, len(table.columns) - 1)

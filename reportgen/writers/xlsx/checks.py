@@ -188,16 +188,37 @@ def _positive_whole(x: Expr) -> Expr:
     return IF(ISNUMBER(x), IF(FLOOR(x).eq(x), x.gt(0), False), False)
 
 
+def catalog_rule(table: str, name: str) -> tuple[str, int]:
+    """What a catalog column holds, by the catalog loaders: ("flag", 0), ("whole", minimum),
+    ("memory", 1: a positive whole number of MiB) or ("number", 0: non-negative)."""
+    if table == "Models":
+        return ("flag", 0) if name in MODEL_FLAGS else ("whole", 1 if name in POSITIVE_MODEL_FIELDS else 0)
+    if table == "GPUs" and name == "memory_mib":
+        return "memory", 1
+    return "number", 0
+
+
+def catalog_validation(table: str, name: str) -> dict:
+    """The same rule as Excel's data validation (its check when a value is typed)."""
+    kind, minimum = catalog_rule(table, name)
+    if kind == "flag":
+        return {"validate": "integer", "criteria": "between", "minimum": 0, "maximum": 1}
+    if kind == "number":
+        return {"validate": "decimal", "criteria": ">=", "value": 0}
+    return {"validate": "integer", "criteria": ">=", "value": minimum}
+
+
 def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> Expr:
     """A catalog row's problems: the columns formulas read, by the catalog loaders' rules."""
     parts = []
     for name in columns:
         x = Var(name)
-        if table == "Models" and name in MODEL_FLAGS:
+        kind, minimum = catalog_rule(table, name)
+        if kind == "flag":
             parts.append(_problem(NOT(is_one_of(x, 0, 1)), message(t("check.flag"), field=name, value=shown(x))))
-        elif table == "Models":
-            parts.append(_whole(t, name, 1 if name in POSITIVE_MODEL_FIELDS else 0))
-        elif table == "GPUs" and name == "memory_mib":
+        elif kind == "whole":
+            parts.append(_whole(t, name, minimum))
+        elif kind == "memory":
             parts.append(_problem(NOT(_positive_whole(x)), message(t("check.memory"), field=name, value=shown(x))))
         else:
             parts.append(_non_negative(t, name))
