@@ -16,7 +16,8 @@ from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .checks import (catalog_problems, checked, gated, group_check, input_problems, rule_problems,
                      scenario_check)
 from .labels import scenario_label
-from .layout import ASSUMPTIONS_CHECK, GIB, LOOKUP_FIRST_ROW, OK, NO_FIT, SCENARIO_FIRST_ROW, Column, Names, Table, row_context
+from .layout import (ASSUMPTIONS_CHECK, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names, Table,
+                     row_context)
 from .stream import ROW
 
 
@@ -380,7 +381,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     prefix = f"{g.scenario.algorithm.upper()} · {g.scenario.placement} · "
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
-           "roles": ", ".join(f"{role}: row {n}" for role, n in role_rows.items()),
+           "roles": ", ".join(t("group.role_rows", role=role, row=n) for role, n in role_rows.items()),
            **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **g.values}
     formulas = {c.name: f"={book.scenarios.cell(c.name, role_rows[roles[0]])}" for c in RLHF_LINKS}
 

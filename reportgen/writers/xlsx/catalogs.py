@@ -9,9 +9,9 @@ from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTIONS, SKIP_RULES
 from .book import Book, compiled_columns
 from .checks import LOOKUP_KEY_INPUTS, assumption_check, catalog_validation, first_failure, skip_template
-from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table, add_sheet,
-                     column_label, fit_row,
-                     mark_invalid_rows, page_setup, plain, text_lines, write_value)
+from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table,
+                     add_sheet, column_label, fit_row, mark_invalid_rows, page_setup, plain,
+                     text_lines, write_value)
 from .stream import ROW
 
 

@@ -15,7 +15,8 @@ from string import Formatter
 from typing import Sequence
 
 from ...estimate import SKIP_REASONS
-from ...formulas import AND, FIND, FLOOR, IF, LEFT, Concat, Fn, ISNUMBER, MOD, NOT, OR, Expr, InTable, Lookup, Str, Var, concat, is_one_of
+from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Concat, Expr, Fn, InTable, Lookup, Str,
+                         Var, concat, is_one_of)
 from ...i18n import Catalogue
 from ...inputs import FROZEN, INPUTS, Input
 from ...models import ModelSpec

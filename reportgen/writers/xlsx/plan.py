@@ -20,8 +20,8 @@ from ...inputs import RLHF_ALGORITHMS
 from ...report import PLAN_ORDER
 from ...terms import PEAK_PARTS, TERM_BY_NAME
 from .book import Book, compiled_columns, plan_key_column
-from .layout import (DASH, GIB, column_header, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, page_setup, write_header,
-                     write_rows)
+from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, column_header,
+                     page_setup, write_header, write_rows)
 from .stream import ROW
 
 # The chosen candidate's figures, as expressions over the candidate table's columns.
