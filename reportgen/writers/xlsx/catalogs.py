@@ -143,6 +143,8 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
             else:
                 write_value(ws, r, c, values[col.name], styles.cell(col))
     for c, col in enumerate(table.columns):
+        if col.unit != "note":
+            book.names.of(table, col.name)  # every column formulas may read is named, used or not
         if col.kind == "input" and col.name != table.key and col.unit != "text":
             label = column_label(book.t, table.sheet, col)
             ws.data_validation(table.first_row - 1, c, MAX_ROW, c, {
