@@ -94,9 +94,10 @@ def _other_value(name: str, value):
     spec = INPUT_BY_NAME[name]
     if spec.choices:
         return next(c for c in spec.choices if c != value)
-    if spec.is_int:
+    if spec.limits:  # a whole number or a fraction within its range
         lo, hi = spec.limits
-        return value + 1 if value < hi else value - 1
+        step = 1 if spec.is_int else (hi - lo) / 4
+        return value + step if value + step <= hi else value - step
     return value + "-other"  # model and GPU names
 
 

@@ -18,7 +18,7 @@ from ...estimate import SKIP_REASONS
 from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Concat, Expr, Fn, InTable, Lookup, Str,
                          Var, concat, is_one_of)
 from ...i18n import Catalogue
-from ...inputs import FROZEN, INPUTS, Input
+from ...inputs import FROZEN, INPUT_NAMES, INPUTS, Input
 from ...models import ModelSpec
 from ...terms import ROLE_TERMS, SKIP_RULES, TERM_BY_NAME, Assumption
 from .layout import ASSUMPTIONS_CHECK, OK
@@ -143,6 +143,8 @@ def rule_problems(t: Catalogue) -> Expr:
     planner defines (ZeRO on a frozen model shards its weights)."""
     rules = concat(*(_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
                      for r in SKIP_RULES))
+    # A term cell left in would read the check that reads it: a circular reference.
+    assert rules.names() <= set(INPUT_NAMES), f"skip rules read {sorted(rules.names() - set(INPUT_NAMES))}"
     return IF(OR(Var("input_problems").ne(""), Var("workload").eq(FROZEN)), "", rules)
 
 

@@ -132,8 +132,10 @@ class Names:
     def last_row(self, table: Table) -> str:
         return self.add(f"{table.sheet}_last_row", f"=COUNTA({table.whole_column(table.count_column)})")
 
-    def constant(self, const: Const) -> str:
-        return self.add(CONSTANT_NAMES[const.name], f"={const.value:.0f}")
+    def constant(self, const: Const) -> str | None:
+        """A byte unit's name (bytes_per_GiB); other constants stay numbers in formulas."""
+        name = CONSTANT_NAMES.get(const.name)
+        return name and self.add(name, f"={const.value:.0f}")
 
     def define(self, wb) -> None:
         for name, formula in self.formulas.items():
