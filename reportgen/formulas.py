@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 # Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
-EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR"})
+EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR", "ISNUMBER", "NOT", "LEFT",
+                             "FIND"})
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 _TEXT_OP = {"+": "+", "-": "−", "*": "×", "/": "÷", "=": "=", "<>": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
 # Python's math.ceil on a value a hair above an integer (float noise, 1e-12 relative) would differ
@@ -154,6 +155,57 @@ def AND(*args) -> Expr: return Fn("AND", tuple(lift(a) for a in args))
 def OR(*args) -> Expr: return Fn("OR", tuple(lift(a) for a in args))
 
 
+def ISNUMBER(x) -> Expr: return Fn("ISNUMBER", (lift(x),))  # a number, not text or a blank cell
+def NOT(x) -> Expr: return Fn("NOT", (lift(x),))
+def LEFT(text, n) -> Expr: return Fn("LEFT", (lift(text), lift(n)))  # the first n characters
+def FIND(part, text) -> Expr: return Fn("FIND", (lift(part), lift(text)))  # 1-based; part must occur
+
+
+# ---- text and catalog membership: the workbook's checks and labels -----------------------------
+
+@dataclass(frozen=True, eq=False)
+class Concat(Expr):
+    """Text joined from parts: `&` in Excel, where a number reads as Excel's General format
+    (whole numbers without a decimal point), which Python's rendering follows."""
+    parts: tuple
+    precedence = 0.5  # Excel: below + and -, above comparisons
+
+    def children(self):
+        return self.parts
+
+
+def concat(*parts) -> Expr:
+    """Concat of the parts (nested Concats flattened; adjacent literal texts merged)."""
+    flat: list[Expr] = []
+    for part in map(lift, parts):
+        for p in (part.parts if isinstance(part, Concat) else (part,)):
+            if isinstance(p, Str) and flat and isinstance(flat[-1], Str):
+                flat[-1] = Str(flat[-1].value + p.value)
+            elif not (isinstance(p, Str) and p.value == ""):
+                flat.append(p)
+    return flat[0] if len(flat) == 1 else Concat(tuple(flat))
+
+
+@dataclass(frozen=True, eq=False)
+class InTable(Expr):
+    """1 when `key` names a row of lookup table `table` (ISNUMBER(MATCH(…)) in the workbook)."""
+    table: str
+    key: Expr
+
+    def children(self):
+        return (self.key,)
+
+
+def spreadsheet_text(value) -> str:
+    """A value as Excel's & shows it: whole numbers without '.0', text as it is."""
+    kind = type(value)  # called per part of every row's label: the common cases first
+    if kind is str:
+        return value
+    if kind is int or (kind is float and value.is_integer()):
+        return str(int(value))
+    return repr(value)
+
+
 def ceil_div(a, b) -> Expr:
     """a ÷ b rounded up to a whole number (shards of bytes are whole bytes)."""
     return CEIL(lift(a) / lift(b))
@@ -178,10 +230,12 @@ def spreadsheet_ceil(x: float, _ceil=math.ceil, _abs=abs, _slack=_CEIL_SLACK) ->
 @dataclass(frozen=True)
 class ExcelContext:
     """How names become cells: `cell(name)` for inputs and terms, `column_range(table, column)`
-    and `key_range(table)` for lookups."""
+    and `key_range(table)` for lookups, and `constant(const)` a named constant's workbook name
+    (None: its number)."""
     cell: Callable[[str], str]
     column_range: Callable[[str, str], str]
     key_range: Callable[[str], str]
+    constant: Callable[[Const], str | None] = lambda c: None
 
 
 def to_excel(expr: Expr, ctx: ExcelContext) -> str:
@@ -195,6 +249,10 @@ def _excel_atom(expr: Expr, ctx: ExcelContext) -> str | None:
     if isinstance(expr, Lookup):
         key = to_excel(expr.key, ctx)
         return f"INDEX({ctx.column_range(expr.table, expr.column)},MATCH({key},{ctx.key_range(expr.table)},0))"
+    if isinstance(expr, InTable):
+        return f"ISNUMBER(MATCH({to_excel(expr.key, ctx)},{ctx.key_range(expr.table)},0))"
+    if isinstance(expr, Const):
+        return ctx.constant(expr)
     return None
 
 
@@ -208,6 +266,8 @@ def _text_atom(expr: Expr, label) -> str | None:
         return label(expr.name)
     if isinstance(expr, Lookup):
         return f"{expr.column}({to_text(expr.key, label)})"
+    if isinstance(expr, InTable):
+        return f"{to_text(expr.key, label)} ∈ {expr.table}"
     return None
 
 
@@ -231,6 +291,10 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
         return _number(expr.value)
     if isinstance(expr, Str):
         return '"' + expr.value.replace('"', '""') + '"' if excel else f"“{expr.value}”"
+    if isinstance(expr, Concat):
+        parts = [_render(p, atom, excel=excel) for p in expr.parts]
+        parts = [f"({s})" if p.precedence < expr.precedence else s for p, s in zip(expr.parts, parts)]
+        return ("&" if excel else " & ").join(parts)
     if isinstance(expr, (Op, Cmp)):
         left = _render(expr.a, atom, excel=excel)
         right = _render(expr.b, atom, excel=excel)
@@ -255,12 +319,21 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
             return f"({args[0]} mod {args[1]})"
         if expr.name == "IF":
             return f"({args[1]} if {args[0]} else {args[2]})"
+        if expr.name == "NOT":
+            return f"not {args[0]}"
         return f"{expr.name.lower()}({', '.join(args)})"
     raise TypeError(f"cannot render {expr!r}")
 
 
 # ---------------------------------------------------------------------------------------------
 # Compilation to Python, for sweeps of many scenarios
+
+def _is_text(expr: Expr) -> bool:
+    """True when the expression's value is text whatever the cells hold (a literal, a join, an IF of those)."""
+    if isinstance(expr, (Str, Concat)):
+        return True
+    return isinstance(expr, Fn) and expr.name == "IF" and _is_text(expr.args[1]) and _is_text(expr.args[2])
+
 
 def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], str]) -> str:
     """Python source for the expression (used to compile the term table into one function)."""
@@ -272,6 +345,11 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
         return var(expr.name)
     if isinstance(expr, Lookup):
         return lookup(expr)
+    if isinstance(expr, InTable):
+        return f"({to_python(expr.key, var, lookup)} in T[{expr.table!r}])"
+    if isinstance(expr, Concat):  # parts that are text already need no conversion
+        return "(" + " + ".join(to_python(p, var, lookup) if _is_text(p) else f"_text({to_python(p, var, lookup)})"
+                                for p in expr.parts) + ")"
     if isinstance(expr, Op):
         return f"({to_python(expr.a, var, lookup)} {expr.op} {to_python(expr.b, var, lookup)})"
     if isinstance(expr, Cmp):
@@ -291,6 +369,14 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
             return "(" + " and ".join(args) + ")"
         if expr.name == "OR":
             return "(" + " or ".join(args) + ")"
+        if expr.name == "NOT":
+            return f"(not {args[0]})"
+        if expr.name == "ISNUMBER":
+            return f"_isnumber({args[0]})"
+        if expr.name == "LEFT":
+            return f"({args[0]})[:int({args[1]})]"
+        if expr.name == "FIND":
+            return f"(({args[1]}).index({args[0]}) + 1)"
         return f"{expr.name.lower()}({', '.join(args)})"
     raise TypeError(f"cannot compile {expr!r}")
 
@@ -365,7 +451,8 @@ def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "
         lines = [f"def {name}(I, A, T, R, _ceil=_ceil, _floor=_floor, max=max, min=min):"]
         lines += [f"    {k} = {v}" for k, v in {**hoisted, **per_row}.items()] + [f"    {b}" for b in body.values()]
         lines.append(f"    return {result}")
-    namespace = {"_ceil": spreadsheet_ceil, "_floor": math.floor}
+    namespace = {"_ceil": spreadsheet_ceil, "_floor": math.floor, "_text": spreadsheet_text,
+                 "_isnumber": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)}
     exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
     return namespace[name]
 

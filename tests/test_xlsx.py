@@ -5,6 +5,7 @@ skipped formula check proves nothing. Install it with scripts/install-system-dep
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -18,7 +19,7 @@ import pytest
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
-from lo import recalculate, soffice_available
+from lo import recalculate, require_soffice
 from reportgen.estimate import Estimator, RlhfScenario
 from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
@@ -27,6 +28,7 @@ from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
+REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
@@ -39,9 +41,7 @@ FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
 @pytest.fixture(scope="module")
 def soffice():
-    if not soffice_available():
-        pytest.fail("LibreOffice (soffice) is not installed, so formulas cannot be verified. "
-                    "Run scripts/install-system-deps.sh.", pytrace=False)
+    require_soffice()
 
 
 @pytest.fixture(scope="module")
@@ -123,9 +123,18 @@ def assert_rows(wb, expected: dict[str, dict[int, dict]]) -> int:
     return checked
 
 
-def assert_plan(wb, recommendations, labels=None) -> None:
-    """The Plan equals report.recommend's answer. `labels`: the written scenario names by index
-    (names are text the planner owns; they do not follow edited inputs)."""
+def label_of(wb, result) -> str:
+    """The label a result's row shows (Scenarios, or RLHF for a group) in this workbook."""
+    ws = wb["RLHF" if result.is_group else "Scenarios"]
+    cols = columns(ws)
+    (label,) = {ws.cell(row, cols["label"]).value for row in range(FIRST_ROW, ws.max_row + 1)
+                if ws.cell(row, cols["index"]).value == result.index
+                and (result.is_group or not ws.cell(row, cols["role"]).value)}
+    return label
+
+
+def assert_plan(wb, recommendations) -> None:
+    """The Plan equals report.recommend's answer (the chosen row named by its label in `wb`)."""
     ws = wb["Plan"]
     cols = columns(ws)
     row = FIRST_ROW
@@ -136,10 +145,9 @@ def assert_plan(wb, recommendations, labels=None) -> None:
             assert cell("scenarios_tried") == entry.num_scenarios
             r = entry.result
             if r is None:
-                assert cell("best_index") == NO_FIT and cell("name") == "—" and cell("purchase_usd") == "—"
+                assert cell("best_index") == NO_FIT and cell("label") == "—" and cell("purchase_usd") == "—"
             else:
-                label = labels[r.index] if labels else r.label
-                assert (cell("index"), cell("name"), cell("total_gpus")) == (r.index, label, r.total_gpus)
+                assert (cell("index"), cell("label"), cell("total_gpus")) == (r.index, label_of(wb, r), r.total_gpus)
                 assert (cell("zero_stage"), cell("tp_size")) == (r.lead.zero_stage, r.lead.tp_size)
                 for name, term in (("device_total_gib", "device_total"), ("recommended_gib", "recommended"),
                                    ("headroom_gib", "headroom_bytes")):
@@ -192,12 +200,13 @@ def test_every_formula_cell_recalculates_to_the_python_value(book, recalculated,
 
 
 def test_charts_follow_the_plan(recalculated, report):
-    ws = openpyxl.load_workbook(recalculated, data_only=True)["Charts"]
+    wb = openpyxl.load_workbook(recalculated, data_only=True)
+    ws = wb["Charts"]
     cols = columns(ws)
     singles = [rec for rec in report.recommendations if rec.best and not rec.best.result.is_group]
     for row, rec in enumerate(singles, start=FIRST_ROW):
         values = rec.best.result.estimate.values
-        assert ws.cell(row, cols["name"]).value == rec.best.result.label
+        assert ws.cell(row, cols["label"]).value == label_of(wb, rec.best.result)
         assert same(values["weights"] / GiB, ws.cell(row, cols["weights_gib"]).value)
         assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
 
@@ -269,8 +278,7 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         assert expected["Scenarios"][row]["recommended"] != before["Scenarios"][row]["recommended"]
     assert expected["RLHF"][FIRST_ROW]["allocated_peak"] != before["RLHF"][FIRST_ROW]["allocated_peak"]
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)),
-                labels={r.index: r.label for r in report.results})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)))
 
 
 def on_written_rows(written, fresh):
@@ -337,8 +345,7 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
     assert assert_rows(fresh, expected) > 3000
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)),
-                labels={r.index: r.label for r in report.results})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)))
     assert_notes(fresh, report.notes)
 
 
@@ -480,6 +487,24 @@ def test_formulas_use_only_pre_2010_functions_without_xlfn(book):
     assert {"INDEX", "MATCH", "ROUNDUP", "SUMPRODUCT"} <= used
 
 
+def nesting(formula: str) -> int:
+    """Deepest parenthesis nesting outside string literals (at least the function nesting)."""
+    depth = deepest = 0
+    for ch in re.sub(r'"[^"]*"', '""', formula):
+        depth += (ch == "(") - (ch == ")")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_formulas_fit_excels_limits(book):
+    """Excel refuses a formula longer than 8,192 characters or nesting more than 64 functions
+    (LibreOffice accepts both, so its recalculation would not tell)."""
+    wb = openpyxl.load_workbook(book)
+    formulas = [f for _, _, f in formula_cells(book)] + [n.attr_text for n in wb.defined_names.values()]
+    assert max(len(f) for f in formulas) <= 8192
+    assert max(nesting(f) for f in formulas) <= 64
+
+
 def test_workbook_structure(book):
     wb = openpyxl.load_workbook(book)
     assert wb.sheetnames[:5] == ["Guide", "Plan", "Charts", "Scenarios", "RLHF"]
@@ -505,6 +530,13 @@ def test_workbook_structure(book):
     assert validations[letter("checkpointing")].formula1.startswith("Choices!")
     zero = validations[letter("zero_stage")]
     assert zero.type == "whole" and (zero.formula1, zero.formula2) == ("0", "3") and zero.showErrorMessage
+    # Catalogs and assumptions validate what is typed, by the same rules as their checks.
+    gpus = wb["GPUs"]
+    memory = {c.value: c.column_letter for c in gpus[1]}["memory_mib"]
+    (rule,) = [v for v in gpus.data_validations.dataValidation if str(v.sqref).startswith(f"{memory}2:")]
+    assert (rule.type, rule.operator, rule.formula1, rule.showErrorMessage) == ("whole", "greaterThanOrEqual", "1", True)
+    k = next(v for v in wb["Assumptions"].data_validations.dataValidation if str(v.sqref) == "C2")
+    assert (k.type, float(k.formula1), float(k.formula2)) == ("decimal", 1, 10)
     # Inputs are styled as inputs, formulas are not.
     assert ws.cell(FIRST_ROW, cols["batch_size"]).fill.fgColor.rgb.endswith("FFF2CC")
     assert ws.cell(FIRST_ROW, cols["weights"]).data_type == "f"
@@ -555,3 +587,9 @@ def test_guide_names_the_preset_not_a_local_path(tmp_path):
     assert preset_line(bundled).startswith("Preset: default (bundled with reportgen) · ")
     assert preset_line(given).startswith(f"Preset: xlsx-small ({FIXTURE}) · ")
     assert str(Path(__file__).resolve().parent.parent / "presets") not in preset_line(bundled)
+
+
+def test_workbook_catalogues_have_the_same_messages():
+    messages = [set(json.loads((REPO / "templates" / "i18n" / f"xlsx.{lang}.json").read_text())["messages"])
+                for lang in ("en", "zh")]
+    assert messages[0] == messages[1]

@@ -7,20 +7,30 @@ workbook writer. LibreOffice is required (see test_xlsx.py).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import openpyxl
 import pytest
+from openpyxl.formula.translate import Translator
+import yaml
 from click.testing import CliRunner
 
-from lo import recalculate
+from lo import recalculate, require_soffice
 from reportgen.cli import main
+from reportgen.i18n import load_catalogue
 from reportgen.inputs import INPUTS
 from reportgen.pipeline import load, make_report, write_outputs
+from reportgen.report import recommend
 from reportgen.terms import ASSUMPTIONS, PER_GPU_KEYS
-from test_xlsx import FIRST_ROW, FIXTURE, STAMP, columns, same, soffice  # noqa: F401 (soffice: a fixture)
+from test_xlsx import FIRST_ROW, FIXTURE, STAMP, assert_plan, columns, on_written_rows, same
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def soffice():
+    require_soffice()
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +96,274 @@ def test_editing_a_models_kv_heads_recomputes_its_scenarios_like_the_cli(book, r
         assert fresh.cell(row, cols["trainable_params"]).value == want["params"]["trainable"], row
         changed += fresh.cell(row, cols["kv_cache"]).value != before.cell(row, cols["kv_cache"]).value
     assert changed >= 8  # every inference row's KV cache fell to a quarter
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad edits: the edited row shows the CLI's reason; nothing else breaks
+
+ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
+HINTS = re.compile(r" \((did you mean|known:).*$")  # the CLI lists names; the workbook points at a sheet
+
+
+def cli_check_reason(inputs: dict, tmp_path: Path) -> str:
+    """What `reportgen check` says about a preset holding these inputs as its one scenario: the
+    reason it is skipped, or its input error (from the key path's input name on)."""
+    scenario = {"name": "edited", "workload": inputs["workload"],
+                **{i.name: inputs[i.name] for i in INPUTS if i.preset_axis}}
+    valid = {"name": "valid", "model": "Qwen2.5-0.5B", "gpu": "L4"}  # so a skipped one is listed
+    preset = tmp_path / f"edited-{len(list(tmp_path.glob('*.yaml')))}.yaml"
+    preset.write_text(yaml.safe_dump({"title": "edited", "scenarios": [scenario, valid]}))
+    result = CliRunner().invoke(main, ["check", str(preset)])
+    if result.exit_code == 1:
+        return result.output.split("scenarios[0].", 1)[1].strip()
+    (line,) = [x for x in result.output.splitlines() if "skipped" in x and "×" in x]
+    return line.split("× ", 1)[1]
+
+
+def formula_errors(path: Path) -> list[str]:
+    """Cells holding an error value."""
+    wb = openpyxl.load_workbook(path, data_only=True)
+    return [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb for row in ws.iter_rows() for c in row
+            if isinstance(c.value, str) and c.value.startswith(ERRORS)]
+
+
+def find_row(ws, **where) -> int:
+    cols = columns(ws)
+    for row in range(FIRST_ROW, ws.max_row + 1):
+        if all(ws.cell(row, cols[k]).value == v for k, v in where.items()):
+            return row
+    raise AssertionError(f"{ws.title}: no row with {where}")
+
+
+# (row of the fixture, what a planner types): each invalid value of issue #15, and one per rule.
+H100 = dict(gpu="H100-80GB-SXM", group=None)
+BAD_EDITS = (
+    (dict(workload="inference", batch_size=1, weight_dtype="bf16", model="Llama-2-7B"), {"offload": "optimizer"}),
+    (dict(workload="inference", batch_size=1, weight_dtype="int4", model="Llama-2-7B"), {"prompt_len": 0, "gen_len": 0}),
+    (dict(workload="inference", batch_size=8, weight_dtype="bf16", model="Llama-2-7B"), {"zero_stage": 3}),
+    (dict(workload="inference", batch_size=8, weight_dtype="int4", model="Llama-2-7B"), {"batch_size": 0}),
+    (dict(model="Llama-3.1-70B"), {"tp_size": 3}),
+    (dict(workload="full", zero_stage=0, num_gpus=2, checkpointing="none"), {"model": "Llama-9-7B"}),
+    (dict(workload="full", zero_stage=0, num_gpus=2, checkpointing="full"), {"model": None}),
+    (dict(workload="full", zero_stage=0, num_gpus=4, checkpointing="none"), {"gpu": "A100"}),
+    (dict(workload="full", zero_stage=0, num_gpus=4, checkpointing="full"), {"ep_size": 2}),
+    (dict(workload="full", zero_stage=3, num_gpus=2, checkpointing="none"), {"zero_stage": 7}),
+    (dict(workload="full", zero_stage=3, num_gpus=2, checkpointing="full"), {"tp_size": 2}),
+    (dict(workload="full", zero_stage=3, num_gpus=4, checkpointing="none"), {"checkpointing": "partial"}),
+    (dict(workload="lora", model="Qwen2.5-0.5B"), {"num_gpus": 4, "tp_size": 4}),
+    (dict(workload="qlora", model="Qwen2.5-0.5B"), {"lora_rank": 0}),
+    (dict(workload="lora", model="Llama-2-7B"), {"precision": "fp6"}),
+)
+
+
+def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book, report, soffice, tmp_path):
+    """#15: each invalid value typed into its own row, and '80GB' typed into a GPU's memory. The row
+    shows what `reportgen check` says of the same inputs (the workbook points at a sheet where the
+    command line lists names); rows on the broken GPU point at its row; everything else is ok and
+    the Plan ranks the rows still valid as the core does."""
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    edits = {find_row(ws, **where, **H100): change for where, change in BAD_EDITS}
+    assert len(edits) == len(BAD_EDITS)
+    expected = {}
+    for row, change in edits.items():
+        inputs = {name: ws.cell(row, c).value for name, c in cols.items()}
+        for name, value in change.items():
+            ws.cell(row, cols[name]).value = value
+            inputs[name] = "" if value is None else value
+        expected[row] = cli_check_reason(inputs, tmp_path)
+    gpus = wb["GPUs"]
+    gpu_cols = {c.value: c.column for c in gpus[1]}
+    a100 = next(r for r in range(2, gpus.max_row + 1) if gpus.cell(r, 1).value == "A100-80GB")
+    gpus.cell(a100, gpu_cols["memory_mib"]).value = "80GB"
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    fresh_path = recalculate(edited, tmp_path / "out")
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    ws = fresh["Scenarios"]
+    for row, want in expected.items():
+        got = ws.cell(row, cols["check"]).value
+        assert HINTS.sub("", got) == HINTS.sub("", want), (row, got, want)
+        assert ws.cell(row, cols["device_total_gib"]).value is None  # totals of an invalid row are blank
+    # The GPU row shows its reason; rows on that GPU point at it; every other row is ok.
+    memory_reason = fresh["GPUs"].cell(a100, gpu_cols["check"]).value
+    assert memory_reason == "memory_mib: expected a positive whole number of MiB, got '80GB'"
+    for row in range(FIRST_ROW, ws.max_row + 1):
+        check, gpu = ws.cell(row, cols["check"]).value, ws.cell(row, cols["gpu"]).value
+        if row in edits:
+            continue
+        if gpu == "A100-80GB":
+            assert check == f"gpu: the GPUs row of 'A100-80GB' is invalid ({memory_reason})", row
+        else:
+            assert check == "ok", (row, check)
+    for sheet in ("Models", "Precisions", "Dtypes", "Optimizers"):
+        checks = [c.value for c in fresh[sheet]["B"][1:] if c.value is not None]
+        assert checks and set(checks) == {"ok"}, sheet
+    # No error anywhere, the edited rows included: their figures are blank.
+    assert formula_errors(fresh_path) == []
+    # The Plan ranks the rows that are still valid, exactly as the core does.
+    kept = [r for r in report.results if r.gpu != "A100-80GB"
+            and not any(ws.cell(row, cols["index"]).value == r.index for row in edits)]
+    gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in kept})
+    assert_plan(fresh, on_written_rows(report.recommendations, recommend(kept, gpu_types)))
+
+
+def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffice, tmp_path):
+    """'1,3' typed as the safety factor: its row says what `reportgen check` says of it; every
+    scenario's check points at it, their figures are blank, and no cell shows an error."""
+    preset = tmp_path / "k.yaml"
+    preset.write_text(yaml.safe_dump({"title": "k", "assumptions": {"safety_factor": "1,3"},
+                                      "scenarios": [{"model": "Qwen2.5-0.5B", "gpu": "L4"}]}))
+    result = CliRunner().invoke(main, ["check", str(preset)])
+    assert result.exit_code == 1
+    want = result.output.split("assumptions.", 1)[1].strip()
+    wb = openpyxl.load_workbook(book)
+    (k_row,) = [r for r in wb["Assumptions"].iter_rows(min_row=2) if r[0].value == "safety_factor"]
+    k_row[2].value = "1,3"
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    fresh_path = recalculate(edited, tmp_path / "out")
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    assert fresh["Assumptions"].cell(k_row[0].row, 5).value == want == "safety_factor: expected a number, got '1,3'"
+    for sheet in ("Scenarios", "RLHF", "NoteScenarios"):
+        ws = fresh[sheet]
+        cols = columns(ws)
+        checks = {ws.cell(r, cols["check"]).value for r in range(FIRST_ROW, ws.max_row + 1)} - {None}
+        assert checks and all(c.endswith(f"Assumptions: {want}") for c in checks), (sheet, checks)
+        assert all(ws.cell(r, cols["recommended_gib"]).value is None for r in range(FIRST_ROW, ws.max_row + 1))
+    plan = fresh["Plan"]
+    pcols = columns(plan)
+    assert {plan.cell(r, pcols["label"]).value for r in range(FIRST_ROW, plan.max_row + 1)} == {"—"}
+    assert formula_errors(fresh_path) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Good edits: every edited row, a copied row and an added Plan row equal the command line
+
+def copy_row(ws, src: int, dst: int) -> None:
+    """What a planner's copy and paste of a whole row does: values, and formulas moved to the row."""
+    for cell in ws[src]:
+        value = cell.value
+        if isinstance(value, str) and value.startswith("="):
+            value = Translator(value, origin=cell.coordinate).translate_formula(f"{cell.column_letter}{dst}")
+        ws.cell(dst, cell.column).value = value
+
+
+def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
+    """#15: k, a GPU's memory, a row's model, GPU count, ZeRO stage and TP edited; a row copied with a
+    new batch; a Plan row added for another model. Every single-model row equals `estimate --json`
+    for its inputs, and the Plan picks what PLAN_ORDER picks among them."""
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    a100 = dict(gpu="A100-80GB", group=None)
+    edits = {
+        find_row(ws, workload="inference", batch_size=1, weight_dtype="bf16", model="Llama-2-7B", **a100):
+            {"model": "Qwen2.5-7B"},
+        find_row(ws, workload="full", zero_stage=3, num_gpus=2, checkpointing="none", **a100): {"num_gpus": 4},
+        find_row(ws, workload="full", zero_stage=0, num_gpus=4, checkpointing="none", **a100): {"zero_stage": 2},
+        find_row(ws, model="Llama-3.1-70B", group=None): {"num_gpus": 8, "tp_size": 8},
+    }
+    for row, change in edits.items():
+        for name, value in change.items():
+            ws.cell(row, cols[name]).value = value
+    source = find_row(ws, workload="inference", batch_size=8, weight_dtype="bf16", model="Llama-2-7B", **a100)
+    copied = ws.max_row + 1
+    copy_row(ws, source, copied)
+    ws.cell(copied, cols["batch_size"]).value = 16
+    plan = wb["Plan"]
+    added = plan.max_row + 1
+    copy_row(plan, plan.max_row, added)
+    for name, value in (("model", "Qwen2.5-7B"), ("workload", "inference"), ("gpu", "A100-80GB")):
+        plan.cell(added, columns(plan)[name]).value = value
+    (k_row,) = [r for r in wb["Assumptions"].iter_rows(min_row=2) if r[0].value == "safety_factor"]
+    k_row[2].value = 1.4
+    gpus = wb["GPUs"]
+    gpu_cols = {c.value: c.column for c in gpus[1]}
+    h100 = next(r for r in range(2, gpus.max_row + 1) if gpus.cell(r, 1).value == "H100-80GB-SXM")
+    gpus.cell(h100, gpu_cols["memory_mib"]).value = 40960
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    fresh_path = recalculate(edited, tmp_path / "out")
+    assert formula_errors(fresh_path) == []
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    ws = fresh["Scenarios"]
+    assumptions = {**report.assumptions, "safety_factor": 1.4}
+    memory = {g: gpu.memory_mib * 2**20 for g, gpu in report.gpus.items()} | {"H100-80GB-SXM": 40960 * 2**20}
+    candidates = []
+    for position, (row, inputs) in enumerate(scenario_rows(ws), start=1):
+        want = cli_estimate(inputs, assumptions)
+        assert ws.cell(row, cols["check"]).value == "ok", row
+        for key in PER_GPU_KEYS:
+            assert same(want["per_gpu_bytes"][key], ws.cell(row, cols[key]).value), (row, key)
+        gpu_memory = memory[inputs["gpu"]]
+        assert ws.cell(row, cols["gpu_memory_bytes"]).value == gpu_memory
+        assert same(gpu_memory - want["per_gpu_bytes"]["device_total"], ws.cell(row, cols["headroom_bytes"]).value)
+        fits = want["per_gpu_bytes"]["recommended"] <= gpu_memory
+        assert ws.cell(row, cols["fits_recommended"]).value == int(fits), row
+        candidates.append((inputs, row - FIRST_ROW + 1, fits, want["cost"]["purchase_usd"]))
+    # The labels follow the edits, and the copy is told apart from its source.
+    labels = {row: ws.cell(row, cols["label"]).value for row in (*edits, source, copied)}
+    assert labels[copied] != labels[source] and "batch 16" in labels[copied]
+    for row, part in zip(edits, ("Qwen2.5-7B · ", " · 4×A100-80GB", " · ZeRO-2", " · 8×H100-80GB-SXM · TP8")):
+        assert part in labels[row], (labels[row], part)
+    assert_single_model_plan(fresh, candidates)
+    charts = fresh["Charts"]
+    chart_labels = {charts.cell(r, columns(charts)["label"]).value for r in range(FIRST_ROW, charts.max_row + 1)}
+    assert labels[next(iter(edits))] in chart_labels  # the added Plan row's pick reaches Charts
+
+
+def assert_single_model_plan(wb, candidates) -> None:
+    """Each single-model Plan row picks the first fitting candidate by report.PLAN_ORDER (cost, GPUs,
+    row order), and marks the first of its model × workload across GPU types."""
+    plan = wb["Plan"]
+    cols = columns(plan)
+    picks = {}
+    for row in range(FIRST_ROW, plan.max_row + 1):
+        key = tuple(plan.cell(row, cols[n]).value for n in ("model", "workload", "gpu"))
+        if plan.cell(row, cols["sheet"]).value != "Scenarios":
+            continue
+        tried = [c for c in candidates if (c[0]["model"], c[0]["workload"], c[0]["gpu"]) == key]
+        fitting = sorted((cost, c[0]["num_gpus"], position) for c in tried for _, position, fits, cost in [c] if fits)
+        assert plan.cell(row, cols["scenarios_tried"]).value == len(tried), key
+        found = plan.cell(row, cols["best_index"]).value
+        assert found == (fitting[0][2] if fitting else 10**15), key
+        picks[row] = (key, fitting[0] if fitting else None)
+    for row, (key, best) in picks.items():
+        rivals = [b for k, b in picks.values() if k[:2] == key[:2] and b]
+        want = int(best is not None and best == min(rivals))
+        assert plan.cell(row, cols["cheapest"]).value == want, key
+
+
+# ---------------------------------------------------------------------------------------------
+# --lang zh
+
+def test_the_chinese_workbook_has_the_same_formulas_in_chinese_words(report, book, soffice, tmp_path):
+    """Labels, texts and check reasons in Chinese (the report's translations where they exist); the
+    formulas are the English workbook's but for their text literals; LibreOffice gives the Chinese
+    reason of a bad edit."""
+    (zh_book,) = write_outputs(report, tmp_path / "zh", ["xlsx"], "zh")
+    literals = re.compile(r'"(?:[^"]|"")*"')
+    joined_text = re.compile(r'&""|""&')  # a format with more or fewer words joins more or fewer texts
+
+    def formulas(path):
+        wb = openpyxl.load_workbook(path)
+        return [(ws.title, c.coordinate, joined_text.sub("", literals.sub('""', c.value))) for ws in wb
+                for row in ws.iter_rows() for c in row if isinstance(c.value, str) and c.value.startswith("=")]
+
+    assert formulas(zh_book) == formulas(book)
+    wb = openpyxl.load_workbook(zh_book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    assert ws.cell(2, cols["check"]).value == "检查" and ws.cell(2, cols["kv_cache"]).value.startswith("KV 缓存")
+    assert wb["Guide"]["A5"].value == "这个工作簿是什么"
+    row = find_row(ws, model="Llama-3.1-70B", group=None)
+    ws.cell(row, cols["tp_size"]).value = 3
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)["Scenarios"]
+    assert fresh.cell(row, cols["check"]).value == load_catalogue("zh")("skip.tp_gpus", tp=3, gpus=4)
+    assert fresh.cell(row, cols["check"]).value == "tp_size 3 不能整除卡数 4"

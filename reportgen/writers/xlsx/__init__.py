@@ -3,10 +3,17 @@
 Sheets: Guide, Plan, Charts, Scenarios, RLHF, Notes, NoteScenarios, Terms, Assumptions, Models,
 GPUs, Precisions, Dtypes, Optimizers, Choices (the Guide describes each).
 
-Every term column is `formulas.to_excel(term.expr)` of the one term table (terms.py); RLHF group
-cells and note figures are rendered the same way. The writer never types a term formula. Only the
-procurement plan (SUMPRODUCT/INDEX over helper columns) and unit conversions are small formula
-strings built here, because the expression language has no ranges.
+Every term column is `formulas.to_excel(term.expr)` of the one term table (terms.py); the Models
+sheet's shape terms, RLHF group cells, note figures, checks and labels are expressions rendered the
+same way, and their cached values are the same expressions evaluated in Python. The writer never
+types a term formula. Only the Plan's searches (SUMPRODUCT over named columns, from report.PLAN_ORDER)
+and the Charts' reads of the Plan are formula strings built here: the expression language has no
+ranges.
+
+Modules: layout (columns, tables, defined names, styles), book (every table's columns and Python
+values), checks (per-row checks from the input, rule and catalog tables), labels (the live scenario
+label), plan (Plan and Charts), scenarios (Scenarios, RLHF, NoteScenarios), notes, catalogs (Terms,
+Assumptions, the catalogs, Choices), guide, stream (the data rows as raw SpreadsheetML).
 
 Why XlsxWriter: openpyxl cannot store a formula's cached value (it writes `<v/>`), so viewers that
 do not recalculate (previewers, mail clients, pandas) would show empty cells. XlsxWriter stores the
@@ -29,7 +36,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ...report import Report
-from .stream import StreamingWorkbook
 from .book import build_book
 from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms
 from .guide import write_guide
@@ -37,9 +43,7 @@ from .layout import Styles
 from .notes import write_notes
 from .plan import write_charts, write_plan
 from .scenarios import write_note_scenarios, write_rlhf, write_scenarios
-
-
-# ---------------------------------------------------------------------------------------------
+from .stream import StreamingWorkbook
 
 SHEET_WRITERS = (write_guide, write_plan, write_charts, write_scenarios, write_rlhf, write_notes,
                  write_note_scenarios, write_terms, write_assumptions, write_lookup_tables, write_choices)
@@ -51,14 +55,14 @@ def _created(generated_at: str) -> datetime:
 
 
 def write(report: Report, path, lang: str = "en") -> None:
-    """Write the workbook to `path`. `lang` does not change it: notes carry both languages."""
-    book = build_book(report)
+    """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages)."""
+    book = build_book(report, lang)
     wb = StreamingWorkbook(str(path), {
         "constant_memory": True,
         # Belt and braces: text is written with write_string anyway, never parsed.
         "strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,
     })
-    wb.set_properties({"title": report.preset.title, "subject": "GPU memory capacity plan",
+    wb.set_properties({"title": report.preset.title, "subject": book.t("workbook.subject"),
                        "author": f"reportgen {report.version}", "created": _created(report.generated_at),
                        "comments": f"preset {report.preset.name}"})
     styles = Styles(wb)

@@ -1,52 +1,32 @@
 """The workbook model: every table's columns and rows, laid out before anything is written."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
-from ...formulas import IF, Expr, ExcelContext, Lookup, Num, Var, compile_terms, to_excel
+from ...formulas import AND, IF, Expr, ExcelContext, Var, compile_terms, concat, to_excel
+from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
 from ...report import PLAN_FITS, PLAN_ORDER, Report, Result
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
-from ...units import GiB
-from .layout import LOOKUP_FIRST_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Names, Table, row_context
+from .checks import (catalog_problems, checked, gated, group_check, input_problems, rule_problems,
+                     scenario_check)
+from .labels import scenario_label
+from .layout import (ASSUMPTIONS_CHECK, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names, Table,
+                     row_context)
 from .stream import ROW
 
 
-def _lookup_key_inputs() -> dict[str, str]:
-    """Input name -> lookup table it keys (model -> Models, …), read from the term table itself."""
-    found: dict[str, str] = {}
-
-    def visit(e: Expr) -> None:
-        if isinstance(e, Lookup) and isinstance(e.key, Var):
-            found[e.key.name] = e.table
-        for child in e.children():
-            visit(child)
-
-    for term in ROLE_TERMS:
-        visit(term.expr)
-    return found
-
-
-LOOKUP_KEY_INPUTS = _lookup_key_inputs()
-
-
 def _gib(name: str) -> Expr:
-    return Var(name) / GiB
+    return Var(name) / GIB
 
 
-# Shown right after the identifying columns (and printed): what tells rows of the same name apart
-# (batch, tokens per sequence; model instances only), the answer in GiB, then fit and cost.
-SUMMARY_SHAPE = (
-    Column("summary_batch", "Batch", "count", "summary", 6, Var("batch_size")),
-    Column("summary_tokens", "Tokens per sequence", "count", "summary", 9,
-           IF(Var("workload").eq("inference"), Var("context_tokens"), Var("seq_len")),
-           help="inference: prompt + generated tokens; training and scoring: the sequence length"),
-)
+# Shown right after the identifying columns, the label and the check (and printed): the answer in
+# GiB, then fit and cost. Blank in a row whose check fails.
 SUMMARY = (
     Column("allocated_peak_gib", "Allocated peak", "gib", "summary", 10, _gib("allocated_peak")),
     Column("device_total_gib", "Device total (nvidia-smi)", "gib", "summary", 11, _gib("device_total")),
@@ -56,6 +36,34 @@ SUMMARY = (
     Column("fits_with_k", "Fits with k (1/0)", "flag", "summary", 7, Var("fits_recommended")),
     Column("summary_purchase_usd", "Purchase cost", "usd", "summary", 11, Var("purchase_usd")),
 )
+
+
+def _gated(cols: Sequence[Column]) -> tuple[Column, ...]:
+    return tuple(replace(c, gate=True) for c in cols)
+
+
+def rendered(col: Column) -> Expr:
+    """What a column's formula computes: its expression, blank in a row whose check fails if gated."""
+    return gated(col.expr) if col.gate else col.expr
+
+
+def problem_columns(t: Catalogue) -> tuple[Column, ...]:
+    """What a scenario row's check reports, by rule (its formulas stay short and shallow)."""
+    return (Column("input_problems", "Input problems", "text", "helper", 20, input_problems(t),
+                   help="each input against its allowed values, range or catalog row"),
+            Column("rule_problems", "Skip-rule problems", "text", "helper", 20, rule_problems(t),
+                   help="the skip rules the command line applies, once the inputs are valid"))
+
+
+def label_columns(t: Catalogue, label: Expr | None, check: Expr | None) -> tuple[Column, ...]:
+    """The row's live label and its check (expressions; None: each row brings its own formula)."""
+    return (Column("label", "Scenario (from its inputs)", "text", "summary", 62, label,
+                   "" if label is not None else "group",
+                   help="model · workload · precision or dtype · batch · tokens · inputs that differ from "
+                        "their default · GPUs × type · ZeRO/TP/EP"),
+            Column("check", "Check", "text", "summary", 36, check, "" if check is not None else "group",
+                   help="ok, or why the row cannot be computed (its totals are then blank and no plan, chart, "
+                        "group or note reads it)"))
 
 
 def _input_column(i) -> Column:
@@ -102,7 +110,7 @@ def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
         Column("row_in_table", "Row in table", "count", "helper", 7, special="position",
                help="the row's place in this table (1 = first data row): the scenario order"),
         Column("plan_candidate", "Plan candidate (1/0)", "flag", "helper", 9, candidate,
-               help="1 for a row the Plan may pick (RLHF role rows are covered by their group on RLHF)"),
+               help="1 for a row the Plan may pick: its check is ok (RLHF role rows are covered by their group)"),
         Column("plan_fits", "Candidate that fits with k (1/0)", "flag", "helper", 9,
                IF(Var("plan_candidate").eq(1), Var(PLAN_FITS), 0)),
     ) + keys
@@ -110,20 +118,20 @@ def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
 
 SCENARIO_IDS = (
     Column("index", "#", "count", "id", 5),
-    Column("name", "Scenario", "text", "id", 46),
-    Column("matrix", "Matrix", "text", "id", 18),
+    Column("name", "Name (preset)", "text", "id", 12),
+    Column("matrix", "Matrix", "text", "id", 14),
     Column("group", "RLHF group", "text", "id", 8, help="the RLHF sheet row this role belongs to"),
     Column("role", "Role", "text", "id", 9),
 )
 NOTE_SCENARIO_IDS = (
     Column("note", "Note", "text", "id", 6),
     Column("key", "Scenario key", "text", "id", 9, help="figures read this scenario as <key>.<term>"),
-    Column("name", "Scenario", "text", "id", 46),
+    Column("name", "Name (preset)", "text", "id", 12),
 )
 RLHF_IDS = (
     Column("group", "Group", "text", "id", 7),
     Column("index", "#", "count", "id", 5),
-    Column("name", "RLHF group", "text", "id", 34),
+    Column("name", "Name (preset)", "text", "id", 12),
     Column("matrix", "Matrix", "text", "id", 16),
     Column("workload", "Algorithm", "text", "id", 9),
     Column("placement", "Placement", "text", "id", 10),
@@ -136,25 +144,28 @@ RLHF_LINKS = tuple(
     for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
 
 
-def scenario_columns(ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
-    return (tuple(ids) + SUMMARY_SHAPE + SUMMARY + tuple(_input_column(i) for i in INPUTS)
-            + tuple(_term_column(t) for t in ROLE_TERMS) + tuple(helpers))
+def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
+    return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t)) + _gated(SUMMARY)
+            + tuple(_input_column(i) for i in INPUTS) + _gated([_term_column(term) for term in ROLE_TERMS])
+            + problem_columns(t) + tuple(helpers))
 
 
-def rlhf_columns(results: Sequence[Result]) -> tuple[Column, ...]:
+def rlhf_columns(t: Catalogue, results: Sequence[Result]) -> tuple[Column, ...]:
     """Every group term that any group of this report has, in table order; a group leaves the
     columns of the other placement empty."""
     terms: dict[str, Term] = {}
     for r in results:
         if r.is_group:
             g = r.estimate.scenario
-            for t in group_terms(tuple(n for n, _ in g.roles), g.placement):
-                terms.setdefault(t.name, t)
+            for term in group_terms(tuple(n for n, _ in g.roles), g.placement):
+                terms.setdefault(term.name, term)
     # Their formulas read the group's own role rows, so each row brings its own ("group"). Group
     # terms named after a role term (weights, …) carry only their name as label.
-    cols = tuple(_term_column(t, t.label if t.label != t.name else TERM_BY_NAME[t.name].label + " (group)", "group")
-                 for t in terms.values())
-    return RLHF_IDS + RLHF_LINKS + SUMMARY + cols + plan_helpers(Num(1), RLHF_PLAN)
+    cols = tuple(_term_column(term, term.label if term.label != term.name else TERM_BY_NAME[term.name].label + " (group)",
+                              "group") for term in terms.values())
+    candidate = IF(Var("check").eq(OK), 1, 0)
+    return (RLHF_IDS + label_columns(t, None, None) + RLHF_LINKS + _gated(SUMMARY) + cols
+            + plan_helpers(candidate, RLHF_PLAN))
 
 
 def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
@@ -162,7 +173,7 @@ def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
     out = {}
     for col in table.columns:
         if col.expr is not None:
-            out[col.name] = "=" + to_excel(col.expr, ctx)
+            out[col.name] = "=" + to_excel(rendered(col), ctx)
         elif col.special == "position":
             out[col.name] = f"=ROW()-{table.first_row - 1}"
     return out
@@ -171,41 +182,42 @@ def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 # Python values of the non-term formula columns (the terms' values come from the estimator)
 
-def compiled_columns(cols: Sequence[Column], *, chained: bool = True
-                     ) -> Callable[[Mapping[str, Any], Mapping[str, float]], tuple]:
-    """One function for a run of expression columns over a row's values and the assumptions.
-    Chained: a later column reads an earlier one by name; else every name is the row's (columns of
-    another table that read a candidate row's columns of the same name)."""
+def compiled_columns(cols: Sequence[Column], *, chained: bool = True) -> Callable[..., tuple]:
+    """One function for a run of expression columns: fn(row, book values, tables) -> their values.
+    Book values are the assumptions and the book-level names (assumptions_check); tables the
+    catalogs with their checks. Chained: a later column reads an earlier one by name; else every
+    name is the row's (columns of another table that read a candidate row's same-named columns)."""
     def var(n: str) -> str:
-        return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"R[{n!r}]"
-    fn = compile_terms(tuple(Term(c.name if chained else f"_{c.name}", c.label, c.unit, c.expr) for c in cols),
+        return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS or n == ASSUMPTIONS_CHECK else f"R[{n!r}]"
+    fn = compile_terms(tuple(Term(c.name if chained else f"_{c.name}", c.label, c.unit, rendered(c)) for c in cols),
                        var, "_columns")
-    return lambda row, assumptions: fn(None, assumptions, None, row)
+    return lambda row, values, tables=None: fn(None, values, tables, row)
 
 
-def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapping[str, float]) -> None:
-    """Add the value of every summary/helper column to each row dict, in column order (a column may
-    read earlier ones). The same expressions are rendered as the columns' formulas."""
-    run: list[Column] = []  # consecutive expression columns, computed in one call per row
+def derived_order(columns: Sequence[Column]) -> list[Column]:
+    """The expression columns, each after the columns it reads (the formulas' dependency order)."""
+    pending = {c.name: c for c in columns if c.expr is not None and c.kind != "formula"}
+    out: list[Column] = []
+    while pending:
+        ready = [c for c in pending.values() if not (rendered(c).names() & set(pending)) - {c.name}]
+        assert ready, f"circular columns: {sorted(pending)}"
+        for c in ready:
+            out.append(pending.pop(c.name))
+    return out
 
-    def flush() -> None:
-        if run:
-            fn, names = compiled_columns(run), [c.name for c in run]
-            for row in rows:
-                row.update(zip(names, fn(row, assumptions)))
-            run.clear()
 
+def fill_derived(table: Table, rows: Sequence[dict[str, Any]], values: Mapping[str, Any],
+                 tables: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+    """Add the value of every summary and helper column to each row dict, from the same expressions
+    their formulas are rendered from (the terms' values come from the estimator)."""
     for col in table.columns:
-        if col.kind not in ("summary", "helper"):
-            continue
-        if col.expr is not None:
-            run.append(col)
-            continue
-        flush()
         if col.special == "position":
             for i, row in enumerate(rows, start=1):
                 row[col.name] = i
-    flush()
+    derived = derived_order([c for c in table.columns if c.kind in ("summary", "helper") and c.special != "group"])
+    fn, names = compiled_columns(derived), [c.name for c in derived]
+    for row in rows:
+        row.update(zip(names, fn(row, values, tables)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,17 +226,19 @@ def fill_derived(table: Table, rows: Sequence[dict[str, Any]], assumptions: Mapp
 @dataclass
 class Book:
     report: Report
+    t: Catalogue  # the workbook's language
     lookups: dict[str, Table]  # by table name, as in Lookup(table, …)
+    catalog_rows: dict[str, dict[str, dict[str, Any]]]  # table -> key -> every column's value
     scenarios: Table
     rlhf: Table
     note_scenarios: Table
     scenario_rows: list[dict[str, Any]]
     role_rows: dict[tuple[int, str], int]  # (result index, role) -> Scenarios row
     result_rows: dict[int, int]  # result index -> row on Scenarios (single) or RLHF (group)
-    group_rows: list[dict[str, Any]]
-    group_formulas: list[dict[str, str]]
-    note_rows: list[dict[str, Any]]
-    note_cells: dict[tuple[str, str], int]  # (note id, scenario key) -> NoteScenarios row
+    group_rows: list[dict[str, Any]] = field(default_factory=list)
+    group_formulas: list[dict[str, str]] = field(default_factory=list)
+    note_rows: list[dict[str, Any]] = field(default_factory=list)
+    note_cells: dict[tuple[str, str], int] = field(default_factory=dict)  # (note id, key) -> NoteScenarios row
     names: Names = field(default_factory=Names)
 
     def candidates(self, result: Result) -> tuple[Table, list[dict[str, Any]], PlanFields]:
@@ -240,6 +254,12 @@ class Book:
     def context(self, table: Table, extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
         return row_context(table, self.lookups, self.names, extra)
 
+    @property
+    def book_values(self) -> dict[str, Any]:
+        """What formulas read besides a row and the catalogs: the assumptions and their check
+        (every value the report carries passed Assumption.check)."""
+        return {**self.report.assumptions, ASSUMPTIONS_CHECK: OK}
+
 
 def _catalog_column(name: str, values, kind: str = "input", **kw) -> Column:
     """A catalog column: whole numbers (config fields, flags) as counts, other numbers as they are."""
@@ -247,101 +267,138 @@ def _catalog_column(name: str, values, kind: str = "input", **kw) -> Column:
     return Column(name, name, unit, kind, **kw)
 
 
-def lookup_tables(report: Report) -> dict[str, Table]:
-    """The catalogs the formulas look up: a key, the columns formulas read, then notes and sources.
-    Models holds every config field of a model and, as formulas over them, what they imply
-    (shape.MODEL_TERMS), so editing a field recomputes every scenario of that model."""
+CHECK_WIDTH = 30
+
+
+def _catalog_table(t: Catalogue, name: str, key: str, read: Sequence[Column], others: Sequence[Column],
+                   num_rows: int) -> Table:
+    """A catalog: its key, its check, the columns formulas read, then formulas and notes."""
+    check = Column("check", "check", "text", "summary", CHECK_WIDTH, checked(Var("problems")),
+                   help="ok, or why this row cannot be used (scenarios that use it say so in their check)")
+    problems = Column("problems", "problems", "text", "helper", 12, catalog_problems(t, name, [c.name for c in read]))
+    return Table(name, (Column(key, key, "text", "input"), check) + tuple(read) + tuple(others) + (problems,),
+                 LOOKUP_FIRST_ROW, num_rows, key=key)
+
+
+def lookup_tables(t: Catalogue, report: Report) -> dict[str, Table]:
+    """The catalogs the formulas look up. Models holds every config field of a model and, as
+    formulas over them, what they imply (shape.MODEL_TERMS), so editing a field recomputes every
+    scenario of that model."""
     models = report.tables["Models"].values()
-    model_columns = (
-        (Column("model", "model", "text", "input"),)
-        + tuple(Column(f, f, "text", "input") if f in TEXT_FIELDS else _catalog_column(f, [m[f] for m in models])
-                for f in MODEL_FIELDS)
-        + tuple(Column(t.name, t.label, "flag" if t.unit == "flag" else "count", "formula", expr=t.expr, help=t.source)
-                for t in MODEL_TERMS)
-        + (Column("source", "source", "note", "id", 40),))
+    model_fields = tuple(
+        Column(f, f, "text", "input") if f in TEXT_FIELDS else _catalog_column(f, [m[f] for m in models])
+        for f in MODEL_FIELDS)
+    model_terms = tuple(Column(s.name, s.label, "flag" if s.unit == "flag" else "count", "formula", expr=s.expr,
+                               help=s.source) for s in MODEL_TERMS)
+    text_fields = tuple(c for c in model_fields if c.name in TEXT_FIELDS)
+    out = {"Models": _catalog_table(t, "Models", "model", [c for c in model_fields if c.name not in TEXT_FIELDS],
+                                    text_fields + model_terms + (Column("source", "source", "note", "id", 40),),
+                                    len(report.tables["Models"]))}
     gpus = report.tables["GPUs"].values()
-    gpu_columns = (
-        (Column("gpu", "gpu", "text", "input"),)
-        + tuple(_catalog_column(c, [g[c] for g in gpus]) for c in GPU_COLUMNS)
-        + tuple(Column(f, f, "note", "id", 36 if f.endswith("source") else 12) for f in GPU_TEXT_FIELDS))
-    out = {"Models": Table("Models", model_columns, LOOKUP_FIRST_ROW, len(report.tables["Models"]), key="model"),
-           "GPUs": Table("GPUs", gpu_columns, LOOKUP_FIRST_ROW, len(report.tables["GPUs"]), key="gpu")}
+    out["GPUs"] = _catalog_table(
+        t, "GPUs", "gpu", [_catalog_column(c, [g[c] for g in gpus]) for c in GPU_COLUMNS],
+        [Column(f, f, "note", "id", 36 if f.endswith("source") else 12) for f in GPU_TEXT_FIELDS],
+        len(report.tables["GPUs"]))
     for lt in LOOKUP_TABLES:
-        columns = ((Column(lt.key, lt.key, "text", "input"),)
-                   + tuple(_catalog_column(c, [r[c] for r in lt.rows.values()]) for c in lt.columns)
-                   + (Column("source", "description and source", "note", "id", 90),))
-        out[lt.name] = Table(lt.name, columns, LOOKUP_FIRST_ROW, len(lt.rows), key=lt.key)
+        out[lt.name] = _catalog_table(
+            t, lt.name, lt.key, [_catalog_column(c, [r[c] for r in lt.rows.values()]) for c in lt.columns],
+            [Column("source", "description and source", "note", "id", 90)], len(lt.rows))
     return out
 
 
 GPU_TEXT_FIELDS = ("vendor", "marketed_memory", "memory_source", "spec_source", "price_source")
 
 
+def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every catalog cell's value: the report's tables (config fields and shape terms, GPU figures,
+    lookup rows), texts, and each row's check (the same expression as its formula)."""
+    out = {"Models": {k: {**row, "model": k, "source": report.models[k].source}
+                      for k, row in report.tables["Models"].items()},
+           "GPUs": {k: {**row, "gpu": k, **{f: getattr(report.gpus[k], f) for f in GPU_TEXT_FIELDS}}
+                    for k, row in report.tables["GPUs"].items()}}
+    for lt in LOOKUP_TABLES:
+        out[lt.name] = {k: {**row, lt.key: k, "source": lt.notes.get(k, "")} for k, row in lt.rows.items()}
+    for name, rows in out.items():
+        derived = derived_order(lookups[name].columns)
+        fn = compiled_columns(derived)
+        for row in rows.values():
+            row.update(zip((c.name for c in derived), fn(row, {})))
+    return out
+
+
 def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[str, Any]:
     return {**ids, **s.inputs(), **values}
 
 
-def build_book(report: Report) -> Book:
-    lookups = lookup_tables(report)
-    rows: list[dict[str, Any]] = []
-    role_rows: dict[tuple[int, str], int] = {}
-    result_rows: dict[int, int] = {}
+def build_book(report: Report, lang: str = "en") -> Book:
+    t = load_workbook_catalogue(lang)
+    lookups = lookup_tables(t, report)
+    book = Book(report, t, lookups, catalog_rows(t, report, lookups), None, None, None, [], {}, {})
+    rows, role_rows, result_rows = book.scenario_rows, book.role_rows, book.result_rows
     groups: list[Result] = []
     for r in report.results:
         if r.is_group:
             groups.append(r)
             for role, est in r.estimate.roles:
                 role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + len(rows)
-                rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=f"{r.label} · {role}",
+                rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=r.estimate.scenario.name,
                                              matrix=r.matrix, group=f"G{r.index}", role=role))
         else:
             result_rows[r.index] = SCENARIO_FIRST_ROW + len(rows)
-            rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.label, matrix=r.matrix,
+            rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.lead.name, matrix=r.matrix,
                                          group="", role=""))
-    scenarios = Table("Scenarios", scenario_columns(SCENARIO_IDS, plan_helpers(IF(Var("group").eq(""), 1, 0),
-                                                                                SCENARIO_PLAN)),
-                      SCENARIO_FIRST_ROW, len(rows), count_column="row_in_table")
-    fill_derived(scenarios, rows, report.assumptions)
+    candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
+    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN)),
+                           SCENARIO_FIRST_ROW, len(rows), count_column="check")
+    fill_derived(book.scenarios, rows, book.book_values, book.catalog_rows)
 
-    rlhf = Table("RLHF", rlhf_columns(report.results), SCENARIO_FIRST_ROW, len(groups), count_column="row_in_table")
-    book = Book(report, lookups, scenarios, rlhf, None, rows, role_rows, result_rows, [], [], [], {})
+    book.rlhf = Table("RLHF", rlhf_columns(t, report.results), SCENARIO_FIRST_ROW, len(groups), count_column="check")
     for r in groups:
         result_rows[r.index] = SCENARIO_FIRST_ROW + len(book.group_rows)
         row, formulas = _group_row(book, r, result_rows[r.index])
         book.group_rows.append(row)
         book.group_formulas.append(formulas)
-    fill_derived(rlhf, book.group_rows, report.assumptions)
+    fill_derived(book.rlhf, book.group_rows, book.book_values, book.catalog_rows)
 
     for note in report.notes:
         for key, s in note.scenarios.items():
             book.note_cells[(note.id, key)] = SCENARIO_FIRST_ROW + len(book.note_rows)
-            book.note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key,
-                                                   name=s.label()))
-    book.note_scenarios = Table("NoteScenarios", scenario_columns(NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
-                                len(book.note_rows))
-    fill_derived(book.note_scenarios, book.note_rows, report.assumptions)
+            book.note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key, name=s.name))
+    book.note_scenarios = Table("NoteScenarios", scenario_columns(t, NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
+                                len(book.note_rows), count_column="check")
+    fill_derived(book.note_scenarios, book.note_rows, book.book_values, book.catalog_rows)
     return book
 
 
 def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], dict[str, str]]:
-    """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell."""
+    """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell. Its
+    check is its roles' checks; its label and terms read them only when they are ok."""
     g: GroupEstimate = r.estimate
+    t = book.t
     roles = tuple(name for name, _ in g.scenario.roles)
-    lead_row = book.role_rows[(r.index, roles[0])]
+    role_rows = {role: book.role_rows[(r.index, role)] for role in roles}
     lead = g.scenario.roles[0][1]
-    row = {"group": f"G{r.index}", "index": r.index, "name": r.label, "matrix": r.matrix,
+    prefix = f"{g.scenario.algorithm.upper()} · {g.scenario.placement} · "
+    row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
-           "roles": ", ".join(f"{role}: row {book.role_rows[(r.index, role)]}" for role in roles),
+           "roles": ", ".join(t("group.role_rows", role=role, row=n) for role, n in role_rows.items()),
            **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **g.values}
-    formulas = {c.name: f"={book.scenarios.cell(c.name, lead_row)}" for c in RLHF_LINKS}
+    formulas = {c.name: f"={book.scenarios.cell(c.name, role_rows[roles[0]])}" for c in RLHF_LINKS}
 
     def role_cell(name: str) -> str | None:
         if "." not in name:
             return None
         role, term = name.split(".", 1)
-        return book.scenarios.cell(term, book.role_rows[(r.index, role)])
+        return book.scenarios.cell(term, role_rows[role])
 
     ctx = book.context(book.rlhf, role_cell)
-    for t in group_terms(roles, g.scenario.placement):
-        formulas[t.name] = ("=" + to_excel(t.expr, ctx)).replace(ROW, str(sheet_row))
+    own = (Column("label", "", "text", "summary", expr=concat(prefix, Var(f"{roles[0]}.label"))),
+           Column("check", "", "text", "summary", expr=group_check(t, list(role_rows.items()))))
+    role_values = {f"{role}.{c.name}": book.scenario_rows[n - SCENARIO_FIRST_ROW][c.name]
+                   for role, n in role_rows.items() for c in own}
+    row.update(zip((c.name for c in own), compiled_columns(own, chained=False)(role_values, {})))
+    exprs = {c.name: c.expr for c in own}
+    exprs.update({term.name: gated(term.expr) for term in group_terms(roles, g.scenario.placement)})
+    for name, expr in exprs.items():
+        formulas[name] = ("=" + to_excel(expr, ctx)).replace(ROW, str(sheet_row))
     return row, formulas

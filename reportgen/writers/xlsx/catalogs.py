@@ -3,34 +3,46 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ...formulas import ExcelContext, Var, to_excel, to_text
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...formulas import ExcelContext, to_excel, to_text
 from ...tables import LOOKUP_TABLES
-from ...terms import ASSUMPTIONS
-from ...units import GiB
-from .book import GPU_TEXT_FIELDS, LOOKUP_KEY_INPUTS, Book
+from ...terms import ASSUMPTIONS, SKIP_RULES
+from .book import Book, compiled_columns
+from .checks import LOOKUP_KEY_INPUTS, assumption_check, catalog_validation, first_failure, skip_template
+from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table,
+                     add_sheet, column_label, fit_row, mark_invalid_rows, page_setup, plain,
+                     text_lines, write_value)
 from .stream import ROW
-from .layout import A3, A4, Column, LINE_HEIGHT, LOOKUP_FIRST_ROW, Styles, Table, plain, add_sheet, fit_row, page_setup, text_lines, write_value
 
 
 # ---------------------------------------------------------------------------------------------
 # Terms: what each formula column of Scenarios computes, and from which source
 
-SPECIAL_TEXT = {"position": "ROW() − 2: this row's place in the table"}
+def _prose(book: Book, col: Column) -> str:
+    """A formula column in words: its expression (the definition, without the check's gate), or
+    what its per-row formula does."""
+    t = book.t
+    if col.name == "input_problems":
+        return t("terms.input_problems")
+    if col.name == "rule_problems":  # the skip rules as defined (over terms), each with its words
+        return "\n".join(f"{skip_template(t, r.code)}  ⇐  {to_text(r.when)}" for r in SKIP_RULES)
+    if col.expr is not None:
+        return to_text(col.expr)
+    return t(f"terms.{col.special}")
 
 
 def write_terms(wb, book: Book, styles: Styles) -> None:
+    t = book.t
     ws = add_sheet(wb, "Terms")
-    heads = (("Formula name", 24), ("Label", 40), ("Unit", 8), ("Formula (prose; names are columns of the "
-             "same row, assumptions or lookups)", 90), ("Source", 70))
+    heads = ((t("terms.name"), 24), (t("terms.label"), 40), (t("terms.unit"), 8), (t("terms.formula"), 90),
+             (t("terms.source"), 70))
     for c, (head, width) in enumerate(heads):
         ws.set_column(c, c, width)
         ws.write_string(0, c, head, styles.header["id"])
-    cols = [c for c in book.scenarios.columns if c.kind in ("summary", "formula", "helper")]
+    cols = [c for c in book.scenarios.columns if c.is_formula]
     for r, col in enumerate(cols, start=1):
-        formula = to_text(col.expr) if col.expr is not None else SPECIAL_TEXT[col.special]
-        texts = (col.name, col.label, col.unit, formula, col.help)
-        fit_row(ws, r, [(t, w) for t, (_, w) in zip(texts, heads)])
+        texts = (col.name, column_label(t, "Scenarios", col), col.unit, _prose(book, col), col.help)
+        fit_row(ws, r, [(text, w) for text, (_, w) in zip(texts, heads)])
         for c, text in enumerate(texts):
             write_value(ws, r, c, text, styles.wrap)
     ws.freeze_panes(1, 1)
@@ -41,33 +53,57 @@ def write_terms(wb, book: Book, styles: Styles) -> None:
 # ---------------------------------------------------------------------------------------------
 # Inputs: assumptions (named cells), catalogs and lookup tables, choice lists
 
-ASSUMPTION_FORMATS = {"bytes": "bytes", "tokens": "count"}
+ASSUMPTION_COLUMNS = (
+    Column("name", "Defined name", "text", "id", 24),
+    Column("label", "Assumption", "text", "id", 30),
+    Column("value", "Value", "general", "input", 14),
+    Column("unit", "Unit", "text", "id", 20),
+    Column("check", "Check", "text", "summary", 30),
+    Column("help", "Why", "note", "id", 90),
+)
 
 
 def write_assumptions(wb, book: Book, styles: Styles) -> None:
+    """The assumptions as named cells (safety_factor, …) with their limits as data validation and
+    a check per row; assumptions_check names the first invalid one's reason, which every scenario
+    check reads."""
+    t = book.t
     ws = add_sheet(wb, "Assumptions")
-    for c, (head, width) in enumerate((("Defined name", 24), ("Assumption", 30), ("Value", 16), ("Unit", 20),
-                                       ("In GiB", 10), ("Why", 90))):
-        ws.set_column(c, c, width)
-        ws.write_string(0, c, head, styles.header["input" if head == "Value" else "id"])
-    for r, a in enumerate(ASSUMPTIONS, start=1):
-        fit_row(ws, r, [(a.help, 90)])
+    table = Table("Assumptions", ASSUMPTION_COLUMNS, 2, len(ASSUMPTIONS) + 1)
+    for c, col in enumerate(table.columns):
+        ws.set_column(c, c, col.width)
+        ws.write_string(0, c, column_label(t, table.sheet, col), styles.header[col.kind])
+    value_format = {True: styles.input["count"], False: styles.input["general"]}
+    checks = []
+    for r, a in enumerate(ASSUMPTIONS, start=table.first_row - 1):
+        value = book.report.assumptions[a.name]
+        label, why = t.label(a.name, a.label), t.label(f"{a.name}.help", a.help)
+        fit_row(ws, r, [(why, table.columns[-1].width)])
         ws.write_string(r, 0, a.name, styles.text)
-        ws.write_string(r, 1, a.label, styles.text)
-        ws.write_number(r, 2, plain(book.report.assumptions[a.name]),
-                        styles.input[ASSUMPTION_FORMATS.get(a.unit, "general")])
+        ws.write_string(r, 1, label, styles.text)
+        ws.write_number(r, 2, plain(value), value_format[a.whole])
         ws.write_string(r, 3, a.unit, styles.text)
-        if a.unit == "bytes":
-            ws.write_formula(r, 4, f"=C{r + 1}/{GiB}", styles.value["gib"], book.report.assumptions[a.name] / GiB)
-        ws.write_string(r, 5, a.help, styles.wrap)
-        wb.define_name(a.name, f"=Assumptions!$C${r + 1}")
+        check = Column("check", "", "text", "summary", expr=assumption_check(t, a))
+        ctx = ExcelContext(lambda n, r=r: table.cell(n, r + 1) if n == "value" else n, None, None)
+        (cached,) = compiled_columns([check])({"value": value}, {})
+        ws.write_formula(r, 4, "=" + to_excel(check.expr, ctx), styles.text, cached)
+        checks.append(f"Assumptions!${table.letter('check')}${r + 1}")  # absolute: a name has no row of its own
+        ws.write_string(r, 5, why, styles.wrap)
+        lo, hi = a.limits
+        ws.data_validation(r, 2, r, 2, {
+            "validate": "integer" if a.whole else "decimal", "criteria": "between", "minimum": lo, "maximum": hi,
+            "show_error": True, "error_title": label[:32], "input_title": label[:32], "input_message": why[:255],
+            "error_message": t("assumptions.range", unit=a.unit, lo=f"{lo:g}", hi=f"{hi:g}")[:255]})
+        book.names.add(a.name, f"=Assumptions!${table.letter('value')}${r + 1}")
+    first = first_failure([Var(f"check{i}") for i in range(len(checks))])
+    book.names.add(ASSUMPTIONS_CHECK, "=" + to_excel(first, ExcelContext(lambda n: checks[int(n[5:])], None, None)))
     r = len(ASSUMPTIONS) + 1
     ws.write_string(r, 0, "currency", styles.text)
-    ws.write_string(r, 1, "Currency of every price", styles.text)
+    ws.write_string(r, 1, t("assumptions.currency"), styles.text)
     ws.write_string(r, 2, "USD", styles.input["text"])
-    ws.write_string(r, 5, "Prices on the GPUs sheet and every cost column are in this currency (label only: "
-                          "editing it converts nothing).", styles.wrap)
-    wb.define_name("currency", f"=Assumptions!$C${r + 1}")
+    ws.write_string(r, 5, t("assumptions.currency_help"), styles.wrap)
+    book.names.add("currency", f"=Assumptions!${table.letter('value')}${r + 1}")
+    mark_invalid_rows(ws, table, styles)
     ws.freeze_panes(1, 1)
     page_setup(ws, header_rows=1)
 
@@ -86,11 +122,15 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
     widths = [max(max(len(k) for k in rows) + 2, 8) if c.name == table.key
               else c.width if c.unit in ("note", "text") else max(_number_width(v[c.name] for v in rows.values()) + 2, 8)
               for c in table.columns]
-    ws.set_row(0, LINE_HEIGHT * max(text_lines(c.label, w - 1) for c, w in zip(table.columns, widths)) + 3)
-    for c, (col, width) in enumerate(zip(table.columns, widths)):
+    # Columns formulas read are headed by the name formulas use (config fields keep Hugging Face's);
+    # their label is the comment. The check and the notes are labelled in the workbook's language.
+    heads = [c.name if c.kind in ("input", "formula") else column_label(book.t, table.sheet, c) for c in table.columns]
+    ws.set_row(0, LINE_HEIGHT * max(text_lines(h, w - 1) for h, w in zip(heads, widths)) + 3)
+    for c, (col, width, head) in enumerate(zip(table.columns, widths, heads)):
         ws.set_column(c, c, width)
-        ws.write_string(0, c, col.label, styles.header[col.kind])
-        comment = column_help.get(col.name) or (f"{col.label}. {col.help}".strip(". ") if col.is_formula else "")
+        ws.write_string(0, c, head, styles.header[col.kind])
+        label = column_label(book.t, table.sheet, col)
+        comment = column_help.get(col.name) or (f"{label}. {col.help}".strip(". ") if col.kind == "formula" else "")
         if comment:
             ws.write_comment(0, c, comment, {"x_scale": 2})
     ctx = ExcelContext(table.ref, None, None)  # catalog formulas read their own row only
@@ -102,24 +142,27 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
                 ws.write_formula(r, c, formula, styles.cell(col), plain(values[col.name]))
             else:
                 write_value(ws, r, c, values[col.name], styles.cell(col))
-    ws.freeze_panes(1, 1)
+    for c, col in enumerate(table.columns):
+        if col.unit != "note":
+            book.names.of(table, col.name)  # every column formulas may read is named, used or not
+        if col.kind == "input" and col.name != table.key and col.unit != "text":
+            label = column_label(book.t, table.sheet, col)
+            ws.data_validation(table.first_row - 1, c, MAX_ROW, c, {
+                **catalog_validation(table.sheet, col.name), "show_error": True, "error_title": label[:32],
+                "error_message": book.t("validation.catalog")})
+    mark_invalid_rows(ws, table, styles)
+    ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, table.last_row - 1, len(table.columns) - 1)
     page_setup(ws, header_rows=1, paper=A3 if sum(widths) > 250 else A4)
 
 
 def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
-    rep = book.report
-    models = {k: {**row, "model": k, "source": rep.models[k].source} for k, row in rep.tables["Models"].items()}
-    _write_lookup_sheet(wb, book, book.lookups["Models"], models, styles)
-    gpus = {k: {**row, "gpu": k, **{f: getattr(rep.gpus[k], f) for f in GPU_TEXT_FIELDS}}
-            for k, row in rep.tables["GPUs"].items()}
-    _write_lookup_sheet(wb, book, book.lookups["GPUs"], gpus, styles,
-                        {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
-                         "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
-                         "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"})
-    for t in LOOKUP_TABLES:
-        rows = {k: {**row, t.key: k, "source": t.notes.get(k, "")} for k, row in t.rows.items()}
-        _write_lookup_sheet(wb, book, book.lookups[t.name], rows, styles, t.column_help)
+    gpu_help = {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
+                "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
+                "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"}
+    helps = {"GPUs": gpu_help, **{t.name: t.column_help for t in LOOKUP_TABLES}}
+    for name, table in book.lookups.items():
+        _write_lookup_sheet(wb, book, table, book.catalog_rows[name], styles, helps.get(name, {}))
 
 
 def choices_table() -> Table:

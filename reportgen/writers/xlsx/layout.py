@@ -9,13 +9,23 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
-from ...formulas import Expr, ExcelContext
+from ...formulas import Const, Expr, ExcelContext
+from ...i18n import Catalogue
 from ...terms import ASSUMPTION_DEFAULTS
+from ...units import GiB
 from .stream import ROW, SheetRows, StreamColumn, StreamingWorkbook
 
 # Cost (and every other plan key) of a row that cannot be picked: above any real value, and no
 # Excel error to propagate. An integer, so formulas show 1000000000000000, not 1E+15.
 NO_FIT = 10**15
+# Bytes per GiB, named: formulas read "device_total/bytes_per_GiB" (the workbook defines the names
+# of every named constant its formulas use: the term table's MiB, and this).
+GIB = Const(GiB, "GiB")
+CONSTANT_NAMES = {"GiB": "bytes_per_GiB", "MiB": "bytes_per_MiB"}
+# A valid row's check, the same word in every language: the formulas do not depend on the language.
+OK = "ok"
+# The defined name of the assumptions' check: ok, or the first invalid assumption's reason.
+ASSUMPTIONS_CHECK = "assumptions_check"
 MAX_ROW = 1_048_575  # a sheet's last row, 0-based: formats and validations reach rows a planner adds
 DASH = "—"  # plan cells of a GPU type where nothing fits
 
@@ -46,15 +56,11 @@ class Column:
     # ("link", "group": an RLHF row's reads of its role rows).
     special: str = ""
     help: str = ""  # Terms sheet and input messages
+    gate: bool = False  # blank unless the row's check is ok (the expression stays the definition)
 
     @property
     def is_formula(self) -> bool:
         return self.kind in ("summary", "formula", "helper")
-
-    @property
-    def header(self) -> str:
-        unit = UNIT_SUFFIX.get(self.unit)
-        return f"{self.label} [{unit}]" if unit and unit not in self.label else self.label
 
 
 @dataclass
@@ -128,6 +134,11 @@ class Names:
     def last_row(self, table: Table) -> str:
         return self.add(f"{table.sheet}_last_row", f"=COUNTA({table.whole_column(table.count_column)})")
 
+    def constant(self, const: Const) -> str | None:
+        """A byte unit's name (bytes_per_GiB); other constants stay numbers in formulas."""
+        name = CONSTANT_NAMES.get(const.name)
+        return name and self.add(name, f"={const.value:.0f}")
+
     def define(self, wb) -> None:
         for name, formula in self.formulas.items():
             wb.define_name(name, formula)
@@ -143,11 +154,11 @@ def row_context(table: Table, lookups: Mapping[str, Table], names: Names,
             return hit
         if name in table:
             return table.ref(name)
-        if name in ASSUMPTION_DEFAULTS:
+        if name in ASSUMPTION_DEFAULTS or name == ASSUMPTIONS_CHECK:
             return name  # a workbook defined name on the Assumptions sheet
         raise KeyError(f"{table.sheet}: no column or assumption named {name!r}")
     return ExcelContext(cell, lambda t, column: names.of(lookups[t], column),
-                        lambda t: names.of(lookups[t], lookups[t].key))
+                        lambda t: names.of(lookups[t], lookups[t].key), names.constant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,6 +197,7 @@ class Styles:
         self.input = {u: wb.add_format({**base, **INPUT_COLOURS, "num_format": f}) for u, f in NUMBER_FORMATS.items()}
         self.input_wrap = wb.add_format({**base, **INPUT_COLOURS, "text_wrap": True})
         self.highlight = wb.add_format({**base, "bold": True, "num_format": "0", "bg_color": "#C6EFCE"})
+        self.invalid = wb.add_format({"bg_color": "#F8CBAD", "font_color": "#9C0006"})  # a row whose check fails
 
     def cell(self, col: Column):
         if col.unit == "note":  # wrapped text: notes and sources
@@ -217,7 +229,7 @@ def text_lines(text: str, width: float) -> int:
     XlsxWriter cannot measure text and LibreOffice does not grow rows on load, so we size them."""
     lines = 0
     for paragraph in str(text).split("\n"):
-        units = sum(2 if ord(ch) >= 0x2E80 else 1 for ch in paragraph)
+        units = sum(2.3 if ord(ch) >= 0x2E80 else 1 for ch in paragraph)  # CJK glyphs: a little over two
         lines += max(1, math.ceil(units / (width * CHARS_PER_WIDTH)))
     return lines
 
@@ -229,16 +241,39 @@ def fit_row(ws, row: int, cells: Iterable[tuple[str, float]]) -> None:
         ws.set_row(row, LINE_HEIGHT * lines + 3)
 
 
-def write_header(ws, table: Table, styles: Styles, header_row: int) -> None:
-    """Row header_row-1 (0-based): formula names; row header_row: labels with units. One row at a
-    time: constant_memory flushes a row as soon as a later one is written."""
-    ws.set_row(header_row - 1, 11)
+def mark_invalid_rows(ws, table: Table, styles: Styles) -> None:
+    """Rows whose check is neither ok nor blank (a row not filled) in light red, to the last row."""
+    check = f"${table.letter('check')}{table.first_row}"
+    ws.conditional_format(table.first_row - 1, 0, MAX_ROW, len(table.columns) - 1, {
+        "type": "formula", "criteria": f'=AND({check}<>"",{check}<>"{OK}")',
+        "format": styles.invalid})
+
+
+def column_label(t: Catalogue, sheet: str, col: Column) -> str:
+    """A column's label in the workbook's language: the catalogue's translation (this sheet's, an
+    RLHF group term's, the column's, or its term's for a "…_gib" column), else the definition's."""
+    keys = [f"{sheet}.{col.name}"] + ([f"group.{col.name}"] if sheet == "RLHF" else []) + [col.name]
+    keys += [col.name[:-4]] if col.name.endswith("_gib") else []
+    return next((t.terms[k] for k in keys if k in t.terms), col.label)
+
+
+def column_header(t: Catalogue, sheet: str, col: Column) -> str:
+    """The label with its unit: "Label [unit]"."""
+    label = column_label(t, sheet, col)
+    unit = UNIT_SUFFIX.get(col.unit)
+    return f"{label} [{unit}]" if unit and unit not in label else label
+
+
+def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
+    """Row 1: formula names; row 2: labels with units. One row at a time: constant_memory flushes
+    a row as soon as a later one is written."""
+    ws.set_row(0, 11)
     for c, col in enumerate(table.columns):
         ws.set_column(c, c, col.width)
-        ws.write_string(header_row - 1, c, col.name, styles.name_row)
-    ws.set_row(header_row, 54)
+        ws.write_string(0, c, col.name, styles.name_row)
+    ws.set_row(1, 54)
     for c, col in enumerate(table.columns):
-        ws.write_string(header_row, c, col.header, styles.header[col.kind])
+        ws.write_string(1, c, column_header(t, table.sheet, col), styles.header[col.kind])
 
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import re
 
-from ...formulas import ExcelContext, to_excel
+from dataclasses import replace
+
+from ...formulas import AND, IF, ExcelContext, Var, to_excel
 from ...units import GiB
 from .book import Book
-from .layout import Styles, plain, add_sheet, fit_row, page_setup, write_value
+from .layout import GIB, OK, Styles, add_sheet, fit_row, page_setup, plain, write_value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -28,26 +30,31 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
     widths = (18, 70, 20, 9, 12, 36)
     for c, width in enumerate(widths):
         ws.set_column(c, c, width)
-    ws.write_string(0, 0, "Error-correction notes: claims checked with this workbook's own formulas", styles.title)
+    t = book.t
+    ws.write_string(0, 0, t("notes.title"), styles.title)
     r = 2
     for note in notes:
         ws.write_string(r, 0, note.id, styles.subtitle)
-        ws.write_string(r, 1, f"Verdict: {note.verdict}", styles.subtitle)
+        ws.write_string(r, 1, t("notes.verdict", verdict=note.verdict), styles.subtitle)
         r += 1
-        for label, text in (("Article", note.article), ("Claim (zh)", note.claim_zh), ("Claim (en)", note.claim_en),
-                            ("Setting (en)", note.setting_en), ("Setting (zh)", note.setting_zh),
-                            ("Explanation (en)", _explanation(note.explanation_en)),
-                            ("Explanation (zh)", _explanation(note.explanation_zh)), ("Source", note.source),
-                            ("Scenarios", "; ".join(f"{k}: NoteScenarios row {book.note_cells[(note.id, k)]}"
-                                                    for k in note.scenarios))):
+        rows = "; ".join(t("notes.scenario_row", scenario=k, row=book.note_cells[(note.id, k)]) for k in note.scenarios)
+        for key, text in (("article", note.article), ("claim_zh", note.claim_zh), ("claim_en", note.claim_en),
+                          ("setting_en", note.setting_en), ("setting_zh", note.setting_zh),
+                          ("explanation_en", _explanation(note.explanation_en)),
+                          ("explanation_zh", _explanation(note.explanation_zh)), ("source", note.source),
+                          ("scenarios", rows)):
+            label = t(f"notes.{key}")
             fit_row(ws, r, [(text, widths[1])])
             ws.write_string(r, 0, label, styles.bold)
             write_value(ws, r, 1, text, styles.wrap)
             r += 1
-        for c, head in enumerate(("Figure", "Label (en)", "Value", "Unit", "In GiB", "Label (zh)")):
+        for c, head in enumerate(t(f"notes.{k}") for k in ("figure", "label_en", "value", "unit", "in_gib", "label_zh")):
             ws.write_string(r, c, head, styles.header["formula"])
         r += 1
         ctx = _note_context(book, note.id)
+        value_ctx = lambda row: replace(ctx, cell=lambda n: f"C{row}")  # noqa: E731 - the figure's own cell
+        # Blank while a scenario of the note fails its check (a planner's edit on NoteScenarios).
+        valid = AND(*(Var(f"{key}.check").eq(OK) for key in note.scenarios))
         for fig in note.figures:
             fit_row(ws, r, [(fig.label_en, widths[1]), (fig.label_zh, widths[5])])
             unit = FIGURE_FORMAT.get(fig.unit, "general")
@@ -55,10 +62,11 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
                 unit = "decimal"  # e.g. 4.127 bits per weight
             ws.write_string(r, 0, fig.key, styles.text)
             ws.write_string(r, 1, fig.label_en, styles.wrap)
-            ws.write_formula(r, 2, "=" + to_excel(fig.expr, ctx), styles.value[unit], plain(fig.value))
+            ws.write_formula(r, 2, "=" + to_excel(IF(valid, fig.expr, ""), ctx), styles.value[unit], plain(fig.value))
             ws.write_string(r, 3, fig.unit, styles.text)
             if fig.unit == "bytes":
-                ws.write_formula(r, 4, f"=C{r + 1}/{GiB}", styles.value["gib"], fig.value / GiB)
+                in_gib = IF(Var("value").eq(""), "", Var("value") / GIB)
+                ws.write_formula(r, 4, "=" + to_excel(in_gib, value_ctx(r + 1)), styles.value["gib"], fig.value / GiB)
             ws.write_string(r, 5, fig.label_zh, styles.wrap)
             r += 1
         r += 1

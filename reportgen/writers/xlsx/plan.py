@@ -11,28 +11,29 @@ copy a Plan row and edit its model, workload or GPU type; Charts show the Plan's
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ...formulas import ExcelContext, Var, to_excel
+from ...i18n import Catalogue
 from ...inputs import RLHF_ALGORITHMS
 from ...report import PLAN_ORDER
 from ...terms import PEAK_PARTS, TERM_BY_NAME
-from ...units import GiB
 from .book import Book, compiled_columns, plan_key_column
-from .layout import (DASH, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, page_setup, write_header,
-                     write_rows)
+from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, column_header,
+                     page_setup, write_header, write_rows)
 from .stream import ROW
 
 # The chosen candidate's figures, as expressions over the candidate table's columns.
 PLAN_DETAILS = (
     Column("index", "#", "count", "formula", 5, Var("index")),
-    Column("name", "Cheapest configuration that fits with k", "text", "formula", 46, Var("name")),
+    Column("label", "Cheapest configuration that fits with k", "text", "formula", 62, Var("label")),
     Column("total_gpus", "GPUs", "count", "formula", 6, Var(plan_key_column("total_gpus"))),
     Column("zero_stage", "ZeRO stage", "count", "formula", 6, Var("zero_stage")),
     Column("tp_size", "Tensor parallel", "count", "formula", 7, Var("tp_size")),
-    Column("device_total_gib", "Device total per GPU", "gib", "formula", 10, Var("device_total") / GiB),
-    Column("recommended_gib", "Recommended per GPU", "gib", "formula", 11, Var("recommended") / GiB),
-    Column("headroom_gib", "Headroom per GPU", "gib", "formula", 10, Var("headroom_bytes") / GiB),
+    Column("device_total_gib", "Device total per GPU", "gib", "formula", 10, Var("device_total") / GIB),
+    Column("recommended_gib", "Recommended per GPU", "gib", "formula", 11, Var("recommended") / GIB),
+    Column("headroom_gib", "Headroom per GPU", "gib", "formula", 10, Var("headroom_bytes") / GIB),
     Column("purchase_usd", "Purchase cost", "usd", "formula", 12, Var("purchase_usd")),
     Column("hourly_usd", "Cloud cost per hour", "usd", "formula", 10, Var("hourly_usd")),
 )
@@ -42,18 +43,21 @@ def best_column(key: str) -> str:
     return f"best_{key}"
 
 
+BEST_LABELS = {"purchase_usd": "Lowest cost of a fitting candidate (10^15: none)",
+               "total_gpus": "then fewest GPUs", "index": "then first row in table: the pick"}
+# The planner's keys, the answer, then the helpers the answer is found with.
 PLAN_TABLE_COLUMNS = (
     (Column("model", "Model", "text", "input", 16),
      Column("workload", "Workload", "text", "input", 10),
-     Column("gpu", "GPU type", "text", "input", 16),
-     Column("sheet", "Candidates on", "text", "helper", 10,
-            help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
-     Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
-    + tuple(Column(best_column(k), f"Lowest {k} of the fitting candidates (10^15: none)",
-                   "usd" if k == "purchase_usd" else "count", "helper", 11) for k in PLAN_ORDER)
+     Column("gpu", "GPU type", "text", "input", 16))
     + PLAN_DETAILS
     + (Column("cheapest", "Cheapest overall for this model × workload (1/0)", "flag", "helper", 12),
-       Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9))
+       Column("sheet", "Candidates on", "text", "helper", 10,
+              help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
+       Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
+    + tuple(Column(best_column(k), BEST_LABELS[k], "usd" if k == "purchase_usd" else "count", "helper", 11)
+            for k in PLAN_ORDER)
+    + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
 )
 FOUND = best_column(PLAN_ORDER[-1])  # the last key is unique per candidate row: NO_FIT means none fits
 
@@ -87,8 +91,7 @@ def _lexicographic_min(book: Book, plan: Table, table: Table) -> dict[str, str]:
 def _detail_context(book: Book, table: Table, plan: Table) -> ExcelContext:
     """Var(name) -> that column of the chosen candidate row."""
     ctx = book.context(table)
-    return ExcelContext(lambda n: f"INDEX({book.names.of(table, n)},${plan.ref(FOUND)})", ctx.column_range,
-                        ctx.key_range)
+    return replace(ctx, cell=lambda n: f"INDEX({book.names.of(table, n)},${plan.ref(FOUND)})")
 
 
 def _before(pairs: Sequence[tuple[str, str]]) -> str:
@@ -154,7 +157,7 @@ def plan_table(book: Book) -> Table:
 def write_plan(wb, book: Book, styles: Styles) -> None:
     ws = add_sheet(wb, "Plan")
     plan = plan_table(book)
-    write_header(ws, plan, styles, 1)
+    write_header(ws, plan, styles, book.t)
     rows = plan_rows(book)
     write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles)
     col = plan.index["cheapest"]
@@ -171,18 +174,18 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
 # The stacked parts, as expressions over the candidate's columns (GiB per GPU): the peak's parts,
 # then what device_total adds to allocated_peak (fragmentation, CUDA context, communication buffers).
 CHART_PARTS = (
-    tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GiB) for p in PEAK_PARTS)
+    tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GIB) for p in PEAK_PARTS)
     + (Column("overhead_gib", "Fragmentation + CUDA context + comm buffers", "gib", "formula", 13,
-              (Var("device_total") - Var("allocated_peak")) / GiB),)
+              (Var("device_total") - Var("allocated_peak")) / GIB),)
 )
 CHART_COLUMNS = (
     (Column("pick", "#", "count", "id", 4),
      Column("plan_row", "Plan row (in table)", "count", "helper", 7),
      Column("recommendation", "Model · workload", "text", "formula", 24),
      Column(FOUND, "Scenarios row (in table)", "count", "helper", 9),
-     Column("name", "Cheapest configuration", "text", "formula", 46))
+     Column("label", "Cheapest configuration", "text", "formula", 62))
     + CHART_PARTS
-    + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GiB),)
+    + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GIB),)
 )
 PART_COLOURS = ("#4472C4", "#8FAADC", "#ED7D31", "#A5A5A5", "#FFC000", "#5B9BD5", "#70AD47", "#7F7F7F")
 SPARE_PICKS = 3  # chart rows beyond the written picks, for Plan rows a planner adds
@@ -197,19 +200,18 @@ def chart_rows(book: Book, plan: Table, charts: Table, picks: Sequence) -> tuple
         plan_position.setdefault(row["chart_order"], i)
     rows = []
     for k in range(1, charts.num_rows + 1):
-        row = {"pick": k, "plan_row": 0, "recommendation": "", FOUND: 0, "name": ""}
+        row = {"pick": k, "plan_row": 0, "recommendation": "", FOUND: 0, "label": ""}
         row.update({c.name: "" for c in CHART_COLUMNS[5:]})
         if k <= len(picks):
             r = picks[k - 1]
             candidate = book.row_of(r)
             row.update({"plan_row": plan_position[k], "recommendation": f"{r.model} · {r.workload}",
-                        FOUND: candidate["row_in_table"], "name": candidate["name"]})
+                        FOUND: candidate["row_in_table"], "label": candidate["label"]})
             row.update(zip((c.name for c in CHART_COLUMNS[5:]), values(candidate, book.report.assumptions)))
         rows.append(row)
     p, found = (lambda c: book.names.of(plan, c)), charts.ref(FOUND)
     ctx = book.context(book.scenarios)
-    pick = ExcelContext(lambda n: f"INDEX({book.names.of(book.scenarios, n)},${found})", ctx.column_range,
-                        ctx.key_range)
+    pick = replace(ctx, cell=lambda n: f"INDEX({book.names.of(book.scenarios, n)},${found})")
     plan_row = charts.ref("plan_row")
     templates = {
         "plan_row": f"=IF(${charts.ref('pick')}>MAX({p('chart_order')}),0,MATCH(${charts.ref('pick')},"
@@ -217,7 +219,7 @@ def chart_rows(book: Book, plan: Table, charts: Table, picks: Sequence) -> tuple
         "recommendation": f'=IF(${plan_row}=0,"",INDEX({p("model")},${plan_row})&" · "&INDEX({p("workload")},'
                           f'${plan_row}))',
         FOUND: f"=IF(${plan_row}=0,0,INDEX({p(FOUND)},${plan_row}))",
-        "name": f'=IF(${found}=0,"",{pick.cell("name")})',
+        "label": f'=IF(${found}=0,"",{pick.cell("label")})',
         **{c.name: f'=IF(${found}=0,"",{to_excel(c.expr, pick)})' for c in CHART_COLUMNS[5:]},
     }
     return rows, templates
@@ -228,34 +230,33 @@ def write_charts(wb, book: Book, styles: Styles) -> None:
     picks = [rec.best.result for rec in book.report.recommendations if rec.best and not rec.best.result.is_group]
     table = Table("Charts", CHART_COLUMNS, SCENARIO_FIRST_ROW, len(picks) + SPARE_PICKS)
     rows, templates = chart_rows(book, plan_table(book), table, picks)
-    write_header(ws, table, styles, 1)
+    write_header(ws, table, styles, book.t)
     write_rows(wb, ws, table, rows, templates, styles)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 1)
     if rows:
-        _breakdown_chart(wb, ws, table, rows)
+        _breakdown_chart(wb, ws, table, rows, book.t)
     page_setup(ws, header_rows=0)
 
 
-def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]], t: Catalogue) -> None:
     chart = wb.add_chart({"type": "bar", "subtype": "stacked"})
     first, last = table.first_row - 1, table.first_row + len(rows) - 2
-    names = [r["name"] for r in rows]
+    names = [r["label"] for r in rows]
     for colour, part in zip(PART_COLOURS, CHART_PARTS):
         c = table.index[part.name]
         chart.add_series({
             "name": ["Charts", 1, c],
-            "name_data": [part.header],
-            "categories": ["Charts", first, table.index["name"], last, table.index["name"]],
+            "name_data": [column_header(t, "Charts", part)],
+            "categories": ["Charts", first, table.index["label"], last, table.index["label"]],
             "categories_data": names,
             "values": ["Charts", first, c, last, c],
             # The cache: streamed sheets cannot be read back. Spare rows are empty.
             "values_data": [r[part.name] if r[part.name] != "" else None for r in rows],
             "fill": {"color": colour}, "gap": 60,
         })
-    chart.set_title({"name": "Per-GPU memory of the cheapest fitting configuration, by part (GiB)",
-                     "name_font": {"size": 12}})
+    chart.set_title({"name": t("chart.title"), "name_font": {"size": 12}})
     # Axes stay visible (XlsxWriter writes <c:delete> only for hidden axes).
-    chart.set_x_axis({"name": "GiB per GPU", "num_format": "0", "visible": True, "major_gridlines": {"visible": True}})
+    chart.set_x_axis({"name": t("chart.axis"), "num_format": "0", "visible": True, "major_gridlines": {"visible": True}})
     chart.set_y_axis({"reverse": True, "visible": True, "num_font": {"size": 8}})
     chart.set_legend({"position": "bottom", "font": {"size": 8}})
     chart.set_size({"width": 1100, "height": 160 + 34 * len(rows)})

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ...i18n import Catalogue
 from ...inputs import INPUT_BY_NAME
-from .book import LOOKUP_KEY_INPUTS, Book, row_templates
+from .checks import LOOKUP_KEY_INPUTS
+from .book import Book, row_templates
 from .catalogs import choices_table
-from .layout import MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, page_setup, write_header, write_rows
+from .layout import (MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, column_label, mark_invalid_rows, page_setup,
+                     write_header, write_rows)
 
 def _choice_sources(book: Book) -> dict[str, str]:
     """Input -> data-validation list source: its lookup table's key column, or its Choices column."""
@@ -18,20 +21,23 @@ def _choice_sources(book: Book) -> dict[str, str]:
     return out
 
 
-def _validate_inputs(ws, table: Table, sources: Mapping[str, str]) -> None:
+def _validate_inputs(ws, table: Table, sources: Mapping[str, str], t: Catalogue) -> None:
+    """Drop-downs and ranges on every input column, down to the last row (Excel's check when a value
+    is typed; the check column catches pasted values)."""
     for col in table.columns:
         if col.kind != "input":
             continue
         c = table.index[col.name]
-        common = {"input_title": col.label[:32], "input_message": col.help[:255], "show_input": True,
-                  "show_error": True, "error_title": f"Invalid {col.label}"[:32]}
+        label = column_label(t, table.sheet, col)
+        common = {"input_title": label[:32], "input_message": t.terms.get(f"{col.name}.help", col.help)[:255],
+                  "show_input": True, "show_error": True, "error_title": t("validation.invalid", label=label)[:32]}
         if col.name in sources:
             rule = {"validate": "list", "source": "=" + sources[col.name],
-                    "error_message": f"Pick a value from the list ({sources[col.name]})."[:255]}
+                    "error_message": t("validation.list", source=sources[col.name])[:255]}
         elif INPUT_BY_NAME[col.name].is_int:
             lo, hi = INPUT_BY_NAME[col.name].limits
             rule = {"validate": "integer", "criteria": "between", "minimum": lo, "maximum": hi,
-                    "error_message": f"A whole number from {lo} to {hi:,}."}
+                    "error_message": t("validation.whole", lo=lo, hi=f"{hi:,}")}
         else:
             continue
         ws.data_validation(table.first_row - 1, c, MAX_ROW, c, {**common, **rule})
@@ -40,12 +46,13 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str]) -> None:
 def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *, per_row=None,
                           freeze_columns: int = 2) -> None:
     ws = add_sheet(wb, table.sheet)
-    write_header(ws, table, styles, 1)
+    write_header(ws, table, styles, book.t)
     templates = row_templates(table, book.context(table))
     write_rows(wb, ws, table, rows, templates, styles, per_row)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, freeze_columns)
     ws.autofilter(1, 0, table.first_row + max(len(rows), 1) - 2, len(table.columns) - 1)
-    _validate_inputs(ws, table, _choice_sources(book))
+    _validate_inputs(ws, table, _choice_sources(book), book.t)
+    mark_invalid_rows(ws, table, styles)
     # Printed: the identifying and summary columns (the full table is for the screen).
     printed = max(i for i, c in enumerate(table.columns) if c.kind == "summary") + 1
     page_setup(ws, header_rows=2, print_columns=printed, print_rows=table.first_row + len(rows) - 1)

@@ -1,0 +1,258 @@
+"""Per-row checks: "ok", or why a row cannot be computed, as formulas a planner's edits re-evaluate.
+
+Generated from the tables the command line validates with, never a second list: the scenario
+inputs' allowed values, ranges and catalogs (inputs.INPUTS), the skip rules (terms.SKIP_RULES, in
+the words of estimate.SKIP_REASONS), the assumptions' limits (terms.ASSUMPTIONS), and the rules
+the catalogs are loaded with (positive whole config fields, KV heads dividing the attention heads,
+GPU memory a positive number of MiB, non-negative prices and table entries). The first rule that
+fails is the reason; a check reads only cells its earlier rules have vouched for (IF evaluates the
+branch it takes), so a row with a typo shows its reason instead of an error.
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from string import Formatter
+from typing import Sequence
+
+from ...estimate import SKIP_REASONS
+from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Concat, Expr, Fn, InTable, Lookup, Str,
+                         Var, concat, is_one_of)
+from ...i18n import Catalogue
+from ...inputs import FROZEN, INPUT_NAMES, INPUTS, Input
+from ...models import ModelSpec
+from ...terms import ROLE_TERMS, SKIP_RULES, TERM_BY_NAME, Assumption
+from .layout import ASSUMPTIONS_CHECK, OK
+
+def _lookup_key_inputs() -> dict[str, str]:
+    """Input name -> lookup table it keys (model -> Models, …), read from the term table itself."""
+    found: dict[str, str] = {}
+
+    def visit(e: Expr) -> None:
+        if isinstance(e, Lookup) and isinstance(e.key, Var):
+            found[e.key.name] = e.table
+        for child in e.children():
+            visit(child)
+
+    for term in ROLE_TERMS:
+        visit(term.expr)
+    return found
+
+
+LOOKUP_KEY_INPUTS = _lookup_key_inputs()
+
+
+# Model config fields that must be at least 1 (the others at least 0): models.py reads them so.
+POSITIVE_MODEL_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                         "num_key_value_heads", "head_dim")
+MODEL_FLAGS = tuple(f.name for f in fields(ModelSpec) if f.type == "bool")
+# How the command line names a catalog input in "unknown …" messages.
+CATALOG_KIND = {"model": "model", "gpu": "GPU"}
+
+
+def message(template: str, **values) -> Expr:
+    """A message template ({name} placeholders, as in the catalogues) as text joined from `values`."""
+    parts: list = []
+    for literal, name, spec, _ in Formatter().parse(template):
+        parts.append(literal)
+        if name is not None:
+            value = values[name]
+            parts.append(format(value, spec) if spec else value)
+    return concat(*parts)
+
+
+def shown(x: Expr) -> Expr:
+    """A cell's value as Python's repr shows it in the CLI's messages: numbers plain, text quoted."""
+    return IF(ISNUMBER(x), x, concat("'", x, "'"))
+
+
+
+
+def skip_template(t: Catalogue, code: str) -> str:
+    """A skip rule's words: in English the CLI's own text; in other languages the report's translation."""
+    return SKIP_REASONS[code] if t.lang == "en" else t(f"skip.{code}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Problems: each rule gives its message (ending with SEP) or "", independently of the others, so
+# the formulas stay shallow (Excel allows 64 nested functions and 8,192 characters): a row's
+# problems are their concatenation (helper columns list them all), and its check is ok or the
+# first of them, as the command line reports the first.
+
+SEP = " ¦ "
+
+
+def _problem(fails: Expr, text: Expr) -> Expr:
+    return IF(fails, concat(text, SEP), "")
+
+
+def checked(problems: Expr) -> Expr:
+    """ok, or the first problem."""
+    return IF(problems.eq(""), OK, LEFT(problems, FIND(SEP, problems) - 1))
+
+
+def _input_problem(t: Catalogue, i: Input) -> Expr:
+    x = Var(i.name)
+    if i.name in LOOKUP_KEY_INPUTS:
+        sheet = LOOKUP_KEY_INPUTS[i.name]
+        kind = CATALOG_KIND.get(i.name, i.name.replace("_", " "))
+        row_check = Lookup(sheet, "check", x)
+        return IF(InTable(sheet, x),
+                  _problem(row_check.ne(OK), message(t("check.catalog_row"), input=i.name, sheet=sheet, value=shown(x),
+                                                     reason=row_check)),
+                  concat(message(t("check.unknown"), input=i.name, kind=kind, value=shown(x), sheet=sheet), SEP))
+    if i.choices:
+        return _problem(NOT(is_one_of(x, *i.choices)),
+                        message(t("check.choice"), input=i.name, kind=i.name.replace("_", " "), value=shown(x),
+                                known=", ".join(sorted(i.choices))))
+    if i.decimal:  # the CLI's words: "must be between 0.05 and 1, got 1.5"
+        lo, hi = i.limits
+        return IF(ISNUMBER(x),
+                  _problem(OR(x.lt(lo), x.gt(hi)),
+                           message(t("check.between"), field=i.name, lo=f"{lo:g}", hi=f"{hi:g}", value=x)),
+                  concat(message(t("check.number"), field=i.name, value=shown(x)), SEP))
+    if i.is_int:
+        lo, hi = i.limits
+        return IF(ISNUMBER(x),
+                  IF(FLOOR(x).ne(x), concat(message(t("check.whole"), input=i.name, value=x), SEP),
+                     _problem(OR(x.lt(lo), x.gt(hi)),
+                              message(t("check.range"), input=i.name, lo=str(lo), hi=f"{hi:,}", value=x))),
+                  concat(message(t("check.whole"), input=i.name, value=shown(x)), SEP))
+    raise AssertionError(f"input {i.name}: no rule to check it by")
+
+
+def input_problems(t: Catalogue) -> Expr:
+    """Each input against its allowed values, range or catalog (and that catalog row's check)."""
+    return concat(*(_input_problem(t, i) for i in INPUTS))
+
+
+def inlined(expr: Expr) -> Expr:
+    """The expression over inputs, assumptions and lookups only: every term it reads replaced by the
+    term's definition. A check may not read a term's cell: the term's cell reads the check."""
+    if isinstance(expr, Var) and expr.name in TERM_BY_NAME:
+        return inlined(TERM_BY_NAME[expr.name].expr)
+    children = expr.children()
+    if not children:
+        return expr
+    new = tuple(inlined(c) for c in children)
+    if isinstance(expr, Fn):
+        return replace(expr, args=new)
+    if isinstance(expr, Concat):
+        return replace(expr, parts=new)
+    if isinstance(expr, (Lookup, InTable)):
+        return replace(expr, key=new[0])
+    return replace(expr, a=new[0], b=new[1])  # Op, Cmp
+
+
+def rule_problems(t: Catalogue) -> Expr:
+    """The skip rules, each with its message, once the inputs are valid. A frozen role row is made
+    by the program from its actor's row, which carries the rules: they speak of the scenarios a
+    planner defines (ZeRO on a frozen model shards its weights)."""
+    rules = concat(*(_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
+                     for r in SKIP_RULES))
+    # A term cell left in would read the check that reads it: a circular reference.
+    assert rules.names() <= set(INPUT_NAMES), f"skip rules read {sorted(rules.names() - set(INPUT_NAMES))}"
+    return IF(OR(Var("input_problems").ne(""), Var("workload").eq(FROZEN)), "", rules)
+
+
+def scenario_check(t: Catalogue) -> Expr:
+    """A Scenarios (or NoteScenarios) row: the assumptions, then its inputs' and the rules' problems."""
+    problems = concat(Var("input_problems"), Var("rule_problems"))
+    return IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
+              checked(problems))
+
+
+def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:
+    """An RLHF group: ok when every role row is; else the first role's reason (Var "role.check")."""
+    out: Expr = Str(OK)
+    for role, row in reversed(roles):
+        reason = Var(f"{role}.check")
+        out = IF(reason.ne(OK), message(t("check.role"), role=role, row=str(row), reason=reason), out)
+    return out
+
+
+def gated(expr: Expr) -> Expr:
+    """A figure of a checked row: blank unless the row is ok (IF evaluates only that branch, so a
+    row with a typo shows blanks, not errors)."""
+    return IF(Var("check").eq(OK), expr, "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Catalog rows and assumptions
+
+def _whole(t: Catalogue, name: str, minimum: int) -> Expr:
+    x = Var(name)
+    return IF(ISNUMBER(x),
+              IF(FLOOR(x).ne(x), concat(message(t("check.integer"), field=name, value=x), SEP),
+                 _problem(x.lt(minimum), message(t("check.at_least"), field=name, minimum=str(minimum), value=x))),
+              concat(message(t("check.integer"), field=name, value=shown(x)), SEP))
+
+
+def _non_negative(t: Catalogue, name: str) -> Expr:
+    x = Var(name)
+    return _problem(IF(ISNUMBER(x), x.lt(0), True), message(t("check.non_negative"), field=name, value=shown(x)))
+
+
+def _positive_whole(x: Expr) -> Expr:
+    """ISNUMBER first: comparing a text with a number is no error in Excel, but INT of a text is."""
+    return IF(ISNUMBER(x), IF(FLOOR(x).eq(x), x.gt(0), False), False)
+
+
+def catalog_rule(table: str, name: str) -> tuple[str, int]:
+    """What a catalog column holds, by the catalog loaders: ("flag", 0), ("whole", minimum),
+    ("memory", 1: a positive whole number of MiB) or ("number", 0: non-negative)."""
+    if table == "Models":
+        return ("flag", 0) if name in MODEL_FLAGS else ("whole", 1 if name in POSITIVE_MODEL_FIELDS else 0)
+    if table == "GPUs" and name == "memory_mib":
+        return "memory", 1
+    return "number", 0
+
+
+def catalog_validation(table: str, name: str) -> dict:
+    """The same rule as Excel's data validation (its check when a value is typed)."""
+    kind, minimum = catalog_rule(table, name)
+    if kind == "flag":
+        return {"validate": "integer", "criteria": "between", "minimum": 0, "maximum": 1}
+    if kind == "number":
+        return {"validate": "decimal", "criteria": ">=", "value": 0}
+    return {"validate": "integer", "criteria": ">=", "value": minimum}
+
+
+def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> Expr:
+    """A catalog row's problems: the columns formulas read, by the catalog loaders' rules."""
+    parts = []
+    for name in columns:
+        x = Var(name)
+        kind, minimum = catalog_rule(table, name)
+        if kind == "flag":
+            parts.append(_problem(NOT(is_one_of(x, 0, 1)), message(t("check.flag"), field=name, value=shown(x))))
+        elif kind == "whole":
+            parts.append(_whole(t, name, minimum))
+        elif kind == "memory":
+            parts.append(_problem(NOT(_positive_whole(x)), message(t("check.memory"), field=name, value=shown(x))))
+        else:
+            parts.append(_non_negative(t, name))
+    if table == "Models":
+        heads, kv = Var("num_attention_heads"), Var("num_key_value_heads")
+        whole = AND(_positive_whole(heads), _positive_whole(kv))
+        parts.append(IF(whole, _problem(MOD(heads, kv).ne(0), message(t("check.kv_heads"), kv=kv, heads=heads)), ""))
+    return concat(*parts)
+
+
+def assumption_check(t: Catalogue, a: Assumption) -> Expr:
+    """An assumption's value (Var "value"), by Assumption.check's rules and words."""
+    x = Var("value")
+    lo, hi = a.limits
+    out: Expr = Str(OK)
+    if a.whole:
+        out = IF(FLOOR(x).ne(x), message(t("check.whole_assumption"), field=a.name, value=x), out)
+    out = IF(OR(x.lt(lo), x.gt(hi)),
+             message(t("check.between"), field=a.name, lo=f"{lo:g}", hi=f"{hi:g}", value=x), out)
+    return IF(ISNUMBER(x), out, message(t("check.number"), field=a.name, value=shown(x)))
+
+
+def first_failure(reasons: Sequence[Expr]) -> Expr:
+    """ok when every reason is ok, else the first that is not."""
+    out: Expr = Str(OK)
+    for reason in reversed(reasons):
+        out = IF(reason.ne(OK), reason, out)
+    return out
