@@ -9,6 +9,7 @@ import difflib
 from typing import Iterable
 
 EXIT_BAD_INPUT = 1  # bad input files and values; Click exits with 2 for bad command-line usage
+SHOWN_CHARS = 500  # longest part of an error line: a 1 MB bad value is not repeated in full
 
 
 class InputError(Exception):
@@ -23,7 +24,21 @@ class InputError(Exception):
     def one_line(self) -> str:
         parts = [p for p in (self.source, self.key_path) if p]
         parts.append(self.message)
-        return ": ".join(parts).replace("\n", " ")
+        return ": ".join(shorten(p) for p in parts).replace("\n", " ")
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """repr(value) for a message, shortened (see shorten)."""
+    return shorten(repr(value), limit)
+
+
+def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
+    """The text, or its start and end around a count of what was left out (the end of a message
+    usually says what is allowed)."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 4
+    return f"{text[:head]}…[{len(text) - head - tail:,} characters]…{text[-tail:]}"
 
 
 def did_you_mean(value: object, known: Iterable[str]) -> str:
@@ -37,5 +52,5 @@ def did_you_mean(value: object, known: Iterable[str]) -> str:
 
 def unknown_name(kind: str, value: object, known: Iterable[str], **where) -> InputError:
     known = sorted(known)
-    shown = ", ".join(known) if len(known) <= 12 else ", ".join(known[:12]) + f", … ({len(known)} in all)"
-    return InputError(f"unknown {kind} {value!r}{did_you_mean(value, known)} (known: {shown})", **where)
+    listed = ", ".join(known) if len(known) <= 12 else ", ".join(known[:12]) + f", … ({len(known)} in all)"
+    return InputError(f"unknown {kind} {shown(value)}{did_you_mean(value, known)} (known: {listed})", **where)

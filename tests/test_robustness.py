@@ -179,3 +179,146 @@ def test_a_failing_background_writer_leaves_previous_outputs_intact(tmp_path, mo
                            env={"SOURCE_DATE_EPOCH": "99"}, catch_exceptions=False)
     assert (tmp_path / "ppo-rlhf.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ppo-rlhf.json"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: every file is bounded in size, nesting, aliases and numbers (issue #20, each case reproduced)
+
+import os  # noqa: E402
+
+import guarded  # noqa: E402
+
+LLAMA = json.loads(Path("presets/models/llama-2-7b.json").read_text())["config"]
+MIXTRAL = json.loads(Path("presets/models/mixtral-8x7b.json").read_text())["config"]
+
+
+def _one_error(outcome, *fragments):
+    assert outcome.problem() is None, outcome.problem()
+    assert outcome.status == 1, (outcome.status, outcome.stderr)
+    for fragment in fragments:
+        assert fragment in outcome.stderr, outcome.stderr
+    return outcome.stderr
+
+
+def _config(tmp_path, **changes):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, **changes}))
+    return path
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly(tmp_path):
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"{b}: &{b} [{', '.join(['*' + a] * 9)}]" for a, b in zip("abcdefg", "bcdefgh")]
+    preset = tmp_path / "bomb.yaml"
+    preset.write_text("\n".join(lines) + "\ntitle: t\ndescription: *h\nscenarios: [{model: Llama-2-7B}]\n")
+    assert len(preset.read_bytes()) < 700
+    outcome = guarded.run(["check", preset], timeout=10)
+    _one_error(outcome, "too many values", "REPORTGEN_MAX_YAML_VALUES")
+    assert outcome.seconds < 5
+
+
+def test_recursive_yaml_aliases_are_refused(tmp_path):
+    preset = tmp_path / "loop.yaml"
+    preset.write_text("title: &t [*t]\nscenarios: [{model: Llama-2-7B}]\n")
+    _one_error(guarded.run(["check", preset]), "recursive alias")
+
+
+@pytest.mark.parametrize("depth", [80, 500])
+def test_deeply_nested_yaml_is_one_error(tmp_path, depth):
+    preset = tmp_path / "deep.yaml"
+    preset.write_text("title: " + "[" * depth + "]" * depth + "\n")
+    _one_error(guarded.run(["check", preset]), "nested too deeply", "REPORTGEN_MAX_NESTING")
+
+
+@pytest.mark.parametrize("depth", [80, 2000])
+def test_deeply_nested_json_is_one_error(tmp_path, depth):
+    path = tmp_path / "deep.json"
+    path.write_text('{"x": ' * depth + "1" + "}" * depth)
+    _one_error(guarded.run(["params", "--config", path]), "nested too deeply")
+
+
+@pytest.mark.parametrize("args", [["check", "/dev/zero"], ["params", "--config", "/dev/zero"],
+                                  ["validate", "--measured", "/dev/zero"], ["estimate", "--config", "/dev/zero"]])
+def test_devices_are_not_read(args):
+    outcome = guarded.run(args, timeout=10)
+    _one_error(outcome, "/dev/zero: is a device, FIFO or socket")
+
+
+@pytest.mark.parametrize("command", [["check"], ["params", "--config"]])
+def test_a_fifo_does_not_block(tmp_path, command):
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    _one_error(guarded.run([*command, fifo], timeout=10), "is a device, FIFO or socket")
+
+
+def test_files_past_the_size_limit_are_refused_and_the_limit_can_be_raised(tmp_path):
+    preset = tmp_path / "big.yaml"
+    preset.write_text("title: t\nscenarios: [{model: Llama-2-7B}]\n" + "# padding\n" * 1000)
+    env = {"REPORTGEN_MAX_FILE_BYTES": "5000"}
+    assert guarded.run(["check", preset], env=env).stderr == (
+        f"Error: {preset}: file too large: the limit is 5,000 bytes per input file "
+        "(raise it with REPORTGEN_MAX_FILE_BYTES=N)\n")
+    assert guarded.run(["check", preset], env={"REPORTGEN_MAX_FILE_BYTES": "20000"}).status == 0
+    _one_error(guarded.run(["check", preset], env={"REPORTGEN_MAX_FILE_BYTES": "lots"}),
+               "Error: REPORTGEN_MAX_FILE_BYTES: expected a positive whole number, got 'lots'")
+
+
+@pytest.mark.parametrize("command", [["params"], ["estimate", "--workload", "full"], ["plan", "--workload", "full"]])
+def test_absurd_config_numbers_are_refused_not_computed(tmp_path, command):
+    path = _config(tmp_path, num_hidden_layers=1e30)
+    _one_error(guarded.run([*command, "--config", path], timeout=15),
+               "num_hidden_layers: must be at most 16,384, got 1000000000000000019884624838656")
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"model_type": ["llama"]}, "model_type: unknown model_type ['llama']"),
+    ({"model_type": {"a": 1}}, "model_type: unknown model_type {'a': 1}"),
+    ({"hidden_size": 1e308}, "hidden_size: must be at most 1,048,576"),
+    ({"vocab_size": 10**30}, "vocab_size: must be at most 16,777,216, got 1000000000000000000000000000000"),
+    ({"vocab_size": int("9" * 4300)}, "vocab_size: must be at most 16,777,216, got 999"),
+    ({"_name_or_path": "org/Llama\ud83d"}, "_name_or_path: text with an unpaired surrogate '\\ud83d'"),
+])
+def test_bad_config_values_are_one_error(tmp_path, changes, fragment):
+    stderr = _one_error(guarded.run(["params", "--config", _config(tmp_path, **changes)]), fragment)
+    assert len(stderr) < 600  # a 4,300-digit value is shortened
+
+
+def test_more_experts_per_token_than_experts_is_refused(tmp_path):
+    path = tmp_path / "moe.json"
+    path.write_text(json.dumps({**MIXTRAL, "num_experts_per_tok": 20}))
+    _one_error(guarded.run(["params", "--config", path]),
+               "num_experts_per_tok: 20 experts per token, but the model has 8 experts")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('title: "\\ud83d\\ude80"\nscenarios: [{model: Llama-2-7B}]\n', "title: text with an unpaired surrogate"),
+    ('title: t\nscenarios: [{model: Llama-2-7B, name: "a\\udcff"}]\n', "scenarios[0].name: text with an unpaired"),
+    ("title: 2025-02-30\n", "malformed YAML: day is out of range for month"),
+    ("title: " + "9" * 4400 + "\n", "malformed YAML: Exceeds the limit (4300 digits)"),
+    ("title: t\ndescription: " + "x" * 40_000 + "\nscenarios: [{model: Llama-2-7B}]\n",
+     "description: text of 40,000 characters: at most 32,000 fit a workbook cell (Excel's limit is 32,767)"),
+])
+def test_unwritable_text_is_refused_when_the_preset_is_read(tmp_path, text, fragment):
+    preset = tmp_path / "text.yaml"
+    preset.write_text(text)
+    _one_error(guarded.run(["check", preset]), f"Error: {preset}: ", fragment)
+
+
+def test_a_one_megabyte_bad_value_is_not_repeated_in_full(tmp_path):
+    preset = tmp_path / "long.yaml"
+    preset.write_text(yaml.safe_dump({"title": list(range(150_000)), "scenarios": [{"model": "Llama-2-7B"}]}))
+    stderr = _one_error(guarded.run(["check", preset]), "title: expected non-empty text, got [0, 1, 2")
+    assert len(stderr) < 800 and "characters]" in stderr
+    preset.write_text(yaml.safe_dump({"title": "t", "scenarios": [{"model": "M" * 30_000}]}))
+    stderr = _one_error(guarded.run(["check", preset]), "scenarios[0].model: unknown model 'MMM")
+    assert len(stderr) < 800 and "(known: " in stderr
+
+
+@pytest.mark.parametrize("name", [["Llama-2-7B"], "llama-2-7b"])
+def test_a_bad_or_duplicate_catalog_name_is_one_error(tmp_path, name):
+    from reportgen.catalog import load_models
+    from reportgen.errors import InputError
+    for stem, entry_name in (("a", "Llama-2-7B"), ("b", name)):
+        (tmp_path / f"{stem}.json").write_text(json.dumps({"name": entry_name, "config": LLAMA}))
+    with pytest.raises(InputError, match=r"b\.json: name: (expected a model name|duplicate model name)"):
+        load_models(tmp_path)
