@@ -151,8 +151,24 @@ def _input_option(i: Input, *, rlhf: bool = False):
     return click.option(i.option, i.name, type=kind, default=None, help=help_text)
 
 
+class _AssumptionValue(click.FloatRange):
+    """A number checked by its assumption exactly as a preset's (Assumption.check refuses NaN, which
+    passes FloatRange's comparisons); FloatRange only shows the range in the help."""
+
+    def __init__(self, assumption: Assumption):
+        super().__init__(*assumption.limits)
+        self.assumption = assumption
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        try:
+            return self.assumption.check(number, source=None, key_path=None)
+        except InputError as exc:
+            self.fail(exc.message, param, ctx)
+
+
 def _assumption_option(a: Assumption):
-    return click.option(a.option, a.name, type=click.FloatRange(*a.limits), default=None,
+    return click.option(a.option, a.name, type=_AssumptionValue(a), default=None,
                         help=f"{a.label}: {a.help} (default {a.default:g}).")
 
 

@@ -322,3 +322,112 @@ def test_a_bad_or_duplicate_catalog_name_is_one_error(tmp_path, name):
         (tmp_path / f"{stem}.json").write_text(json.dumps({"name": entry_name, "config": LLAMA}))
     with pytest.raises(InputError, match=r"b\.json: name: (expected a model name|duplicate model name)"):
         load_models(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Values: checked where they are read, by the input tables; nothing silently dropped (issue #20)
+
+def _check(tmp_path, data):
+    preset = tmp_path / "p.yaml"
+    preset.write_text(yaml.safe_dump(data, sort_keys=False))
+    return preset, CliRunner().invoke(main, ["check", str(preset)])
+
+
+def _matrix(**axes):
+    return {"title": "t", "matrices": [{"name": "m", "model": "Llama-2-7B", **axes}]}
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "10.5"])
+def test_safety_factor_on_the_command_line_obeys_the_preset_limits(value):
+    result = CliRunner().invoke(main, ["estimate", "--model", "Llama-2-7B", "--safety-factor", value])
+    assert result.exit_code == 2 and "Invalid value for '--safety-factor': must be between 1 and 10" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_zero_kv_block_is_refused_when_read(tmp_path):
+    preset, result = _check(tmp_path, {**_matrix(), "assumptions": {"kv_block_tokens": 0}})
+    assert result.exit_code == 1
+    assert result.output == f"Error: {preset}: assumptions.kv_block_tokens: must be between 1 and 1.04858e+06, got 0\n"
+
+
+def test_a_hundred_million_combinations_are_refused_before_any_is_made(tmp_path):
+    preset = tmp_path / "huge.yaml"
+    preset.write_text(yaml.safe_dump(_matrix(batch_size=list(range(1, 1001)), seq_len=list(range(1, 1001)),
+                                             gen_len=list(range(100)))))
+    outcome = guarded.run(["check", preset], timeout=20)
+    assert outcome.stderr == (f"Error: {preset}: matrices: 100,000,000 combinations: the limit is 200,000 "
+                              "combinations per preset (raise it with REPORTGEN_MAX_SCENARIOS=N)\n")
+    assert outcome.seconds < 5
+    assert guarded.run(["check", preset], env={"REPORTGEN_MAX_SCENARIOS": "99999999"}, timeout=20).status == 1
+
+
+def test_the_scenario_limit_counts_every_matrix_and_scenario(tmp_path):
+    data = _matrix(batch_size=[1, 2, 3])
+    data["scenarios"] = [{"model": "Llama-2-7B"}]
+    preset = tmp_path / "p.yaml"
+    preset.write_text(yaml.safe_dump(data))
+    assert guarded.run(["check", preset], env={"REPORTGEN_MAX_SCENARIOS": "4"}).status == 0
+    _one_error(guarded.run(["check", preset], env={"REPORTGEN_MAX_SCENARIOS": "3"}), "matrices: 4 combinations")
+
+
+def test_an_empty_list_in_a_workload_is_an_error_not_a_dropped_workload(tmp_path):
+    data = _matrix(workload=[{"type": "full"}, {"type": "lora", "lora_rank": []}])
+    preset, result = _check(tmp_path, data)
+    assert result.output == f"Error: {preset}: matrices[0].workload[1].lora_rank: empty list: give at least one value\n"
+
+
+@pytest.mark.parametrize("rule, message", [
+    ({"gpu": "A100-80G"}, "matrices[0].exclude[0].gpu: unknown GPU 'A100-80G' (did you mean 'A100-80GB'?)"),
+    ({"zero_stage": True}, "matrices[0].exclude[0].zero_stage: expected a whole number, got True"),
+    ({"gpu": "L4"}, "matrices[0].exclude[0]: matches no combination of this matrix"),
+    ({"workload": "lora", "zero_stage": 3}, "matrices[0].exclude[0]: matches no combination of this matrix"),
+])
+def test_exclude_rules_are_checked_and_must_remove_something(tmp_path, rule, message):
+    data = _matrix(workload=["full", "lora"], gpu=["A100-80GB", "H100-80GB-SXM"], zero_stage=[0, 1], num_gpus=2,
+                   exclude=[rule])
+    preset, result = _check(tmp_path, data)
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {preset}: {message}"), result.output
+
+
+def test_exclude_still_removes_what_it_names(tmp_path):
+    data = _matrix(workload=["full", "lora"], zero_stage=[0, 1], num_gpus=2, exclude=[{"workload": "lora", "zero_stage": 1}])
+    assert "3 scenarios" in _check(tmp_path, data)[1].output
+
+
+@pytest.mark.parametrize("data, message", [
+    (_matrix(prompt_len=[512, 1024], workload={"type": "inference", "prompt_len": 2048}),
+     "matrices[0].workload.prompt_len: also set at matrices[0].prompt_len: set it in one place"),
+    (_matrix(batch_size=2, workload=[{"type": "full"}, {"type": "lora", "batch_size": 4}]),
+     "matrices[0].workload[1].batch_size: also set at matrices[0].batch_size: set it in one place"),
+    ({"title": "t", "scenarios": [{"model": "Llama-2-7B", "gen_len": 8, "workload": {"type": "inference", "gen_len": 9}}]},
+     "scenarios[0].workload.gen_len: also set at scenarios[0].gen_len: set it in one place"),
+    ({**_matrix(), "headline": {"anything": True}}, "headline: unknown key 'headline'"),
+])
+def test_settings_that_would_be_ignored_are_errors(tmp_path, data, message):
+    preset, result = _check(tmp_path, data)
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {preset}: {message}"), result.output
+
+
+def test_a_preset_path_that_is_not_utf8_is_one_error(tmp_path):
+    preset = tmp_path / "caf\udce9.yaml"
+    preset.write_text(yaml.safe_dump(_matrix()))
+    _one_error(guarded.run(["check", os.fsencode(preset).decode("utf-8", "surrogateescape")]),
+               "Error: PRESET: text with an unpaired surrogate")
+
+
+@pytest.mark.parametrize("cases, message", [
+    ([], ": expected an object with a non-empty 'cases' list"),
+    ([{"id": "a"}], ": cases[0].config_name: missing required key"),
+    ([{"id": "a", "config_name": "x", "config": LLAMA, "setting": {"mode": "train"}, "peak_bytes": 1}],
+     ": cases[0].setting.precision: missing required key"),
+    ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 1,
+       "setting": {"mode": "infer", "precision": "bf16", "attn": "sdpa", "batch": "8", "seq": 4}}],
+     ": cases[0].setting.batch: expected a whole number, got '8'"),
+    ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 0, "setting": {}}],
+     ": cases[0].peak_bytes: expected a positive whole number of bytes, got 0"),
+])
+def test_a_bad_measured_file_is_one_error(tmp_path, cases, message):
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps({"cases": cases}))
+    result = CliRunner().invoke(main, ["validate", "--measured", str(path)])
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {path}{message}"), result.output
