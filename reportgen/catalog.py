@@ -2,7 +2,9 @@
 rows (Models, GPUs) that the formulas and the workbook share."""
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -155,6 +157,7 @@ class CatalogModel:
     spec: ModelSpec
     hf_id: str
     family: str
+    path: Path | None = None  # the catalog file
 
 
 def slug(name: str) -> str:
@@ -178,13 +181,37 @@ def load_models(folder: Path | None = None) -> dict[str, CatalogModel]:
             raise InputError(f"duplicate model name {spec.name!r} (also in {lowered[spec.name.lower()]})",
                              source=str(path), key_path="name")
         lowered[spec.name.lower()] = path
-        models[spec.name] = CatalogModel(spec, entry.get("hf_id", ""), entry.get("family", ""))
+        models[spec.name] = CatalogModel(spec, entry.get("hf_id", ""), entry.get("family", ""), path)
     return models
 
 
-def catalog_entry(spec_source_raw: Mapping[str, Any], name: str, source: str) -> dict[str, Any]:
+def catalog_entry(config: Mapping[str, Any], name: str, source: str) -> dict[str, Any]:
     """The JSON written by `reportgen import-config` (same schema as the bundled entries)."""
-    return {"name": name, "hf_id": "", "family": "", "source": source, "config": dict(spec_source_raw)}
+    return {"name": name, "hf_id": "", "family": "", "source": source, "config": dict(config)}
+
+
+def import_target(spec: ModelSpec, output: Path | None, *, force: bool, folder: Path | None = None) -> Path:
+    """Where `import-config` writes the catalog entry of `spec`: `output`, or a file in the catalog
+    folder named after the model. An existing file (a bundled entry too) is replaced only with
+    `force`; a name that another catalog entry has (ignoring case) is refused, since two would make
+    the catalog unreadable. What is not a regular file is refused when written (writers.atomic)."""
+    folder = folder or data_dir("presets") / "models"
+    stem = slug(spec.name)
+    if not stem:
+        raise InputError(f"{spec.name!r} has no letter or digit to name its file after", key_path="--name")
+    target = output or folder / f"{stem}.json"
+    if target.parent.resolve() == folder.resolve():
+        for other in load_models(folder).values():
+            if other.spec.name.lower() == spec.name.lower() and other.path.resolve() != target.resolve():
+                raise InputError(f"the catalog already has a model named {other.spec.name!r} ({other.path}); "
+                                 "choose another --name", key_path="--name")
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return target
+    if stat.S_ISREG(mode) and not force:
+        raise InputError("already exists: add --force to replace it", source=str(target))
+    return target
 
 
 def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_path: str = "model",

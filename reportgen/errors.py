@@ -6,9 +6,11 @@ status 1. Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
+import signal
 from typing import Iterable
 
 EXIT_BAD_INPUT = 1  # bad input files and values; Click exits with 2 for bad command-line usage
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends a command as Ctrl-C does
 SHOWN_CHARS = 500  # longest part of an error line: a 1 MB bad value is not repeated in full
 
 
@@ -25,6 +27,24 @@ class InputError(Exception):
         parts = [p for p in (self.source, self.key_path) if p]
         parts.append(self.message)
         return ": ".join(shorten(p) for p in parts).replace("\n", " ")
+
+
+class OutputError(InputError):
+    """An output that could not be written (a full disk, a directory where a file goes, a killed
+    renderer): also one line and exit status 1, after every previous output was kept or put back."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP. `written` lists the outputs a commit had already replaced: its renames
+    run with these signals blocked, so an interrupt during them arrives after all were made."""
+
+    def __init__(self, signum: int = signal.SIGINT, written: tuple = ()):
+        super().__init__(signum)
+        self.signum, self.written = signum, tuple(written)
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum  # as a shell reports a process that the signal ended
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -368,10 +368,17 @@ def _generic_spec(f: _Fields, name: str) -> ModelSpec:
 
 def load_config_file(path: Path, name: str | None = None) -> ModelSpec:
     """Read a config.json (or a catalog entry with a `config` key) into a ModelSpec."""
+    return read_config_file(path, name)[0]
+
+
+def read_config_file(path: Path, name: str | None = None) -> tuple[ModelSpec, Mapping[str, Any]]:
+    """A config.json (or a catalog entry with a `config` key): its ModelSpec and its config fields."""
     raw = read_json(path)
-    if isinstance(raw, dict) and "config" in raw and isinstance(raw["config"], dict):
-        return spec_from_config(raw["config"], name=name or raw.get("name") or path.stem, source=str(path))
-    return spec_from_config(raw, name=name or raw_name(raw) or path.stem, source=str(path))
+    if isinstance(raw, dict) and isinstance(raw.get("config"), dict):
+        config, own_name = raw["config"], raw.get("name")
+    else:
+        config, own_name = raw, raw_name(raw)
+    return spec_from_config(config, name=name or own_name or path.stem, source=str(path)), config
 
 
 def raw_name(raw: Any) -> str | None:

@@ -62,8 +62,9 @@ def _vm_size() -> int:
 
 
 def run(args, *, env: dict | None = None, cwd: Path | None = None, timeout: float = TIMEOUT_S,
-        memory: int = MEMORY_CAP) -> Outcome:
-    """`reportgen ARGS` in a forked child: environment `env` added, working folder `cwd`."""
+        memory: int = MEMORY_CAP, file_size: int | None = None) -> Outcome:
+    """`reportgen ARGS` in a forked child: environment `env` added, working folder `cwd`; with
+    `file_size`, writing a file past that many bytes fails as on a full disk (EFBIG)."""
     from reportgen.cli import main
 
     args = tuple(str(a) for a in args)
@@ -87,6 +88,9 @@ def run(args, *, env: dict | None = None, cwd: Path | None = None, timeout: floa
             if cwd:
                 os.chdir(cwd)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+            if file_size is not None:
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
             try:
                 main.main(args=list(args), prog_name="reportgen", standalone_mode=True)
                 status = 0

@@ -431,3 +431,218 @@ def test_a_bad_measured_file_is_one_error(tmp_path, cases, message):
     path.write_text(json.dumps({"cases": cases}))
     result = CliRunner().invoke(main, ["validate", "--measured", str(path)])
     assert result.exit_code == 1 and result.output.startswith(f"Error: {path}{message}"), result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: only regular files, all of a build or nothing, one line when the machine refuses (issue #20)
+
+import errno  # noqa: E402
+import fcntl  # noqa: E402
+import stat  # noqa: E402
+
+from reportgen import catalog  # noqa: E402
+from reportgen.writers import atomic  # noqa: E402
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _build_formats(out, formats, *presets, epoch="1767225600"):
+    return CliRunner().invoke(main, ["build", *(presets or ("ppo-rlhf",)), "--format", formats, "-o", str(out), "-q"],
+                              env={"SOURCE_DATE_EPOCH": epoch})
+
+
+@pytest.fixture
+def catalog_copy(tmp_path, monkeypatch):
+    """A copy of the bundled data whose model catalog import-config may change."""
+    import shutil
+    presets = tmp_path / "data" / "presets"
+    shutil.copytree(catalog.data_dir("presets"), presets)
+    monkeypatch.setattr(catalog, "data_dir", lambda name: tmp_path / "data" / name)
+    return presets / "models"
+
+
+def _import(*args):
+    return CliRunner().invoke(main, ["import-config", *map(str, args)])
+
+
+def test_import_config_does_not_replace_a_bundled_entry_without_force(tmp_path, catalog_copy):
+    config = _config(tmp_path, hidden_size=8192)
+    before = _snapshot(catalog_copy)
+    result = _import(config, "--name", "Llama 2 7B!")
+    assert result.exit_code == 1
+    assert result.output == f"Error: {catalog_copy / 'llama-2-7b.json'}: already exists: add --force to replace it\n"
+    assert _snapshot(catalog_copy) == before
+    assert CliRunner().invoke(main, ["build", "default", "--format", "json", "-o", str(tmp_path / "o"), "-q"]).exit_code == 0
+    assert _import(config, "--name", "Llama-2-7B", "--force").exit_code == 0
+    assert json.loads((catalog_copy / "llama-2-7b.json").read_text())["config"]["hidden_size"] == 8192
+
+
+@pytest.mark.parametrize("name, message", [
+    ("LLAMA-2-7b", "Error: --name: the catalog already has a model named 'Llama-2-7B' ("),
+    ("!!!", "Error: --name: '!!!' has no letter or digit to name its file after"),
+    ("x" * 300, "Error: --name: a model name of 300 characters: at most 200 are allowed"),
+    ("caf\udce9", "Error: --name: text with an unpaired surrogate"),
+])
+def test_import_config_names_are_checked(tmp_path, catalog_copy, name, message):
+    before = _snapshot(catalog_copy)
+    out = catalog_copy / "other.json"  # a different file, so only the name can clash
+    result = _import(_config(tmp_path), "--name", name, "-o", out)
+    assert result.exit_code == 1 and result.output.startswith(message), result.output
+    assert _snapshot(catalog_copy) == before
+
+
+def test_a_catalog_entry_with_a_list_for_a_name_is_refused_when_imported(tmp_path, catalog_copy):
+    entry = tmp_path / "entry.json"
+    entry.write_text(json.dumps({"name": ["Llama"], "config": LLAMA}))
+    result = _import(entry)
+    assert result.output.startswith(f"Error: {entry}: name: expected a model name (non-empty text), got ['Llama']")
+    assert CliRunner().invoke(main, ["models"]).exit_code == 0
+
+
+def _special_files(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    found = {"FIFO": fifo, "directory": folder, "symbolic link": link}
+    try:
+        os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        found["device"] = tmp_path / "null"
+    except PermissionError:
+        pass  # not root: the FIFO stands for the other special files
+    return found
+
+
+def test_import_config_writes_only_regular_files(tmp_path):
+    config = _config(tmp_path)
+    kinds = {"FIFO": "a device, FIFO or socket", "device": "a device, FIFO or socket",
+             "directory": "a directory", "symbolic link": "a symbolic link"}
+    for kind, target in _special_files(tmp_path).items():
+        mode = os.lstat(target).st_mode
+        result = _import(config, "-o", target)
+        assert result.output == f"Error: {target}: is {kinds[kind]}; reportgen replaces only regular files\n", kind
+        assert os.lstat(target).st_mode == mode and not (tmp_path / "elsewhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_import_config_refuses_an_existing_file_without_force(tmp_path):
+    target = tmp_path / "mine.json"
+    target.write_text("keep me")
+    assert _import(_config(tmp_path), "-o", target).output == f"Error: {target}: already exists: add --force to replace it\n"
+    assert target.read_text() == "keep me"
+    assert _import(_config(tmp_path), "-o", target, "--force").exit_code == 0
+    assert json.loads(target.read_text())["name"] == "config"  # the file name: LLAMA has no _name_or_path
+
+
+@pytest.mark.parametrize("what", ["directory", "FIFO", "symbolic link"])
+def test_a_special_file_in_place_of_an_output_fails_before_anything_is_replaced(tmp_path, what):
+    out = tmp_path / "out"
+    assert _build_formats(out, "json,html,xlsx").exit_code == 0
+    before = _snapshot(out)
+    (out / "ppo-rlhf.html").unlink()
+    del before["ppo-rlhf.html"]
+    special = _special_files(tmp_path)[what]
+    os.rename(special, out / "ppo-rlhf.html")
+    result = _build_formats(out, "json,html,xlsx", epoch="99")
+    assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.output.startswith(f"Error: {out / 'ppo-rlhf.html'}: is a ")
+    assert _snapshot(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_multi_preset_build_commits_nothing_when_a_later_preset_fails(tmp_path):
+    out = tmp_path / "out"
+    assert _build_formats(out, "json").exit_code == 0
+    before = _snapshot(out)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("title: bad\nscenarios: [{model: Nope}]\n")
+    result = _build_formats(out, "json", "ppo-rlhf", str(bad), epoch="99")
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {bad}: scenarios[0].model: unknown model")
+    assert _snapshot(out) == before
+
+
+def test_two_presets_with_one_file_name_are_refused(tmp_path):
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "p.yaml").write_text(yaml.safe_dump(BASE))
+    result = _build_formats(tmp_path / "out", "json", str(tmp_path / "a/p.yaml"), str(tmp_path / "b/p.yaml"))
+    assert result.output == f"Error: {tmp_path / 'out/p.json'}: written twice by this build (two presets with one file name?)\n"
+    assert not (tmp_path / "out" / "p.json").exists()
+
+
+@pytest.mark.parametrize("formats, size, failing", [("json,html,xlsx", 200_000, "ppo-rlhf.json"),
+                                                    ("html,pdf", 280_000, "ppo-rlhf.pdf")])
+def test_a_full_disk_is_one_error_and_changes_nothing(tmp_path, formats, size, failing):
+    """RLIMIT_FSIZE makes every write past `size` fail with EFBIG, as a full disk fails with ENOSPC:
+    here the JSON (1.1 MB) in the builder, then the PDF (300 KB) in the forked child."""
+    out = tmp_path / "out"
+    assert _build_formats(out, formats).exit_code == 0
+    before = _snapshot(out)
+    outcome = guarded.run(["build", "ppo-rlhf", "--format", formats, "-o", out, "-q"], file_size=size,
+                          env={"SOURCE_DATE_EPOCH": "99"}, timeout=60)
+    _one_error(outcome, f"Error: {out / failing}: cannot write: File too large")
+    assert _snapshot(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("writer", ["json_writer", "xlsx"])
+def test_a_wrapped_no_space_error_is_one_line(tmp_path, monkeypatch, writer):
+    import importlib
+    module = importlib.import_module(f"reportgen.writers.{writer}")
+
+    def full(report, path, lang):
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as exc:
+            raise RuntimeError("library wrapper") from exc
+
+    monkeypatch.setattr(module, "write", full)
+    result = _build_formats(tmp_path, "json,xlsx")
+    assert result.output.startswith(f"Error: {tmp_path / 'ppo-rlhf'}.")
+    assert result.output.endswith(": cannot write: No space left on device\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_rename_puts_back_what_was_replaced(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert _build_formats(out, "json,html,xlsx").exit_code == 0
+    before = _snapshot(out)
+    real_replace, calls = os.replace, []
+
+    def second_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", second_fails)
+    result = _build_formats(out, "json,html,xlsx", epoch="99")
+    monkeypatch.undo()
+    assert result.output == (f"Error: {calls[1]}: cannot replace the file: Input/output error; "
+                             "every output is as before\n")
+    assert _snapshot(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_later_build_removes_what_dead_builds_left_and_finishes_their_renames(tmp_path):
+    out = tmp_path / "out"
+    assert _build_formats(out, "json").exit_code == 0
+    old = f"{1:016x}-12345"  # a build that started long ago and died
+    (out / f".ppo-rlhf.xlsx.{old}.tmp").write_text("half a workbook")
+    (out / f".ppo-rlhf.json.{old}.old").write_text("kept copy")
+    (out / f".notes.html.{old}.tmp").write_text("finished")
+    (out / f".reportgen.{old}.commit").write_text(json.dumps({"renames": [[f".notes.html.{old}.tmp", "notes.html"]]}))
+    alive = f"{2:016x}-12346"  # older too, but still running: its file is locked
+    (out / f".ppo-rlhf.pdf.{alive}.tmp").write_text("rendering")
+    unrelated = out / ".ppo-rlhf.json.tmp"  # not a name reportgen makes
+    unrelated.write_text("someone else's")
+    with open(out / f".ppo-rlhf.pdf.{alive}.tmp") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert _build_formats(out, "json", epoch="99").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted([
+        f".ppo-rlhf.pdf.{alive}.tmp", ".ppo-rlhf.json.tmp", "notes.html", "ppo-rlhf.json"])
+    assert (out / "notes.html").read_text() == "finished"
