@@ -197,7 +197,7 @@ def import_target(spec: ModelSpec, output: Path | None, *, force: bool, folder: 
     the catalog unreadable. What is not a regular file is refused when written (writers.atomic)."""
     folder = folder or data_dir("presets") / "models"
     stem = slug(spec.name)
-    if not stem:
+    if not re.search("[a-z0-9]", stem):  # '' or '..'; the name would make no file name or a hidden one
         raise InputError(f"{spec.name!r} has no letter or digit to name its file after", key_path="--name")
     target = output or folder / f"{stem}.json"
     if target.parent.resolve() == folder.resolve():

@@ -49,7 +49,7 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
             if default is _REQUIRED:
                 raise InputError("missing required key", source=source, key_path=f"{where}.setting.{key}")
             return default
-        if allowed is not None and st[key] not in allowed:
+        if allowed is not None and not (isinstance(st[key], str) and st[key] in allowed):
             raise unknown_name(key, st[key], allowed, source=source, key_path=f"{where}.setting.{key}")
         return st[key]
 
@@ -64,8 +64,12 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
         if not isinstance(lora, Mapping):
             raise InputError(f"expected a mapping with r and targets, got {lora!r}", source=source,
                              key_path=f"{where}.setting.lora")
+        checkpointing = get("grad_ckpt")
+        if not isinstance(checkpointing, bool):
+            raise InputError(f"expected true or false, got {checkpointing!r}", source=source,
+                             key_path=f"{where}.setting.grad_ckpt")
         values.update(workload="lora" if lora else "full", seq_len=get("seq"), prompt_len=0, gen_len=0,
-                      checkpointing="full" if get("grad_ckpt", (True, False)) else "none", optimizer="adamw",
+                      checkpointing="full" if checkpointing else "none", optimizer="adamw",
                       optimizer_impl=get("optim", default="fused"), lora_rank=lora.get("r", 16),
                       lora_targets=lora.get("targets", "q_proj,v_proj"))
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,

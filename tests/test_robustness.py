@@ -277,7 +277,7 @@ def test_absurd_config_numbers_are_refused_not_computed(tmp_path, command):
     ({"vocab_size": 10**30}, "vocab_size: must be at most 16,777,216, got 1000000000000000000000000000000"),
     ({"vocab_size": int("9" * 4300)}, "vocab_size: must be at most 16,777,216, got 999"),
     ({"_name_or_path": "org/Llama\ud83d"}, "_name_or_path: text with an unpaired surrogate '\\ud83d'"),
-])
+], ids=["model_type list", "model_type dict", "1e308", "1e30", "4300 digits", "surrogate"])
 def test_bad_config_values_are_one_error(tmp_path, changes, fragment):
     stderr = _one_error(guarded.run(["params", "--config", _config(tmp_path, **changes)]), fragment)
     assert len(stderr) < 600  # a 4,300-digit value is shortened
@@ -297,7 +297,7 @@ def test_more_experts_per_token_than_experts_is_refused(tmp_path):
     ("title: " + "9" * 4400 + "\n", "malformed YAML: Exceeds the limit (4300 digits)"),
     ("title: t\ndescription: " + "x" * 40_000 + "\nscenarios: [{model: Llama-2-7B}]\n",
      "description: text of 40,000 characters: at most 32,000 fit a workbook cell (Excel's limit is 32,767)"),
-])
+], ids=["surrogate pair", "lone surrogate", "bad date", "4400 digits", "40k characters"])
 def test_unwritable_text_is_refused_when_the_preset_is_read(tmp_path, text, fragment):
     preset = tmp_path / "text.yaml"
     preset.write_text(text)
@@ -306,8 +306,10 @@ def test_unwritable_text_is_refused_when_the_preset_is_read(tmp_path, text, frag
 
 def test_a_one_megabyte_bad_value_is_not_repeated_in_full(tmp_path):
     preset = tmp_path / "long.yaml"
-    preset.write_text(yaml.safe_dump({"title": list(range(150_000)), "scenarios": [{"model": "Llama-2-7B"}]}))
-    stderr = _one_error(guarded.run(["check", preset]), "title: expected non-empty text, got [0, 1, 2")
+    # A 1 MB value from a 31 KB file: 35 aliases of one 30,000-character string.
+    preset.write_text("description: &x " + "y" * 30_000 + "\ntitle: [" + ", ".join(["*x"] * 35) + "]\n"
+                      "scenarios: [{model: Llama-2-7B}]\n")
+    stderr = _one_error(guarded.run(["check", preset]), "title: expected non-empty text, got ['yyy")
     assert len(stderr) < 800 and "characters]" in stderr
     preset.write_text(yaml.safe_dump({"title": "t", "scenarios": [{"model": "M" * 30_000}]}))
     stderr = _one_error(guarded.run(["check", preset]), "scenarios[0].model: unknown model 'MMM")
@@ -425,6 +427,11 @@ def test_a_preset_path_that_is_not_utf8_is_one_error(tmp_path):
      ": cases[0].setting.batch: expected a whole number, got '8'"),
     ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 0, "setting": {}}],
      ": cases[0].peak_bytes: expected a positive whole number of bytes, got 0"),
+    ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 1, "setting": {"precision": ["bf16"]}}],
+     ": cases[0].setting.precision: unknown precision ['bf16']"),
+    ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 1,
+       "setting": {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": 1, "seq": 4, "grad_ckpt": "yes"}}],
+     ": cases[0].setting.grad_ckpt: expected true or false, got 'yes'"),
 ])
 def test_a_bad_measured_file_is_one_error(tmp_path, cases, message):
     path = tmp_path / "measured.json"
@@ -482,9 +489,10 @@ def test_import_config_does_not_replace_a_bundled_entry_without_force(tmp_path, 
 @pytest.mark.parametrize("name, message", [
     ("LLAMA-2-7b", "Error: --name: the catalog already has a model named 'Llama-2-7B' ("),
     ("!!!", "Error: --name: '!!!' has no letter or digit to name its file after"),
+    ("..", "Error: --name: '..' has no letter or digit to name its file after"),
     ("x" * 300, "Error: --name: a model name of 300 characters: at most 200 are allowed"),
     ("caf\udce9", "Error: --name: text with an unpaired surrogate"),
-])
+], ids=["same name", "no letters", "dots", "too long", "surrogate"])
 def test_import_config_names_are_checked(tmp_path, catalog_copy, name, message):
     before = _snapshot(catalog_copy)
     out = catalog_copy / "other.json"  # a different file, so only the name can clash
@@ -574,16 +582,19 @@ def test_two_presets_with_one_file_name_are_refused(tmp_path):
     assert not (tmp_path / "out" / "p.json").exists()
 
 
-@pytest.mark.parametrize("formats, size, failing", [("json,html,xlsx", 200_000, "ppo-rlhf.json"),
-                                                    ("html,pdf", 280_000, "ppo-rlhf.pdf")])
+@pytest.mark.parametrize("formats, size, failing", [("json,html,xlsx", 100_000, "tiny.json"),
+                                                    ("html,pdf", 180_000, "tiny.pdf")])
 def test_a_full_disk_is_one_error_and_changes_nothing(tmp_path, formats, size, failing):
     """RLIMIT_FSIZE makes every write past `size` fail with EFBIG, as a full disk fails with ENOSPC:
-    here the JSON (1.1 MB) in the builder, then the PDF (300 KB) in the forked child."""
+    here the JSON (115 KB) in the builder, then the PDF (220 KB) in the forked child."""
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text("title: tiny\nscenarios: [{model: Llama-3.2-1B, gpu: L4}]\n")
     out = tmp_path / "out"
-    assert _build_formats(out, formats).exit_code == 0
+    out.mkdir()
+    for fmt in formats.split(","):
+        (out / f"tiny.{fmt}").write_text(f"previous {fmt}")
     before = _snapshot(out)
-    outcome = guarded.run(["build", "ppo-rlhf", "--format", formats, "-o", out, "-q"], file_size=size,
-                          env={"SOURCE_DATE_EPOCH": "99"}, timeout=60)
+    outcome = guarded.run(["build", preset, "--format", formats, "-o", out, "-q"], file_size=size, timeout=60)
     _one_error(outcome, f"Error: {out / failing}: cannot write: File too large")
     assert _snapshot(out) == before
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
