@@ -63,7 +63,7 @@ def _wait_for_child(parent: int, proc: subprocess.Popen, timeout: float = 30) ->
 def _wait_for_commit(out: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end and proc.poll() is None:
-        if any(p.name.startswith(".reportgen.") for p in out.iterdir()):
+        if out.is_dir() and any(p.name.startswith(".reportgen.") for p in out.iterdir()):
             return
         time.sleep(0.005)
 
@@ -158,4 +158,21 @@ def test_a_signal_during_the_commit_waits_for_it_to_finish(tmp_path, signum=sign
     assert stderr == (f"Interrupted ({signum.name}) after every output was written: "
                       + ", ".join(str(out / f"tiny.{f}") for f in formats) + "\n")
     assert json.loads((out / "tiny.json").read_text())["generated_at"].startswith("1970-01-24")
+    assert _leftovers(out) == []
+
+
+def test_concurrent_builds_do_not_interleave_their_files(tmp_path):
+    """A build that commits while another's renames are under way waits for them: the folder ends
+    with all of one build's files, never some of each."""
+    preset = tmp_path / "tiny.yaml"
+    preset.write_text("title: tiny\nscenarios: [{model: Llama-3.2-1B, workload: inference, gpu: L4}]\n")
+    out = tmp_path / "out"
+    formats = ("json", "html", "xlsx")
+    slow = _start(preset, out, 10**6, formats=formats, delay=1.5)  # its commit spans the other build
+    _wait_for_commit(out, slow)
+    fast = _start(preset, out, 2 * 10**6, formats=formats)
+    assert fast.wait(timeout=60) == 0 and slow.wait(timeout=60) == 0
+    stamps = {f: (out / f"tiny.{f}").read_bytes() for f in formats}
+    assert json.loads(stamps["json"])["generated_at"].startswith("1970-01-24")  # the later commit, whole
+    assert b"1970-01-24" in stamps["html"] and b"1970-01-12" not in stamps["html"]
     assert _leftovers(out) == []

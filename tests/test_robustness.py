@@ -657,3 +657,20 @@ def test_a_later_build_removes_what_dead_builds_left_and_finishes_their_renames(
     assert sorted(p.name for p in out.iterdir()) == sorted([
         f".ppo-rlhf.pdf.{alive}.tmp", ".ppo-rlhf.json.tmp", "notes.html", "ppo-rlhf.json"])
     assert (out / "notes.html").read_text() == "finished"
+
+
+def test_the_longest_text_a_preset_may_hold_fits_every_workbook_cell(tmp_path):
+    """Text is refused past 32,000 characters; cells that add a label to it stay under Excel's 32,767."""
+    import openpyxl
+    longest = "é" * 32_000
+    data = {"title": longest, "description": longest,
+            "matrices": [{"name": "M" * 32_000, "model": "Llama-3.2-1B", "workload": ["inference", "ppo"],
+                          "gpu": "L4", "num_gpus": 2}],
+            "scenarios": [{"name": "S" * 32_000, "model": "Qwen2.5-0.5B", "workload": "dpo", "gpu": "L4"}]}
+    preset = tmp_path / "long.yaml"
+    preset.write_text(yaml.safe_dump(data, allow_unicode=True))
+    result = CliRunner().invoke(main, ["build", str(preset), "--format", "xlsx", "-o", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    book = openpyxl.load_workbook(tmp_path / "long.xlsx")
+    lengths = [len(c.value) for ws in book.worksheets for row in ws.iter_rows() for c in row if isinstance(c.value, str)]
+    assert 32_000 < max(lengths) <= 32_767

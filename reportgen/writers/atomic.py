@@ -6,7 +6,8 @@ renamed until every file of the build is complete; then commit() checks every ta
 (absent or a regular file: never a directory, device, FIFO or symbolic link), keeps a hard link of
 each target it will replace (`.<target>.<build id>.old`), writes a journal of the renames
 (`.reportgen.<build id>.commit`) and renames with SIGINT, SIGTERM and SIGHUP blocked. A rename that
-fails rolls the earlier ones back from the kept links.
+fails rolls the earlier ones back from the kept links. Commits into one folder take turns (a flock on
+the folder), so two builds running at once never interleave their files.
 
 SIGKILL cannot be blocked. Every file of a build stays flock()ed while its build runs, so the next
 build into the same folder knows what a dead build left behind: it completes the renames of a
@@ -19,6 +20,7 @@ so that a test can interrupt a build between renames.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -44,24 +46,13 @@ _PR_SET_PDEATHSIG = 1
 Job = tuple[Path, Callable[[Path], None]]
 
 
-def write_atomic(path: Path, data: bytes) -> list[Path]:
-    """One file, written completely or not at all."""
-    with Staging() as staging:
-        staging.stage([(path, lambda tmp: tmp.write_bytes(data))])
-        return staging.commit()
-
-
-def new_build_id() -> str:
-    return f"{time.time_ns():016x}-{os.getpid()}"
-
-
 class Staging:
     """The files of one build: stage() produces them into temporaries, commit() renames them all into
     place. Leaving the `with` block without a commit (an error, Ctrl-C) removes every temporary and
     leaves every previous output as it was."""
 
-    def __init__(self, build_id: str | None = None):
-        self.build_id = build_id or new_build_id()
+    def __init__(self):
+        self.build_id = f"{time.time_ns():016x}-{os.getpid()}"  # sorts by start time
         self.staged: list[tuple[Path, Path]] = []  # (temporary, target)
         self.locks: dict[Path, int] = {}  # file of this build -> descriptor holding its flock
         self.written: list[Path] = []  # targets replaced so far (all of them once commit() returns)
@@ -102,30 +93,34 @@ class Staging:
         """Rename every temporary into place; on a failed rename, put back what was replaced."""
         if not self.staged:
             return []
-        for _, path in self.staged:  # again: the folder may have changed while the files rendered
-            _check_target(path)
-        kept = self._keep_copies()
-        journal = self._journal()
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
-        try:
-            delay = float(os.environ.get(COMMIT_DELAY_ENV) or 0)
-            for i, (tmp, path) in enumerate(self.staged):
-                if i and delay:
-                    time.sleep(delay)
-                try:
-                    os.chmod(tmp, 0o644)
-                    os.replace(tmp, path)
-                except OSError as exc:
-                    raise OutputError(f"cannot replace the file: {exc.strerror}; {self._roll_back(kept)}",
-                                      source=str(path)) from None
-                self.written.append(path)
-            self.staged = []
-        finally:
-            for link in kept.values():
-                link.unlink(missing_ok=True)
-            journal.unlink(missing_ok=True)
-            self._unlock(journal)
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        kept: dict[Path, Path] = {}
+        journal = None
+        with _folder_locked(self.folder):  # one commit at a time per folder: concurrent builds do not interleave
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+            try:
+                for _, path in self.staged:  # again: the folder may have changed while the files rendered
+                    _check_target(path)
+                kept = self._keep_copies()
+                journal = self._journal()
+                delay = float(os.environ.get(COMMIT_DELAY_ENV) or 0)
+                for i, (tmp, path) in enumerate(self.staged):
+                    if i and delay:
+                        time.sleep(delay)
+                    try:
+                        os.chmod(tmp, 0o644)
+                        os.replace(tmp, path)
+                    except OSError as exc:
+                        raise OutputError(f"cannot replace the file: {exc.strerror}; {self._roll_back(kept)}",
+                                          source=str(path)) from None
+                    self.written.append(path)
+                self.staged = []
+            finally:
+                for link in kept.values():
+                    link.unlink(missing_ok=True)
+                if journal:
+                    journal.unlink(missing_ok=True)
+                    self._unlock(journal)
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return list(self.written)
 
     def discard(self) -> None:
@@ -146,7 +141,8 @@ class Staging:
             except OSError as exc:
                 raise OutputError(f"cannot write to the output folder: {exc.strerror}", source=str(folder)) from None
             self.folder = folder
-            _recover(folder, self.build_id)
+            with _folder_locked(folder):
+                _recover(folder, self.build_id)
         # One journal per build, in the one folder it writes to.
         assert folder == self.folder, f"{folder} is not {self.folder}"
 
@@ -297,8 +293,11 @@ class _Child:
 
     def kill(self) -> None:
         if not self.reaped:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):  # reaped by an interrupted join()
+                pass
             self._reaped()
 
     def _reaped(self) -> None:
@@ -320,6 +319,20 @@ def _machine_errors_as_one_line(produce: Callable[[Path], None], tmp: Path, path
         if cause is None:
             raise
         raise OutputError(f"cannot write: {cause.strerror}", source=str(path)) from None
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path):
+    """An exclusive flock on the output folder itself (waiting for it can be interrupted)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OutputError(f"cannot use the output folder: {exc.strerror}", source=str(folder)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _recover(folder: Path, build_id: str) -> None:
