@@ -126,7 +126,7 @@ def test_interrupted_builds_leave_old_or_all_new_outputs(tmp_path):
             assert state in ("old", "new"), f"{where}: {state}; {stderr}"
             if proc.returncode == 128 + signum:
                 message = stderr.strip().splitlines()[-1]
-                expected = ("Interrupted (SIG" + signum.name[3:] + "): no output was changed." if state == "old" else
+                expected = (f"Interrupted ({signum.name}): no output was changed." if state == "old" else
                             f"Interrupted ({signum.name}) after every output was written: ")
                 assert message.startswith(expected), f"{where}: {state}, but the CLI said {message!r}"
             assert _leftovers(out) == [], f"{where}: {_leftovers(out)}"

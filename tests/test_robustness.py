@@ -556,7 +556,7 @@ def test_a_special_file_in_place_of_an_output_fails_before_anything_is_replaced(
     special = _special_files(tmp_path)[what]
     os.rename(special, out / "ppo-rlhf.html")
     result = _build_formats(out, "json,html,xlsx", epoch="99")
-    assert result.exit_code == 1 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exc_info
     assert result.output.startswith(f"Error: {out / 'ppo-rlhf.html'}: is a ")
     assert _snapshot(out) == before
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
