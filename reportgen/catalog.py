@@ -2,7 +2,9 @@
 rows (Models, GPUs) that the formulas and the workbook share."""
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -10,6 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import InputError, unknown_name
+from .limits import NESTING, YAML_VALUES, check_document
 from .models import ModelSpec, load_config_file, read_json, read_text, spec_from_config
 from .units import MiB
 
@@ -104,16 +107,67 @@ def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
     return gpus
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses, while composing, a document nested deeper than NESTING, one with
+    more than YAML_VALUES values once its aliases are expanded (a few aliases of aliases expand to
+    billions: every later walk, error message or product would), and recursive aliases."""
+
+    def __init__(self, stream, source: str):
+        super().__init__(stream)
+        self.source = source
+        self.depth = 0
+        self.max_depth, self.max_values = NESTING.value(), YAML_VALUES.value()
+        self.expanded: dict[int, int] = {}  # id(node) -> values under it, aliases expanded
+
+    def _where(self) -> str:
+        mark = self.peek_event().start_mark
+        return f"at line {mark.line + 1} column {mark.column + 1}"
+
+    def compose_node(self, parent, index):
+        is_alias = self.check_event(yaml.AliasEvent)
+        where = self._where()
+        if self.depth >= self.max_depth:
+            raise NESTING.refuse(f"nested too deeply {where}", source=self.source)
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        if is_alias:
+            if id(node) not in self.expanded:
+                raise InputError(f"recursive alias {where}: a value cannot contain itself", source=self.source)
+            size = self.expanded[id(node)]
+        else:
+            children = (node.value if isinstance(node, yaml.SequenceNode) else
+                        [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else ())
+            size = 1 + sum(self.expanded[id(child)] for child in children)
+            self.expanded[id(node)] = size
+        if size > self.max_values:
+            raise YAML_VALUES.refuse(f"too many values {where}", source=self.source)
+        return node
+
+
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; every failure is one InputError naming the file."""
+    """Parse a YAML file (see read_text) within the nesting and size limits and check its text
+    (limits.check_document); every failure is one InputError naming the file."""
+    source = str(path)
     text = read_text(path, "a YAML file")
     try:
-        return yaml.safe_load(text)
+        loader = _BoundedLoader(text, source)  # its reader refuses control characters already here
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"malformed YAML{where}: {problem}", source=str(path)) from None
+        raise InputError(f"malformed YAML{where}: {problem}", source=source) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits, a date such as 2025-02-30
+        raise InputError(f"malformed YAML: {exc}", source=source) from None
+    except RecursionError:  # REPORTGEN_MAX_NESTING raised past what the parser's recursion allows
+        raise InputError("nested too deeply for the parser (Python's recursion limit)", source=source) from None
+    return check_document(data, source=source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,6 +178,7 @@ class CatalogModel:
     spec: ModelSpec
     hf_id: str
     family: str
+    path: Path | None = None  # the catalog file
 
 
 def slug(name: str) -> str:
@@ -133,20 +188,51 @@ def slug(name: str) -> str:
 def load_models(folder: Path | None = None) -> dict[str, CatalogModel]:
     folder = folder or data_dir("presets") / "models"
     models: dict[str, CatalogModel] = {}
+    lowered: dict[str, Path] = {}
     for path in sorted(folder.glob("*.json")):
         entry = read_json(path)
         if not isinstance(entry, dict) or "config" not in entry or "name" not in entry:
             raise InputError("a catalog entry needs 'name' and 'config'", source=str(path))
+        for key in ("hf_id", "family", "source"):
+            if not isinstance(entry.get(key, ""), str):
+                raise InputError(f"expected text, got {entry[key]!r}", source=str(path), key_path=key)
         spec = spec_from_config(entry["config"], name=entry["name"], source=entry.get("source") or str(path))
-        if spec.name in models:
-            raise InputError(f"duplicate model name {spec.name!r}", source=str(path), key_path="name")
-        models[spec.name] = CatalogModel(spec, entry.get("hf_id", ""), entry.get("family", ""))
+        # Names are matched case-insensitively (resolve_model), so they must differ in more than case.
+        if spec.name.lower() in lowered:
+            raise InputError(f"duplicate model name {spec.name!r} (also in {lowered[spec.name.lower()]})",
+                             source=str(path), key_path="name")
+        lowered[spec.name.lower()] = path
+        models[spec.name] = CatalogModel(spec, entry.get("hf_id", ""), entry.get("family", ""), path)
     return models
 
 
-def catalog_entry(spec_source_raw: Mapping[str, Any], name: str, source: str) -> dict[str, Any]:
+def catalog_entry(config: Mapping[str, Any], name: str, source: str) -> dict[str, Any]:
     """The JSON written by `reportgen import-config` (same schema as the bundled entries)."""
-    return {"name": name, "hf_id": "", "family": "", "source": source, "config": dict(spec_source_raw)}
+    return {"name": name, "hf_id": "", "family": "", "source": source, "config": dict(config)}
+
+
+def import_target(spec: ModelSpec, output: Path | None, *, force: bool, folder: Path | None = None) -> Path:
+    """Where `import-config` writes the catalog entry of `spec`: `output`, or a file in the catalog
+    folder named after the model. An existing file (a bundled entry too) is replaced only with
+    `force`; a name that another catalog entry has (ignoring case) is refused, since two would make
+    the catalog unreadable. What is not a regular file is refused when written (writers.atomic)."""
+    folder = folder or data_dir("presets") / "models"
+    stem = slug(spec.name)
+    if not re.search("[a-z0-9]", stem):  # '' or '..'; the name would make no file name or a hidden one
+        raise InputError(f"{spec.name!r} has no letter or digit to name its file after", key_path="--name")
+    target = output or folder / f"{stem}.json"
+    if target.parent.resolve() == folder.resolve():
+        for other in load_models(folder).values():
+            if other.spec.name.lower() == spec.name.lower() and other.path.resolve() != target.resolve():
+                raise InputError(f"the catalog already has a model named {other.spec.name!r} ({other.path}); "
+                                 "choose another --name", key_path="--name")
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return target
+    if stat.S_ISREG(mode) and not force:
+        raise InputError("already exists: add --force to replace it", source=str(target))
+    return target
 
 
 def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_path: str = "model",

@@ -5,8 +5,10 @@ own usage errors exit with 2. Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,12 +16,13 @@ from typing import Any
 import click
 
 from . import __version__
-from .catalog import catalog_entry, load_gpus, load_models, resolve_model, slug
-from .errors import EXIT_BAD_INPUT, InputError
+from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model
+from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
 from .inputs import (INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
-from .models import load_config_file, read_json
+from .limits import check_name
+from .models import load_config_file, read_config_file
 from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
 from .terms import ASSUMPTIONS, Assumption
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
@@ -29,18 +32,45 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 def handle_input_errors(fn):
-    """Turn InputError into `Error: …` on stderr and exit status 1."""
+    """Turn InputError into `Error: …` on stderr and exit status 1, and SIGINT, SIGTERM and SIGHUP
+    into one line saying what was written and exit status 128 + the signal's number."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in INTERRUPTS}
         try:
             return fn(*args, **kwargs)
         except InputError as exc:
             click.echo(f"Error: {exc.one_line()}", err=True)
             sys.exit(EXIT_BAD_INPUT)
-        except KeyboardInterrupt:
-            click.echo("Interrupted: no output was changed.", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            interrupt = exc if isinstance(exc, Interrupted) else Interrupted()
+            name = signal.Signals(interrupt.signum).name
+            if interrupt.written:
+                shown = ", ".join(click.format_filename(p) for p in interrupt.written)
+                click.echo(f"Interrupted ({name}) after every output was written: {shown}", err=True)
+            else:
+                click.echo(f"Interrupted ({name}): no output was changed.", err=True)
+            sys.exit(interrupt.exit_status)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
     return wrapper
+
+
+def _raise_interrupted(signum, _frame):
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _committing():
+    """A Staging whose interruption reports what its commit had already written."""
+    from .writers.atomic import Staging
+    staging = Staging()
+    try:
+        with staging:
+            yield staging
+    except KeyboardInterrupt as exc:
+        raise Interrupted(getattr(exc, "signum", signal.SIGINT), staging.written) from None
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -98,30 +128,29 @@ def gpus(as_json):
 
 
 @main.command("import-config")
-@click.argument("config", type=click.Path(dir_okay=True, path_type=Path))
+@click.argument("config", type=click.Path(path_type=Path))
 @click.option("--name", help="Catalog name (default: from the config or the file name).")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Where to write the catalog entry (default: presets/models/<slug>.json).")
+@click.option("--force", is_flag=True, help="Replace an existing file (a bundled catalog entry too).")
 @handle_input_errors
-def import_config(config, name, output):
+def import_config(config, name, output, force):
     """Add a Hugging Face config.json to the model catalog and print its parameter count.
 
     \b
     Example:
       reportgen import-config ~/models/my-llama/config.json --name My-Llama-8B
     """
-    spec = load_config_file(config, name)
-    raw = read_json(config)
-    from .catalog import data_dir
-    output = output or data_dir("presets") / "models" / f"{slug(spec.name)}.json"
-    entry = catalog_entry(raw.get("config", raw) if isinstance(raw, dict) else raw, spec.name, str(config))
-    _write_text_atomic(output, json.dumps(entry, indent=2) + "\n")
-    click.echo(f"{spec.name}: {format_count(model_row(spec)['total_params'])} parameters -> {output}")
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    from .writers.atomic import write_atomic
-    write_atomic(path, text.encode("utf-8"))
+    if name is not None:
+        check_name(name, "a model name", source=None, key_path="--name")
+    spec, config_fields = read_config_file(config, name)
+    output = import_target(spec, output, force=force)
+    entry = catalog_entry(config_fields, spec.name, str(config))
+    with _committing() as staging:
+        staging.stage([(output, lambda tmp: tmp.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8"))])
+        staging.commit()
+        click.echo(f"{spec.name}: {format_count(model_row(spec)['total_params'])} parameters -> "
+                   f"{click.format_filename(output)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,8 +198,24 @@ def _input_option(i: Input, *, rlhf: bool = False):
     return click.option(i.option, i.name, type=kind, default=None, help=help_text)
 
 
+class _AssumptionValue(click.FloatRange):
+    """A number checked by its assumption exactly as a preset's (Assumption.check refuses NaN, which
+    passes FloatRange's comparisons); FloatRange only shows the range in the help."""
+
+    def __init__(self, assumption: Assumption):
+        super().__init__(*assumption.limits)
+        self.assumption = assumption
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        try:
+            return self.assumption.check(number, source=None, key_path=None)
+        except InputError as exc:
+            self.fail(exc.message, param, ctx)
+
+
 def _assumption_option(a: Assumption):
-    return click.option(a.option, a.name, type=click.FloatRange(*a.limits), default=None,
+    return click.option(a.option, a.name, type=_AssumptionValue(a), default=None,
                         help=f"{a.label}: {a.help} (default {a.default:g}).")
 
 
@@ -387,7 +432,8 @@ def build(presets, out_dir, formats, lang, quiet):
     """Build every output of one or more presets (default: the bundled `default`).
 
     PRESET is a bundled preset's name (see `reportgen presets`) or a YAML file. Each writes
-    DIR/<preset-name>.<format>; a failed build leaves earlier outputs untouched.
+    DIR/<preset-name>.<format>. The files of all presets replace the earlier ones together, once
+    every preset has rendered: a failed or interrupted build changes no output.
 
     \b
     Example:
@@ -404,16 +450,17 @@ def build(presets, out_dir, formats, lang, quiet):
         raise click.BadParameter("give at least one format", param_hint="--format")
     generated_at = timestamp()
     progress = _progress(quiet)
-    written = []
-    for name in presets or ("default",):
-        loaded = load(name)
-        progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
-                 f"{len(loaded.expansion.skipped)} skipped")
-        report = make_report(loaded, generated_at)
-        written += write_outputs(report, out_dir, chosen, lang, progress)
-    if not quiet:
-        for path in written:
-            click.echo(str(path))
+    # One commit for all presets, after every one has rendered: a bad preset changes nothing.
+    with _committing() as staging:
+        for name in presets or ("default",):
+            loaded = load(name)
+            progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
+                     f"{len(loaded.expansion.skipped)} skipped")
+            write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging)
+        written = staging.commit()
+        if not quiet:
+            for path in written:
+                click.echo(click.format_filename(path))
 
 
 def _progress(quiet: bool):

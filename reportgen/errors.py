@@ -6,9 +6,12 @@ status 1. Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
+import signal
 from typing import Iterable
 
 EXIT_BAD_INPUT = 1  # bad input files and values; Click exits with 2 for bad command-line usage
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends a command as Ctrl-C does
+SHOWN_CHARS = 500  # longest part of an error line: a 1 MB bad value is not repeated in full
 
 
 class InputError(Exception):
@@ -23,7 +26,39 @@ class InputError(Exception):
     def one_line(self) -> str:
         parts = [p for p in (self.source, self.key_path) if p]
         parts.append(self.message)
-        return ": ".join(parts).replace("\n", " ")
+        return ": ".join(shorten(p) for p in parts).replace("\n", " ")
+
+
+class OutputError(InputError):
+    """An output that could not be written (a full disk, a directory where a file goes, a killed
+    renderer): also one line and exit status 1, after every previous output was kept or put back."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP. `written` lists the outputs a commit had already replaced: its renames
+    run with these signals blocked, so an interrupt during them arrives after all were made."""
+
+    def __init__(self, signum: int = signal.SIGINT, written: tuple = ()):
+        super().__init__(signum)
+        self.signum, self.written = signum, tuple(written)
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum  # as a shell reports a process that the signal ended
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """repr(value) for a message, shortened (see shorten)."""
+    return shorten(repr(value), limit)
+
+
+def shorten(text: str, limit: int = SHOWN_CHARS) -> str:
+    """The text, or its start and end around a count of what was left out (the end of a message
+    usually says what is allowed)."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 4
+    return f"{text[:head]}…[{len(text) - head - tail:,} characters]…{text[-tail:]}"
 
 
 def did_you_mean(value: object, known: Iterable[str]) -> str:
@@ -37,5 +72,5 @@ def did_you_mean(value: object, known: Iterable[str]) -> str:
 
 def unknown_name(kind: str, value: object, known: Iterable[str], **where) -> InputError:
     known = sorted(known)
-    shown = ", ".join(known) if len(known) <= 12 else ", ".join(known[:12]) + f", … ({len(known)} in all)"
-    return InputError(f"unknown {kind} {value!r}{did_you_mean(value, known)} (known: {shown})", **where)
+    listed = ", ".join(known) if len(known) <= 12 else ", ".join(known[:12]) + f", … ({len(known)} in all)"
+    return InputError(f"unknown {kind} {shown(value)}{did_you_mean(value, known)} (known: {listed})", **where)

@@ -227,15 +227,18 @@ def check_inputs(values: Mapping[str, Any], *, workload: str, models: Iterable[s
                  source: str | None, key_path, allow_internal: bool = False) -> dict[str, Any]:
     """Validated scenario inputs: the workload's defaults under the given values, each value checked
     by its input. key_path(name) says where a value came from (a preset key path or a CLI option)."""
-    out = {}
-    for name, value in {**WORKLOAD_DEFAULTS.get(workload, {}), **values}.items():
-        spec = INPUT_BY_NAME[name]
-        if spec.catalog == "model":
-            out[name] = resolve_model_name(value, models, source=source, key_path=key_path(name))
-        else:
-            out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus,
-                                   allow_internal=allow_internal)
-    return out
+    return {name: check_input(name, value, models=models, gpus=gpus, source=source, key_path=key_path(name),
+                              allow_internal=allow_internal)
+            for name, value in {**WORKLOAD_DEFAULTS.get(workload, {}), **values}.items()}
+
+
+def check_input(name: str, value: Any, *, models: Iterable[str], gpus: Iterable[str], source: str | None,
+                key_path: str, allow_internal: bool = False) -> Any:
+    """One input's value, checked by its entry in INPUTS (model names resolved in the catalog)."""
+    spec = INPUT_BY_NAME[name]
+    if spec.catalog == "model":
+        return resolve_model_name(value, models, source=source, key_path=key_path)
+    return spec.check(value, source=source, key_path=key_path, gpus=gpus, allow_internal=allow_internal)
 
 
 def _from_mapping(cls, raw: Mapping[str, Any], *, models: Iterable[str], gpus: Iterable[str],

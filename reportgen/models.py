@@ -8,11 +8,14 @@ imply (widths, exact parameter counts, LoRA counts) is the MODEL_TERMS table of 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
+from .limits import FILE_BYTES, check_document, check_name
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -65,6 +68,24 @@ class ModelSpec:
 # ---------------------------------------------------------------------------------------------
 # Reading configs
 
+# Upper bounds of config numbers, about 100 times the largest published model's (vocab 256k, hidden
+# 18,432, FFN 53,248, 126 layers, 128 heads, 384 experts, 10M positions): a config past them is a
+# mistake, and within them every count stays exact in a float and every loop over layers is short.
+# Raise one here if a real model needs it.
+FIELD_MAXIMA = {
+    **dict.fromkeys(("vocab_size",), 2**24),
+    **dict.fromkeys(("hidden_size", "n_embd", "n_embed", "word_embed_proj_dim", "q_lora_rank", "kv_lora_rank"), 2**20),
+    **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", "moe_intermediate_size",
+                     "shared_expert_intermediate_size"), 2**22),
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
+                     "num_kv_heads", "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace"), 2**14),
+    **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "num_experts",
+                     "num_local_experts", "n_routed_experts", "num_experts_per_tok", "n_shared_experts"), 2**16),
+    **dict.fromkeys(("n_positions", "max_position_embeddings"), 2**27),
+    "num_params": 10**16,
+}
+
+
 class _Fields:
     """Typed access to a config mapping; every failure names the file and field."""
 
@@ -85,6 +106,8 @@ class _Fields:
                         raise self._error(key, f"expected an integer, got {value!r}")
                 if value < minimum:
                     raise self._error(key, f"must be at least {minimum}, got {value}")
+                if value > FIELD_MAXIMA[key]:
+                    raise self._error(key, f"must be at most {FIELD_MAXIMA[key]:,}, got {value}")
                 return value
         if default is not None:
             return default
@@ -135,8 +158,9 @@ def _llama_like(f: _Fields, name: str, model_type: str, **overrides) -> ModelSpe
 def _moe_layer_count(f: _Fields, num_layers: int) -> int:
     step = f.int("decoder_sparse_step", default=1)
     mlp_only = f.raw.get("mlp_only_layers") or []
-    if not isinstance(mlp_only, list):
+    if not isinstance(mlp_only, list) or not all(isinstance(i, int) for i in mlp_only):
         raise f._error("mlp_only_layers", f"expected a list of layer indices, got {mlp_only!r}")
+    mlp_only = set(mlp_only)
     return sum(1 for i in range(num_layers) if i not in mlp_only and (i + 1) % step == 0)
 
 
@@ -307,16 +331,21 @@ def spec_from_config(raw: Any, *, name: str, source: str) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config mapping (or a generic size description)."""
     if not isinstance(raw, Mapping):
         raise InputError(f"expected a JSON object of config fields, got {type(raw).__name__}", source=source)
+    check_name(name, "a model name", source=source, key_path="name")
     f = _Fields(raw, source)
     if "num_params" in raw:
         return _generic_spec(f, name)
     model_type = raw.get("model_type")
     if model_type is None:
         raise InputError("missing required field", source=source, key_path="model_type")
-    if model_type not in _BUILDERS:
+    if not isinstance(model_type, str) or model_type not in _BUILDERS:
         from .errors import unknown_name
         raise unknown_name("model_type", model_type, _BUILDERS, source=source, key_path="model_type")
-    return _BUILDERS[model_type](f, name, model_type)
+    spec = _BUILDERS[model_type](f, name, model_type)
+    if spec.num_experts_per_tok > spec.num_experts:
+        raise InputError(f"{spec.num_experts_per_tok} experts per token, but the model has {spec.num_experts} experts",
+                         source=source, key_path="num_experts_per_tok")
+    return spec
 
 
 def _generic_spec(f: _Fields, name: str) -> ModelSpec:
@@ -339,10 +368,17 @@ def _generic_spec(f: _Fields, name: str) -> ModelSpec:
 
 def load_config_file(path: Path, name: str | None = None) -> ModelSpec:
     """Read a config.json (or a catalog entry with a `config` key) into a ModelSpec."""
+    return read_config_file(path, name)[0]
+
+
+def read_config_file(path: Path, name: str | None = None) -> tuple[ModelSpec, Mapping[str, Any]]:
+    """A config.json (or a catalog entry with a `config` key): its ModelSpec and its config fields."""
     raw = read_json(path)
-    if isinstance(raw, dict) and "config" in raw and isinstance(raw["config"], dict):
-        return spec_from_config(raw["config"], name=name or raw.get("name") or path.stem, source=str(path))
-    return spec_from_config(raw, name=name or raw_name(raw) or path.stem, source=str(path))
+    if isinstance(raw, dict) and isinstance(raw.get("config"), dict):
+        config, own_name = raw["config"], raw.get("name")
+    else:
+        config, own_name = raw, raw_name(raw)
+    return spec_from_config(config, name=name or own_name or path.stem, source=str(path)), config
 
 
 def raw_name(raw: Any) -> str | None:
@@ -353,26 +389,57 @@ def raw_name(raw: Any) -> str | None:
     return None
 
 
-def read_text(path: Path, expected: str) -> str:
-    """A UTF-8 text file's contents; every failure is one InputError naming the file."""
+def read_bytes(path: Path, expected: str) -> bytes:
+    """A regular file's bytes, at most FILE_BYTES of them; every failure is one InputError naming the file.
+
+    Devices, FIFOs and sockets are refused before they are opened (reading /dev/zero never ends, a
+    FIFO blocks until a writer comes); the open is non-blocking and re-checked in case the path
+    changed in between."""
     source = str(path)
-    if path.is_dir():
-        raise InputError(f"is a directory, expected {expected}", source=source)
+
+    def check_regular(mode: int) -> None:
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a device, FIFO or socket"
+            raise InputError(f"is {kind}, expected {expected} (a regular file)", source=source)
+
     try:
-        return path.read_bytes().decode("utf-8")
+        check_regular(os.stat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise InputError("file not found", source=source) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", source=source) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    with os.fdopen(fd, "rb") as file:
+        check_regular(os.fstat(fd).st_mode)
+        cap = FILE_BYTES.value()
+        try:
+            data = file.read(cap + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    if len(data) > cap:
+        raise FILE_BYTES.refuse("file too large", source=source)
+    return data
+
+
+def read_text(path: Path, expected: str) -> str:
+    """A UTF-8 text file's contents (see read_bytes)."""
+    data = read_bytes(path, expected)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(path)) from None
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file; every failure is one InputError naming the file."""
+    """Parse a JSON file (see read_text) and check its text and nesting (limits.check_document)."""
     text = read_text(path, "a JSON file")
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
                          source=str(path)) from None
+    except RecursionError:
+        raise InputError("nested too deeply for the parser (Python's recursion limit)", source=str(path)) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"malformed JSON: {exc}", source=str(path)) from None
+    return check_document(data, source=str(path))

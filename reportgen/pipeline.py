@@ -19,7 +19,7 @@ from .notes import build_notes
 from .presets import Expansion, Preset, expand, load_preset
 from .report import Report, build_report, priced_gpus
 from .validation import validate
-from .writers.atomic import write_all_or_nothing
+from .writers.atomic import Staging
 
 # format -> writer module (each has write(report, path, lang)); imported only when asked for.
 WRITERS = {"json": "reportgen.writers.json_writer", "xlsx": "reportgen.writers.xlsx",
@@ -84,8 +84,10 @@ def output_name(preset: str, fmt: str, lang: str) -> str:
 
 
 def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: str,
-                  progress: Callable[[str], None] = lambda _: None) -> list[Path]:
-    """Write every format; all files appear together and complete, or none changes."""
+                  progress: Callable[[str], None] = lambda _: None, staging: Staging | None = None) -> list[Path]:
+    """Write every format; all files appear together and complete, or none changes. Given a
+    `staging`, the files are only staged: they appear when its owner commits (a build of several
+    presets commits once, after all are rendered)."""
     jobs = []
     for fmt in formats:
         writer = importlib.import_module(WRITERS[fmt])
@@ -98,5 +100,10 @@ def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: s
         jobs.append((path, produce))
     # The PDF is the slow one: render it alongside the others when there are others.
     slow = [path for path, _ in jobs if path.suffix == ".pdf"] if len(jobs) > 1 else []
-    write_all_or_nothing(jobs, background=slow)
+    if staging is not None:
+        staging.stage(jobs, background=slow)
+    else:
+        with Staging() as own:
+            own.stage(jobs, background=slow)
+            own.commit()
     return [path for path, _ in jobs]

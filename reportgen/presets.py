@@ -6,6 +6,7 @@ errors naming the file and key path. Combinations that cannot run are skipped wi
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -13,7 +14,8 @@ from typing import Any, Mapping, Sequence
 from .catalog import data_dir, read_yaml
 from .errors import InputError, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
-from .inputs import INPUTS, RLHF_INPUTS, WORKLOAD_TYPES
+from .inputs import INPUTS, RLHF_INPUTS, WORKLOAD_TYPES, check_input
+from .limits import SCENARIOS, check_text
 from .terms import ASSUMPTION_BY_NAME
 
 # Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
@@ -27,8 +29,7 @@ RLHF_KEYS = tuple(i.name for i in RLHF_INPUTS)
 WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
 MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interchangeable") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
-TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios",
-            "headline")
+TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios")
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 
 
@@ -149,6 +150,7 @@ def bundled_presets() -> dict[str, Path]:
 
 def load_preset(name_or_path: str) -> Preset:
     """A bundled preset by name, or a YAML file by path."""
+    check_text(name_or_path, source=None, key_path="PRESET")  # the path is printed in the report
     bundled = bundled_presets()
     path = bundled.get(name_or_path) or Path(name_or_path)
     if name_or_path not in bundled and not path.exists() and not name_or_path.endswith((".yaml", ".yml")):
@@ -195,42 +197,65 @@ def _as_list(value: Any) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
+@dataclass(frozen=True)
+class _Sweep:
+    """One workload entry of a matrix: the axes whose Cartesian product it contributes."""
+    where: str  # key path that the errors of its scenarios name
+    workload: str
+    rlhf: Mapping[str, Any]
+    axes: Mapping[str, list]
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(values) for values in self.axes.values())
+
+
 def expand(preset: Preset, estimator: Estimator) -> Expansion:
-    """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones."""
+    """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones.
+
+    The combinations are counted before any is made: past SCENARIOS the preset is refused."""
     out: list[tuple[str, Scenario | RlhfScenario]] = []
     skipped: list[Skipped] = []
     interchangeable: dict[str, tuple[str, ...]] = {}
     src = preset.source
+    matrices = []
     for i, matrix in enumerate(preset.matrices):
         path = f"matrices[{i}]"
         _check_keys(matrix, MATRIX_KEYS, src, path)
-        mname = matrix["name"]
-        workloads = _workload_entries(matrix.get("workload", "inference"), src, f"{path}.workload")
-        base_axes = {k: _as_list(matrix[k]) for k in AXES if k in matrix}
-        for k, values in base_axes.items():
-            if not values:
-                raise InputError("empty list: give at least one value", source=src, key_path=f"{path}.{k}")
-        excludes = _excludes(matrix.get("exclude") or [], src, f"{path}.exclude")
-        interchangeable[mname] = _interchangeable(matrix.get("interchangeable") or [], src, f"{path}.interchangeable")
-        for w_index, (wtype, wparams) in enumerate(workloads):
-            axes = {**base_axes, **{k: _as_list(v) for k, v in wparams.items() if k in AXES}}
-            rlhf = {k: v for k, v in wparams.items() if k in RLHF_KEYS}
-            keys = list(axes)
-            for combo in itertools.product(*(axes[k] for k in keys)):
+        interchangeable[matrix["name"]] = _interchangeable(matrix.get("interchangeable") or [], src,
+                                                           f"{path}.interchangeable")
+        matrices.append((matrix["name"], path, _sweeps(matrix, src, path),
+                         _excludes(matrix.get("exclude") or [], src, f"{path}.exclude", estimator)))
+    count = sum(sweep.size for _, _, sweeps, _ in matrices for sweep in sweeps) + len(preset.scenarios)
+    if count > SCENARIOS.value():
+        raise SCENARIOS.refuse(f"{count:,} combinations", source=src, key_path="matrices")
+    for mname, path, sweeps, excludes in matrices:
+        removed = [0] * len(excludes)
+        for sweep in sweeps:
+            keys = list(sweep.axes)
+            for combo in itertools.product(*sweep.axes.values()):
                 values = dict(zip(keys, combo))
-                if any(all(values.get(k) == v or (k == "workload" and v == wtype) for k, v in ex.items())
-                       for ex in excludes):
+                hits = [j for j, ex in enumerate(excludes)
+                        if all(values.get(k) == v or (k == "workload" and v == sweep.workload) for k, v in ex.items())]
+                for j in hits:
+                    removed[j] += 1
+                if hits:
                     continue
-                where = f"{path}.workload[{w_index}]" if len(workloads) > 1 else path
-                item, reason = _make(values, wtype, rlhf, estimator, src, where, name="")
+                item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, name="")
                 if reason:
                     skipped.append(Skipped(mname, item.label(), reason))
                 else:
                     out.append((mname, item))
+        for j, n in enumerate(removed):
+            if not n:
+                raise InputError("matches no combination of this matrix (check the values against its axes)",
+                                 source=src, key_path=f"{path}.exclude[{j}]")
     for i, raw in enumerate(preset.scenarios):
         path = f"scenarios[{i}]"
         _check_keys(raw, SCENARIO_KEYS, src, path)
-        wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, f"{path}.workload")[0]
+        wpath = f"{path}.workload"
+        wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, wpath)[0]
+        _set_once(wparams, raw, src, wpath, path)
         values = {k: raw[k] for k in AXES if k in raw}
         values.update({k: v for k, v in wparams.items() if k in AXES})
         rlhf = {**{k: raw[k] for k in RLHF_KEYS if k in raw}, **{k: v for k, v in wparams.items() if k in RLHF_KEYS}}
@@ -247,6 +272,33 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
                          key_path="matrices")
     return Expansion(tuple(out), tuple(skipped), interchangeable)
+
+
+def _sweeps(matrix: Mapping[str, Any], src: str, path: str) -> list[_Sweep]:
+    raw = matrix.get("workload", "inference")
+    workloads = _workload_entries(raw, src, f"{path}.workload")
+    base_axes = {k: _as_list(matrix[k]) for k in AXES if k in matrix}
+    sweeps = []
+    for w_index, (wtype, wparams) in enumerate(workloads):
+        wpath = f"{path}.workload[{w_index}]" if isinstance(raw, list) else f"{path}.workload"
+        _set_once(wparams, matrix, src, wpath, path)
+        own = {k: _as_list(v) for k, v in wparams.items() if k in AXES}
+        axes = {**base_axes, **own}
+        for k, values in axes.items():
+            if not values:  # an empty axis would silently drop the whole workload
+                raise InputError("empty list: give at least one value", source=src,
+                                 key_path=f"{wpath if k in own else path}.{k}")
+        where = f"{path}.workload[{w_index}]" if len(workloads) > 1 else path
+        sweeps.append(_Sweep(where, wtype, {k: v for k, v in wparams.items() if k in RLHF_KEYS}, axes))
+    return sweeps
+
+
+def _set_once(inner: Mapping[str, Any], outer: Mapping[str, Any], src: str, inner_path: str, outer_path: str) -> None:
+    """A workload mapping may not set what its matrix or scenario sets: one of the two would be ignored."""
+    for key in inner:
+        if key in outer and key not in ("name", "workload"):
+            raise InputError(f"also set at {outer_path}.{key}: set it in one place", source=src,
+                             key_path=f"{inner_path}.{key}")
 
 
 def _workload_entries(raw: Any, src: str, path: str) -> list[tuple[str, dict]]:
@@ -267,13 +319,22 @@ def _workload_entries(raw: Any, src: str, path: str) -> list[tuple[str, dict]]:
     return entries
 
 
-def _excludes(raw: Any, src: str, path: str) -> list[dict]:
+def _excludes(raw: Any, src: str, path: str, estimator: Estimator) -> list[dict]:
+    """The exclude rules, each value checked as the input it names (a misspelt GPU is an error, not a
+    rule that excludes nothing)."""
     if not isinstance(raw, list):
         raise InputError("expected a list of mappings", source=src, key_path=path)
     for i, ex in enumerate(raw):
         if not isinstance(ex, Mapping) or not ex:
             raise InputError("expected a non-empty mapping of axis: value", source=src, key_path=f"{path}[{i}]")
         _check_keys(ex, AXES + ("workload",), src, f"{path}[{i}]")
+        for key, value in ex.items():
+            where = f"{path}[{i}].{key}"
+            if key == "workload":
+                if value not in WORKLOAD_TYPES:
+                    raise unknown_name("workload", value, WORKLOAD_TYPES, source=src, key_path=where)
+            elif not (key == "tp_size" and value == "num_gpus"):
+                check_input(key, value, models=estimator.specs, gpus=estimator.gpus, source=src, key_path=where)
     return [dict(ex) for ex in raw]
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import InputError
+from .errors import InputError, unknown_name
 from .estimate import Estimator, Scenario
 from .models import ModelSpec, read_json, spec_from_config
 
@@ -31,32 +31,76 @@ class ValidationRow:
         return (self.estimated_bytes - self.measured_bytes) / self.measured_bytes
 
 
-def scenario_for_case(case: Mapping[str, Any], model_name: str) -> Scenario:
-    st = case["setting"]
-    common = dict(model=model_name, precision=_PRECISION[st["precision"]], attention=_ATTENTION[st["attn"]],
-                  batch_size=st["batch"], gpu="H100-80GB-SXM")
-    if st["mode"] == "infer":
-        return Scenario(workload="inference", weight_dtype="bf16", kv_dtype="bf16", prompt_len=st["seq"],
-                        gen_len=st.get("new_tokens", 0), logits="all" if st.get("logits_to_keep") == 0 else "last",
-                        **common)
-    lora = st.get("lora")
-    return Scenario(workload="lora" if lora else "full", seq_len=st["seq"], prompt_len=0, gen_len=0,
-                    checkpointing="full" if st["grad_ckpt"] else "none", optimizer="adamw",
-                    optimizer_impl=st.get("optim", "fused"),
-                    lora_rank=lora["r"] if lora else 16,
-                    lora_targets=lora["targets"] if lora else "q_proj,v_proj", **common)
+# The file's setting keys for the scenario inputs they give (error messages name the file's key).
+_FILE_KEYS = {"batch_size": "batch", "prompt_len": "seq", "seq_len": "seq", "gen_len": "new_tokens",
+              "optimizer_impl": "optim", "lora_rank": "lora.r", "lora_targets": "lora.targets"}
+_REQUIRED = object()
+
+
+def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str | None = None,
+                      where: str = "case") -> Scenario:
+    """The scenario a measured case ran, validated by the input table like a preset's."""
+    st = case.get("setting")
+    if not isinstance(st, Mapping):
+        raise InputError(f"expected a mapping, got {st!r}", source=source, key_path=f"{where}.setting")
+
+    def get(key, allowed=None, default=_REQUIRED):
+        if key not in st:
+            if default is _REQUIRED:
+                raise InputError("missing required key", source=source, key_path=f"{where}.setting.{key}")
+            return default
+        if allowed is not None and not (isinstance(st[key], str) and st[key] in allowed):
+            raise unknown_name(key, st[key], allowed, source=source, key_path=f"{where}.setting.{key}")
+        return st[key]
+
+    values = dict(model=model_name, precision=_PRECISION[get("precision", _PRECISION)],
+                  attention=_ATTENTION[get("attn", _ATTENTION)], batch_size=get("batch"), gpu="H100-80GB-SXM")
+    if get("mode", ("infer", "train")) == "infer":
+        values.update(workload="inference", weight_dtype="bf16", kv_dtype="bf16", prompt_len=get("seq"),
+                      gen_len=get("new_tokens", default=0),
+                      logits="all" if get("logits_to_keep", default=None) == 0 else "last")
+    else:
+        lora = get("lora", default=None) or {}
+        if not isinstance(lora, Mapping):
+            raise InputError(f"expected a mapping with r and targets, got {lora!r}", source=source,
+                             key_path=f"{where}.setting.lora")
+        checkpointing = get("grad_ckpt")
+        if not isinstance(checkpointing, bool):
+            raise InputError(f"expected true or false, got {checkpointing!r}", source=source,
+                             key_path=f"{where}.setting.grad_ckpt")
+        values.update(workload="lora" if lora else "full", seq_len=get("seq"), prompt_len=0, gen_len=0,
+                      checkpointing="full" if checkpointing else "none", optimizer="adamw",
+                      optimizer_impl=get("optim", default="fused"), lora_rank=lora.get("r", 16),
+                      lora_targets=lora.get("targets", "q_proj,v_proj"))
+    return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
+                                 key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 
 
 def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
+    source = str(measured_path)
     data = read_json(measured_path)
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise InputError("expected an object with a 'cases' list", source=str(measured_path))
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list) or not data["cases"]:
+        raise InputError("expected an object with a non-empty 'cases' list", source=source)
     rows = []
-    for case in data["cases"]:
+    for i, case in enumerate(data["cases"]):
+        where = f"cases[{i}]"
+        if not isinstance(case, Mapping):
+            raise InputError(f"expected a mapping, got {case!r}", source=source, key_path=where)
+        for key in ("id", "config_name", "config", "setting", "peak_bytes"):
+            if key not in case:
+                raise InputError("missing required key", source=source, key_path=f"{where}.{key}")
+        for key in ("id", "config_name", "steady_peak_phase", "peak_phase"):
+            if not isinstance(case.get(key, ""), str):
+                raise InputError(f"expected text, got {case[key]!r}", source=source, key_path=f"{where}.{key}")
+        peak = case["peak_bytes"]
+        if isinstance(peak, bool) or not isinstance(peak, int) or peak <= 0:
+            raise InputError(f"expected a positive whole number of bytes, got {peak!r}", source=source,
+                             key_path=f"{where}.peak_bytes")
         name = f"measured:{case['config_name']}"
-        spec = spec_from_config(case["config"], name=name, source=str(measured_path))
-        est = estimator.with_model(spec).estimate(scenario_for_case(case, name))
-        rows.append(ValidationRow(case["id"], case["peak_bytes"], int(est["allocated_peak"]),
+        spec = spec_from_config(case["config"], name=name, source=source)
+        scenario = scenario_for_case(case, name, source=source, where=where)
+        est = estimator.with_model(spec).estimate(scenario)
+        rows.append(ValidationRow(case["id"], peak, int(est["allocated_peak"]),
                                   case.get("steady_peak_phase") or case.get("peak_phase") or ""))
     return rows
 

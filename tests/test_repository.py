@@ -52,7 +52,7 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-CORE = {"units", "errors", "formulas", "tables", "inputs", "terms", "models", "shape", "catalog", "estimate",
+CORE = {"units", "errors", "limits", "formulas", "tables", "inputs", "terms", "models", "shape", "catalog", "estimate",
         "presets", "plan",
         "report", "notes", "validation", "charts", "views", "text", "i18n"}
 RENDERING = {"jinja2", "markupsafe", "weasyprint", "cssselect2", "xlsxwriter", "cffi", "fontTools"}
