@@ -109,6 +109,12 @@ INPUTS: tuple[Input, ...] = (
           option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
           option="--attention", layout=True),
+    Input("dropout", "Dropout", "off (as modern LLM configs set it) or config (the model config's probabilities, "
+          "e.g. GPT-2's 0.1: masks and dropped copies are saved for backward)", "off", choices=tb.DROPOUT,
+          option="--dropout", applies=_TRAINING),
+    Input("adapter_dtype", "LoRA adapter dtype", "fp32 (PEFT ≥ 0.12 keeps adapters, their gradients and Adam states "
+          "in fp32 and casts each adapted input) or model (older PEFT, LitGPT, torchtune: the model's dtype)", "fp32",
+          choices=tb.ADAPTER_DTYPES, option="--adapter-dtype", applies=("lora", "qlora")),
     Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus",
           layout=True),
     Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True),

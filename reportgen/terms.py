@@ -115,6 +115,10 @@ MiB = Const(_MIB, "MiB")  # bytes per MiB, named in the method text
 
 _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
+_ARCH_ORACLE = ("derived from the tensors transformers saves, checked against the oracle peaks of "
+                "presets/validation/oracle_arch.json (fitted to its 'fit' shapes, held out on the others)")
+_MOE_ORACLE = ("measured on real tensors (Mixtral-shaped fit, Qwen2-MoE-shaped holdout: "
+               "presets/validation/oracle_arch.json)")
 _MEASURED = ("fitted to the 54 peaks measured on Llama-3.2-1B with transformers and PyTorch (the reference set of "
              "the validation appendix)")
 
@@ -169,13 +173,17 @@ TERMS: tuple[Term, ...] = (
     Term("embed_bits", "Bits per embedding/LM-head weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "embed_bits", Str("nf4")),
             Lookup("Dtypes", "embed_bits", V("weight_dtype"))), "", "state"),
+    Term("adapter_bytes", "Bytes per LoRA adapter weight, gradient and optimizer state", "count",
+         IF(OR(V("adapter_dtype").eq("fp32"), V("weight_dtype").eq("fp32")), 4, 2),
+         "PEFT ≥ 0.12 keeps adapters in fp32 (autocast_adapter_dtype=True); older PEFT, LitGPT and torchtune keep "
+         "them in the model's 16-bit dtype", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
          IF(V("is_full").eq(1), V("resident_params") * _p("weight_bytes"),
             CEIL(((V("resident_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
                   * V("weight_bits")
                   + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
-         + IF(V("is_lora").eq(1), V("trainable_params") * 4, 0),
-         "parameters × bytes; quantised layers keep 16-bit embeddings; PEFT keeps adapters in fp32", "state"),
+         + IF(V("is_lora").eq(1), V("trainable_params") * V("adapter_bytes"), 0),
+         "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("weights", "Weights", "bytes",
@@ -183,14 +191,17 @@ TERMS: tuple[Term, ...] = (
          "parameter offload streams weights from host memory layer by layer", "state"),
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
+    Term("grad_elem_bytes", "Bytes per gradient element", "count",
+         IF(V("is_full").eq(1), _p("grad_bytes"), V("adapter_bytes")), "Precisions sheet; LoRA: adapter_bytes", "state"),
     Term("gradients", "Gradients", "bytes",
-         ceil_div(V("resident_trainable_params") * IF(V("is_full").eq(1), _p("grad_bytes"), 4), V("gradient_shards")),
+         ceil_div(V("resident_trainable_params") * V("grad_elem_bytes"), V("gradient_shards")),
          "one gradient per trainable parameter", "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
          IF(_o("state_bytes_override").gt(0), _o("state_bytes_override"),
-            IF(V("is_full").eq(1), _p("state_bytes"), 4)), "Optimizers and Precisions sheets", "state"),
+            IF(V("is_full").eq(1), _p("state_bytes"), V("adapter_bytes"))), "Optimizers and Precisions sheets",
+         "state"),
     Term("optimizer_bytes_unsharded", "Optimizer states + master weights, whole model", "bytes",
          V("resident_trainable_params") * (_o("num_states") * V("state_bytes")
                                            + IF(V("is_full").eq(1), _p("master_bytes"), 0)),
@@ -221,31 +232,84 @@ TERMS: tuple[Term, ...] = (
             IF(V("is_full").eq(1), _p("norm_saved_bytes"), 4)),
          "HF RMSNorm upcasts to fp32 and keeps its input and outputs; native LayerNorm keeps its input and "
          "output in the activation dtype; frozen norms keep only their input", "activation"),
+    # Dropout as PyTorch runs it on a GPU: the fused native_dropout kernel keeps a bool mask (1 byte per
+    # element) for backward; FlashAttention-2 regenerates its dropout mask from the saved RNG seed.
+    Term("attn_dropout_on", "Attention dropout on (1/0)", "flag",
+         IF(AND(V("dropout").eq("config"), _m("attention_dropout").gt(0)), 1, 0), "model config", "activation"),
+    Term("resid_dropout_on", "Residual dropout on (1/0)", "flag",
+         IF(AND(V("dropout").eq("config"), _m("resid_dropout").gt(0)), 1, 0), "model config", "activation"),
+    Term("embd_dropout_on", "Embedding dropout on (1/0)", "flag",
+         IF(AND(V("dropout").eq("config"), _m("embd_dropout").gt(0)), 1, 0), "model config", "activation"),
+    Term("score_saved_bytes", "Eager attention: bytes saved per score element", "count",
+         4 * MAX(V("softmax_fp32"), _p("autocast_copies")) + V("act_bytes")
+         + IF(_m("attn_logit_softcapping").gt(0), V("act_bytes"), 0)
+         + V("attn_dropout_on") * (1 + IF(MAX(V("softmax_fp32"), _p("autocast_copies")).eq(1), 0, V("act_bytes"))),
+         "the fp32 softmax (as the model or autocast computes it) and the probabilities in the activation dtype; "
+         "Gemma-2's soft-cap keeps its tanh output; dropout keeps a 1-byte mask, and its dropped copy replaces "
+         "the cast probabilities (or adds to them where there is no cast); " + _ARCH_ORACLE, "activation"),
     Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
          V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
          + IF(V("attention").eq("eager"),
               V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
-              + IF(V("checkpointing").eq("selective"), 0,
-                   (4 * MAX(V("softmax_fp32"), _p("autocast_copies")) + V("act_bytes")) * V("num_heads")
-                   * V("seq_len")), 0)
-         + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim")),
+              + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")), 0)
+         + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
+         + _m("fused_projections") * IF(OR(V("attention").eq("flash"), V("num_heads").eq(V("num_kv_heads"))),
+                                        V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
+         + _m("queries_head_major") * IF(AND(V("attention").eq("flash"), V("is_full").eq(1)),
+                                         V("act_bytes") * V("q_dim"), 0),
          "flash: Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
-         "probabilities (fp32 softmax, as the model or autocast computes it, + its cast); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
-         "q/k norms keep an fp32 input and an output per query and key element",
+         "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
+         "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
+         "keeps its whole output alive through the saved V view; queries left head-major by a torch.cat rotary "
+         "(Phi-3) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE,
          "activation"),
+    Term("moe_saved_per_token", "MoE layer: router, dispatch and combine, saved per token", "bytes",
+         IF(V("num_experts").gt(0),
+            _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28)
+            + 4 * V("num_experts") + 12 * _m("num_experts_per_tok") + 4 * _m("norm_topk_prob")
+            + _m("shared_expert_gate") * V("act_bytes") * (V("hidden_size") + 1), 0),
+         "per routed (token, expert) pair: the gathered input and the expert output (hidden wide), two int64 "
+         "sort permutations, the inverse permutation and an fp32 routing weight (28 bytes); per token: the fp32 "
+         "router softmax, top-k indices (int64) and weights (fp32), the renormalising sum, Qwen2-MoE's "
+         "shared-expert gate and gated output. transformers' grouped_mm experts (dropless, no capacity factor); "
+         "the experts' MLP tensors are mlp_width's; " + _MOE_ORACLE, "activation"),
+    Term("post_norm_saved_bytes", "Saved bytes per hidden element per post-norm (Gemma-2)", "count",
+         IF(V("is_full").eq(1), 8, 4),
+         "a norm on a block's output keeps its fp32 input and fp32 scaled product (frozen: the input only); "
+         + _ARCH_ORACLE, "activation"),
+    Term("norm_fp32_scale_bytes", "Extra bytes per hidden element per pre-norm (Gemma's fp32 scale)", "count",
+         IF(AND(V("is_full").eq(1), _m("norm_scale_fp32").eq(1)), 4 - _p("residual_bytes"), 0),
+         "Gemma multiplies by (1 + weight) in fp32 and keeps that fp32 product where Llama keeps it in the "
+         "residual dtype; " + _ARCH_ORACLE, "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
          + V("act_bytes") * V("mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
-         + IF(V("is_lora").eq(1), 4 * _lora_column("lora_inputs_") + 4 * V("lora_rank") * _lora_column("lora_modules_"), 0),
-         "two norms + attention + MLP + LoRA's fp32 input copies and r-wide intermediates; a frozen MLP's "
-         "down projection keeps no input for a weight gradient. " + _KORTHIKANTI, "activation"),
+         + IF(V("is_lora").eq(1),
+              IF(V("adapter_dtype").eq("fp32"), 4 * _lora_column("lora_inputs_"),
+                 V("act_bytes") * (V("hidden_size") + IF(V("lora_targets").eq("all-linear"),
+                                                         V("hidden_size") + V("mlp_width"), 0)))
+              + V("adapter_bytes") * V("lora_rank") * _lora_column("lora_modules_"), 0)
+         + (MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes") + 2 * V("norm_fp32_scale_bytes")
+            + 2 * V("resid_dropout_on")) * V("hidden_size")
+         + _m("num_moe_layers") / V("num_layers") * V("moe_saved_per_token")
+         - _m("fused_projections") * V("is_full") * _p("autocast_copies") * 3 * V("act_bytes") * V("hidden_size"),
+         "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
+         "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
+         "them) and r-wide intermediates; a frozen MLP's "
+         "down projection keeps no input for a weight gradient; Gemma-2's post-norms; residual dropout's two "
+         "1-byte masks; MoE layers' routing buffers (averaged over the layers); autocast casts a norm's output "
+         "once per linear layer, so fused qkv and gate_up projections (Phi-3) keep 2 casts where q, k, v, "
+         "gate, up keep 5. " + _KORTHIKANTI, "activation"),
     Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
          IF(V("checkpointing").eq("full"),
             V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
             V("num_layers") * V("layer_saved_per_token"))
-         + V("norm_saved_bytes") * V("hidden_size") + 4 * V("vocab_out"),
-         "full checkpointing keeps each layer's input only; the loss keeps fp32 log-probabilities "
-         "(vocabulary × 4 bytes per token)", "activation"),
+         + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
+         + 4 * V("vocab_out")
+         + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0),
+         "full checkpointing keeps each layer's input only; the final norm, the embedding dropout's mask; the "
+         "loss keeps fp32 log-probabilities (vocabulary × 4 bytes per token); Gemma-2's logit soft-cap keeps "
+         "its tanh output", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
@@ -409,7 +473,7 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(AND(_TRAIN, V("dp_size").gt(1)),
             (V("dp_size") - 1) / V("dp_size")
             * (IF(V("zero_stage").eq(3), 1, 2) * V("resident_trainable_params")
-               * IF(V("is_full").eq(1), _p("grad_bytes"), 4) / V("tp_size")
+               * V("grad_elem_bytes") / V("tp_size")
                + IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("tp_size"),
                     0)), 0),
          "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-3 reduce-scatters them once and "

@@ -17,6 +17,8 @@ from .models import ModelSpec, read_json, spec_from_config
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16"}
 _ATTENTION = {"sdpa": "flash", "eager": "eager"}
+# PEFT target lists that name every linear layer but the LM head are what "all-linear" adapts.
+_ALL_LINEAR = {"qkv_proj,o_proj,gate_up_proj,down_proj", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,14 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str) -> Scenario:
                         gen_len=st.get("new_tokens", 0), logits="all" if st.get("logits_to_keep") == 0 else "last",
                         **common)
     lora = st.get("lora")
-    return Scenario(workload="lora" if lora else "full", seq_len=st["seq"], prompt_len=0, gen_len=0,
+    # The oracle trains with the config's dropout probabilities (model.train()).
+    return Scenario(workload="lora" if lora else "full", seq_len=st["seq"], prompt_len=0, gen_len=0, dropout="config",
                     checkpointing="full" if st["grad_ckpt"] else "none", optimizer="adamw",
                     optimizer_impl=st.get("optim", "fused"),
                     lora_rank=lora["r"] if lora else 16,
-                    lora_targets=lora["targets"] if lora else "q_proj,v_proj", **common)
+                    lora_targets=("all-linear" if lora["targets"] in _ALL_LINEAR else lora["targets"]) if lora
+                    else "q_proj,v_proj",
+                    adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32", **common)
 
 
 def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
