@@ -66,6 +66,27 @@ ASSUMPTIONS = (
     Assumption("kv_block_tokens", "KV-cache block (tokens)", 16, "tokens",
                "paged-attention block size; each sequence's cache is rounded up to whole blocks (vLLM default 16)",
                (1, 1_048_576), whole=True),
+    # ---- training engines: buffer sizes users tune in their engine's config (read with engine = ...) ----
+    Assumption("ds_reduce_bucket_size", "DeepSpeed reduce_bucket_size", 500_000_000, "elements",
+               "contiguous-gradient bucket of ZeRO-1/2/3 (contiguous_gradients, on by default): DeepSpeed's default "
+               "5e8 (deepspeed/runtime/zero/config.py); the HF Trainer's 'auto' sets hidden_size²", (0, 1e11),
+               whole=True),
+    Assumption("ds_overlap_comm", "DeepSpeed overlap_comm (ZeRO-1/2)", 0, "1/0",
+               "1 doubles the ZeRO-1/2 reduce bucket (stage_1_and_2.py allocates a second ipg buffer); DeepSpeed's "
+               "default is off for stages 1-2 (on for stage 3, whose bucket is one flat buffer)", (0, 1), whole=True),
+    Assumption("ds_prefetch_bucket_size", "DeepSpeed stage3_prefetch_bucket_size", 50_000_000, "elements",
+               "ZeRO-3 gathers parameters up to this many elements ahead of use: DeepSpeed's default 5e7 "
+               "(deepspeed/runtime/zero/config.py); the HF Trainer's 'auto' sets 0.9 × hidden_size²", (0, 1e11),
+               whole=True),
+    Assumption("ds_max_live_parameters", "DeepSpeed stage3_max_live_parameters", 1_000_000_000, "parameters",
+               "ZeRO-3 keeps at most this many gathered parameters resident before releasing: DeepSpeed's default "
+               "1e9 (deepspeed/runtime/zero/config.py)", (0, 1e13), whole=True),
+    Assumption("ds_max_reuse_distance", "DeepSpeed stage3_max_reuse_distance", 1_000_000_000, "parameters",
+               "ZeRO-3 does not release a parameter reused within this many parameters: DeepSpeed's default 1e9 "
+               "(deepspeed/runtime/zero/config.py)", (0, 1e13), whole=True),
+    Assumption("fsdp_reduce_bytes", "FSDP2 reduce-scatter bytes per element", 4, "bytes",
+               "reduce_dtype of FSDP2's MixedPrecisionPolicy: 4 for fp32, as the PyTorch FSDP2 tutorial and "
+               "torchtitan set it; 2 to reduce in bf16", (1, 8)),
     # ---- time: efficiency factors, each an editable planning figure with the measurement behind it ----
     Assumption("prefill_efficiency", "Prefill efficiency", 0.5, "fraction of peak",
                "fraction of the dense peak a prefill (and compute-bound decode) achieves; FlashAttention-2 "
@@ -192,7 +213,11 @@ TERMS: tuple[Term, ...] = (
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
     Term("grad_elem_bytes", "Bytes per gradient element", "count",
-         IF(V("is_full").eq(1), _p("grad_bytes"), V("adapter_bytes")), "Precisions sheet; LoRA: adapter_bytes", "state"),
+         IF(V("is_full").eq(1),
+            IF(AND(V("engine").eq("megatron"), _p("master_bytes").gt(0)), 4, _p("grad_bytes")), V("adapter_bytes")),
+         "Precisions sheet; LoRA: adapter_bytes; Megatron accumulates the gradients of 16-bit parameters in an fp32 "
+         "main_grad buffer (18 bytes per parameter for bf16 without the distributed optimizer, 6 + 12/d with it: "
+         "Megatron-LM docs)", "state"),
     Term("gradients", "Gradients", "bytes",
          ceil_div(V("resident_trainable_params") * V("grad_elem_bytes"), V("gradient_shards")),
          "one gradient per trainable parameter", "state"),
@@ -220,8 +245,48 @@ TERMS: tuple[Term, ...] = (
          "ZeRO-Offload / ZeRO-Infinity (Ren et al. 2021)", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
-            ceil_div(2 * V("largest_layer_params") * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
-         "the layer being computed plus the prefetched next one (DeepSpeed stage 3)", "state"),
+            ceil_div((V("largest_layer_params")
+                      + IF(V("engine").eq("deepspeed"), MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")),
+                           V("largest_layer_params")))
+                     * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
+         "the layer being computed plus the prefetched next one (FSDP2's implicit prefetching, PyTorch FSDP2 "
+         "tutorial; DeepSpeed prefetches at most stage3_prefetch_bucket_size elements)", "state"),
+    # ---- training engines: their buffers besides the model states (Assumptions sheet) -------------
+    Term("ds_reduce_bucket_bytes", "DeepSpeed contiguous-gradient bucket", "bytes",
+         IF(AND(V("engine").eq("deepspeed"), V("zero_stage").ge(1), V("is_train").eq(1)),
+            V("ds_reduce_bucket_size") * V("grad_elem_bytes")
+            * IF(V("zero_stage").eq(3), 1, 1 + V("ds_overlap_comm")), 0),
+         "reduce_bucket_size elements of the gradient dtype, allocated whole whatever the model's size "
+         "(stage_1_and_2.py: one ipg buffer, two with overlap_comm; stage3.py: one flat buffer); "
+         "allgather_bucket_size allocates nothing with torch's all_gather_into_tensor, which gathers the updated "
+         "partitions straight into the flat 16-bit buffer (deepspeed/runtime/utils.py all_gather_dp_groups)", "state"),
+    Term("ds_live_params_bytes", "DeepSpeed ZeRO-3 parameters kept gathered across the forward-backward turn",
+         "bytes",
+         IF(AND(V("engine").eq("deepspeed"), V("zero_stage").eq(3), V("is_train").eq(1)),
+            ceil_div(MIN(V("ds_max_live_parameters"), V("ds_max_reuse_distance") / 2, V("resident_params"))
+                     * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
+         "a parameter reused within stage3_max_reuse_distance parameters is not released: the last layers of the "
+         "forward, which the backward needs first, about half that distance (forward and backward each pass "
+         "them), at most stage3_max_live_parameters (deepspeed/runtime/zero/partitioned_param_coordinator.py)",
+         "state"),
+    Term("ds_fp32_grad_bytes", "DeepSpeed fp32 gradient partition (optimizer step)", "bytes",
+         IF(AND(V("engine").eq("deepspeed"), V("is_full").eq(1), _p("master_bytes").gt(0)),
+            ceil_div(V("resident_trainable_params") * 4, V("optimizer_shards")), 0),
+         "ZeRO converts each 16-bit gradient partition to fp32 for the step of the fp32 master weights "
+         "(stage_1_and_2.py and stage3.py); DeepSpeed's own estimator counts it: 16 and 18 bytes per parameter "
+         "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
+    Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
+         IF(AND(V("engine").eq("fsdp2"), V("is_train").eq(1)),
+            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params"), V("trainable_params") / V("num_layers"))
+                     * (V("grad_elem_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
+         "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
+         "unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own stream, overlapping the next "
+         "unit's backward)", "state"),
+    Term("engine_backward_bytes", "Engine buffers during backward", "bytes",
+         V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes") + V("fsdp_reduce_scatter_bytes"), "", "state"),
+    Term("engine_step_bytes", "Engine buffers at the optimizer step", "bytes",
+         V("ds_fp32_grad_bytes") + IF(V("zero_stage").eq(3), V("ds_reduce_bucket_bytes"), 0),
+         "ZeRO-3's bucket is allocated once and stays", "state"),
     # ---- activations (training) ----------------------------------------------------------------
     Term("act_bytes", "Bytes per activation", "count",
          IF(V("is_train").eq(1), _p("compute_bytes"), IF(V("weight_dtype").eq("fp32"), 4, 2)), "", "activation"),
@@ -295,20 +360,25 @@ TERMS: tuple[Term, ...] = (
          - _m("fused_projections") * V("is_full") * _p("autocast_copies") * 3 * V("act_bytes") * V("hidden_size"),
          "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
          "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
-         "them) and r-wide intermediates; a frozen MLP's "
+         "them) and r-wide intermediates (QLoRA's 4-bit layers keep no input: bitsandbytes' MatMul4Bit saves only "
+         "the packed weight, ctx.tensors = (None, B)); a frozen MLP's "
          "down projection keeps no input for a weight gradient; Gemma-2's post-norms; residual dropout's two "
          "1-byte masks; MoE layers' routing buffers (averaged over the layers); autocast casts a norm's output "
          "once per linear layer, so fused qkv and gate_up projections (Phi-3) keep 2 casts where q, k, v, "
          "gate, up keep 5. " + _KORTHIKANTI, "activation"),
+    Term("loss_bytes", "Bytes per log-probability of the loss", "count",
+         IF(OR(V("loss").eq("fp32"), V("loss").eq("fp32-chunked"), _p("autocast_copies").eq(1)), 4, V("act_bytes")),
+         "transformers upcasts the logits to fp32 for its cross-entropy, and autocast runs log_softmax in fp32; "
+         "a loss on 16-bit logits without autocast (LitGPT bf16-true) keeps them in the compute dtype", "activation"),
     Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
          IF(V("checkpointing").eq("full"),
             V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
             V("num_layers") * V("layer_saved_per_token"))
          + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
-         + 4 * V("vocab_out")
+         + V("loss_bytes") * V("vocab_out")
          + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0),
          "full checkpointing keeps each layer's input only; the final norm, the embedding dropout's mask; the "
-         "loss keeps fp32 log-probabilities (vocabulary × 4 bytes per token); Gemma-2's logit soft-cap keeps "
+         "loss keeps its log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps "
          "its tanh output", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
@@ -321,9 +391,14 @@ TERMS: tuple[Term, ...] = (
     Term("training_activations", "Saved activations (training)", "bytes",
          IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token"), V("tp_size")) + V("autocast_copies_bytes"), 0),
          _KORTHIKANTI, "activation"),
-    Term("loss_backward_bytes", "Loss backward: fp32 logit gradients", "bytes",
-         IF(V("is_train").eq(1), ceil_div(8 * V("tokens") * V("vocab_out"), V("tp_size")), 0),
-         "gradient of the fp32 log-probabilities and of the logits, tokens × vocabulary × 4 bytes each; " + _MEASURED,
+    Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
+         IF(V("is_train").eq(1),
+            ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), 2 * V("loss_bytes"),
+                        V("act_bytes") + IF(V("loss").eq("fp32-chunked"), 4 / 8, 0))
+                     * V("tokens") * V("vocab_out"), V("tp_size")), 0),
+         "one cross-entropy: the gradients of the log-probabilities and of the logits, tokens × vocabulary × "
+         "loss_bytes each (" + _MEASURED + "); chunked: the 16-bit logits stay alive beside the saved "
+         "log-probabilities, plus the fp32 copy of one of torchtune's 8 chunks (oracle_arch.json loss records)",
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
@@ -368,13 +443,14 @@ TERMS: tuple[Term, ...] = (
     Term("model_states", "Resident model states", "bytes",
          V("weights") + V("master_weights") + V("optimizer_states") + V("zero3_buffer"), "", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
-         V("model_states") + V("training_activations") + V("loss_backward_bytes"),
-         "all activations saved, logit gradients allocated, no gradients yet", "phase"),
+         V("model_states") + V("training_activations") + V("loss_backward_bytes") + V("engine_backward_bytes"),
+         "all activations saved, logit gradients allocated, no gradients yet; the engine's backward buffers", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
-         V("model_states") + V("gradients") + MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
-         "all gradients, activations freed", "phase"),
+         V("model_states") + V("gradients") + MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
+         + V("engine_backward_bytes"),
+         "all gradients, activations freed; the engine's backward buffers", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
-         V("model_states") + V("gradients") + V("optimizer_step_bytes"), "", "phase"),
+         V("model_states") + V("gradients") + V("optimizer_step_bytes") + V("engine_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
          V("model_states") + V("kv_cache") + V("forward_transient_bytes"), "", "phase"),
     Term("generation_phase", "Generation phase, if this role generates", "bytes",
@@ -396,10 +472,12 @@ TERMS: tuple[Term, ...] = (
             IF(V("peak_phase").eq(4), V("forward_transient_bytes"), 0)), "", "total"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes", IF(V("peak_phase").eq(4), V("kv_cache"), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
-         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes"),
-                                IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
-                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes"), 0))),
-         "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer", "total"),
+         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("engine_backward_bytes"),
+                                IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
+                                   + V("engine_backward_bytes"),
+                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"), 0))),
+         "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
+         "engine buffers", "total"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
@@ -602,7 +680,13 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           ep=V("ep_size"), experts=V("num_experts"), gpus=_GPUS),
     _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
-    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1)), zero=V("zero_stage")),
+    _skip("engine_zero", AND(V("is_train").eq(1), OR(AND(V("engine").eq("megatron"), V("zero_stage").ge(2)),
+                                                    AND(V("engine").eq("fsdp2"), V("zero_stage").lt(2)))),
+          engine=V("engine"), zero=V("zero_stage")),
+    # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
+    # data parallelism has nothing to shard.
+    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("engine").eq("hf")),
+          zero=V("zero_stage")),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
     _skip("lora_arch", AND(V("is_lora").eq(1), V("trainable_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),

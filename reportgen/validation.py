@@ -44,6 +44,7 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str) -> Scenario:
     lora = st.get("lora")
     # The oracle trains with the config's dropout probabilities (model.train()).
     return Scenario(workload="lora" if lora else "full", seq_len=st["seq"], prompt_len=0, gen_len=0, dropout="config",
+                    loss=st.get("loss", "fp32"),
                     checkpointing="full" if st["grad_ckpt"] else "none", optimizer="adamw",
                     optimizer_impl=st.get("optim", "fused"),
                     lora_rank=lora["r"] if lora else 16,
