@@ -138,6 +138,8 @@ _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
 _ARCH_ORACLE = ("derived from the tensors transformers saves, checked against the oracle peaks of "
                 "presets/validation/oracle_arch.json (fitted to its 'fit' shapes, held out on the others)")
+_LITGPT_ORACLE = ("checked against LitGPT 0.5.3's code run on the oracle (presets/validation/oracle_arch.json, "
+                  "litgpt records)")
 _MOE_ORACLE = ("measured on real tensors (Mixtral-shaped fit, Qwen2-MoE-shaped holdout: "
                "presets/validation/oracle_arch.json)")
 _MEASURED = ("fitted to the 54 peaks measured on Llama-3.2-1B with transformers and PyTorch (the reference set of "
@@ -175,9 +177,15 @@ TERMS: tuple[Term, ...] = (
     Term("is_lora", "LoRA or QLoRA (1/0)", "flag", IF(is_one_of(V("workload"), "lora", "qlora"), 1, 0)),
     Term("is_train", "Trains (1/0)", "flag", IF((V("is_full") + V("is_lora")).gt(0), 1, 0)),
     Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("tp_size")),
+    # LitGPT trains its own model code whatever the checkpoint: fused qkv, rotary by torch.cat, grouped
+    # keys and values copied to every head before SDPA, RMSNorm scaled in fp32, an LM head of its own.
+    Term("litgpt", "LitGPT's model code (1/0)", "flag", IF(AND(V("engine").eq("litgpt"), V("is_train").eq(1)), 1, 0),
+         "litgpt/model.py (GPT, CausalSelfAttention, RMSNorm); " + _LITGPT_ORACLE),
     Term("model_params", "Parameters of this model instance", "count",
-         V("total_params") - IF(V("head").eq("value"), V("lm_head_params") - V("hidden_size"), 0),
-         "a value head replaces the LM head with hidden_size × 1"),
+         V("total_params") - IF(V("head").eq("value"), V("lm_head_params") - V("hidden_size"), 0)
+         + V("litgpt") * V("tied_embeddings") * V("vocab_size") * V("hidden_size"),
+         "a value head replaces the LM head with hidden_size × 1; LitGPT's GPT keeps a separate lm_head even "
+         "where the checkpoint ties it to the embedding"),
     Term("resident_params", "Parameters held per tensor-parallel group (after expert parallelism)", "count",
          V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size"),
          "expert parallelism spreads the routed experts over ep_size GPUs; every other weight is replicated"),
@@ -276,7 +284,7 @@ TERMS: tuple[Term, ...] = (
          "(stage_1_and_2.py and stage3.py); DeepSpeed's own estimator counts it: 16 and 18 bytes per parameter "
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
-         IF(AND(V("engine").eq("fsdp2"), V("is_train").eq(1)),
+         IF(AND(OR(V("engine").eq("fsdp2"), V("engine").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
             ceil_div(IF(V("is_full").eq(1), V("largest_layer_params"), V("trainable_params") / V("num_layers"))
                      * (V("grad_elem_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
          "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
@@ -318,15 +326,21 @@ TERMS: tuple[Term, ...] = (
               V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
               + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")), 0)
          + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
-         + _m("fused_projections") * IF(OR(V("attention").eq("flash"), V("num_heads").eq(V("num_kv_heads"))),
-                                        V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
-         + _m("queries_head_major") * IF(AND(V("attention").eq("flash"), V("is_full").eq(1)),
-                                         V("act_bytes") * V("q_dim"), 0),
+         + _m("fused_projections") * (1 - V("litgpt"))
+         * IF(OR(V("attention").eq("flash"), V("num_heads").eq(V("num_kv_heads"))),
+              V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
+         + MAX(_m("queries_head_major"), V("litgpt")) * IF(AND(V("attention").eq("flash"), V("is_full").eq(1)),
+                                                          V("act_bytes") * V("q_dim"), 0)
+         + V("litgpt") * IF(V("attention").eq("flash"),
+                            V("act_bytes") * (V("q_dim") - V("kv_dim")
+                                              + IF(OR(V("num_heads").eq(V("num_kv_heads")), V("num_kv_heads").eq(1)),
+                                                   V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0),
          "flash: Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
          "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
          "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
-         "keeps its whole output alive through the saved V view; queries left head-major by a torch.cat rotary "
-         "(Phi-3) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE,
+         "keeps its whole output alive through the saved V view (LitGPT: with one head per key group or one "
+         "key head; K, and V for grouped queries, are copied to every head); queries left head-major by a "
+         "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE,
          "activation"),
     Term("moe_saved_per_token", "MoE layer: router, dispatch and combine, saved per token", "bytes",
          IF(V("num_experts").gt(0),
@@ -343,24 +357,38 @@ TERMS: tuple[Term, ...] = (
          "a norm on a block's output keeps its fp32 input and fp32 scaled product (frozen: the input only); "
          + _ARCH_ORACLE, "activation"),
     Term("norm_fp32_scale_bytes", "Extra bytes per hidden element per pre-norm (Gemma's fp32 scale)", "count",
-         IF(AND(V("is_full").eq(1), _m("norm_scale_fp32").eq(1)), 4 - _p("residual_bytes"), 0),
-         "Gemma multiplies by (1 + weight) in fp32 and keeps that fp32 product where Llama keeps it in the "
-         "residual dtype; " + _ARCH_ORACLE, "activation"),
+         IF(AND(V("is_full").eq(1), MAX(_m("norm_scale_fp32"), V("litgpt")).eq(1)), 4 - _p("residual_bytes"), 0),
+         "Gemma (and LitGPT's RMSNorm for every model) multiplies by the weight in fp32 and keeps that fp32 "
+         "product where Llama keeps it in the residual dtype; " + _ARCH_ORACLE, "activation"),
+    Term("lora_input_features", "Input features of the adapted layers, per layer", "count",
+         IF(V("litgpt").eq(1),
+            V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
+                                  V("q_dim") + IF(V("lora_targets").eq("all-linear"),
+                                                  2 * V("hidden_size") + V("mlp_width"), 0)),
+            _lora_column("lora_inputs_")),
+         "PEFT: one per adapted linear layer (q, k and v each read the normed input); LitGPT adapts its fused "
+         "qkv layer once, then proj, fc_1, fc_2 and the MLP's proj (litgpt/lora.py)", "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
          + V("act_bytes") * V("mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
          + IF(V("is_lora").eq(1),
-              IF(V("adapter_dtype").eq("fp32"), 4 * _lora_column("lora_inputs_"),
-                 V("act_bytes") * (V("hidden_size") + IF(V("lora_targets").eq("all-linear"),
-                                                         V("hidden_size") + V("mlp_width"), 0)))
-              + V("adapter_bytes") * V("lora_rank") * _lora_column("lora_modules_"), 0)
+              IF(V("adapter_dtype").eq("fp32"),
+                 (4 + IF(V("lora_dropout").eq("on"), 1, 0)) * V("lora_input_features"),
+                 IF(V("lora_dropout").eq("on"), (1 + V("act_bytes")) * V("lora_input_features"),
+                    V("act_bytes") * (V("hidden_size") + IF(V("lora_targets").eq("all-linear"),
+                                                            V("hidden_size") + V("mlp_width"), 0))))
+              + V("adapter_bytes") * V("lora_rank") * _lora_column("lora_modules_")
+              + V("litgpt") * IF(V("lora_targets").eq("q_proj,v_proj"), V("act_bytes") * (V("q_dim") + V("kv_dim")), 0),
+              0)
          + (MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes") + 2 * V("norm_fp32_scale_bytes")
             + 2 * V("resid_dropout_on")) * V("hidden_size")
          + _m("num_moe_layers") / V("num_layers") * V("moe_saved_per_token")
          - _m("fused_projections") * V("is_full") * _p("autocast_copies") * 3 * V("act_bytes") * V("hidden_size"),
          "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
          "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
-         "them) and r-wide intermediates (QLoRA's 4-bit layers keep no input: bitsandbytes' MatMul4Bit saves only "
+         "them; with lora_dropout each adapted layer keeps a 1-byte mask and, in the model's dtype, its own "
+         "dropped copy; LitGPT's qkv adapter on q and v only keeps its zero-padded q + v output) and r-wide "
+         "intermediates (QLoRA's 4-bit layers keep no input: bitsandbytes' MatMul4Bit saves only "
          "the packed weight, ctx.tensors = (None, B)); a frozen MLP's "
          "down projection keeps no input for a weight gradient; Gemma-2's post-norms; residual dropout's two "
          "1-byte masks; MoE layers' routing buffers (averaged over the layers); autocast casts a norm's output "
@@ -681,7 +709,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
     _skip("engine_zero", AND(V("is_train").eq(1), OR(AND(V("engine").eq("megatron"), V("zero_stage").ge(2)),
-                                                    AND(V("engine").eq("fsdp2"), V("zero_stage").lt(2)))),
+                                                    AND(V("engine").eq("fsdp2"), V("zero_stage").lt(2)),
+                                                    AND(V("engine").eq("litgpt"), V("zero_stage").eq(1)))),
           engine=V("engine"), zero=V("zero_stage")),
     # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
     # data parallelism has nothing to shard.

@@ -1,5 +1,6 @@
-"""Training engines (input engine: hf | deepspeed | fsdp2 | megatron) and the loss input, against
-documented numbers.
+"""Training engines (input engine: hf | deepspeed | fsdp2 | megatron | litgpt) and the loss input, against
+documented numbers (LitGPT's model-code terms are checked against its code run on the oracle:
+test_oracle_arch.py, litgpt family).
 
 None of these terms is fitted: each follows the engine's documented defaults or its code, cited in the
 term's source. The oracle cannot run a multi-GPU engine, so these tests pin the terms to what the
@@ -107,7 +108,9 @@ def test_zero_on_one_gpu_is_allowed_where_the_engine_allows_it():
     assert EST.skip_check(replace(one, engine="fsdp2", zero_stage=1)).code == "engine_zero"
     assert EST.skip_reason(replace(one, engine="megatron")) == (
         "the megatron engine does not run ZeRO-2 (FSDP2 shards with stage 2 or 3, Megatron's distributed optimizer "
-        "is stage 1)")
+        "is stage 1, LitGPT runs one device, DDP or FSDP)")
+    assert EST.skip_check(replace(one, engine="litgpt", zero_stage=1)).code == "engine_zero"
+    assert EST.skip_check(replace(one, engine="litgpt", zero_stage=3)) is None
 
 
 def test_the_hf_engine_adds_nothing():

@@ -99,8 +99,9 @@ scenarios = st.builds(
     attention=st.sampled_from(["flash", "eager"]), num_gpus=st.sampled_from([1, 2, 4, 8]),
     zero_stage=st.integers(0, 3), offload=st.sampled_from(["none", "optimizer", "all"]),
     lora_rank=st.sampled_from([8, 16, 64]), lora_targets=st.sampled_from(["q_proj,v_proj", "all-linear"]),
-    engine=st.sampled_from(["hf", "deepspeed", "fsdp2", "megatron"]), dropout=st.sampled_from(["off", "config"]),
-    adapter_dtype=st.sampled_from(["fp32", "model"]),
+    engine=st.sampled_from(["hf", "deepspeed", "fsdp2", "megatron", "litgpt"]),
+    dropout=st.sampled_from(["off", "config"]), adapter_dtype=st.sampled_from(["fp32", "model"]),
+    lora_dropout=st.sampled_from(["off", "on"]),
     loss=st.sampled_from(["fp32", "fp32-chunked", "compute", "compute-chunked"]),
 )
 
