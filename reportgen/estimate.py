@@ -59,6 +59,8 @@ SKIP_REASONS = {
     "ep_dense": "ep_size {ep} needs a mixture-of-experts model",
     "ep_divide": "ep_size {ep} must divide the {experts} experts and num_gpus {gpus}",
     "zero_inference": "ZeRO-{zero} applies to training; workload is {workload}",
+    "engine_zero": "the {engine} engine does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, Megatron's "
+                   "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
     "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
     "offload_inference": "CPU offload applies to training",
     "lora_arch": "LoRA is not modelled for {model_type} models",

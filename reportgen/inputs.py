@@ -119,6 +119,23 @@ INPUTS: tuple[Input, ...] = (
           option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
           option="--attention", layout=True),
+    Input("dropout", "Dropout", "off (as modern LLM configs set it) or config (the model config's probabilities, "
+          "e.g. GPT-2's 0.1: masks and dropped copies are saved for backward)", "off", choices=tb.DROPOUT,
+          option="--dropout", applies=_TRAINING),
+    Input("adapter_dtype", "LoRA adapter dtype", "fp32 (PEFT ≥ 0.12 keeps adapters, their gradients and Adam states "
+          "in fp32 and casts each adapted input) or model (older PEFT, LitGPT, torchtune: the model's dtype)", "fp32",
+          choices=tb.ADAPTER_DTYPES, option="--adapter-dtype", applies=("lora", "qlora")),
+    Input("lora_dropout", "LoRA dropout", "off (PEFT's default 0) or on (lora_dropout > 0, e.g. LitGPT's 0.05: each "
+          "adapted layer keeps a 1-byte mask and a dropped copy of its input)", "off", choices=tb.LORA_DROPOUT,
+          option="--lora-dropout", applies=("lora", "qlora")),
+    Input("loss", "Loss computation", "fp32 (transformers upcasts the logits; autocast runs the loss in fp32), "
+          "fp32-chunked (torchtune's CEWithChunkedOutputLoss), compute (the compute dtype: LitGPT bf16-true) or "
+          "compute-chunked (LitGPT's chunked_cross_entropy): the dtype of the saved log-probabilities and whether "
+          "the logits' gradient is materialised whole", "fp32", choices=tb.LOSSES, option="--loss", applies=_TRAINING),
+    Input("framework", "Training framework", "hf (Trainer/plain PyTorch; ZeRO counted as the paper does), deepspeed, fsdp2, "
+          "megatron (each adds its buffers: Assumptions sheet) or litgpt (LitGPT's own model code; FSDP for "
+          "ZeRO-2/3)", "hf", choices=tb.ENGINES, option="--framework",
+          applies=_TRAINING, layout=True),
     Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus",
           layout=True),
     Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True),

@@ -61,6 +61,15 @@ class ModelSpec:
     # PEFT module names: Phi-3 fuses q/k/v and gate/up; Mixtral's experts are w1/w2/w3, not MLP names.
     fused_projections: bool = False
     experts_named_like_mlp: bool = True
+    # What training saves for backward beyond the Llama layout (activation terms of terms.py).
+    norm_scale_fp32: bool = False  # Gemma: RMSNorm scales by (1 + weight) in fp32 and keeps that fp32 product
+    attn_logit_softcapping: float = 0.0  # Gemma-2: tanh soft-cap on the attention scores (eager attention)
+    final_logit_softcapping: float = 0.0  # Gemma-2: tanh soft-cap on the logits
+    queries_head_major: bool = False  # Phi-3: rotary written with torch.cat leaves queries in (B, H, S, D) order
+    attention_dropout: float = 0.0  # dropout probabilities as the config sets them (used with dropout=config)
+    resid_dropout: float = 0.0
+    embd_dropout: float = 0.0
+    norm_topk_prob: bool = False  # MoE: the top-k routing weights are renormalised (Mixtral always)
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
 
@@ -121,6 +130,17 @@ class _Fields:
             raise self._error(key, f"expected text, got {value!r}")
         return value
 
+    def number(self, key: str, default: float) -> float:
+        """A probability or scale; null means the default (transformers treats a null soft-cap as off)."""
+        value = self.raw.get(key, default)
+        if value is None:
+            return 0.0
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._error(key, f"expected a number, got {value!r}")
+        if value < 0:
+            raise self._error(key, f"must be at least 0, got {value}")
+        return float(value)
+
     def bool(self, key: str, default: bool) -> bool:
         value = self.raw.get(key, default)
         if value is None:
@@ -147,6 +167,7 @@ def _llama_like(f: _Fields, name: str, model_type: str, **overrides) -> ModelSpe
         tie_word_embeddings=f.bool("tie_word_embeddings", False),
         qkv_bias=attention_bias, o_bias=attention_bias,
         mlp_bias=f.bool("mlp_bias", False),
+        attention_dropout=f.number("attention_dropout", 0.0),
         source=f.source,
     )
     kw.update(overrides)
@@ -178,20 +199,24 @@ def _spec_qwen3(f, name, mt):
 
 
 def _spec_gemma(f, name, mt):
-    return _llama_like(f, name, mt, tie_word_embeddings=f.bool("tie_word_embeddings", True),
-                       norms_per_layer=4 if mt == "gemma2" else 2)
+    # Gemma-2: pre- and post-norms around attention and MLP, tanh soft-caps (Gemma2Config defaults 50 and 30).
+    gemma2 = dict(norms_per_layer=4, attn_logit_softcapping=f.number("attn_logit_softcapping", 50.0),
+                  final_logit_softcapping=f.number("final_logit_softcapping", 30.0)) if mt == "gemma2" else {}
+    return _llama_like(f, name, mt, tie_word_embeddings=f.bool("tie_word_embeddings", True), norm_scale_fp32=True,
+                       **gemma2)
 
 
 def _spec_phi3(f, name, mt):
     # Fused qkv_proj and gate_up_proj hold the same number of parameters as separate ones.
-    return _llama_like(f, name, mt, fused_projections=True)
+    return _llama_like(f, name, mt, fused_projections=True, queries_head_major=True,
+                       resid_dropout=f.number("resid_pdrop", 0.0), embd_dropout=f.number("embd_pdrop", 0.0))
 
 
 def _spec_mixtral(f, name, mt):
     layers = f.int("num_hidden_layers")
     return _llama_like(f, name, mt, intermediate_size=0, experts_named_like_mlp=False,
                        num_experts=f.int("num_local_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
-                       moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=layers)
+                       moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=layers, norm_topk_prob=True)
 
 
 def _spec_qwen_moe(f, name, mt):
@@ -203,7 +228,7 @@ def _spec_qwen_moe(f, name, mt):
                      shared_expert_intermediate_size=f.int("shared_expert_intermediate_size"))
     else:
         extra = dict(qk_norm=True)
-    return _llama_like(f, name, mt,
+    return _llama_like(f, name, mt, norm_topk_prob=f.bool("norm_topk_prob", False),
                        intermediate_size=f.int("intermediate_size", default=0, minimum=0) if moe_layers < layers else 0,
                        num_experts=f.int("num_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
                        moe_intermediate_size=f.int("moe_intermediate_size"), num_moe_layers=moe_layers, **extra)
@@ -231,7 +256,8 @@ def _spec_deepseek(f, name, mt):
         num_experts=f.int("n_routed_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
         moe_intermediate_size=f.int("moe_intermediate_size"),
         shared_expert_intermediate_size=f.int("n_shared_experts", default=0, minimum=0) * f.int("moe_intermediate_size"),
-        router_bias=(mt == "deepseek_v3"), num_moe_layers=moe_layers, source=f.source,
+        router_bias=(mt == "deepseek_v3"), num_moe_layers=moe_layers,
+        norm_topk_prob=f.bool("norm_topk_prob", mt == "deepseek_v3"), source=f.source,
     )
 
 
@@ -247,7 +273,11 @@ def _spec_gpt2(f, name, mt):
         hidden_act=f.text("activation_function", "gelu_new"), softmax_fp32=False,
         tie_word_embeddings=f.bool("tie_word_embeddings", True),
         qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True,
-        num_position_embeddings=f.int("n_positions", "max_position_embeddings"), source=f.source,
+        num_position_embeddings=f.int("n_positions", "max_position_embeddings"),
+        # GPT2Config's defaults: 0.1 each (attn_pdrop on the attention probabilities, resid_pdrop after
+        # each block's output projection, embd_pdrop on the summed embeddings).
+        attention_dropout=f.number("attn_pdrop", 0.1), resid_dropout=f.number("resid_pdrop", 0.1),
+        embd_dropout=f.number("embd_pdrop", 0.1), source=f.source,
     )
 
 

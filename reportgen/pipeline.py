@@ -18,7 +18,7 @@ from .models import read_json
 from .notes import build_notes
 from .presets import Expansion, Preset, expand, load_preset
 from .report import Report, build_report, priced_gpus
-from .validation import validate
+from .validation import published_rows, validate
 from .writers.atomic import Staging
 
 # format -> writer module (each has write(report, path, lang)); imported only when asked for.
@@ -57,16 +57,25 @@ def load(preset_arg: str) -> Loaded:
 
 def validation_paths() -> list[Path]:
     """Measured peaks bundled with the package: the reference set (Llama-3.2-1B, which the activation
-    coefficients were derived from) and the oracle runs of architectures they were not derived from."""
+    coefficients were derived from), the oracle runs of architectures they were not derived from, and
+    those of the terms of issue #18 (each record marked fit or holdout)."""
     folder = data_dir("presets") / "validation"
-    return [folder / "measured.json", folder / "oracle_extra.json"]
+    return [folder / "measured.json", folder / "oracle_extra.json", folder / "oracle_arch.json"]
+
+
+def published_path() -> Path:
+    return data_dir("presets") / "validation" / "published_finetune.json"
 
 
 def validation_rows(estimator: Estimator) -> tuple[list, str]:
+    """Measured peaks (kind "measured"), then the compared published fine-tuning figures (kind "published",
+    each at the level it reports), and the protocols' text."""
     rows, protocols = [], []
     for path in validation_paths():
         rows += validate(path, estimator)
         protocols.append(f"{path.name}: {read_json(path)['protocol']['what']}")
+    rows += published_rows(published_path(), estimator)
+    protocols.append(f"{published_path().name}: {read_json(published_path())['protocol']['what']}")
     return rows, " ".join(protocols)
 
 

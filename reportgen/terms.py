@@ -80,6 +80,27 @@ ASSUMPTIONS = (
     Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
                "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
                "(0.5-1 GiB in published logs)", (0, 65536)),
+    # ---- training engines: buffer sizes users tune in their engine's config (read with engine = ...) ----
+    Assumption("ds_reduce_bucket_size", "DeepSpeed reduce_bucket_size", 500_000_000, "elements",
+               "contiguous-gradient bucket of ZeRO-1/2/3 (contiguous_gradients, on by default): DeepSpeed's default "
+               "5e8 (deepspeed/runtime/zero/config.py); the HF Trainer's 'auto' sets hidden_size²", (0, 1e11),
+               whole=True),
+    Assumption("ds_overlap_comm", "DeepSpeed overlap_comm (ZeRO-1/2)", 0, "1/0",
+               "1 doubles the ZeRO-1/2 reduce bucket (stage_1_and_2.py allocates a second ipg buffer); DeepSpeed's "
+               "default is off for stages 1-2 (on for stage 3, whose bucket is one flat buffer)", (0, 1), whole=True),
+    Assumption("ds_prefetch_bucket_size", "DeepSpeed stage3_prefetch_bucket_size", 50_000_000, "elements",
+               "ZeRO-3 gathers parameters up to this many elements ahead of use: DeepSpeed's default 5e7 "
+               "(deepspeed/runtime/zero/config.py); the HF Trainer's 'auto' sets 0.9 × hidden_size²", (0, 1e11),
+               whole=True),
+    Assumption("ds_max_live_parameters", "DeepSpeed stage3_max_live_parameters", 1_000_000_000, "parameters",
+               "ZeRO-3 keeps at most this many gathered parameters resident before releasing: DeepSpeed's default "
+               "1e9 (deepspeed/runtime/zero/config.py)", (0, 1e13), whole=True),
+    Assumption("ds_max_reuse_distance", "DeepSpeed stage3_max_reuse_distance", 1_000_000_000, "parameters",
+               "ZeRO-3 does not release a parameter reused within this many parameters: DeepSpeed's default 1e9 "
+               "(deepspeed/runtime/zero/config.py)", (0, 1e13), whole=True),
+    Assumption("fsdp_reduce_bytes", "FSDP2 reduce-scatter bytes per element", 4, "bytes",
+               "reduce_dtype of FSDP2's MixedPrecisionPolicy: 4 for fp32, as the PyTorch FSDP2 tutorial and "
+               "torchtitan set it; 2 to reduce in bf16", (1, 8)),
     # ---- time: efficiency factors, each an editable planning figure with the measurement behind it ----
     Assumption("prefill_efficiency", "Prefill efficiency", 0.5, "fraction of peak",
                "fraction of the dense peak a prefill (and compute-bound decode) achieves; FlashAttention-2 "
@@ -130,6 +151,12 @@ GiB = Const(_GIB, "GiB")
 
 _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
+_ARCH_ORACLE = ("derived from the tensors transformers saves, checked against the oracle peaks of "
+                "presets/validation/oracle_arch.json (fitted to its 'fit' shapes, held out on the others)")
+_LITGPT_ORACLE = ("checked against LitGPT 0.5.3's code run on the oracle (presets/validation/oracle_arch.json, "
+                  "litgpt records)")
+_MOE_ORACLE = ("measured on real tensors (Mixtral-shaped fit, Qwen2-MoE-shaped holdout: "
+               "presets/validation/oracle_arch.json)")
 _MEASURED = ("fitted to the 54 peaks measured on Llama-3.2-1B with transformers and PyTorch (the reference set of "
              "the validation appendix)")
 
@@ -165,9 +192,15 @@ TERMS: tuple[Term, ...] = (
     Term("is_lora", "LoRA or QLoRA (1/0)", "flag", IF(is_one_of(V("workload"), "lora", "qlora"), 1, 0)),
     Term("is_train", "Trains (1/0)", "flag", IF((V("is_full") + V("is_lora")).gt(0), 1, 0)),
     Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("tp_size")),
+    # LitGPT trains its own model code whatever the checkpoint: fused qkv, rotary by torch.cat, grouped
+    # keys and values copied to every head before SDPA, RMSNorm scaled in fp32, an LM head of its own.
+    Term("litgpt", "LitGPT's model code (1/0)", "flag", IF(AND(V("framework").eq("litgpt"), V("is_train").eq(1)), 1, 0),
+         "litgpt/model.py (GPT, CausalSelfAttention, RMSNorm); " + _LITGPT_ORACLE),
     Term("model_params", "Parameters of this model instance", "count",
-         V("total_params") - IF(V("head").eq("value"), V("lm_head_params") - V("hidden_size"), 0),
-         "a value head replaces the LM head with hidden_size × 1"),
+         V("total_params") - IF(V("head").eq("value"), V("lm_head_params") - V("hidden_size"), 0)
+         + V("litgpt") * V("tied_embeddings") * V("vocab_size") * V("hidden_size"),
+         "a value head replaces the LM head with hidden_size × 1; LitGPT's GPT keeps a separate lm_head even "
+         "where the checkpoint ties it to the embedding"),
     Term("resident_params", "Parameters held per tensor-parallel group (after expert parallelism)", "count",
          V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size"),
          "expert parallelism spreads the routed experts over ep_size GPUs; every other weight is replicated"),
@@ -184,13 +217,17 @@ TERMS: tuple[Term, ...] = (
     Term("embed_bits", "Bits per embedding/LM-head weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "embed_bits", Str("nf4")),
             Lookup("Dtypes", "embed_bits", V("weight_dtype"))), "", "state"),
+    Term("adapter_bytes", "Bytes per LoRA adapter weight, gradient and optimizer state", "count",
+         IF(OR(V("adapter_dtype").eq("fp32"), V("weight_dtype").eq("fp32")), 4, 2),
+         "PEFT ≥ 0.12 keeps adapters in fp32 (autocast_adapter_dtype=True); older PEFT, LitGPT and torchtune keep "
+         "them in the model's 16-bit dtype", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
          IF(V("is_full").eq(1), V("resident_params") * _p("weight_bytes"),
             CEIL(((V("resident_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
                   * V("weight_bits")
                   + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
-         + IF(V("is_lora").eq(1), V("trainable_params") * 4, 0),
-         "parameters × bytes; quantised layers keep 16-bit embeddings; PEFT keeps adapters in fp32", "state"),
+         + IF(V("is_lora").eq(1), V("trainable_params") * V("adapter_bytes"), 0),
+         "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("weights", "Weights", "bytes",
@@ -198,14 +235,21 @@ TERMS: tuple[Term, ...] = (
          "parameter offload streams weights from host memory layer by layer", "state"),
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
+    Term("grad_elem_bytes", "Bytes per gradient element", "count",
+         IF(V("is_full").eq(1),
+            IF(AND(V("framework").eq("megatron"), _p("master_bytes").gt(0)), 4, _p("grad_bytes")), V("adapter_bytes")),
+         "Precisions sheet; LoRA: adapter_bytes; Megatron accumulates the gradients of 16-bit parameters in an fp32 "
+         "main_grad buffer (18 bytes per parameter for bf16 without the distributed optimizer, 6 + 12/d with it: "
+         "Megatron-LM docs)", "state"),
     Term("gradients", "Gradients", "bytes",
-         ceil_div(V("resident_trainable_params") * IF(V("is_full").eq(1), _p("grad_bytes"), 4), V("gradient_shards")),
+         ceil_div(V("resident_trainable_params") * V("grad_elem_bytes"), V("gradient_shards")),
          "one gradient per trainable parameter", "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
          IF(_o("state_bytes_override").gt(0), _o("state_bytes_override"),
-            IF(V("is_full").eq(1), _p("state_bytes"), 4)), "Optimizers and Precisions sheets", "state"),
+            IF(V("is_full").eq(1), _p("state_bytes"), V("adapter_bytes"))), "Optimizers and Precisions sheets",
+         "state"),
     Term("optimizer_bytes_unsharded", "Optimizer states + master weights, whole model", "bytes",
          V("resident_trainable_params") * (_o("num_states") * V("state_bytes")
                                            + IF(V("is_full").eq(1), _p("master_bytes"), 0)),
@@ -228,8 +272,48 @@ TERMS: tuple[Term, ...] = (
          "every GPU of a node offloads its share to the node's CPU memory", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
-            ceil_div(2 * V("largest_layer_params") * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
-         "the layer being computed plus the prefetched next one (DeepSpeed stage 3)", "state"),
+            ceil_div((V("largest_layer_params")
+                      + IF(V("framework").eq("deepspeed"), MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")),
+                           V("largest_layer_params")))
+                     * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
+         "the layer being computed plus the prefetched next one (FSDP2's implicit prefetching, PyTorch FSDP2 "
+         "tutorial; DeepSpeed prefetches at most stage3_prefetch_bucket_size elements)", "state"),
+    # ---- training engines: their buffers besides the model states (Assumptions sheet) -------------
+    Term("ds_reduce_bucket_bytes", "DeepSpeed contiguous-gradient bucket", "bytes",
+         IF(AND(V("framework").eq("deepspeed"), V("zero_stage").ge(1), V("is_train").eq(1)),
+            V("ds_reduce_bucket_size") * V("grad_elem_bytes")
+            * IF(V("zero_stage").eq(3), 1, 1 + V("ds_overlap_comm")), 0),
+         "reduce_bucket_size elements of the gradient dtype, allocated whole whatever the model's size "
+         "(stage_1_and_2.py: one ipg buffer, two with overlap_comm; stage3.py: one flat buffer); "
+         "allgather_bucket_size allocates nothing with torch's all_gather_into_tensor, which gathers the updated "
+         "partitions straight into the flat 16-bit buffer (deepspeed/runtime/utils.py all_gather_dp_groups)", "state"),
+    Term("ds_live_params_bytes", "DeepSpeed ZeRO-3 parameters kept gathered across the forward-backward turn",
+         "bytes",
+         IF(AND(V("framework").eq("deepspeed"), V("zero_stage").eq(3), V("is_train").eq(1)),
+            ceil_div(MIN(V("ds_max_live_parameters"), V("ds_max_reuse_distance") / 2, V("resident_params"))
+                     * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
+         "a parameter reused within stage3_max_reuse_distance parameters is not released: the last layers of the "
+         "forward, which the backward needs first, about half that distance (forward and backward each pass "
+         "them), at most stage3_max_live_parameters (deepspeed/runtime/zero/partitioned_param_coordinator.py)",
+         "state"),
+    Term("ds_fp32_grad_bytes", "DeepSpeed fp32 gradient partition (optimizer step)", "bytes",
+         IF(AND(V("framework").eq("deepspeed"), V("is_full").eq(1), _p("master_bytes").gt(0)),
+            ceil_div(V("resident_trainable_params") * 4, V("optimizer_shards")), 0),
+         "ZeRO converts each 16-bit gradient partition to fp32 for the step of the fp32 master weights "
+         "(stage_1_and_2.py and stage3.py); DeepSpeed's own estimator counts it: 16 and 18 bytes per parameter "
+         "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
+    Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
+         IF(AND(OR(V("framework").eq("fsdp2"), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
+            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params"), V("trainable_params") / V("num_layers"))
+                     * (V("grad_elem_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
+         "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
+         "unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own stream, overlapping the next "
+         "unit's backward)", "state"),
+    Term("engine_backward_bytes", "Engine buffers during backward", "bytes",
+         V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes") + V("fsdp_reduce_scatter_bytes"), "", "state"),
+    Term("engine_step_bytes", "Engine buffers at the optimizer step", "bytes",
+         V("ds_fp32_grad_bytes") + IF(V("zero_stage").eq(3), V("ds_reduce_bucket_bytes"), 0),
+         "ZeRO-3's bucket is allocated once and stays", "state"),
     # ---- activations (training) ----------------------------------------------------------------
     Term("act_bytes", "Bytes per activation", "count",
          IF(V("is_train").eq(1), _p("compute_bytes"), IF(V("weight_dtype").eq("fp32"), 4, 2)), "", "activation"),
@@ -240,31 +324,109 @@ TERMS: tuple[Term, ...] = (
             IF(V("is_full").eq(1), _p("norm_saved_bytes"), 4)),
          "HF RMSNorm upcasts to fp32 and keeps its input and outputs; native LayerNorm keeps its input and "
          "output in the activation dtype; frozen norms keep only their input", "activation"),
+    # Dropout as PyTorch runs it on a GPU: the fused native_dropout kernel keeps a bool mask (1 byte per
+    # element) for backward; FlashAttention-2 regenerates its dropout mask from the saved RNG seed.
+    Term("attn_dropout_on", "Attention dropout on (1/0)", "flag",
+         IF(AND(V("dropout").eq("config"), _m("attention_dropout").gt(0)), 1, 0), "model config", "activation"),
+    Term("resid_dropout_on", "Residual dropout on (1/0)", "flag",
+         IF(AND(V("dropout").eq("config"), _m("resid_dropout").gt(0)), 1, 0), "model config", "activation"),
+    Term("embd_dropout_on", "Embedding dropout on (1/0)", "flag",
+         IF(AND(V("dropout").eq("config"), _m("embd_dropout").gt(0)), 1, 0), "model config", "activation"),
+    Term("score_saved_bytes", "Eager attention: bytes saved per score element", "count",
+         4 * MAX(V("softmax_fp32"), _p("autocast_copies")) + V("act_bytes")
+         + IF(_m("attn_logit_softcapping").gt(0), V("act_bytes"), 0)
+         + V("attn_dropout_on") * (1 + IF(MAX(V("softmax_fp32"), _p("autocast_copies")).eq(1), 0, V("act_bytes"))),
+         "the fp32 softmax (as the model or autocast computes it) and the probabilities in the activation dtype; "
+         "Gemma-2's soft-cap keeps its tanh output; dropout keeps a 1-byte mask, and its dropped copy replaces "
+         "the cast probabilities (or adds to them where there is no cast); " + _ARCH_ORACLE, "activation"),
     Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
          V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
          + IF(V("attention").eq("eager"),
               V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
-              + IF(V("checkpointing").eq("selective"), 0,
-                   (4 * MAX(V("softmax_fp32"), _p("autocast_copies")) + V("act_bytes")) * V("num_heads")
-                   * V("seq_len")), 0)
-         + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim")),
+              + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")), 0)
+         + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
+         + _m("fused_projections") * (1 - V("litgpt"))
+         * IF(OR(V("attention").eq("flash"), V("num_heads").eq(V("num_kv_heads"))),
+              V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
+         + MAX(_m("queries_head_major"), V("litgpt")) * IF(AND(V("attention").eq("flash"), V("is_full").eq(1)),
+                                                          V("act_bytes") * V("q_dim"), 0)
+         + V("litgpt") * IF(V("attention").eq("flash"),
+                            V("act_bytes") * (V("q_dim") - V("kv_dim")
+                                              + IF(OR(V("num_heads").eq(V("num_kv_heads")), V("num_kv_heads").eq(1)),
+                                                   V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0),
          "flash: Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
-         "probabilities (fp32 softmax, as the model or autocast computes it, + its cast); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
-         "q/k norms keep an fp32 input and an output per query and key element",
+         "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
+         "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
+         "keeps its whole output alive through the saved V view (LitGPT: with one head per key group or one "
+         "key head; K, and V for grouped queries, are copied to every head); queries left head-major by a "
+         "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE,
          "activation"),
+    Term("moe_saved_per_token", "MoE layer: router, dispatch and combine, saved per token", "bytes",
+         IF(V("num_experts").gt(0),
+            _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28)
+            + 4 * V("num_experts") + 12 * _m("num_experts_per_tok") + 4 * _m("norm_topk_prob")
+            + _m("shared_expert_gate") * V("act_bytes") * (V("hidden_size") + 1), 0),
+         "per routed (token, expert) pair: the gathered input and the expert output (hidden wide), two int64 "
+         "sort permutations, the inverse permutation and an fp32 routing weight (28 bytes); per token: the fp32 "
+         "router softmax, top-k indices (int64) and weights (fp32), the renormalising sum, Qwen2-MoE's "
+         "shared-expert gate and gated output. transformers' grouped_mm experts (dropless, no capacity factor); "
+         "the experts' MLP tensors are mlp_width's; " + _MOE_ORACLE, "activation"),
+    Term("post_norm_saved_bytes", "Saved bytes per hidden element per post-norm (Gemma-2)", "count",
+         IF(V("is_full").eq(1), 8, 4),
+         "a norm on a block's output keeps its fp32 input and fp32 scaled product (frozen: the input only); "
+         + _ARCH_ORACLE, "activation"),
+    Term("norm_fp32_scale_bytes", "Extra bytes per hidden element per pre-norm (Gemma's fp32 scale)", "count",
+         IF(AND(V("is_full").eq(1), MAX(_m("norm_scale_fp32"), V("litgpt")).eq(1)), 4 - _p("residual_bytes"), 0),
+         "Gemma (and LitGPT's RMSNorm for every model) multiplies by the weight in fp32 and keeps that fp32 "
+         "product where Llama keeps it in the residual dtype; " + _ARCH_ORACLE, "activation"),
+    Term("lora_input_features", "Input features of the adapted layers, per layer", "count",
+         IF(V("litgpt").eq(1),
+            V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
+                                  V("q_dim") + IF(V("lora_targets").eq("all-linear"),
+                                                  2 * V("hidden_size") + V("mlp_width"), 0)),
+            _lora_column("lora_inputs_")),
+         "PEFT: one per adapted linear layer (q, k and v each read the normed input); LitGPT adapts its fused "
+         "qkv layer once, then proj, fc_1, fc_2 and the MLP's proj (litgpt/lora.py)", "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
          + V("act_bytes") * V("mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
-         + IF(V("is_lora").eq(1), 4 * _lora_column("lora_inputs_") + 4 * V("lora_rank") * _lora_column("lora_modules_"), 0),
-         "two norms + attention + MLP + LoRA's fp32 input copies and r-wide intermediates; a frozen MLP's "
-         "down projection keeps no input for a weight gradient. " + _KORTHIKANTI, "activation"),
+         + IF(V("is_lora").eq(1),
+              IF(V("adapter_dtype").eq("fp32"),
+                 (4 + IF(V("lora_dropout").eq("on"), 1, 0)) * V("lora_input_features"),
+                 IF(V("lora_dropout").eq("on"), (1 + V("act_bytes")) * V("lora_input_features"),
+                    V("act_bytes") * (V("hidden_size") + IF(V("lora_targets").eq("all-linear"),
+                                                            V("hidden_size") + V("mlp_width"), 0))))
+              + V("adapter_bytes") * V("lora_rank") * _lora_column("lora_modules_")
+              + V("litgpt") * IF(V("lora_targets").eq("q_proj,v_proj"), V("act_bytes") * (V("q_dim") + V("kv_dim")), 0),
+              0)
+         + (MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes") + 2 * V("norm_fp32_scale_bytes")
+            + 2 * V("resid_dropout_on")) * V("hidden_size")
+         + _m("num_moe_layers") / V("num_layers") * V("moe_saved_per_token")
+         - _m("fused_projections") * V("is_full") * _p("autocast_copies") * 3 * V("act_bytes") * V("hidden_size"),
+         "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
+         "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
+         "them; with lora_dropout each adapted layer keeps a 1-byte mask and, in the model's dtype, its own "
+         "dropped copy; LitGPT's qkv adapter on q and v only keeps its zero-padded q + v output) and r-wide "
+         "intermediates (QLoRA's 4-bit layers keep no input: bitsandbytes' MatMul4Bit saves only "
+         "the packed weight, ctx.tensors = (None, B)); a frozen MLP's "
+         "down projection keeps no input for a weight gradient; Gemma-2's post-norms; residual dropout's two "
+         "1-byte masks; MoE layers' routing buffers (averaged over the layers); autocast casts a norm's output "
+         "once per linear layer, so fused qkv and gate_up projections (Phi-3) keep 2 casts where q, k, v, "
+         "gate, up keep 5. " + _KORTHIKANTI, "activation"),
+    Term("loss_bytes", "Bytes per log-probability of the loss", "count",
+         IF(OR(V("loss").eq("fp32"), V("loss").eq("fp32-chunked"), _p("autocast_copies").eq(1)), 4, V("act_bytes")),
+         "transformers upcasts the logits to fp32 for its cross-entropy, and autocast runs log_softmax in fp32; "
+         "a loss on 16-bit logits without autocast (LitGPT bf16-true) keeps them in the compute dtype", "activation"),
     Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
          IF(V("checkpointing").eq("full"),
             V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
             V("num_layers") * V("layer_saved_per_token"))
-         + V("norm_saved_bytes") * V("hidden_size") + 4 * V("vocab_out"),
-         "full checkpointing keeps each layer's input only; the loss keeps fp32 log-probabilities "
-         "(vocabulary × 4 bytes per token)", "activation"),
+         + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
+         + V("loss_bytes") * V("vocab_out")
+         + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0),
+         "full checkpointing keeps each layer's input only; the final norm, the embedding dropout's mask; the "
+         "loss keeps its log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps "
+         "its tanh output", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
@@ -276,9 +438,14 @@ TERMS: tuple[Term, ...] = (
     Term("training_activations", "Saved activations (training)", "bytes",
          IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token"), V("tp_size")) + V("autocast_copies_bytes"), 0),
          _KORTHIKANTI, "activation"),
-    Term("loss_backward_bytes", "Loss backward: fp32 logit gradients", "bytes",
-         IF(V("is_train").eq(1), ceil_div(8 * V("tokens") * V("vocab_out"), V("tp_size")), 0),
-         "gradient of the fp32 log-probabilities and of the logits, tokens × vocabulary × 4 bytes each; " + _MEASURED,
+    Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
+         IF(V("is_train").eq(1),
+            ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), 2 * V("loss_bytes"),
+                        V("act_bytes") + IF(V("loss").eq("fp32-chunked"), 4 / 8, 0))
+                     * V("tokens") * V("vocab_out"), V("tp_size")), 0),
+         "one cross-entropy: the gradients of the log-probabilities and of the logits, tokens × vocabulary × "
+         "loss_bytes each (" + _MEASURED + "); chunked: the 16-bit logits stay alive beside the saved "
+         "log-probabilities, plus the fp32 copy of one of torchtune's 8 chunks (oracle_arch.json loss records)",
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
@@ -373,13 +540,14 @@ TERMS: tuple[Term, ...] = (
     Term("model_states", "Resident model states", "bytes",
          V("weights") + V("master_weights") + V("optimizer_states") + V("zero3_buffer"), "", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
-         V("model_states") + V("training_activations") + V("loss_backward_bytes"),
-         "all activations saved, logit gradients allocated, no gradients yet", "phase"),
+         V("model_states") + V("training_activations") + V("loss_backward_bytes") + V("engine_backward_bytes"),
+         "all activations saved, logit gradients allocated, no gradients yet; the engine's backward buffers", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
-         V("model_states") + V("gradients") + MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
-         "all gradients, activations freed", "phase"),
+         V("model_states") + V("gradients") + MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
+         + V("engine_backward_bytes"),
+         "all gradients, activations freed; the engine's backward buffers", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
-         V("model_states") + V("gradients") + V("optimizer_step_bytes"), "", "phase"),
+         V("model_states") + V("gradients") + V("optimizer_step_bytes") + V("engine_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
          V("model_states") + IF(V("engine_mode").eq(1), V("kv_pool_bytes") + V("engine_activation_bytes"),
                                 V("kv_cache") + V("forward_transient_bytes")),
@@ -405,10 +573,12 @@ TERMS: tuple[Term, ...] = (
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
-         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes"),
-                                IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes")),
-                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes"), 0))),
-         "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer", "total"),
+         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("engine_backward_bytes"),
+                                IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
+                                   + V("engine_backward_bytes"),
+                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"), 0))),
+         "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
+         "engine buffers", "total"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
@@ -490,7 +660,7 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(AND(_TRAIN, V("dp_size").gt(1)),
             (V("dp_size") - 1) / V("dp_size")
             * (IF(V("zero_stage").eq(3), 1, 2) * V("resident_trainable_params")
-               * IF(V("is_full").eq(1), _p("grad_bytes"), 4) / V("tp_size")
+               * V("grad_elem_bytes") / V("tp_size")
                + IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("tp_size"),
                     0)), 0),
          "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-3 reduce-scatters them once and "
@@ -628,7 +798,14 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           ep=V("ep_size"), experts=V("num_experts"), gpus=_GPUS),
     _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
-    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1)), zero=V("zero_stage")),
+    _skip("engine_zero", AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),
+                                                    AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
+                                                    AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
+          engine=V("framework"), zero=V("zero_stage")),
+    # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
+    # data parallelism has nothing to shard.
+    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("framework").eq("hf")),
+          zero=V("zero_stage")),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
     _skip("lora_arch", AND(V("is_lora").eq(1), V("trainable_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),

@@ -17,14 +17,20 @@ from .models import ModelSpec, read_json, spec_from_config
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16"}
 _ATTENTION = {"sdpa": "flash", "eager": "eager"}
+# PEFT target lists that name every linear layer but the LM head are what "all-linear" adapts.
+_ALL_LINEAR = {"qkv_proj,o_proj,gate_up_proj,down_proj", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
 
 
 @dataclass(frozen=True)
 class ValidationRow:
     case_id: str
-    measured_bytes: int
+    measured_bytes: int  # a published row: the published figure, converted to bytes
     estimated_bytes: int
     measured_phase: str
+    kind: str = "measured"  # "measured" (an oracle or measured peak) or "published" (a published figure)
+    level: str = "allocated_peak"  # the estimator term compared: allocated_peak, reserved_peak or device_total
+    source: str = ""  # the validation file, or a published figure's URL
+    title: str = ""  # a published figure: model, workload, GPUs as a reader names the run
 
     @property
     def error(self) -> float:
@@ -32,7 +38,7 @@ class ValidationRow:
 
 
 # The file's setting keys for the scenario inputs they give (error messages name the file's key).
-_FILE_KEYS = {"batch_size": "batch", "prompt_len": "seq", "seq_len": "seq", "gen_len": "new_tokens",
+_FILE_KEYS = {"framework": "engine", "batch_size": "batch", "prompt_len": "seq", "seq_len": "seq", "gen_len": "new_tokens",
               "optimizer_impl": "optim", "lora_rank": "lora.r", "lora_targets": "lora.targets"}
 _REQUIRED = object()
 
@@ -68,12 +74,24 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
         if not isinstance(checkpointing, bool):
             raise InputError(f"expected true or false, got {checkpointing!r}", source=source,
                              key_path=f"{where}.setting.grad_ckpt")
+        targets = lora.get("targets", "q_proj,v_proj")
+        # The oracle trains with the config's dropout probabilities (model.train()).
         values.update(workload="lora" if lora else "full", seq_len=get("seq"), prompt_len=0, gen_len=0,
+                      dropout="config", loss=get("loss", default="fp32"), framework=get("engine", default="hf"),
+                      lora_dropout="on" if lora and lora.get("dropout", 0) > 0 else "off",
                       checkpointing="full" if checkpointing else "none", optimizer="adamw",
                       optimizer_impl=get("optim", default="fused"), lora_rank=lora.get("r", 16),
-                      lora_targets=lora.get("targets", "q_proj,v_proj"))
+                      lora_targets="all-linear" if targets in _ALL_LINEAR else targets,
+                      adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32")
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
+
+
+def superseded(case: Mapping[str, Any]) -> bool:
+    """A dropout record measured with the oracle's CPU dispatch (bf16 noise masks, SDPA's math kernel), which
+    no GPU runs; its CUDA-dispatch re-measurement is in the same file (oracle_arch.json's protocol)."""
+    setting = case.get("setting")
+    return isinstance(setting, Mapping) and setting.get("dropout_dispatch") == "cpu"
 
 
 def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
@@ -96,19 +114,87 @@ def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
         if isinstance(peak, bool) or not isinstance(peak, int) or peak <= 0:
             raise InputError(f"expected a positive whole number of bytes, got {peak!r}", source=source,
                              key_path=f"{where}.peak_bytes")
+        if superseded(case):
+            continue
         name = f"measured:{case['config_name']}"
         spec = spec_from_config(case["config"], name=name, source=source)
         scenario = scenario_for_case(case, name, source=source, where=where)
         est = estimator.with_model(spec).estimate(scenario)
         rows.append(ValidationRow(case["id"], peak, int(est["allocated_peak"]),
-                                  case.get("steady_peak_phase") or case.get("peak_phase") or ""))
+                                  case.get("steady_peak_phase") or case.get("peak_phase") or "",
+                                  source=Path(measured_path).name))
     return rows
 
 
-def summary(rows: list[ValidationRow]) -> dict[str, float]:
-    errors = [abs(r.error) for r in rows]
-    return {"cases": len(rows), "median_abs_error": statistics.median(errors), "max_abs_error": max(errors),
+def summary(rows: list[ValidationRow]) -> dict[str, float] | None:
+    """Median and largest |error| of the measured peaks (published figures: published_summary)."""
+    errors = [abs(r.error) for r in rows if r.kind == "measured"]
+    if not errors:
+        return None
+    return {"cases": len(errors), "median_abs_error": statistics.median(errors), "max_abs_error": max(errors),
             "within_10_percent": sum(e <= 0.10 for e in errors)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Published fine-tuning figures (presets/validation/published_finetune.json): each record's
+# "reportgen" block (scripts/annotate_finetune.py) gives the estimator inputs of the run, the level the
+# figure reports ("compare": allocated_peak, reserved_peak or device_total) and whether it is compared
+# ("holdout": nothing was fitted to these figures) or excluded, with why.
+
+@dataclass(frozen=True)
+class FinetuneCase:
+    id: str
+    use: str  # "holdout" or "excluded"
+    why: str  # for excluded records
+    title: str
+    level: str  # the estimator term the figure is compared with
+    spec: ModelSpec | None  # a model given by its config (not in the catalog)
+    scenario: Scenario | None
+    published_bytes: int
+    source: str
+
+    def estimated(self, estimator: Estimator) -> int:
+        est = estimator.with_model(self.spec) if self.spec else estimator
+        return int(est.estimate(self.scenario)[self.level])
+
+
+def finetune_cases(data: Mapping[str, Any]) -> list[FinetuneCase]:
+    out = []
+    for r in data["records"]:
+        block = r["reportgen"]
+        gpus = r.get("num_gpus") or 1
+        title = f"{r['model']} · {r['workload']} · {gpus} × {r['gpu']} · {r.get('framework') or ''}".rstrip(" ·")
+        if block["use"] == "excluded":
+            out.append(FinetuneCase(r["id"], "excluded", block["why"], title, "", None, None, int(r["value_bytes"]),
+                                    r["source"]))
+            continue
+        spec = None
+        if "config" in block:
+            config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
+            spec = spec_from_config(config, name=block["config"].get("_name", r["id"]), source=r["id"])
+        model = spec.name if spec else block["model"]
+        out.append(FinetuneCase(r["id"], block["use"], "", title, block["compare"], spec,
+                                Scenario(model=model, **block["scenario"]), int(r["value_bytes"]), r["source"]))
+    return out
+
+
+def published_rows(path: Path, estimator: Estimator) -> list[ValidationRow]:
+    """The compared published figures as validation rows (kind "published", at the level each reports)."""
+    return [ValidationRow(c.id, c.published_bytes, c.estimated(estimator), c.level, kind="published", level=c.level,
+                          source=c.source, title=c.title)
+            for c in finetune_cases(read_json(path)) if c.use != "excluded"]
+
+
+def published_summary(rows: list[ValidationRow]) -> dict[str, dict[str, float]]:
+    """Per level compared (and "all"): figures, median and largest |error|."""
+    published = [r for r in rows if r.kind == "published"]
+    out = {}
+    for level in ("all",) + tuple(dict.fromkeys(r.level for r in published)):
+        errors = [abs(r.error) for r in published if level in ("all", r.level)]
+        if errors:
+            out[level] = {"figures": len(errors), "median_abs_error": statistics.median(errors),
+                          "max_abs_error": max(errors)}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

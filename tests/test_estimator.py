@@ -99,6 +99,10 @@ scenarios = st.builds(
     attention=st.sampled_from(["flash", "eager"]), num_gpus=st.sampled_from([1, 2, 4, 8]),
     zero_stage=st.integers(0, 3), offload=st.sampled_from(["none", "optimizer", "all"]),
     lora_rank=st.sampled_from([8, 16, 64]), lora_targets=st.sampled_from(["q_proj,v_proj", "all-linear"]),
+    framework=st.sampled_from(["hf", "deepspeed", "fsdp2", "megatron", "litgpt"]),
+    dropout=st.sampled_from(["off", "config"]), adapter_dtype=st.sampled_from(["fp32", "model"]),
+    lora_dropout=st.sampled_from(["off", "on"]),
+    loss=st.sampled_from(["fp32", "fp32-chunked", "compute", "compute-chunked"]),
 )
 
 
@@ -142,10 +146,12 @@ def test_sharding_never_raises_per_gpu_memory(s):
         est, est_higher = EST.estimate(s), EST.estimate(higher)
         states = ("weights", "gradients", "optimizer_states", "master_weights")
         assert sum(est_higher[k] for k in states) <= sum(est[k] for k in states)
-        if higher.zero_stage < 3:
+        if higher.zero_stage < 3 and s.framework == "hf":
             assert est_higher["allocated_peak"] <= base
         # ZeRO-3 adds a gathered-layer buffer: at 2 GPUs a small model with a large vocabulary can
-        # need more than ZeRO-2 (as in DeepSpeed), so only its sharded states are compared.
+        # need more than ZeRO-2 (as in DeepSpeed), so only its sharded states are compared; likewise
+        # DeepSpeed allocates its whole reduce bucket (5e8 elements) from ZeRO-1 on, more than ZeRO-1
+        # saves for a small model on few GPUs.
 
 
 def test_rlhf_colocated_peak_is_states_plus_largest_phase():

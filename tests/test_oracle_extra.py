@@ -8,9 +8,10 @@ measured.json.
 
 Which data the terms were derived from: the activation coefficients come from the 54 Llama-3.2-1B
 reference peaks (measured.json). The Qwen3-0.6B cases then exposed the q/k-norm term and the GPT-2 cases
-the LayerNorm, tanh-GELU and bf16-softmax terms, which were modelled from them: those families are
-TERM_SOURCES here, checked at the level reached, not evidence of generalisation. The other three
-families informed no term: they are HELD_OUT, the accuracy shown on unseen shapes.
+the LayerNorm, tanh-GELU and bf16-softmax terms, which were modelled from them (and GPT-2's dropout
+records are fit data of the dropout terms, issue #18): those families are TERM_SOURCES here, checked at
+the level reached, not evidence of generalisation. The other three families informed no term: they are
+HELD_OUT, the accuracy shown on unseen shapes.
 """
 import json
 from pathlib import Path
@@ -30,18 +31,21 @@ TERM_SOURCES = {"Qwen3-0.6B", "GPT-2-nodropout", "GPT-2"}
 # Largest |error| reached today: held out 1.5 %, term sources 3.6 % (GPT-2 eager inference).
 TOLERANCE = {**{m: 0.02 for m in HELD_OUT}, **{m: 0.04 for m in TERM_SOURCES}}
 
-# Dropout is assumed off (0), as in Llama/Qwen/Mistral configs; GPT-2's default of 0.1 is not modelled.
-_GPT2_DROPOUT = ("dropout (GPT2Config default attn/resid/embd_pdrop 0.1) is not modelled — the estimator assumes "
-                 "dropout 0, as modern LLM configs set it; with sdpa the oracle also routes dropout_p > 0 to the math "
-                 "kernel (S x S saved), an upper bound for a real FlashAttention-2 GPU")
+# GPT-2's default dropout (0.1) is modelled (input dropout=config, which validation sets), but these five
+# peaks were measured with the oracle's CPU dispatch of dropout: bf16 noise tensors saved where a GPU's
+# native_dropout saves bool masks, and SDPA with dropout sent to the math kernel (S x S fp32 saved) where a
+# GPU runs FlashAttention-2. They are what no GPU runs; each was re-measured with the CUDA dispatch
+# (presets/validation/oracle_arch.json, id + "/cuda-dropout"), where the estimate is within 1.6 %
+# (tests/test_oracle_arch.py).
+_CPU_DISPATCH = ("measured with the oracle's CPU dispatch of dropout (bf16 noise masks; SDPA math kernel), which "
+                 "no GPU runs; its CUDA-dispatch re-measurement in oracle_arch.json is within 1.6 %")
 
 XFAIL = {
-    "GPT-2/train/bf16/sdpa/b4/s1024/nogc/fused": f"-58.8 %: {_GPT2_DROPOUT}",
-    "GPT-2/train/amp/sdpa/b1/s1024/nogc/fused": f"-35.5 %: {_GPT2_DROPOUT}",
-    "GPT-2/train/bf16/sdpa/b1/s512/nogc/foreach": f"-27.5 %: {_GPT2_DROPOUT}",
-    "GPT-2/train/bf16/eager/b2/s1024/nogc/fused": f"-26.1 %: {_GPT2_DROPOUT} (masks and dropped copies of the "
-                                                   "attention probabilities and residual outputs)",
-    "GPT-2/train/amp/eager/b4/s512/nogc/fused": f"-8.6 %: {_GPT2_DROPOUT}",
+    "GPT-2/train/bf16/sdpa/b4/s1024/nogc/fused": f"-58.2 %: {_CPU_DISPATCH}",
+    "GPT-2/train/amp/sdpa/b1/s1024/nogc/fused": f"-35.0 %: {_CPU_DISPATCH}",
+    "GPT-2/train/bf16/sdpa/b1/s512/nogc/foreach": f"-26.9 %: {_CPU_DISPATCH}",
+    "GPT-2/train/bf16/eager/b2/s1024/nogc/fused": f"-6.9 %: {_CPU_DISPATCH}",
+    "GPT-2/train/amp/eager/b4/s512/nogc/fused": f"-5.0 %: {_CPU_DISPATCH}",
 }
 
 

@@ -49,7 +49,13 @@ def rendered(col: Column) -> Expr:
 
 def problem_columns(t: Catalogue) -> tuple[Column, ...]:
     """What a scenario row's check reports, by rule (its formulas stay short and shallow)."""
-    return (Column("input_problems", "Input problems", "text", "helper", 20, input_problems(t),
+    first, second = input_problems(t)
+    return (Column("input_problems_1", "Input problems (first inputs)", "text", "helper", 12, first,
+                   help="each input against its allowed values, range or catalog row"),
+            Column("input_problems_2", "Input problems (other inputs)", "text", "helper", 12, second,
+                   help="each input against its allowed values, range or catalog row"),
+            Column("input_problems", "Input problems", "text", "helper", 20,
+                   concat(Var("input_problems_1"), Var("input_problems_2")),
                    help="each input against its allowed values, range or catalog row"),
             Column("rule_problems", "Skip-rule problems", "text", "helper", 20, rule_problems(t),
                    help="the skip rules the command line applies, once the inputs are valid"))
@@ -275,8 +281,11 @@ def _catalog_table(t: Catalogue, name: str, key: str, read: Sequence[Column], ot
     """A catalog: its key, its check, the columns formulas read, then formulas and notes."""
     check = Column("check", "check", "text", "summary", CHECK_WIDTH, checked(Var("problems")),
                    help="ok, or why this row cannot be used (scenarios that use it say so in their check)")
-    problems = Column("problems", "problems", "text", "helper", 12, catalog_problems(t, name, [c.name for c in read]))
-    return Table(name, (Column(key, key, "text", "input"), check) + tuple(read) + tuple(others) + (problems,),
+    first, second = catalog_problems(t, name, [c.name for c in read])
+    problems = (Column("problems_1", "problems_1", "text", "helper", 12, first),
+                Column("problems_2", "problems_2", "text", "helper", 12, second),
+                Column("problems", "problems", "text", "helper", 12, concat(Var("problems_1"), Var("problems_2"))))
+    return Table(name, (Column(key, key, "text", "input"), check) + tuple(read) + tuple(others) + problems,
                  LOOKUP_FIRST_ROW, num_rows, key=key)
 
 

@@ -22,7 +22,7 @@ def _prose(book: Book, col: Column) -> str:
     """A formula column in words: its expression (the definition, without the check's gate), or
     what its per-row formula does."""
     t = book.t
-    if col.name == "input_problems":
+    if col.name in ("input_problems_1", "input_problems_2"):  # the halves of one rule, said once
         return t("terms.input_problems")
     if col.name == "rule_problems":  # the skip rules as defined (over terms), each with its words
         return "\n".join(f"{skip_template(t, r.code)}  ⇐  {to_text(r.when)}" for r in SKIP_RULES)

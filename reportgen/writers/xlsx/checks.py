@@ -45,6 +45,7 @@ LOOKUP_KEY_INPUTS = _lookup_key_inputs()
 POSITIVE_MODEL_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                          "num_key_value_heads", "head_dim")
 MODEL_FLAGS = tuple(f.name for f in fields(ModelSpec) if f.type == "bool")
+MODEL_NUMBERS = tuple(f.name for f in fields(ModelSpec) if f.type == "float")  # dropout probabilities
 # How the command line names a catalog input in "unknown …" messages.
 CATALOG_KIND = {"model": "model", "gpu": "GPU"}
 
@@ -120,9 +121,15 @@ def _input_problem(t: Catalogue, i: Input) -> Expr:
     raise AssertionError(f"input {i.name}: no rule to check it by")
 
 
-def input_problems(t: Catalogue) -> Expr:
-    """Each input against its allowed values, range or catalog (and that catalog row's check)."""
-    return concat(*(_input_problem(t, i) for i in INPUTS))
+def input_problems(t: Catalogue) -> tuple[Expr, Expr]:
+    """Each input against its allowed values, range or catalog (and that catalog row's check), in two
+    halves: one formula for all would pass Excel's 8,192 characters."""
+    return halves([_input_problem(t, i) for i in INPUTS])
+
+
+def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
+    middle = (len(parts) + 1) // 2
+    return concat(*parts[:middle]), concat(*parts[middle:])
 
 
 def inlined(expr: Expr) -> Expr:
@@ -201,6 +208,8 @@ def catalog_rule(table: str, name: str) -> tuple[str, int]:
     """What a catalog column holds, by the catalog loaders: ("flag", 0), ("whole", minimum),
     ("memory", 1: a positive whole number of MiB) or ("number", 0: non-negative)."""
     if table == "Models":
+        if name in MODEL_NUMBERS:
+            return "number", 0
         return ("flag", 0) if name in MODEL_FLAGS else ("whole", 1 if name in POSITIVE_MODEL_FIELDS else 0)
     if table == "GPUs" and name == "memory_mib":
         return "memory", 1
@@ -217,8 +226,9 @@ def catalog_validation(table: str, name: str) -> dict:
     return {"validate": "integer", "criteria": ">=", "value": minimum}
 
 
-def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> Expr:
-    """A catalog row's problems: the columns formulas read, by the catalog loaders' rules."""
+def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> tuple[Expr, Expr]:
+    """A catalog row's problems: the columns formulas read, by the catalog loaders' rules (in two
+    halves, each within Excel's formula length)."""
     parts = []
     for name in columns:
         x = Var(name)
@@ -235,7 +245,7 @@ def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> Expr:
         heads, kv = Var("num_attention_heads"), Var("num_key_value_heads")
         whole = AND(_positive_whole(heads), _positive_whole(kv))
         parts.append(IF(whole, _problem(MOD(heads, kv).ne(0), message(t("check.kv_heads"), kv=kv, heads=heads)), ""))
-    return concat(*parts)
+    return halves(parts)
 
 
 def assumption_check(t: Catalogue, a: Assumption) -> Expr:

@@ -1,0 +1,131 @@
+"""Training engines (input engine: hf | deepspeed | fsdp2 | megatron | litgpt) and the loss input, against
+documented numbers (LitGPT's model-code terms are checked against its code run on the oracle:
+test_oracle_arch.py, litgpt family).
+
+None of these terms is fitted: each follows the engine's documented defaults or its code, cited in the
+term's source. The oracle cannot run a multi-GPU engine, so these tests pin the terms to what the
+engines document (tests/data/facts.json keeps the quoted tables), and the published fine-tuning
+figures (tests/test_published_finetune.py) check them against real runs.
+"""
+from dataclasses import replace
+
+import pytest
+
+from refdata import fact
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator, Scenario
+from reportgen.shape import model_row
+from reportgen.terms import ASSUMPTION_DEFAULTS
+
+EST = Estimator(load_models(), load_gpus())
+PSI = 7_000_000_000  # Generic-7B: exactly 7e9 parameters
+
+
+def _full(engine, zero, gpus, **kw):
+    return Scenario(model="Generic-7B", workload="full", precision="bf16-mixed", seq_len=512, prompt_len=0,
+                    gen_len=0, num_gpus=gpus, zero_stage=zero, framework=engine, **kw)
+
+
+def _states(e):
+    return e["weights"] + e["gradients"] + e["optimizer_states"] + e["master_weights"]
+
+
+@pytest.mark.parametrize("d", [2, 8])
+def test_megatron_bytes_per_parameter_are_the_documented_table(d):
+    """Megatron-LM docs (formula-0176): bf16 parameters with fp32 gradients take 18 bytes per parameter, and
+    6 + 12/d with the distributed optimizer (zero_stage 1 here)."""
+    table = fact("formula-0176")["value"]["bf16 params, fp32 grads"]
+    assert table == {"non_distributed": 18, "distributed_optimizer": "6 + 12/d"}
+    assert _states(EST.estimate(_full("megatron", 0, d))) == 18 * PSI
+    assert _states(EST.estimate(_full("megatron", 1, d))) == 6 * PSI + 12 * PSI // d
+
+
+@pytest.mark.parametrize("d", [2, 8])
+def test_deepspeed_optimizer_step_counts_the_fp32_gradient_partition(d):
+    """DeepSpeed's memory docs (formula-0177) count 16 bytes per parameter over the GPUs for ZeRO-2 (fp32
+    master 4 + Adam 8 + fp32 gradient partition 4) and 18 for ZeRO-3 (the 16-bit parameter shard 2 besides).
+    The estimator keeps the 16-bit gradient partition apart (2/d; stage3.py's grad_partitions_flat_buffer,
+    which the docs' estimator leaves out) and the unpartitioned 16-bit weights of ZeRO-2 as the ZeRO paper does."""
+    docs = fact("formula-0177")["value"]
+    assert docs["ZeRO-3 no offload"] == "largest_layer_memory + 18 * params / total_gpus"
+    z2 = EST.estimate(_full("deepspeed", 2, d))
+    assert z2["master_weights"] + z2["optimizer_states"] + z2["ds_fp32_grad_bytes"] == 16 * PSI // d
+    z3 = EST.estimate(_full("deepspeed", 3, d))
+    assert z3["weights"] + z3["master_weights"] + z3["optimizer_states"] + z3["ds_fp32_grad_bytes"] == 18 * PSI // d
+    # the partition exists at the step, on top of the hf engine's step
+    hf = EST.estimate(_full("hf", 2, d))
+    assert z2["phase_optimizer_step"] - hf["phase_optimizer_step"] == 4 * PSI // d
+
+
+def test_deepspeed_reduce_bucket_is_the_documented_default():
+    """reduce_bucket_size defaults to 5e8 elements (deepspeed/runtime/zero/config.py): one 16-bit bucket of
+    1e9 bytes, two with overlap_comm at ZeRO-1/2 (stage_1_and_2.py's ipg buffers), one flat buffer at ZeRO-3."""
+    assert ASSUMPTION_DEFAULTS["ds_reduce_bucket_size"] == 500_000_000
+    assert EST.estimate(_full("deepspeed", 2, 8))["ds_reduce_bucket_bytes"] == 1_000_000_000
+    overlap = Estimator(load_models(), load_gpus(), {"ds_overlap_comm": 1})
+    assert overlap.estimate(_full("deepspeed", 2, 8))["ds_reduce_bucket_bytes"] == 2_000_000_000
+    assert overlap.estimate(_full("deepspeed", 3, 8))["ds_reduce_bucket_bytes"] == 1_000_000_000
+    # the HF Trainer's "auto" sets hidden_size²: 4096² elements for a 7B model
+    auto = Estimator(load_models(), load_gpus(), {"ds_reduce_bucket_size": 4096 * 4096})
+    assert auto.estimate(_full("deepspeed", 2, 8))["ds_reduce_bucket_bytes"] == 2 * 4096 * 4096
+    # LoRA with fp32 adapters reduces fp32 gradients
+    lora = Scenario(model="Llama-2-7B", workload="lora", seq_len=512, num_gpus=8, zero_stage=2, framework="deepspeed")
+    assert EST.estimate(lora)["ds_reduce_bucket_bytes"] == 4 * 500_000_000
+
+
+def test_deepspeed_zero3_gathers_and_keeps_parameters_by_its_documented_limits():
+    """stage3_prefetch_bucket_size 5e7 and stage3_max_live_parameters / stage3_max_reuse_distance 1e9
+    (deepspeed/runtime/zero/config.py)."""
+    largest = model_row(EST.spec("Llama-2-7B"))["largest_layer_params"]
+    s = Scenario(model="Llama-2-7B", workload="full", precision="bf16-mixed", seq_len=512, num_gpus=8, zero_stage=3,
+                 framework="deepspeed")
+    e = EST.estimate(s)
+    assert e["zero3_buffer"] == 2 * (largest + 50_000_000)  # the layer computed + 5e7 prefetched elements
+    assert e["ds_live_params_bytes"] == 2 * 500_000_000  # reuse distance 1e9: half of it on each side of the turn
+    small = Estimator(load_models(), load_gpus(), {"ds_max_live_parameters": 100_000_000})
+    assert small.estimate(s)["ds_live_params_bytes"] == 2 * 100_000_000
+    assert EST.estimate(replace(s, framework="hf"))["zero3_buffer"] == 2 * 2 * largest
+
+
+def test_fsdp2_holds_two_unsharded_units_and_a_reduce_scatter_buffer():
+    """PyTorch FSDP2 tutorial: all-gather i+1 overlaps layer i's compute (two units unsharded); in backward
+    one unit's unsharded gradients and the previous unit's reduce-scatter input in reduce_dtype (fp32 by
+    default here, as the tutorial's MixedPrecisionPolicy)."""
+    largest = model_row(EST.spec("Llama-2-7B"))["largest_layer_params"]
+    s = Scenario(model="Llama-2-7B", workload="full", precision="bf16-mixed", seq_len=512, num_gpus=8, zero_stage=3,
+                 framework="fsdp2")
+    e = EST.estimate(s)
+    assert e["zero3_buffer"] == 2 * 2 * largest
+    assert e["fsdp_reduce_scatter_bytes"] == largest * (2 + 4)
+    assert e["phase_backward_end"] - EST.estimate(replace(s, framework="hf"))["phase_backward_end"] == largest * 6
+
+
+def test_zero_on_one_gpu_is_allowed_where_the_engine_allows_it():
+    one = Scenario(model="Llama-2-7B", workload="full", seq_len=512, num_gpus=1, zero_stage=2, offload="optimizer")
+    assert EST.skip_check(one).code == "zero_one_rank"
+    assert EST.skip_check(replace(one, framework="deepspeed")) is None  # ZeRO-Offload on a single GPU
+    assert EST.skip_check(replace(one, framework="megatron")).code == "engine_zero"
+    assert EST.skip_check(replace(one, framework="fsdp2", zero_stage=1)).code == "engine_zero"
+    assert EST.skip_reason(replace(one, framework="megatron")) == (
+        "the megatron engine does not run ZeRO-2 (FSDP2 shards with stage 2 or 3, Megatron's distributed optimizer "
+        "is stage 1, LitGPT runs one device, DDP or FSDP)")
+    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=1)).code == "engine_zero"
+    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3)) is None
+
+
+def test_the_hf_engine_adds_nothing():
+    for zero in (0, 1, 2, 3):
+        e = EST.estimate(_full("hf", zero, 8))
+        assert e["engine_backward_bytes"] == e["engine_step_bytes"] == 0
+
+
+def test_loss_dtype_follows_the_recipe():
+    """transformers upcasts the logits (4 bytes per log-probability); a 16-bit loss without autocast keeps 2;
+    autocast runs log_softmax in fp32 whatever the loss code does (checked against oracle peaks in
+    test_oracle_arch.py, loss family)."""
+    s = Scenario(model="Llama-3.2-1B", workload="full", precision="bf16", seq_len=1024)
+    assert EST.estimate(s)["loss_bytes"] == 4
+    assert EST.estimate(replace(s, loss="compute"))["loss_bytes"] == 2
+    assert EST.estimate(replace(s, loss="compute", precision="amp-bf16"))["loss_bytes"] == 4
+    v = EST.spec("Llama-3.2-1B").vocab_size
+    assert EST.estimate(replace(s, loss="compute-chunked"))["loss_backward_bytes"] == 2 * 1024 * v

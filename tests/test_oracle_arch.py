@@ -1,0 +1,138 @@
+"""The estimator against oracle peaks of architectures its Llama-fitted terms did not describe.
+
+presets/validation/oracle_arch.json: Gemma-2 (soft-capping, four norms, fp32 norm scale; eager only),
+Phi-3 (fused qkv and gate_up, rotary by torch.cat), dropout (Llama/Qwen attention dropout, GPT-2 and
+GPT-2-medium attention/residual/embedding dropout), LoRA with adapters in the model's dtype, the loss
+as LitGPT and torchtune compute it (16-bit, chunked), PEFT's lora_dropout, LitGPT's own training code
+(engine litgpt: its model, LoRA and loss code run on the oracle), and MoE (Mixtral- and Qwen2-MoE-shaped, real
+tensors, grouped_mm experts). Each record has a split:
+
+- "fit": the shapes the new terms were derived from (Gemma2-small, Phi3-small, Llama-tiny with and
+  without attention dropout, GPT-2 124M, Llama-tiny LoRA in bf16 and with other losses, Mixtral-tiny). Checked at the level
+  reached, not evidence of generalisation.
+- "holdout": shapes that informed no term (Gemma-2-2B, Phi-3-mini-4k, Qwen2.5-0.5B with attention
+  dropout, with bf16 LoRA and with other losses, GPT-2-medium, Qwen2-MoE with a shared expert). The done criterion of
+  issue #18 applies to them: within ±5 %, none under-estimated by more than 3 %.
+
+Dropout records measured with the oracle's CPU dispatch (setting.dropout_dispatch "cpu": bf16 noise
+masks instead of bool, SDPA's math kernel instead of FlashAttention-2) are what no GPU runs; the
+estimator models the CUDA dispatch, which each of them was re-measured with ("/cuda-dropout"
+records). The CPU-dispatch records are checked only as upper bounds.
+"""
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator
+from reportgen.models import spec_from_config
+from reportgen.validation import scenario_for_case
+
+DATA = Path(__file__).resolve().parent.parent / "presets" / "validation" / "oracle_arch.json"
+CASES = json.loads(DATA.read_text(encoding="utf-8"))["cases"]
+EST = Estimator(load_models(), load_gpus())
+
+
+def _cpu_dispatch(case) -> bool:
+    return case["setting"].get("dropout_dispatch") == "cpu"
+
+
+# Holdout records outside the criterion, with the reason; both are inference prefills, whose working set
+# is forward_transient_bytes (the serving terms), not a term of this issue.
+KNOWN_MISSES = {
+    "Gemma-2-2B/infer/bf16/eager/b4/s2048/logits_to_keep1":
+        "-3.6 %: the eager prefill working set is under-counted for this shape as much as for a Llama of the "
+        "same shape (soft-capping and the sliding window change nothing at inference, measured ad hoc)",
+    "Qwen2MoE-tiny-4L-384-16x4-shared/infer/bf16/sdpa/b1/s1024/logits_to_keep1/experts_eager":
+        "+5.4 % (over): transformers' per-expert Python loop (experts_implementation='eager') has a "
+        "smaller prefill working set than the grouped_mm default the estimator models (-1.0 % there)",
+}
+
+
+def _error(case) -> float:
+    name = f"measured:{case['config_name']}"
+    spec = spec_from_config(case["config"], name=name, source=str(DATA))
+    est = EST.with_model(spec).estimate(scenario_for_case(case, name))
+    return (int(est["allocated_peak"]) - case["peak_bytes"]) / case["peak_bytes"]
+
+
+def _family(case) -> str:
+    if case["setting"].get("engine") == "litgpt":
+        return "litgpt"
+    if case["setting"].get("loss"):
+        return "loss"
+    if case["setting"].get("lora", {}).get("dropout"):
+        return "lora_dropout"
+    name = case["config_name"]
+    for prefix, family in (("Gemma", "gemma2"), ("Phi", "phi3"), ("Mixtral", "moe"), ("Qwen2MoE", "moe"),
+                           ("GPT-2", "dropout"), ("Llama-tiny-4L-512-attndrop", "dropout"),
+                           ("Qwen2.5-0.5B-attndrop", "dropout")):
+        if name.startswith(prefix):
+            return family
+    return "adapter_dtype" if case["setting"].get("lora", {}).get("adapter_dtype") == "model" else "dropout"
+
+
+HOLDOUT = [c for c in CASES if c["split"] == "holdout" and not _cpu_dispatch(c)]
+FIT = [c for c in CASES if c["split"] == "fit" and not _cpu_dispatch(c)]
+# Largest |error| of the fit records reached today, per family (the inference prefills of the two small
+# fit shapes, -7.8 %, are forward_transient_bytes's; the training records are within 1.5 %).
+FIT_TOLERANCE = {"gemma2": 0.08, "phi3": 0.08, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
+                 "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026}
+
+
+def test_file_is_complete():
+    ids = [c["id"] for c in CASES]
+    assert len(ids) == len(set(ids)) == 155
+    assert {c["split"] for c in CASES} == {"fit", "holdout"}
+    assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
+    # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
+    remeasured = {c["remeasures"].split(":", 1)[1] for c in CASES if "remeasures" in c}
+    assert {c["id"] for c in CASES if _cpu_dispatch(c)} <= remeasured
+    assert len({c["id"] for c in CASES if c["id"].endswith("/cuda-dropout")}) == 21
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in CASES if _family(c) != "litgpt"])
+def test_parameter_counts_match_transformers(case):
+    """(LitGPT's records count LitGPT's own model: its LM head is never tied, LoRA may adapt it.)"""
+    name = f"measured:{case['config_name']}"
+    spec = spec_from_config(case["config"], name=name, source=str(DATA))
+    est = EST.with_model(spec).estimate(scenario_for_case(case, name))
+    assert est.params_total == case["params"] - (case["trainable_params"] if case["workload"] == "lora" else 0)
+
+
+def _holdout_param(case):
+    marks = [pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[case["id"]])] if case["id"] in KNOWN_MISSES else []
+    return pytest.param(case, id=case["id"], marks=marks)
+
+
+@pytest.mark.parametrize("case", [_holdout_param(c) for c in HOLDOUT])
+def test_holdout_within_5_percent_and_never_3_percent_under(case):
+    """Not fitted to: these shapes informed no term (issue #18's done criterion)."""
+    error = _error(case)
+    assert -0.03 <= error <= 0.05, f"{case['id']}: {100 * error:+.2f} %"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in FIT])
+def test_fit_shapes_at_the_level_reached(case):
+    """Fitted to (the shapes the terms were derived from): a regression check, not a generalisation claim."""
+    error = _error(case)
+    assert abs(error) <= FIT_TOLERANCE[_family(case)], f"{case['id']}: {100 * error:+.2f} %"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in CASES if _cpu_dispatch(c)])
+def test_cpu_dispatch_dropout_is_an_upper_bound(case):
+    """bf16 noise masks and the math kernel save more than a GPU's bool masks and FlashAttention-2."""
+    assert _error(case) <= 0
+
+
+def test_holdout_summary_per_family():
+    """Median and largest |error| of the holdout per family (known misses included), as the report states."""
+    by_family: dict[str, list[float]] = {}
+    for case in HOLDOUT:
+        by_family.setdefault(_family(case), []).append(abs(_error(case)))
+    assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt"}
+    for family, errors in by_family.items():
+        assert statistics.median(errors) <= 0.005, family
+        assert max(errors) <= 0.055, family
