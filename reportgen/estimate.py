@@ -145,6 +145,12 @@ class _Totals:
     def fits(self) -> bool:
         return bool(self.values["fits"])
 
+    @property
+    def rent_usd(self) -> float:
+        """What renting costs, the plans' second measure: a training run's whole cost at the hourly
+        price, otherwise (serving, RLHF groups) an hour."""
+        return self.values["cost_usd"] if self.values.get("is_train") else self.values["hourly_usd"]
+
     def _fit_json(self) -> dict[str, Any]:
         return {
             "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),

@@ -39,6 +39,7 @@ class Input:
     preset_axis: bool = True  # a preset matrix may sweep it (the workload and the head are set otherwise)
     applies: tuple[str, ...] = ()  # the workloads whose result it changes ("" = all)
     layout: bool = False  # how a job runs (GPUs, sharding, kernels), not what the job is: a plan may choose it
+    headline: bool = False  # the summary names it in every requirement it applies to (dtype, batch, tokens…)
 
     def applies_to(self, workload: str) -> bool:
         return not self.applies or workload in self.applies
@@ -96,9 +97,9 @@ INPUTS: tuple[Input, ...] = (
     Input("head", "Head", "lm (language-model head) or value (scalar head of a critic or reward model)", "lm",
           choices=tb.HEADS, preset_axis=False),
     Input("precision", "Training precision", "recipe for trained weights (Precisions sheet)", "bf16-mixed",
-          choices=tuple(tb.PRECISIONS.rows), option="--precision", applies=_TRAINING),
+          choices=tuple(tb.PRECISIONS.rows), headline=True, option="--precision", applies=_TRAINING),
     Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
-          choices=tuple(tb.DTYPES.rows), option="--weight-dtype", applies=("inference", "lora", "qlora", FROZEN)),
+          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", "qlora", FROZEN)),
     Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16", choices=tuple(tb.DTYPES.rows),
           option="--kv-dtype", applies=_SERVING),
     Input("optimizer", "Optimizer", "Optimizers sheet", "adamw", choices=tuple(tb.OPTIMIZERS.rows),
@@ -106,17 +107,17 @@ INPUTS: tuple[Input, ...] = (
     Input("optimizer_impl", "Optimizer impl.", "fused, or foreach (one extra state-sized temporary)", "fused",
           choices=tb.OPTIMIZER_IMPLS, option="--optimizer-impl", applies=_TRAINING, layout=True),
     Input("batch_size", "Batch (sequences per GPU)", "micro-batch per data-parallel rank, or concurrent sequences", 1,
-          limits=(1, 1_000_000), unit="sequences", option="--batch"),
+          limits=(1, 1_000_000), unit="sequences", headline=True, option="--batch"),
     Input("seq_len", "Sequence length (tokens)", "training sequence length", 4096, limits=(1, _TOKENS[1]),
-          unit="tokens", option="--seq", applies=_TRAINING + (FROZEN,)),
+          unit="tokens", headline=True, option="--seq", applies=_TRAINING + (FROZEN,)),
     Input("prompt_len", "Prompt length (tokens)", "inference / rollout prompt length", 4096, limits=_TOKENS,
-          unit="tokens", option="--prompt-len", applies=_SERVING),
+          unit="tokens", headline=True, option="--prompt-len", applies=_SERVING),
     Input("gen_len", "Generated tokens", "tokens generated per sequence (KV cache grows with it)", 0, limits=_TOKENS,
-          unit="tokens", option="--gen-len", applies=_SERVING),
+          unit="tokens", headline=True, option="--gen-len", applies=_SERVING),
     Input("logits", "Logits kept", "last (generate) or all prompt positions (a plain forward)", "last",
           choices=tb.LOGITS, option="--logits", applies=("inference",)),
     Input("checkpointing", "Gradient checkpointing", "none, full or selective", "none", choices=tb.CHECKPOINTING,
-          option="--checkpointing", applies=_TRAINING),
+          headline=True, option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
           option="--attention", layout=True),
     Input("dropout", "Dropout", "off (as modern LLM configs set it) or config (the model config's probabilities, "
@@ -162,9 +163,16 @@ INPUTS: tuple[Input, ...] = (
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
     Input("train_tokens", "Tokens to train on", "training tokens the run processes (time and cost)", 1_000_000_000,
-          limits=(1, 10**15), unit="tokens", option="--train-tokens", applies=_TRAINING),
+          limits=(1, 10**15), unit="tokens", headline=True, option="--train-tokens", applies=_TRAINING),
 )
 INPUT_NAMES = tuple(i.name for i in INPUTS)
+
+
+def job_inputs(workload: str) -> tuple[str, ...]:
+    """The inputs that say what a job of this workload is (not how it is laid out): two scenarios that
+    differ in one of them answer different requirements. The model and workload say it too."""
+    return tuple(i.name for i in INPUTS if not i.layout and i.preset_axis and i.catalog != "model"
+                 and i.applies_to(workload))
 INPUT_BY_NAME = {i.name: i for i in INPUTS}
 
 # What each workload changes from the inputs' defaults (presets and the CLI both start here).

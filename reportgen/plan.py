@@ -133,7 +133,7 @@ class PlanOption:
         """The ranking cost: purchase price, or the hourly bill (a training run: its whole cost)."""
         if measure == "purchase":
             return self.purchase_usd
-        return self.run_cost_usd if self.run_cost_usd is not None else self.hourly_usd
+        return self.estimate.rent_usd
 
     @property
     def layout(self) -> dict[str, Any]:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .inputs import job_inputs
 from .models import ModelSpec
 from .notes import Note
 from .presets import Expansion, Preset, Skipped
@@ -73,36 +74,83 @@ plan_key = operator.attrgetter(*PLAN_ORDER)
 
 
 @dataclass(frozen=True)
-class PlanEntry:
-    """The cheapest fitting configuration of one model × workload on one GPU type (None: nothing fits)."""
+class Requirement:
+    """What a buyer needs, whatever the layout: a model, a workload and the inputs that say what the job
+    is (inputs.job_inputs: dtypes, precision, batch, tokens, checkpointing…; for RLHF also the other
+    roles' models). Results of different requirements are never compared with each other, unless the
+    preset declares the differing inputs interchangeable (they are then left out of the requirement)."""
     model: str
-    workload: str
+    workload: str  # a single workload or an RLHF algorithm
+    settings: tuple[tuple[str, Any], ...]  # (input name, value); RLHF role models as ("role.critic", model)
+
+    def value(self, name: str) -> Any:
+        return dict(self.settings).get(name)
+
+
+def requirement(result: Result, interchangeable: Iterable[str] = ()) -> Requirement:
+    free = set(interchangeable)
+    if result.is_group:
+        g = result.estimate.scenario
+        s = g.actor
+        extra = [(f"role.{name}", role.model) for name, role in g.roles[1:]]
+        if g.algorithm == "grpo":
+            extra.append(("group_size", dict(g.settings)["group_size"]))
+    else:
+        s, extra = result.lead, []
+    settings = [(n, getattr(s, n)) for n in job_inputs(s.workload) if n not in free]
+    return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """The cheapest fitting configuration of one requirement on one GPU type (None: nothing fits)."""
+    requirement: Requirement
     gpu: str
     result: Result | None
     num_scenarios: int  # how many scenarios of the sweep were tried for this cell
+    most_gpus: int  # the most GPUs (in all) a tried scenario used
 
     @property
     def fits(self) -> bool:
         return self.result is not None
 
+    @property
+    def model(self) -> str:
+        return self.requirement.model
+
+    @property
+    def workload(self) -> str:
+        return self.requirement.workload
+
 
 @dataclass(frozen=True)
 class Recommendation:
-    """Per model × workload: the overall cheapest fitting option and the per-GPU-type entries."""
-    model: str
-    workload: str
+    """Per requirement: the cheapest fitting option to buy, the cheapest to rent, and the per-GPU-type
+    entries (each the cheapest to buy on its GPU type)."""
+    requirement: Requirement
     best: PlanEntry | None
     entries: tuple[PlanEntry, ...]
+    sample: Result  # one result of the requirement (RLHF: which roles it has)
+    cheapest_to_rent: PlanEntry | None = None
+
+    @property
+    def model(self) -> str:
+        return self.requirement.model
+
+    @property
+    def workload(self) -> str:
+        return self.requirement.workload
 
 
 @dataclass(frozen=True)
 class SensitivitySeries:
-    """Device total (bytes per GPU) of a headline scenario as one input varies."""
+    """The recommended budget (k × device total, bytes per GPU: the summary's fit rule) of a headline
+    scenario as one input varies."""
     result_index: int
     label: str
     axis: str  # "seq_len", "prompt_len" or "batch_size"
     xs: tuple[int, ...]
-    device_total_bytes: tuple[int, ...]
+    recommended_bytes: tuple[int, ...]
     gpu_limits: tuple[tuple[str, int], ...]  # (GPU name, memory bytes) for the "runs out" lines
 
 
@@ -124,6 +172,7 @@ class Report:
     # the model specs (their type and source, for the workbook's catalog sheet).
     tables: Mapping[str, Mapping[str, Mapping[str, float]]] = field(repr=False, compare=False)
     models: Mapping[str, ModelSpec] = field(repr=False, compare=False)
+    interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # matrix -> inputs the plan picks
 
     @cached_property  # read per GPU by the writers; a sweep has 100,000 results
     def gpu_types(self) -> tuple[str, ...]:
@@ -151,37 +200,50 @@ def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tu
     return tuple(g for g in gpus if g in used)
 
 
-def recommend(results: Sequence[Result], gpu_types: Sequence[str]) -> tuple[Recommendation, ...]:
-    """Cheapest fitting (recommended budget within GPU memory) per model × workload × GPU type."""
-    cells: dict[tuple[str, str], dict[str, list[Result]]] = {}
+def recommend(results: Sequence[Result], gpu_types: Sequence[str],
+              interchangeable: Mapping[str, Iterable[str]] = {}) -> tuple[Recommendation, ...]:
+    """Cheapest fitting (recommended budget within GPU memory) per requirement × GPU type.
+    interchangeable: matrix name -> the job inputs its preset lets the plan choose."""
+    cells: dict[Requirement, dict[str, list[Result]]] = {}
     for r in results:
-        cells.setdefault((r.model, r.workload), {}).setdefault(r.gpu, []).append(r)
+        need = requirement(r, interchangeable.get(r.matrix, ()))
+        cells.setdefault(need, {}).setdefault(r.gpu, []).append(r)
     recs = []
-    for (model, workload), by_gpu in cells.items():
+    for need, by_gpu in cells.items():
         entries = []
         for gpu in gpu_types:
             tried = by_gpu.get(gpu, [])
             if not tried:
                 continue
             best = min((r for r in tried if r.estimate[PLAN_FITS]), key=plan_key, default=None)
-            entries.append(PlanEntry(model, workload, gpu, best, len(tried)))
-        best = min((e for e in entries if e.fits), key=lambda e: plan_key(e.result), default=None)
-        recs.append(Recommendation(model, workload, best, tuple(entries)))
+            entries.append(PlanEntry(need, gpu, best, len(tried), max(r.total_gpus for r in tried)))
+        fitting = [e for e in entries if e.fits]
+        best = min(fitting, key=lambda e: plan_key(e.result), default=None)
+        # renting: the cheapest fitting result of the requirement on any GPU type, by rent_usd
+        rent = min((r for rs in by_gpu.values() for r in rs if r.estimate[PLAN_FITS]),
+                   key=lambda r: (r.estimate.rent_usd,) + plan_key(r), default=None)
+        rent_entry = next((e for e in entries if rent and e.gpu == rent.gpu), None)
+        rent_entry = replace(rent_entry, result=rent) if rent_entry else None
+        sample = next(r for rs in by_gpu.values() for r in rs)
+        recs.append(Recommendation(need, best, tuple(entries), sample, rent_entry))
     return tuple(recs)
 
 
 def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Mapping[str, GpuSpec],
                  gpu_types: Sequence[str]) -> tuple[SensitivitySeries, ...]:
+    """Per model × workload, its first requirement's pick as sequence length and batch vary."""
     limits = tuple((g, gpus[g].memory_bytes) for g in gpu_types)
     series = []
+    seen = set()
     for rec in recs:
-        if rec.best is None or rec.best.result.is_group:
+        if rec.best is None or rec.best.result.is_group or (rec.model, rec.workload) in seen:
             continue
+        seen.add((rec.model, rec.workload))
         r = rec.best.result
         s = r.estimate.scenario
         axis = "prompt_len" if s.workload == "inference" else "seq_len"
         for name, xs in ((axis, SENSITIVITY_LENGTHS), ("batch_size", SENSITIVITY_BATCHES)):
-            ys = tuple(int(estimator.estimate(replace(s, **{name: x}))["device_total"]) for x in xs)
+            ys = tuple(int(estimator.estimate(replace(s, **{name: x}))["recommended"]) for x in xs)
             series.append(SensitivitySeries(r.index, r.label, name, xs, ys, limits))
     return tuple(series)
 
@@ -193,11 +255,11 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
     results = [Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario) else next(singles))
                for i, (matrix, s) in enumerate(expansion.scenarios, start=1)]
     gpu_types = used_gpu_types(results, estimator.gpus)
-    recs = recommend(results, gpu_types)
+    recs = recommend(results, gpu_types, expansion.interchangeable)
     return Report(
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
         gpus=estimator.gpus, results=tuple(results), skipped=expansion.skipped, recommendations=recs,
         sensitivity=_sensitivity(estimator, recs, estimator.gpus, gpu_types), notes=tuple(notes),
         validation=tuple(validation), validation_protocol=validation_protocol, tables=estimator.tables,
-        models=estimator.specs,
+        models=estimator.specs, interchangeable=dict(expansion.interchangeable),
     )

@@ -21,9 +21,9 @@ from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
-from .report import Recommendation, Report, Result, SensitivitySeries
+from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .inputs import INPUT_NAMES
+from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
 
@@ -73,6 +73,27 @@ def percent(fraction: float, digits: int = 1, signed: bool = False) -> str:
 def tokens_short(n: int) -> str:
     """Powers-of-two token counts on chart axes: 512, 1K, …, 128K (K = 1,024)."""
     return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+# Large counts in words (training tokens): each language groups digits its own way.
+COUNT_SCALES = {"en": ((10**12, "trillion"), (10**9, "billion"), (10**6, "million")),
+                "zh": ((10**12, "万亿"), (10**8, "亿"), (10**4, "万"))}
+
+
+def count_words(n: float, lang: str) -> str:
+    """'1 billion', '2.5 trillion', '10 亿'; smaller counts with thousands separators."""
+    for scale, word in COUNT_SCALES[lang]:
+        if n >= scale:
+            return f"{n / scale:,.3g} {word}"
+    return format_count(n)
+
+
+def duration(seconds: float, t: Catalogue) -> str:
+    """A run's length in the largest unit that keeps it readable: days, hours or minutes."""
+    for unit, size in (("days", 86400), ("hours", 3600)):
+        if seconds >= 2 * size:
+            return t(f"duration.{unit}", v=f"{seconds / size:,.1f}")
+    return t("duration.minutes", v=f"{max(seconds / 60, 0.1):,.1f}")
 
 
 def breakable(name: str) -> str:
@@ -154,14 +175,16 @@ class TocEntry:
 class PlanRow:
     gpu: str
     count: str
-    layout: str
+    layout: str  # what the configuration chose beyond the requirement, in words ('ZeRO-2 · checkpointing: full')
     device: str
     budget: str
     capacity: str
     headroom: str
-    purchase: str
+    purchase: str  # the total
+    unit_price: str  # 'count × per-GPU price'
     hourly: str
-    mark: str  # '★ cheapest', '⊘ does not fit', ''
+    speed: str  # time to train, tokens/s per user, or time per RLHF iteration
+    mark: str  # '★ cheapest to buy', '◆ cheapest to rent', both, or ''
     css: str
     fits: bool
     tried: str  # for rows that do not fit: how many configurations were tried
@@ -170,7 +193,9 @@ class PlanRow:
 @dataclass(frozen=True)
 class PlanGroup:
     anchor: str
-    subject: str
+    subject: str  # the requirement: model, workload and what tells it from its siblings
+    title: str  # model and workload only (the summary line, whose settings follow)
+    settings: tuple[TextPart, ...]  # every setting that defines the job, in words; strong: what tells it apart
     verdict: str
     verdict_css: str
     rows: tuple[PlanRow, ...]
@@ -258,6 +283,8 @@ class ReportView:
     meta: tuple[tuple[str, str], ...]
     page: PageStrings
     toc: tuple[TocEntry, ...]
+    safety_factor: str  # k, as the report prints it
+    summary_intro: str
     verdicts: tuple[PlanGroup, ...]
     plan_headers: tuple[Cell, ...]
     capacity: Table
@@ -279,18 +306,6 @@ class ReportView:
 
 # ---------------------------------------------------------------------------------------------
 # Helpers over results
-
-def _layout(r: Result, t: Catalogue) -> str:
-    s = r.lead
-    parts = []
-    if s.zero_stage:
-        parts.append(f"ZeRO-{s.zero_stage}")
-    if s.tp_size > 1:
-        parts.append(f"TP{s.tp_size}")
-    if r.is_group:
-        parts.append(t(f"placement.{r.estimate.scenario.placement}"))
-    return " · ".join(parts)
-
 
 def _fit_state(values: Mapping[str, float]) -> str:
     if not values["fits"]:
@@ -391,13 +406,107 @@ def _svg_font(lang: str, texts: Sequence[str]) -> str:
     return FONT_FAMILY_SVG["en"]
 
 
-def _subject(rec: Recommendation, sample: Result, t: Catalogue) -> str:
+# ---------------------------------------------------------------------------------------------
+# Requirements and configurations in words
+
+def setting_text(name: str, value: object, t: Catalogue) -> str:
+    """One setting in words: 'batch 8', 'int4 weights', 'checkpointing: full', 'critic: Qwen2.5-0.5B'."""
+    if name.startswith("role."):
+        return t("setting.role", role=t(name), v=value)
+    if name == "train_tokens":
+        words = count_words(value, t.lang)
+    elif isinstance(value, float) and INPUT_BY_NAME[name].decimal:
+        words = percent(value, 0)
+    elif isinstance(value, int):
+        words = format_count(value)
+    else:
+        words = t.get(f"value.{name}.{value}", str(value))
+    return t(f"setting.{name}", v=words)
+
+
+def _default(name: str, workload: str) -> object:
+    return WORKLOAD_DEFAULTS.get(workload, {}).get(name, INPUT_BY_NAME[name].default if name in INPUT_BY_NAME else None)
+
+
+def _distinguishing(recs: Sequence[Recommendation]) -> dict[Requirement, tuple[str, ...]]:
+    """Per requirement, the settings that tell it from the other requirements of its model × workload."""
+    siblings: dict[tuple[str, str], list[Requirement]] = {}
+    for rec in recs:
+        siblings.setdefault((rec.model, rec.workload), []).append(rec.requirement)
+    out = {}
+    for needs in siblings.values():
+        names = list(dict.fromkeys(n for need in needs for n, _ in need.settings))
+        varying = tuple(n for n in names if len({repr(need.value(n)) for need in needs}) > 1)
+        out.update({need: varying for need in needs})
+    return out
+
+
+def _subject(rec: Recommendation, sample: Result, varying: Sequence[str], t: Catalogue) -> str:
+    """'Mixtral-8x7B inference (int4 weights)': the requirement, with what tells it from its siblings."""
     workload = t(f"workload.{rec.workload}")
     if sample.is_group:
         roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.roles]
-        return t("subject.group", model=rec.model, workload=workload, count=len(roles),
+        text = t("subject.group", model=rec.model, workload=workload, count=len(roles),
                  roles=t("list.sep").join(roles))
-    return t("subject.single", model=rec.model, workload=workload)
+    else:
+        text = t("subject.single", model=rec.model, workload=workload)
+    need = rec.requirement
+    if varying:
+        text += t("subject.variant", settings=t("list.sep").join(setting_text(n, need.value(n), t) for n in varying))
+    return text
+
+
+def _settings(need: Requirement, varying: Sequence[str], t: Catalogue) -> tuple[TextPart, ...]:
+    """Every setting that defines the job: the headline inputs (dtype, precision, batch, tokens,
+    checkpointing), those that differ from the workload's defaults, and those that vary between
+    requirements of the same model × workload."""
+    shown = [(n, v) for n, v in need.settings
+             if n in varying or n.startswith("role.") or n == "group_size"
+             or (n in INPUT_BY_NAME and (INPUT_BY_NAME[n].headline or v != _default(n, need.workload)))]
+    parts: list[TextPart] = []
+    for i, (n, v) in enumerate(shown):
+        if i:
+            parts.append(TextPart(t("list.sep")))
+        parts.append(TextPart(setting_text(n, v, t), n in varying))
+    return tuple(parts)
+
+
+# Inputs a configuration may choose beyond its requirement, in the order a reader scans them.
+_CHOICE_INPUTS = tuple(i.name for i in INPUTS if i.layout and i.name not in ("gpu", "num_gpus"))
+
+
+def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
+    """What a configuration chose beyond its requirement, in words ('ZeRO-2 · TP 2 · offload: optimizer'):
+    layout inputs away from their defaults, the job inputs its preset lets the plan choose, and an RLHF
+    group's placement."""
+    s = r.lead
+    fixed = {n for n, _ in need.settings}
+    names = [n for n in INPUT_NAMES if n in _CHOICE_INPUTS or (n not in fixed and n not in
+                                                              ("model", "workload", "head", "gpu", "num_gpus"))]
+    parts = [setting_text(n, getattr(s, n), t) for n in names
+             if INPUT_BY_NAME[n].applies_to(s.workload)
+             and (n not in _CHOICE_INPUTS and n not in fixed or getattr(s, n) != _default(n, s.workload))]
+    if r.is_group:
+        parts.append(t(f"placement.{r.estimate.scenario.placement}"))
+    return t("list.sep").join(parts)
+
+
+def speed(r: Result, t: Catalogue, short: bool = False) -> str:
+    """Time to train the requirement's tokens, decode speed per user, or time per RLHF iteration
+    (short: the table's form, whose header names the unit)."""
+    v = r.estimate
+    if r.is_group:
+        seconds = v["iteration_seconds"]
+        time = duration(seconds, t) if seconds >= 120 else t("duration.seconds", v=f"{seconds:,.1f}")
+        return time if short else t("speed.iteration", v=time)
+    if v["is_train"]:
+        return duration(v["time_to_train_seconds"], t)
+    return t("speed.per_user_short" if short else "speed.per_user", v=f"{v['tokens_per_s_per_user']:,.0f}")
+
+
+def _rent(r: Result) -> str:
+    """Renting: a training run's cost, or the hourly price."""
+    return usd(r.estimate.rent_usd) if r.estimate.values.get("is_train") else usd_hour(r.estimate.rent_usd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,63 +514,75 @@ def _subject(rec: Recommendation, sample: Result, t: Catalogue) -> str:
 
 def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
     k = report.assumptions["safety_factor"]
-    by_cell: dict[tuple[str, str], list[Result]] = {}
-    for r in report.results:
-        by_cell.setdefault((r.model, r.workload), []).append(r)
+    varying = _distinguishing(report.recommendations)
     groups = []
     for n, rec in enumerate(report.recommendations, start=1):
-        tried = by_cell[(rec.model, rec.workload)]
-        subject = _subject(rec, tried[0], t)
+        need = rec.requirement
+        subject = _subject(rec, rec.sample, varying[need], t)
+        settings = _settings(need, varying[need], t)
         if rec.best:
             r = rec.best.result
-            layout = _layout(r, t)
+            v = r.estimate
+            layout = configuration(r, need, t)
+            unit = report.gpus[r.gpu].price_purchase_usd
             verdict = t("verdict.fit" if not layout else "verdict.fit_layout", subject=subject, count=r.total_gpus,
-                        gpu=r.gpu, layout=layout, device=gib_unit(r.estimate["device_total"]),
-                        budget=gib_unit(r.estimate["recommended"]), k=f"{k:g}",
-                        capacity=gib_unit(r.estimate["gpu_memory_bytes"]),
-                        headroom=gib_unit(r.estimate["headroom_bytes"]), price=usd(r.estimate["purchase_usd"]))
+                        gpu=r.gpu, layout=layout, device=gib_unit(v["device_total"]),
+                        budget=gib_unit(v["recommended"]), k=f"{k:g}", capacity=gib_unit(v["gpu_memory_bytes"]),
+                        price=usd(v["purchase_usd"]), unit=usd(unit), speed=speed(r, t), rent=_rent(r))
+            rent = rec.cheapest_to_rent.result
+            if rent.index != r.index:
+                rent_layout = configuration(rent, need, t)
+                verdict += t("sentence.sep") + t("verdict.rent_layout" if rent_layout else "verdict.rent", count=rent.total_gpus,
+                                   gpu=rent.gpu, layout=rent_layout, speed=speed(rent, t), rent=_rent(rent))
             css = "verdict-fit"
         else:
-            verdict = t("verdict.none", subject=subject, max=max(x.total_gpus for x in tried))
+            verdict = t("verdict.none", subject=subject, max=max(e.most_gpus for e in rec.entries))
             css = "verdict-none"
         rows = []
         for e in rec.entries:
             if e.result is None:
-                rows.append(PlanRow(e.gpu, "", "", "", "", gib(report.gpus[e.gpu].memory_bytes), "", "", "",
+                rows.append(PlanRow(e.gpu, "", "", "", "", gib(report.gpus[e.gpu].memory_bytes), "", "", "", "", "",
                                     t("fit.no"), "nofit", False, t("plan.tried", n=e.num_scenarios)))
                 continue
             r, v = e.result, e.result.estimate
-            best = rec.best is not None and e.gpu == rec.best.gpu
-            rows.append(PlanRow(e.gpu, str(r.total_gpus), _layout(r, t) or "—", gib(v["device_total"]),
+            marks = ["★" if rec.best is not None and r.index == rec.best.result.index else "",
+                     "◆" if rec.cheapest_to_rent and r.index == rec.cheapest_to_rent.result.index else ""]
+            best = bool(marks[0])
+            rows.append(PlanRow(e.gpu, str(r.total_gpus), configuration(r, need, t) or "—", gib(v["device_total"]),
                                 gib(v["recommended"]), gib(v["gpu_memory_bytes"]), gib(v["headroom_bytes"]),
-                                usd(v["purchase_usd"]), usd_hour(v["hourly_usd"]),
-                                t("plan.cheapest") if best else "", "best" if best else "", True, ""))
-        groups.append(PlanGroup(f"plan-{n}", subject, verdict, css, tuple(rows)))
+                                usd(v["purchase_usd"]),
+                                t("plan.unit_price", count=r.total_gpus, price=usd(report.gpus[r.gpu].price_purchase_usd)),
+                                usd_hour(v["hourly_usd"]), speed(r, t, short=True) + (
+                                    f" · {_rent(r)}" if v.values.get("is_train") else ""),
+                                " ".join(m for m in marks if m), "best" if best else "", True, ""))
+        groups.append(PlanGroup(f"plan-{n}", subject, _subject(rec, rec.sample, (), t), settings, verdict, css,
+                                tuple(rows)))
     return tuple(groups)
 
 
 def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
-    """Per workload (a heading row each), model × GPU type -> the fewest GPUs that fit with k."""
+    """Per workload (a heading row each), requirement × GPU type -> the fewest GPUs that fit with k."""
     headers = (Cell(t("capacity.model")),) + tuple(Cell(g, "num") for g in report.gpu_types)
-    tried: dict[tuple[str, str], list[Result]] = {}
-    for r in report.results:
-        tried.setdefault((r.model, r.workload), []).append(r)
+    varying = _distinguishing(report.recommendations)
     order = {w: i for i, w in enumerate(WORKLOAD_TYPES)}
     recs = sorted(enumerate(report.recommendations), key=lambda x: (order.get(x[1].workload, len(order)), x[0]))
     rows, groups = [], []
     previous = None
     for _, rec in recs:
-        cells = [Cell(rec.model)]
+        need = rec.requirement
+        name = rec.model + (t("subject.variant", settings=t("list.sep").join(
+            setting_text(n, need.value(n), t) for n in varying[need])) if varying[need] else "")
+        cells = [Cell(name)]
+        entries = {e.gpu: e for e in rec.entries}
         for gpu in report.gpu_types:
-            on_gpu = [r for r in tried[(rec.model, rec.workload)] if r.gpu == gpu]
-            fitting = [r.total_gpus for r in on_gpu if r.estimate["fits_recommended"]]
-            if not on_gpu:
+            e = entries.get(gpu)
+            if e is None:
                 cells.append(Cell("—", "num cap-na", title=t("capacity.not_tried")))
-            elif not fitting:
-                cells.append(Cell(t("capacity.none", max=max(r.total_gpus for r in on_gpu)), "num cap-none",
-                                  title=t("fit.no")))
+            elif e.result is None:
+                cells.append(Cell(t("capacity.none", max=e.most_gpus), "num cap-none", title=t("fit.no")))
             else:
-                n = min(fitting)
+                # the fewest GPUs among the fitting configurations (the plan's pick may use more: it is cheapest)
+                n = e.result.total_gpus
                 bucket = min(int(math.log2(n)), CAPACITY_BUCKETS - 1)
                 star = rec.best is not None and rec.best.gpu == gpu
                 cells.append(Cell(f"{n}{' ★' if star else ''}", f"num cap-{bucket}",
@@ -471,7 +592,8 @@ def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
         previous = rec.workload
     legend = tuple(Cell(label, f"cap-{i}") for i, label in
                    enumerate(("1", "2", "4", "8", "16", "32", "≥ 64"))) + (
-        Cell(t("capacity.legend_none"), "cap-none"), Cell(t("capacity.legend_best"), "cap-star"))
+        Cell(t("capacity.legend_none"), "cap-none"), Cell(t("capacity.legend_na"), "cap-na"),
+        Cell(t("capacity.legend_best"), "cap-star"))
     return Table(headers, tuple(rows), "capacity", row_groups=tuple(groups)), legend
 
 
@@ -548,7 +670,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             chart_id = f"sn{n}-{j + 1}"
             title = t("sens.chart_title", label=s.label, axis=x_title)
             texts = [l.label for l in lines] + [x_title, t("sens.y_title")]
-            svg = charts.line_chart(s.xs, [y / GiB for y in s.device_total_bytes], lines,
+            svg = charts.line_chart(s.xs, [y / GiB for y in s.recommended_bytes], lines,
                                     x_labels=[fmt(x) for x in s.xs], x_title=x_title, y_title=t("sens.y_title"),
                                     chart_id=chart_id, font_family=_svg_font(lang, texts), title=title)
             figures.append(Figure(f"{chart_id}-fig", title, svg, ""))
@@ -558,7 +680,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
         rows = []
         for g, limit in series_list[0].gpu_limits:
             rows.append((Cell(g), Cell(gib(limit), "num")) + tuple(
-                _runs_out(s.xs, s.device_total_bytes, limit, t, fmt) for s, fmt, _ in columns))
+                _runs_out(s.xs, s.recommended_bytes, limit, t, fmt) for s, fmt, _ in columns))
         sections.append(SensitivitySection(f"sensitivity-{n}", series_list[0].label, tuple(figures),
                                            Table(headers, tuple(rows), "sens")))
     return tuple(sections)
@@ -742,11 +864,13 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
         lang=lang, html_lang=t.html_lang, t=t, title=report.preset.title_in(lang), preset_name=report.preset.name,
         description=report.preset.description_in(lang), date=format_date(report.generated_at),
         generated_at=report.generated_at, version=report.version,
-        meta=meta, page=PageStrings(before, between, after), toc=toc, verdicts=_plan(report, t),
+        meta=meta, page=PageStrings(before, between, after), toc=toc,
+        safety_factor=f"{report.assumptions['safety_factor']:g}",
+        summary_intro=t("summary.intro", k=f"{report.assumptions['safety_factor']:g}"), verdicts=_plan(report, t),
         plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),
                                 "" if c in ("gpu", "layout", "mark") else "num")
-                           for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "headroom", "purchase",
-                                     "hourly", "mark")),
+                           for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",
+                                     "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
         sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,

@@ -94,6 +94,7 @@ def test_summary_numbers_equal_the_json_plan(report, pdfs):
     text = pages(pdfs["en"])
     toc_page = next(i for i, p in enumerate(text) if re.search(r"^\s*Contents\s*$", p, re.M))
     summary = "\n".join(text[:toc_page])
+    flat = " ".join(summary.split())
     data = report_json(report)
     plan = data["plan"]
     assert plan
@@ -101,20 +102,49 @@ def test_summary_numbers_equal_the_json_plan(report, pdfs):
     for cell in plan:
         best = cell["recommended"]
         if best:
-            sentence = f"needs at least {best['num_gpus']} × {best['gpu']}"
-            assert sentence in " ".join(summary.split()), sentence
+            sentence = f"at least {best['num_gpus']} × {best['gpu']}"
+            price = f"${best['purchase_usd']:,.0f} to buy ({best['num_gpus']} × " \
+                    f"${data['gpus'][best['gpu']]['price_purchase_usd']:,.0f})"
+            assert sentence in flat and price in flat, (sentence, price)
         for e in cell["per_gpu_type"]:
             if e["fits"]:
                 numbers = [gib(e["device_total_bytes"]), gib(e["recommended_bytes"]),
-                           gib(data["gpus"][e["gpu"]]["memory_bytes"]), gib(e["headroom_bytes"]),
-                           f"${e['purchase_usd']:,.0f}", f"${e['per_hour_usd']:,.2f}/h"]
+                           gib(data["gpus"][e["gpu"]]["memory_bytes"]), f"${e['purchase_usd']:,.0f}",
+                           f"{e['num_gpus']} × ${data['gpus'][e['gpu']]['price_purchase_usd']:,.0f}",
+                           f"${e['per_hour_usd']:,.2f}/h"]
                 pattern = (rf"{re.escape(e['gpu'])}\s+{e['num_gpus']}\s.*?"
-                           + r"\s+".join(re.escape(x) for x in numbers))
+                           + r"\s+".join(re.escape(x) for x in numbers[:4]) + r".*?"
+                           + re.escape(numbers[5]) + r".*?" + re.escape(numbers[4]))
             else:
                 pattern = rf"{re.escape(e['gpu'])}\s+⊘ does not fit"
-            m = re.compile(pattern).search(summary, pos)
+            m = re.compile(pattern, re.S).search(summary, pos)
             assert m, f"{cell['model']} {cell['workload']} {e['gpu']}: {pattern}"
             pos = m.end()
+
+
+def test_summary_lines_name_the_settings_that_differ(report, pdfs):
+    """Each summary line names the weight dtype, precision, batch, tokens and checkpointing wherever
+    they differ across the requirements the summary lists, in the PDF's own words."""
+    from reportgen.i18n import load_catalogue
+    from reportgen.views import setting_text
+    headline = ("weight_dtype", "precision", "batch_size", "seq_len", "prompt_len", "gen_len", "checkpointing",
+                "train_tokens")
+    plan = report_json(report)["plan"]
+    for lang in ("en", "zh"):
+        t = load_catalogue(lang)
+        text = pages(pdfs[lang])
+        toc_page = next(i for i, p in enumerate(text) if re.search(rf"^\s*{t('toc.title')}\s*$", p, re.M))
+        lines = re.split(r"\s(?=\d+\.\s)", " ".join(" ".join(text[:toc_page]).split()))
+        for name in headline:
+            values = {repr(c["requirement"].get(name)) for c in plan if name in c["requirement"]}
+            if len(values) < 2:
+                continue
+            for c in plan:
+                if name not in c["requirement"]:
+                    continue
+                words = setting_text(name, c["requirement"][name], t)
+                title = t("subject.single", model=c["model"], workload=t("workload." + c["workload"]))
+                assert any(words in line for line in lines if title in line), (lang, c["model"], c["workload"], words)
 
 
 def test_page_count_footer_and_a4(pdfs):
@@ -327,3 +357,29 @@ def test_cycle_collector_is_paused_only_while_rendering():
         assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# What the zh summary may spell in Latin letters: names (models, GPUs, presets, the tool), units, and
+# code values a Chinese engineer reads as written (dtypes, precisions, methods, libraries, roles as
+# the Chinese literature writes them). Any other English word is an untranslated string.
+ZH_LATIN_ALLOWED = {
+    "GPU", "GiB", "GB", "MiB", "token", "tokens", "k", "h", "s", "UTC", "nvidia-smi", "CUDA", "reportgen",
+    "ZeRO", "TP", "EP", "KV", "MoE", "RLHF", "LoRA", "QLoRA", "PPO", "DPO", "GRPO", "Adam", "AdamW", "Actor",
+    "Critic", "all-linear", "q_proj", "v_proj", "k_proj", "o_proj", "bf16", "fp16", "fp32", "fp8", "int8", "int4",
+    "nf4", "bf16-mixed", "fp16-mixed", "vllm", "sglang", "hf-generate", "adamw", "sgd", "flash", "eager",
+}
+
+
+def test_zh_summary_page_has_no_english_outside_names_units_and_code(report, pdfs):
+    from reportgen.i18n import load_catalogue
+    t = load_catalogue("zh")
+    text = pages(pdfs["zh"])
+    toc_page = next(i for i, p in enumerate(text) if re.search(rf"^\s*{t('toc.title')}\s*$", p, re.M))
+    summary = re.sub(r"-\s+", "-", " ".join(text[:toc_page]))  # words hyphenated across lines
+    names = set()
+    for n in list(report.gpus) + list(report.models) + [report.preset.name]:
+        names |= set(re.findall(r"[A-Za-z][A-Za-z0-9_.\-]*", n))
+    words = re.findall(r"(?<![0-9A-Za-z])(?:[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9]|[A-Za-z])", summary)
+    stray = sorted({w for w in words if w not in ZH_LATIN_ALLOWED and w not in names
+                    and not re.fullmatch(r"(ZeRO|TP|EP)-?\d+", w)})
+    assert not stray, stray

@@ -20,7 +20,8 @@ def _entry(e: PlanEntry) -> dict[str, Any]:
                     "device_total_bytes": int(r.estimate["device_total"]),
                     "recommended_bytes": int(r.estimate["recommended"]),
                     "headroom_bytes": int(r.estimate["headroom_bytes"]),
-                    "purchase_usd": r.estimate["purchase_usd"], "per_hour_usd": r.estimate["hourly_usd"]})
+                    "purchase_usd": r.estimate["purchase_usd"], "per_hour_usd": r.estimate["hourly_usd"],
+                    "rent_usd": r.estimate.rent_usd})
     return out
 
 
@@ -39,8 +40,9 @@ def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
         "scenarios": scenarios if lazy_scenarios else list(scenarios),
         "skipped": [{"matrix": s.matrix, "name": s.label, "reason": s.reason_text, "code": s.reason.code}
                     for s in report.skipped],
-        "plan": [{"model": rec.model, "workload": rec.workload,
+        "plan": [{"model": rec.model, "workload": rec.workload, "requirement": dict(rec.requirement.settings),
                   "recommended": _entry(rec.best) if rec.best else None,
+                  "cheapest_to_rent": _entry(rec.cheapest_to_rent) if rec.cheapest_to_rent else None,
                   "per_gpu_type": [_entry(e) for e in rec.entries]} for rec in report.recommendations],
         "notes": [note_json(n) for n in report.notes],
         "validation": {"protocol": report.validation_protocol,
