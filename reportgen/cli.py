@@ -19,7 +19,7 @@ from . import __version__
 from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model
 from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
-from .inputs import (INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
+from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
 from .limits import check_name
 from .models import load_config_file, read_config_file
@@ -251,6 +251,20 @@ def _option_name(name: str) -> str:
     return (spec.option if spec and spec.option else f"--{name.replace('_', '-')}")
 
 
+def _given_options() -> set[str]:
+    """The parameters the user typed (not defaults): options that do not apply are refused."""
+    context = click.get_current_context()
+    return {p.name for p in context.command.params
+            if context.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE}
+
+
+def _workload_words(workload: str, actor: str) -> str:
+    words = {"inference": "inference", "full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}
+    if workload in words:
+        return words[workload]
+    return f"{workload.upper()} with a {words[actor]} actor"
+
+
 def _estimator_for(model, config_path, options):
     """The estimator and the model name to use; a --config model joins the catalog for this run."""
     if bool(model) == bool(config_path):
@@ -265,6 +279,12 @@ def _estimator_for(model, config_path, options):
 
 
 def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenario | RlhfScenario:
+    given = _given_options()
+    actor = o.get("actor_workload") or RLHF_INPUT_BY_NAME["actor_workload"].default
+    for i in INPUTS:
+        if i.name in given and not applies(i, o["workload"], actor, {k: v for k, v in o.items() if v is not None}):
+            raise click.UsageError(f"{i.option} does not apply to {_workload_words(o['workload'], actor)}: "
+                                   "it would change nothing")
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
     rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
@@ -336,10 +356,7 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     scenario = _scenario_from_options(estimator, name, options)
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
-    context = click.get_current_context()
-    given = tuple(name for name in ("zero_stage", "tp_size", "ep_size", "checkpointing", "offload")
-                  if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE)
-    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=given)
+    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=tuple(_given_options()))
     click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found))
 
 

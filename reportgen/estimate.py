@@ -401,7 +401,9 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     """
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
-    frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none", weight_dtype="bf16")
+    # Frozen roles are served at the actor scenario's weight dtype (a full actor does not read it: the
+    # judges may then run at int8/fp8 on their own); a QLoRA group's reference is its quantised base.
+    frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none")
     roles: list[tuple[str, Scenario]]
     if algorithm == "dpo":
         pair = dict(batch_size=actor.batch_size * 2, seq_len=seq, prompt_len=0, gen_len=0)
