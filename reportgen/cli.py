@@ -219,17 +219,18 @@ def _assumption_option(a: Assumption):
                         help=f"{a.label}: {a.help} (default {a.default:g}).")
 
 
-def _role_gpus(text: str | None) -> dict[str, int] | None:
-    """'reference=1,reward=1' -> {'reference': 1, 'reward': 1} (checked by the RLHF input table)."""
+def _role_pairs(text: str | None, option: str, count: bool) -> dict[str, int | str] | None:
+    """'reference=1,reward=1' -> {'reference': 1, 'reward': 1}; with count=False the values stay text
+    (GPU types). Checked by the RLHF input table."""
     if not text:
         return None
-    out = {}
+    out: dict[str, int | str] = {}
     for part in text.split(","):
-        role, sep, count = part.partition("=")
-        if not sep or not count.strip().lstrip("-").isdigit():
-            raise click.BadParameter(f"expected role=count pairs separated by commas, got {part!r}",
-                                     param_hint="--role-gpus")
-        out[role.strip()] = int(count)
+        role, sep, value = (x.strip() for x in part.partition("="))
+        if not sep or not value or (count and not value.lstrip("-").isdigit()):
+            raise click.BadParameter(f"expected role={'count' if count else 'GPU'} pairs separated by commas, "
+                                     f"got {part!r}", param_hint=option)
+        out[role] = int(value) if count else value
     return out
 
 
@@ -239,7 +240,10 @@ def _scenario_options(fn):
     opts += [_input_option(i) for i in INPUTS if i.option]
     opts += [_input_option(i, rlhf=True) for i in RLHF_INPUTS if i.option]
     opts += [click.option("--role-gpus", "role_gpus", metavar="ROLE=N,...",
-                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1.")]
+                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1."),
+             click.option("--role-gpu-types", "role_gpu_types", metavar="ROLE=GPU,...",
+                          help="RLHF, separate pools: GPU type of each role, e.g. reward=L40S,reference=L40S "
+                               "(default: the actor's --gpu).")]
     opts += [_assumption_option(a) for a in ASSUMPTIONS if a.option]
     for opt in reversed(opts):
         fn = opt(fn)
@@ -288,7 +292,8 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenari
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
     rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
-    rlhf["role_gpus"] = _role_gpus(o.get("role_gpus"))
+    rlhf["role_gpus"] = _role_pairs(o.get("role_gpus"), "--role-gpus", count=True)
+    rlhf["role_gpu_types"] = _role_pairs(o.get("role_gpu_types"), "--role-gpu-types", count=False)
     scenario, reason = make_scenario(values, workload=o["workload"], rlhf=rlhf, estimator=estimator,
                                      key_path=_option_name)
     if reason:

@@ -210,6 +210,8 @@ RLHF_INPUTS: tuple[Input, ...] = (
     Input("actor_workload", "Actor workload", "how the actor (DPO: policy) trains", "full",
           choices=TRAINED_WORKLOADS, option="--actor-workload"),
     Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count)", None),
+    Input("role_gpu_types", "GPU type per role", "separate pools: GPU type of each role (role: GPU), e.g. the "
+          "frozen judges on a cheaper inference card", None, catalog="gpu"),
 )
 RLHF_INPUT_BY_NAME = {i.name: i for i in RLHF_INPUTS}
 
@@ -325,16 +327,21 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
             continue
         if spec.catalog == "model":
             out[name] = resolve_model_name(value, models, source=source, key_path=key_path(name))
-        elif name == "role_gpus":
+        elif name in ("role_gpus", "role_gpu_types"):
             if not isinstance(value, Mapping):
-                raise InputError(f"expected a mapping of role to GPU count, got {value!r}", source=source,
-                                 key_path=key_path(name))
+                raise InputError(f"expected a mapping of role to {'GPU count' if name == 'role_gpus' else 'GPU type'}, "
+                                 f"got {value!r}", source=source, key_path=key_path(name))
             roles = RLHF_ROLES[algorithm]
-            for role, count in value.items():
+            each = INPUT_BY_NAME["num_gpus" if name == "role_gpus" else "gpu"]
+            for role, item in value.items():
                 if role not in roles:
                     raise unknown_name("role", role, roles, source=source, key_path=f"{key_path(name)}.{role}")
-                INPUT_BY_NAME["num_gpus"].check(count, source=source, key_path=f"{key_path(name)}.{role}")
+                each.check(item, source=source, key_path=f"{key_path(name)}.{role}", gpus=gpus)
             out[name] = dict(value)
         else:
             out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus)
+    for name in ("role_gpus", "role_gpu_types"):
+        if out[name] and out["placement"] != "separate":  # colocated roles share the actor's GPUs
+            raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",
+                             source=source, key_path=key_path(name))
     return out
