@@ -67,6 +67,7 @@ SKIP_REASONS = {
                    "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
     "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
     "offload_inference": "CPU offload applies to training",
+    "fp8_gpu": "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
     "lora_arch": "LoRA is not modelled for {model_type} models",
     "empty_context": "inference needs prompt_len + gen_len > 0",
 }

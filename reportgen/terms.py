@@ -272,11 +272,18 @@ TERMS: tuple[Term, ...] = (
          + V("lora_copy_bytes"),
          "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes (saved "
          "modules: a second copy beside the frozen original)", "state"),
+    Term("fp8_gemms", "Linear layers in FP8 (1/0)", "flag", IF(V("is_full").eq(1), _p("fp8_gemms"), 0),
+         "Precisions sheet: Transformer Engine's FP8 recipe for full training", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("weights", "Weights", "bytes",
-         IF(V("offload").eq("all"), 0, ceil_div(V("weight_bytes_unsharded"), V("weight_shards"))),
-         "parameter offload streams weights from host memory layer by layer", "state"),
+         IF(V("offload").eq("all"), 0, ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
+         + ceil_div(V("fp8_gemms") * 2 * (V("resident_params") - V("embedding_params") - V("lm_head_params")),
+                    V("weight_shards")),
+         "parameter offload streams weights from host memory layer by layer; FP8 training adds the decoder "
+         "layers' FP8 weight casts, row-wise and column-wise (the transpose Hopper's FP8 GEMMs need), 2 bytes "
+         "per parameter, cached for the step (Transformer Engine docs: Performance considerations, Handling "
+         "transposes; FP8 weight caching)", "state"),
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
     Term("grad_elem_bytes", "Bytes per gradient element", "count",
@@ -452,6 +459,7 @@ TERMS: tuple[Term, ...] = (
          + (MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes") + 2 * V("norm_fp32_scale_bytes")
             + 2 * V("resid_dropout_on")) * V("hidden_size")
          + _m("num_moe_layers") / V("num_layers") * V("moe_saved_per_token")
+         - V("fp8_gemms") * (2 * V("hidden_size") + V("q_dim") + V("mlp_width")) * (V("act_bytes") - 1)
          - _m("fused_projections") * V("is_full") * _p("autocast_copies") * 3 * V("act_bytes") * V("hidden_size"),
          "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
          "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
@@ -460,7 +468,7 @@ TERMS: tuple[Term, ...] = (
          "intermediates (QLoRA's 4-bit layers keep no input: bitsandbytes' MatMul4Bit saves only "
          "the packed weight, ctx.tensors = (None, B)); a frozen MLP's "
          "down projection keeps no input for a weight gradient; Gemma-2's post-norms; residual dropout's two "
-         "1-byte masks; MoE layers' routing buffers (averaged over the layers); autocast casts a norm's output "
+         "1-byte masks; MoE layers' routing buffers (averaged over the layers); FP8 training saves the GEMM inputs (the two normed inputs, the attention output, the down projection's input) in 1-byte FP8 (Transformer Engine); autocast casts a norm's output "
          "once per linear layer, so fused qkv and gate_up projections (Phi-3) keep 2 casts where q, k, v, "
          "gate, up keep 5. " + _KORTHIKANTI, "activation"),
     Term("loss_bytes", "Bytes per log-probability of the loss", "count",
@@ -691,7 +699,8 @@ TIME_TERMS: tuple[Term, ...] = (
             IF(AND(_INFER, V("weight_dtype").eq("fp8"), _g("fp8_dense_tflops").gt(0)), _g("fp8_dense_tflops"),
                _g("bf16_dense_tflops"))) * 1e12,
          "GPUs sheet: FP32 for fp32 compute, FP8 tensor cores for fp8-weight inference where the GPU has them, "
-         "else BF16/FP16 (dense, no sparsity)", "time"),
+         "else BF16/FP16 (dense, no sparsity); FP8 training is timed at the BF16 peak: attention, norms and "
+         "casts stay in 16-bit, and its end-to-end gain is not modelled (a conservative time)", "time"),
     # ---- training ------------------------------------------------------------------------------
     Term("attention_flops_per_token", "Attention-score FLOPs per token (forward)", "flops",
          2 * V("num_layers") * V("q_dim") * IF(_TRAIN, V("seq_len"), V("context_tokens")),
@@ -877,6 +886,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("framework").eq("hf")),
           zero=V("zero_stage")),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
+    _skip("fp8_gpu", AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
     _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
     _skip("empty_context", AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),

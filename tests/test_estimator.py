@@ -277,3 +277,19 @@ def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits
     full = compile_terms(TOTAL_TERMS, var)(inputs, EST.assumptions, EST.tables, None)
     folded = compile_terms(special, var)(inputs, EST.assumptions, EST.tables, None)
     assert full == folded
+
+
+def test_fp8_training_casts_the_layer_weights_and_saves_fp8_gemm_inputs():
+    """Transformer Engine's FP8 recipe over bf16-mixed states, against hand-computed figures for
+    Llama-3.1-8B (32 layers, hidden 4096, q_dim 4096, MLP 14336, 128,256 × 4096 embedding and head)."""
+    est = Estimator(load_models(), load_gpus())
+    base = Scenario(model="Llama-3.1-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM")
+    bf16, fp8 = est.estimate(base), est.estimate(replace(base, precision="fp8-te"))
+    layer_params = 8_030_261_248 - 2 * 128_256 * 4096
+    assert fp8["weights"] - bf16["weights"] == 2 * layer_params  # row-wise and column-wise FP8 casts
+    for term in ("gradients", "optimizer_states", "master_weights"):
+        assert fp8[term] == bf16[term]
+    # the GEMM inputs (2 × hidden + q_dim + MLP width per layer) at 1 byte instead of 2
+    assert bf16["saved_per_token"] - fp8["saved_per_token"] == 32 * (2 * 4096 + 4096 + 14336)
+    assert fp8["step_seconds"] == bf16["step_seconds"]  # timed at the BF16 peak (conservative)
+    assert est.skip_check(replace(base, precision="fp8-te", gpu="A100-80GB")).code == "fp8_gpu"
