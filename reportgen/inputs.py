@@ -19,6 +19,9 @@ TRAINED_WORKLOADS = ("full", "lora", "qlora")
 SINGLE_WORKLOADS = ("inference",) + TRAINED_WORKLOADS
 FROZEN = "frozen"  # reference/reward models of an RLHF group: scored, never trained
 RLHF_ALGORITHMS = ("ppo", "dpo", "grpo")
+# The algorithms whose actor generates its training sequences (estimate.rlhf_scenario: seq_len is
+# prompt_len + gen_len); DPO trains on given sequences.
+GENERATING_ALGORITHMS = ("ppo", "grpo")
 WORKLOAD_TYPES = SINGLE_WORKLOADS + RLHF_ALGORITHMS
 LORA_TARGET_SETS = ("q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj", "all-linear")
 SERVING_ENGINES = ("hf-generate", "vllm", "sglang")
@@ -89,7 +92,8 @@ class Input:
 
 _TOKENS = (0, 10_000_000)  # upper bounds keep every product far inside float precision
 _TRAINING = TRAINED_WORKLOADS
-_SERVING = ("inference",)  # and an RLHF actor's rollouts (its prompt and generated tokens)
+_SERVING = ("inference",)
+_ROLLOUTS = _SERVING + GENERATING_ALGORITHMS  # what a served model and an RLHF actor's rollouts read
 INPUTS: tuple[Input, ...] = (
     Input("model", "Model", "catalog model name (Models sheet)", "", catalog="model"),
     Input("workload", "Workload", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward",
@@ -101,7 +105,7 @@ INPUTS: tuple[Input, ...] = (
     Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
           choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", "qlora", FROZEN)),
     Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16", choices=tuple(tb.DTYPES.rows),
-          option="--kv-dtype", applies=_SERVING),
+          option="--kv-dtype", applies=_ROLLOUTS),
     Input("optimizer", "Optimizer", "Optimizers sheet", "adamw", choices=tuple(tb.OPTIMIZERS.rows),
           option="--optimizer", applies=_TRAINING),
     Input("optimizer_impl", "Optimizer impl.", "fused, or foreach (one extra state-sized temporary)", "fused",
@@ -111,11 +115,11 @@ INPUTS: tuple[Input, ...] = (
     Input("seq_len", "Sequence length (tokens)", "training sequence length", 4096, limits=(1, _TOKENS[1]),
           unit="tokens", headline=True, option="--seq", applies=_TRAINING + (FROZEN,)),
     Input("prompt_len", "Prompt length (tokens)", "inference / rollout prompt length", 4096, limits=_TOKENS,
-          unit="tokens", headline=True, option="--prompt-len", applies=_SERVING),
+          unit="tokens", headline=True, option="--prompt-len", applies=_ROLLOUTS),
     Input("gen_len", "Generated tokens", "tokens generated per sequence (KV cache grows with it)", 0, limits=_TOKENS,
-          unit="tokens", headline=True, option="--gen-len", applies=_SERVING),
+          unit="tokens", headline=True, option="--gen-len", applies=_ROLLOUTS),
     Input("logits", "Logits kept", "last (generate) or all prompt positions (a plain forward)", "last",
-          choices=tb.LOGITS, option="--logits", applies=("inference",)),
+          choices=tb.LOGITS, option="--logits", applies=_ROLLOUTS),
     Input("checkpointing", "Gradient checkpointing", "none, full or selective", "none", choices=tb.CHECKPOINTING,
           headline=True, option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
@@ -168,11 +172,14 @@ INPUTS: tuple[Input, ...] = (
 INPUT_NAMES = tuple(i.name for i in INPUTS)
 
 
-def job_inputs(workload: str) -> tuple[str, ...]:
+def job_inputs(workload: str, algorithm: str = "") -> tuple[str, ...]:
     """The inputs that say what a job of this workload is (not how it is laid out): two scenarios that
-    differ in one of them answer different requirements. The model and workload say it too."""
+    differ in one of them answer different requirements. The model and workload say it too. An RLHF
+    actor (algorithm: its group's) adds the inputs of its algorithm: a PPO or GRPO actor's rollouts,
+    whose lengths set its sequence length (so seq_len is not asked)."""
+    derived = ("seq_len",) if algorithm in GENERATING_ALGORITHMS else ()
     return tuple(i.name for i in INPUTS if not i.layout and i.preset_axis and i.catalog != "model"
-                 and i.applies_to(workload))
+                 and (i.applies_to(workload) or algorithm in i.applies) and i.name not in derived)
 INPUT_BY_NAME = {i.name: i for i in INPUTS}
 
 # What each workload changes from the inputs' defaults (presets and the CLI both start here).
