@@ -99,14 +99,14 @@ def requirement(result: Result, interchangeable: Iterable[str] = ()) -> Requirem
     free = set(interchangeable)
     if result.is_group:
         g = result.estimate.scenario
-        s, algorithm = g.actor, g.algorithm
+        s = g.actor
         # LoRA and QLoRA actors ask the same inputs: their workload tells them apart
         extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.roles[1:]]
         if g.algorithm == "grpo":
             extra.append(("group_size", dict(g.settings)["group_size"]))
     else:
-        s, algorithm, extra = result.lead, "", []
-    settings = [(n, getattr(s, n)) for n in job_inputs(s.workload, algorithm) if n not in free]
+        s, extra = result.lead, []
+    settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 
 

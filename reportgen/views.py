@@ -480,12 +480,16 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
     layout inputs away from their defaults, the job inputs its preset lets the plan choose, and an RLHF
     group's placement."""
     s = r.lead
-    chosen = set(job_inputs(s.workload, r.workload if r.is_group else "")) - {n for n, _ in need.settings}
+    chosen = set(job_inputs(r.workload, s.workload)) - {n for n, _ in need.settings}
     parts = [setting_text(n, getattr(s, n), t) for n in INPUT_NAMES
              if n in chosen or (n in _CHOICE_INPUTS and INPUT_BY_NAME[n].applies_to(s.workload)
                                 and getattr(s, n) != _default(n, s.workload))]
     if r.is_group:
-        parts.append(t(f"placement.{r.estimate.scenario.placement}"))
+        g = r.estimate.scenario
+        parts.append(t(f"placement.{g.placement}"))
+        if g.placement == "separate":  # each other role's pool, where it differs from the actor's
+            parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
+                      for name, role in g.roles[1:] if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu)]
     return t("list.sep").join(parts)
 
 

@@ -129,3 +129,14 @@ def test_an_rlhf_requirement_is_its_actors_job(tmp_path):
         assert {e.num_scenarios for e in rec.entries} == {2 if rec.workload != "dpo" else 1}
     line = build_view(report, "en").verdicts[0]
     assert "256-token prompts" in "".join(p.text for p in line.settings)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_input_a_user_sets_has_words(lang):
+    """The summary and configuration columns name any input in words (a new input needs them)."""
+    from reportgen.i18n import load_catalogue
+    from reportgen.inputs import INPUTS
+    t = load_catalogue(lang)
+    missing = [i.name for i in INPUTS if i.option and i.name not in ("gpu", "num_gpus")
+               and f"setting.{i.name}" not in t.messages]
+    assert not missing, missing

@@ -26,11 +26,11 @@ def _setting(name: str, value) -> Expr:
     return concat(SEP, name, "=", value)
 
 
-def _job_settings(workloads: Sequence[str], algorithm: str, interchangeable: Mapping[str, Iterable[str]],
+def _job_settings(asked: Mapping[str, Sequence[str]], interchangeable: Mapping[str, Iterable[str]],
                   var: Callable[[str], Expr]) -> Expr:
-    """Each job input as ' · name=value' where the row's workload asks for it and its matrix does not
-    declare it interchangeable."""
-    asked = {w: job_inputs(w, algorithm) for w in workloads}
+    """Each job input as ' · name=value' where the row's workload (asked: the job inputs of each) asks
+    for it and its matrix does not declare it interchangeable."""
+    workloads = tuple(asked)
     parts = []
     for i in INPUTS:
         by = [w for w in workloads if i.name in asked[w]]
@@ -46,7 +46,8 @@ def _job_settings(workloads: Sequence[str], algorithm: str, interchangeable: Map
 
 def scenario_requirement(interchangeable: Mapping[str, Iterable[str]]) -> Expr:
     """A Scenarios row's requirement; blank on an RLHF role row (its group's is on RLHF)."""
-    text = concat(Var("model"), SEP, Var("workload"), _job_settings(SINGLE_WORKLOADS, "", interchangeable, Var))
+    asked = {w: job_inputs(w) for w in SINGLE_WORKLOADS}
+    text = concat(Var("model"), SEP, Var("workload"), _job_settings(asked, interchangeable, Var))
     return IF(Var("group").eq(""), text, "")
 
 
@@ -58,5 +59,5 @@ def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: 
         return Var(f"{roles[0]}.{name}")
     live = {"actor_workload": actor("workload"), **{f"role.{r}": Var(f"{r}.model") for r in roles[1:]}}
     extras = [_setting(n, live.get(n, lift(v))) for n, v in need.settings if n not in INPUT_BY_NAME]
-    return concat(actor("model"), SEP, need.workload,
-                  _job_settings(TRAINED_WORKLOADS, need.workload, interchangeable, actor), *extras)
+    asked = {w: job_inputs(need.workload, w) for w in TRAINED_WORKLOADS}  # w: how the actor trains
+    return concat(actor("model"), SEP, need.workload, _job_settings(asked, interchangeable, actor), *extras)
