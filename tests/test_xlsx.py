@@ -23,7 +23,7 @@ from lo import recalculate, require_soffice
 from reportgen.estimate import Estimator, RlhfScenario
 from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
-from reportgen.report import PlanEntry, Recommendation, Result, plan_key, recommend, rent_key
+from reportgen.report import PlanEntry, Recommendation, Requirement, Result, plan_key, recommend, rent_key
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
@@ -33,8 +33,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
-# Every function a formula may use: the expression language's, its lookups' and the plan's. All pre-2010.
-ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA"}
+# Every function a formula may use: the expression language's, its lookups' and the plan's (MID: a Plan
+# row's workload, read from its requirement text). All pre-2010.
+ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "MID"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
@@ -308,32 +309,36 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         row = _find_row(fresh["Scenarios"], columns(fresh["Scenarios"]), index)
         assert expected["Scenarios"][row]["recommended"] != before["Scenarios"][row]["recommended"]
     assert expected["RLHF"][FIRST_ROW]["allocated_peak"] != before["RLHF"][FIRST_ROW]["allocated_peak"]
-    # A job input edited (batch, model) moves a row to another requirement, which no Plan row plans;
-    # a layout edited (GPUs, ZeRO) keeps it in its own.
+    # A job input edited (batch, model) moves a row to another requirement, and the Plan row that
+    # links to it follows (its requirement is live); a layout edited (GPUs, ZeRO) keeps it in its own.
     written = openpyxl.load_workbook(book, data_only=True)
     for r in report.results:
         moved = r.index in (1, 27, ppo.index)
         assert (row_value(fresh, r, "requirement") != row_value(written, r, "requirement")) == moved, r.index
     assert "batch_size=4 · " in row_value(fresh, report.results[0], "requirement")
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
+    assert sum(rec.sample.index in (1, 27, ppo.index) for rec in report.recommendations) >= 2
     assert_plan(fresh, *on_written_rows(report.recommendations, recommend(results, gpu_types, report.interchangeable),
-                                        written, fresh))
+                                        fresh))
 
 
-def on_written_rows(written, fresh, before, after):
+def on_written_rows(written, fresh, after):
     """The fresh recommendations on the Plan's written rows, and those rows' requirement texts. A row
-    plans the candidates of its model × workload × requirement × GPU type; a row whose candidates all
-    moved away (an edited job input) shows 0 tried, nothing fits; the cheapest marks are among the
-    written rows. before/after: the workbooks whose rows give the written and the fresh texts."""
-    by_key = {(rec.model, rec.workload, row_value(after, rec.sample, "requirement")): rec for rec in fresh}
-    texts = [row_value(before, rec.sample, "requirement") for rec in written]
+    plans the candidates of its GPU type whose requirement is that of the row it links to (the
+    written recommendation's sample) in `after`, the recalculated workbook: an edited job input moves
+    the row to the sample's new requirement. A written GPU type of which no candidate is left shows 0
+    tried, nothing fits; the cheapest marks are among the written rows of one requirement."""
+    by_text = {row_value(after, rec.sample, "requirement"): rec for rec in fresh}
+    texts = [row_value(after, rec.sample, "requirement") for rec in written]
+    assert len(set(texts)) == len(texts), "two Plan rows of one GPU type would plan one requirement"
     out = []
     for rec, text in zip(written, texts):
-        match = by_key.get((rec.model, rec.workload, text))
+        match = by_text.get(text)  # None: the linked row is no candidate now (an invalid edit)
+        need = match.requirement if match else Requirement(*text.split(" · ")[:2], ())
         entries = {e.gpu: e for e in match.entries} if match else {}
-        rows = tuple(entries.get(e.gpu) or PlanEntry(rec.requirement, e.gpu, None, 0, 0) for e in rec.entries)
+        rows = tuple(entries.get(e.gpu) or PlanEntry(need, e.gpu, None, 0, 0) for e in rec.entries)
         fitting = [e for e in rows if e.fits]
-        out.append(Recommendation(rec.requirement, min(fitting, key=lambda e: plan_key(e.result), default=None),
+        out.append(Recommendation(need, min(fitting, key=lambda e: plan_key(e.result), default=None),
                                   rows, rec.sample, min(fitting, key=lambda e: rent_key(e.rent), default=None)))
     return out, texts
 
@@ -391,9 +396,8 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
     assert assert_rows(fresh, expected) > 3000
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    written = openpyxl.load_workbook(book, data_only=True)
     assert_plan(fresh, *on_written_rows(report.recommendations, recommend(results, gpu_types, report.interchangeable),
-                                        written, fresh))
+                                        fresh))
     assert_notes(fresh, report.notes)
 
 

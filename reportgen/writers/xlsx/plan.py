@@ -1,8 +1,9 @@
 """Plan and Charts: per requirement and GPU type, the cheapest fitting configuration to buy and the
 cheapest to rent, by formulas.
 
-A Plan row names a requirement (report.requirement: what the job is) by its model, workload and the
-requirement text of its candidate rows (requirements.py), and a GPU type. The rankings are
+A Plan row names a requirement (report.requirement: what the job is) by a link to the requirement
+cell (requirements.py) of one row of the job, so it follows that row's inputs, and a GPU type; its
+model and workload cells are read from the linked text. The rankings are
 report.PLAN_ORDER (to buy) and RENT_ORDER (to rent), rendered here. Each candidate row carries its plan
 keys (NO_FIT unless it may be picked and fits); a Plan row takes, key by key, the minimum over the
 candidates of its requirement × GPU type among those that tie on the earlier keys: the
@@ -11,8 +12,9 @@ filled candidate rows, so a Plan row costs the number of candidates and the Plan
 the sweep. Across GPU types, the first of the picks by the same order is marked (cheapest overall to
 buy, to rent).
 
-Every formula of a Plan or Charts row reads its own row's cells and named columns, so a planner may
-copy a Plan row and edit its keys; Charts show the Plan's picks to buy in Plan order.
+Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
+absolute), so a planner may copy a Plan row and edit its GPU type and link; Charts show the Plan's
+picks to buy in Plan order.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ...terms import PEAK_PARTS, TERM_BY_NAME
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, column_header,
                      page_setup, write_header, write_rows)
+from .requirements import SEP
 from .stream import ROW
 
 
@@ -49,11 +52,13 @@ class Ranking:
 TO_BUY, TO_RENT = Ranking("best", PLAN_ORDER), Ranking("rent", RENT_ORDER)
 FOUND = TO_BUY.found
 
-# The planner's keys: a Plan row plans the candidates that match all four.
-PLAN_MATCH = (Column("model", "Model", "text", "input", 16),
-              Column("workload", "Workload", "text", "input", 10),
-              Column("gpu", "GPU type", "text", "input", 16),
-              Column("requirement", "Requirement (as on Scenarios or RLHF)", "text", "input", 40))
+# The planner's keys: a Plan row plans the candidates of its GPU type whose requirement text is its
+# requirement cell's, a link to a row of the job (=Scenarios!$F$7): live, it follows that row's inputs.
+PLAN_MATCH = (Column("gpu", "GPU type", "text", "input", 16),
+              Column("requirement", "Requirement (a link to a row of the job on Scenarios or RLHF)", "text", "input",
+                     40, special="link"))
+# The requirement text's first two parts, for readers (and the candidate sheet the workload implies).
+PLAN_NAMES = (Column("model", "Model", "text", "formula", 16), Column("workload", "Workload", "text", "formula", 10))
 # The pick's figures, as expressions over the candidate table's columns (None: the table's own,
 # PlanFields.figures).
 PLAN_DETAILS = (
@@ -84,7 +89,7 @@ RANKING_LABELS = {
 }
 # The planner's keys, the answers, then the helpers the answers are found with.
 PLAN_TABLE_COLUMNS = (
-    PLAN_MATCH + PLAN_DETAILS
+    PLAN_NAMES + PLAN_MATCH + PLAN_DETAILS
     + (Column("cheapest", "Cheapest to buy for this requirement (1/0)", "flag", "helper", 12),)
     + RENT_DETAILS
     + (Column("cheapest_to_rent", "Cheapest to rent for this requirement (1/0)", "flag", "helper", 12),
@@ -151,11 +156,21 @@ def _first_of_requirement(plan: Table, ranking: Ranking, name: Callable[[str], s
     return f"=IF(${plan.ref(ranking.found)}>={NO_FIT},0,IF(SUMPRODUCT({same}*{before})=0,1,0))"
 
 
+def _names(plan: Table) -> dict[str, str]:
+    """Model and workload: the requirement text's parts before its first and second separator."""
+    text, sep = f"${plan.ref('requirement')}", f'"{SEP}"'
+    first = f"FIND({sep},{text})"
+    second = f"FIND({sep},{text}&{sep},{first}+{len(SEP)})"
+    return {"model": f'=IF({text}="","",LEFT({text},{first}-1))',
+            "workload": f'=IF({text}="","",MID({text},{first}+{len(SEP)},{second}-{first}-{len(SEP)}))'}
+
+
 def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     """Every Plan column's formula, the same in every row (so a copied row works)."""
     tables = _candidate_tables(book)
     per_table = [_minima(book, plan, t) for t, _ in tables]
     out = {n: "=" + _by_sheet(plan, [f[n] for f in per_table]) for n in per_table[0]}
+    out.update(_names(plan))
     workload = plan.ref("workload")
     groups = ",".join(f'{workload}="{a}"' for a in RLHF_ALGORITHMS)
     out["sheet"] = f'=IF(OR({groups}),"RLHF","Scenarios")'
@@ -211,9 +226,16 @@ def plan_rows(book: Book) -> list[dict[str, Any]]:
     return rows
 
 
+def requirement_link(book: Book, r: Result) -> str:
+    """A Plan row's requirement formula: the requirement cell of the row of `r` (its recommendation's
+    sample), absolute, so a copied Plan row keeps it until the planner points it at another row."""
+    table, _, _ = book.candidates(r)
+    return f"={table.sheet}!${table.letter('requirement')}${book.result_rows[r.index]}"
+
+
 def plan_table(book: Book) -> Table:
     n = sum(len(rec.entries) for rec in book.report.recommendations)
-    return Table("Plan", PLAN_TABLE_COLUMNS, SCENARIO_FIRST_ROW, n, count_column="model")
+    return Table("Plan", PLAN_TABLE_COLUMNS, SCENARIO_FIRST_ROW, n, count_column="gpu")
 
 
 def write_plan(wb, book: Book, styles: Styles) -> None:
@@ -221,7 +243,9 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
     plan = plan_table(book)
     write_header(ws, plan, styles, book.t)
     rows = plan_rows(book)
-    write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles)
+    links = [{"requirement": requirement_link(book, rec.sample)}
+             for rec in book.report.recommendations for _ in rec.entries]
+    write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles, links)
     for flag in ("cheapest", "cheapest_to_rent"):
         col = plan.index[flag]
         ws.conditional_format(plan.first_row - 1, col, MAX_ROW, col,
