@@ -152,9 +152,9 @@ class _Totals:
 
     @property
     def rent_usd(self) -> float:
-        """What renting costs, the plans' second measure: a training run's whole cost at the hourly
-        price, otherwise (serving, RLHF groups) an hour."""
-        return self.values["cost_usd"] if self.values.get("is_train") else self.values["hourly_usd"]
+        """What renting costs, the plans' second measure (term rent_usd): a training run's whole cost
+        at the hourly price, otherwise (serving, RLHF groups) an hour."""
+        return self.values["rent_usd"]
 
     def _fit_json(self) -> dict[str, Any]:
         return {
@@ -267,6 +267,8 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         Term("iteration_seconds", "Time per RLHF iteration", "seconds",
              Var("generation_seconds") + Var("scoring_seconds") + Var("training_seconds"),
              "rollouts, then scoring, then the trained roles' steps", "time"),
+        Term("rent_usd", "Cost to rent for an hour", "usd", Var("hourly_usd"),
+             "what the plan's cheapest to rent compares: an hour of every role's GPUs", "time"),
     )
     if placement == "colocated":
         core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else largest(k))

@@ -177,11 +177,13 @@ INPUTS: tuple[Input, ...] = (
 INPUT_NAMES = tuple(i.name for i in INPUTS)
 
 
-def job_inputs(workload: str) -> tuple[str, ...]:
+def job_inputs(workload: str, actor_workload: str = "full") -> tuple[str, ...]:
     """The inputs that say what a job of this workload is (not how it is laid out): two scenarios that
-    differ in one of them answer different requirements. The model and workload say it too."""
+    differ in one of them answer different requirements. The model and workload say it too. An RLHF
+    algorithm's are those its group reads (applies): its actor's (actor_workload: how it trains), a PPO
+    or GRPO actor's rollouts, whose lengths set its sequence length, and its frozen roles'."""
     return tuple(i.name for i in INPUTS if not i.layout and i.preset_axis and i.catalog != "model"
-                 and i.applies_to(workload))
+                 and applies(i, workload, actor_workload))
 INPUT_BY_NAME = {i.name: i for i in INPUTS}
 
 # What each workload changes from the inputs' defaults (presets and the CLI both start here).

@@ -62,23 +62,31 @@ class Result:
     def purchase_usd(self) -> float:
         return self.estimate["purchase_usd"]
 
+    @property
+    def rent_usd(self) -> float:
+        return self.estimate.rent_usd
 
-# The plan's ranking, defined once. Among the results of one model × workload × GPU type whose term
+
+# The plan's rankings, defined once. Among the results of one requirement × GPU type whose term
 # PLAN_FITS is 1 (the recommended budget fits), the plan takes the first by PLAN_ORDER (Result
-# fields: cheapest, then fewest GPUs, then the earliest scenario); across GPU types, the first of
-# those picks by the same order. recommend() sorts by it; the workbook's Plan formulas are
-# rendered from it (writers/xlsx/plan.py).
+# fields: cheapest to buy, then fewest GPUs, then the earliest scenario); across GPU types, the
+# first of those picks by the same order. The cheapest to rent is the first by RENT_ORDER, the same
+# way. recommend() sorts by them; the workbook's Plan formulas are rendered from them
+# (writers/xlsx/plan.py).
 PLAN_FITS = "fits_recommended"
 PLAN_ORDER = ("purchase_usd", "total_gpus", "index")
+RENT_ORDER = ("rent_usd",) + PLAN_ORDER
 plan_key = operator.attrgetter(*PLAN_ORDER)
+rent_key = operator.attrgetter(*RENT_ORDER)
 
 
 @dataclass(frozen=True)
 class Requirement:
     """What a buyer needs, whatever the layout: a model, a workload and the inputs that say what the job
-    is (inputs.job_inputs: dtypes, precision, batch, tokens, checkpointing…; for RLHF also the other
-    roles' models). Results of different requirements are never compared with each other, unless the
-    preset declares the differing inputs interchangeable (they are then left out of the requirement)."""
+    is (inputs.job_inputs: dtypes, precision, batch, tokens, checkpointing…; for RLHF the actor's, how
+    it trains, the other roles' models and GRPO's group size). Results of different requirements are
+    never compared with each other, unless the preset declares the differing inputs interchangeable
+    (they are then left out of the requirement)."""
     model: str
     workload: str  # a single workload or an RLHF algorithm
     settings: tuple[tuple[str, Any], ...]  # (input name, value); RLHF role models as ("role.critic", model)
@@ -92,12 +100,13 @@ def requirement(result: Result, interchangeable: Iterable[str] = ()) -> Requirem
     if result.is_group:
         g = result.estimate.scenario
         s = g.actor
-        extra = [(f"role.{name}", role.model) for name, role in g.roles[1:]]
+        # LoRA and QLoRA actors ask the same inputs: their workload tells them apart
+        extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.roles[1:]]
         if g.algorithm == "grpo":
             extra.append(("group_size", dict(g.settings)["group_size"]))
     else:
         s, extra = result.lead, []
-    settings = [(n, getattr(s, n)) for n in job_inputs(s.workload) if n not in free]
+    settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 
 
@@ -109,6 +118,7 @@ class PlanEntry:
     result: Result | None
     num_scenarios: int  # how many scenarios of the sweep were tried for this cell
     most_gpus: int  # the most GPUs (in all) a tried scenario used
+    rent: Result | None = None  # the cheapest fitting configuration to rent on this GPU type
 
     @property
     def fits(self) -> bool:
@@ -215,15 +225,14 @@ def recommend(results: Sequence[Result], gpu_types: Sequence[str],
             tried = by_gpu.get(gpu, [])
             if not tried:
                 continue
-            best = min((r for r in tried if r.estimate[PLAN_FITS]), key=plan_key, default=None)
-            entries.append(PlanEntry(need, gpu, best, len(tried), max(r.total_gpus for r in tried)))
+            fitting = [r for r in tried if r.estimate[PLAN_FITS]]
+            entries.append(PlanEntry(need, gpu, min(fitting, key=plan_key, default=None), len(tried),
+                                     max(r.total_gpus for r in tried), min(fitting, key=rent_key, default=None)))
         fitting = [e for e in entries if e.fits]
         best = min(fitting, key=lambda e: plan_key(e.result), default=None)
-        # renting: the cheapest fitting result of the requirement on any GPU type, by rent_usd
-        rent = min((r for rs in by_gpu.values() for r in rs if r.estimate[PLAN_FITS]),
-                   key=lambda r: (r.estimate.rent_usd,) + plan_key(r), default=None)
-        rent_entry = next((e for e in entries if rent and e.gpu == rent.gpu), None)
-        rent_entry = replace(rent_entry, result=rent) if rent_entry else None
+        # renting: the cheapest fitting result of the requirement on any GPU type, as the entry of its GPU type
+        rent_entry = min(fitting, key=lambda e: rent_key(e.rent), default=None)
+        rent_entry = replace(rent_entry, result=rent_entry.rent) if rent_entry else None
         sample = next(r for rs in by_gpu.values() for r in rs)
         recs.append(Recommendation(need, best, tuple(entries), sample, rent_entry))
     return tuple(recs)

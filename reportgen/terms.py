@@ -827,6 +827,10 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(AND(_INFER, V("gen_len").gt(0)),
             V("hourly_usd") / (V("tokens_per_s_per_gpu") * V("num_gpus") * 3600) * 1e6, 0),
          "", "time"),
+    Term("rent_usd", "Cost to rent (training: the run; else an hour)", "usd",
+         IF(_TRAIN, V("cost_usd"), V("hourly_usd")),
+         "what the plan's cheapest to rent compares: a training run's whole cost at the hourly price, a served "
+         "model's hour", "time"),
 )
 
 ROLE_TERMS = TERMS + TOTAL_TERMS + TIME_TERMS

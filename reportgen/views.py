@@ -23,7 +23,7 @@ from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS
+from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS, job_inputs
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
 
@@ -480,12 +480,10 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
     layout inputs away from their defaults, the job inputs its preset lets the plan choose, and an RLHF
     group's placement."""
     s = r.lead
-    fixed = {n for n, _ in need.settings}
-    names = [n for n in INPUT_NAMES if n in _CHOICE_INPUTS or (n not in fixed and n not in
-                                                              ("model", "workload", "head", "gpu", "num_gpus"))]
-    parts = [setting_text(n, getattr(s, n), t) for n in names
-             if INPUT_BY_NAME[n].applies_to(s.workload)
-             and (n not in _CHOICE_INPUTS and n not in fixed or getattr(s, n) != _default(n, s.workload))]
+    chosen = set(job_inputs(r.workload, s.workload)) - {n for n, _ in need.settings}
+    parts = [setting_text(n, getattr(s, n), t) for n in INPUT_NAMES
+             if n in chosen or (n in _CHOICE_INPUTS and INPUT_BY_NAME[n].applies_to(s.workload)
+                                and getattr(s, n) != _default(n, s.workload))]
     if r.is_group:
         g = r.estimate.scenario
         parts.append(t(f"placement.{g.placement}"))

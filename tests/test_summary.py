@@ -37,6 +37,14 @@ def test_every_entry_answers_its_requirement(report):
                 # the cheapest to buy among the fitting scenarios of this requirement and GPU type
                 fitting = [r for r in tried if r.estimate["fits_recommended"]]
                 assert e.result.purchase_usd == min(r.purchase_usd for r in fitting)
+                # and the cheapest to rent among them (a training run's cost, else an hour)
+                assert e.rent.rent_usd == min(r.rent_usd for r in fitting)
+            else:
+                assert e.rent is None
+        if rec.cheapest_to_rent:
+            rent = rec.cheapest_to_rent.result
+            assert rent.rent_usd == min(e.rent.rent_usd for e in rec.entries if e.rent)
+            assert rent is next(e.rent for e in rec.entries if e.gpu == rec.cheapest_to_rent.gpu)
 
 
 def report_interchangeable(report, result):
@@ -78,6 +86,49 @@ def test_interchangeable_inputs_join_requirements():
     assert len(joined) == 1 and "checkpointing" not in dict(joined[0].requirement.settings)
     cheapest = min((e.result for e in joined[0].entries if e.result), key=lambda r: r.purchase_usd)
     assert cheapest.purchase_usd == min(e.result.purchase_usd for rec in split for e in rec.entries if e.result)
+
+
+RLHF_PRESET = """\
+title: RLHF jobs that differ
+matrices:
+  - name: rollouts
+    model: Qwen2.5-0.5B
+    workload:
+      - {type: ppo, prompt_len: 256, gen_len: 256}
+      - {type: ppo, prompt_len: 256, gen_len: 512}
+      - {type: grpo, prompt_len: 256, gen_len: 256, group_size: 4}
+    seq_len: [2048, 4096]
+    gpu: A100-80GB
+  - name: adapters
+    model: Qwen2.5-0.5B
+    workload:
+      - {type: dpo, actor_workload: lora, seq_len: 1024}
+      - {type: dpo, actor_workload: qlora, seq_len: 1024}
+    gpu: A100-80GB
+"""
+
+
+def test_an_rlhf_requirement_is_its_actors_job(tmp_path):
+    """A PPO or GRPO actor's sequences are its rollouts: their lengths (and KV-cache dtype) say what the
+    job is, the seq_len it is given does not (rlhf_scenario sets it); LoRA and QLoRA actors, asked the
+    same inputs, are told apart by how they train. (Before: seq_len 2048 and 4096 were two jobs, gen_len
+    256 and 512 one, and the LoRA and QLoRA policies one.)"""
+    preset = tmp_path / "rlhf.yaml"
+    preset.write_text(RLHF_PRESET)
+    report = make_report(load(str(preset)), WHEN)
+    needs = {(rec.workload, rec.requirement.value("gen_len"), rec.requirement.value("actor_workload"))
+             for rec in report.recommendations}
+    assert needs == {("ppo", 256, "full"), ("ppo", 512, "full"), ("grpo", 256, "full"), ("dpo", None, "lora"),
+                     ("dpo", None, "qlora")}
+    for rec in report.recommendations:
+        names = dict(rec.requirement.settings)
+        if rec.workload == "dpo":
+            assert names["seq_len"] == 1024 and "prompt_len" not in names
+        else:
+            assert {"prompt_len", "gen_len", "kv_dtype", "logits"} <= set(names) and "seq_len" not in names
+        assert {e.num_scenarios for e in rec.entries} == {2 if rec.workload != "dpo" else 1}
+    line = build_view(report, "en").verdicts[0]
+    assert "256-token prompts" in "".join(p.text for p in line.settings)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -23,7 +23,7 @@ from lo import recalculate, require_soffice
 from reportgen.estimate import Estimator, RlhfScenario
 from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
-from reportgen.report import PlanEntry, Recommendation, Result, recommend
+from reportgen.report import PlanEntry, Recommendation, Requirement, Result, plan_key, recommend, rent_key
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
@@ -33,8 +33,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-small.yaml"
 STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
-# Every function a formula may use: the expression language's, its lookups' and the plan's. All pre-2010.
-ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA"}
+# Every function a formula may use: the expression language's, its lookups' and the plan's (MID: a Plan
+# row's workload, read from its requirement text). All pre-2010.
+ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "MID"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
@@ -123,26 +124,44 @@ def assert_rows(wb, expected: dict[str, dict[int, dict]]) -> int:
     return checked
 
 
-def label_of(wb, result) -> str:
-    """The label a result's row shows (Scenarios, or RLHF for a group) in this workbook."""
+def row_value(wb, result, name: str):
+    """A cell of a result's row (Scenarios, or RLHF for a group) in this workbook."""
     ws = wb["RLHF" if result.is_group else "Scenarios"]
     cols = columns(ws)
-    (label,) = {ws.cell(row, cols["label"]).value for row in range(FIRST_ROW, ws.max_row + 1)
+    (value,) = {ws.cell(row, cols[name]).value for row in range(FIRST_ROW, ws.max_row + 1)
                 if ws.cell(row, cols["index"]).value == result.index
                 and (result.is_group or not ws.cell(row, cols["role"]).value)}
-    return label
+    return value
 
 
-def assert_plan(wb, recommendations) -> None:
-    """The Plan equals report.recommend's answer (the chosen row named by its label in `wb`)."""
+def label_of(wb, result) -> str:
+    """The label a result's row shows in this workbook."""
+    return row_value(wb, result, "label")
+
+
+def speed_of(r) -> tuple:
+    """What the Plan shows of a pick's time and speed (views.speed): time to train, or per RLHF
+    iteration, or tokens per second per user."""
+    v = r.estimate
+    if r.is_group:
+        return v["iteration_seconds"], "—"
+    return (v["time_to_train_seconds"], "—") if v["is_train"] else ("—", v["tokens_per_s_per_user"])
+
+
+def assert_plan(wb, recommendations, texts=None) -> None:
+    """The Plan equals report.recommend's answer: per requirement (the text its rows show in `wb`,
+    or `texts`) and GPU type, the pick to buy and the pick to rent (named by their labels in `wb`),
+    and the cheapest of each across the requirement's GPU types."""
     ws = wb["Plan"]
     cols = columns(ws)
     row = FIRST_ROW
-    for rec in recommendations:
+    for k, rec in enumerate(recommendations):
+        text = texts[k] if texts else row_value(wb, rec.sample, "requirement")
         for entry in rec.entries:
             cell = lambda name: ws.cell(row, cols[name]).value  # noqa: E731
-            assert (cell("model"), cell("workload"), cell("gpu")) == (entry.model, entry.workload, entry.gpu)
-            assert cell("scenarios_tried") == entry.num_scenarios
+            keys = (entry.model, entry.workload, entry.gpu, text)
+            assert (cell("model"), cell("workload"), cell("gpu"), cell("requirement")) == keys
+            assert cell("scenarios_tried") == entry.num_scenarios, keys
             r = entry.result
             if r is None:
                 assert cell("best_index") == NO_FIT and cell("label") == "—" and cell("purchase_usd") == "—"
@@ -152,9 +171,20 @@ def assert_plan(wb, recommendations) -> None:
                 for name, term in (("device_total_gib", "device_total"), ("recommended_gib", "recommended"),
                                    ("headroom_gib", "headroom_bytes")):
                     assert same(r.estimate[term] / GiB, cell(name)), (row, name)
-                assert same(r.estimate["purchase_usd"], cell("purchase_usd"))
-                assert same(r.estimate["hourly_usd"], cell("hourly_usd"))
-            assert cell("cheapest") == int(rec.best is not None and rec.best.gpu == entry.gpu), (row, rec.model)
+                figures = {"purchase_usd": r.purchase_usd, "hourly_usd": r.estimate["hourly_usd"],
+                           "rent_usd": r.rent_usd, **dict(zip(("time_seconds", "tokens_per_s_per_user"), speed_of(r)))}
+                for name, want in figures.items():
+                    assert same(want, cell(name)), (row, name)
+            rent = entry.rent
+            if rent is None:
+                assert cell("rent_index") == NO_FIT and cell("rent_label") == "—" and cell("rent_pick_usd") == "—"
+            else:
+                assert cell("rent_label") == label_of(wb, rent)
+                assert cell("rent_index") == row_value(wb, rent, "row_in_table")
+                assert same(rent.rent_usd, cell("rent_pick_usd")), row
+            assert cell("cheapest") == int(rec.best is not None and rec.best.gpu == entry.gpu), keys
+            rent_gpu = rec.cheapest_to_rent.gpu if rec.cheapest_to_rent else None
+            assert cell("cheapest_to_rent") == int(rent_gpu == entry.gpu), keys
             row += 1
     assert ws.cell(row, cols["model"]).value is None
 
@@ -261,8 +291,10 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
     for r in report.results:
         if r.is_group:
             g: RlhfScenario = r.estimate.scenario
-            roles = tuple((n, replace(s, **actor_edit) if r is ppo and n == "actor" else s) for n, s in g.roles)
-            est = estimator.estimate_group(replace(g, roles=roles))
+            if r is ppo:  # the actor row is the group's actor (PPO: the same batch)
+                g = replace(g, roles=((g.roles[0][0], replace(g.roles[0][1], **actor_edit)),) + g.roles[1:],
+                            actor=replace(g.actor, **actor_edit))
+            est = estimator.estimate_group(g)
         else:
             est = estimator.estimate(replace(r.lead, **edits.get(r.index, {})))
         results.append(Result(r.index, r.matrix, est))
@@ -277,19 +309,38 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         row = _find_row(fresh["Scenarios"], columns(fresh["Scenarios"]), index)
         assert expected["Scenarios"][row]["recommended"] != before["Scenarios"][row]["recommended"]
     assert expected["RLHF"][FIRST_ROW]["allocated_peak"] != before["RLHF"][FIRST_ROW]["allocated_peak"]
+    # A job input edited (batch, model) moves a row to another requirement, and the Plan row that
+    # links to it follows (its requirement is live); a layout edited (GPUs, ZeRO) keeps it in its own.
+    written = openpyxl.load_workbook(book, data_only=True)
+    for r in report.results:
+        moved = r.index in (1, 27, ppo.index)
+        assert (row_value(fresh, r, "requirement") != row_value(written, r, "requirement")) == moved, r.index
+    assert "batch_size=4 · " in row_value(fresh, report.results[0], "requirement")
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)))
+    assert sum(rec.sample.index in (1, 27, ppo.index) for rec in report.recommendations) >= 2
+    assert_plan(fresh, *on_written_rows(report.recommendations, recommend(results, gpu_types, report.interchangeable),
+                                        fresh))
 
 
-def on_written_rows(written, fresh):
-    """The fresh recommendations on the Plan's written rows (model × workload × GPU type are the
-    planner's keys; a row whose candidates moved away shows 0 tried, nothing fits)."""
-    entries = {(e.model, e.workload, e.gpu): e for rec in fresh for e in rec.entries}
-    best = {(rec.model, rec.workload): rec.best for rec in fresh}
-    return [Recommendation(rec.model, rec.workload, best.get((rec.model, rec.workload)),
-                           tuple(entries.get((e.model, e.workload, e.gpu)) or PlanEntry(e.model, e.workload, e.gpu, None, 0)
-                                 for e in rec.entries))
-            for rec in written]
+def on_written_rows(written, fresh, after):
+    """The fresh recommendations on the Plan's written rows, and those rows' requirement texts. A row
+    plans the candidates of its GPU type whose requirement is that of the row it links to (the
+    written recommendation's sample) in `after`, the recalculated workbook: an edited job input moves
+    the row to the sample's new requirement. A written GPU type of which no candidate is left shows 0
+    tried, nothing fits; the cheapest marks are among the written rows of one requirement."""
+    by_text = {row_value(after, rec.sample, "requirement"): rec for rec in fresh}
+    texts = [row_value(after, rec.sample, "requirement") for rec in written]
+    assert len(set(texts)) == len(texts), "two Plan rows of one GPU type would plan one requirement"
+    out = []
+    for rec, text in zip(written, texts):
+        match = by_text.get(text)  # None: the linked row is no candidate now (an invalid edit)
+        need = match.requirement if match else Requirement(*text.split(" · ")[:2], ())
+        entries = {e.gpu: e for e in match.entries} if match else {}
+        rows = tuple(entries.get(e.gpu) or PlanEntry(need, e.gpu, None, 0, 0) for e in rec.entries)
+        fitting = [e for e in rows if e.fits]
+        out.append(Recommendation(need, min(fitting, key=lambda e: plan_key(e.result), default=None),
+                                  rows, rec.sample, min(fitting, key=lambda e: rent_key(e.rent), default=None)))
+    return out, texts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +396,8 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
     assert assert_rows(fresh, expected) > 3000
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(results, gpu_types)))
+    assert_plan(fresh, *on_written_rows(report.recommendations, recommend(results, gpu_types, report.interchangeable),
+                                        fresh))
     assert_notes(fresh, report.notes)
 
 

@@ -13,13 +13,14 @@ from pathlib import Path
 import openpyxl
 import pytest
 from openpyxl.formula.translate import Translator
+from openpyxl.utils import get_column_letter
 import yaml
 from click.testing import CliRunner
 
 from lo import recalculate, require_soffice
 from reportgen.cli import main
 from reportgen.i18n import load_catalogue
-from reportgen.inputs import INPUTS
+from reportgen.inputs import INPUTS, applies
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import recommend
 from reportgen.terms import ASSUMPTIONS, PER_GPU_KEYS
@@ -45,10 +46,12 @@ def book(report, tmp_path_factory) -> Path:
 
 
 def cli_estimate(inputs: dict, assumptions: dict, *, config: Path | None = None) -> dict:
-    """`reportgen estimate --json` for a Scenarios row's inputs (and the workbook's assumptions)."""
+    """`reportgen estimate --json` for a Scenarios row's inputs (and the workbook's assumptions): the
+    options that apply to its workload (the CLI refuses the others: they would change nothing)."""
     args = ["estimate", "--json", "--workload", inputs["workload"]]
     args += ["--config", str(config)] if config else ["--model", inputs["model"]]
-    args += [arg for i in INPUTS if i.option for arg in (i.option, str(inputs[i.name]))]
+    args += [arg for i in INPUTS if i.option and applies(i, inputs["workload"], values=inputs)
+             for arg in (i.option, str(inputs[i.name]))]
     args += [arg for a in ASSUMPTIONS if a.option for arg in (a.option, str(assumptions[a.name]))]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, (args, result.output)
@@ -207,7 +210,8 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
     kept = [r for r in report.results if r.gpu != "A100-80GB"
             and not any(ws.cell(row, cols["index"]).value == r.index for row in edits)]
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in kept})
-    assert_plan(fresh, on_written_rows(report.recommendations, recommend(kept, gpu_types)))
+    assert_plan(fresh, *on_written_rows(report.recommendations, recommend(kept, gpu_types, report.interchangeable),
+                                        fresh))
 
 
 def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffice, tmp_path):
@@ -276,8 +280,12 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     plan = wb["Plan"]
     added = plan.max_row + 1
     copy_row(plan, plan.max_row, added)
-    for name, value in (("model", "Qwen2.5-7B"), ("workload", "inference"), ("gpu", "A100-80GB")):
-        plan.cell(added, columns(plan)[name]).value = value
+    # As the Guide says: the GPU type, and the requirement linked to a row of the job (the row switched
+    # to Qwen2.5-7B); its model and workload follow from the linked text.
+    switched = next(iter(edits))
+    text = written_requirement(book, switched).replace("Llama-2-7B · ", "Qwen2.5-7B · ", 1)
+    plan.cell(added, columns(plan)["gpu"]).value = "A100-80GB"
+    plan.cell(added, columns(plan)["requirement"]).value = f"=Scenarios!${get_column_letter(cols['requirement'])}${switched}"
     (k_row,) = [r for r in wb["Assumptions"].iter_rows(min_row=2) if r[0].value == "safety_factor"]
     k_row[2].value = 1.4
     gpus = wb["GPUs"]
@@ -305,6 +313,9 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
         fits = want["per_gpu_bytes"]["recommended"] <= gpu_memory
         assert ws.cell(row, cols["fits_recommended"]).value == int(fits), row
         candidates.append((inputs, row - FIRST_ROW + 1, fits, want["cost"]["purchase_usd"]))
+    assert ws.cell(switched, cols["requirement"]).value == text
+    added_row = [fresh["Plan"].cell(added, columns(plan)[n]).value for n in ("model", "workload", "requirement")]
+    assert added_row == ["Qwen2.5-7B", "inference", text]
     # The labels follow the edits, and the copy is told apart from its source.
     labels = {row: ws.cell(row, cols["label"]).value for row in (*edits, source, copied)}
     assert labels[copied] != labels[source] and "batch 16" in labels[copied]
@@ -316,24 +327,31 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     assert labels[next(iter(edits))] in chart_labels  # the added Plan row's pick reaches Charts
 
 
+def written_requirement(book: Path, row: int) -> str:
+    ws = openpyxl.load_workbook(book, data_only=True)["Scenarios"]
+    return ws.cell(row, columns(ws)["requirement"]).value
+
+
 def assert_single_model_plan(wb, candidates) -> None:
-    """Each single-model Plan row picks the first fitting candidate by report.PLAN_ORDER (cost, GPUs,
-    row order), and marks the first of its model × workload across GPU types."""
+    """Each single-model Plan row picks, among the rows of its model × workload × requirement × GPU
+    type, the first fitting candidate by report.PLAN_ORDER (cost, GPUs, row order), and marks the
+    first of its requirement across GPU types."""
     plan = wb["Plan"]
     cols = columns(plan)
     picks = {}
     for row in range(FIRST_ROW, plan.max_row + 1):
-        key = tuple(plan.cell(row, cols[n]).value for n in ("model", "workload", "gpu"))
+        key = tuple(plan.cell(row, cols[n]).value for n in ("model", "workload", "requirement", "gpu"))
         if plan.cell(row, cols["sheet"]).value != "Scenarios":
             continue
-        tried = [c for c in candidates if (c[0]["model"], c[0]["workload"], c[0]["gpu"]) == key]
+        tried = [c for c in candidates if tuple(c[0][n] for n in ("model", "workload", "requirement", "gpu")) == key]
         fitting = sorted((cost, c[0]["num_gpus"], position) for c in tried for _, position, fits, cost in [c] if fits)
         assert plan.cell(row, cols["scenarios_tried"]).value == len(tried), key
         found = plan.cell(row, cols["best_index"]).value
         assert found == (fitting[0][2] if fitting else 10**15), key
         picks[row] = (key, fitting[0] if fitting else None)
+    assert sum(plan.cell(row, cols["scenarios_tried"]).value for row in picks) > 20
     for row, (key, best) in picks.items():
-        rivals = [b for k, b in picks.values() if k[:2] == key[:2] and b]
+        rivals = [b for k, b in picks.values() if k[:3] == key[:3] and b]
         want = int(best is not None and best == min(rivals))
         assert plan.cell(row, cols["cheapest"]).value == want, key
 

@@ -6,14 +6,15 @@ GPUs, Precisions, Dtypes, Optimizers, Choices (the Guide describes each).
 Every term column is `formulas.to_excel(term.expr)` of the one term table (terms.py); the Models
 sheet's shape terms, RLHF group cells, note figures, checks and labels are expressions rendered the
 same way, and their cached values are the same expressions evaluated in Python. The writer never
-types a term formula. Only the Plan's searches (SUMPRODUCT over named columns, from report.PLAN_ORDER)
-and the Charts' reads of the Plan are formula strings built here: the expression language has no
-ranges.
+types a term formula. Only the Plan's searches (SUMPRODUCT over named columns, from report.PLAN_ORDER
+and RENT_ORDER) and the Charts' reads of the Plan are formula strings built here: the expression
+language has no ranges.
 
 Modules: layout (columns, tables, defined names, styles), book (every table's columns and Python
 values), checks (per-row checks from the input, rule and catalog tables), labels (the live scenario
-label), plan (Plan and Charts), scenarios (Scenarios, RLHF, NoteScenarios), notes, catalogs (Terms,
-Assumptions, the catalogs, Choices), guide, stream (the data rows as raw SpreadsheetML).
+label), requirements (the live requirement text the Plan matches), plan (Plan and Charts), scenarios
+(Scenarios, RLHF, NoteScenarios), notes, catalogs (Terms, Assumptions, the catalogs, Choices), guide,
+stream (the data rows as raw SpreadsheetML).
 
 Why XlsxWriter: openpyxl cannot store a formula's cached value (it writes `<v/>`), so viewers that
 do not recalculate (previewers, mail clients, pandas) would show empty cells. XlsxWriter stores the

@@ -6,18 +6,19 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
-from ...formulas import AND, IF, Expr, ExcelContext, Var, compile_terms, concat, to_excel
+from ...formulas import AND, IF, Expr, ExcelContext, Var, compile_terms, concat, lift, to_excel
 from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...report import PLAN_FITS, PLAN_ORDER, Report, Result
+from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result, requirement
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .checks import (catalog_problems, checked, gated, group_check, input_problems, rule_problems,
                      scenario_check)
 from .labels import scenario_label
-from .layout import (ASSUMPTIONS_CHECK, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names, Table,
-                     row_context)
+from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
+                     Table, row_context)
+from .requirements import group_requirement, scenario_requirement
 from .stream import ROW
 
 
@@ -72,6 +73,14 @@ def label_columns(t: Catalogue, label: Expr | None, check: Expr | None) -> tuple
                         "group or note reads it)"))
 
 
+def requirement_column(expr: Expr | None) -> Column:
+    """The row's requirement text (requirements.py; None: each row brings its own formula)."""
+    return Column("requirement", "Requirement (model · workload · job inputs)", "text", "summary", 40, expr,
+                  "" if expr is not None else "group",
+                  help="what the job is, whatever its layout: the Plan compares the rows of one requirement; copy "
+                       "it into a Plan row to plan it")
+
+
 def _input_column(i) -> Column:
     width = {"model": 16, "gpu": 16, "lora_targets": 24, "precision": 11}.get(i.name, 10)
     return Column(i.name, i.label, "count" if i.is_int else "text", "input", width, help=i.help)
@@ -84,20 +93,32 @@ def _term_column(t: Term, label: str | None = None, special: str = "") -> Column
 
 
 # ---------------------------------------------------------------------------------------------
-# What the Plan reads from a candidate table: report.PLAN_ORDER's Result fields as its columns
+# What the Plan reads from a candidate table: the Result fields its rankings sort by, as columns
+
+PLAN_KEYS = tuple(dict.fromkeys(PLAN_ORDER + RENT_ORDER))  # to buy, then to rent
+
 
 @dataclass(frozen=True)
 class PlanFields:
-    """The column of a candidate table that holds each of report.PLAN_ORDER's Result fields."""
+    """The column of a candidate table that holds each Result field the Plan ranks by (report.PLAN_ORDER
+    and RENT_ORDER), and the Plan's figures whose expression differs by table."""
     columns: Mapping[str, str]
+    figures: Mapping[str, Expr]
 
     def __post_init__(self):
-        assert set(self.columns) == set(PLAN_ORDER), "a candidate table must hold every plan key"
+        assert set(self.columns) == set(PLAN_KEYS), "a candidate table must hold every plan key"
 
 
-# The scenario order (Result.index) is the row order; a row's place in its table stands for it.
-SCENARIO_PLAN = PlanFields({"purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "index": "row_in_table"})
-RLHF_PLAN = PlanFields({"purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "index": "row_in_table"})
+# The scenario order (Result.index) is the row order; a row's place in its table stands for it. The
+# summary's speed (views.speed): a training run's time or a served model's tokens per second per
+# user; an RLHF group's time per iteration.
+SCENARIO_PLAN = PlanFields(
+    {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "index": "row_in_table"},
+    {"time_seconds": IF(Var("is_train").eq(1), Var("time_to_train_seconds"), DASH),
+     "tokens_per_s_per_user": IF(Var("is_train").eq(1), DASH, Var("tokens_per_s_per_user"))})
+RLHF_PLAN = PlanFields(
+    {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "index": "row_in_table"},
+    {"time_seconds": Var("iteration_seconds"), "tokens_per_s_per_user": lift(DASH)})
 
 
 def plan_key_column(key: str) -> str:
@@ -111,7 +132,7 @@ def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
         Column(plan_key_column(k), f"Plan key: {fields.columns[k]} if it fits with k (else 10^15)",
                "usd" if k == "purchase_usd" else "count", "helper", 12,
                IF(Var("plan_fits").eq(1), Var(fields.columns[k]), NO_FIT))
-        for k in PLAN_ORDER)
+        for k in PLAN_KEYS)
     return (
         Column("row_in_table", "Row in table", "count", "helper", 7, special="position",
                help="the row's place in this table (1 = first data row): the scenario order"),
@@ -150,8 +171,11 @@ RLHF_LINKS = tuple(
     for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
 
 
-def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = ()) -> tuple[Column, ...]:
-    return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t)) + _gated(SUMMARY)
+def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = (),
+                     requirement: Expr | None = None) -> tuple[Column, ...]:
+    """A sheet of model instances; with `requirement`, each row's (the sheet whose rows the Plan picks)."""
+    return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t))
+            + ((requirement_column(requirement),) if requirement is not None else ()) + _gated(SUMMARY)
             + tuple(_input_column(i) for i in INPUTS) + _gated([_term_column(term) for term in ROLE_TERMS])
             + problem_columns(t) + tuple(helpers))
 
@@ -170,8 +194,8 @@ def rlhf_columns(t: Catalogue, results: Sequence[Result]) -> tuple[Column, ...]:
     cols = tuple(_term_column(term, term.label if term.label != term.name else TERM_BY_NAME[term.name].label + " (group)",
                               "group") for term in terms.values())
     candidate = IF(Var("check").eq(OK), 1, 0)
-    return (RLHF_IDS + label_columns(t, None, None) + RLHF_LINKS + _gated(SUMMARY) + cols
-            + plan_helpers(candidate, RLHF_PLAN))
+    return (RLHF_IDS + label_columns(t, None, None) + (requirement_column(None),) + RLHF_LINKS + _gated(SUMMARY)
+            + cols + plan_helpers(candidate, RLHF_PLAN))
 
 
 def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
@@ -357,7 +381,8 @@ def build_book(report: Report, lang: str = "en") -> Book:
             rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.lead.name, matrix=r.matrix,
                                          group="", role=""))
     candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
-    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN)),
+    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN),
+                                                         scenario_requirement(report.interchangeable)),
                            SCENARIO_FIRST_ROW, len(rows), count_column="check")
     fill_derived(book.scenarios, rows, book.book_values, book.catalog_rows)
 
@@ -401,11 +426,17 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
         return book.scenarios.cell(term, role_rows[role])
 
     ctx = book.context(book.rlhf, role_cell)
+    free = book.report.interchangeable
     own = (Column("label", "", "text", "summary", expr=concat(prefix, Var(f"{roles[0]}.label"))),
-           Column("check", "", "text", "summary", expr=group_check(t, list(role_rows.items()))))
-    role_values = {f"{role}.{c.name}": book.scenario_rows[n - SCENARIO_FIRST_ROW][c.name]
-                   for role, n in role_rows.items() for c in own}
-    row.update(zip((c.name for c in own), compiled_columns(own, chained=False)(role_values, {})))
+           Column("check", "", "text", "summary", expr=group_check(t, list(role_rows.items()))),
+           Column("requirement", "", "text", "summary",
+                  expr=group_requirement(requirement(r, free.get(r.matrix, ())), roles, free)))
+    # What they read: the role rows' cells ("actor.label") and the group row's own (its matrix).
+    values = {}
+    for name in set().union(*(c.expr.names() for c in own)):
+        role, _, column = name.rpartition(".")
+        values[name] = book.scenario_rows[role_rows[role] - SCENARIO_FIRST_ROW][column] if role else row[name]
+    row.update(zip((c.name for c in own), compiled_columns(own, chained=False)(values, {})))
     exprs = {c.name: c.expr for c in own}
     exprs.update({term.name: gated(term.expr) for term in group_terms(roles, g.scenario.placement)})
     for name, expr in exprs.items():

@@ -60,7 +60,8 @@ class Column:
 
     @property
     def is_formula(self) -> bool:
-        return self.kind in ("summary", "formula", "helper")
+        """A formula cell; an input "link" is one too: a reference the planner points at a row."""
+        return self.kind in ("summary", "formula", "helper") or self.special == "link"
 
 
 @dataclass

@@ -1,30 +1,66 @@
-"""Plan and Charts: the cheapest fitting configuration per model × workload × GPU type, by formulas.
+"""Plan and Charts: per requirement and GPU type, the cheapest fitting configuration to buy and the
+cheapest to rent, by formulas.
 
-The ranking is report.PLAN_ORDER, rendered here. Each candidate row carries its plan keys (NO_FIT
-unless it may be picked and fits); a Plan row takes, key by key, the minimum over the candidates of
-its model × workload × GPU type among those that tie on the earlier keys: the lexicographically
-first, as recommend() picks it. Each of those minima is one SUMPRODUCT over the filled candidate
-rows, so a Plan row costs the number of candidates and the Plan grows linearly with the sweep.
+A Plan row names a requirement (report.requirement: what the job is) by a link to the requirement
+cell (requirements.py) of one row of the job, so it follows that row's inputs, and a GPU type; its
+model and workload cells are read from the linked text. The rankings are
+report.PLAN_ORDER (to buy) and RENT_ORDER (to rent), rendered here. Each candidate row carries its plan
+keys (NO_FIT unless it may be picked and fits); a Plan row takes, key by key, the minimum over the
+candidates of its requirement × GPU type among those that tie on the earlier keys: the
+lexicographically first, as recommend() picks it. Each of those minima is one SUMPRODUCT over the
+filled candidate rows, so a Plan row costs the number of candidates and the Plan grows linearly with
+the sweep. Across GPU types, the first of the picks by the same order is marked (cheapest overall to
+buy, to rent).
 
-Every formula of a Plan or Charts row reads its own row's cells and named columns, so a planner may
-copy a Plan row and edit its model, workload or GPU type; Charts show the Plan's picks in Plan order.
+Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
+absolute), so a planner may copy a Plan row and edit its GPU type and link; Charts show the Plan's
+picks to buy in Plan order.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
 
 from ...formulas import ExcelContext, Var, to_excel
 from ...i18n import Catalogue
 from ...inputs import RLHF_ALGORITHMS
-from ...report import PLAN_ORDER
+from ...report import PLAN_ORDER, RENT_ORDER, Result
 from ...terms import PEAK_PARTS, TERM_BY_NAME
-from .book import Book, compiled_columns, plan_key_column
+from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, column_header,
                      page_setup, write_header, write_rows)
+from .requirements import SEP
 from .stream import ROW
 
-# The chosen candidate's figures, as expressions over the candidate table's columns.
+
+@dataclass(frozen=True)
+class Ranking:
+    """One of the plan's orders and the Plan's helper columns for it: `<prefix>_<key>`, each key's
+    minimum among the candidates that tie on the earlier ones."""
+    prefix: str
+    order: tuple[str, ...]
+
+    def column(self, key: str) -> str:
+        return f"{self.prefix}_{key}"
+
+    @property
+    def found(self) -> str:
+        """The last key's column: unique per candidate row (its place in its table), NO_FIT if none fits."""
+        return self.column(self.order[-1])
+
+
+TO_BUY, TO_RENT = Ranking("best", PLAN_ORDER), Ranking("rent", RENT_ORDER)
+FOUND = TO_BUY.found
+
+# The planner's keys: a Plan row plans the candidates of its GPU type whose requirement text is its
+# requirement cell's, a link to a row of the job (=Scenarios!$F$7): live, it follows that row's inputs.
+PLAN_MATCH = (Column("gpu", "GPU type", "text", "input", 16),
+              Column("requirement", "Requirement (a link to a row of the job on Scenarios or RLHF)", "text", "input",
+                     40, special="link"))
+# The requirement text's first two parts, for readers (and the candidate sheet the workload implies).
+PLAN_NAMES = (Column("model", "Model", "text", "formula", 16), Column("workload", "Workload", "text", "formula", 10))
+# The pick's figures, as expressions over the candidate table's columns (None: the table's own,
+# PlanFields.figures).
 PLAN_DETAILS = (
     Column("index", "#", "count", "formula", 5, Var("index")),
     Column("label", "Cheapest configuration that fits with k", "text", "formula", 62, Var("label")),
@@ -36,35 +72,40 @@ PLAN_DETAILS = (
     Column("headroom_gib", "Headroom per GPU", "gib", "formula", 10, Var("headroom_bytes") / GIB),
     Column("purchase_usd", "Purchase cost", "usd", "formula", 12, Var("purchase_usd")),
     Column("hourly_usd", "Cloud cost per hour", "usd", "formula", 10, Var("hourly_usd")),
+    Column("time_seconds", "Time to train, or per RLHF iteration (s)", "seconds", "formula", 12),
+    Column("tokens_per_s_per_user", "Output tokens per second per user (inference)", "tokens_per_s", "formula", 10),
+    Column("rent_usd", "Cost to rent (training: the run; else an hour)", "usd", "formula", 12, Var("rent_usd")),
 )
-
-
-def best_column(key: str) -> str:
-    return f"best_{key}"
-
-
-BEST_LABELS = {"purchase_usd": "Lowest cost of a fitting candidate (10^15: none)",
-               "total_gpus": "then fewest GPUs", "index": "then first row in table: the pick"}
-# The planner's keys, the answer, then the helpers the answer is found with.
+RENT_DETAILS = (
+    Column("rent_label", "Cheapest configuration to rent on this GPU type", "text", "formula", 40, Var("label")),
+    Column("rent_pick_usd", "Its cost to rent", "usd", "formula", 12, Var("rent_usd")),
+)
+RANKING_LABELS = {
+    TO_BUY: {"purchase_usd": "To buy: lowest cost of a fitting candidate (10^15: none)",
+             "total_gpus": "then fewest GPUs", "index": "then first row in table: the pick"},
+    TO_RENT: {"rent_usd": "To rent: lowest cost of a fitting candidate (10^15: none)",
+              "purchase_usd": "then lowest purchase cost", "total_gpus": "then fewest GPUs",
+              "index": "then first row in table: the pick to rent"},
+}
+# The planner's keys, the answers, then the helpers the answers are found with.
 PLAN_TABLE_COLUMNS = (
-    (Column("model", "Model", "text", "input", 16),
-     Column("workload", "Workload", "text", "input", 10),
-     Column("gpu", "GPU type", "text", "input", 16))
-    + PLAN_DETAILS
-    + (Column("cheapest", "Cheapest overall for this model × workload (1/0)", "flag", "helper", 12),
+    PLAN_NAMES + PLAN_MATCH + PLAN_DETAILS
+    + (Column("cheapest", "Cheapest to buy for this requirement (1/0)", "flag", "helper", 12),)
+    + RENT_DETAILS
+    + (Column("cheapest_to_rent", "Cheapest to rent for this requirement (1/0)", "flag", "helper", 12),
        Column("sheet", "Candidates on", "text", "helper", 10,
               help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
        Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
-    + tuple(Column(best_column(k), BEST_LABELS[k], "usd" if k == "purchase_usd" else "count", "helper", 11)
-            for k in PLAN_ORDER)
+    + tuple(Column(ranking.column(k), label, "usd" if k.endswith("_usd") else "count", "helper", 11)
+            for ranking, labels in RANKING_LABELS.items() for k, label in labels.items())
     + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
 )
-FOUND = best_column(PLAN_ORDER[-1])  # the last key is unique per candidate row: NO_FIT means none fits
+PICKS = ((TO_BUY, PLAN_DETAILS), (TO_RENT, RENT_DETAILS))  # each ranking's pick and its figures
 
 
-def _candidate_tables(book: Book) -> list[Table]:
+def _candidate_tables(book: Book) -> list[tuple[Table, PlanFields]]:
     """Scenarios, and RLHF when the workbook has groups (the order _by_sheet expects)."""
-    return [book.scenarios, book.rlhf] if book.group_rows else [book.scenarios]
+    return [(book.scenarios, SCENARIO_PLAN)] + ([(book.rlhf, RLHF_PLAN)] if book.group_rows else [])
 
 
 def _by_sheet(plan: Table, per_table: Sequence[str]) -> str:
@@ -74,49 +115,73 @@ def _by_sheet(plan: Table, per_table: Sequence[str]) -> str:
     return f'IF(${plan.ref("sheet")}="RLHF",{per_table[1]},{per_table[0]})'
 
 
-def _lexicographic_min(book: Book, plan: Table, table: Table) -> dict[str, str]:
-    """Plan row formulas: each PLAN_ORDER key's minimum over the rows of this row's model × workload
-    × GPU type that tie on the earlier keys (NO_FIT where no row fits)."""
+def _minima(book: Book, plan: Table, table: Table) -> dict[str, str]:
+    """Plan row formulas: the candidates tried, and each ranking's keys' minima over the rows of this
+    row's requirement × GPU type that tie on the earlier keys (NO_FIT where no row fits)."""
     name = lambda column: book.names.of(table, column)  # noqa: E731
-    match = "*".join(f"({name(c)}=${plan.ref(c)})" for c in ("model", "workload", "gpu"))
+    match = "*".join(f"({name(c.name)}=${plan.ref(c.name)})" for c in PLAN_MATCH)
     out = {"scenarios_tried": f"SUMPRODUCT({match}*{name('plan_candidate')})"}
-    selected = match
-    for key in PLAN_ORDER:
-        values = name(plan_key_column(key))
-        out[best_column(key)] = f"SUMPRODUCT(MIN({selected}*{values}+(1-{selected})*{NO_FIT}))"
-        selected += f"*({values}=${plan.ref(best_column(key))})"
+    for ranking, _ in PICKS:
+        selected = match
+        for key in ranking.order:
+            values = name(plan_key_column(key))
+            out[ranking.column(key)] = f"SUMPRODUCT(MIN({selected}*{values}+(1-{selected})*{NO_FIT}))"
+            selected += f"*({values}=${plan.ref(ranking.column(key))})"
     return out
 
 
-def _detail_context(book: Book, table: Table, plan: Table) -> ExcelContext:
-    """Var(name) -> that column of the chosen candidate row."""
+def _pick_context(book: Book, table: Table, plan: Table, ranking: Ranking) -> ExcelContext:
+    """Var(name) -> that column of the ranking's pick."""
     ctx = book.context(table)
-    return replace(ctx, cell=lambda n: f"INDEX({book.names.of(table, n)},${plan.ref(FOUND)})")
+    return replace(ctx, cell=lambda n: f"INDEX({book.names.of(table, n)},${plan.ref(ranking.found)})")
+
+
+def _details(details: Sequence[Column], fields: PlanFields) -> list[Column]:
+    """The figures as this candidate table computes them."""
+    return [replace(c, expr=fields.figures[c.name]) if c.expr is None else c for c in details]
 
 
 def _before(pairs: Sequence[tuple[str, str]]) -> str:
-    """1 where the named range's row comes before this row's values in PLAN_ORDER, else 0."""
+    """1 where the named range's row comes before this row's values in the ranking's order, else 0."""
     (rng, own), rest = pairs[0], pairs[1:]
     if not rest:
         return f"({rng}<{own})"
     return f"(({rng}<{own})+({rng}={own})*{_before(rest)})"
 
 
+def _first_of_requirement(plan: Table, ranking: Ranking, name: Callable[[str], str]) -> str:
+    """1 on the row whose pick comes first by the ranking among the Plan rows of its requirement."""
+    same = "*".join(f"({name(c.name)}=${plan.ref(c.name)})" for c in PLAN_MATCH if c.name != "gpu")
+    before = _before([(name(ranking.column(k)), f"${plan.ref(ranking.column(k))}") for k in ranking.order])
+    return f"=IF(${plan.ref(ranking.found)}>={NO_FIT},0,IF(SUMPRODUCT({same}*{before})=0,1,0))"
+
+
+def _names(plan: Table) -> dict[str, str]:
+    """Model and workload: the requirement text's parts before its first and second separator."""
+    text, sep = f"${plan.ref('requirement')}", f'"{SEP}"'
+    first = f"FIND({sep},{text})"
+    second = f"FIND({sep},{text}&{sep},{first}+{len(SEP)})"
+    return {"model": f'=IF({text}="","",LEFT({text},{first}-1))',
+            "workload": f'=IF({text}="","",MID({text},{first}+{len(SEP)},{second}-{first}-{len(SEP)}))'}
+
+
 def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     """Every Plan column's formula, the same in every row (so a copied row works)."""
     tables = _candidate_tables(book)
-    per_table = [_lexicographic_min(book, plan, t) for t in tables]
+    per_table = [_minima(book, plan, t) for t, _ in tables]
     out = {n: "=" + _by_sheet(plan, [f[n] for f in per_table]) for n in per_table[0]}
+    out.update(_names(plan))
     workload = plan.ref("workload")
     groups = ",".join(f'{workload}="{a}"' for a in RLHF_ALGORITHMS)
     out["sheet"] = f'=IF(OR({groups}),"RLHF","Scenarios")'
-    for col in PLAN_DETAILS:
-        per = [to_excel(col.expr, _detail_context(book, t, plan)) for t in tables]
-        out[col.name] = f'=IF(${plan.ref(FOUND)}>={NO_FIT},"{DASH}",{_by_sheet(plan, per)})'
+    for ranking, details in PICKS:
+        for i, col in enumerate(details):
+            per = [to_excel(_details(details, fields)[i].expr, _pick_context(book, t, plan, ranking))
+                   for t, fields in tables]
+            out[col.name] = f'=IF(${plan.ref(ranking.found)}>={NO_FIT},"{DASH}",{_by_sheet(plan, per)})'
     name = lambda column: book.names.of(plan, column)  # noqa: E731
-    same = f"({name('model')}=${plan.ref('model')})*({name('workload')}=${plan.ref('workload')})"
-    before = _before([(name(best_column(k)), f"${plan.ref(best_column(k))}") for k in PLAN_ORDER])
-    out["cheapest"] = f"=IF(${plan.ref(FOUND)}>={NO_FIT},0,IF(SUMPRODUCT({same}*{before})=0,1,0))"
+    out["cheapest"] = _first_of_requirement(plan, TO_BUY, name)
+    out["cheapest_to_rent"] = _first_of_requirement(plan, TO_RENT, name)
     cheapest, sheet = plan.letter("cheapest"), plan.letter("sheet")
     first = plan.first_row
     out["chart_order"] = (f'=SUMPRODUCT((${cheapest}${first}:{cheapest}{ROW}=1)'
@@ -124,34 +189,53 @@ def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     return out
 
 
+def _pick_values(book: Book, r: Result | None, ranking: Ranking, details: Sequence[Column],
+                 compiled: dict[tuple[str, str], Callable]) -> dict[str, Any]:
+    """A ranking's helper and figure cells for its pick `r` (None: nothing fits), from the candidate
+    row's values and the same expressions as the formulas."""
+    if r is None:
+        return {**{ranking.column(k): NO_FIT for k in ranking.order}, **{c.name: DASH for c in details}}
+    table, _, fields = book.candidates(r)
+    key = (ranking.prefix, table.sheet)
+    if key not in compiled:
+        compiled[key] = compiled_columns(_details(details, fields), chained=False)
+    candidate = book.row_of(r)
+    return {**{ranking.column(k): candidate[plan_key_column(k)] for k in ranking.order},
+            **dict(zip((c.name for c in details), compiled[key](candidate, book.report.assumptions)))}
+
+
 def plan_rows(book: Book) -> list[dict[str, Any]]:
-    """The Python value of every Plan cell: report.recommendations laid out, the chosen candidates'
-    figures from the same expressions as the formulas."""
+    """The Python value of every Plan cell: report.recommendations laid out (the requirement as its
+    rows show it), the picks' figures from the same expressions as the formulas."""
     rows = []
     picks = 0
-    details = compiled_columns(PLAN_DETAILS, chained=False)
+    compiled: dict[tuple[str, str], Callable] = {}
     for rec in book.report.recommendations:
+        sheet = "RLHF" if rec.workload in RLHF_ALGORITHMS else "Scenarios"
+        text = book.row_of(rec.sample)["requirement"]
         for entry in rec.entries:
-            r = entry.result
-            sheet = "RLHF" if rec.workload in RLHF_ALGORITHMS else "Scenarios"
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
             picks += cheapest and sheet == "Scenarios"
-            row = {"model": entry.model, "workload": entry.workload, "gpu": entry.gpu, "sheet": sheet,
-                   "scenarios_tried": entry.num_scenarios, "cheapest": cheapest, "chart_order": picks}
-            if r is None:
-                row.update({best_column(k): NO_FIT for k in PLAN_ORDER})
-                row.update({c.name: DASH for c in PLAN_DETAILS})
-            else:
-                candidate = book.row_of(r)
-                row.update({best_column(k): candidate[plan_key_column(k)] for k in PLAN_ORDER})
-                row.update(zip((c.name for c in PLAN_DETAILS), details(candidate, book.report.assumptions)))
+            row = {"model": entry.model, "workload": entry.workload, "gpu": entry.gpu, "requirement": text,
+                   "sheet": sheet, "scenarios_tried": entry.num_scenarios, "cheapest": cheapest,
+                   "cheapest_to_rent": int(rec.cheapest_to_rent is not None and rec.cheapest_to_rent.gpu == entry.gpu),
+                   "chart_order": picks}
+            row.update(_pick_values(book, entry.result, TO_BUY, PLAN_DETAILS, compiled))
+            row.update(_pick_values(book, entry.rent, TO_RENT, RENT_DETAILS, compiled))
             rows.append(row)
     return rows
 
 
+def requirement_link(book: Book, r: Result) -> str:
+    """A Plan row's requirement formula: the requirement cell of the row of `r` (its recommendation's
+    sample), absolute, so a copied Plan row keeps it until the planner points it at another row."""
+    table, _, _ = book.candidates(r)
+    return f"={table.sheet}!${table.letter('requirement')}${book.result_rows[r.index]}"
+
+
 def plan_table(book: Book) -> Table:
     n = sum(len(rec.entries) for rec in book.report.recommendations)
-    return Table("Plan", PLAN_TABLE_COLUMNS, SCENARIO_FIRST_ROW, n, count_column="model")
+    return Table("Plan", PLAN_TABLE_COLUMNS, SCENARIO_FIRST_ROW, n, count_column="gpu")
 
 
 def write_plan(wb, book: Book, styles: Styles) -> None:
@@ -159,10 +243,13 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
     plan = plan_table(book)
     write_header(ws, plan, styles, book.t)
     rows = plan_rows(book)
-    write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles)
-    col = plan.index["cheapest"]
-    ws.conditional_format(plan.first_row - 1, col, MAX_ROW, col,
-                          {"type": "cell", "criteria": "==", "value": 1, "format": styles.highlight})
+    links = [{"requirement": requirement_link(book, rec.sample)}
+             for rec in book.report.recommendations for _ in rec.entries]
+    write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles, links)
+    for flag in ("cheapest", "cheapest_to_rent"):
+        col = plan.index[flag]
+        ws.conditional_format(plan.first_row - 1, col, MAX_ROW, col,
+                              {"type": "cell", "criteria": "==", "value": 1, "format": styles.highlight})
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 3)
     ws.autofilter(1, 0, max(plan.last_row, plan.first_row) - 1, len(plan.columns) - 1)
     page_setup(ws, header_rows=2)

@@ -1,0 +1,63 @@
+"""A row's requirement, live: the text that names what its job is (report.requirement), a formula over
+its inputs, so an edited batch or dtype moves the row to another requirement and an edited layout
+(GPUs, ZeRO, TP…) keeps it in its own.
+
+"model · workload · name=value · …": inputs.job_inputs of the row's workload, in the input table's
+order, less those its matrix (the row's matrix cell) declares interchangeable, which the plan may
+choose. An RLHF group's reads its actor's (DPO: policy's) row as the group computes with it (GRPO's
+batch is prompts × group size, DPO's chosen + rejected pairs), then the settings report.requirement
+adds for a group: how the actor trains and the other roles' models (live, from their rows) and GRPO's
+group size. Two candidate rows show the same text exactly when report.requirement gives them the
+same requirement; the Plan's requirement cells are matched against it. Names and values, not words:
+the same text in every language.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Sequence
+
+from ...formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
+from ...inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
+from ...report import Requirement
+
+SEP = " · "
+
+
+def _setting(name: str, value) -> Expr:
+    return concat(SEP, name, "=", value)
+
+
+def _job_settings(asked: Mapping[str, Sequence[str]], interchangeable: Mapping[str, Iterable[str]],
+                  var: Callable[[str], Expr]) -> Expr:
+    """Each job input as ' · name=value' where the row's workload (asked: the job inputs of each) asks
+    for it and its matrix does not declare it interchangeable."""
+    workloads = tuple(asked)
+    parts = []
+    for i in INPUTS:
+        by = [w for w in workloads if i.name in asked[w]]
+        if not by:
+            continue
+        free = [m for m, names in interchangeable.items() if i.name in names]
+        conditions = ([is_one_of(var("workload"), *by)] if len(by) < len(workloads) else []) \
+            + ([NOT(is_one_of(Var("matrix"), *free))] if free else [])
+        part = _setting(i.name, var(i.name))
+        parts.append(IF(conditions[0] if len(conditions) == 1 else AND(*conditions), part, "") if conditions else part)
+    return concat(*parts)
+
+
+def scenario_requirement(interchangeable: Mapping[str, Iterable[str]]) -> Expr:
+    """A Scenarios row's requirement; blank on an RLHF role row (its group's is on RLHF)."""
+    asked = {w: job_inputs(w) for w in SINGLE_WORKLOADS}
+    text = concat(Var("model"), SEP, Var("workload"), _job_settings(asked, interchangeable, Var))
+    return IF(Var("group").eq(""), text, "")
+
+
+def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: Mapping[str, Iterable[str]]) -> Expr:
+    """An RLHF group's requirement over its role rows (Var("actor.batch_size"): the actor row's cell).
+    `need` (report.requirement of the group) says which group settings follow the actor's inputs;
+    those with a cell are read live, GRPO's group size (no cell) is its value."""
+    def actor(name: str) -> Expr:
+        return Var(f"{roles[0]}.{name}")
+    live = {"actor_workload": actor("workload"), **{f"role.{r}": Var(f"{r}.model") for r in roles[1:]}}
+    extras = [_setting(n, live.get(n, lift(v))) for n, v in need.settings if n not in INPUT_BY_NAME]
+    asked = {w: job_inputs(need.workload, w) for w in TRAINED_WORKLOADS}  # w: how the actor trains
+    return concat(actor("model"), SEP, need.workload, _job_settings(asked, interchangeable, actor), *extras)
