@@ -3,8 +3,10 @@ and each translation carries the same numbers and placeholders as the English te
 so a changed English source (a new figure, a corrected citation) shows up here as a failure.
 
 Keys of zh.json "sources" (read by i18n.Catalogue.source): a term's name, "group.<name>" for the
-RLHF group terms, "<Table>.<row>" for the lookup tables' row notes.
+RLHF group terms, "<Table>.<row>" for the lookup tables' row notes, and the English text itself for
+the validation data's reasons (why a published figure is excluded, why an estimate misses it).
 """
+import functools
 import json
 import re
 
@@ -13,7 +15,10 @@ import yaml
 
 from reportgen import tables
 from reportgen.estimate import group_terms
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator
 from reportgen.i18n import catalogue_path, load_catalogue
+from reportgen.pipeline import validation_figures, validation_rows
 from reportgen.presets import bundled_presets, load_preset
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
 
@@ -41,7 +46,16 @@ def english_sources() -> dict[str, str]:
                 assert out.setdefault("group." + t.name, t.source) == t.source, t.name
     for table in tables.LOOKUP_TABLES:
         out.update({f"{table.name}.{row}": note for row, note in table.notes.items() if note})
-    return out
+    return out | validation_texts()
+
+
+@functools.lru_cache(maxsize=None)
+def validation_texts() -> dict[str, str]:
+    """The reasons the validation appendix prints from the data, keyed by themselves."""
+    estimator = Estimator(load_models(), load_gpus())
+    figures, excluded = validation_figures(estimator)
+    texts = [r.miss for r in validation_rows(estimator)] + [f.miss for f in figures] + [x.why for x in excluded]
+    return {text: text for text in texts if text}
 
 
 def numbers(text: str) -> set[str]:

@@ -65,6 +65,9 @@ def test_file_is_complete():
     assert len(ids) == len(set(ids)) == 41
     assert set(XFAIL) <= set(ids)
     assert {c["config_name"] for c in CASES} == HELD_OUT | TERM_SOURCES
+    # each record's split (the report's fit/held-out column) says the same
+    assert {c["config_name"] for c in CASES if c["split"] == "holdout"} == HELD_OUT
+    assert {c["config_name"] for c in CASES if c["split"] == "fit"} == TERM_SOURCES
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in CASES])

@@ -25,7 +25,7 @@ from reportgen.pipeline import load, make_report
 from reportgen.report import build_report
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
 from reportgen.units import GiB
-from reportgen.validation import ValidationRow
+from reportgen.validation import Excluded, PublishedFigure, RunName, ValidationRow
 from reportgen.views import SEGMENTS, build_view, gib, segments, usd
 from reportgen.writers.html import render_html
 
@@ -75,11 +75,21 @@ def fixture_report(tmp_path: Path, title: str | None = None):
     path = tmp_path / "small.yaml"
     path.write_text(text, encoding="utf-8")
     loaded = load(str(path))
-    validation = (ValidationRow("llama-tiny-full", 3 * GiB, 3 * GiB + 10 * 2**20, "backward_start"),
-                  ValidationRow("llama-tiny-infer", 2 * GiB, int(1.7 * GiB), "forward"))
+    run = RunName("Llama-2-7B", "1 × A10G · lit-gpt", "lora")
+    validation = (ValidationRow("llama-tiny/train", 3 * GiB, 3 * GiB + 10 * 2**20, "bwd", source="measured.json",
+                                split="fit"),
+                  ValidationRow("llama-tiny/infer", 2 * GiB, int(1.7 * GiB), "prefill", source="measured.json",
+                                split="holdout", miss="the prefill's working set is under-counted"),
+                  ValidationRow("pub-1", 20 * GiB, 16 * GiB, "allocated_peak", kind="published",
+                                source="https://github.com/owner/repo/blob/abc/README.md (table 1)", split="holdout",
+                                miss="the published peak covers the <whole> run", name=run))
+    figures = (PublishedFigure("pub-2", "training", RunName("MPT-7B", "8 × H100", seq_len=2048),
+                               "https://arxiv.org/abs/2104.04473", "fit", "train_tokens_per_s_per_gpu", 1000.0, 1050.0),)
+    excluded = (Excluded("pub-3", "training", RunName("Llama 3 8B", "8 × B200"), "https://example.org/page",
+                         "FP8 training on B200"),)
     return build_report(loaded.preset, loaded.expansion, loaded.estimator, generated_at=WHEN, version="0.0.0-test",
-                        notes=(fixture_note(),), validation=validation,
-                        validation_protocol="Synthetic protocol text for the fixture.")
+                        notes=(fixture_note(),), validation=validation, validation_figures=figures,
+                        validation_excluded=excluded)
 
 
 @pytest.fixture(scope="module")
@@ -235,8 +245,10 @@ def test_html_has_no_external_urls(default_report, lang):
     urls = URL_ATTR.findall(html) + CSS_URL.findall(html)
     fonts = [u for u in urls if u.startswith(("data:font/otf;base64,", "data:font/ttf;base64,"))]
     assert len(fonts) == 4  # the bundled faces, embedded (regular and bold of two families)
+    # a published figure's source is a link to follow, not a resource the page loads
+    links = set(re.findall(r'<a href="(https://[^"]+)">', html))
     for url in urls:
-        assert url.startswith("#") or url in fonts, f"external or file reference: {url[:80]}"
+        assert url.startswith("#") or url in fonts or url in links, f"external or file reference: {url[:80]}"
     assert "<link" not in html and "@import" not in html
     # the only script is the inline sorter; no external scripts
     assert html.count("<script") == 1 and "<script>" in html
@@ -275,6 +287,37 @@ def test_pdf_variant_keeps_every_scenario_of_the_default_preset(default_report):
     table = html.split('id="scenario-table"')[1].split("</table>")[0]
     assert len(re.findall(r'<tr><td class="num">\d+</td>', table)) == len(default_report.results)
     assert "screen-only" not in html.split('id="scenario-table"')[1].split("</table>")[0]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_red_validation_error_carries_its_reason(small, default_report, lang):
+    """An error beyond its comparison's target is red, and its row says what is known about the miss
+    (stored with the data: a new miss without a reason fails here)."""
+    for report in (small, default_report):
+        reds = 0
+        for group in build_view(report, lang).validation:
+            for section in group.sections:
+                assert section.table.headers[-1].text == load_catalogue(lang)("validation.note") or not any(
+                    "fit-no" in c.css for row in section.table.rows for c in row), section.anchor
+                for row in section.table.rows:
+                    if any("fit-no" in c.css for c in row):
+                        reds += 1
+                        assert row[-1].text, (section.anchor, row[0].text)
+                        assert lang == "en" or re.search(r"[\u4e00-\u9fff]", row[-1].text) or report is small
+        assert reds >= 2
+
+
+def test_validation_appendix_states_the_medians_the_tests_assert(default_report):
+    """The summary lines print the medians of validation.py's own statistics."""
+    from reportgen.validation import error_stats, published_summary, summary
+    from reportgen.views import percent
+    html = render_html(default_report, "en")
+    assert percent(summary(list(default_report.validation))["median_abs_error"], 2) in html
+    assert percent(published_summary(list(default_report.validation))["all"]["median_abs_error"], 2) in html
+    held_out = [f.error for f in default_report.validation_figures if f.dataset == "training" and f.use == "holdout"]
+    assert percent(error_stats(held_out)["median_abs_error"], 2) in html
+    serving = [f.error for f in default_report.validation_figures if f.dataset == "serving" and f.use == "holdout"]
+    assert percent(error_stats(serving)["median_abs_error"], 2) in html
 
 
 # ---------------------------------------------------------------------------------------------
