@@ -8,6 +8,7 @@ carry their estimator inputs in each record's "reportgen" block (scripts/annotat
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,7 +187,9 @@ def _spec(block: Mapping[str, Any], record_id: str) -> ModelSpec | None:
 
 
 def _setup(gpus: object, gpu: str, *software: object) -> str:
-    return " · ".join([f"{gpus or 1} × {gpu}"] + [str(x) for x in software if x])
+    """'4 × NVIDIA A10G (24 GB) · lit-gpt'; a GPU field that already counts the GPUs ('4x NVIDIA A10G') as is."""
+    counted = re.match(r"\d+\s*[x×]\s", gpu)
+    return " · ".join([gpu if counted else f"{gpus or 1} × {gpu}"] + [str(x) for x in software if x])
 
 
 @dataclass(frozen=True)

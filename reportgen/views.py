@@ -931,6 +931,8 @@ def _miss_cell(error: float, target: float, miss: str, t: Catalogue) -> Cell:
 
 def _stats(label: str, errors: Sequence[float], t: Catalogue) -> str:
     st = error_stats(errors)
+    if st["figures"] == 1:
+        return t("validation.stats_one", label=label, error=percent(st["max_abs_error"], 2))
     return t("validation.stats", label=label, n=st["figures"], median=percent(st["median_abs_error"], 2),
              max=percent(st["max_abs_error"], 2))
 
@@ -945,85 +947,111 @@ def _excluded(excluded: Sequence[Excluded], t: Catalogue) -> Table:
                  "excluded")
 
 
+SPLITS = ("holdout", "fit")  # held-out rows first: the accuracy the section states is theirs
+
+
+def _by_split(items: Sequence[Item], split: Callable[[Item], str], t: Catalogue) -> tuple[list[Item], tuple[str, ...]]:
+    """The items, held-out ones first, and the heading row that opens each split (fit rows are
+    residuals of a fit, not a measure of accuracy: the heading says so)."""
+    ordered = sorted(items, key=lambda x: SPLITS.index(split(x)))
+    groups = tuple(t(f"validation.rows.{split(x)}") if i == 0 or split(ordered[i - 1]) != split(x) else ""
+                   for i, x in enumerate(ordered))
+    return ordered, groups
+
+
+def _validation_table(columns: list[Column], items: Sequence, split: Callable, errors: Callable, target: float,
+                      miss: Callable, t: Catalogue, pdf: bool, css: str) -> Table:
+    """Rows grouped by split; the reason column only where an error is beyond the target."""
+    if any(abs(errors(x)) > target for x in items):
+        columns = columns + [Column(Cell(t("validation.note"), "col-note"),
+                                    lambda x: _miss_cell(errors(x), target, miss(x), t))]
+    ordered, groups = _by_split(items, split, t)
+    return build_table(columns, ordered, pdf, css, row_groups=groups)
+
+
 def _measured_section(rows: Sequence[ValidationRow], t: Catalogue, pdf: bool) -> ValidationSection:
     target = TARGETS["measured"]
     columns = [
         Column(Cell(t("validation.case"), "col-case"), lambda r: Cell(r.case_id, "code")),
         Column(Cell(t("validation.file"), "col-file"), lambda r: Cell(r.source, "code")),
-        Column(Cell(t("validation.split")), lambda r: Cell(t(f"validation.split.{r.split}"))),
         Column(Cell(t("validation.measured"), "num"), lambda r: Cell(gib(r.measured_bytes), "num")),
         Column(Cell(t("validation.estimated_gib"), "num"), lambda r: Cell(gib(r.estimated_bytes), "num")),
         Column(Cell(t("validation.error"), "num col-error"), lambda r: _error_cell(r.error, target)),
         Column(Cell(t("validation.phase")), lambda r: Cell(t(f"measured_phase.{r.measured_phase}"))),
     ]
-    if any(abs(r.error) > target for r in rows):
-        columns.append(Column(Cell(t("validation.note"), "col-note"), lambda r: _miss_cell(r.error, target, r.miss, t)))
-    summary = ()
-    if rows:
-        holdout = [r.error for r in rows if r.split == "holdout"]
-        st = error_stats([r.error for r in rows])
-        summary = (t("validation.measured_summary", cases=len(rows), holdout=len(holdout),
-                     median=percent(st["median_abs_error"], 2), max=percent(st["max_abs_error"], 2),
-                     within=sum(abs(r.error) <= target for r in rows)),) + (
-            (_stats(t("validation.group.holdout"), holdout, t),) if holdout else ())
+    holdout = [r.error for r in rows if r.split == "holdout"]
+    summary = (t("validation.measured_summary", cases=len(rows), fit=len(rows) - len(holdout),
+                 holdout=len(holdout), target=percent(target, 0),
+                 within=sum(abs(e) <= target for e in holdout)),) if rows else (t("validation.none"),)
+    if holdout:
+        summary += (_stats(t("validation.group.holdout"), holdout, t),)
     models = len({r.case_id.split("/")[0] for r in rows})
+    table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
+                              "validation measured")
     return ValidationSection("validation-measured", t("validation.measured_title"),
-                             t("validation.measured_intro", models=models), summary or (t("validation.none"),),
-                             build_table(columns, rows, pdf, "validation measured"), _excluded((), t))
+                             t("validation.measured_intro", models=models), summary, table, _excluded((), t))
 
 
 def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded], t: Catalogue,
                       pdf: bool) -> ValidationSection:
     target = TARGETS["finetune"]
-    columns = (
+    columns = [
         Column(Cell(t("validation.figure"), "col-figure"), lambda r: Cell(run_name(r.name, t))),
         Column(Cell(t("validation.source"), "col-source"), lambda r: source_link(r.source)),
         Column(Cell(t("validation.level")), lambda r: Cell(t(f"validation.level.{r.level}"))),
         Column(Cell(t("validation.published_gib"), "num"), lambda r: Cell(gib(r.measured_bytes), "num")),
         Column(Cell(t("validation.estimated_gib"), "num"), lambda r: Cell(gib(r.estimated_bytes), "num")),
         Column(Cell(t("validation.error"), "num col-error"), lambda r: _error_cell(r.error, target)),
-        Column(Cell(t("validation.note"), "col-note"), lambda r: _miss_cell(r.error, target, r.miss, t)),
-    )
-    summary = ()
-    if rows:
+    ]
+    summary: tuple[str, ...] = ()
+    held_out = [r for r in rows if r.split == "holdout"]
+    if held_out:
         summary = (t("validation.targets.finetune", target=percent(target, 0)),
-                   _stats(t("validation.all_levels"), [r.error for r in rows], t)) + tuple(
+                   _stats(t("validation.all_levels"), [r.error for r in held_out], t)) + tuple(
             _stats(t("validation.at_level", level=t(f"validation.level.{level}")),
-                   [r.error for r in rows if r.level == level], t)
-            for level in dict.fromkeys(r.level for r in rows))
+                   [r.error for r in held_out if r.level == level], t)
+            for level in dict.fromkeys(r.level for r in held_out))
+    table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
+                              "validation published")
     return ValidationSection("validation-finetune", t("validation.finetune_title"),
                              t("validation.finetune_intro", compared=len(rows), excluded=len(excluded)),
-                             summary, build_table(columns, rows, pdf, "validation published"), _excluded(excluded, t))
+                             summary, table, _excluded(excluded, t))
 
 
 def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded: Sequence[Excluded], t: Catalogue,
                      pdf: bool) -> ValidationSection:
-    """Training throughput, decode times or serving KV pools: one row per published number."""
+    """Training throughput, decode times or serving KV pools: one row per published number. Where every
+    row publishes the same metric, its name moves into the value headers."""
     target = TARGETS[dataset]
-    columns = (
+    metrics = {f.metric for f in figures}
+    one = t(f"validation.metric.{next(iter(metrics))}") if len(metrics) == 1 else ""
+    columns = [
         Column(Cell(t("validation.figure"), "col-figure"), lambda f: Cell(run_name(f.name, t))),
         Column(Cell(t("validation.source"), "col-source"), lambda f: source_link(f.source)),
-        Column(Cell(t("validation.split"), "col-split"), lambda f: Cell(t(f"validation.split.{f.use}"))),
-        Column(Cell(t("validation.metric"), "col-metric"), lambda f: Cell(t(f"validation.metric.{f.metric}"))),
-        Column(Cell(t("validation.published"), "num col-value"), lambda f: Cell(metric_value(f.published, f.metric), "num")),
-        Column(Cell(t("validation.estimated"), "num col-value"), lambda f: Cell(metric_value(f.estimated, f.metric), "num")),
+    ] + ([] if one else [
+        Column(Cell(t("validation.metric"), "col-metric"), lambda f: Cell(t(f"validation.metric.{f.metric}")))]) + [
+        Column(Cell(t("validation.published_in", unit=one) if one else t("validation.published"), "num col-value"),
+               lambda f: Cell(metric_value(f.published, f.metric), "num")),
+        Column(Cell(t("validation.estimated_in", unit=one) if one else t("validation.estimated"), "num col-value"),
+               lambda f: Cell(metric_value(f.estimated, f.metric), "num")),
         Column(Cell(t("validation.error"), "num col-error"), lambda f: _error_cell(f.error, target)),
-        Column(Cell(t("validation.note"), "col-note"), lambda f: _miss_cell(f.error, target, f.miss, t)),
-    )
+    ]
     summary: tuple[str, ...] = ()
+    held_out = [f for f in figures if f.use == "holdout"]
     if figures:
         summary = (t(f"validation.targets.{dataset}", target=percent(target, 0)),)
         if dataset == "decode":  # the first token is a prefill: compared apart from the decode figures
-            groups = {t("validation.decode_figures"): [f.error for f in figures if f.metric != "ttft_s"],
-                      t("validation.ttft_figures"): [f.error for f in figures if f.metric == "ttft_s"]}
+            groups = {t("validation.decode_figures"): [f.error for f in held_out if f.metric != "ttft_s"],
+                      t("validation.ttft_figures"): [f.error for f in held_out if f.metric == "ttft_s"]}
         else:
-            groups = {t(f"validation.group.{use}"): [f.error for f in figures if f.use == use]
-                      for use in ("holdout", "fit")}
+            groups = {t("validation.group.holdout"): [f.error for f in held_out]}
         summary += tuple(_stats(label, errors, t) for label, errors in groups.items() if errors)
+    table = _validation_table(columns, figures, lambda f: f.use, lambda f: f.error, target, lambda f: f.miss, t, pdf,
+                              "validation timing" + (" one-metric" if one else ""))
     return ValidationSection(f"validation-{dataset}", t(f"validation.{dataset}_title"),
                              t(f"validation.{dataset}_intro", compared=len({f.id for f in figures}),
                                excluded=len(excluded)),
-                             summary, build_table(columns, figures, pdf, "validation timing"), _excluded(excluded, t))
+                             summary, table, _excluded(excluded, t))
 
 
 def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGroup, ...]:
