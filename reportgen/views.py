@@ -24,7 +24,7 @@ from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS
+from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS, default_label
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
@@ -117,6 +117,8 @@ def format_figure(value: float, unit: str) -> str:
         return percent(value, 2 if abs(value) < 0.01 else 1)
     if unit == "usd":
         return usd(value)
+    if unit == "seconds":  # a step or a decode step: milliseconds below a second
+        return f"{value * 1000:,.1f} ms" if abs(value) < 1 else f"{value:,.2f} s"
     return f"{value:,.4g}"
 
 
@@ -715,6 +717,7 @@ def _runs_out(xs: Sequence[int], ys: Sequence[int], limit: int, t: Catalogue, fm
 
 def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySection, ...]:
     by_result: dict[int, list[SensitivitySeries]] = {}
+    scenarios = {r.index: r.estimate.scenario for r in report.results}
     for s in report.sensitivity:
         by_result.setdefault(s.result_index, []).append(s)
     sections = []
@@ -726,7 +729,9 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             x_title = t(f"sens.axis.{s.axis}")
             lines = [charts.RefLine(g, b / GiB) for g, b in s.gpu_limits]
             chart_id = f"sn{n}-{j + 1}"
-            title = t("sens.chart_title", label=s.label, axis=x_title)
+            scenario = scenarios[s.result_index]
+            label = scenario.name or default_label(scenario, lambda w: t(f"workload.{w}"))
+            title = t("sens.chart_title", label=label, axis=x_title)
             texts = [l.label for l in lines] + [x_title, t("sens.y_title")]
             svg = charts.line_chart(s.xs, [y / GiB for y in s.recommended_bytes], lines,
                                     x_labels=[fmt(x) for x in s.xs], x_title=x_title, y_title=t("sens.y_title"),
@@ -739,7 +744,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
         for g, limit in series_list[0].gpu_limits:
             rows.append((Cell(g), Cell(gib(limit), "num")) + tuple(
                 _runs_out(s.xs, s.recommended_bytes, limit, t, fmt) for s, fmt, _ in columns))
-        sections.append(SensitivitySection(f"sensitivity-{n}", series_list[0].label, tuple(figures),
+        sections.append(SensitivitySection(f"sensitivity-{n}", label, tuple(figures),
                                            Table(headers, tuple(rows), "sens")))
     return tuple(sections)
 
@@ -785,7 +790,7 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
     g_rows = tuple((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
                     Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
                     Cell(usd_hour(g.price_per_hour_usd), "num"),
-                    Cell(f"{g.memory_source} {t('gpu.price_source')}: {g.price_source}", "source"))
+                    Cell(f"{g.memory_source} {t('gpu.price_source')}{t('punct.colon')}{g.price_source}", "source"))
                    for name, g in report.gpus.items() if name in report.gpu_types)
     return tuple(out), assumptions, tuple(lookups), Table(g_head, g_rows, "gpus")
 
