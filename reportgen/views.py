@@ -24,7 +24,7 @@ from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS, default_label
+from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, default_label
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
@@ -350,6 +350,7 @@ class ReportView:
     breakdowns: tuple[BreakdownSection, ...]
     sensitivity: tuple[SensitivitySection, ...]
     terms: tuple[TermGroup, ...]
+    inputs: Table  # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS)
     assumptions: Table
     lookup_tables: tuple[TermGroup, ...]
     gpu_table: Table
@@ -755,6 +756,54 @@ def _term_rows(terms: Sequence[Term], t: Catalogue, prefix: str = "") -> tuple[t
                   Cell(t.source(prefix + term.name, term.source), "source")) for term in terms)
 
 
+def _input_default(i: Input) -> str:
+    if i.default in ("", None):
+        return "—"
+    return format_count(i.default) if isinstance(i.default, int) else f"{i.default:g}" if isinstance(
+        i.default, float) else str(i.default)
+
+
+def _input_allowed(i: Input, t: Catalogue) -> str:
+    if i.catalog:
+        return t(f"method.inputs.catalog.{i.catalog}")
+    if i.choices:
+        return ", ".join(i.user_choices)
+    if i.limits:
+        lo, hi = i.limits
+        return f"{lo:g}–{hi:g}" if i.decimal else f"{format_count(lo)}–{format_count(hi)}"
+    return "—"
+
+
+def _input_reads(i: Input, t: Catalogue) -> str:
+    """The workloads whose result the input changes (and the engine it needs)."""
+    words = t("list.sep").join(t(f"method.inputs.{w}") if w == FROZEN else t(f"workload.{w}")
+                                   for w in i.applies) if i.applies else t("method.inputs.all")
+    if i.only_with:
+        name, values = i.only_with
+        words += t("punct.open") + f"{name} = {', '.join(values)}" + t("punct.close")
+    return words
+
+
+# Inputs the command line declares apart from the input table: --model sits beside --config (a model
+# given by its config file); --workload also offers the RLHF algorithms (cli._scenario_options).
+CLI_OWN = {"model": "--model", "workload": "--workload"}
+
+
+def inputs_table(t: Catalogue) -> Table:
+    """The method section's inputs: name, meaning, default, allowed values, command-line option and the
+    workloads that read it, one row per entry of inputs.INPUTS and then of RLHF_INPUTS."""
+    headers = tuple(Cell(t(f"method.inputs.col.{c}")) for c in ("name", "label", "default", "allowed", "option",
+                                                                 "reads"))
+    items = [(i, "") for i in INPUTS] + [(i, "rlhf") for i in RLHF_INPUTS]
+    rows = tuple((Cell(breakable(i.name), "code"), Cell(t.label(f"input.{i.name}", i.label)),
+                  Cell(_input_default(i), "code"), Cell(_input_allowed(i, t), "" if i.catalog else "code"),
+                  Cell(i.option or CLI_OWN.get(i.name, "—"), "code"),
+                  Cell(t("method.inputs.rlhf") if group else _input_reads(i, t))) for i, group in items)
+    groups = tuple(t(f"method.inputs.group.{g or 'scenario'}") if n == 0 or items[n - 1][1] != g else ""
+                   for n, (_, g) in enumerate(items))
+    return Table(headers, rows, "inputs", row_groups=groups)
+
+
 def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
     headers = tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "unit", "formula", "source"))
     groups: dict[str, list[Term]] = {}
@@ -1103,6 +1152,6 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
         sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
-        gpu_table=gpu_table, notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
+        gpu_table=gpu_table, inputs=inputs_table(t), notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
         validation=_validation(report, t, pdf),
     )

@@ -6,6 +6,7 @@ numbers below keep a blind regeneration from blessing a wrong value.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -13,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import refdata
 
@@ -22,6 +24,7 @@ from reportgen.formulas import Num
 from reportgen.i18n import LANGUAGES, catalogue_path, load_catalogue
 from reportgen.notes import Note, NoteFigure
 from reportgen.pipeline import load, make_report
+from reportgen.presets import bundled_presets
 from reportgen.report import build_report
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
 from reportgen.units import GiB
@@ -405,3 +408,52 @@ def test_skip_reasons_are_translated_from_the_estimators_codes():
         assert en[f"skip.{code}"] == text
         assert zh[f"skip.{code}"] != text and set(re.findall(r"{\w+}", zh[f"skip.{code}"])) == \
             set(re.findall(r"{\w+}", text))
+
+
+# ---------------------------------------------------------------------------------------------
+# The PDF and the screen variants of the view
+
+def _tables(obj, path="v"):
+    """Every Table of a view, with where it sits (fields in order, tuples by index)."""
+    from dataclasses import fields as dc_fields, is_dataclass
+    from reportgen.views import Table
+    if isinstance(obj, Table):
+        yield path, obj
+    elif is_dataclass(obj):
+        for f in dc_fields(obj):
+            yield from _tables(getattr(obj, f.name), f"{path}.{f.name}")
+    elif isinstance(obj, tuple):
+        for i, x in enumerate(obj):
+            yield from _tables(x, f"{path}[{i}]")
+
+
+@functools.lru_cache(maxsize=None)
+def _bundled_report(name: str):
+    return make_report(load(name), WHEN)
+
+
+@settings(max_examples=8, deadline=None)
+@given(name=st.sampled_from(sorted(bundled_presets())), lang=st.sampled_from(LANGUAGES))
+def test_pdf_and_screen_variants_have_the_same_columns(name, lang):
+    """The PDF form of every table prints the screen form's columns, less those the screen hides when
+    printed (screen-only) or declares for the HTML alone, in the same order; each row has a cell per
+    column in both."""
+    report = _bundled_report(name)
+    screen = list(_tables(build_view(report, lang)))
+    pdf = list(_tables(build_view(report, lang, pdf=True)))
+    assert [p for p, _ in screen] == [p for p, _ in pdf]
+    for (where, s), (_, p) in zip(screen, pdf):
+        s_head, p_head = [h.text for h in s.headers], [h.text for h in p.headers]
+        it = iter(s_head)
+        assert all(h in it for h in p_head), (where, s_head, p_head)  # a subsequence
+        for h in s.headers:
+            if "screen-only" in h.css:
+                assert h.text not in p_head, (where, h.text)
+        assert not any("screen-only" in h.css for h in p.headers), where
+        printed = [h.text for h in s.headers if "screen-only" not in h.css]
+        if "scenarios" not in s.css:  # the HTML printed shows what the PDF shows
+            assert printed == p_head, where
+        else:  # except the fit mark, which the PDF puts beside the headroom
+            assert [h for h in printed if h not in p_head] == [load_catalogue(lang)("col.fit")], where
+        for table in (s, p):
+            assert all(len(row) == len(table.headers) for row in table.rows), where
