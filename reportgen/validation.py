@@ -252,7 +252,8 @@ class PublishedFigure:
     name: RunName
     source: str
     use: str  # "fit" or "holdout"
-    metric: str  # what was published: a key of METRIC_UNITS
+    metric: str  # what was published: train_tokens_per_s_per_gpu, tpot_s, ttft_s, output_tokens_per_s,
+    # latency_s (seconds), kv_tokens, kv_gib or gpu_blocks
     published: float
     estimated: float
     miss: str = ""
@@ -260,12 +261,6 @@ class PublishedFigure:
     @property
     def error(self) -> float:
         return self.estimated / self.published - 1
-
-
-# metric -> its unit (the view formats and names each)
-METRIC_UNITS = {"train_tokens_per_s_per_gpu": "tokens_per_s", "tpot_s": "seconds", "ttft_s": "seconds",
-                "output_tokens_per_s": "tokens_per_s", "latency_s": "seconds", "kv_tokens": "count",
-                "kv_gib": "GiB", "gpu_blocks": "count"}
 
 
 @dataclass(frozen=True)
