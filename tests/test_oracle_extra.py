@@ -85,3 +85,16 @@ def test_peak_at_the_level_reached(case):
     error = (estimated - measured) / measured
     assert abs(error) <= TOLERANCE[case["config_name"]], \
         f"{case['id']}: estimated {estimated / 2**30:.3f} GiB, measured {measured / 2**30:.3f} GiB ({100 * error:+.1f} %)"
+
+
+def test_held_out_measured_peaks_at_the_level_reached():
+    """The appendix states accuracy on the held-out shapes only (no estimator term was derived from them):
+    89 cases across the three measured files, median |error| 0.05 %, largest 5.4 % today. Every case
+    carries its split."""
+    import statistics
+    from reportgen.pipeline import validation_rows
+    rows = [r for r in validation_rows(Estimator(load_models(), load_gpus())) if r.kind == "measured"]
+    assert {r.split for r in rows} == {"fit", "holdout"}
+    held_out = [abs(r.error) for r in rows if r.split == "holdout"]
+    assert len(held_out) >= 80
+    assert statistics.median(held_out) <= 0.001 and max(held_out) <= 0.06
