@@ -144,6 +144,9 @@ INPUTS: tuple[Input, ...] = (
     Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True),
     Input("tp_size", "Tensor parallel", "tensor-parallel degree (divides GPUs and heads)", 1, limits=(1, 1024),
           unit="GPUs", option="--tp", layout=True),
+    Input("pp_size", "Pipeline parallel", "pipeline stages (1F1B schedule): each holds its share of the layers and "
+          "up to pp_size micro-batches of their activations; set --grad-accum ≥ pp_size to fill the pipeline", 1,
+          limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
           limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
     Input("offload", "CPU offload", "none, optimizer, or all (optimizer and parameters)", "none", choices=tb.OFFLOAD,
@@ -152,6 +155,10 @@ INPUTS: tuple[Input, ...] = (
           applies=("lora", "qlora")),
     Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
           choices=LORA_TARGET_SETS, option="--lora-targets", applies=("lora", "qlora")),
+    Input("lora_modules_to_save", "LoRA modules to save", "none, or embed-head (PEFT modules_to_save=[\"embed_tokens\", "
+          "\"lm_head\"], as fine-tuning scripts set for new tokens or a chat template: trainable copies of the "
+          "embedding and LM head in the model's dtype, with their gradients and Adam states)", "none",
+          choices=tb.MODULES_TO_SAVE, option="--modules-to-save", applies=("lora", "qlora")),
     Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu", layout=True),
     Input("serving_engine", "Serving engine", "hf-generate (every prompt prefilled at once, the cache grows as it "
           "generates) or an engine that pre-allocates a KV block pool and prefills in chunks: vllm, sglang",
@@ -262,6 +269,8 @@ def default_label(s, workload_word: Callable[[str], str] = str) -> str:
         parts.append(f"ZeRO-{s.zero_stage}")
     if s.tp_size > 1:
         parts.append(f"TP{s.tp_size}")
+    if s.pp_size > 1:
+        parts.append(f"PP{s.pp_size}")
     if s.ep_size > 1:
         parts.append(f"EP{s.ep_size}")
     return " · ".join(parts)

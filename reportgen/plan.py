@@ -139,7 +139,8 @@ class PlanOption:
     def layout(self) -> dict[str, Any]:
         """What the plan chose: the lead scenario's layout and trade-off inputs."""
         s = self.estimate.scenario.actor if isinstance(self.estimate, GroupEstimate) else self.estimate.scenario
-        return {k: getattr(s, k) for k in ("num_gpus", "tp_size", "ep_size", "zero_stage", "checkpointing", "offload")}
+        return {k: getattr(s, k) for k in ("num_gpus", "tp_size", "pp_size", "ep_size", "zero_stage", "checkpointing",
+                                           "offload", "optimizer")}
 
     def to_json(self) -> dict:
         out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus, "zero_stage": self.zero_stage,
@@ -171,10 +172,12 @@ class Plan:
 
 
 # What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training
-# the recompute and offload trade-offs (slower, less memory).
+# the recompute and offload trade-offs (slower, less memory) and Adam's state dtype (bitsandbytes'
+# 8-bit AdamW: a quarter of the state memory).
 SEARCH = {
-    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8),
-              "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all")},
+    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "pp_size": (1, 2, 4, 8), "ep_size": (1, 2, 4, 8),
+              "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all"),
+              "optimizer": ("adamw", "adamw-8bit")},
     "serve": {"tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8)},
 }
 
@@ -187,13 +190,16 @@ def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] =
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
     moe = estimator.tables["Models"][s.model]["is_moe"]
     space["ep_size"] = tuple(ep for ep in space["ep_size"] if ep <= n and (moe or ep == 1))
+    if "optimizer" in space and s.optimizer not in space["optimizer"]:
+        space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
         space.pop(name, None)
     names = list(space)
     for values in itertools.product(*(space[k] for k in names)):
         choice = dict(zip(names, values))
-        if choice.get("zero_stage", 0) and n // choice.get("tp_size", s.tp_size) < 2:
-            continue  # nothing to shard
+        model_parallel = choice.get("tp_size", s.tp_size) * choice.get("pp_size", s.pp_size)
+        if model_parallel > n or (choice.get("zero_stage", 0) and n // model_parallel < 2):
+            continue  # more stages than GPUs, or nothing left to shard
         yield replace(s, num_gpus=n, **choice)
 
 
@@ -218,7 +224,8 @@ def _search(estimator: Estimator, scenario, gpu: str, goal: Goal, counts: Sequen
             fixed: tuple[str, ...]) -> PlanOption | None:
     base = replace(scenario.actor if isinstance(scenario, RlhfScenario) else scenario, gpu=gpu)
     # RLHF groups keep their roles' recipes: the plan lays the actor out (ZeRO stage, GPUs).
-    fixed_here = fixed + (("tp_size", "ep_size", "checkpointing", "offload") if isinstance(scenario, RlhfScenario)
+    fixed_here = fixed + (("tp_size", "pp_size", "ep_size", "checkpointing", "offload", "optimizer")
+                          if isinstance(scenario, RlhfScenario)
                           else ())
     for n in counts:
         found = []
