@@ -10,6 +10,7 @@ import functools
 import json
 import signal
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -430,10 +431,10 @@ def validate(measured, as_json):
     from .pipeline import validation_rows
     from .validation import summary, validate as run_validation
     estimator = Estimator(load_models(), load_gpus())
-    rows = run_validation(measured, estimator) if measured else validation_rows(estimator)[0]
+    rows = run_validation(measured, estimator) if measured else validation_rows(estimator)
     stats = summary(rows)
     if as_json:
-        click.echo(json.dumps({"rows": [r.__dict__ | {"error": r.error} for r in rows], "summary": stats}, indent=2))
+        click.echo(json.dumps({"rows": [asdict(r) | {"error": r.error} for r in rows], "summary": stats}, indent=2))
     else:
         click.echo(validation_table(rows, stats))
 

@@ -9,7 +9,7 @@ a PPO/DPO/GRPO group. Adding an input is one entry here, plus the terms that rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from . import tables as tb
 from .errors import InputError, unknown_name
@@ -258,8 +258,10 @@ def _label(self) -> str:
     return self.name or default_label(self)
 
 
-def default_label(s) -> str:
-    parts = [s.model, s.workload]
+def default_label(s, workload_word: Callable[[str], str] = str) -> str:
+    """'Llama-2-7B · full · bf16-mixed · 4×A100-80GB · ZeRO-1'; workload_word names the workload (a report
+    in another language passes its word)."""
+    parts = [s.model, workload_word(s.workload)]
     if s.workload != "inference":
         parts.append(s.precision if s.workload == "full" else f"r{s.lora_rank}")
     else:

@@ -29,7 +29,7 @@ NOTES_FILE = data_dir("templates") / "notes.yaml"
 # The scale, worst first: the claim is false; true in substance but its numbers are off; true only under
 # conditions it does not state; true as stated.
 VERDICTS = ("wrong", "imprecise", "incomplete", "right")
-FIGURE_UNITS = ("bytes", "count", "number", "ratio", "percent", "gpus")
+FIGURE_UNITS = ("bytes", "count", "number", "ratio", "percent", "gpus", "seconds")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from .models import read_json
 from .notes import build_notes
 from .presets import Expansion, Preset, expand, load_preset
 from .report import Report, build_report, priced_gpus
-from .validation import published_rows, validate
+from .validation import (Excluded, PublishedFigure, ValidationRow, finetune_excluded, published_figures, published_rows,
+                         validate)
 from .writers.atomic import Staging
 
 # format -> writer module (each has write(report, path, lang)); imported only when asked for.
@@ -63,27 +64,34 @@ def validation_paths() -> list[Path]:
     return [folder / "measured.json", folder / "oracle_extra.json", folder / "oracle_arch.json"]
 
 
-def published_path() -> Path:
-    return data_dir("presets") / "validation" / "published_finetune.json"
+def published_path(name: str = "finetune") -> Path:
+    """A bundled set of published figures: finetune (peak memory), throughput (training, decode) or serving."""
+    return data_dir("presets") / "validation" / f"published_{name}.json"
 
 
-def validation_rows(estimator: Estimator) -> tuple[list, str]:
+def validation_rows(estimator: Estimator) -> list[ValidationRow]:
     """Measured peaks (kind "measured"), then the compared published fine-tuning figures (kind "published",
-    each at the level it reports), and the protocols' text."""
-    rows, protocols = [], []
+    each at the level it reports)."""
+    rows = []
     for path in validation_paths():
         rows += validate(path, estimator)
-        protocols.append(f"{path.name}: {read_json(path)['protocol']['what']}")
-    rows += published_rows(published_path(), estimator)
-    protocols.append(f"{published_path().name}: {read_json(published_path())['protocol']['what']}")
-    return rows, " ".join(protocols)
+    return rows + published_rows(published_path(), estimator)
+
+
+def validation_figures(estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
+    """The published time and serving figures against their estimates, and every excluded published record
+    (fine-tuning, training, decode, serving) with why."""
+    figures, excluded = published_figures(read_json(published_path("throughput")), read_json(published_path("serving")),
+                                          estimator)
+    return figures, finetune_excluded(read_json(published_path())) + excluded
 
 
 def make_report(loaded: Loaded, generated_at: str) -> Report:
-    rows, protocol = validation_rows(loaded.estimator)
+    figures, excluded = validation_figures(loaded.estimator)
     return build_report(loaded.preset, loaded.expansion, loaded.estimator, generated_at=generated_at,
-                        version=__version__, notes=build_notes(loaded.estimator), validation=rows,
-                        validation_protocol=protocol)
+                        version=__version__, notes=build_notes(loaded.estimator),
+                        validation=validation_rows(loaded.estimator), validation_figures=figures,
+                        validation_excluded=excluded)
 
 
 def output_name(preset: str, fmt: str, lang: str) -> str:

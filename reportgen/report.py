@@ -16,7 +16,7 @@ from .inputs import job_inputs
 from .models import ModelSpec
 from .notes import Note
 from .presets import Expansion, Preset, Skipped
-from .validation import ValidationRow, summary
+from .validation import Excluded, PublishedFigure, ValidationRow, summary
 
 SENSITIVITY_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 SENSITIVITY_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -176,8 +176,9 @@ class Report:
     recommendations: tuple[Recommendation, ...]
     sensitivity: tuple[SensitivitySeries, ...]
     notes: tuple[Note, ...]
-    validation: tuple[ValidationRow, ...]
-    validation_protocol: str
+    validation: tuple[ValidationRow, ...]  # peak memory: measured, and published fine-tuning figures
+    validation_figures: tuple[PublishedFigure, ...]  # published time and serving figures
+    validation_excluded: tuple[Excluded, ...]  # published records not compared, with why
     # The catalogs as the formulas read them (Models rows hold config fields and shape terms), and
     # the model specs (their type and source, for the workbook's catalog sheet).
     tables: Mapping[str, Mapping[str, Mapping[str, float]]] = field(repr=False, compare=False)
@@ -259,7 +260,8 @@ def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Map
 
 def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, generated_at: str, version: str,
                  notes: Sequence[Note] = (), validation: Sequence[ValidationRow] = (),
-                 validation_protocol: str = "") -> Report:
+                 validation_figures: Sequence[PublishedFigure] = (),
+                 validation_excluded: Sequence[Excluded] = ()) -> Report:
     singles = iter(estimator.estimate_all([s for _, s in expansion.scenarios if not isinstance(s, RlhfScenario)]))
     results = [Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario) else next(singles))
                for i, (matrix, s) in enumerate(expansion.scenarios, start=1)]
@@ -269,6 +271,7 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
         gpus=estimator.gpus, results=tuple(results), skipped=expansion.skipped, recommendations=recs,
         sensitivity=_sensitivity(estimator, recs, estimator.gpus, gpu_types), notes=tuple(notes),
-        validation=tuple(validation), validation_protocol=validation_protocol, tables=estimator.tables,
+        validation=tuple(validation), validation_figures=tuple(validation_figures),
+        validation_excluded=tuple(validation_excluded), tables=estimator.tables,
         models=estimator.specs, interchangeable=dict(expansion.interchangeable),
     )

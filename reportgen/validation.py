@@ -1,19 +1,23 @@
-"""Compare the estimator's allocated peak with peaks measured by running real transformers models.
+"""The estimator against figures it did not produce: peaks measured by running real transformers models,
+and figures projects published (fine-tuning peaks, training throughput, serving speed, engines' KV pools).
 
 The measured cases are the validation sets bundled in presets/validation/ (or a file of the same
-format given by path): each states a config, a workload and its settings; the estimator sees the same
-settings.
+format given by path): each states a config, a workload and its settings, and whether a term was
+derived from it ("split": fit or holdout); the estimator sees the same settings. The published sets
+carry their estimator inputs in each record's "reportgen" block (scripts/annotate_*.py).
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import InputError, unknown_name
 from .estimate import Estimator, Scenario
 from .models import ModelSpec, read_json, spec_from_config
+from .units import GiB
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16"}
 _ATTENTION = {"sdpa": "flash", "eager": "eager"}
@@ -30,11 +34,25 @@ class ValidationRow:
     kind: str = "measured"  # "measured" (an oracle or measured peak) or "published" (a published figure)
     level: str = "allocated_peak"  # the estimator term compared: allocated_peak, reserved_peak or device_total
     source: str = ""  # the validation file, or a published figure's URL
-    title: str = ""  # a published figure: model, workload, GPUs as a reader names the run
+    split: str = ""  # "fit" (a term was derived from it) or "holdout" (none was)
+    miss: str = ""  # why the estimate misses the figure's target (stored with the data), '' for none
+    name: RunName | None = None  # a published figure's run, as the source names it
 
     @property
     def error(self) -> float:
         return (self.estimated_bytes - self.measured_bytes) / self.measured_bytes
+
+
+# Largest |error| each comparison aims at (issues #16, #17, #18): a figure beyond it carries its
+# reason in the data ("miss"), and the report marks it. Measured peaks: the report's ±10 % band.
+TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "decode": 0.25, "serving": 0.10}
+
+
+def error_stats(errors: Sequence[float]) -> dict[str, float]:
+    """How many, median and largest |error|."""
+    magnitudes = [abs(e) for e in errors]
+    return {"figures": len(magnitudes), "median_abs_error": statistics.median(magnitudes),
+            "max_abs_error": max(magnitudes)}
 
 
 # The file's setting keys for the scenario inputs they give (error messages name the file's key).
@@ -123,7 +141,8 @@ def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
         est = estimator.with_model(spec).estimate(scenario)
         rows.append(ValidationRow(case["id"], peak, int(est["allocated_peak"]),
                                   case.get("steady_peak_phase") or case.get("peak_phase") or "",
-                                  source=Path(measured_path).name))
+                                  source=Path(measured_path).name, split=case.get("split", ""),
+                                  miss=case.get("miss", "")))
     return rows
 
 
@@ -137,22 +156,55 @@ def summary(rows: list[ValidationRow]) -> dict[str, float] | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Published fine-tuning figures (presets/validation/published_finetune.json): each record's
-# "reportgen" block (scripts/annotate_finetune.py) gives the estimator inputs of the run, the level the
-# figure reports ("compare": allocated_peak, reserved_peak or device_total) and whether it is compared
-# ("holdout": nothing was fitted to these figures) or excluded, with why.
+# Published figures (presets/validation/published_*.json). Each record's "reportgen" block (written by
+# scripts/annotate_*.py) gives the estimator inputs of the run, whether it is compared ("fit": an
+# efficiency or assumption was read off it; "holdout": nothing was) or excluded (with "why"), and for
+# a compared figure that misses its target, what is known about the miss ("miss").
+
+@dataclass(frozen=True)
+class RunName:
+    """A published run as the source names it; the view translates the workload and the tokens."""
+    model: str
+    setup: str  # GPUs and software, as published ('1 × NVIDIA A10G (24 GB) · lit-gpt')
+    workload: str = ""  # a workload key (lora, full, ...) or ''
+    seq_len: int = 0  # tokens per sequence, 0 where the name does not give it
+
+
+@dataclass(frozen=True)
+class Excluded:
+    id: str
+    dataset: str  # "finetune", "training", "decode" or "serving"
+    name: RunName
+    source: str
+    why: str
+
+
+def _spec(block: Mapping[str, Any], record_id: str) -> ModelSpec | None:
+    """A model given by its config in the block (not in the catalog), or None."""
+    if "config" not in block:
+        return None
+    config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
+    return spec_from_config(config, name=block["config"].get("_name", record_id), source=record_id)
+
+
+def _setup(gpus: object, gpu: str, *software: object) -> str:
+    """'4 × NVIDIA A10G (24 GB) · lit-gpt'; a GPU field that already counts the GPUs ('4x NVIDIA A10G') as is."""
+    counted = re.match(r"\d+\s*[x×]\s", gpu)
+    return " · ".join([gpu if counted else f"{gpus or 1} × {gpu}"] + [str(x) for x in software if x])
+
 
 @dataclass(frozen=True)
 class FinetuneCase:
     id: str
     use: str  # "holdout" or "excluded"
     why: str  # for excluded records
-    title: str
+    name: RunName
     level: str  # the estimator term the figure is compared with
     spec: ModelSpec | None  # a model given by its config (not in the catalog)
     scenario: Scenario | None
     published_bytes: int
     source: str
+    miss: str = ""
 
     def estimated(self, estimator: Estimator) -> int:
         est = estimator.with_model(self.spec) if self.spec else estimator
@@ -163,57 +215,67 @@ def finetune_cases(data: Mapping[str, Any]) -> list[FinetuneCase]:
     out = []
     for r in data["records"]:
         block = r["reportgen"]
-        gpus = r.get("num_gpus") or 1
-        title = f"{r['model']} · {r['workload']} · {gpus} × {r['gpu']} · {r.get('framework') or ''}".rstrip(" ·")
+        name = RunName(r["model"], _setup(r.get("num_gpus"), r["gpu"], r.get("framework")), r["workload"])
         if block["use"] == "excluded":
-            out.append(FinetuneCase(r["id"], "excluded", block["why"], title, "", None, None, int(r["value_bytes"]),
+            out.append(FinetuneCase(r["id"], "excluded", block["why"], name, "", None, None, int(r["value_bytes"]),
                                     r["source"]))
             continue
-        spec = None
-        if "config" in block:
-            config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
-            spec = spec_from_config(config, name=block["config"].get("_name", r["id"]), source=r["id"])
+        spec = _spec(block, r["id"])
         model = spec.name if spec else block["model"]
-        out.append(FinetuneCase(r["id"], block["use"], "", title, block["compare"], spec,
-                                Scenario(model=model, **block["scenario"]), int(r["value_bytes"]), r["source"]))
+        out.append(FinetuneCase(r["id"], block["use"], "", name, block["compare"], spec,
+                                Scenario(model=model, **block["scenario"]), int(r["value_bytes"]), r["source"],
+                                block.get("miss", "")))
     return out
 
 
 def published_rows(path: Path, estimator: Estimator) -> list[ValidationRow]:
     """The compared published figures as validation rows (kind "published", at the level each reports)."""
     return [ValidationRow(c.id, c.published_bytes, c.estimated(estimator), c.level, kind="published", level=c.level,
-                          source=c.source, title=c.title)
+                          source=c.source, split=c.use, miss=c.miss, name=c.name)
             for c in finetune_cases(read_json(path)) if c.use != "excluded"]
 
 
 def published_summary(rows: list[ValidationRow]) -> dict[str, dict[str, float]]:
     """Per level compared (and "all"): figures, median and largest |error|."""
     published = [r for r in rows if r.kind == "published"]
-    out = {}
-    for level in ("all",) + tuple(dict.fromkeys(r.level for r in published)):
-        errors = [abs(r.error) for r in published if level in ("all", r.level)]
-        if errors:
-            out[level] = {"figures": len(errors), "median_abs_error": statistics.median(errors),
-                          "max_abs_error": max(errors)}
-    return out
+    levels = ("all",) + tuple(dict.fromkeys(r.level for r in published))
+    return {level: error_stats([r.error for r in published if level in ("all", r.level)])
+            for level in levels if published}
 
 
 # ---------------------------------------------------------------------------------------------
-# Published throughput (presets/validation/published_throughput.json): each record's "reportgen"
-# block says which estimator inputs describe the run and whether it fits an efficiency, is held out
-# or is excluded.
+# Time and serving figures: one row per published number (a decode run publishes several).
+
+@dataclass(frozen=True)
+class PublishedFigure:
+    id: str
+    dataset: str  # "training", "decode" or "serving"
+    name: RunName
+    source: str
+    use: str  # "fit" or "holdout"
+    metric: str  # what was published: train_tokens_per_s_per_gpu, tpot_s, ttft_s, output_tokens_per_s,
+    # latency_s (seconds), kv_tokens, kv_gib or gpu_blocks
+    published: float
+    estimated: float
+    miss: str = ""
+
+    @property
+    def error(self) -> float:
+        return self.estimated / self.published - 1
+
 
 @dataclass(frozen=True)
 class ThroughputCase:
     id: str
     use: str  # "fit", "holdout" or "excluded"
     why: str  # for excluded records
-    title: str  # model, GPUs, sequence length, as a reader would name the run
+    name: RunName
     spec: ModelSpec | None  # a model given by its config (not in the catalog)
     scenario: Scenario | None
     published: float  # tokens per second per GPU
     published_from: str
     source: str
+    miss: str = ""
 
     def estimated(self, estimator: Estimator) -> float:
         est = estimator.with_model(self.spec) if self.spec else estimator
@@ -223,31 +285,25 @@ class ThroughputCase:
         """(estimated − published) ÷ published with these catalogs."""
         return self.estimated(Estimator(models, gpus)) / self.published - 1
 
+    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
+        """metric -> (published, estimated)"""
+        return {"train_tokens_per_s_per_gpu": (self.published, self.estimated(estimator))}
+
 
 def throughput_cases(data: Mapping[str, Any]) -> list[ThroughputCase]:
     out = []
     for r in data["training"]:
         block = r["reportgen"]
-        title = f"{r['model']} · {r['num_gpus']} × {r['gpu']}" + (f" · {r['seq_len']:,} tokens" if r.get("seq_len") else "")
+        name = RunName(r["model"], _setup(r["num_gpus"], r["gpu"]), seq_len=r.get("seq_len") or 0)
         if block["use"] == "excluded":
-            out.append(ThroughputCase(r["id"], "excluded", block["why"], title, None, None, 0.0, "", r["source"]))
+            out.append(ThroughputCase(r["id"], "excluded", block["why"], name, None, None, 0.0, "", r["source"]))
             continue
-        spec = None
-        if "config" in block:
-            config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
-            spec = spec_from_config(config, name=block["config"].get("_name", r["id"]), source=r["id"])
+        spec = _spec(block, r["id"])
         model = spec.name if spec else block["model"]
-        out.append(ThroughputCase(r["id"], block["use"], "", title, spec, Scenario(model=model, **block["scenario"]),
-                                  float(block["published_tokens_per_s_per_gpu"]), block["published_from"], r["source"]))
+        out.append(ThroughputCase(r["id"], block["use"], "", name, spec, Scenario(model=model, **block["scenario"]),
+                                  float(block["published_tokens_per_s_per_gpu"]), block["published_from"], r["source"],
+                                  block.get("miss", "")))
     return out
-
-
-DECODE_METRICS = {
-    "tpot_s": "time per output token",
-    "ttft_s": "time to first token",
-    "output_tokens_per_s": "output tokens per second",
-    "latency_s": "end-to-end latency",
-}
 
 
 def decode_metrics(values: Mapping[str, float], s: Scenario) -> dict[str, float]:
@@ -262,31 +318,93 @@ class DecodeCase:
     id: str
     use: str  # "holdout" or "excluded"
     why: str
-    title: str
+    name: RunName
     spec: ModelSpec | None
     scenario: Scenario | None
     published: Mapping[str, float]  # metric -> value
     note: str
     source: str
+    miss: str = ""
 
     def estimated(self, estimator: Estimator) -> dict[str, float]:
         est = estimator.with_model(self.spec) if self.spec else estimator
         return decode_metrics(est.estimate(self.scenario).values, self.scenario)
+
+    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
+        estimated = self.estimated(estimator)
+        return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
 
 
 def decode_cases(data: Mapping[str, Any]) -> list[DecodeCase]:
     out = []
     for r in data["decode"]:
         block = r["reportgen"]
-        title = f"{r['model']} · {r.get('num_gpus') or 1} × {r['gpu']} · {r.get('engine', '')}"
+        name = RunName(r["model"], _setup(r.get("num_gpus"), r["gpu"], r.get("engine")))
         if block["use"] == "excluded":
-            out.append(DecodeCase(r["id"], "excluded", block["why"], title, None, None, {}, "", r["source"]))
+            out.append(DecodeCase(r["id"], "excluded", block["why"], name, None, None, {}, "", r["source"]))
             continue
-        spec = None
-        if "config" in block:
-            config = {k: v for k, v in block["config"].items() if not k.startswith("_")}
-            spec = spec_from_config(config, name=block["config"].get("_name", r["id"]), source=r["id"])
+        spec = _spec(block, r["id"])
         model = spec.name if spec else block["model"]
-        out.append(DecodeCase(r["id"], block["use"], "", title, spec, Scenario(model=model, **block["scenario"]),
-                              block["published"], block["note"], r["source"]))
+        out.append(DecodeCase(r["id"], block["use"], "", name, spec, Scenario(model=model, **block["scenario"]),
+                              block["published"], block["note"], r["source"], block.get("miss", "")))
     return out
+
+
+# Serving engines' start-up logs (presets/validation/published_serving.json): the KV-cache pool.
+
+@dataclass(frozen=True)
+class ServingCase:
+    id: str
+    use: str  # "fit", "holdout" or "excluded"
+    why: str
+    name: RunName
+    scenario: Scenario | None
+    published: Mapping[str, float]  # metric (kv_tokens, kv_gib or gpu_blocks) -> value
+    source: str
+    miss: str = ""
+
+    def estimated(self, estimator: Estimator) -> dict[str, float]:
+        return serving_metrics(estimator.estimate(self.scenario).values)
+
+    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
+        estimated = self.estimated(estimator)
+        return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
+
+
+def serving_metrics(values: Mapping[str, float]) -> dict[str, float]:
+    """The pool as an engine logs it: tokens, GiB per GPU, blocks of 16 tokens."""
+    return {"kv_tokens": values["kv_pool_tokens"], "kv_gib": values["kv_pool_bytes"] / GiB,
+            "gpu_blocks": values["kv_pool_tokens"] / 16}
+
+
+def serving_cases(data: Mapping[str, Any]) -> list[ServingCase]:
+    out = []
+    for r in data["records"]:
+        block = r["reportgen"]
+        name = RunName(r["model"], _setup(r.get("num_gpus"), r["gpu"], f"{r['engine']} {r.get('engine_version') or ''}".strip()))
+        if block["use"] == "excluded":
+            out.append(ServingCase(r["id"], "excluded", block["why"], name, None, {}, r["source"]))
+            continue
+        out.append(ServingCase(r["id"], block["use"], "", name, Scenario(model=block["model"], **block["scenario"]),
+                               block["published"], r["source"], block.get("miss", "")))
+    return out
+
+
+def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
+                      estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
+    """Every compared time and serving figure against its estimate, and the excluded records with why."""
+    figures, excluded = [], []
+    datasets = (("training", throughput_cases(throughput)), ("decode", decode_cases(throughput)),
+                ("serving", serving_cases(serving)))
+    for dataset, cases in datasets:
+        for c in cases:
+            if c.use == "excluded":
+                excluded.append(Excluded(c.id, dataset, c.name, c.source, c.why))
+                continue
+            figures += [PublishedFigure(c.id, dataset, c.name, c.source, c.use, metric, published, estimated, c.miss)
+                        for metric, (published, estimated) in c.compared(estimator).items()]
+    return figures, excluded
+
+
+def finetune_excluded(data: Mapping[str, Any]) -> list[Excluded]:
+    return [Excluded(c.id, "finetune", c.name, c.source, c.why) for c in finetune_cases(data) if c.use == "excluded"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Mapping, Sequence
+from typing import Callable, Generic, Mapping, Sequence, TypeVar
+from urllib.parse import urlsplit
 
 
 from . import charts
@@ -23,9 +24,11 @@ from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, WORKLOAD_DEFAULTS, job_inputs
+from .inputs import (INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, default_label,
+                     job_inputs)
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
+from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
 # Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
 # workbook for the rest; a breakdown chart shows this many configurations.
@@ -115,6 +118,8 @@ def format_figure(value: float, unit: str) -> str:
         return percent(value, 2 if abs(value) < 0.01 else 1)
     if unit == "usd":
         return usd(value)
+    if unit == "seconds":  # a step or a decode step: milliseconds below a second
+        return f"{value * 1000:,.1f} ms" if abs(value) < 1 else f"{value:,.2f} s"
     return f"{value:,.4g}"
 
 
@@ -151,6 +156,7 @@ class Cell:
     css: str = ""  # CSS classes decided here
     sort: str = ""  # data-sort value for the sortable table ('' = sort by text)
     title: str = ""  # tooltip (HTML only)
+    href: str = ""  # the cell's text links here (a published figure's source)
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,42 @@ class Table:
     row_ids: tuple[str, ...] = ()  # anchors, parallel to rows ('' for none)
     row_groups: tuple[str, ...] = ()  # parallel to rows: a group heading to print before the row ('' for none)
     group_css: str = "group"
+
+
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Column(Generic[Item]):
+    """One column of a table, declared once for the HTML and the PDF. media: "all"; "html" (left out of
+    the PDF, printed from the HTML); "screen" (left out of the PDF, hidden when the HTML is printed, so
+    it prints like the PDF). WeasyPrint's time grows with the number of cells: the PDF drops what
+    print does not need."""
+    header: Cell
+    cell: Callable[[Item], Cell]
+    media: str = "all"
+    pdf_cell: Callable[[Item], Cell] | None = None  # the PDF's form of the cell, where it differs
+
+    def shown(self, pdf: bool) -> bool:
+        return self.media == "all" or not pdf
+
+
+def build_table(columns: Sequence[Column[Item]], items: Sequence[Item], pdf: bool, css: str = "",
+                **options) -> Table:
+    """The table of `items` with the columns shown in this medium. The PDF has no tooltips, sort keys
+    or row anchors (nothing links to them there, and each costs WeasyPrint)."""
+    shown = [c for c in columns if c.shown(pdf)]
+
+    def media(cell: Cell, column: Column) -> Cell:
+        if pdf:
+            return replace(cell, title="", sort="")
+        return replace(cell, css=f"{cell.css} screen-only".strip()) if column.media == "screen" else cell
+
+    rows = tuple(tuple(media((c.pdf_cell if pdf and c.pdf_cell else c.cell)(item), c) for c in shown)
+                 for item in items)
+    if pdf:
+        options.pop("row_ids", None)
+    return Table(tuple(media(c.header, c) for c in shown), rows, css, **options)
 
 
 @dataclass(frozen=True)
@@ -262,6 +304,23 @@ class NoteCard:
 
 
 @dataclass(frozen=True)
+class ValidationSection:
+    anchor: str
+    title: str
+    intro: str  # what was measured or published, how, and on what
+    summary: tuple[str, ...]  # medians and largest errors, the target
+    table: Table
+    excluded: Table  # published records left out, with why (no rows: none)
+
+
+@dataclass(frozen=True)
+class ValidationGroup:
+    anchor: str
+    title: str
+    sections: tuple[ValidationSection, ...]
+
+
+@dataclass(frozen=True)
 class PageStrings:
     """Pieces of the PDF's 'page X of Y' (string-set, so the static CSS stays language-free)."""
     before: str
@@ -292,6 +351,7 @@ class ReportView:
     breakdowns: tuple[BreakdownSection, ...]
     sensitivity: tuple[SensitivitySection, ...]
     terms: tuple[TermGroup, ...]
+    inputs: Table  # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS)
     assumptions: Table
     lookup_tables: tuple[TermGroup, ...]
     gpu_table: Table
@@ -299,9 +359,7 @@ class ReportView:
     scenarios: Table
     scenarios_note: str
     skipped: Table
-    validation: Table
-    validation_summary: str
-    validation_protocol: str
+    validation: tuple[ValidationGroup, ...]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -659,6 +717,7 @@ def _runs_out(xs: Sequence[int], ys: Sequence[int], limit: int, t: Catalogue, fm
 
 def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySection, ...]:
     by_result: dict[int, list[SensitivitySeries]] = {}
+    scenarios = {r.index: r.estimate.scenario for r in report.results}
     for s in report.sensitivity:
         by_result.setdefault(s.result_index, []).append(s)
     sections = []
@@ -670,7 +729,9 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             x_title = t(f"sens.axis.{s.axis}")
             lines = [charts.RefLine(g, b / GiB) for g, b in s.gpu_limits]
             chart_id = f"sn{n}-{j + 1}"
-            title = t("sens.chart_title", label=s.label, axis=x_title)
+            scenario = scenarios[s.result_index]
+            label = scenario.name or default_label(scenario, lambda w: t(f"workload.{w}"))
+            title = t("sens.chart_title", label=label, axis=x_title)
             texts = [l.label for l in lines] + [x_title, t("sens.y_title")]
             svg = charts.line_chart(s.xs, [y / GiB for y in s.recommended_bytes], lines,
                                     x_labels=[fmt(x) for x in s.xs], x_title=x_title, y_title=t("sens.y_title"),
@@ -683,7 +744,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
         for g, limit in series_list[0].gpu_limits:
             rows.append((Cell(g), Cell(gib(limit), "num")) + tuple(
                 _runs_out(s.xs, s.recommended_bytes, limit, t, fmt) for s, fmt, _ in columns))
-        sections.append(SensitivitySection(f"sensitivity-{n}", series_list[0].label, tuple(figures),
+        sections.append(SensitivitySection(f"sensitivity-{n}", label, tuple(figures),
                                            Table(headers, tuple(rows), "sens")))
     return tuple(sections)
 
@@ -692,6 +753,54 @@ def _term_rows(terms: Sequence[Term], t: Catalogue, prefix: str = "") -> tuple[t
     return tuple((Cell(breakable(term.name), "code"), Cell(t.label(prefix + term.name, term.label)),
                   Cell(t.get(f"unit.{term.unit}", term.unit)), Cell(to_text(term.expr), "formula"),
                   Cell(t.source(prefix + term.name, term.source), "source")) for term in terms)
+
+
+def _input_default(i: Input) -> str:
+    if i.default in ("", None):
+        return "—"
+    return format_count(i.default) if isinstance(i.default, int) else f"{i.default:g}" if isinstance(
+        i.default, float) else str(i.default)
+
+
+def _input_allowed(i: Input, t: Catalogue) -> str:
+    if i.catalog:
+        return t(f"method.inputs.catalog.{i.catalog}")
+    if i.choices:
+        return ", ".join(i.user_choices)
+    if i.limits:
+        lo, hi = i.limits
+        return f"{lo:g}–{hi:g}" if i.decimal else f"{format_count(lo)}–{format_count(hi)}"
+    return "—"
+
+
+def _input_reads(i: Input, t: Catalogue) -> str:
+    """The workloads whose result the input changes (and the engine it needs)."""
+    words = t("list.sep").join(t(f"method.inputs.{w}") if w == FROZEN else t(f"workload.{w}")
+                                   for w in i.applies) if i.applies else t("method.inputs.all")
+    if i.only_with:
+        name, values = i.only_with
+        words += t("punct.open") + f"{name} = {', '.join(values)}" + t("punct.close")
+    return words
+
+
+# Inputs the command line declares apart from the input table: --model sits beside --config (a model
+# given by its config file); --workload also offers the RLHF algorithms (cli._scenario_options).
+CLI_OWN = {"model": "--model", "workload": "--workload"}
+
+
+def inputs_table(t: Catalogue) -> Table:
+    """The method section's inputs: name, meaning, default, allowed values, command-line option and the
+    workloads that read it, one row per entry of inputs.INPUTS and then of RLHF_INPUTS."""
+    headers = tuple(Cell(t(f"method.inputs.col.{c}")) for c in ("name", "label", "default", "allowed", "option",
+                                                                 "reads"))
+    items = [(i, "") for i in INPUTS] + [(i, "rlhf") for i in RLHF_INPUTS]
+    rows = tuple((Cell(breakable(i.name), "code"), Cell(t.label(f"input.{i.name}", i.label)),
+                  Cell(_input_default(i), "code"), Cell(_input_allowed(i, t), "" if i.catalog else "code"),
+                  Cell(i.option or CLI_OWN.get(i.name, "—"), "code"),
+                  Cell(t("method.inputs.rlhf") if group else _input_reads(i, t))) for i, group in items)
+    groups = tuple(t(f"method.inputs.group.{g or 'scenario'}") if n == 0 or items[n - 1][1] != g else ""
+                   for n, (_, g) in enumerate(items))
+    return Table(headers, rows, "inputs", row_groups=groups)
 
 
 def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
@@ -729,7 +838,7 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
     g_rows = tuple((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
                     Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
                     Cell(usd_hour(g.price_per_hour_usd), "num"),
-                    Cell(f"{g.memory_source} {t('gpu.price_source')}: {g.price_source}", "source"))
+                    Cell(f"{g.memory_source} {t('gpu.price_source')}{t('punct.colon')}{g.price_source}", "source"))
                    for name, g in report.gpus.items() if name in report.gpu_types)
     return tuple(out), assumptions, tuple(lookups), Table(g_head, g_rows, "gpus")
 
@@ -764,13 +873,12 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     return tuple(cards)
 
 
-def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Table, Table, str]:
-    """The scenario table, skipped combinations and validation.
+def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Table]:
+    """The scenario table and the skipped combinations.
 
-    The PDF gets the lean form of the scenario table: scenario groups as heading rows instead of a
-    column, no peak-phase or budget (× k) column (the fit mark says whether the budget fits), the
-    fit mark beside the headroom, at most PDF_SCENARIO_ROWS rows. WeasyPrint's time grows with the number of cells; the HTML keeps
-    every column for sorting and hides the same ones when printed, so it prints like the PDF."""
+    The PDF gets the lean form of the scenario table (the columns' media): scenario groups as heading
+    rows instead of a column, no peak-phase or budget (× k) column (the fit mark says whether the budget
+    fits), the fit mark beside the headroom, at most PDF_SCENARIO_ROWS rows."""
     k = report.assumptions["safety_factor"]
     labels: dict[tuple, str] = {}
     matrices: dict[str, list[Result]] = {}
@@ -779,48 +887,44 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
     for results in matrices.values():
         for key, label in _config_labels(results, t).items():
             labels[(results[0].matrix, key)] = label
-    headers = ((Cell("#", "num col-index"),) + (() if pdf else (Cell(t("col.matrix"), "screen-only"),))
-               + (Cell(t("breakdown.config"), "col-config"), Cell(t("col.gpus"), "col-gpus"))
-               + (() if pdf else (Cell(t("col.phase"), "screen-only"),))
-               + (Cell(t("col.device_total"), "num"),)
-               + (() if pdf else (Cell(t("col.budget", k=f"{k:g}"), "num screen-only"),))
-               + (Cell(t("col.headroom"), "num"),) + (() if pdf else (Cell(t("col.fit"), "col-fit"),))
-               + (Cell(t("col.purchase"), "num"),))
+
+    def fit_css(r: Result) -> str:
+        state = _fit_state(r.estimate.values)
+        return "num" if state == "yes" else f"num fit-{state}"
+
+    def mark(r: Result) -> Cell:
+        state = _fit_state(r.estimate.values)
+        return Cell(t(f"fit.{state}.mark"), "mark" if state == "yes" else f"mark fit-{state}", title=t(f"fit.{state}"))
+
+    def phase(r: Result) -> Cell:
+        return Cell(t("phase.rlhf") if r.is_group else t(f"phase.{PHASE_NAMES[int(r.estimate['peak_phase'])]}"))
+
+    columns = (
+        Column(Cell("#", "num col-index"), lambda r: Cell(str(r.index), "num")),
+        Column(Cell(t("col.matrix")), lambda r: Cell(report.preset.matrix_name_in(r.matrix, t.lang)), "screen"),
+        Column(Cell(t("breakdown.config"), "col-config"),
+               lambda r: Cell(labels[(r.matrix, _config_key(r))], title=r.label)),
+        Column(Cell(t("col.gpus"), "col-gpus"),
+               lambda r: Cell(f"{r.total_gpus} × {r.gpu}", sort=f"{r.gpu} {r.total_gpus:06d}")),
+        Column(Cell(t("col.phase")), phase, "screen"),
+        Column(Cell(t("col.device_total"), "num"), lambda r: Cell(gib(r.estimate["device_total"]), fit_css(r))),
+        Column(Cell(t("col.budget", k=f"{k:g}"), "num"), lambda r: Cell(gib(r.estimate["recommended"]), fit_css(r)),
+               "screen"),
+        # the PDF puts the mark after the headroom in one cell: a cell costs WeasyPrint more than its text
+        Column(Cell(t("col.headroom"), "num"), lambda r: Cell(gib(r.estimate["headroom_bytes"]), fit_css(r)),
+               pdf_cell=lambda r: Cell(f"{gib(r.estimate['headroom_bytes'])} {mark(r).text}", fit_css(r))),
+        Column(Cell(t("col.fit"), "col-fit"), mark, "html"),
+        Column(Cell(t("col.purchase"), "num"), lambda r: Cell(usd(r.estimate["purchase_usd"]), "num")),
+    )
     shown = report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
-    rows, ids, groups = [], [], []
-    previous = None
+    groups, previous = [], None
     for r in shown:
-        v = r.estimate.values
-        state = _fit_state(v)
-        cls = "num" if state == "yes" else f"num fit-{state}"
-        cells = [Cell(str(r.index), "num")]
-        if not pdf:
-            cells.append(Cell(report.preset.matrix_name_in(r.matrix, t.lang), "screen-only"))
-        cells += [Cell(labels[(r.matrix, _config_key(r))], title="" if pdf else r.label),
-                  Cell(f"{r.total_gpus} × {r.gpu}", sort="" if pdf else f"{r.gpu} {r.total_gpus:06d}")]
-        if not pdf:
-            phase = t("phase.rlhf") if r.is_group else t(f"phase.{PHASE_NAMES[int(v['peak_phase'])]}")
-            cells.append(Cell(phase, "screen-only"))
-        cells.append(Cell(gib(v["device_total"]), cls))
-        if not pdf:
-            cells.append(Cell(gib(v["recommended"]), cls + " screen-only"))
-        mark = t(f"fit.{state}.mark")
-        if pdf:  # the mark follows the headroom in one cell: a cell costs WeasyPrint more than its text
-            cells.append(Cell(f"{gib(v['headroom_bytes'])} {mark}", cls))
-        else:
-            cells += [Cell(gib(v["headroom_bytes"]), cls),
-                      Cell(mark, "mark" if state == "yes" else f"mark fit-{state}", title=t(f"fit.{state}"))]
-        cells.append(Cell(usd(v["purchase_usd"]), "num"))
-        rows.append(tuple(cells))
-        ids.append(f"s{r.index}")
         groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
     note = (t("appendix.truncated", n=len(shown), total=len(report.results))
             if len(shown) < len(report.results) else "")
-    # Row anchors serve links into the HTML; in the PDF nothing links to them and each one costs
-    # WeasyPrint a named destination.
-    scenarios = Table(headers, tuple(rows), "scenarios sortable", row_ids=() if pdf else tuple(ids),
-                      row_groups=tuple(groups), group_css="group print-only")
+    scenarios = build_table(columns, shown, pdf, "scenarios sortable", row_ids=tuple(f"s{r.index}" for r in shown),
+                            row_groups=tuple(groups), group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
     for s in report.skipped:
         key = (s.matrix, s.label, t(f"skip.{s.reason.code}", **s.reason.values))
@@ -829,18 +933,190 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
                      Cell(t("skipped.count"), "num")),
                     tuple((Cell(report.preset.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
                           for (m, label, reason), c in counts.items()), "skipped")
-    v_rows = tuple((Cell(row.case_id, "code"), Cell(gib(row.measured_bytes), "num"),
-                    Cell(gib(row.estimated_bytes), "num"),
-                    Cell(percent(row.error, 2, signed=True), "num" + (" fit-no" if abs(row.error) > 0.10 else "")),
-                    Cell(row.measured_phase))
-                   for row in report.validation)
-    validation = Table((Cell(t("validation.case")), Cell(t("validation.measured"), "num"),
-                        Cell(t("validation.estimated"), "num"), Cell(t("validation.error"), "num"),
-                        Cell(t("validation.phase"))), v_rows, "validation")
-    st = report.validation_summary
-    summary = (t("validation.summary", cases=st["cases"], median=percent(st["median_abs_error"], 2),
-                 max=percent(st["max_abs_error"], 2), within=st["within_10_percent"]) if st else t("validation.none"))
-    return scenarios, note, skipped, validation, summary
+    return scenarios, note, skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: the estimate against measured and published figures
+
+# How each published metric is printed in the unit its label names: scale, decimals below 100.
+METRIC_FORMATS = {"train_tokens_per_s_per_gpu": (1, 0), "tpot_s": (1000, 1), "ttft_s": (1000, 1),
+                  "output_tokens_per_s": (1, 1), "latency_s": (1, 3), "kv_tokens": (1, 0), "kv_gib": (1, 2),
+                  "gpu_blocks": (1, 0)}
+
+
+def metric_value(value: float, metric: str) -> str:
+    """A published or estimated figure; from 100 up, whole numbers (decimals there are noise)."""
+    scale, decimals = METRIC_FORMATS[metric]
+    return f"{value * scale:,.{decimals if abs(value * scale) < 100 else 0}f}"
+
+
+def source_link(source: str) -> Cell:
+    """A published figure's source: a short label linking to its address; the full citation as tooltip."""
+    url = source.split()[0]
+    parts = urlsplit(url)
+    path = [p for p in parts.path.split("/") if p]
+    if parts.netloc == "github.com" and len(path) >= 2:
+        label = "/".join(path[:2]) + (f" #{path[3]}" if len(path) >= 4 and path[2] in ("issues", "pull") else "")
+    elif parts.netloc == "arxiv.org" and path:
+        label = f"arXiv:{path[-1]}"
+    else:
+        label = parts.netloc or source
+    return Cell(label, "source", title=source, href=url)
+
+
+def run_name(name: RunName, t: Catalogue) -> str:
+    """'Llama-2-7b · LoRA · 1 × A10G · lit-gpt' as the source names the run, the workload translated."""
+    parts = [name.model] + ([t(f"workload.{name.workload}")] if name.workload else []) + [name.setup]
+    if name.seq_len:
+        parts.append(t("validation.tokens", n=format_count(name.seq_len)))
+    return " · ".join(parts)
+
+
+def _error_cell(error: float, target: float) -> Cell:
+    """The error, red beyond the comparison's target (such a row carries its reason in the note column)."""
+    return Cell(percent(error, 2, signed=True), "num fit-no" if abs(error) > target else "num")
+
+
+def _miss_cell(error: float, target: float, miss: str, t: Catalogue) -> Cell:
+    return Cell(t.source(miss, miss) if abs(error) > target and miss else "", "source")
+
+
+def _stats(label: str, errors: Sequence[float], t: Catalogue) -> str:
+    st = error_stats(errors)
+    if st["figures"] == 1:
+        return t("validation.stats_one", label=label, error=percent(st["max_abs_error"], 2))
+    return t("validation.stats", label=label, n=st["figures"], median=percent(st["median_abs_error"], 2),
+             max=percent(st["max_abs_error"], 2))
+
+
+def _excluded(excluded: Sequence[Excluded], t: Catalogue) -> Table:
+    """Published records left out of a comparison, one row per reason."""
+    by_reason: dict[str, list[str]] = {}
+    for x in excluded:
+        by_reason.setdefault(t.source(x.why, x.why), []).append(run_name(x.name, t))
+    return Table((Cell(t("validation.reason")), Cell(t("validation.figures"))),
+                 tuple((Cell(why, "source"), Cell(t("list.sep").join(names))) for why, names in by_reason.items()),
+                 "excluded")
+
+
+SPLITS = ("holdout", "fit")  # held-out rows first: the accuracy the section states is theirs
+
+
+def _by_split(items: Sequence[Item], split: Callable[[Item], str], t: Catalogue) -> tuple[list[Item], tuple[str, ...]]:
+    """The items, held-out ones first, and the heading row that opens each split (fit rows are
+    residuals of a fit, not a measure of accuracy: the heading says so)."""
+    ordered = sorted(items, key=lambda x: SPLITS.index(split(x)))
+    groups = tuple(t(f"validation.rows.{split(x)}") if i == 0 or split(ordered[i - 1]) != split(x) else ""
+                   for i, x in enumerate(ordered))
+    return ordered, groups
+
+
+def _validation_table(columns: list[Column], items: Sequence, split: Callable, errors: Callable, target: float,
+                      miss: Callable, t: Catalogue, pdf: bool, css: str) -> Table:
+    """Rows grouped by split; the reason column only where an error is beyond the target."""
+    if any(abs(errors(x)) > target for x in items):
+        columns = columns + [Column(Cell(t("validation.note"), "col-note"),
+                                    lambda x: _miss_cell(errors(x), target, miss(x), t))]
+    ordered, groups = _by_split(items, split, t)
+    return build_table(columns, ordered, pdf, css, row_groups=groups)
+
+
+def _measured_section(rows: Sequence[ValidationRow], t: Catalogue, pdf: bool) -> ValidationSection:
+    target = TARGETS["measured"]
+    columns = [
+        Column(Cell(t("validation.case"), "col-case"), lambda r: Cell(r.case_id, "code")),
+        Column(Cell(t("validation.file"), "col-file"), lambda r: Cell(r.source, "code")),
+        Column(Cell(t("validation.measured"), "num"), lambda r: Cell(gib(r.measured_bytes), "num")),
+        Column(Cell(t("validation.estimated_gib"), "num"), lambda r: Cell(gib(r.estimated_bytes), "num")),
+        Column(Cell(t("validation.error"), "num col-error"), lambda r: _error_cell(r.error, target)),
+        Column(Cell(t("validation.phase")), lambda r: Cell(t(f"measured_phase.{r.measured_phase}"))),
+    ]
+    holdout = [r.error for r in rows if r.split == "holdout"]
+    summary = (t("validation.measured_summary", cases=len(rows), fit=len(rows) - len(holdout),
+                 holdout=len(holdout), target=percent(target, 0),
+                 within=sum(abs(e) <= target for e in holdout)),) if rows else (t("validation.none"),)
+    if holdout:
+        summary += (_stats(t("validation.group.holdout"), holdout, t),)
+    models = len({r.case_id.split("/")[0] for r in rows})
+    table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
+                              "validation measured")
+    return ValidationSection("validation-measured", t("validation.measured_title"),
+                             t("validation.measured_intro", models=models), summary, table, _excluded((), t))
+
+
+def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded], t: Catalogue,
+                      pdf: bool) -> ValidationSection:
+    target = TARGETS["finetune"]
+    columns = [
+        Column(Cell(t("validation.figure"), "col-figure"), lambda r: Cell(run_name(r.name, t))),
+        Column(Cell(t("validation.source"), "col-source"), lambda r: source_link(r.source)),
+        Column(Cell(t("validation.level")), lambda r: Cell(t(f"validation.level.{r.level}"))),
+        Column(Cell(t("validation.published_gib"), "num"), lambda r: Cell(gib(r.measured_bytes), "num")),
+        Column(Cell(t("validation.estimated_gib"), "num"), lambda r: Cell(gib(r.estimated_bytes), "num")),
+        Column(Cell(t("validation.error"), "num col-error"), lambda r: _error_cell(r.error, target)),
+    ]
+    summary: tuple[str, ...] = ()
+    held_out = [r for r in rows if r.split == "holdout"]
+    if held_out:
+        summary = (t("validation.targets.finetune", target=percent(target, 0)),
+                   _stats(t("validation.all_levels"), [r.error for r in held_out], t)) + tuple(
+            _stats(t("validation.at_level", level=t(f"validation.level.{level}")),
+                   [r.error for r in held_out if r.level == level], t)
+            for level in dict.fromkeys(r.level for r in held_out))
+    table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
+                              "validation published")
+    return ValidationSection("validation-finetune", t("validation.finetune_title"),
+                             t("validation.finetune_intro", compared=len(rows), excluded=len(excluded)),
+                             summary, table, _excluded(excluded, t))
+
+
+def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded: Sequence[Excluded], t: Catalogue,
+                     pdf: bool) -> ValidationSection:
+    """Training throughput, decode times or serving KV pools: one row per published number. Where every
+    row publishes the same metric, its name moves into the value headers."""
+    target = TARGETS[dataset]
+    metrics = {f.metric for f in figures}
+    one = t(f"validation.metric.{next(iter(metrics))}") if len(metrics) == 1 else ""
+    columns = [
+        Column(Cell(t("validation.figure"), "col-figure"), lambda f: Cell(run_name(f.name, t))),
+        Column(Cell(t("validation.source"), "col-source"), lambda f: source_link(f.source)),
+    ] + ([] if one else [
+        Column(Cell(t("validation.metric"), "col-metric"), lambda f: Cell(t(f"validation.metric.{f.metric}")))]) + [
+        Column(Cell(t("validation.published_in", unit=one) if one else t("validation.published"), "num col-value"),
+               lambda f: Cell(metric_value(f.published, f.metric), "num")),
+        Column(Cell(t("validation.estimated_in", unit=one) if one else t("validation.estimated"), "num col-value"),
+               lambda f: Cell(metric_value(f.estimated, f.metric), "num")),
+        Column(Cell(t("validation.error"), "num col-error"), lambda f: _error_cell(f.error, target)),
+    ]
+    summary: tuple[str, ...] = ()
+    held_out = [f for f in figures if f.use == "holdout"]
+    if figures:
+        summary = (t(f"validation.targets.{dataset}", target=percent(target, 0)),)
+        if dataset == "decode":  # the first token is a prefill: compared apart from the decode figures
+            groups = {t("validation.decode_figures"): [f.error for f in held_out if f.metric != "ttft_s"],
+                      t("validation.ttft_figures"): [f.error for f in held_out if f.metric == "ttft_s"]}
+        else:
+            groups = {t("validation.group.holdout"): [f.error for f in held_out]}
+        summary += tuple(_stats(label, errors, t) for label, errors in groups.items() if errors)
+    table = _validation_table(columns, figures, lambda f: f.use, lambda f: f.error, target, lambda f: f.miss, t, pdf,
+                              "validation timing" + (" one-metric" if one else ""))
+    return ValidationSection(f"validation-{dataset}", t(f"validation.{dataset}_title"),
+                             t(f"validation.{dataset}_intro", compared=len({f.id for f in figures}),
+                               excluded=len(excluded)),
+                             summary, table, _excluded(excluded, t))
+
+
+def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGroup, ...]:
+    measured = [r for r in report.validation if r.kind == "measured"]
+    published = [r for r in report.validation if r.kind == "published"]
+    excluded = {d: [x for x in report.validation_excluded if x.dataset == d]
+                for d in ("finetune", "training", "decode", "serving")}
+    figures = {d: [f for f in report.validation_figures if f.dataset == d] for d in ("training", "decode", "serving")}
+    memory = (_measured_section(measured, t, pdf), _finetune_section(published, excluded["finetune"], t, pdf))
+    time = tuple(_figures_section(d, figures[d], excluded[d], t, pdf) for d in figures if figures[d] or excluded[d])
+    return (ValidationGroup("appendix-validation", t("appendix.validation"), memory),) + (
+        (ValidationGroup("appendix-time", t("appendix.time"), time),) if time else ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -858,7 +1134,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
     toc = tuple(TocEntry(s, str(i), t(f"section.{s}")) for i, s in enumerate(SECTIONS, start=1))
     terms, assumptions, lookups, gpu_table = _method(report, t)
     capacity, legend = _capacity(report, t)
-    scenarios, note, skipped, validation, v_summary = _appendix(report, t, pdf)
+    scenarios, note, skipped = _appendix(report, t, pdf)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
@@ -875,6 +1151,6 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
         sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
-        gpu_table=gpu_table, notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
-        validation=validation, validation_summary=v_summary, validation_protocol=report.validation_protocol,
+        gpu_table=gpu_table, inputs=inputs_table(t), notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
+        validation=_validation(report, t, pdf),
     )

@@ -95,6 +95,17 @@ EXCLUDED_WHY = {
     "pub-ft-037": UNKNOWN_LEVEL + "; FSDP parameter offload",
     "pub-ft-038": UNKNOWN_LEVEL + "; GPU model not stated",
 }
+# Compared figures the estimate misses by more than the target (15 %), with what is known about each;
+# the report prints the reason beside the error, tests/test_published_finetune.py expects the miss.
+MISSES = {
+    "pub-ft-011": "LitGPT's full fine-tune of TinyLlama (b4, 512 tokens): LitGPT's own training step, run on the "
+                  "oracle, peaks at 11.85 GB (the estimate is within 1.2 % of it); the published 14.10 GB covers the "
+                  "whole run (validation, generation) of an older LitGPT",
+    "pub-ft-016": "Gemma-2B full fine-tune on 4 GPUs with LitGPT's FSDP (Lightning Fabric's FSDPStrategy, i.e. FSDP1 "
+                  "with flat parameters and the embeddings in the root unit); the estimator's FSDP terms follow FSDP2",
+    "pub-ft-035": "Llama-2-70B LoRA under DeepSpeed ZeRO-3 on 8 H100, a rounded reading from a screenshot "
+                  "('64 GB (80%)'); the 10 % fragmentation assumption is likely low for ZeRO-3's gathered parameters",
+}
 
 
 def block(record) -> dict:
@@ -106,6 +117,8 @@ def block(record) -> dict:
             out["config"] = model
         else:
             out["model"] = model
+        if rid in MISSES:
+            out["miss"] = MISSES[rid]
         return out
     why = EXCLUDED_WHY.get(rid)
     if why is None:
@@ -123,7 +136,8 @@ def main() -> None:
         "('model' from the catalog, or 'config'), the level to compare at ('compare': allocated_peak for "
         "torch.cuda.max_memory_allocated and torchtune's active bytes, reserved_peak for max_memory_reserved, "
         "device_total for nvidia-smi readings) and 'use': 'holdout' (compared; nothing in the estimator was "
-        "fitted to these figures) or 'excluded' with 'why'.")
+        "fitted to these figures) or 'excluded' with 'why'; 'miss': what is known about a compared figure the "
+        "estimate misses by more than 15 %.")
     PATH.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

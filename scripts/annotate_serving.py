@@ -61,6 +61,16 @@ EXCLUDED = {
     "pub-srv-016": "Llama-3.2-11B-Vision: cross-attention layers and a vision encoder are not modelled",
     "pub-srv-023": "Phi-4 GPTQ (AutoRound): not in the model catalog",
 }
+# Held-out logs the estimate misses by more than the target (10 %), with what differs; the report
+# prints the reason beside the error, tests/test_serving.py expects the miss.
+MISSES = {
+    "pub-srv-018": "vLLM 0.2.4 (2023) at TP 4 left ~13.7 GiB per GPU outside weights and pool; later versions "
+                   "leave 2-3 GiB (the same PR changed TP 4 pools by a third)",
+    "pub-srv-019": "the log does not state gpu_memory_utilization (0.9 assumed) nor the activation profile",
+    "pub-srv-020": "FP8 MoE at TP 4: the log states neither the utilisation nor the weights' size; the pool "
+                   "implies ~8 GiB per GPU outside weights and pool that the estimate does not have",
+    "pub-srv-021": "SGLang at TP 4 (mem_fraction_static holds the weights and the pool): just outside the target",
+}
 
 
 def main():
@@ -70,13 +80,15 @@ def main():
             r["reportgen"] = {"use": "excluded", "why": EXCLUDED[r["id"]]}
             continue
         use, run, published, note = RUNS[r["id"]]
-        r["reportgen"] = {"use": use, **run, "published": published, "note": note}
+        r["reportgen"] = {"use": use, **run, "published": published, "note": note,
+                          **({"miss": MISSES[r["id"]]} if r["id"] in MISSES else {})}
     data["protocol"]["reportgen"] = (
         "Each record carries a 'reportgen' block added by the project (scripts/annotate_serving.py): the "
         "estimator inputs of the logged start-up (serving_engine, gpu_memory_utilization, "
         "max_num_batched_tokens, batch_size = max_num_seqs), the figure to compare (kv_tokens: the pool's "
         "tokens; kv_gib: its size per GPU; gpu_blocks: blocks of 16 tokens), and use = fit (the two logs that "
-        "set driver_reserved_mib), holdout or excluded (with why).")
+        "set driver_reserved_mib), holdout or excluded (with why); 'miss': what differs in a held-out log the "
+        "estimate misses by more than 10 %.")
     PATH.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

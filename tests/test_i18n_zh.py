@@ -3,8 +3,10 @@ and each translation carries the same numbers and placeholders as the English te
 so a changed English source (a new figure, a corrected citation) shows up here as a failure.
 
 Keys of zh.json "sources" (read by i18n.Catalogue.source): a term's name, "group.<name>" for the
-RLHF group terms, "<Table>.<row>" for the lookup tables' row notes.
+RLHF group terms, "<Table>.<row>" for the lookup tables' row notes, and the English text itself for
+the validation data's reasons (why a published figure is excluded, why an estimate misses it).
 """
+import functools
 import json
 import re
 
@@ -13,7 +15,10 @@ import yaml
 
 from reportgen import tables
 from reportgen.estimate import group_terms
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator
 from reportgen.i18n import catalogue_path, load_catalogue
+from reportgen.pipeline import validation_figures, validation_rows
 from reportgen.presets import bundled_presets, load_preset
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
 
@@ -29,8 +34,9 @@ GROUPS = ((("actor", "critic", "reference", "reward"), "colocated"),
 VALUE_WORDS = {"checkpointing": tables.CHECKPOINTING, "offload": tables.OFFLOAD, "head": tables.HEADS,
                "logits": tables.LOGITS, "dropout": tables.DROPOUT, "lora_dropout": tables.LORA_DROPOUT,
                "adapter_dtype": ("model",)}  # fp32 stays a code value
-# Retired wording, replaced everywhere by 显存总占用, 已预留峰值, 条件, 原始材料 and 采购总价.
-RETIRED = ("设备总量", "保留峰值", "设定", "原材料", "采购成本")
+# Retired wording, replaced everywhere by 显存总占用, 已预留峰值, 条件, 原始材料 and 采购总价, and by the value
+# words of zh.json (完整重计算, 选择性重计算; 批量 as in the axes and charts).
+RETIRED = ("设备总量", "保留峰值", "设定", "原材料", "采购成本", "完全重算", "完全检查点", "选择性重算", "批大小")
 
 
 def english_sources() -> dict[str, str]:
@@ -42,7 +48,16 @@ def english_sources() -> dict[str, str]:
                 assert out.setdefault("group." + t.name, t.source) == t.source, t.name
     for table in tables.LOOKUP_TABLES:
         out.update({f"{table.name}.{row}": note for row, note in table.notes.items() if note})
-    return out
+    return out | validation_texts()
+
+
+@functools.lru_cache(maxsize=None)
+def validation_texts() -> dict[str, str]:
+    """The reasons the validation appendix prints from the data, keyed by themselves."""
+    estimator = Estimator(load_models(), load_gpus())
+    figures, excluded = validation_figures(estimator)
+    texts = [r.miss for r in validation_rows(estimator)] + [f.miss for f in figures] + [x.why for x in excluded]
+    return {text: text for text in texts if text}
 
 
 def numbers(text: str) -> set[str]:
@@ -61,6 +76,19 @@ def zh_texts() -> dict[str, str]:
         p = load_preset(name)
         out[f"{name}:title_zh"], out[f"{name}:description_zh"] = p.title_zh, p.description_zh
         out.update({f"{name}:{m}": z for m, z in p.matrix_names_zh.items()})
+    return out | notes_zh_texts()
+
+
+def notes_zh_texts() -> dict[str, str]:
+    """The Chinese texts of the error-correction notes (templates/notes.yaml) the report prints; the quoted
+    claims stay verbatim, whatever their punctuation."""
+    from reportgen.notes import load_catalogue as load_notes
+    notes = load_notes()
+    out = {f"notes.yaml:articles.{a}.{sec}": names["zh"] for a, meta in notes["articles"].items()
+           for sec, names in meta["sections"].items()}
+    for n in notes["notes"]:
+        out.update({f"notes.yaml:{n['id']}.{k}": n[k] for k in ("setting_zh", "explanation_zh", "source_zh")})
+        out.update({f"notes.yaml:{n['id']}.figures.{k}": f["zh"] for k, f in n["figures"].items()})
     return out
 
 
@@ -132,3 +160,17 @@ def test_every_chinese_character_is_in_the_bundled_font():
                 ch.encode("gb2312")
             except UnicodeEncodeError:
                 pytest.fail(f"{key}: {ch!r} is not in GB2312")
+
+
+def test_sensitivity_titles_name_the_workload_in_chinese():
+    """The sensitivity section titles a scenario in the report's language (the workload word), not by its
+    English default label."""
+    from reportgen.pipeline import load, make_report
+    from reportgen.views import build_view
+    report = make_report(load("default"), "2026-01-01T00:00:00Z")
+    zh = load_catalogue("zh")
+    words = {w: zh(f"workload.{w}") for w in ("inference", "full", "lora", "qlora")}
+    titles = [s.title for s in build_view(report, "zh").sensitivity]
+    assert titles and all(any(f" · {word} · " in title for word in words.values()) for title in titles), titles
+    assert not any(f" · {w} · " in title for title in titles for w in ("inference", "full")), titles
+    assert {s.title for s in build_view(report, "en").sensitivity} != set(titles)

@@ -34,7 +34,7 @@ from reportgen.views import _notes, format_figure
 REPO = Path(__file__).resolve().parents[1]
 COUNTS = REPO / "tests" / "data" / "transformers_counts.json"
 
-UNITS = {"bytes", "count", "number", "ratio", "percent", "gpus"}
+UNITS = {"bytes", "count", "number", "ratio", "percent", "gpus", "seconds"}
 CONVERSIONS = {KiB, MiB, GiB, MB, GB}  # the only constants a figure may contain
 
 
@@ -205,6 +205,7 @@ KEY_FIGURES = {
     "N13": "omitted", "N14": "r_b1", "N15": "t_b1", "N16": "device", "N17": "t_1k", "N18": "device",
     "N19": "fwd_reference", "N20": "int4", "N21": "mixed_opt", "N22": "grads", "N23": "critic_train",
     "N24": "mha_tok", "N25": "r_short", "N26": "qv_state", "N27": "b_z3", "N28": "same_states", "N29": "a_flash_s",
+    "N30": "t_full", "N31": "read_moe",
 }
 
 
@@ -662,3 +663,28 @@ def test_the_data_file_top_level_is_checked(tmp_path):
         load_catalogue(path)
     assert err.value.one_line() == ("notes.yaml: basis: unknown key 'basis' (did you mean 'bases'?) "
                                     "(known: articles, bases, derived, generic_model, notes)")
+
+
+def test_n30_full_checkpointing_costs_a_third_more_time_at_any_shape(notes, estimator):
+    """One more forward on top of forward and backward (2N on 6N FLOPs per token, attention alike): a third,
+    above the article's 20-30 %; selective recomputation (attention scores only) costs far less and, with
+    FlashAttention, saves nothing."""
+    n = notes["N30"]
+    assert fig(n, "full_cost") == pytest.approx(1 / 3, rel=1e-6) and fig(n, "flops_extra") == pytest.approx(1 / 3)
+    assert fig(n, "full_cost") > 0.30 and 0 < fig(n, "sel_cost") < 0.10
+    assert fig(n, "act_sel") == fig(n, "act_none") > 10 * fig(n, "act_full")
+    for changes in ({"batch_size": 8}, {"seq_len": 16384}, {"gpu": "H100-80GB-SXM"}):
+        other = rebuild("N30", estimator, **changes)
+        assert fig(other, "full_cost") == pytest.approx(1 / 3, rel=1e-6), changes
+
+
+def test_n31_moe_saves_training_time_but_not_batched_decode_time(notes, facts):
+    """Training FLOPs follow the active parameters (about 6 per active parameter and token, as Kaplan's rule
+    with N = active), so Mixtral trains about as fast as the 13B dense model; a batched decode step reads
+    every expert, so it takes as long as the weights take to read."""
+    n = notes["N31"]
+    assert 6 < fig(n, "fpp_active") < 6.5 and fig(n, "fpp_total") < 2
+    assert 0.8 < fig(n, "train_ratio") < 1.25
+    assert fig(n, "decode_ratio") == pytest.approx(fig(n, "w_moe") / fig(n, "w_dense"), rel=1e-6)
+    assert fig(n, "decode_ratio") > 3
+    assert abs(fig(n, "active") / fig(n, "dense_params") - 1) < 0.02

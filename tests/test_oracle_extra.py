@@ -65,6 +65,9 @@ def test_file_is_complete():
     assert len(ids) == len(set(ids)) == 41
     assert set(XFAIL) <= set(ids)
     assert {c["config_name"] for c in CASES} == HELD_OUT | TERM_SOURCES
+    # each record's split (the report's fit/held-out column) says the same
+    assert {c["config_name"] for c in CASES if c["split"] == "holdout"} == HELD_OUT
+    assert {c["config_name"] for c in CASES if c["split"] == "fit"} == TERM_SOURCES
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in CASES])
@@ -82,3 +85,16 @@ def test_peak_at_the_level_reached(case):
     error = (estimated - measured) / measured
     assert abs(error) <= TOLERANCE[case["config_name"]], \
         f"{case['id']}: estimated {estimated / 2**30:.3f} GiB, measured {measured / 2**30:.3f} GiB ({100 * error:+.1f} %)"
+
+
+def test_held_out_measured_peaks_at_the_level_reached():
+    """The appendix states accuracy on the held-out shapes only (no estimator term was derived from them):
+    89 cases across the three measured files, median |error| 0.05 %, largest 5.4 % today. Every case
+    carries its split."""
+    import statistics
+    from reportgen.pipeline import validation_rows
+    rows = [r for r in validation_rows(Estimator(load_models(), load_gpus())) if r.kind == "measured"]
+    assert {r.split for r in rows} == {"fit", "holdout"}
+    held_out = [abs(r.error) for r in rows if r.split == "holdout"]
+    assert len(held_out) >= 80
+    assert statistics.median(held_out) <= 0.001 and max(held_out) <= 0.06

@@ -6,6 +6,7 @@ numbers below keep a blind regeneration from blessing a wrong value.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -13,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import refdata
 
@@ -22,10 +24,11 @@ from reportgen.formulas import Num
 from reportgen.i18n import LANGUAGES, catalogue_path, load_catalogue
 from reportgen.notes import Note, NoteFigure
 from reportgen.pipeline import load, make_report
+from reportgen.presets import bundled_presets
 from reportgen.report import build_report
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
 from reportgen.units import GiB
-from reportgen.validation import ValidationRow
+from reportgen.validation import Excluded, PublishedFigure, RunName, ValidationRow
 from reportgen.views import SEGMENTS, build_view, gib, segments, usd
 from reportgen.writers.html import render_html
 
@@ -75,11 +78,21 @@ def fixture_report(tmp_path: Path, title: str | None = None):
     path = tmp_path / "small.yaml"
     path.write_text(text, encoding="utf-8")
     loaded = load(str(path))
-    validation = (ValidationRow("llama-tiny-full", 3 * GiB, 3 * GiB + 10 * 2**20, "backward_start"),
-                  ValidationRow("llama-tiny-infer", 2 * GiB, int(1.7 * GiB), "forward"))
+    run = RunName("Llama-2-7B", "1 × A10G · lit-gpt", "lora")
+    validation = (ValidationRow("llama-tiny/train", 3 * GiB, 3 * GiB + 10 * 2**20, "bwd", source="measured.json",
+                                split="fit"),
+                  ValidationRow("llama-tiny/infer", 2 * GiB, int(1.7 * GiB), "prefill", source="measured.json",
+                                split="holdout", miss="the prefill's working set is under-counted"),
+                  ValidationRow("pub-1", 20 * GiB, 16 * GiB, "allocated_peak", kind="published",
+                                source="https://github.com/owner/repo/blob/abc/README.md (table 1)", split="holdout",
+                                miss="the published peak covers the <whole> run", name=run))
+    figures = (PublishedFigure("pub-2", "training", RunName("MPT-7B", "8 × H100", seq_len=2048),
+                               "https://arxiv.org/abs/2104.04473", "fit", "train_tokens_per_s_per_gpu", 1000.0, 1050.0),)
+    excluded = (Excluded("pub-3", "training", RunName("Llama 3 8B", "8 × B200"), "https://example.org/page",
+                         "FP8 training on B200"),)
     return build_report(loaded.preset, loaded.expansion, loaded.estimator, generated_at=WHEN, version="0.0.0-test",
-                        notes=(fixture_note(),), validation=validation,
-                        validation_protocol="Synthetic protocol text for the fixture.")
+                        notes=(fixture_note(),), validation=validation, validation_figures=figures,
+                        validation_excluded=excluded)
 
 
 @pytest.fixture(scope="module")
@@ -235,8 +248,10 @@ def test_html_has_no_external_urls(default_report, lang):
     urls = URL_ATTR.findall(html) + CSS_URL.findall(html)
     fonts = [u for u in urls if u.startswith(("data:font/otf;base64,", "data:font/ttf;base64,"))]
     assert len(fonts) == 4  # the bundled faces, embedded (regular and bold of two families)
+    # a published figure's source is a link to follow, not a resource the page loads
+    links = set(re.findall(r'<a href="(https://[^"]+)">', html))
     for url in urls:
-        assert url.startswith("#") or url in fonts, f"external or file reference: {url[:80]}"
+        assert url.startswith("#") or url in fonts or url in links, f"external or file reference: {url[:80]}"
     assert "<link" not in html and "@import" not in html
     # the only script is the inline sorter; no external scripts
     assert html.count("<script") == 1 and "<script>" in html
@@ -275,6 +290,44 @@ def test_pdf_variant_keeps_every_scenario_of_the_default_preset(default_report):
     table = html.split('id="scenario-table"')[1].split("</table>")[0]
     assert len(re.findall(r'<tr><td class="num">\d+</td>', table)) == len(default_report.results)
     assert "screen-only" not in html.split('id="scenario-table"')[1].split("</table>")[0]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_red_validation_error_carries_its_reason(small, default_report, lang):
+    """An error beyond its comparison's target is red, and its row says what is known about the miss
+    (stored with the data: a new miss without a reason fails here)."""
+    for report in (small, default_report):
+        reds = 0
+        for group in build_view(report, lang).validation:
+            for section in group.sections:
+                assert section.table.headers[-1].text == load_catalogue(lang)("validation.note") or not any(
+                    "fit-no" in c.css for row in section.table.rows for c in row), section.anchor
+                for row in section.table.rows:
+                    if any("fit-no" in c.css for c in row):
+                        reds += 1
+                        assert row[-1].text, (section.anchor, row[0].text)
+                        assert lang == "en" or re.search(r"[\u4e00-\u9fff]", row[-1].text) or report is small
+        assert reds >= 2
+
+
+def test_validation_appendix_states_the_medians_the_tests_assert(default_report):
+    """The summary lines print the medians of validation.py's own statistics, on held-out data only: a
+    fit's residuals are not stated as accuracy."""
+    from reportgen.validation import error_stats, published_summary
+    from reportgen.views import percent
+    html = render_html(default_report, "en")
+    measured = [r.error for r in default_report.validation if r.kind == "measured"]
+    held_out = [r.error for r in default_report.validation if r.kind == "measured" and r.split == "holdout"]
+    assert percent(error_stats(held_out)["median_abs_error"], 2) in html
+    assert percent(published_summary(list(default_report.validation))["all"]["median_abs_error"], 2) in html
+    stated = " ".join(line for g in build_view(default_report, "en").validation for s in g.sections for line in s.summary)
+    fit = [f.error for f in default_report.validation_figures if f.dataset == "training" and f.use == "fit"]
+    for errors in (measured, fit):
+        assert percent(error_stats(errors)["median_abs_error"], 2) not in stated
+    held_out = [f.error for f in default_report.validation_figures if f.dataset == "training" and f.use == "holdout"]
+    assert percent(error_stats(held_out)["median_abs_error"], 2) in html
+    serving = [f.error for f in default_report.validation_figures if f.dataset == "serving" and f.use == "holdout"]
+    assert percent(error_stats(serving)["median_abs_error"], 2) in html
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,3 +408,52 @@ def test_skip_reasons_are_translated_from_the_estimators_codes():
         assert en[f"skip.{code}"] == text
         assert zh[f"skip.{code}"] != text and set(re.findall(r"{\w+}", zh[f"skip.{code}"])) == \
             set(re.findall(r"{\w+}", text))
+
+
+# ---------------------------------------------------------------------------------------------
+# The PDF and the screen variants of the view
+
+def _tables(obj, path="v"):
+    """Every Table of a view, with where it sits (fields in order, tuples by index)."""
+    from dataclasses import fields as dc_fields, is_dataclass
+    from reportgen.views import Table
+    if isinstance(obj, Table):
+        yield path, obj
+    elif is_dataclass(obj):
+        for f in dc_fields(obj):
+            yield from _tables(getattr(obj, f.name), f"{path}.{f.name}")
+    elif isinstance(obj, tuple):
+        for i, x in enumerate(obj):
+            yield from _tables(x, f"{path}[{i}]")
+
+
+@functools.lru_cache(maxsize=None)
+def _bundled_report(name: str):
+    return make_report(load(name), WHEN)
+
+
+@settings(max_examples=8, deadline=None)
+@given(name=st.sampled_from(sorted(bundled_presets())), lang=st.sampled_from(LANGUAGES))
+def test_pdf_and_screen_variants_have_the_same_columns(name, lang):
+    """The PDF form of every table prints the screen form's columns, less those the screen hides when
+    printed (screen-only) or declares for the HTML alone, in the same order; each row has a cell per
+    column in both."""
+    report = _bundled_report(name)
+    screen = list(_tables(build_view(report, lang)))
+    pdf = list(_tables(build_view(report, lang, pdf=True)))
+    assert [p for p, _ in screen] == [p for p, _ in pdf]
+    for (where, s), (_, p) in zip(screen, pdf):
+        s_head, p_head = [h.text for h in s.headers], [h.text for h in p.headers]
+        it = iter(s_head)
+        assert all(h in it for h in p_head), (where, s_head, p_head)  # a subsequence
+        for h in s.headers:
+            if "screen-only" in h.css:
+                assert h.text not in p_head, (where, h.text)
+        assert not any("screen-only" in h.css for h in p.headers), where
+        printed = [h.text for h in s.headers if "screen-only" not in h.css]
+        if "scenarios" not in s.css:  # the HTML printed shows what the PDF shows
+            assert printed == p_head, where
+        else:  # except the fit mark, which the PDF puts beside the headroom
+            assert [h for h in printed if h not in p_head] == [load_catalogue(lang)("col.fit")], where
+        for table in (s, p):
+            assert all(len(row) == len(table.headers) for row in table.rows), where

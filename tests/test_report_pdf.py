@@ -218,8 +218,13 @@ def test_notes_and_validation_are_in_the_pdf(report, pdfs):
     text = "".join(run("pdftotext", "-raw", "-enc", "UTF-8", str(pdfs["en"]), "-").split())
     for note in report.notes:
         assert note.id in text
-    for row in report.validation:
-        assert "".join(row.case_id.split()) in text
+    for row in report.validation:  # measured cases by id, published figures by the run's model
+        assert "".join((row.name.model if row.name else row.case_id).split()) in text
+    for figure in report.validation_figures:
+        assert "".join(figure.name.model.split()) in text
+    # every reason for a miss the appendix prints (red errors only) is in the PDF
+    for miss in {f.miss for f in report.validation_figures if f.miss} | {r.miss for r in report.validation if r.miss}:
+        assert "".join(miss.split())[:40] in text
 
 
 # ---------------------------------------------------------------------------------------------

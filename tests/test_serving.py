@@ -19,46 +19,40 @@ import pytest
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator, Scenario
 from reportgen.units import GiB
+from reportgen.validation import TARGETS, serving_cases, serving_metrics
 
 DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validation" /
                    "published_serving.json").read_text(encoding="utf-8"))
 EST = Estimator(load_models(), load_gpus())
-# Held-out logs the estimate misses by more than 10 %, each with what differs.
-XFAIL = {
-    "pub-srv-018": "vLLM 0.2.4 (2023) at TP 4 left ~13.7 GiB per GPU outside weights and pool; later versions "
-                   "leave 2-3 GiB (the same PR changed TP 4 pools by a third)",
-    "pub-srv-019": "the log does not state gpu_memory_utilization (0.9 assumed) nor the activation profile",
-    "pub-srv-020": "FP8 MoE at TP 4: the log states neither the utilisation nor the weights' size; the pool "
-                   "implies ~8 GiB per GPU outside weights and pool that the estimate does not have",
-    "pub-srv-021": "SGLang at TP 4: +10.1 %, just outside the target",
-}
+CASES = serving_cases(DATA)
+# Held-out logs the estimate misses by more than 10 %, each with what differs: stored with the data (the
+# report prints it).
+XFAIL = {c.id: c.miss for c in CASES if c.miss}
 
 
 def _cases(use):
-    for r in DATA["records"]:
-        block = r["reportgen"]
-        if block["use"] == use:
-            for metric, value in block["published"].items():
-                yield r["id"], Scenario(model=block["model"], **block["scenario"]), metric, value
+    for c in CASES:
+        if c.use == use:
+            for metric, value in c.published.items():
+                yield c.id, c.scenario, metric, value
 
 
 def _estimated(s: Scenario, metric: str) -> float:
-    v = EST.estimate(s).values
-    return {"kv_tokens": v["kv_pool_tokens"], "kv_gib": v["kv_pool_bytes"] / GiB,
-            "gpu_blocks": v["kv_pool_tokens"] / 16}[metric]
+    return serving_metrics(EST.estimate(s).values)[metric]
 
 
 def test_enough_published_logs_and_reasons_for_the_rest():
     uses = [r["reportgen"]["use"] for r in DATA["records"]]
     assert uses.count("holdout") >= 10
     assert all(r["reportgen"]["why"] for r in DATA["records"] if r["reportgen"]["use"] == "excluded")
+    assert len(XFAIL) == 4
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=[pytest.mark.xfail(strict=True, reason=XFAIL[c[0]])]
                                                if c[0] in XFAIL else []) for c in _cases("holdout")])
 def test_kv_pool_of_held_out_logs_within_ten_percent(case):
     _, s, metric, published = case
-    assert abs(_estimated(s, metric) / published - 1) <= 0.10
+    assert abs(_estimated(s, metric) / published - 1) <= TARGETS["serving"] == 0.10
 
 
 def test_held_out_median():

@@ -9,6 +9,7 @@ import json
 from typing import Any, Iterator
 
 from ..report import PlanEntry, Report
+from ..validation import published_summary
 
 
 def _entry(e: PlanEntry) -> dict[str, Any]:
@@ -45,10 +46,16 @@ def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
                   "cheapest_to_rent": _entry(rec.cheapest_to_rent) if rec.cheapest_to_rent else None,
                   "per_gpu_type": [_entry(e) for e in rec.entries]} for rec in report.recommendations],
         "notes": [note_json(n) for n in report.notes],
-        "validation": {"protocol": report.validation_protocol,
-                       "summary": report.validation_summary,
-                       "cases": [{"id": v.case_id, "measured_bytes": v.measured_bytes,
-                                  "estimated_bytes": v.estimated_bytes, "error": v.error} for v in report.validation]},
+        "validation": {"summary": report.validation_summary,
+                       "published_summary": published_summary(list(report.validation)),
+                       "cases": [{"id": v.case_id, "kind": v.kind, "level": v.level, "split": v.split,
+                                  "measured_bytes": v.measured_bytes, "estimated_bytes": v.estimated_bytes,
+                                  "error": v.error, "source": v.source, "miss": v.miss} for v in report.validation],
+                       "figures": [{"id": f.id, "dataset": f.dataset, "use": f.use, "metric": f.metric,
+                                    "published": f.published, "estimated": f.estimated, "error": f.error,
+                                    "source": f.source, "miss": f.miss} for f in report.validation_figures],
+                       "excluded": [{"id": x.id, "dataset": x.dataset, "source": x.source, "why": x.why}
+                                    for x in report.validation_excluded]},
     }
 
 

@@ -14,7 +14,7 @@ from .layout import GIB, OK, Styles, add_sheet, fit_row, page_setup, plain, writ
 # ---------------------------------------------------------------------------------------------
 # Notes: claims, verdicts and live figures over the NoteScenarios rows
 
-FIGURE_FORMAT = {"bytes": "bytes", "count": "count", "gpus": "count", "ratio": "ratio", "percent": "percent"}
+FIGURE_FORMAT = {"bytes": "bytes", "count": "count", "gpus": "count", "ratio": "ratio", "percent": "percent", "seconds": "seconds"}
 
 
 def _explanation(text: str) -> str:
