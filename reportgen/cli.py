@@ -19,7 +19,7 @@ from . import __version__
 from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model
 from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
-from .inputs import (INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
+from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
 from .limits import check_name
 from .models import load_config_file, read_config_file
@@ -219,17 +219,18 @@ def _assumption_option(a: Assumption):
                         help=f"{a.label}: {a.help} (default {a.default:g}).")
 
 
-def _role_gpus(text: str | None) -> dict[str, int] | None:
-    """'reference=1,reward=1' -> {'reference': 1, 'reward': 1} (checked by the RLHF input table)."""
+def _role_pairs(text: str | None, option: str, count: bool) -> dict[str, int | str] | None:
+    """'reference=1,reward=1' -> {'reference': 1, 'reward': 1}; with count=False the values stay text
+    (GPU types). Checked by the RLHF input table."""
     if not text:
         return None
-    out = {}
+    out: dict[str, int | str] = {}
     for part in text.split(","):
-        role, sep, count = part.partition("=")
-        if not sep or not count.strip().lstrip("-").isdigit():
-            raise click.BadParameter(f"expected role=count pairs separated by commas, got {part!r}",
-                                     param_hint="--role-gpus")
-        out[role.strip()] = int(count)
+        role, sep, value = (x.strip() for x in part.partition("="))
+        if not sep or not value or (count and not value.lstrip("-").isdigit()):
+            raise click.BadParameter(f"expected role={'count' if count else 'GPU'} pairs separated by commas, "
+                                     f"got {part!r}", param_hint=option)
+        out[role] = int(value) if count else value
     return out
 
 
@@ -239,7 +240,10 @@ def _scenario_options(fn):
     opts += [_input_option(i) for i in INPUTS if i.option]
     opts += [_input_option(i, rlhf=True) for i in RLHF_INPUTS if i.option]
     opts += [click.option("--role-gpus", "role_gpus", metavar="ROLE=N,...",
-                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1.")]
+                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1."),
+             click.option("--role-gpu-types", "role_gpu_types", metavar="ROLE=GPU,...",
+                          help="RLHF, separate pools: GPU type of each role, e.g. reward=L40S,reference=L40S "
+                               "(default: the actor's --gpu).")]
     opts += [_assumption_option(a) for a in ASSUMPTIONS if a.option]
     for opt in reversed(opts):
         fn = opt(fn)
@@ -249,6 +253,20 @@ def _scenario_options(fn):
 def _option_name(name: str) -> str:
     spec = INPUT_BY_NAME.get(name) or RLHF_INPUT_BY_NAME.get(name)
     return (spec.option if spec and spec.option else f"--{name.replace('_', '-')}")
+
+
+def _given_options() -> set[str]:
+    """The parameters the user typed (not defaults): options that do not apply are refused."""
+    context = click.get_current_context()
+    return {p.name for p in context.command.params
+            if context.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE}
+
+
+def _workload_words(workload: str, actor: str) -> str:
+    words = {"inference": "inference", "full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}
+    if workload in words:
+        return words[workload]
+    return f"{workload.upper()} with a {words[actor]} actor"
 
 
 def _estimator_for(model, config_path, options):
@@ -265,10 +283,17 @@ def _estimator_for(model, config_path, options):
 
 
 def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenario | RlhfScenario:
+    given = _given_options()
+    actor = o.get("actor_workload") or RLHF_INPUT_BY_NAME["actor_workload"].default
+    for i in INPUTS:
+        if i.name in given and not applies(i, o["workload"], actor, {k: v for k, v in o.items() if v is not None}):
+            raise click.UsageError(f"{i.option} does not apply to {_workload_words(o['workload'], actor)}: "
+                                   "it would change nothing")
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
     rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
-    rlhf["role_gpus"] = _role_gpus(o.get("role_gpus"))
+    rlhf["role_gpus"] = _role_pairs(o.get("role_gpus"), "--role-gpus", count=True)
+    rlhf["role_gpu_types"] = _role_pairs(o.get("role_gpu_types"), "--role-gpu-types", count=False)
     scenario, reason = make_scenario(values, workload=o["workload"], rlhf=rlhf, estimator=estimator,
                                      key_path=_option_name)
     if reason:
@@ -336,10 +361,7 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     scenario = _scenario_from_options(estimator, name, options)
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
-    context = click.get_current_context()
-    given = tuple(name for name in ("zero_stage", "tp_size", "ep_size", "checkpointing", "offload")
-                  if context.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE)
-    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=given)
+    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=tuple(_given_options()))
     click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found))
 
 

@@ -232,6 +232,7 @@ class GroupEstimate(_Totals):
             "per_gpu_bytes": self.per_gpu_bytes,
             "total_gpus": int(self.values["total_gpus"]),
             "gpus_per_role": {r: e.scenario.num_gpus for r, e in self.roles},
+            "gpu_type_per_role": {r: e.scenario.gpu for r, e in self.roles},
             **self._fit_json(),
             "time": {k: self.values[k] for k in RLHF_TIME_KEYS},
             "roles": {r: e.to_json() for r, e in self.roles},
@@ -427,7 +428,8 @@ def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   critic_model: str | None = None, reward_model: str | None = None,
                   reference_model: str | None = None, group_size: int = 1,
-                  role_gpus: Mapping[str, int] | None = None) -> RlhfScenario:
+                  role_gpus: Mapping[str, int] | None = None,
+                  role_gpu_types: Mapping[str, str] | None = None) -> RlhfScenario:
     """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
 
     PPO: actor (trained, generates), critic (trained, value head), reference (frozen), reward (frozen,
@@ -436,7 +438,9 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     """
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
-    frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none", weight_dtype="bf16")
+    # Frozen roles are served at the actor scenario's weight dtype (a full actor does not read it: the
+    # judges may then run at int8/fp8 on their own); a QLoRA group's reference is its quantised base.
+    frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none")
     roles: list[tuple[str, Scenario]]
     if algorithm == "dpo":
         pair = dict(batch_size=actor.batch_size * 2, seq_len=seq, prompt_len=0, gen_len=0)
@@ -451,10 +455,11 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
         roles.append(("reference", replace(actor, model=reference_model or actor.model, batch_size=batch, **frozen)))
         roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", batch_size=batch,
                                         **frozen)))
-    if placement == "separate" and role_gpus:
-        roles = [(r, replace(s, num_gpus=role_gpus.get(r, s.num_gpus))) for r, s in roles]
+    if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
+        roles = [(r, replace(s, num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
+                 for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
-                    group_size=group_size, role_gpus=role_gpus)
+                    group_size=group_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types)
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement,
                         roles=tuple((r, replace(s, zero_stage=role_zero_stage(s))) for r, s in roles), actor=actor,
                         settings=tuple(settings.items()))

@@ -40,6 +40,7 @@ class Input:
     applies: tuple[str, ...] = ()  # the workloads whose result it changes ("" = all)
     layout: bool = False  # how a job runs (GPUs, sharding, kernels), not what the job is: a plan may choose it
     headline: bool = False  # the summary names it in every requirement it applies to (dtype, batch, tokens…)
+    only_with: tuple[str, tuple[str, ...]] | None = None  # read only when another input has one of these values
 
     def applies_to(self, workload: str) -> bool:
         return not self.applies or workload in self.applies
@@ -90,6 +91,7 @@ class Input:
 _TOKENS = (0, 10_000_000)  # upper bounds keep every product far inside float precision
 _TRAINING = TRAINED_WORKLOADS
 _SERVING = ("inference",)  # and an RLHF actor's rollouts (its prompt and generated tokens)
+_ENGINES = ("serving_engine", ("vllm", "sglang"))  # what only an engine with a KV block pool reads
 INPUTS: tuple[Input, ...] = (
     Input("model", "Model", "catalog model name (Models sheet)", "", catalog="model"),
     Input("workload", "Workload", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward",
@@ -99,7 +101,7 @@ INPUTS: tuple[Input, ...] = (
     Input("precision", "Training precision", "recipe for trained weights (Precisions sheet)", "bf16-mixed",
           choices=tuple(tb.PRECISIONS.rows), headline=True, option="--precision", applies=_TRAINING),
     Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
-          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", "qlora", FROZEN)),
+          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", FROZEN)),
     Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16", choices=tuple(tb.DTYPES.rows),
           option="--kv-dtype", applies=_SERVING),
     Input("optimizer", "Optimizer", "Optimizers sheet", "adamw", choices=tuple(tb.OPTIMIZERS.rows),
@@ -156,10 +158,10 @@ INPUTS: tuple[Input, ...] = (
           "hf-generate", choices=SERVING_ENGINES, option="--engine", applies=_SERVING, layout=True),
     Input("gpu_memory_utilization", "GPU memory utilisation", "engines: the share of GPU memory the engine takes "
           "(vLLM gpu_memory_utilization, SGLang mem_fraction_static)", 0.9, limits=(0.05, 1.0), decimal=True,
-          option="--gpu-memory-utilization", applies=_SERVING, layout=True),
+          option="--gpu-memory-utilization", applies=_SERVING, layout=True, only_with=_ENGINES),
     Input("max_num_batched_tokens", "Tokens per engine step", "engines: prompt tokens prefilled per step (chunked "
           "prefill; vLLM max_num_batched_tokens)", 8192, limits=(16, 10_000_000), unit="tokens",
-          option="--max-num-batched-tokens", applies=_SERVING, layout=True),
+          option="--max-num-batched-tokens", applies=_SERVING, layout=True, only_with=_ENGINES),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
     Input("train_tokens", "Tokens to train on", "training tokens the run processes (time and cost)", 1_000_000_000,
@@ -208,8 +210,32 @@ RLHF_INPUTS: tuple[Input, ...] = (
     Input("actor_workload", "Actor workload", "how the actor (DPO: policy) trains", "full",
           choices=TRAINED_WORKLOADS, option="--actor-workload"),
     Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count)", None),
+    Input("role_gpu_types", "GPU type per role", "separate pools: GPU type of each role (role: GPU), e.g. the "
+          "frozen judges on a cheaper inference card", None, catalog="gpu"),
 )
 RLHF_INPUT_BY_NAME = {i.name: i for i in RLHF_INPUTS}
+
+
+# What an RLHF group's actor reads besides its training inputs: PPO and GRPO generate their rollouts
+# (the serving inputs) and train on prompt + generated tokens (seq_len is not theirs); DPO trains on
+# given pairs of seq_len tokens and generates nothing. Frozen roles read their own inputs. A group is
+# timed per iteration: its tokens to train on are not read.
+_ROLLOUT_WORKLOADS = {"ppo": ("inference",), "grpo": ("inference",), "dpo": ()}
+_NOT_READ = {"ppo": ("seq_len", "train_tokens"), "grpo": ("seq_len", "train_tokens"), "dpo": ("train_tokens",)}
+
+
+def applies(i: Input, workload: str, actor_workload: str = "full", values: Mapping[str, Any] = {}) -> bool:
+    """Whether input i changes a result of this workload (an RLHF algorithm: of its group), given the
+    other inputs' values (defaults where not given)."""
+    if i.only_with:
+        other, wanted = i.only_with
+        if values.get(other, INPUT_BY_NAME[other].default) not in wanted:
+            return False
+    if workload not in RLHF_ROLES:
+        return i.applies_to(workload)
+    if i.name in _NOT_READ[workload]:
+        return False
+    return any(i.applies_to(w) for w in (actor_workload, FROZEN) + _ROLLOUT_WORKLOADS[workload])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,16 +327,21 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
             continue
         if spec.catalog == "model":
             out[name] = resolve_model_name(value, models, source=source, key_path=key_path(name))
-        elif name == "role_gpus":
+        elif name in ("role_gpus", "role_gpu_types"):
             if not isinstance(value, Mapping):
-                raise InputError(f"expected a mapping of role to GPU count, got {value!r}", source=source,
-                                 key_path=key_path(name))
+                raise InputError(f"expected a mapping of role to {'GPU count' if name == 'role_gpus' else 'GPU type'}, "
+                                 f"got {value!r}", source=source, key_path=key_path(name))
             roles = RLHF_ROLES[algorithm]
-            for role, count in value.items():
+            each = INPUT_BY_NAME["num_gpus" if name == "role_gpus" else "gpu"]
+            for role, item in value.items():
                 if role not in roles:
                     raise unknown_name("role", role, roles, source=source, key_path=f"{key_path(name)}.{role}")
-                INPUT_BY_NAME["num_gpus"].check(count, source=source, key_path=f"{key_path(name)}.{role}")
+                each.check(item, source=source, key_path=f"{key_path(name)}.{role}", gpus=gpus)
             out[name] = dict(value)
         else:
             out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus)
+    for name in ("role_gpus", "role_gpu_types"):
+        if out[name] and out["placement"] != "separate":  # colocated roles share the actor's GPUs
+            raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",
+                             source=source, key_path=key_path(name))
     return out

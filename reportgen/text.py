@@ -69,9 +69,11 @@ def _phase(est) -> str:
 
 def group_table(g) -> str:
     s = g.scenario
-    rows = [(role, e.scenario.model, e.scenario.workload, e.scenario.num_gpus, _gib(e["model_states"]),
-             _gib(e["allocated_peak"] - e["model_states"]), _gib(e["allocated_peak"])) for role, e in g.roles]
-    out = [s.label(), _table(("role", "model", "workload", "GPUs", "states GiB", "transient GiB", "alone GiB"), rows), ""]
+    rows = [(role, e.scenario.model, e.scenario.workload, f"{e.scenario.num_gpus} × {e.scenario.gpu}",
+             _gib(e["model_states"]), _gib(e["allocated_peak"] - e["model_states"]), _gib(e["allocated_peak"]),
+             f"{e['purchase_usd']:,.0f}") for role, e in g.roles]
+    out = [s.label(), _table(("role", "model", "workload", "GPUs", "states GiB", "transient GiB", "alone GiB",
+                              "purchase USD"), rows), ""]
     out.append(_table(("per GPU (" + s.placement + ")", "bytes", "GiB", "GB"),
                       [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
     out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "

@@ -487,7 +487,11 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
              if INPUT_BY_NAME[n].applies_to(s.workload)
              and (n not in _CHOICE_INPUTS and n not in fixed or getattr(s, n) != _default(n, s.workload))]
     if r.is_group:
-        parts.append(t(f"placement.{r.estimate.scenario.placement}"))
+        g = r.estimate.scenario
+        parts.append(t(f"placement.{g.placement}"))
+        if g.placement == "separate":  # each other role's pool, where it differs from the actor's
+            parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
+                      for name, role in g.roles[1:] if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu)]
     return t("list.sep").join(parts)
 
 

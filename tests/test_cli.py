@@ -227,18 +227,82 @@ def test_cheapest_says_by_which_measure():
     assert runs[found["cheapest"]["hourly"]] == min(runs.values())
 
 
-@pytest.mark.parametrize("option,text,expected", [("--prompt-len", "4096", 4096), ("--prompt-len", "32k", 32768),
-                                                 ("--train-tokens", "1e9", 10**9)])
-def test_counts_are_written_as_people_write_them(option, text, expected):
-    data = json.loads(run("estimate", "--json", "--model", "Llama-3-8B", "--workload", "full", option, text).output)
+@pytest.mark.parametrize("workload,option,text,expected", [
+    ("inference", "--prompt-len", "4096", 4096), ("inference", "--prompt-len", "32k", 32768),
+    ("full", "--train-tokens", "1e9", 10**9)])
+def test_counts_are_written_as_people_write_them(workload, option, text, expected):
+    data = json.loads(run("estimate", "--json", "--model", "Llama-3-8B", "--workload", workload, option, text).output)
     assert data["inputs"][option[2:].replace("-", "_")] == expected
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--within", "soon"], "expected a duration such as 7d"),
-    (["--users", "many"], "is not a whole number"),
-    (["--min-tokens-per-s", "0"], "Invalid value for '--min-tokens-per-s'"),
+    (["--workload", "full", "--weight-dtype", "fp8"], "--weight-dtype does not apply to full fine-tuning"),
+    (["--workload", "inference", "--zero", "2"], "--zero does not apply to inference"),
+    (["--workload", "full", "--prompt-len", "512"], "--prompt-len does not apply to full fine-tuning"),
+    (["--workload", "ppo", "--seq", "2048"], "--seq does not apply to PPO with a full fine-tuning actor"),
+    (["--workload", "dpo", "--gen-len", "64"], "--gen-len does not apply to DPO"),
 ])
-def test_bad_goals_are_one_line_errors(args, message):
-    result = run("plan", "--model", "Llama-3-8B", *args)
-    assert result.exit_code in (1, 2) and message in result.output and "Traceback" not in result.output
+def test_an_option_that_would_change_nothing_is_refused(args, message):
+    """Every option the CLI accepts changes the result or is refused (#17: never silently ignored)."""
+    result = run("estimate", "--model", "Llama-2-7B", *args)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_an_input_applies_exactly_when_it_changes_a_term():
+    """inputs.applies (what the CLI refuses by) agrees with the terms: an input that applies changes
+    some term for some value in one of two settings; one that does not apply changes none, for any
+    value (so a refused option would indeed have changed nothing, and an accepted one is never ignored)."""
+    from dataclasses import replace
+
+    from reportgen.catalog import load_gpus, load_models
+    from reportgen.estimate import Estimator, make_scenario
+    from reportgen.inputs import INPUTS, applies
+    from reportgen.terms import ROLE_TERMS
+
+    est = Estimator(load_models(), load_gpus())
+
+    def others(i):  # values other than the default: every choice, or a step inside the range
+        if i.choices:
+            return [c for c in i.user_choices if c != i.default]
+        if i.decimal:
+            return [0.5]
+        return [i.limits[0] + 1, i.limits[0] + 3] if i.limits else []
+
+    PHASES = ("total", "fit", "phase")
+
+    def terms(s, groups=("total", "fit")):
+        """The figures a user reads (the peak and its parts, fit, cost, time); with "phase" also each
+        phase, which an input may change below the peak (the foreach temporary of a LoRA step)."""
+        names = {t.name for t in ROLE_TERMS if t.group in groups}
+        if hasattr(s, "roles"):
+            g = est.estimate_group(s)
+            return {**g.values, **{f"{r}.{k}": v for r, e in g.roles for k, v in e.values.items() if k in names}}
+        e = est.estimate(s)
+        return {**{k: v for k, v in e.values.items() if k in names}, **e.time_json()}
+
+    for workload in ("inference", "full", "lora", "qlora", "ppo", "dpo"):
+        bases = []
+        for batch in (1, 16):
+            s, reason = make_scenario({"model": "Llama-3-8B", "num_gpus": 2, "batch_size": batch}, workload=workload,
+                                      rlhf={}, estimator=est)
+            bases.append(s)
+        for i in INPUTS:
+            if not i.option or i.name in ("gpu", "num_gpus", "batch_size", "model"):
+                continue
+            changed = computed = False
+            for base in bases:
+                lead = base.actor if hasattr(base, "actor") else base
+                for value in others(i):
+                    candidate = (base.relayout(**{i.name: value}) if hasattr(base, "actor")
+                                 else replace(base, **{i.name: value}))
+                    if est.skip_check(candidate.actor if hasattr(candidate, "actor") else candidate):
+                        continue  # refused with its reason: not ignored
+                    computed = True
+                    if not applies(i, workload, lead.workload, lead.inputs()):
+                        assert terms(candidate) == terms(base), (workload, i.name, value, "does not apply, yet "
+                                                                 "changes a figure")
+                    changed |= terms(candidate, PHASES) != terms(base, PHASES)
+            if applies(i, workload, bases[0].actor.workload if hasattr(bases[0], "actor") else workload,
+                       (bases[0].actor if hasattr(bases[0], "actor") else bases[0]).inputs()):
+                # (Llama-3-8B's config sets every dropout probability to 0: dropout=config changes nothing for it)
+                assert changed or not computed or i.name == "dropout", (workload, i.name, "applies, yet changes no term")

@@ -27,7 +27,8 @@ GROUPS = ((("actor", "critic", "reference", "reward"), "colocated"),
           (("policy", "reference"), "colocated"))
 # Value words the views insert into labels from scenario data (`value.<input>.<value>`).
 VALUE_WORDS = {"checkpointing": tables.CHECKPOINTING, "offload": tables.OFFLOAD, "head": tables.HEADS,
-               "logits": tables.LOGITS}
+               "logits": tables.LOGITS, "dropout": tables.DROPOUT, "lora_dropout": tables.LORA_DROPOUT,
+               "adapter_dtype": ("model",)}  # fp32 stays a code value
 # Retired wording, replaced everywhere by 显存总占用, 已预留峰值, 条件, 原始材料 and 采购总价.
 RETIRED = ("设备总量", "保留峰值", "设定", "原材料", "采购成本")
 

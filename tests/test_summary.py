@@ -78,3 +78,14 @@ def test_interchangeable_inputs_join_requirements():
     assert len(joined) == 1 and "checkpointing" not in dict(joined[0].requirement.settings)
     cheapest = min((e.result for e in joined[0].entries if e.result), key=lambda r: r.purchase_usd)
     assert cheapest.purchase_usd == min(e.result.purchase_usd for rec in split for e in rec.entries if e.result)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_input_a_user_sets_has_words(lang):
+    """The summary and configuration columns name any input in words (a new input needs them)."""
+    from reportgen.i18n import load_catalogue
+    from reportgen.inputs import INPUTS
+    t = load_catalogue(lang)
+    missing = [i.name for i in INPUTS if i.option and i.name not in ("gpu", "num_gpus")
+               and f"setting.{i.name}" not in t.messages]
+    assert not missing, missing

@@ -1,0 +1,78 @@
+"""RLHF groups as people run them (#17): per-role GPU types and counts, a LoRA actor, judges served at
+an inference dtype, a rollout engine beside the trainer."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.cli import main
+from reportgen.estimate import Estimator, make_scenario
+from reportgen.pipeline import load, make_report
+
+EST = Estimator(load_models(), load_gpus())
+GPUS = load_gpus()
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_ppo_with_a_lora_actor_and_judges_on_a_cheaper_card_is_priced_per_role():
+    out = run("estimate", "--json", "--model", "Llama-2-7B", "--workload", "ppo", "--actor-workload", "lora",
+              "--reward-model", "Llama-2-7B", "--placement", "separate", "--role-gpus", "critic=2,reference=1,reward=1",
+              "--role-gpu-types", "reference=L40S,reward=L40S", "--gpus", "2", "--gpu", "H100-80GB-SXM")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["gpu_type_per_role"] == {"actor": "H100-80GB-SXM", "critic": "H100-80GB-SXM", "reference": "L40S",
+                                         "reward": "L40S"}
+    assert data["roles"]["actor"]["inputs"]["workload"] == "lora"
+    assert data["roles"]["critic"]["inputs"]["workload"] == "lora"  # the critic trains as the actor does
+    price = {g: GPUS[g].price_purchase_usd for g in ("H100-80GB-SXM", "L40S")}
+    assert data["cost"]["purchase_usd"] == 4 * price["H100-80GB-SXM"] + 2 * price["L40S"]
+    assert data["total_gpus"] == 6
+    # each pool is checked against its own card: the L40S pools against 48 GB, not 80
+    assert data["roles"]["reward"]["gpu_memory_bytes"] == GPUS["L40S"].memory_bytes
+
+
+def test_the_preset_expresses_it_too():
+    report = make_report(load("ppo-rlhf"), "2026-01-01T00:00:00+00:00")
+    groups = [r for r in report.results if r.matrix == "LoRA actor, judges on an inference card"]
+    assert groups
+    for r in groups:
+        roles = dict(r.estimate.roles)
+        assert roles["reward"].scenario.gpu == "L40S" and roles["actor"].scenario.workload == "lora"
+        assert r.estimate["purchase_usd"] == sum(e["purchase_usd"] for e in roles.values())
+
+
+def test_role_pools_need_separate_placement():
+    out = run("estimate", "--model", "Llama-2-7B", "--workload", "ppo", "--role-gpu-types", "reward=L40S")
+    assert out.exit_code == 1 and "--role-gpu-types: applies to placement separate" in out.output
+    bad = run("estimate", "--model", "Llama-2-7B", "--workload", "ppo", "--placement", "separate",
+              "--role-gpu-types", "judge=L40S")
+    assert bad.exit_code == 1 and "judge" in bad.output
+
+
+def test_judges_are_served_at_the_weight_dtype():
+    """A full actor does not read --weight-dtype: it sets the frozen reference and reward models'."""
+    def group(dtype):
+        s, _ = make_scenario({"model": "Llama-2-7B", "num_gpus": 8, "zero_stage": 3, "weight_dtype": dtype},
+                             workload="ppo", rlhf={}, estimator=EST)
+        return dict(EST.estimate_group(s).roles)
+    bf16, int8 = group("bf16"), group("int8")
+    # 2 bytes → 1 byte per parameter (int8 keeps 16-bit embeddings: a little over half)
+    assert 0.5 < int8["reward"]["weights"] / bf16["reward"]["weights"] < 0.53
+    assert bf16["actor"]["weights"] == int8["actor"]["weights"]  # the trained actor keeps its precision
+
+
+def test_a_rollout_engine_holds_its_budget_beside_the_trainer():
+    def actor(extra):
+        s, _ = make_scenario({"model": "Llama-2-7B", "num_gpus": 8, "zero_stage": 3, **extra}, workload="ppo",
+                             rlhf={}, estimator=EST)
+        return dict(EST.estimate_group(s).roles)["actor"]
+    engine = actor({"serving_engine": "vllm", "gpu_memory_utilization": 0.4})
+    budget = int((GPUS["H100-80GB-SXM"].memory_mib - EST.assumptions["driver_reserved_mib"]) * 2**20 * 0.4)
+    assert engine["engine_budget_bytes"] == budget
+    assert engine["generation_phase"] == engine["model_states"] + budget
+    assert actor({})["generation_phase"] == actor({})["phase_forward"]
