@@ -766,8 +766,9 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     return tuple(cards)
 
 
-def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Table, Table, str]:
-    """The scenario table, skipped combinations and validation.
+def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> tuple[Table, str, Table, Table, str]:
+    """The scenario table, skipped combinations and validation. listed=False: no scenario rows, a
+    note saying where they are (the management PDF without --pdf-appendix).
 
     The PDF gets the lean form of the scenario table: scenario groups as heading rows instead of a
     column, no peak-phase or budget (× k) column (the fit mark says whether the budget fits), the
@@ -788,7 +789,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
                + (() if pdf else (Cell(t("col.budget", k=f"{k:g}"), "num screen-only"),))
                + (Cell(t("col.headroom"), "num"),) + (() if pdf else (Cell(t("col.fit"), "col-fit"),))
                + (Cell(t("col.purchase"), "num"),))
-    shown = report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
+    shown = () if not listed else report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
     rows, ids, groups = [], [], []
     previous = None
     for r in shown:
@@ -817,7 +818,8 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         ids.append(f"s{r.index}")
         groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
-    note = (t("appendix.truncated", n=len(shown), total=len(report.results))
+    note = (t("appendix.elsewhere", total=len(report.results)) if not listed
+            else t("appendix.truncated", n=len(shown), total=len(report.results))
             if len(shown) < len(report.results) else "")
     # Row anchors serve links into the HTML; in the PDF nothing links to them and each one costs
     # WeasyPrint a named destination.
@@ -850,8 +852,9 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
 SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix")
 
 
-def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> ReportView:
-    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix)."""
+def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix: bool = True) -> ReportView:
+    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix;
+    appendix=False: no per-scenario rows, only where to find them)."""
     t = load_catalogue(lang)
     # string-set drops the spaces around the numbers; the stylesheet puts one space back on each side
     before, rest = t("pdf.page_of").split("{page}")
@@ -860,7 +863,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
     toc = tuple(TocEntry(s, str(i), t(f"section.{s}")) for i, s in enumerate(SECTIONS, start=1))
     terms, assumptions, lookups, gpu_table = _method(report, t)
     capacity, legend = _capacity(report, t)
-    scenarios, note, skipped, validation, v_summary = _appendix(report, t, pdf)
+    scenarios, note, skipped, validation, v_summary = _appendix(report, t, pdf, appendix)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import _ROLE_FN, _SKIP_FN, _SKIP_TERMS, SWEEP_ROW_INPUTS, Estimator, Scenario
+from reportgen.estimate import _ROLE_FN, _SKIP_FN, _SKIP_TERMS, SWEEP_ROW_INPUTS, Estimator, Scenario, _role_var
 from reportgen.formulas import compile_terms
 from reportgen.i18n import load_workbook_catalogue
 from reportgen.inputs import INPUT_NAMES, INPUTS
@@ -222,3 +222,34 @@ def test_unknown_catalog_key_raises():
     with pytest.raises(KeyError):
         ROLE.evaluate({n: [row[n], "bf16" if n == "precision" else row[n]] for n in row}, 2, EST.assumptions,
                       EST.tables)
+
+
+# ---- coverage: the array rendering is generated from the term table, so it cannot fall behind it ---------
+
+def _nodes(expr):
+    yield expr
+    for child in expr.children():
+        yield from _nodes(child)
+
+
+def test_every_term_of_the_table_has_an_array_rendering():
+    """The estimator's array rendering evaluates the very Term objects of terms.ROLE_TERMS (no second
+    list to keep in step), and every kind of expression node the table uses has an array form."""
+    from reportgen import estimate, formulas, vector
+    from reportgen.terms import TERM_BY_NAME
+    assert estimate._ROLE_VECTOR.terms == ROLE_TERMS and set(estimate._ROLE_VECTOR.names) == set(TERM_BY_NAME)
+    used = {type(node) for t in ROLE_TERMS + _SKIP_TERMS for node in _nodes(t.expr)}
+    kinds = {c for c in vars(formulas).values() if isinstance(c, type) and issubclass(c, formulas.Expr)}
+    assert used <= set(vector._EVAL) and kinds - {formulas.Expr} <= set(vector._EVAL)
+    assert len(EST.estimate_columns({"model": "Llama-2-7B"}, 1).names) == len(ROLE_TERMS)
+
+
+def test_a_term_added_to_the_table_is_rendered_without_code():
+    """A new term (any expression over inputs and earlier terms) is an array column at once."""
+    from reportgen.formulas import IF, MAX, Var
+    extra = Term("pp_probe", "", "", IF(Var("is_train").eq(1), MAX(Var("weights") / 3, Var("batch_size")),
+                                         Var("kv_cache") * 2))
+    terms = ROLE_TERMS + (extra,)
+    fn = compile_terms(terms, _role_var, "_probe")
+    rows, expected = scalar_rows(_random_rows(5, 500, 0.0), fn)
+    assert_columns_equal(VectorTerms(terms, SWEEP_ROW_INPUTS, fn), rows, expected)
