@@ -2,6 +2,7 @@
 
     python3 benchmarks/bench.py                 # everything: estimator, plan search, builds
     python3 benchmarks/bench.py --quick         # estimator, plan search and the default preset only
+    python3 benchmarks/bench.py --sweeps 100000 # the default preset and a 100,000-scenario sweep
     python3 benchmarks/bench.py --write-readme  # also replace the README's table with these figures
 
 Times are CPU seconds (user + system, a build's forked PDF child included), not wall-clock time: the
@@ -69,22 +70,31 @@ def default_columns(size: int):
     return loaded.estimator, columns, len(singles)
 
 
-def estimator_rate(size: int = 1_000_000, repeats: int = 3) -> dict:
-    """Scenarios per CPU second through estimate_columns (every term of every scenario), best and
-    median of `repeats`; and through estimate() one Estimate object at a time."""
-    from reportgen.estimate import Scenario
+def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000) -> dict:
+    """Scenarios per CPU second, every term of every scenario: the array rendering (estimate_chunks,
+    each chunk dropped once computed, as a streaming writer does; best and median of `repeats`);
+    the scalar rendering (the compiled term function, one row at a time, on `sample` rows); and
+    estimate(), one Estimate object at a time."""
+    from reportgen.estimate import _ROLE_FN, Scenario
     estimator, columns, distinct = default_columns(size)
     rates = []
     for _ in range(repeats):
         t = cpu_seconds()
-        estimator.estimate_columns(columns, size)
+        for _chunk in estimator.estimate_chunks(columns, size):
+            pass
         rates.append(size / (cpu_seconds() - t))
-    one = [Scenario(**dict(zip(columns, row))) for row in zip(*_row_lists(columns, 2000))]
+    rows = [dict(zip(columns, row)) for row in zip(*_row_lists(columns, sample))]
+    assumptions, tables = estimator.assumptions, estimator.tables
+    t = cpu_seconds()
+    for row in rows:
+        _ROLE_FN(row, assumptions, tables, None)
+    scalar = len(rows) / (cpu_seconds() - t)
+    one = [Scenario(**row) for row in rows[:2000]]
     t = cpu_seconds()
     for s in one:
         estimator.estimate(s)
     return {"size": size, "layouts": distinct, "best": max(rates), "median": statistics.median(rates),
-            "one_at_a_time": len(one) / (cpu_seconds() - t)}
+            "scalar": scalar, "one_at_a_time": len(one) / (cpu_seconds() - t)}
 
 
 def _row_lists(columns, n):
@@ -103,7 +113,8 @@ def plan_rate(counts: int = 120) -> dict:
     t = cpu_seconds()
     result = plan(estimator, s, list(estimator.gpus), Goal(within_seconds=1.0), counts=range(1, counts + 1))
     seconds = cpu_seconds() - t
-    return {"candidates": result.tried, "seconds": seconds, "gpus": len(estimator.gpus)}
+    return {"candidates": result.tried, "seconds": seconds, "gpus": len(estimator.gpus),
+            "rate": result.tried / seconds}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +152,7 @@ def pdf_pages(path: Path) -> int:
     return int(re.search(r"Pages:\s+(\d+)", text).group(1))
 
 
-def builds(out: Path, quick: bool) -> list[tuple[str, dict]]:
+def builds(out: Path, sweeps: list[int]) -> list[tuple[str, dict]]:
     rows = []
     for fmt in ("json", "xlsx", "html", "pdf"):
         figures = timed_build("default", fmt, out)
@@ -152,9 +163,10 @@ def builds(out: Path, quick: bool) -> list[tuple[str, dict]]:
     appendix = timed_build("default", "pdf", out, "--pdf-appendix")
     appendix["pages"] = pdf_pages(out / "default.pdf")
     rows.append(("default preset, PDF with --pdf-appendix", appendix))
-    if not quick:
-        for size, fmts in ((10_000, ("json", "xlsx", "html", "pdf")), (100_000, ("json", "xlsx")),
-                           (1_000_000, ("json",))):
+    formats = {10_000: ("json", "xlsx", "html", "pdf"), 100_000: ("json", "xlsx"), 1_000_000: ("json",)}
+    for size in sweeps:
+        fmts = formats.get(size, ("json",))
+        if fmts:
             preset = str(sweep_preset(out / f"sweep-{size}.yaml", size))
             for fmt in fmts:
                 rows.append((f"{size:,} scenarios, {fmt}", timed_build(preset, fmt, out)))
@@ -169,12 +181,15 @@ def table(machine_line: str, est: dict, search: dict, build_rows: list[tuple[str
     for what, f in build_rows:
         pages = f" ({f['pages']} pages)" if "pages" in f else ""
         lines.append(f"| {what}{pages} | {f['cpu']:.2f} s | {f['mib']:,.0f} MiB |")
-    lines.append(f"| estimator: `estimate_columns`, every term of {est['size']:,} scenarios ({est['layouts']} "
-                 f"layouts of the default preset × batch and lengths), best of 3 (median) | "
-                 f"{est['best']:,.0f} ({est['median']:,.0f}) scenarios/s | |")
+    lines.append(f"| estimator, array rendering (`estimate_chunks`/`estimate_many`): every term of {est['size']:,} "
+                 f"scenarios ({est['layouts']} layouts of the default preset × batch and lengths), best of 3 "
+                 f"(median) | {est['best']:,.0f} ({est['median']:,.0f}) scenarios/s | |")
+    lines.append(f"| estimator, scalar rendering (the compiled term function, one row at a time) | "
+                 f"{est['scalar']:,.0f} scenarios/s | |")
     lines.append(f"| estimator: `estimate`, one Estimate object at a time | {est['one_at_a_time']:,.0f} scenarios/s | |")
     lines.append(f"| plan search: Mixtral-8x7B full fine-tuning, {search['gpus']} GPU types, "
-                 f"{search['candidates']:,} candidate layouts | {search['seconds']:.2f} s | |")
+                 f"{search['candidates']:,} candidate layouts | {search['seconds']:.2f} s "
+                 f"({search['rate']:,.0f} candidates/s) | |")
     return "\n".join(lines)
 
 
@@ -188,19 +203,25 @@ def write_readme(text: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 10,000 to 1,000,000-scenario sweeps")
+    parser.add_argument("--sweeps", default="10000,100000,1000000",
+                        help="comma-separated sweep sizes to build (10000: every format; 100000: JSON and "
+                             "workbook; others: JSON)")
+    parser.add_argument("--estimator-size", type=int, default=1_000_000, help="scenarios the estimator rate uses")
     parser.add_argument("--write-readme", action="store_true", help="replace the README's table with the figures")
     args = parser.parse_args()
     before = machine()
     with tempfile.TemporaryDirectory() as tmp:  # builds first: a forked child starts from this process's size
-        build_rows = builds(Path(tmp), args.quick)
+        build_rows = builds(Path(tmp), [] if args.quick else [int(x) for x in args.sweeps.split(",") if x])
     for what, f in build_rows:
         print(f"{what}: {f['cpu']:.2f} s CPU ({f['wall']:.2f} s wall), peak {f['mib']:,.0f} MiB"
               + (f", {f['pages']} pages" if "pages" in f else ""))
-    est = estimator_rate()
-    print(f"estimator: {est['best']:,.0f} scenarios/s best of 3, {est['median']:,.0f} median; "
-          f"{est['one_at_a_time']:,.0f} scenarios/s one at a time")
+    est = estimator_rate(args.estimator_size)
+    print(f"estimator: array rendering {est['best']:,.0f} scenarios/s best of 3, {est['median']:,.0f} median; "
+          f"scalar rendering {est['scalar']:,.0f} scenarios/s; {est['one_at_a_time']:,.0f} scenarios/s as "
+          f"Estimate objects one at a time")
     search = plan_rate()
-    print(f"plan search: {search['candidates']:,} candidates in {search['seconds']:.2f} s CPU")
+    print(f"plan search: {search['candidates']:,} candidates in {search['seconds']:.2f} s CPU "
+          f"({search['rate']:,.0f} candidates/s)")
     line = machine()
     line = line if line == before else f"{line} (at the start: load average {before.split('load average ')[1]})"
     print(line)

@@ -8,6 +8,7 @@ defined in one place.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -120,6 +121,7 @@ _ROLE_FN = compile_terms(ROLE_TERMS, _role_var)
 # A sweep's innermost dimensions: the terms that do not read them (weights, states, sharding: most
 # of the table) are computed once per model × layout and reused across batch sizes and lengths.
 SWEEP_ROW_INPUTS = ("batch_size", "seq_len", "prompt_len", "gen_len")
+_INPUT_VALUES = operator.attrgetter(*INPUT_NAMES)  # a Scenario's inputs as a tuple, in table order
 _ROLE_VECTOR = VectorTerms(ROLE_TERMS, SWEEP_ROW_INPUTS, _ROLE_FN)
 _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 _SKIP_TERMS = _skip_terms()
@@ -367,8 +369,12 @@ class Estimator:
         return reason.text() if reason else None
 
     def estimate_all(self, scenarios: Sequence[Scenario]) -> list[Estimate]:
-        """estimate() for each scenario, computed as columns by estimate_many (what a build uses)."""
-        return [self._estimate(s, row) for s, row in zip(scenarios, self.estimate_many(scenarios))]
+        """estimate() for each scenario, computed as columns (what a build uses); each chunk of term
+        columns is dropped once its rows are Estimates."""
+        out: list[Estimate] = []
+        for chunk in self.estimate_chunks(scenario_columns(scenarios), len(scenarios)):
+            out += map(self._estimate, scenarios[chunk.start:chunk.start + chunk.size], chunk.rows())
+        return out
 
     def _estimate(self, s: Scenario, row: tuple) -> Estimate:
         return Estimate(s, dict(zip(_ROLE_INDEX, row)), self.components[s.model])
@@ -422,7 +428,9 @@ class Estimator:
 
 def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
     """Scenarios as input columns (name -> each scenario's value)."""
-    return {n: [getattr(s, n) for s in scenarios] for n in INPUT_NAMES}
+    if not scenarios:
+        return {n: [] for n in INPUT_NAMES}
+    return dict(zip(INPUT_NAMES, map(list, zip(*map(_INPUT_VALUES, scenarios)))))
 
 
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,

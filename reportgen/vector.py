@@ -93,16 +93,30 @@ def column_of(values: Any) -> Any:
             return Nums(values.astype(np.float64, copy=False), FLOAT)
         return _from_objects(values.astype(object))
     if isinstance(values, (list, tuple)):
+        kinds = set(map(type, values))
+        if len(kinds) == 1 and kinds <= {int, float, bool, str}:
+            distinct = dict.fromkeys(values)
+            if len(distinct) == 1:  # one value in every row: a constant, as Python uses it
+                return next(iter(distinct))
+            if kinds == {int}:
+                try:
+                    a = np.array(values, dtype=np.int64)
+                except OverflowError:
+                    pass
+                else:
+                    return Nums(a, INT, _int_bound(a))
+            elif kinds == {float}:
+                return Nums(np.array(values, dtype=np.float64), FLOAT)
         return _from_objects(np.array(values, dtype=object) if values else np.empty(0, object))
     return values
 
 
 def _from_objects(v: np.ndarray) -> Any:
     """The tightest column for Python values: numbers typed, text categorical, else objects."""
-    kinds = {type(x) for x in v}
+    kinds = set(map(type, v))
     if kinds <= {str}:
-        vocab: dict = {}
-        codes = np.fromiter((vocab.setdefault(x, len(vocab)) for x in v), np.int32, len(v))
+        vocab = {word: i for i, word in enumerate(dict.fromkeys(v))}  # first-seen order
+        codes = np.fromiter(map(vocab.__getitem__, v), np.int32, len(v))
         return Text(codes, tuple(vocab))
     if kinds == {bool}:
         return Nums(v.astype(bool), BOOL, 1)
@@ -669,7 +683,13 @@ class Chunk:
         return take(self.outer[name], self.index)
 
     def tolist(self, name: str) -> list:
-        out = to_list(self.column(name), self.size)
+        if name in self.values:
+            out = to_list(self.values[name], self.size)
+        elif _is_const(self.outer[name]):
+            out = [self.outer[name]] * self.size
+        else:  # the rows of one outer combination share its Python values: one object, not one a row
+            distinct = to_list(self.outer[name], 0)
+            out = list(map(distinct.__getitem__, self.index.tolist()))
         if self.overrides:
             i = self.names.index(name)
             for row, values in self.overrides.items():
