@@ -341,8 +341,9 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     ranked by purchase price and by hourly cost.
 
     The search tries tensor parallelism inside a node, ZeRO stages, expert parallelism (MoE) and, for
-    training, gradient checkpointing and CPU offload (host RAM checked per node); an option given on
-    the command line (--tp, --zero, --ep, --checkpointing, --offload) is kept as given.
+    training, pipeline parallelism, gradient checkpointing and CPU offload (host RAM checked per node);
+    an option given on the command line (--tp, --pp, --zero, --ep, --checkpointing, --offload) is kept
+    as given.
 
     \b
     Example:

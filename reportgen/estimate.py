@@ -58,6 +58,10 @@ class RlhfScenario:
 
 SKIP_REASONS = {
     "tp_gpus": "tp_size {tp} does not divide num_gpus {gpus}",
+    "pp_gpus": "tp_size {tp} × pp_size {pp} does not divide num_gpus {gpus}",
+    "pp_layers": "pp_size {pp} exceeds the {layers} layers",
+    "pp_zero": "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the optimizer "
+               "(ZeRO-1)",
     "tp_heads": "tp_size {tp} does not divide {heads} attention heads",
     "tp_kv": "tp_size {tp} and {kv} KV heads do not divide each other",
     "ep_dense": "ep_size {ep} needs a mixture-of-experts model",

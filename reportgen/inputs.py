@@ -144,6 +144,9 @@ INPUTS: tuple[Input, ...] = (
     Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True),
     Input("tp_size", "Tensor parallel", "tensor-parallel degree (divides GPUs and heads)", 1, limits=(1, 1024),
           unit="GPUs", option="--tp", layout=True),
+    Input("pp_size", "Pipeline parallel", "pipeline stages (1F1B schedule): each holds its share of the layers and "
+          "up to pp_size micro-batches of their activations; set --grad-accum ≥ pp_size to fill the pipeline", 1,
+          limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
           limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
     Input("offload", "CPU offload", "none, optimizer, or all (optimizer and parameters)", "none", choices=tb.OFFLOAD,
@@ -260,6 +263,8 @@ def default_label(s) -> str:
         parts.append(f"ZeRO-{s.zero_stage}")
     if s.tp_size > 1:
         parts.append(f"TP{s.tp_size}")
+    if s.pp_size > 1:
+        parts.append(f"PP{s.pp_size}")
     if s.ep_size > 1:
         parts.append(f"EP{s.ep_size}")
     return " · ".join(parts)

@@ -145,7 +145,8 @@ class PlanOption:
     def layout(self) -> dict[str, Any]:
         """What the plan chose: the lead scenario's layout and trade-off inputs."""
         s = self.estimate.scenario.actor if isinstance(self.estimate, GroupEstimate) else self.estimate.scenario
-        return {k: getattr(s, k) for k in ("num_gpus", "tp_size", "ep_size", "zero_stage", "checkpointing", "offload")}
+        return {k: getattr(s, k) for k in ("num_gpus", "tp_size", "pp_size", "ep_size", "zero_stage", "checkpointing",
+                                           "offload", "optimizer")}
 
     def to_json(self) -> dict:
         out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus, "zero_stage": self.zero_stage,
@@ -178,10 +179,12 @@ class Plan:
 
 
 # What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training
-# the recompute and offload trade-offs (slower, less memory).
+# the recompute and offload trade-offs (slower, less memory) and Adam's state dtype (bitsandbytes'
+# 8-bit AdamW: a quarter of the state memory).
 SEARCH = {
-    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8),
-              "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all")},
+    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "pp_size": (1, 2, 4, 8), "ep_size": (1, 2, 4, 8),
+              "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all"),
+              "optimizer": ("adamw", "adamw-8bit")},
     "serve": {"tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8)},
 }
 
@@ -194,6 +197,8 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
     moe = estimator.tables["Models"][s.model]["is_moe"]
     space["ep_size"] = tuple(ep for ep in space["ep_size"] if ep <= n and (moe or ep == 1))
+    if "optimizer" in space and s.optimizer not in space["optimizer"]:
+        space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
         space.pop(name, None)
     return space
@@ -209,9 +214,11 @@ def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable
         columns[name] = (Text(index.astype(np.int32), values) if isinstance(values[0], str)
                          else np.array(values, dtype=np.int64)[index])
     size = len(grids[0]) if grids else 1
-    zero, tp = np.asarray(columns.get("zero_stage", s.zero_stage)), np.asarray(columns.get("tp_size", s.tp_size))
-    shards = ~((zero != 0) & (n // tp < 2))  # a ZeRO stage needs two data-parallel ranks to shard over
-    keep = np.flatnonzero(np.broadcast_to(shards, (size,)))
+    zero = np.asarray(columns.get("zero_stage", s.zero_stage))
+    model_parallel = np.asarray(columns.get("tp_size", s.tp_size)) * np.asarray(columns.get("pp_size", s.pp_size))
+    # more stages than GPUs, or a ZeRO stage without two data-parallel ranks to shard over
+    runs = ~((model_parallel > n) | ((zero != 0) & (n // model_parallel < 2)))
+    keep = np.flatnonzero(np.broadcast_to(runs, (size,)))
     columns = {k: take(v, keep) for k, v in columns.items()}
     columns["num_gpus"] = np.full(len(keep), n, dtype=np.int64)
     return columns, len(keep)
@@ -297,6 +304,10 @@ def _concat(parts: list) -> Any:
     return np.concatenate(parts)
 
 
+# What an RLHF group keeps of its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs).
+_GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "checkpointing", "offload", "optimizer")
+
+
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
                   fixed: tuple[str, ...]) -> tuple[PlanOption | None, int]:
     """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs), one
@@ -305,7 +316,7 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     tried = 0
     for n in counts:
         found = []
-        for candidate in candidates(base, estimator, n, fixed + ("tp_size", "ep_size", "checkpointing", "offload")):
+        for candidate in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
             tried += 1
             if estimator.skip_check(candidate):
                 continue

@@ -191,7 +191,23 @@ TERMS: tuple[Term, ...] = (
     Term("is_full", "Full fine-tuning (1/0)", "flag", IF(V("workload").eq("full"), 1, 0)),
     Term("is_lora", "LoRA or QLoRA (1/0)", "flag", IF(is_one_of(V("workload"), "lora", "qlora"), 1, 0)),
     Term("is_train", "Trains (1/0)", "flag", IF((V("is_full") + V("is_lora")).gt(0), 1, 0)),
-    Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("tp_size")),
+    Term("pp_stages", "Pipeline stages (training only)", "count", IF(V("is_train").eq(1), V("pp_size"), 1),
+         "pipeline parallelism is modelled for training; serving holds the whole model per tensor-parallel group",
+         "derived"),
+    Term("model_parallel_size", "GPUs holding one model replica (tensor × pipeline)", "count",
+         V("tp_size") * V("pp_stages"), "", "derived"),
+    Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("model_parallel_size")),
+    # Pipeline parallelism (1F1B, Narayanan et al. 2021): the busiest stage holds ⌈layers / pp⌉ layers,
+    # the embedding or the LM head (the first and last stage), and the first stage keeps up to pp
+    # micro-batches of activations in flight.
+    Term("pp_stage_layers", "Layers on the busiest pipeline stage", "count", CEIL(V("num_layers") / V("pp_stages")),
+         "", "derived"),
+    Term("pp_layer_share", "Share of the layers on that stage", "count", V("pp_stage_layers") / V("num_layers"),
+         "", "derived"),
+    Term("pp_in_flight", "Micro-batches whose activations a stage holds", "count",
+         MIN(V("pp_stages"), V("grad_accum_steps")),
+         "1F1B: the first stage runs pp forwards before its first backward (Narayanan et al. 2021, "
+         "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, §2.2)", "derived"),
     # LitGPT trains its own model code whatever the checkpoint: fused qkv, rotary by torch.cat, grouped
     # keys and values copied to every head before SDPA, RMSNorm scaled in fp32, an LM head of its own.
     Term("litgpt", "LitGPT's model code (1/0)", "flag", IF(AND(V("framework").eq("litgpt"), V("is_train").eq(1)), 1, 0),
@@ -201,15 +217,21 @@ TERMS: tuple[Term, ...] = (
          + V("litgpt") * V("tied_embeddings") * V("vocab_size") * V("hidden_size"),
          "a value head replaces the LM head with hidden_size × 1; LitGPT's GPT keeps a separate lm_head even "
          "where the checkpoint ties it to the embedding"),
-    Term("resident_params", "Parameters held per tensor-parallel group (after expert parallelism)", "count",
-         V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size"),
-         "expert parallelism spreads the routed experts over ep_size GPUs; every other weight is replicated"),
+    Term("resident_params", "Parameters held per tensor-parallel group (after expert and pipeline parallelism)",
+         "count",
+         IF(V("pp_stages").eq(1), V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size"),
+            (V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size")
+             - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
+            + MAX(V("embedding_params"), V("lm_head_params"))),
+         "expert parallelism spreads the routed experts over ep_size GPUs; a pipeline stage holds its layers and "
+         "the embedding (first stage) or the LM head (last stage); every other weight is replicated"),
     Term("trainable_params", "Trainable parameters", "count",
          IF(V("is_full").eq(1), V("model_params"),
             IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0)),
          "LoRA: r × Σ(in + out) over targeted linear layers (PEFT)"),
     Term("resident_trainable_params", "Trainable parameters held per tensor-parallel group", "count",
-         IF(V("is_full").eq(1), V("resident_params"), V("trainable_params")), "", "state"),
+         IF(V("is_full").eq(1), V("resident_params"), V("trainable_params") * V("pp_layer_share")),
+         "LoRA adapters sit in the layers: a pipeline stage trains its share", "state"),
     # ---- model states ------------------------------------------------------------------------
     Term("weight_bits", "Bits per frozen/served weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
@@ -226,7 +248,7 @@ TERMS: tuple[Term, ...] = (
             CEIL(((V("resident_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
                   * V("weight_bits")
                   + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
-         + IF(V("is_lora").eq(1), V("trainable_params") * V("adapter_bytes"), 0),
+         + IF(V("is_lora").eq(1), V("resident_trainable_params") * V("adapter_bytes"), 0),
          "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
@@ -436,7 +458,8 @@ TERMS: tuple[Term, ...] = (
          "autocast caches a bf16 copy of every linear weight for backward (only the LM head's under checkpointing); "
          + _MEASURED, "activation"),
     Term("training_activations", "Saved activations (training)", "bytes",
-         IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token"), V("tp_size")) + V("autocast_copies_bytes"), 0),
+         IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token") * V("pp_layer_share") * V("pp_in_flight"),
+                                          V("tp_size")) + V("autocast_copies_bytes"), 0),
          _KORTHIKANTI, "activation"),
     Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
          IF(V("is_train").eq(1),
@@ -677,7 +700,7 @@ TIME_TERMS: tuple[Term, ...] = (
          V("dp_comm_bytes") / V("dp_link_bytes_per_s"), "overlaps with backward compute", "time"),
     Term("tp_comm_seconds", "Tensor-parallel communication per micro-batch", "seconds",
          IF(AND(_TRAIN, V("tp_size").gt(1)),
-            IF(V("checkpointing").eq("full"), 6, 4) * V("num_layers")
+            IF(V("checkpointing").eq("full"), 6, 4) * V("pp_stage_layers")
             * (2 * (V("tp_size") - 1) / V("tp_size") * V("tokens") * V("hidden_size") * V("act_bytes")
                / V("tp_link_bytes_per_s") + V("collective_latency_us") / 1e6), 0),
          "Megatron-style TP all-reduces the activations twice per layer forward and twice backward (twice more "
@@ -690,11 +713,15 @@ TIME_TERMS: tuple[Term, ...] = (
          "ZeRO-Offload moves gradients to the host and updated weights back every step over PCIe; parameter "
          "offload streams the weights in every forward and backward (Ren et al. 2021); host Adam time not modelled",
          "time"),
+    Term("pipeline_slots", "Micro-batch slots per step, bubble included", "count",
+         V("grad_accum_steps") + V("pp_stages") - 1,
+         "1F1B runs m micro-batches in m + p − 1 slots: the bubble is (p − 1) / m of the step (Narayanan et "
+         "al. 2021, §2.2); without pipelining (p = 1) the m micro-batches themselves", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
-         IF(_TRAIN, MAX(V("grad_accum_steps") * V("train_compute_seconds"), V("dp_comm_seconds"))
-            + V("grad_accum_steps") * V("tp_comm_seconds") + V("offload_seconds"), 0),
+         IF(_TRAIN, MAX(V("pipeline_slots") * V("train_compute_seconds") / V("pp_stages"), V("dp_comm_seconds"))
+            + V("pipeline_slots") * V("tp_comm_seconds") + V("offload_seconds"), 0),
          "compute and data-parallel communication overlap (the longer counts); tensor-parallel and offload "
-         "transfers add", "time"),
+         "transfers add; a pipeline stage computes its share of each micro-batch", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0), "", "time"),
     Term("train_tokens_per_s_per_gpu", "Training tokens per second per GPU", "tokens_per_s",
@@ -800,6 +827,9 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("tp_heads", MOD(V("num_heads"), _TP).ne(0), tp=_TP, heads=V("num_heads")),
     _skip("tp_kv", AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
           kv=V("num_kv_heads")),
+    _skip("pp_gpus", MOD(_GPUS, V("model_parallel_size")).ne(0), tp=_TP, pp=V("pp_stages"), gpus=_GPUS),
+    _skip("pp_layers", V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
+    _skip("pp_zero", AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
     _skip("ep_dense", AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
     _skip("ep_divide", AND(V("ep_size").gt(1), OR(MOD(V("num_experts"), V("ep_size")).ne(0),
                                                   MOD(_GPUS, V("ep_size")).ne(0))),

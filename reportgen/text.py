@@ -108,9 +108,11 @@ def plan_table(plan) -> str:
                  f"{time['tokens_per_s_per_user']:,.1f} tok/s/user" if "tokens_per_s_per_user" in time else "")
         marks = " ".join(m for m, c in cheapest.items() if c is o)
         layout = o.layout
-        extra = " ".join(x for x in (f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "",
+        extra = " ".join(x for x in (f"PP{layout['pp_size']}" if layout["pp_size"] > 1 else "",
+                                     f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "",
                                      f"ckpt {layout['checkpointing']}" if layout["checkpointing"] != "none" else "",
-                                     f"offload {layout['offload']}" if layout["offload"] != "none" else "") if x)
+                                     f"offload {layout['offload']}" if layout["offload"] != "none" else "",
+                                     layout["optimizer"] if layout["optimizer"] != "adamw" else "") if x)
         rows.append((o.gpu, o.total_gpus, o.zero_stage, o.tp_size, extra, _gib(o.estimate["device_total"]),
                      _gib(o.estimate["recommended"]), speed, f"{o.purchase_usd:,.0f}",
                      f"{o.run_cost_usd:,.0f}" if o.run_cost_usd is not None else f"{o.hourly_usd:,.2f}/h", marks))

@@ -114,3 +114,21 @@ def test_the_array_search_finds_what_the_plain_search_finds(scenario, goal, fixe
         candidate, est = expected
         got = by_gpu[gpu]
         assert got.estimate.scenario == candidate and got.estimate.values == est.values
+
+
+def test_adams_state_dtype_is_searched_but_never_replaces_another_optimizer():
+    """8-bit AdamW keeps 2 states at ~1 byte where AdamW keeps 2 × 4 bytes: without offload, an 8B model
+    fits fewer RTX-4090s with it; the search tries it for Adam only, and keeps an optimizer the user set."""
+    base = replace(FULL_70B, model="Llama-3.1-8B", offload="none", gpu="RTX-4090")
+    tried = {c.optimizer for c in candidates(base, EST, 8, fixed=("offload",))}
+    assert tried == {"adamw", "adamw-8bit"}
+    assert {c.optimizer for c in candidates(replace(base, optimizer="sgd"), EST, 8)} == {"sgd"}
+    chosen = plan(EST, base, ["RTX-4090"], fixed=("offload",)).options[0]
+    kept = plan(EST, base, ["RTX-4090"], fixed=("offload", "optimizer")).options[0]
+    assert chosen.layout["optimizer"] == "adamw-8bit" and kept.layout["optimizer"] == "adamw"
+    assert chosen.total_gpus <= kept.total_gpus
+    e, s = chosen.estimate, chosen.estimate.scenario
+    # the states the plan counted: 2 per trainable parameter at 1.001953125 bytes (block-wise absmax),
+    # sharded over the data-parallel ranks (ZeRO ≥ 1) and the tensor-parallel group
+    shards = s.tp_size * (e["dp_size"] if s.zero_stage else 1)
+    assert e["optimizer_states"] == pytest.approx(e["resident_trainable_params"] * 2 * 1.001953125 / shards, rel=1e-6)
