@@ -484,7 +484,7 @@ def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
             progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
                      f"{len(loaded.expansion.skipped)} skipped")
             write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging,
-                          {"pdf": {"appendix": pdf_appendix}})
+                          {"pdf": {"appendix": True}} if pdf_appendix else {})
         written = staging.commit()
         if not quiet:
             for path in written:

@@ -325,3 +325,20 @@ def test_a_workbook_past_excels_row_limit_is_refused_by_name(tmp_path, monkeypat
     assert not list(tmp_path.iterdir())
     monkeypatch.setattr(layout, "EXCEL_MAX_ROWS", rows)
     assert run("build", preset, "--format", "xlsx", "-o", str(tmp_path), "-q").exit_code == 0
+
+
+@pytest.mark.parametrize("flag, options", [((), {}), (("--pdf-appendix",), {"appendix": True})])
+def test_pdf_appendix_option_reaches_the_pdf_writer(tmp_path, monkeypatch, flag, options):
+    """The management PDF leaves the scenario table out unless --pdf-appendix asks for it (what each
+    variant holds: test_report_pdf)."""
+    from pathlib import Path
+    from reportgen.writers import pdf as pdf_writer
+    seen = []
+
+    def record(report, path, lang, **kwargs):
+        seen.append(kwargs)
+        Path(path).write_bytes(b"%PDF-")
+
+    monkeypatch.setattr(pdf_writer, "write", record)
+    result = run("build", "tests/fixtures/xlsx-small.yaml", "--format", "pdf", "-o", str(tmp_path), "-q", *flag)
+    assert result.exit_code == 0 and seen == [options]
