@@ -155,6 +155,10 @@ INPUTS: tuple[Input, ...] = (
           applies=("lora", "qlora")),
     Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
           choices=LORA_TARGET_SETS, option="--lora-targets", applies=("lora", "qlora")),
+    Input("lora_modules_to_save", "LoRA modules to save", "none, or embed-head (PEFT modules_to_save=[\"embed_tokens\", "
+          "\"lm_head\"], as fine-tuning scripts set for new tokens or a chat template: trainable copies of the "
+          "embedding and LM head in the model's dtype, with their gradients and Adam states)", "none",
+          choices=tb.MODULES_TO_SAVE, option="--modules-to-save", applies=("lora", "qlora")),
     Input("gpu", "GPU type", "GPUs sheet", "H100-80GB-SXM", catalog="gpu", option="--gpu", layout=True),
     Input("serving_engine", "Serving engine", "hf-generate (every prompt prefilled at once, the cache grows as it "
           "generates) or an engine that pre-allocates a KV block pool and prefills in chunks: vllm, sglang",

@@ -225,13 +225,24 @@ TERMS: tuple[Term, ...] = (
             + MAX(V("embedding_params"), V("lm_head_params"))),
          "expert parallelism spreads the routed experts over ep_size GPUs; a pipeline stage holds its layers and "
          "the embedding (first stage) or the LM head (last stage); every other weight is replicated"),
+    Term("adapter_params", "LoRA adapter parameters", "count",
+         IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0),
+         "r × Σ(in + out) over targeted linear layers (PEFT)"),
+    Term("saved_module_params", "Parameters of the modules LoRA trains whole (modules_to_save)", "count",
+         IF(AND(V("is_lora").eq(1), V("lora_modules_to_save").eq("embed-head")),
+            V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params")), 0),
+         "PEFT's ModulesToSaveWrapper trains a copy of each module beside its frozen original; a tied LM head is "
+         "the embedding"),
     Term("trainable_params", "Trainable parameters", "count",
-         IF(V("is_full").eq(1), V("model_params"),
-            IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0)),
-         "LoRA: r × Σ(in + out) over targeted linear layers (PEFT)"),
+         IF(V("is_full").eq(1), V("model_params"), V("adapter_params") + V("saved_module_params")),
+         "LoRA: the adapters and the saved modules' copies (what PEFT's print_trainable_parameters counts)"),
     Term("resident_trainable_params", "Trainable parameters held per tensor-parallel group", "count",
-         IF(V("is_full").eq(1), V("resident_params"), V("trainable_params") * V("pp_layer_share")),
-         "LoRA adapters sit in the layers: a pipeline stage trains its share", "state"),
+         IF(V("is_full").eq(1), V("resident_params"),
+            V("adapter_params") * V("pp_layer_share")
+            + IF(V("pp_stages").eq(1), V("saved_module_params"),
+                 MIN(V("saved_module_params"), MAX(V("embedding_params"), V("lm_head_params"))))),
+         "LoRA adapters sit in the layers: a pipeline stage trains its share, and the embedding (first stage) or "
+         "the LM head (last stage)", "state"),
     # ---- model states ------------------------------------------------------------------------
     Term("weight_bits", "Bits per frozen/served weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
@@ -243,13 +254,24 @@ TERMS: tuple[Term, ...] = (
          IF(OR(V("adapter_dtype").eq("fp32"), V("weight_dtype").eq("fp32")), 4, 2),
          "PEFT ≥ 0.12 keeps adapters in fp32 (autocast_adapter_dtype=True); older PEFT, LitGPT and torchtune keep "
          "them in the model's 16-bit dtype", "state"),
+    Term("saved_module_bytes", "Bytes per saved-module weight, gradient and Adam state", "count",
+         V("embed_bits") / 8,
+         "the copy keeps the original embedding's dtype (16-bit beside quantised layers), and torch's AdamW keeps "
+         "its states in the parameter's dtype", "state"),
+    Term("lora_copy_bytes", "One copy of the LoRA-trained parameters (weights, or their gradients)", "bytes",
+         IF(V("is_lora").eq(1),
+            V("adapter_params") * V("pp_layer_share") * V("adapter_bytes")
+            + (V("resident_trainable_params") - V("adapter_params") * V("pp_layer_share")) * V("saved_module_bytes"),
+            0),
+         "adapters at adapter_bytes, saved modules at saved_module_bytes", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
          IF(V("is_full").eq(1), V("resident_params") * _p("weight_bytes"),
             CEIL(((V("resident_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
                   * V("weight_bits")
                   + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
-         + IF(V("is_lora").eq(1), V("resident_trainable_params") * V("adapter_bytes"), 0),
-         "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes", "state"),
+         + V("lora_copy_bytes"),
+         "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes (saved "
+         "modules: a second copy beside the frozen original)", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("weights", "Weights", "bytes",
@@ -263,22 +285,28 @@ TERMS: tuple[Term, ...] = (
          "Precisions sheet; LoRA: adapter_bytes; Megatron accumulates the gradients of 16-bit parameters in an fp32 "
          "main_grad buffer (18 bytes per parameter for bf16 without the distributed optimizer, 6 + 12/d with it: "
          "Megatron-LM docs)", "state"),
-    Term("gradients", "Gradients", "bytes",
-         ceil_div(V("resident_trainable_params") * V("grad_elem_bytes"), V("gradient_shards")),
-         "one gradient per trainable parameter", "state"),
+    Term("gradient_bytes_unsharded", "Gradients, whole model", "bytes",
+         IF(V("is_full").eq(1), V("resident_trainable_params") * V("grad_elem_bytes"), V("lora_copy_bytes")),
+         "one gradient per trainable parameter, in its dtype", "state"),
+    Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
+         _ZERO_PAPER, "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
          IF(_o("state_bytes_override").gt(0), _o("state_bytes_override"),
             IF(V("is_full").eq(1), _p("state_bytes"), V("adapter_bytes"))), "Optimizers and Precisions sheets",
          "state"),
+    Term("state_copy_bytes", "One optimizer state for every trainable parameter, whole model", "bytes",
+         IF(AND(V("is_lora").eq(1), _o("state_bytes_override").eq(0)), V("lora_copy_bytes"),
+            V("resident_trainable_params") * V("state_bytes")),
+         "LoRA: each state in its parameter's dtype", "state"),
     Term("optimizer_bytes_unsharded", "Optimizer states + master weights, whole model", "bytes",
-         V("resident_trainable_params") * (_o("num_states") * V("state_bytes")
-                                           + IF(V("is_full").eq(1), _p("master_bytes"), 0)),
+         _o("num_states") * V("state_copy_bytes")
+         + V("resident_trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
          "Adam: m and v per parameter; mixed precision adds an fp32 master copy (K = 12 in the ZeRO paper)", "state"),
     Term("optimizer_states", "Optimizer states", "bytes",
-         IF(V("offload").eq("none"), ceil_div(V("resident_trainable_params") * _o("num_states") * V("state_bytes"),
-                                              V("optimizer_shards")), 0), _ZERO_PAPER, "state"),
+         IF(V("offload").eq("none"), ceil_div(_o("num_states") * V("state_copy_bytes"), V("optimizer_shards")), 0),
+         _ZERO_PAPER, "state"),
     Term("master_weights", "fp32 master weights", "bytes",
          IF(V("offload").eq("none"),
             ceil_div(V("resident_trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
@@ -326,7 +354,7 @@ TERMS: tuple[Term, ...] = (
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
          IF(AND(OR(V("framework").eq("fsdp2"), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
-            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params"), V("trainable_params") / V("num_layers"))
+            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params"), V("adapter_params") / V("num_layers"))
                      * (V("grad_elem_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
          "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
          "unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own stream, overlapping the next "
@@ -445,10 +473,14 @@ TERMS: tuple[Term, ...] = (
             V("num_layers") * V("layer_saved_per_token"))
          + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
          + V("loss_bytes") * V("vocab_out")
-         + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0),
+         + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0)
+         + IF(V("saved_module_params").gt(0),
+              IF(V("checkpointing").eq("full"), 1, 3) * V("act_bytes") * V("hidden_size"), 0),
          "full checkpointing keeps each layer's input only; the final norm, the embedding dropout's mask; the "
          "loss keeps its log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps "
-         "its tanh output", "activation"),
+         "its tanh output; LoRA's saved modules: the LM head's copy keeps its input for its weight gradient and a "
+         "trainable embedding makes the first layer keep its input norm's tensors (3 hidden-sized 16-bit tensors "
+         "per token; under full checkpointing the LM head's input only: oracle_arch.json modules_to_save records)", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
@@ -481,7 +513,7 @@ TERMS: tuple[Term, ...] = (
          "backward; " + _MEASURED, "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
-            ceil_div(V("resident_trainable_params") * V("state_bytes"), V("optimizer_shards")), 0),
+            ceil_div(V("state_copy_bytes"), V("optimizer_shards")), 0),
          "foreach AdamW materialises one state-sized temporary (fused does not)", "activation"),
     # ---- inference, generation and scoring ----------------------------------------------------
     Term("context_tokens", "Tokens per sequence (prompt + generated)", "count",
@@ -665,10 +697,11 @@ TIME_TERMS: tuple[Term, ...] = (
          2 * V("num_layers") * V("q_dim") * IF(_TRAIN, V("seq_len"), V("context_tokens")),
          "the Q·K scores and their product with V over a causal context: 2 × 2 × q_dim × S/2 per layer (what FlashAttention executes)", "time"),
     Term("train_flops_per_token", "Training FLOPs per token", "flops",
-         IF(V("is_full").eq(1), 6 * V("active_params"), 4 * V("active_params") + 6 * V("trainable_params"))
+         IF(V("is_full").eq(1), 6 * V("active_params"),
+            4 * V("active_params") + 6 * V("adapter_params") + 2 * V("saved_module_params"))
          + 3 * V("attention_flops_per_token"),
          _KAPLAN + "; frozen weights (LoRA) need the backward for activations only (4N), adapters 6 per "
-         "parameter; attention: forward + twice for backward", "time"),
+         "parameter, saved modules 2 (their weight gradients); attention: forward + twice for backward", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
          IF(V("checkpointing").eq("full"), 2 * V("active_params") + V("attention_flops_per_token"),
             IF(V("checkpointing").eq("selective"), V("attention_flops_per_token"), 0)),
@@ -690,8 +723,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("dp_comm_bytes", "Data-parallel traffic per optimizer step, per GPU", "bytes",
          IF(AND(_TRAIN, V("dp_size").gt(1)),
             (V("dp_size") - 1) / V("dp_size")
-            * (IF(V("zero_stage").eq(3), 1, 2) * V("resident_trainable_params")
-               * V("grad_elem_bytes") / V("tp_size")
+            * (IF(V("zero_stage").eq(3), 1, 2) * V("gradient_bytes_unsharded") / V("tp_size")
                + IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("tp_size"),
                     0)), 0),
          "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-3 reduce-scatters them once and "
@@ -845,7 +877,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("framework").eq("hf")),
           zero=V("zero_stage")),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
-    _skip("lora_arch", AND(V("is_lora").eq(1), V("trainable_params").eq(0)), model_type=_m("model_type"),
+    _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
     _skip("empty_context", AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
 )

@@ -82,7 +82,8 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
                       checkpointing="full" if checkpointing else "none", optimizer="adamw",
                       optimizer_impl=get("optim", default="fused"), lora_rank=lora.get("r", 16),
                       lora_targets="all-linear" if targets in _ALL_LINEAR else targets,
-                      adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32")
+                      adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32",
+                      lora_modules_to_save="embed-head" if lora.get("modules_to_save") else "none")
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 

@@ -4,14 +4,16 @@ presets/validation/oracle_arch.json: Gemma-2 (soft-capping, four norms, fp32 nor
 Phi-3 (fused qkv and gate_up, rotary by torch.cat), dropout (Llama/Qwen attention dropout, GPT-2 and
 GPT-2-medium attention/residual/embedding dropout), LoRA with adapters in the model's dtype, the loss
 as LitGPT and torchtune compute it (16-bit, chunked), PEFT's lora_dropout, LitGPT's own training code
-(engine litgpt: its model, LoRA and loss code run on the oracle), and MoE (Mixtral- and Qwen2-MoE-shaped, real
+(engine litgpt: its model, LoRA and loss code run on the oracle), LoRA with PEFT's modules_to_save
+(embedding and LM head trained as copies; each measured with and without), and MoE (Mixtral- and Qwen2-MoE-shaped, real
 tensors, grouped_mm experts). Each record has a split:
 
 - "fit": the shapes the new terms were derived from (Gemma2-small, Phi3-small, Llama-tiny with and
   without attention dropout, GPT-2 124M, Llama-tiny LoRA in bf16 and with other losses, Mixtral-tiny). Checked at the level
   reached, not evidence of generalisation.
 - "holdout": shapes that informed no term (Gemma-2-2B, Phi-3-mini-4k, Qwen2.5-0.5B with attention
-  dropout, with bf16 LoRA and with other losses, GPT-2-medium, Qwen2-MoE with a shared expert). The done criterion of
+  dropout, with bf16 LoRA and with other losses, GPT-2-medium, Llama-3.2-1B-untied with modules_to_save
+  without checkpointing (its checkpointed records are fit: they set the count under checkpointing), Qwen2-MoE with a shared expert). The done criterion of
   issue #18 applies to them: within ±5 %, none under-estimated by more than 3 %.
 
 Dropout records measured with the oracle's CPU dispatch (setting.dropout_dispatch "cpu": bf16 noise
@@ -59,6 +61,8 @@ def _error(case) -> float:
 
 
 def _family(case) -> str:
+    if "measure_modules_to_save" in case.get("notes", ""):
+        return "modules_to_save"
     if case["setting"].get("engine") == "litgpt":
         return "litgpt"
     if case["setting"].get("loss"):
@@ -79,12 +83,12 @@ FIT = [c for c in CASES if c["split"] == "fit" and not _cpu_dispatch(c)]
 # Largest |error| of the fit records reached today, per family (the inference prefills of the two small
 # fit shapes, -7.8 %, are forward_transient_bytes's; the training records are within 1.5 %).
 FIT_TOLERANCE = {"gemma2": 0.08, "phi3": 0.08, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
-                 "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026}
+                 "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026, "modules_to_save": 0.004}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 155
+    assert len(ids) == len(set(ids)) == 167
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -132,7 +136,22 @@ def test_holdout_summary_per_family():
     by_family: dict[str, list[float]] = {}
     for case in HOLDOUT:
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
-    assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt"}
+    assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
+                              "modules_to_save"}
     for family, errors in by_family.items():
         assert statistics.median(errors) <= 0.005, family
         assert max(errors) <= 0.055, family
+
+
+def test_modules_to_save_add_what_peft_trains():
+    """With and without modules_to_save, the same shape: the estimate's difference is the oracle's (the
+    copies' weights and bf16 AdamW states, their inputs kept), within 0.5 % of that difference."""
+    saved = [c for c in CASES if _family(c) == "modules_to_save"]
+    pairs = {}
+    for c in saved:
+        pairs.setdefault(c["id"].replace("/modules-to-save-embed-head", ""), []).append(c)
+    assert len(pairs) == 6 and all(len(p) == 2 for p in pairs.values())
+    for without, with_saved in (sorted(p, key=lambda c: len(c["id"])) for p in pairs.values()):
+        measured = with_saved["peak_bytes"] - without["peak_bytes"]
+        estimated = (_error(with_saved) + 1) * with_saved["peak_bytes"] - (_error(without) + 1) * without["peak_bytes"]
+        assert estimated == pytest.approx(measured, rel=0.005), with_saved["id"]
