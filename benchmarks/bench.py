@@ -1,14 +1,23 @@
 """Speed and memory figures for the README's performance section (not a test).
 
-    python3 benchmarks/bench.py            # estimator rate, default preset per format, 10k sweep
-    python3 benchmarks/bench.py --large    # also the 100,000-scenario sweep (JSON and xlsx)
+    python3 benchmarks/bench.py                 # everything: estimator, plan search, builds
+    python3 benchmarks/bench.py --quick         # estimator, plan search and the default preset only
+    python3 benchmarks/bench.py --sweeps 100000 # the default preset and a 100,000-scenario sweep
+    python3 benchmarks/bench.py --write-readme  # also replace the README's table with these figures
 
-Each build runs in its own process; peak memory is that process's maximum resident set size.
+Times are CPU seconds (user + system, a build's forked PDF child included), not wall-clock time: the
+reference machine is a shared 2-core VM whose other tenants change the wall clock, not the work.
+Each build runs in its own process; peak memory is that process's maximum resident set size. The
+machine, its load average and the library versions are printed with the figures.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
+import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,31 +29,96 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+README_START, README_END = "<!-- bench: start -->", "<!-- bench: end -->"
 
 
-def estimator_rate(n: int = 100_000, repeats: int = 3) -> tuple[float, float, float]:
-    """(best and median scenarios per second through estimate_many, Estimate objects per second) over n
-    varied scenarios. estimate_many is timed `repeats` times: on a shared VM the best run is the
-    machine's speed, the median shows the noise (timeit's advice)."""
-    from reportgen.catalog import load_gpus, load_models
-    from reportgen.estimate import Estimator, Scenario
-    est = Estimator(load_models(), load_gpus())
-    models = ["Llama-2-7B", "Llama-3-8B", "Mixtral-8x7B", "Qwen2.5-14B", "Llama-3.1-70B"]
-    workloads = ["inference", "full", "lora", "qlora"]
-    scenarios = [Scenario(model=models[i % 5], workload=workloads[i % 4], batch_size=1 + i % 16,
-                          seq_len=512 * (1 + i % 8), num_gpus=8, zero_stage=i % 4, gpu="H100-80GB-SXM")
-                 for i in range(n)]
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    import numpy
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"{datetime.date.today().isoformat()}, {cpu}, {os.cpu_count()} cores, load average {load} "
+            f"(1, 5, 15 min); Python {platform.python_version()}, NumPy {numpy.__version__}")
+
+
+def cpu_seconds() -> float:
+    return time.process_time()
+
+
+# ---------------------------------------------------------------------------------------------
+# In-process figures
+
+def default_columns(size: int):
+    """`size` scenarios as input columns: the default preset's single-model scenarios (its models,
+    GPUs, workloads and layouts), each repeated with batch sizes 1-64 and a sequence, prompt and
+    generated length from a range (the row inputs a sweep varies fastest), in a shuffled order."""
+    import numpy as np
+
+    from reportgen.estimate import RlhfScenario, scenario_columns
+    from reportgen.pipeline import load
+    from reportgen.vector import column_of, take
+    loaded = load("default")
+    singles = [s for _, s in loaded.expansion.scenarios if not isinstance(s, RlhfScenario)]
+    base = {n: column_of(v) for n, v in scenario_columns(singles).items()}
+    rng = np.random.default_rng(0)
+    pick = rng.integers(0, len(singles), size)
+    columns = {n: take(c, pick) for n, c in base.items()}
+    columns["batch_size"] = rng.integers(1, 65, size)
+    columns["seq_len"] = 256 * rng.integers(1, 65, size)
+    columns["prompt_len"] = rng.integers(1, 8193, size)
+    columns["gen_len"] = rng.integers(0, 4097, size)
+    return loaded.estimator, columns, len(singles)
+
+
+def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000) -> dict:
+    """Scenarios per CPU second, every term of every scenario: the array rendering (estimate_chunks,
+    each chunk dropped once computed, as a streaming writer does; best and median of `repeats`);
+    the scalar rendering (the compiled term function, one row at a time, on `sample` rows); and
+    estimate(), one Estimate object at a time."""
+    from reportgen.estimate import _ROLE_FN, Scenario
+    estimator, columns, distinct = default_columns(size)
     rates = []
     for _ in range(repeats):
-        t = time.perf_counter()
-        est.estimate_many(scenarios)
-        rates.append(n / (time.perf_counter() - t))
-    t = time.perf_counter()
-    for s in scenarios[: n // 5]:
-        est.estimate(s)
-    objects_rate = (n // 5) / (time.perf_counter() - t)
-    return max(rates), statistics.median(rates), objects_rate
+        t = cpu_seconds()
+        for _chunk in estimator.estimate_chunks(columns, size):
+            pass
+        rates.append(size / (cpu_seconds() - t))
+    rows = [dict(zip(columns, row)) for row in zip(*_row_lists(columns, sample))]
+    assumptions, tables = estimator.assumptions, estimator.tables
+    t = cpu_seconds()
+    for row in rows:
+        _ROLE_FN(row, assumptions, tables, None)
+    scalar = len(rows) / (cpu_seconds() - t)
+    one = [Scenario(**row) for row in rows[:2000]]
+    t = cpu_seconds()
+    for s in one:
+        estimator.estimate(s)
+    return {"size": size, "layouts": distinct, "best": max(rates), "median": statistics.median(rates),
+            "scalar": scalar, "one_at_a_time": len(one) / (cpu_seconds() - t)}
 
+
+def _row_lists(columns, n):
+    from reportgen.vector import take, to_list
+    return [to_list(take(c, slice(0, n)), n) for c in columns.values()]
+
+
+def plan_rate(counts: int = 120) -> dict:
+    """The layout search for Mixtral-8x7B full fine-tuning over every GPU type and GPU counts
+    1..counts, with a deadline no layout meets (every candidate is considered)."""
+    from reportgen.catalog import load_gpus, load_models
+    from reportgen.estimate import Estimator, Scenario
+    from reportgen.plan import Goal, plan
+    estimator = Estimator(load_models(), load_gpus())
+    s = Scenario(model="Mixtral-8x7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0)
+    t = cpu_seconds()
+    result = plan(estimator, s, list(estimator.gpus), Goal(within_seconds=1.0), counts=range(1, counts + 1))
+    seconds = cpu_seconds() - t
+    return {"candidates": result.tried, "seconds": seconds, "gpus": len(estimator.gpus),
+            "rate": result.tried / seconds}
+
+
+# ---------------------------------------------------------------------------------------------
+# Builds, each in a fresh process
 
 def sweep_preset(path: Path, size: int) -> Path:
     """A preset whose matrix expands to exactly `size` scenarios (all runnable)."""
@@ -60,45 +134,100 @@ def sweep_preset(path: Path, size: int) -> Path:
     return path
 
 
-def timed_build(preset: str, fmt: str, out: Path) -> tuple[float, float]:
-    """(seconds, peak MiB) of `reportgen build PRESET --format FMT` in a fresh process."""
-    t = time.perf_counter()
+def timed_build(preset: str, fmt: str, out: Path, *extra: str) -> dict:
+    """CPU seconds (the build and its forked PDF child), wall seconds and peak MiB of `reportgen build
+    PRESET --format FMT` in a fresh process."""
+    wall = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "reportgen.cli", "build", preset, "--format", fmt, "-o", str(out),
-                             "-q"], env={**os.environ, "SOURCE_DATE_EPOCH": "0"}, cwd=REPO)
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak resident set size
-    seconds = time.perf_counter() - t
+                             "-q", *extra], env={**os.environ, "SOURCE_DATE_EPOCH": "0"}, cwd=REPO)
+    _, status, usage = os.wait4(proc.pid, 0)  # the child's own usage, with the children it waited for
     if status:
         raise SystemExit(f"build {preset} --format {fmt} failed with status {status}")
-    return seconds, usage.ru_maxrss / 1024
+    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - wall,
+            "mib": usage.ru_maxrss / 1024}
+
+
+def pdf_pages(path: Path) -> int:
+    text = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True).stdout
+    return int(re.search(r"Pages:\s+(\d+)", text).group(1))
+
+
+def builds(out: Path, sweeps: list[int]) -> list[tuple[str, dict]]:
+    rows = []
+    for fmt in ("json", "xlsx", "html", "pdf"):
+        figures = timed_build("default", fmt, out)
+        if fmt == "pdf":
+            figures["pages"] = pdf_pages(out / "default.pdf")
+        rows.append((f"default preset, {fmt}", figures))
+    rows.append(("default preset, all four formats in one build", timed_build("default", "json,xlsx,html,pdf", out)))
+    appendix = timed_build("default", "pdf", out, "--pdf-appendix")
+    appendix["pages"] = pdf_pages(out / "default.pdf")
+    rows.append(("default preset, PDF with --pdf-appendix", appendix))
+    formats = {10_000: ("json", "xlsx", "html", "pdf"), 100_000: ("json", "xlsx"), 1_000_000: ("json",)}
+    for size in sweeps:
+        fmts = formats.get(size, ("json",))
+        if fmts:
+            preset = str(sweep_preset(out / f"sweep-{size}.yaml", size))
+            for fmt in fmts:
+                rows.append((f"{size:,} scenarios, {fmt}", timed_build(preset, fmt, out)))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+
+def table(machine_line: str, est: dict, search: dict, build_rows: list[tuple[str, dict]]) -> str:
+    lines = [f"Measured by `python3 benchmarks/bench.py`: {machine_line}.", "",
+             "| what | CPU time | peak memory |", "|---|---|---|"]
+    for what, f in build_rows:
+        pages = f" ({f['pages']} pages)" if "pages" in f else ""
+        lines.append(f"| {what}{pages} | {f['cpu']:.2f} s | {f['mib']:,.0f} MiB |")
+    lines.append(f"| estimator, array rendering (`estimate_chunks`/`estimate_many`): every term of {est['size']:,} "
+                 f"scenarios ({est['layouts']} layouts of the default preset × batch and lengths), best of 3 "
+                 f"(median) | {est['best']:,.0f} ({est['median']:,.0f}) scenarios/s | |")
+    lines.append(f"| estimator, scalar rendering (the compiled term function, one row at a time) | "
+                 f"{est['scalar']:,.0f} scenarios/s | |")
+    lines.append(f"| estimator: `estimate`, one Estimate object at a time | {est['one_at_a_time']:,.0f} scenarios/s | |")
+    lines.append(f"| plan search: Mixtral-8x7B full fine-tuning, {search['gpus']} GPU types, "
+                 f"{search['candidates']:,} candidate layouts | {search['seconds']:.2f} s "
+                 f"({search['rate']:,.0f} candidates/s) | |")
+    return "\n".join(lines)
+
+
+def write_readme(text: str) -> None:
+    readme = REPO / "README.md"
+    content = readme.read_text(encoding="utf-8")
+    start, end = content.index(README_START) + len(README_START), content.index(README_END)
+    readme.write_text(content[:start] + "\n" + text + "\n" + content[end:], encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--large", action="store_true", help="also run the 100,000-scenario sweep")
-    parser.add_argument("--formats", default="json,xlsx,html,pdf")
+    parser.add_argument("--quick", action="store_true", help="skip the 10,000 to 1,000,000-scenario sweeps")
+    parser.add_argument("--sweeps", default="10000,100000,1000000",
+                        help="comma-separated sweep sizes to build (10000: every format; 100000: JSON and "
+                             "workbook; others: JSON)")
+    parser.add_argument("--estimator-size", type=int, default=1_000_000, help="scenarios the estimator rate uses")
+    parser.add_argument("--write-readme", action="store_true", help="replace the README's table with the figures")
     args = parser.parse_args()
-    formats = args.formats.split(",")
-    # Builds first: a forked child's peak memory starts from this process's size.
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        for fmt in formats:
-            seconds, mib = timed_build("default", fmt, out)
-            print(f"default preset, {fmt:>9}: {seconds:6.2f} s, peak {mib:5.0f} MiB")
-        if {"html", "pdf"} <= set(formats):
-            seconds, mib = timed_build("default", "html,pdf", out)
-            print(f"default preset,  html,pdf: {seconds:6.2f} s, peak {mib:5.0f} MiB")
-        seconds, mib = timed_build("default", ",".join(formats), out)
-        print(f"default preset, all formats in one build: {seconds:.2f} s, peak {mib:.0f} MiB")
-        for size in [10_000] + ([100_000] if args.large else []):
-            preset = sweep_preset(out / f"sweep-{size}.yaml", size)
-            runs = ["json", "xlsx", "json,xlsx"] + (["html", "pdf"] if size <= 10_000 else [])
-            for fmt in runs:
-                if set(fmt.split(",")) <= set(formats):
-                    seconds, mib = timed_build(str(preset), fmt, out)
-                    print(f"{size:>7,} scenarios, {fmt:>9}: {seconds:6.2f} s, peak {mib:5.0f} MiB")
-    best, median, objects_rate = estimator_rate()
-    print(f"estimator: {best:,.0f} scenarios/s best of 3, {median:,.0f} median (estimate_many: every term of "
-          f"every scenario), {objects_rate:,.0f} scenarios/s (one Estimate object at a time)")
+    before = machine()
+    with tempfile.TemporaryDirectory() as tmp:  # builds first: a forked child starts from this process's size
+        build_rows = builds(Path(tmp), [] if args.quick else [int(x) for x in args.sweeps.split(",") if x])
+    for what, f in build_rows:
+        print(f"{what}: {f['cpu']:.2f} s CPU ({f['wall']:.2f} s wall), peak {f['mib']:,.0f} MiB"
+              + (f", {f['pages']} pages" if "pages" in f else ""))
+    est = estimator_rate(args.estimator_size)
+    print(f"estimator: array rendering {est['best']:,.0f} scenarios/s best of 3, {est['median']:,.0f} median; "
+          f"scalar rendering {est['scalar']:,.0f} scenarios/s; {est['one_at_a_time']:,.0f} scenarios/s as "
+          f"Estimate objects one at a time")
+    search = plan_rate()
+    print(f"plan search: {search['candidates']:,} candidates in {search['seconds']:.2f} s CPU "
+          f"({search['rate']:,.0f} candidates/s)")
+    line = machine()
+    line = line if line == before else f"{line} (at the start: load average {before.split('load average ')[1]})"
+    print(line)
+    if args.write_readme:
+        write_readme(table(line, est, search, build_rows))
+    print(f"this process: peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
 
 
 if __name__ == "__main__":

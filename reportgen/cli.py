@@ -450,9 +450,12 @@ def validate(measured, as_json):
               help="Comma-separated formats: json, xlsx, html, pdf.")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
               help="Language of the HTML/PDF report.")
+@click.option("--pdf-appendix", is_flag=True,
+              help="List every scenario in the PDF too (by default the PDF says where they are: the HTML, "
+                   "the workbook and the JSON list them all).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary output.")
 @handle_input_errors
-def build(presets, out_dir, formats, lang, quiet):
+def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
     """Build every output of one or more presets (default: the bundled `default`).
 
     PRESET is a bundled preset's name (see `reportgen presets`) or a YAML file. Each writes
@@ -464,6 +467,7 @@ def build(presets, out_dir, formats, lang, quiet):
       reportgen build
       reportgen build inference-serving ppo-rlhf --format json,xlsx -o plans/
       SOURCE_DATE_EPOCH=0 reportgen build my-sweep.yaml --lang zh
+      reportgen build --format pdf --pdf-appendix
     """
     from .pipeline import WRITERS, load, make_report, timestamp, write_outputs
     chosen = [f.strip() for f in formats.split(",") if f.strip()]
@@ -480,7 +484,8 @@ def build(presets, out_dir, formats, lang, quiet):
             loaded = load(name)
             progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
                      f"{len(loaded.expansion.skipped)} skipped")
-            write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging)
+            write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging,
+                          {"pdf": {"appendix": True}} if pdf_appendix else {})
         written = staging.commit()
         if not quiet:
             for path in written:

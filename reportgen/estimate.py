@@ -2,25 +2,29 @@
 
 A Scenario is one model instance with its workload and parallel layout (the inputs of the term
 table). An RLHF scenario groups several role scenarios (actor, critic, reference, reward) with a
-placement. The term table (terms.py) is compiled once into a plain Python function, so a sweep of
-many scenarios costs one function call each and the formulas stay defined in one place.
+placement. The term table (terms.py) is compiled once into a plain Python function (one scenario)
+and once into array operations (vector.py: a sweep, given as input columns); the formulas stay
+defined in one place.
 """
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
 
 from . import tables as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from .errors import InputError, unknown_name
 from .formulas import IF, MAX, MIN, Var, compile_terms, specialise
-from .inputs import (FROZEN, INPUT_NAMES, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
+from .inputs import (FROZEN, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
 from .models import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
                     SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
+from .vector import CHUNK_ROWS, Chunk, TermColumns, Text, VectorTerms, column_of, to_list
 
 
 @dataclass(frozen=True)
@@ -122,12 +126,12 @@ _ROLE_FN = compile_terms(ROLE_TERMS, _role_var)
 # A sweep's innermost dimensions: the terms that do not read them (weights, states, sharding: most
 # of the table) are computed once per model × layout and reused across batch sizes and lengths.
 SWEEP_ROW_INPUTS = ("batch_size", "seq_len", "prompt_len", "gen_len")
-_ROLE_BATCH_FN = compile_terms(ROLE_TERMS, _role_var, "_estimate_many", batch_inputs=INPUT_NAMES,
-                               row_inputs=SWEEP_ROW_INPUTS)
 _INPUT_VALUES = operator.attrgetter(*INPUT_NAMES)  # a Scenario's inputs as a tuple, in table order
+_ROLE_VECTOR = VectorTerms(ROLE_TERMS, SWEEP_ROW_INPUTS, _ROLE_FN)
 _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 _SKIP_TERMS = _skip_terms()
 _SKIP_FN = compile_terms(_SKIP_TERMS, _role_var, "_skip")
+_SKIP_VECTOR = VectorTerms(_SKIP_TERMS, SWEEP_ROW_INPUTS, _SKIP_FN)
 _SKIP_INDEX = {t.name: i for i, t in enumerate(_SKIP_TERMS)}
 
 
@@ -372,17 +376,49 @@ class Estimator:
         return reason.text() if reason else None
 
     def estimate_all(self, scenarios: Sequence[Scenario]) -> list[Estimate]:
-        """estimate() for each scenario, computed in estimate_many's loop (what a build uses)."""
-        for name in dict.fromkeys(s.model for s in scenarios):
-            self.spec(name)  # an unknown model is an input error, not a KeyError in the loop
-        return [self._estimate(s, row) for s, row in zip(scenarios, self.estimate_many(scenarios))]
+        """estimate() for each scenario, computed as columns (what a build uses); each chunk of term
+        columns is dropped once its rows are Estimates."""
+        out: list[Estimate] = []
+        for chunk in self.estimate_chunks(scenario_columns(scenarios), len(scenarios)):
+            out += map(self._estimate, scenarios[chunk.start:chunk.start + chunk.size], chunk.rows())
+        return out
 
     def _estimate(self, s: Scenario, row: tuple) -> Estimate:
         return Estimate(s, dict(zip(_ROLE_INDEX, row)), self.components[s.model])
 
-    def estimate_many(self, scenarios: Sequence[Scenario]) -> list[tuple]:
-        """Every term's value (table order) for each scenario, in one compiled loop: for sweeps."""
-        return _ROLE_BATCH_FN(map(_INPUT_VALUES, scenarios), self.assumptions, self.tables, None)
+    def estimate_many(self, scenarios: Sequence[Scenario]) -> TermColumns:
+        """Every term of each scenario (iterating gives each row's values in table order, as estimate()
+        computes them), computed as columns: for sweeps."""
+        return self.estimate_columns(scenario_columns(scenarios), len(scenarios))
+
+    def estimate_columns(self, columns: Mapping[str, Any], size: int) -> TermColumns:
+        """Every term of `size` scenarios given as input columns (name -> a constant, a NumPy array,
+        vector.Text or a list; an input left out takes its default)."""
+        return TermColumns(_ROLE_VECTOR.names, tuple(self.estimate_chunks(columns, size)))
+
+    def estimate_chunks(self, columns: Mapping[str, Any], size: int, chunk_rows: int = CHUNK_ROWS,
+                        vector: VectorTerms = _ROLE_VECTOR) -> Iterator[Chunk]:
+        """estimate_columns chunk by chunk: a writer streams rows while memory stays flat."""
+        return vector.chunks(self._columns(columns), size, self.assumptions, self.tables, chunk_rows)
+
+    def skip_codes(self, columns: Mapping[str, Any], size: int) -> np.ndarray:
+        """skip_check's answer for `size` scenarios given as columns, as numbers: 0 where a scenario
+        can run, else 1 + the index in terms.SKIP_RULES of the first rule that holds."""
+        out = np.zeros(size, dtype=np.int64)
+        for chunk in self.estimate_chunks(columns, size, vector=_SKIP_VECTOR):
+            codes = out[chunk.start:chunk.start + chunk.size]
+            for k, rule in reversed(tuple(enumerate(SKIP_RULES, start=1))):  # the first rule that holds wins
+                codes[chunk.numbers(f"skip.{rule.code}").astype(bool)] = k
+        return out
+
+    def _columns(self, columns: Mapping[str, Any]) -> dict[str, Any]:
+        """Every input's column (an input left out: its default); an unknown model is an input
+        error, not a KeyError in the arrays."""
+        out = {i.name: column_of(columns[i.name]) if i.name in columns else i.default for i in INPUTS}
+        models = out["model"]
+        for name in models.vocab if isinstance(models, Text) else dict.fromkeys(to_list(models, 1)):
+            self.spec(name)
+        return out
 
     def estimate_group(self, g: RlhfScenario) -> GroupEstimate:
         roles = tuple((name, self.estimate(s)) for name, s in g.roles)
@@ -396,6 +432,13 @@ class Estimator:
 
 # ---------------------------------------------------------------------------------------------
 # RLHF role layouts
+
+def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
+    """Scenarios as input columns (name -> each scenario's value)."""
+    if not scenarios:
+        return {n: [] for n in INPUT_NAMES}
+    return dict(zip(INPUT_NAMES, map(list, zip(*map(_INPUT_VALUES, scenarios)))))
+
 
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   critic_model: str | None = None, reward_model: str | None = None,

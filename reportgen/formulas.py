@@ -335,6 +335,11 @@ def _is_text(expr: Expr) -> bool:
     return isinstance(expr, Fn) and expr.name == "IF" and _is_text(expr.args[1]) and _is_text(expr.args[2])
 
 
+# The functions to_python's code calls.
+PYTHON_HELPERS = {"_ceil": spreadsheet_ceil, "_floor": math.floor, "_text": spreadsheet_text,
+                  "_isnumber": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)}
+
+
 def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], str]) -> str:
     """Python source for the expression (used to compile the term table into one function)."""
     if isinstance(expr, Num):
@@ -381,24 +386,12 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
     raise TypeError(f"cannot compile {expr!r}")
 
 
-def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "_estimate",
-                  batch_inputs: Sequence[str] = (), row_inputs: Sequence[str] = ()) -> Callable:
-    """Compile a term table into Python.
-
-    Default: def _estimate(I, A, T, R) -> tuple of every term's value, in table order. Inputs,
-    assumptions and looked-up catalog rows are read once into locals at the top.
-    With batch_inputs: def _estimate(rows, A, T, R) -> list of such tuples, one per row of input
-    values (in batch_inputs order); the loop lives inside the generated code, so a sweep pays no
-    per-scenario call or dictionary overhead.
-    With row_inputs (a subset of batch_inputs, the ones a sweep varies fastest): terms and catalog
-    rows that do not depend on them, directly or through earlier terms, are computed once per
-    distinct combination of the other batch inputs and reused for the following rows.
-    """
+def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "_estimate") -> Callable:
+    """Compile a term table into Python: def _estimate(I, A, T, R) -> tuple of every term's value, in
+    table order. Inputs, assumptions and looked-up catalog rows are read once into locals at the top.
+    (Sweeps of many scenarios use the array rendering of the same table: vector.VectorTerms.)"""
     local = {t.name: f"t_{i}" for i, t in enumerate(terms)}
-    hoisted: dict[str, str] = {}  # local name -> how to read it once (outside any loop)
-    per_row: dict[str, str] = {}  # catalog rows looked up per scenario
-    varying = set(row_inputs)  # names whose value changes from row to row: row inputs, then terms
-    inner_rows: set[str] = set()  # catalog rows whose key reads a row input
+    hoisted: dict[str, str] = {}  # local name -> how to read it once, at the top
 
     def ident(text: str) -> str:
         return "".join(c if c.isalnum() else "_" for c in text)
@@ -407,52 +400,21 @@ def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "
         if n in local:
             return local[n]
         name_ = "v_" + ident(n)
-        if n not in batch_inputs:
-            hoisted.setdefault(name_, var_code(n))
+        hoisted.setdefault(name_, var_code(n))
         return name_
 
     def lookup(e: Lookup) -> str:
         key = to_python(e.key, var, lookup)
         row = "r_" + ident(f"{e.table}_{key}")
-        per_row.setdefault(row, f"T[{e.table!r}][{key}]")
-        if e.key.names() & varying:
-            inner_rows.add(row)
+        hoisted.setdefault(row, f"T[{e.table!r}][{key}]")
         return f"{row}[{e.column!r}]"
 
-    body = {}
-    for t in terms:
-        body[t.name] = f"{local[t.name]} = {to_python(t.expr, var, lookup)}"
-        if t.expr.names() & varying:
-            varying.add(t.name)
-    result = "(" + ", ".join(local[t.name] for t in terms) + ",)"
-    # Builtins bound as defaults: local lookups are faster than global ones in a hot loop.
-    if batch_inputs:
-        targets = ", ".join("v_" + ident(n) for n in batch_inputs)
-        outer_rows = [k for k in per_row if k not in inner_rows]
-        outer_terms = [t.name for t in terms if t.name not in varying]
-        reuse = bool(varying & set(batch_inputs) and outer_terms)
-        lines = [f"def {name}(rows, A, T, R, _ceil=_ceil, _floor=_floor, max=max, min=min):"]
-        lines += [f"    {k} = {v}" for k, v in hoisted.items()]
-        lines += ["    cache = {}", "    cache_get = cache.get"] if reuse else []
-        lines += ["    out = []", "    append = out.append", f"    for {targets} in rows:"]
-        if reuse:
-            saved = ", ".join(outer_rows + [local[n] for n in outer_terms]) + ","
-            key = ", ".join("v_" + ident(n) for n in batch_inputs if n not in varying) + ","
-            lines += ["        key = (" + key + ")", "        saved = cache_get(key)", "        if saved is None:"]
-            lines += [f"            {k} = {per_row[k]}" for k in outer_rows]
-            lines += [f"            {body[n]}" for n in outer_terms]
-            lines += [f"            cache[key] = ({saved})", "        else:", f"            {saved} = saved"]
-            lines += [f"        {k} = {per_row[k]}" for k in per_row if k in inner_rows]
-            lines += [f"        {body[t.name]}" for t in terms if t.name in varying]
-        else:
-            lines += [f"        {k} = {v}" for k, v in per_row.items()] + [f"        {b}" for b in body.values()]
-        lines += [f"        append({result})", "    return out"]
-    else:
-        lines = [f"def {name}(I, A, T, R, _ceil=_ceil, _floor=_floor, max=max, min=min):"]
-        lines += [f"    {k} = {v}" for k, v in {**hoisted, **per_row}.items()] + [f"    {b}" for b in body.values()]
-        lines.append(f"    return {result}")
-    namespace = {"_ceil": spreadsheet_ceil, "_floor": math.floor, "_text": spreadsheet_text,
-                 "_isnumber": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)}
+    body = [f"{local[t.name]} = {to_python(t.expr, var, lookup)}" for t in terms]
+    # Builtins bound as defaults: local lookups are faster than global ones.
+    lines = [f"def {name}(I, A, T, R, _ceil=_ceil, _floor=_floor, max=max, min=min):"]
+    lines += [f"    {k} = {v}" for k, v in hoisted.items()] + [f"    {b}" for b in body]
+    lines.append(f"    return ({', '.join(local[t.name] for t in terms)},)")
+    namespace = dict(PYTHON_HELPERS)
     exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
     return namespace[name]
 

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import __version__
 from .catalog import data_dir, load_gpus, load_models
@@ -22,7 +22,7 @@ from .validation import (Excluded, PublishedFigure, ValidationRow, finetune_excl
                          validate)
 from .writers.atomic import Staging
 
-# format -> writer module (each has write(report, path, lang)); imported only when asked for.
+# format -> writer module (each has write(report, path, lang, **options)); imported only when asked for.
 WRITERS = {"json": "reportgen.writers.json_writer", "xlsx": "reportgen.writers.xlsx",
            "html": "reportgen.writers.html", "pdf": "reportgen.writers.pdf"}
 LANGUAGES = ("en", "zh")
@@ -101,17 +101,19 @@ def output_name(preset: str, fmt: str, lang: str) -> str:
 
 
 def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: str,
-                  progress: Callable[[str], None] = lambda _: None, staging: Staging | None = None) -> list[Path]:
+                  progress: Callable[[str], None] = lambda _: None, staging: Staging | None = None,
+                  options: Mapping[str, Mapping[str, Any]] = {}) -> list[Path]:
     """Write every format; all files appear together and complete, or none changes. Given a
     `staging`, the files are only staged: they appear when its owner commits (a build of several
-    presets commits once, after all are rendered)."""
+    presets commits once, after all are rendered). options: format -> its writer's keyword options
+    ({"pdf": {"appendix": True}})."""
     jobs = []
     for fmt in formats:
         writer = importlib.import_module(WRITERS[fmt])
         path = out_dir / output_name(report.preset.name, fmt, lang)
 
-        def produce(tmp, writer=writer, path=path):
-            writer.write(report, tmp, lang)
+        def produce(tmp, writer=writer, path=path, kwargs=options.get(fmt, {})):
+            writer.write(report, tmp, lang, **kwargs)
             progress(f"rendered {path.name}")
 
         jobs.append((path, produce))

@@ -4,17 +4,21 @@ A goal is what the buyer needs besides fitting: a training run of N tokens withi
 serving U concurrent users at a context length with a minimum decode speed per user. The search
 takes, per GPU type, the fewest GPUs (then the fastest layout at that count) whose recommended budget
 fits and that meets the goal; the options are then ranked by purchase price and by hourly cost.
+The candidates of a GPU type are input columns, estimated as arrays (Estimator.estimate_chunks), a
+batch of GPU counts at a time.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from .errors import InputError
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
-from .inputs import INPUT_BY_NAME
+from .inputs import INPUT_BY_NAME, INPUT_NAMES
 from .units import parse_duration
+from .vector import CHUNK_ROWS, Text, take, to_list
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TP_SIZES = (1, 2, 4, 8)
@@ -63,30 +67,32 @@ class Goal:
     def serving(self) -> bool:
         return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s))
 
-    def shape(self, s: Scenario) -> Scenario:
-        """The scenario the goal describes: the users spread over the data-parallel replicas (each
-        replica's batch), the context is prompt + generated."""
+    def shape(self, s: Scenario, num_gpus: Any, tp_size: Any) -> dict[str, Any]:
+        """The inputs the goal sets for scenario s laid out on num_gpus with tp_size (numbers, or
+        arrays of candidates): the users spread over the data-parallel replicas (each replica's
+        batch), the context is prompt + generated."""
         if s.workload != "inference":
-            return s
-        changes: dict[str, int] = {}
+            return {}
+        changes: dict[str, Any] = {}
         if self.users is not None:
-            replicas = max(1, s.num_gpus // s.tp_size)
+            replicas = np.maximum(1, num_gpus // tp_size)
             changes["batch_size"] = -(-self.users // replicas)
         if self.context is not None:
             if self.context <= s.gen_len:
                 raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
                                  f"({s.gen_len:,})", key_path="goal.context")
             changes["prompt_len"] = self.context - s.gen_len
-        return replace(s, **changes)
+        return changes
 
-    def met(self, values: Mapping[str, float]) -> bool:
-        if self.within_seconds is not None and values["is_train"]:
-            if values["time_to_train_seconds"] > self.within_seconds:
-                return False
-        if self.min_tokens_per_s is not None and not values["is_train"]:
-            if values["tokens_per_s_per_user"] < self.min_tokens_per_s:
-                return False
-        return True
+    def met(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Which estimates meet the goal (values: term columns)."""
+        train = values["is_train"] != 0
+        ok = np.ones(len(train), dtype=bool)
+        if self.within_seconds is not None:
+            ok &= ~train | (values["time_to_train_seconds"] <= self.within_seconds)
+        if self.min_tokens_per_s is not None:
+            ok &= train | (values["tokens_per_s_per_user"] >= self.min_tokens_per_s)
+        return ok
 
     def describe(self) -> str:
         parts = []
@@ -161,6 +167,7 @@ class PlanOption:
 class Plan:
     goal: Goal
     options: tuple[PlanOption, ...]  # one per GPU type that can meet the goal, by purchase price
+    tried: int = 0  # candidate layouts considered
 
     def cheapest(self, measure: str) -> PlanOption | None:
         return min(self.options, key=lambda o: (o.cost(measure), o.total_gpus, o.gpu), default=None)
@@ -182,9 +189,9 @@ SEARCH = {
 }
 
 
-def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] = ()) -> Iterator[Scenario]:
-    """Every layout of scenario s on n GPUs the plan may try: the SEARCH choices not in `fixed`, tensor
-    parallelism inside one node, expert parallelism only for MoE models."""
+def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> dict[str, tuple]:
+    """The SEARCH choices for scenario s on n GPUs, less those in `fixed`: tensor parallelism inside
+    one node, expert parallelism only for MoE models."""
     space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
     per_node = estimator.gpus[s.gpu].gpus_per_node
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
@@ -194,13 +201,35 @@ def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] =
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
         space.pop(name, None)
-    names = list(space)
-    for values in itertools.product(*(space[k] for k in names)):
-        choice = dict(zip(names, values))
-        model_parallel = choice.get("tp_size", s.tp_size) * choice.get("pp_size", s.pp_size)
-        if model_parallel > n or (choice.get("zero_stage", 0) and n // model_parallel < 2):
-            continue  # more stages than GPUs, or nothing left to shard
-        yield replace(s, num_gpus=n, **choice)
+    return space
+
+
+def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] = ()) -> tuple[dict, int]:
+    """(columns, how many): every layout of scenario s on n GPUs the plan may try, as the columns of
+    the inputs it chooses (num_gpus included), in the order of the product of the choices."""
+    space = _space(s, estimator, n, fixed)
+    grids = [g.ravel() for g in np.meshgrid(*(np.arange(len(v)) for v in space.values()), indexing="ij")]
+    columns: dict[str, Any] = {}
+    for (name, values), index in zip(space.items(), grids):
+        columns[name] = (Text(index.astype(np.int32), values) if isinstance(values[0], str)
+                         else np.array(values, dtype=np.int64)[index])
+    size = len(grids[0]) if grids else 1
+    zero = np.asarray(columns.get("zero_stage", s.zero_stage))
+    model_parallel = np.asarray(columns.get("tp_size", s.tp_size)) * np.asarray(columns.get("pp_size", s.pp_size))
+    # more stages than GPUs, or a ZeRO stage without two data-parallel ranks to shard over
+    runs = ~((model_parallel > n) | ((zero != 0) & (n // model_parallel < 2)))
+    keep = np.flatnonzero(np.broadcast_to(runs, (size,)))
+    columns = {k: take(v, keep) for k, v in columns.items()}
+    columns["num_gpus"] = np.full(len(keep), n, dtype=np.int64)
+    return columns, len(keep)
+
+
+def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] = ()) -> Iterator[Scenario]:
+    """candidate_columns as scenarios."""
+    columns, size = candidate_columns(s, estimator, n, fixed)
+    values = {k: to_list(v, size) for k, v in columns.items()}
+    for i in range(size):
+        yield replace(s, **{k: v[i] for k, v in values.items()})
 
 
 def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
@@ -209,37 +238,91 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
     meets the goal (at that count, the fastest such layout); GPU types where nothing up to max(counts)
     does are left out. `fixed`: inputs the search must keep as the scenario has them."""
     fixed = tuple(fixed)
-    options = [o for o in (_search(estimator, scenario, gpu, goal, counts, fixed) for gpu in dict.fromkeys(gpus)) if o]
-    return Plan(goal, tuple(sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))))
+    search = _search_group if isinstance(scenario, RlhfScenario) else _search
+    found = [search(estimator, scenario, gpu, goal, counts, fixed) for gpu in dict.fromkeys(gpus)]
+    options = [o for o, _ in found if o]
+    return Plan(goal, tuple(sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))),
+                sum(tried for _, tried in found))
 
 
-def _speed(est: Estimate | GroupEstimate) -> float:
-    """Lower is faster: a training run's time, a served token's time (groups: their peak memory)."""
-    if isinstance(est, GroupEstimate):
-        return est["recommended"]
-    return est["time_to_train_seconds"] if est["is_train"] else est["seconds_per_output_token"]
+# The terms the search reads of each candidate.
+_SEARCH_TERMS = ("fits_recommended", "is_train", "time_to_train_seconds", "seconds_per_output_token",
+                 "tokens_per_s_per_user")
 
 
-def _search(estimator: Estimator, scenario, gpu: str, goal: Goal, counts: Sequence[int],
-            fixed: tuple[str, ...]) -> PlanOption | None:
-    base = replace(scenario.actor if isinstance(scenario, RlhfScenario) else scenario, gpu=gpu)
-    # RLHF groups keep their roles' recipes: the plan lays the actor out (ZeRO stage, GPUs).
-    fixed_here = fixed + (("tp_size", "pp_size", "ep_size", "checkpointing", "offload", "optimizer")
-                          if isinstance(scenario, RlhfScenario)
-                          else ())
+def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, counts: Sequence[int],
+            fixed: tuple[str, ...]) -> tuple[PlanOption | None, int]:
+    """(the option, candidates considered): GPU counts in ascending batches of about CHUNK_ROWS
+    candidates, stopping at the first count where a candidate fits and meets the goal."""
+    base = replace(scenario, gpu=gpu)
+    tried = 0
+    pending: list[tuple[int, dict, int]] = []
+    for k, n in enumerate(counts):
+        columns, size = candidate_columns(base, estimator, n, fixed)
+        pending.append((n, columns, size))
+        if sum(p[2] for p in pending) < CHUNK_ROWS and k < len(counts) - 1:
+            continue
+        tried += sum(p[2] for p in pending)
+        option = _best(estimator, base, goal, pending)
+        pending = []
+        if option:
+            return option, tried
+    return None, tried
+
+
+def _best(estimator: Estimator, base: Scenario, goal: Goal, batch: list[tuple[int, dict, int]]) -> PlanOption | None:
+    """The fastest candidate at the fewest GPUs that fits and meets the goal (None: none does) among
+    the candidates of several GPU counts; skipped combinations are not estimated."""
+    chosen = {k: _concat([columns[k] for _, columns, _ in batch]) for k in batch[0][1]}
+    size = sum(p[2] for p in batch)
+    columns = {n: getattr(base, n) for n in INPUT_NAMES}
+    columns.update(chosen)
+    columns.update(goal.shape(base, columns["num_gpus"], np.asarray(columns["tp_size"])))
+    runs = np.flatnonzero(estimator.skip_codes(columns, size) == 0)
+    columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
+    values = {k: np.empty(len(runs)) for k in _SEARCH_TERMS}
+    for chunk in estimator.estimate_chunks(columns, len(runs)):
+        for k in _SEARCH_TERMS:
+            values[k][chunk.start:chunk.start + chunk.size] = chunk.numbers(k)
+    good = (values["fits_recommended"] != 0) & goal.met(values)
+    if not good.any():
+        return None
+    gpus = columns["num_gpus"]
+    fewest = gpus[good].min()
+    speed = np.where(values["is_train"] != 0, values["time_to_train_seconds"], values["seconds_per_output_token"])
+    best = int(np.argmin(np.where(good & (gpus == fewest), speed, np.inf)))  # the first of equals, as min() takes
+    inputs = {k: to_list(take(v, slice(best, best + 1)), 1)[0] if isinstance(v, (np.ndarray, Text)) else v
+              for k, v in columns.items()}
+    candidate = replace(base, **inputs)
+    return PlanOption(base.gpu, candidate.num_gpus, candidate.zero_stage, candidate.tp_size,
+                      estimator.estimate(candidate))
+
+
+def _concat(parts: list) -> Any:
+    if isinstance(parts[0], Text):
+        return Text(np.concatenate([p.codes for p in parts]), parts[0].vocab)
+    return np.concatenate(parts)
+
+
+# What an RLHF group keeps of its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs).
+_GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "checkpointing", "offload", "optimizer")
+
+
+def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
+                  fixed: tuple[str, ...]) -> tuple[PlanOption | None, int]:
+    """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs), one
+    group at a time (a few dozen candidates)."""
+    base = replace(scenario.actor, gpu=gpu)
+    tried = 0
     for n in counts:
         found = []
-        for candidate in candidates(base, estimator, n, fixed_here):
-            candidate = goal.shape(candidate)
+        for candidate in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
+            tried += 1
             if estimator.skip_check(candidate):
                 continue
-            if isinstance(scenario, RlhfScenario):
-                est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n,
-                                                                 zero_stage=candidate.zero_stage))
-            else:
-                est = estimator.estimate(candidate)
-            if est["fits_recommended"] and (isinstance(est, GroupEstimate) or goal.met(est.values)):
+            est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n, zero_stage=candidate.zero_stage))
+            if est["fits_recommended"]:
                 found.append(PlanOption(gpu, n, candidate.zero_stage, candidate.tp_size, est))
         if found:
-            return min(found, key=lambda o: _speed(o.estimate))
-    return None
+            return min(found, key=lambda o: o.estimate["recommended"]), tried
+    return None, tried

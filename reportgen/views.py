@@ -873,8 +873,9 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     return tuple(cards)
 
 
-def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Table]:
-    """The scenario table and the skipped combinations.
+def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> tuple[Table, str, Table]:
+    """The scenario table and the skipped combinations. listed=False: no scenario rows, a note saying
+    where they are (the management PDF without --pdf-appendix).
 
     The PDF gets the lean form of the scenario table (the columns' media): scenario groups as heading
     rows instead of a column, no peak-phase or budget (× k) column (the fit mark says whether the budget
@@ -916,14 +917,18 @@ def _appendix(report: Report, t: Catalogue, pdf: bool) -> tuple[Table, str, Tabl
         Column(Cell(t("col.fit"), "col-fit"), mark, "html"),
         Column(Cell(t("col.purchase"), "num"), lambda r: Cell(usd(r.estimate["purchase_usd"]), "num")),
     )
-    shown = report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
+    shown = () if not listed else report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
     groups, previous = [], None
     for r in shown:
         groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
-    note = (t("appendix.truncated", n=len(shown), total=len(report.results))
+    note = (t("appendix.elsewhere", total=len(report.results)) if not listed
+            else t("appendix.truncated", n=len(shown), total=len(report.results))
             if len(shown) < len(report.results) else "")
-    scenarios = build_table(columns, shown, pdf, "scenarios sortable", row_ids=tuple(f"s{r.index}" for r in shown),
+    # Row anchors serve links into the HTML; in the PDF nothing links to them and each one costs
+    # WeasyPrint a named destination.
+    scenarios = build_table(columns, shown, pdf, "scenarios sortable",
+                            row_ids=() if pdf else tuple(f"s{r.index}" for r in shown),
                             row_groups=tuple(groups), group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
     for s in report.skipped:
@@ -1124,8 +1129,9 @@ def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGrou
 SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix")
 
 
-def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> ReportView:
-    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix)."""
+def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix: bool = True) -> ReportView:
+    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix;
+    appendix=False: no per-scenario rows, only where to find them)."""
     t = load_catalogue(lang)
     # string-set drops the spaces around the numbers; the stylesheet puts one space back on each side
     before, rest = t("pdf.page_of").split("{page}")
@@ -1134,7 +1140,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False) -> Report
     toc = tuple(TocEntry(s, str(i), t(f"section.{s}")) for i, s in enumerate(SECTIONS, start=1))
     terms, assumptions, lookups, gpu_table = _method(report, t)
     capacity, legend = _capacity(report, t)
-    scenarios, note, skipped = _appendix(report, t, pdf)
+    scenarios, note, skipped = _appendix(report, t, pdf, appendix)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))

@@ -306,3 +306,39 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
                        (bases[0].actor if hasattr(bases[0], "actor") else bases[0]).inputs()):
                 # (Llama-3-8B's config sets every dropout probability to 0: dropout=config changes nothing for it)
                 assert changed or not computed or i.name == "dropout", (workload, i.name, "applies, yet changes no term")
+
+
+def test_a_workbook_past_excels_row_limit_is_refused_by_name(tmp_path, monkeypatch):
+    """Past 1,048,576 rows Excel cannot open a sheet (XlsxWriter drops the rows): one line naming the
+    limit, exit status 1, and no workbook (nor any other output of the build)."""
+    from reportgen.writers.xlsx import layout, scenario_sheet_rows
+    from reportgen.pipeline import load, make_report
+    assert layout.EXCEL_MAX_ROWS == 1_048_576
+    preset = "tests/fixtures/xlsx-small.yaml"
+    rows = scenario_sheet_rows(make_report(load(preset), "2026-01-01T00:00:00+00:00"))
+    monkeypatch.setattr(layout, "EXCEL_MAX_ROWS", rows - 1)
+    result = run("build", preset, "--format", "json,xlsx", "-o", str(tmp_path), "-q")
+    assert result.exit_code == 1
+    assert result.output == (f"Error: xlsx-small: the workbook's Scenarios sheet would need {rows:,} rows, past "
+                             f"Excel's limit of {rows - 1:,} rows per sheet: build json, html or pdf for this "
+                             f"preset, or split its matrix\n")
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(layout, "EXCEL_MAX_ROWS", rows)
+    assert run("build", preset, "--format", "xlsx", "-o", str(tmp_path), "-q").exit_code == 0
+
+
+@pytest.mark.parametrize("flag, options", [((), {}), (("--pdf-appendix",), {"appendix": True})])
+def test_pdf_appendix_option_reaches_the_pdf_writer(tmp_path, monkeypatch, flag, options):
+    """The management PDF leaves the scenario table out unless --pdf-appendix asks for it (what each
+    variant holds: test_report_pdf)."""
+    from pathlib import Path
+    from reportgen.writers import pdf as pdf_writer
+    seen = []
+
+    def record(report, path, lang, **kwargs):
+        seen.append(kwargs)
+        Path(path).write_bytes(b"%PDF-")
+
+    monkeypatch.setattr(pdf_writer, "write", record)
+    result = run("build", "tests/fixtures/xlsx-small.yaml", "--format", "pdf", "-o", str(tmp_path), "-q", *flag)
+    assert result.exit_code == 0 and seen == [options]

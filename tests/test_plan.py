@@ -69,6 +69,53 @@ def test_a_deadline_buys_gpus_instead_of_slow_layouts():
     assert week.layout["offload"] == "none" and week.layout["checkpointing"] == "none"
 
 
+# ---- the array search against the plain one: each candidate a Scenario, estimated one at a time -------------
+
+def _reference(scenario, gpu, goal, counts, fixed=()):
+    """The search written the slow, obvious way (as it was before the array rendering)."""
+    import numpy as np
+    base = replace(scenario, gpu=gpu)
+    for n in counts:
+        found = []
+        for c in candidates(base, EST, n, fixed):
+            c = replace(c, **{k: int(v) for k, v in goal.shape(c, c.num_gpus, c.tp_size).items()})
+            if EST.skip_check(c):
+                continue
+            e = EST.estimate(c)
+            if e["fits_recommended"] and goal.met({k: np.array([e[k]]) for k in e.values})[0]:
+                speed = e["time_to_train_seconds"] if e["is_train"] else e["seconds_per_output_token"]
+                found.append((speed, c, e))
+        if found:
+            return min(found, key=lambda f: f[0])[1:]
+    return None
+
+
+SERVE_70B = Scenario(model="Llama-3.1-70B", workload="inference", prompt_len=2048, gen_len=256)
+
+
+@pytest.mark.parametrize("scenario, goal, fixed", [
+    (FULL_70B, Goal(), ()),
+    (replace(FULL_70B, train_tokens=10**9), Goal(within_seconds=2 * 86400), ()),
+    (replace(FULL_70B, model="Mixtral-8x7B", checkpointing="full"), Goal(), ("checkpointing",)),
+    (replace(FULL_70B, model="Llama-3-8B", workload="lora"), Goal(within_seconds=3600), ()),
+    (SERVE_70B, Goal(users=64, context=8192, min_tokens_per_s=20), ()),
+    (replace(SERVE_70B, model="Mixtral-8x7B"), Goal(users=500, min_tokens_per_s=5), ()),
+])
+def test_the_array_search_finds_what_the_plain_search_finds(scenario, goal, fixed):
+    gpus = ["H100-80GB-SXM", "A100-40GB", "L4"]
+    result = plan(EST, scenario, gpus, goal, fixed=fixed)
+    by_gpu = {o.gpu: o for o in result.options}
+    assert result.tried > 0
+    for gpu in gpus:
+        expected = _reference(scenario, gpu, goal, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512), fixed)
+        if expected is None:
+            assert gpu not in by_gpu
+            continue
+        candidate, est = expected
+        got = by_gpu[gpu]
+        assert got.estimate.scenario == candidate and got.estimate.values == est.values
+
+
 def test_adams_state_dtype_is_searched_but_never_replaces_another_optimizer():
     """8-bit AdamW keeps 2 states at ~1 byte where AdamW keeps 2 × 4 bytes: without offload, an 8B model
     fits fewer RTX-4090s with it; the search tries it for Adam only, and keeps an optimizer the user set."""

@@ -47,6 +47,8 @@ def pdfs(report, tmp_path_factory):
             folder = tmp_path_factory.mktemp(lang)
             (path,) = write_outputs(report, folder, ["pdf"], lang)
             out[lang] = path
+        folder = tmp_path_factory.mktemp("appendix")  # the PDF with every scenario (--pdf-appendix)
+        (out["en-appendix"],) = write_outputs(report, folder, ["pdf"], "en", options={"pdf": {"appendix": True}})
     return out
 
 
@@ -157,14 +159,14 @@ def test_page_count_footer_and_a4(pdfs):
         assert re.search(r"^CreationDate:.*2026", info, re.M), info  # the report's generated_at
         text = pages(path)
         assert len(text) == n
-        footer = "Page {i} of {n}" if lang == "en" else "第 {i} 页，共 {n} 页"
+        footer = "Page {i} of {n}" if lang.startswith("en") else "第 {i} 页，共 {n} 页"
         for i, page in enumerate(text, start=1):
             assert footer.format(i=i, n=n) in page, (lang, i)
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", ["en", "zh", "en-appendix"])
 def test_table_of_contents_page_numbers_are_right(pdfs, lang):
-    t = load_catalogue(lang)
+    t = load_catalogue(lang[:2])
     text = pages(pdfs[lang])
     toc_page = next(i for i, p in enumerate(text) if re.search(rf"^\s*{t('toc.title')}\s*$", p, re.M))
     toc = text[toc_page]
@@ -178,11 +180,24 @@ def test_table_of_contents_page_numbers_are_right(pdfs, lang):
 
 
 def test_long_tables_repeat_their_header_rows(pdfs):
-    text = pages(pdfs["en"])
+    text = pages(pdfs["en-appendix"])
     first = next(i for i, p in enumerate(text) if re.search(r"^\s*All scenarios\s*$", p, re.M))
     later = text[first + 1]
     assert re.search(r"#\s+Configuration\s+GPUs", later)
     assert "Skipped combinations" not in later
+
+
+def test_the_management_pdf_says_where_the_scenarios_are(report, pdfs):
+    """By default the PDF is what a meeting reads: the appendix keeps the skipped combinations and
+    the validation, and says where the scenario table is; --pdf-appendix adds the table."""
+    short, full = pages(pdfs["en"]), pages(pdfs["en-appendix"])
+    assert len(short) < len(full)
+    flat = " ".join(" ".join(short).split())
+    assert f"This PDF leaves out the table of all {len(report.results)} scenarios" in flat
+    assert "Skipped combinations" in flat and "Validation against measured peaks" in flat
+    header = re.compile(r"#\s+Configuration\s+GPUs")
+    assert not any(header.search(p) for p in short) and any(header.search(p) for p in full)
+    assert "leaves out the table" not in " ".join(" ".join(full).split())
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -38,11 +38,12 @@ def stylesheet() -> Markup:
     return Markup(css)
 
 
-def render_html(report: Report, lang: str = "en", *, pdf: bool = False) -> str:
+def render_html(report: Report, lang: str = "en", *, pdf: bool = False, appendix: bool = True) -> str:
     """The report as one HTML document (str). Same report and generated_at: same text.
 
-    pdf=True: the variant WeasyPrint reads (same template; a leaner scenario table, see views; no script)."""
-    view = build_view(report, lang, pdf=pdf)
+    pdf=True: the variant WeasyPrint reads (same template; a leaner scenario table, see views; no script).
+    appendix=False: the scenario appendix says where the scenarios are instead of listing them."""
+    view = build_view(report, lang, pdf=pdf, appendix=appendix)
     document = environment().get_template(TEMPLATE).render(v=view, css=stylesheet(), pdf=pdf, fonts=FONT_SLOT)
     # The screen variant carries its fonts, cut to the characters the finished page uses.
     return document if pdf else document.replace(FONT_SLOT, embedded_font_css(document), 1)

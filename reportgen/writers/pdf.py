@@ -169,11 +169,12 @@ def svg_text_in_runs():
         svg.TAGS.update(dict.fromkeys(tags, original))
 
 
-def pdf_html(report: Report, lang: str = "en") -> str:
+def pdf_html(report: Report, lang: str = "en", *, appendix: bool = False) -> str:
     """The HTML WeasyPrint reads: the print variant, without the line breaks between tags (they only
     make WeasyPrint build and skip white-space boxes; the template never breaks a line between
-    inline elements)."""
-    return re.sub(r">\n\s*<", "><", render_html(report, lang, pdf=True)).strip()
+    inline elements). appendix: list the scenarios (else the appendix says where they are: the
+    management PDF is what a meeting reads; the HTML, workbook and JSON keep every scenario)."""
+    return re.sub(r">\n\s*<", "><", render_html(report, lang, pdf=True, appendix=appendix)).strip()
 
 
 def templates_url() -> str:
@@ -181,14 +182,14 @@ def templates_url() -> str:
     return data_dir("templates").resolve().as_uri() + "/"
 
 
-def render_pdf(report: Report, lang: str = "en") -> bytes:
+def render_pdf(report: Report, lang: str = "en", *, appendix: bool = False) -> bytes:
     from weasyprint import CSS
     from weasyprint.text.fonts import FontConfiguration
 
     fetcher = url_fetcher()
     fonts = FontConfiguration()
     base_url = templates_url()
-    document = report_document(pdf_html(report, lang), base_url, fetcher)
+    document = report_document(pdf_html(report, lang, appendix=appendix), base_url, fetcher)
     extra = CSS(string=font_css(lang), base_url=base_url, url_fetcher=fetcher, font_config=fonts)
     with svg_text_in_runs(), gc_paused():
         return document.write_pdf(stylesheets=[extra], font_config=fonts, uncompressed_pdf=False)
@@ -208,5 +209,5 @@ def gc_paused():
             gc.enable()
 
 
-def write(report: Report, path: Path, lang: str = "en") -> None:
-    Path(path).write_bytes(render_pdf(report, lang))
+def write(report: Report, path: Path, lang: str = "en", *, appendix: bool = False) -> None:
+    Path(path).write_bytes(render_pdf(report, lang, appendix=appendix))

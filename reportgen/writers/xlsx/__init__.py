@@ -36,10 +36,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ...errors import OutputError
 from ...report import Report
 from .book import build_book
 from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms
 from .guide import write_guide
+from . import layout
 from .layout import Styles
 from .notes import write_notes
 from .plan import write_charts, write_plan
@@ -55,8 +57,19 @@ def _created(generated_at: str) -> datetime:
     return datetime.fromisoformat(generated_at).astimezone(timezone.utc).replace(tzinfo=None)
 
 
+def scenario_sheet_rows(report: Report) -> int:
+    """The Scenarios sheet's last row: a row per single scenario and per RLHF role, below the headers."""
+    return layout.SCENARIO_FIRST_ROW - 1 + sum(len(r.estimate.roles) if r.is_group else 1 for r in report.results)
+
+
 def write(report: Report, path, lang: str = "en") -> None:
-    """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages)."""
+    """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages). A
+    sweep past Excel's row limit is refused before any work, not written as a file Excel cannot open."""
+    rows = scenario_sheet_rows(report)
+    if rows > layout.EXCEL_MAX_ROWS:
+        raise OutputError(f"the workbook's Scenarios sheet would need {rows:,} rows, past Excel's limit of "
+                          f"{layout.EXCEL_MAX_ROWS:,} rows per sheet: build json, html or pdf for this preset, "
+                          f"or split its matrix", source=str(report.preset.name))
     book = build_book(report, lang)
     wb = StreamingWorkbook(str(path), {
         "constant_memory": True,

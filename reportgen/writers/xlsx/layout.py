@@ -307,5 +307,6 @@ def page_setup(ws, *, header_rows: int, print_columns: int | None = None, print_
 # The workbook model: every table laid out before anything is written
 
 SCENARIO_FIRST_ROW = 3  # row 1: formula names, row 2: labels with units
+EXCEL_MAX_ROWS = 1_048_576  # rows a sheet may have (Excel 2007 and later; XlsxWriter drops rows past it)
 LOOKUP_FIRST_ROW = 2
 

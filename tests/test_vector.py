@@ -1,0 +1,255 @@
+"""The term table's array rendering (vector.py) against its scalar rendering (formulas.compile_terms):
+for every term of every row the same value and the same Python type (int, float, bool, str), exactly,
+on thousands of random scenarios; rows an array cannot hold exactly (int64 overflow, ints beyond
+float64's 2**53) go through the scalar path and still agree."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import _ROLE_FN, _SKIP_FN, _SKIP_TERMS, SWEEP_ROW_INPUTS, Estimator, Scenario, _role_var
+from reportgen.formulas import compile_terms
+from reportgen.i18n import load_workbook_catalogue
+from reportgen.inputs import INPUT_NAMES, INPUTS
+from reportgen.terms import ROLE_TERMS, SKIP_RULES, Term
+from reportgen.vector import Text, VectorTerms
+
+EST = Estimator(load_models(), load_gpus())
+MODELS, GPUS = sorted(EST.specs), sorted(EST.gpus)
+ROLE = VectorTerms(ROLE_TERMS, SWEEP_ROW_INPUTS, _ROLE_FN)
+NAMES = tuple(t.name for t in ROLE_TERMS)
+
+
+def same(a, b) -> bool:
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+def scalar_rows(rows, fn=_ROLE_FN, tables=EST.tables):
+    """(rows the scalar path computes, their values): rows that raise (skipped combinations such as an
+    empty context) are left out."""
+    kept, values = [], []
+    for r in rows:
+        try:
+            values.append(fn(r, EST.assumptions, tables, None))
+        except (ArithmeticError, ValueError):
+            continue
+        kept.append(r)
+    return kept, values
+
+
+def assert_columns_equal(vector, rows, expected, *, chunk_rows=4096, tables=EST.tables):
+    columns = {n: [r[n] for r in rows] for n in rows[0]}
+    result = vector.evaluate(columns, len(rows), EST.assumptions, tables, chunk_rows=chunk_rows)
+    for j, name in enumerate(vector.names):
+        got = result.tolist(name)
+        wrong = [(i, got[i], e[j]) for i, e in enumerate(expected) if not same(got[i], e[j])]
+        assert not wrong, (name, wrong[:5], rows[wrong[0][0]])
+    return result
+
+
+def _input_strategy(i):
+    if i.catalog == "model":
+        return st.sampled_from(MODELS)
+    if i.catalog == "gpu":
+        return st.sampled_from(GPUS)
+    if i.choices:
+        return st.sampled_from(i.choices)
+    if i.decimal:
+        return st.floats(*i.limits)
+    return st.integers(*i.limits)
+
+
+OUTER = st.fixed_dictionaries({i.name: _input_strategy(i) for i in INPUTS if i.name not in SWEEP_ROW_INPUTS})
+INNER = st.fixed_dictionaries({n: _input_strategy(i) for i in INPUTS for n in [i.name] if n in SWEEP_ROW_INPUTS})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(OUTER, min_size=1, max_size=6), st.lists(INNER, min_size=1, max_size=40),
+       st.sampled_from([5, 64, 4096]), st.randoms(use_true_random=False))
+def test_every_term_equals_the_scalar_path(outer, inner, chunk_rows, rnd):
+    """Layouts × row inputs, as a sweep lays them out (the outer terms computed once per layout), in
+    sweep order or shuffled, across chunk boundaries."""
+    rows = [{**o, **r} for o in outer for r in inner]
+    if rnd.random() < 0.5:
+        rnd.shuffle(rows)
+    rows, expected = scalar_rows(rows)
+    if rows:
+        assert_columns_equal(ROLE, rows, expected, chunk_rows=chunk_rows)
+
+
+def _random_rows(seed: int, n: int, extreme: float) -> list[dict]:
+    """Random scenarios: with probability `extreme` a whole number is a limit of its range, else
+    log-uniform in it (so both small sweeps and products beyond int64 occur)."""
+    rng = random.Random(seed)
+
+    def value(i):
+        if i.catalog:
+            return rng.choice(MODELS if i.catalog == "model" else GPUS)
+        if i.choices:
+            return rng.choice(i.choices)
+        lo, hi = i.limits
+        if i.decimal:
+            return rng.uniform(lo, hi)
+        if rng.random() < extreme:
+            return rng.choice((lo, hi))
+        return min(hi, int(math.exp(rng.uniform(math.log(max(lo, 1)), math.log(hi + 1))))) if hi > 64 else \
+            rng.randint(lo, hi)
+    return [{i.name: value(i) for i in INPUTS} for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed, extreme", [(1, 0.0), (2, 0.1), (3, 0.5)])
+def test_thousands_of_random_scenarios(seed, extreme):
+    rows, expected = scalar_rows(_random_rows(seed, 3000, extreme))
+    result = assert_columns_equal(ROLE, rows, expected)
+    overridden = sum(len(c.overrides) for c in result.chunks)
+    if extreme >= 0.5:  # products past int64, ints past 2**53 in a division: the scalar path's rows
+        assert overridden > 0
+
+
+def test_huge_integers_stay_exact():
+    """A 70B model fully trained on a million sequences of ten million tokens: the saved activations
+    exceed int64 (Python's int does not); the row is computed the scalar way."""
+    row = {**{i.name: i.default for i in INPUTS}, "model": "Llama-3.1-70B", "workload": "full",
+           "batch_size": 1_000_000, "seq_len": 10_000_000, "prompt_len": 0, "gen_len": 0}
+    rows, expected = scalar_rows([row, {**row, "batch_size": 1}])
+    assert expected[0][NAMES.index("training_activations")] > 2**63
+    result = assert_columns_equal(ROLE, rows, expected)
+    assert list(result.chunks[0].overrides) == [0]
+
+
+def test_a_row_the_scalar_path_refuses_is_refused():
+    """An inference with no tokens divides by zero in the scalar path (a skipped combination): the
+    array path raises the same error instead of inventing a number."""
+    row = {**{i.name: i.default for i in INPUTS}, "model": "Llama-2-7B", "prompt_len": 0, "gen_len": 0}
+    with pytest.raises(ZeroDivisionError):
+        _ROLE_FN(row, EST.assumptions, EST.tables, None)
+    with pytest.raises(ZeroDivisionError):
+        ROLE.evaluate({n: [row[n]] for n in row}, 1, EST.assumptions, EST.tables)
+
+
+def test_columns_of_every_kind():
+    """Inputs as NumPy arrays, categorical text, constants or lists give the same terms."""
+    n = 50
+    b = np.arange(1, n + 1)
+    rows = [{**{i.name: i.default for i in INPUTS}, "model": "Llama-3-8B" if k % 2 else "Mixtral-8x7B",
+             "workload": "full", "batch_size": int(b[k])} for k in range(n)]
+    _, expected = scalar_rows(rows)
+    columns = {"model": Text(np.array([k % 2 for k in range(n)], np.int32), ("Mixtral-8x7B", "Llama-3-8B")),
+               "workload": "full", "batch_size": b}
+    result = EST.estimate_columns(columns, n)
+    for j, name in enumerate(NAMES):
+        assert all(same(a, e[j]) for a, e in zip(result.tolist(name), expected)), name
+    assert result.numbers("weights").dtype == np.int64
+
+
+def test_skip_codes_equal_skip_check():
+    rows, _ = scalar_rows(_random_rows(4, 2000, 0.2), _SKIP_FN)
+    scenarios = [Scenario(**r) for r in rows]
+    codes = EST.skip_codes({n: [getattr(s, n) for s in scenarios] for n in INPUT_NAMES}, len(scenarios))
+    rule_index = {r.code: k for k, r in enumerate(SKIP_RULES, start=1)}
+    expected = [rule_index[r.code] if r else 0 for r in map(EST.skip_check, scenarios)]
+    assert codes.tolist() == expected
+    assert len(set(expected)) > 4  # several rules fire
+    skip = VectorTerms(_SKIP_TERMS, SWEEP_ROW_INPUTS, _SKIP_FN)
+    assert_columns_equal(skip, rows, scalar_rows(rows, _SKIP_FN)[1])
+
+
+# ---- every kind of node: the workbook's labels and checks (text, lookups by text, LEFT, FIND…) ------
+
+def _workbook_terms():
+    from reportgen.writers.xlsx.checks import checked, input_problems, rule_problems
+    from reportgen.writers.xlsx.labels import scenario_label
+    from reportgen.formulas import Var, concat
+    t = load_workbook_catalogue("en")
+    return (Term("label", "", "", scenario_label(t)),
+            Term("input_problems", "", "", concat(*input_problems(t))),
+            Term("rule_problems", "", "", rule_problems(t)),
+            Term("check", "", "", checked(concat(Var("input_problems"), Var("rule_problems")))))
+
+
+WORKBOOK_TERMS = _workbook_terms()
+WORKBOOK_FN = compile_terms(WORKBOOK_TERMS, lambda n: f"I[{n!r}]" if n in INPUT_NAMES else f"A[{n!r}]",
+                            "_workbook")
+CHECKED_TABLES = {name: {key: {**row, "check": "ok" if len(key) % 5 else "bad row"} for key, row in rows.items()}
+                  for name, rows in EST.tables.items()}
+
+
+ODD = ["", "bf16", "oops", 0, -1, 2.5, 1e30, True]
+
+
+def _odd_input(i):
+    """Mostly the input's own values, sometimes one of the wrong kind; a catalog key stays a key (a
+    row naming no catalog row raises in either path: test_unknown_catalog_key_raises)."""
+    if i.catalog or i.choices and i.name in ("precision", "weight_dtype", "kv_dtype", "optimizer"):
+        return _input_strategy(i)
+    return st.one_of(_input_strategy(i), _input_strategy(i), st.sampled_from(ODD))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.fixed_dictionaries({i.name: _odd_input(i) for i in INPUTS}), min_size=1, max_size=30))
+def test_text_nodes_equal_the_scalar_path(rows):
+    """Labels and checks read text, numbers written as text, text where numbers belong, fractions and
+    out-of-range values: concatenation, LEFT, FIND, ISNUMBER, NOT, catalog membership and lookups of
+    text keys follow Python's semantics row by row."""
+    vector = VectorTerms(WORKBOOK_TERMS, SWEEP_ROW_INPUTS, WORKBOOK_FN)
+    assumptions = {**EST.assumptions, "assumptions_check": "ok"}
+    kept, expected = [], []
+    for r in rows:
+        try:
+            expected.append(WORKBOOK_FN(r, assumptions, CHECKED_TABLES, None))
+        except Exception:
+            continue
+        kept.append(r)
+    assert kept
+    if kept:
+        columns = {n: [r[n] for r in kept] for n in INPUT_NAMES}
+        result = vector.evaluate(columns, len(kept), assumptions, CHECKED_TABLES, chunk_rows=7)
+        for j, name in enumerate(vector.names):
+            got = result.tolist(name)
+            assert all(same(a, e[j]) for a, e in zip(got, expected)), (name, got, [e[j] for e in expected])
+
+
+def test_unknown_catalog_key_raises():
+    row = {**{i.name: i.default for i in INPUTS}, "model": "Llama-2-7B", "precision": "fp6"}
+    with pytest.raises(KeyError):
+        _ROLE_FN(row, EST.assumptions, EST.tables, None)
+    with pytest.raises(KeyError):
+        ROLE.evaluate({n: [row[n], "bf16" if n == "precision" else row[n]] for n in row}, 2, EST.assumptions,
+                      EST.tables)
+
+
+# ---- coverage: the array rendering is generated from the term table, so it cannot fall behind it ---------
+
+def _nodes(expr):
+    yield expr
+    for child in expr.children():
+        yield from _nodes(child)
+
+
+def test_every_term_of_the_table_has_an_array_rendering():
+    """The estimator's array rendering evaluates the very Term objects of terms.ROLE_TERMS (no second
+    list to keep in step), and every kind of expression node the table uses has an array form."""
+    from reportgen import estimate, formulas, vector
+    from reportgen.terms import TERM_BY_NAME
+    assert estimate._ROLE_VECTOR.terms == ROLE_TERMS and set(estimate._ROLE_VECTOR.names) == set(TERM_BY_NAME)
+    used = {type(node) for t in ROLE_TERMS + _SKIP_TERMS for node in _nodes(t.expr)}
+    kinds = {c for c in vars(formulas).values() if isinstance(c, type) and issubclass(c, formulas.Expr)}
+    assert used <= set(vector._EVAL) and kinds - {formulas.Expr} <= set(vector._EVAL)
+    assert len(EST.estimate_columns({"model": "Llama-2-7B"}, 1).names) == len(ROLE_TERMS)
+
+
+def test_a_term_added_to_the_table_is_rendered_without_code():
+    """A new term (any expression over inputs and earlier terms) is an array column at once."""
+    from reportgen.formulas import IF, MAX, Var
+    extra = Term("pp_probe", "", "", IF(Var("is_train").eq(1), MAX(Var("weights") / 3, Var("batch_size")),
+                                         Var("kv_cache") * 2))
+    terms = ROLE_TERMS + (extra,)
+    fn = compile_terms(terms, _role_var, "_probe")
+    rows, expected = scalar_rows(_random_rows(5, 500, 0.0), fn)
+    assert_columns_equal(VectorTerms(terms, SWEEP_ROW_INPUTS, fn), rows, expected)
