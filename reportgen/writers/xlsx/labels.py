@@ -3,7 +3,7 @@ model, or copied and given a new batch, names itself anew.
 
 Model · workload · precision (training) or weight dtype · batch · tokens (inference: prompt
 + generated; else the sequence) · every other input that differs from its workload's default ·
-GPUs × type · ZeRO, TP and EP when used. Every input shows where it differs from its default, so
+GPUs × type · ZeRO, TP, PP and EP when used. Every input shows where it differs from its default, so
 two rows that differ in any input have different labels. Each input is shown with the report's
 format for it (the catalogue's "axis.<input>").
 """
@@ -17,7 +17,7 @@ from .checks import message
 SEP = " · "
 # Shown in every label, in this order (the dtype and token slots pick an input by workload).
 ALWAYS = ("model", "workload", "batch_size", "num_gpus", "gpu")
-LAYOUT = ("zero_stage", "tp_size", "ep_size")  # last, after the GPUs, when not their default
+LAYOUT = ("zero_stage", "tp_size", "pp_size", "ep_size")  # last, after the GPUs, when not their default
 
 
 def _default(name: str, workload: Expr) -> Expr:
