@@ -42,8 +42,9 @@ class RlhfScenario:
     def role(self, name: str) -> Scenario:
         return dict(self.roles)[name]
 
-    def label(self) -> str:
-        return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {self.placement}"
+    def label(self, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
+        """'PPO · Llama-2-7B · colocated'; word(axis, value) as for a Scenario's label."""
+        return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {word('placement', self.placement)}"
 
     def relayout(self, **inputs: Any) -> "RlhfScenario":
         """The same group with the actor's layout inputs changed (every role follows)."""

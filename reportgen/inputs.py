@@ -254,14 +254,14 @@ def _inputs(self) -> dict[str, Any]:
     return {n: getattr(self, n) for n in INPUT_NAMES}
 
 
-def _label(self) -> str:
-    return self.name or default_label(self)
+def _label(self, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
+    return self.name or default_label(self, word)
 
 
-def default_label(s, workload_word: Callable[[str], str] = str) -> str:
-    """'Llama-2-7B · full · bf16-mixed · 4×A100-80GB · ZeRO-1'; workload_word names the workload (a report
-    in another language passes its word)."""
-    parts = [s.model, workload_word(s.workload)]
+def default_label(s, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
+    """'Llama-2-7B · full · bf16-mixed · 4×A100-80GB · ZeRO-1'; word(axis, value) names a value in words
+    (a report in another language passes its words: word("workload", "full"))."""
+    parts = [s.model, word("workload", s.workload)]
     if s.workload != "inference":
         parts.append(s.precision if s.workload == "full" else f"r{s.lora_rank}")
     else:

@@ -166,8 +166,12 @@ def load_preset(name_or_path: str) -> Preset:
 @dataclass(frozen=True)
 class Skipped:
     matrix: str
-    label: str
+    scenario: Any  # Scenario or RlhfScenario: a report names it in its own language
     reason: SkipReason
+
+    @property
+    def label(self) -> str:
+        return self.scenario.label()
 
     @property
     def reason_text(self) -> str:
@@ -243,7 +247,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
                     continue
                 item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, name="")
                 if reason:
-                    skipped.append(Skipped(mname, item.label(), reason))
+                    skipped.append(Skipped(mname, item, reason))
                 else:
                     out.append((mname, item))
         for j, n in enumerate(removed):
@@ -264,7 +268,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
             raise InputError(f"expected text, got {name!r}", source=src, key_path=f"{path}.name")
         item, reason = _make(values, wtype, rlhf, estimator, src, path, name=name)
         if reason:
-            skipped.append(Skipped("scenarios", item.label(), reason))
+            skipped.append(Skipped("scenarios", item, reason))
         else:
             out.append(("scenarios", item))
     if not out:

@@ -24,8 +24,7 @@ from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
-from .inputs import (INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, default_label,
-                     job_inputs)
+from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
@@ -730,7 +729,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             lines = [charts.RefLine(g, b / GiB) for g, b in s.gpu_limits]
             chart_id = f"sn{n}-{j + 1}"
             scenario = scenarios[s.result_index]
-            label = scenario.name or default_label(scenario, lambda w: t(f"workload.{w}"))
+            label = scenario.label(_words(t))
             title = t("sens.chart_title", label=label, axis=x_title)
             texts = [l.label for l in lines] + [x_title, t("sens.y_title")]
             svg = charts.line_chart(s.xs, [y / GiB for y in s.recommended_bytes], lines,
@@ -873,6 +872,11 @@ def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
     return tuple(cards)
 
 
+def _words(t: Catalogue) -> Callable[[str, str], str]:
+    """A scenario label's value words in the report's language ('workload.full', 'placement.separate')."""
+    return lambda axis, value: t(f"{axis}.{value}")
+
+
 def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> tuple[Table, str, Table]:
     """The scenario table and the skipped combinations. listed=False: no scenario rows, a note saying
     where they are (the management PDF without --pdf-appendix).
@@ -932,7 +936,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
                             row_groups=tuple(groups), group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
     for s in report.skipped:
-        key = (s.matrix, s.label, t(f"skip.{s.reason.code}", **s.reason.values))
+        key = (s.matrix, s.scenario.label(_words(t)), t(f"skip.{s.reason.code}", **s.reason.values))
         counts[key] = counts.get(key, 0) + 1
     skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
                      Cell(t("skipped.count"), "num")),

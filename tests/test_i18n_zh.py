@@ -174,3 +174,18 @@ def test_sensitivity_titles_name_the_workload_in_chinese():
     assert titles and all(any(f" · {word} · " in title for word in words.values()) for title in titles), titles
     assert not any(f" · {w} · " in title for title in titles for w in ("inference", "full")), titles
     assert {s.title for s in build_view(report, "en").sensitivity} != set(titles)
+
+
+def test_skipped_combinations_are_named_in_chinese():
+    """The appendix's skipped combinations name their workload (and an RLHF group its placement) in the
+    report's language, as the English edition does in its words."""
+    from reportgen.pipeline import load, make_report
+    from reportgen.views import build_view
+    report = make_report(load("default"), "2026-01-01T00:00:00Z")
+    assert report.skipped
+    zh, en = build_view(report, "zh").skipped, build_view(report, "en").skipped
+    zh_labels, en_labels = [r[1].text for r in zh.rows], [r[1].text for r in en.rows]
+    english = ("inference", "full", "colocated", "separate")
+    assert not any(f" · {w}" in label for label in zh_labels for w in english), zh_labels
+    assert any(" · full fine-tuning · " in label for label in en_labels), en_labels
+    assert len(zh_labels) == len(en_labels) and zh_labels != en_labels
