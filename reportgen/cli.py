@@ -44,6 +44,9 @@ def handle_input_errors(fn):
             click.echo(f"Error: {exc.one_line()}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt as exc:
+            # A writer stopped mid-save can abandon objects whose finalisers fail at exit (a zip
+            # archive over a buffer already closed): the line below is all the user should see.
+            sys.unraisablehook = lambda _unraisable: None
             interrupt = exc if isinstance(exc, Interrupted) else Interrupted()
             name = signal.Signals(interrupt.signum).name
             if interrupt.written:

@@ -176,3 +176,26 @@ def test_concurrent_builds_do_not_interleave_their_files(tmp_path):
     assert json.loads(stamps["json"])["generated_at"].startswith("1970-01-24")  # the later commit, whole
     assert b"1970-01-24" in stamps["html"] and b"1970-01-12" not in stamps["html"]
     assert _leftovers(out) == []
+
+
+def test_an_interrupt_ends_with_the_clis_line_not_a_finalisers_noise():
+    """An interrupted writer can abandon an object whose finaliser then fails at exit (a zip archive
+    over a buffer already closed, as XlsxWriter's is when Ctrl-C lands in its save): the CLI's one line
+    stays the whole of stderr."""
+    code = (
+        "import io, zipfile\n"
+        "from reportgen.cli import handle_input_errors\n"
+        "@handle_input_errors\n"
+        "def build():\n"
+        "    global abandoned\n"
+        "    buffer = io.BytesIO()\n"
+        "    abandoned = zipfile.ZipFile(buffer, 'w')\n"
+        "    abandoned.writestr('part', 'data')\n"
+        "    buffer.close()\n"
+        "    raise KeyboardInterrupt\n"
+        "build()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT
+    assert proc.stderr.strip().splitlines() == ["Interrupted (SIGINT): no output was changed."], proc.stderr
