@@ -1,4 +1,4 @@
 """python -m reportgen: the command line."""
-from .cli import main
+from .entry import run
 
-main()
+run()

@@ -48,12 +48,7 @@ def handle_input_errors(fn):
             # archive over a buffer already closed): the line below is all the user should see.
             sys.unraisablehook = lambda _unraisable: None
             interrupt = exc if isinstance(exc, Interrupted) else Interrupted()
-            name = signal.Signals(interrupt.signum).name
-            if interrupt.written:
-                shown = ", ".join(click.format_filename(p) for p in interrupt.written)
-                click.echo(f"Interrupted ({name}) after every output was written: {shown}", err=True)
-            else:
-                click.echo(f"Interrupted ({name}): no output was changed.", err=True)
+            click.echo(interrupt.message(", ".join(click.format_filename(p) for p in interrupt.written)), err=True)
             sys.exit(interrupt.exit_status)
         finally:
             for signum, handler in previous.items():

@@ -46,6 +46,13 @@ class Interrupted(KeyboardInterrupt):
     def exit_status(self) -> int:
         return 128 + self.signum  # as a shell reports a process that the signal ended
 
+    def message(self, shown_written: str = "") -> str:
+        """The one line a command ends with; shown_written: the written outputs as the user reads them."""
+        name = signal.Signals(self.signum).name
+        if self.written:
+            return f"Interrupted ({name}) after every output was written: {shown_written}"
+        return f"Interrupted ({name}): no output was changed."
+
 
 def shown(value: object, limit: int = 80) -> str:
     """repr(value) for a message, shortened (see shorten)."""

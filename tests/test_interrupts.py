@@ -199,3 +199,20 @@ def test_an_interrupt_ends_with_the_clis_line_not_a_finalisers_noise():
                           timeout=60)
     assert proc.returncode == 128 + signal.SIGINT
     assert proc.stderr.strip().splitlines() == ["Interrupted (SIGINT): no output was changed."], proc.stderr
+
+
+def test_an_interrupt_while_the_modules_load_ends_with_one_line():
+    """Ctrl-C in the first moments of `reportgen …` (the modules still importing) gives the same line
+    as later, not a traceback: the entry point loads the CLI inside its handler."""
+    code = ("import sys, types\n"
+            "class Loading(types.ModuleType):\n"
+            "    def __getattr__(self, name):\n"
+            "        raise KeyboardInterrupt\n"
+            "sys.modules['reportgen.cli'] = Loading('reportgen.cli')\n"
+            "from reportgen.entry import run\n"
+            "run()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT
+    assert proc.stderr.strip().splitlines() == ["Interrupted (SIGINT): no output was changed."], proc.stderr

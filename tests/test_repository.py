@@ -72,7 +72,12 @@ def test_core_imports_only_the_standard_library_yaml_and_numpy(module):
 
 def test_every_module_is_assigned_a_layer():
     modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert modules == CORE | {"pipeline", "cli"}
+    assert modules == CORE | {"pipeline", "cli", "entry"}
+
+
+def test_the_entry_point_loads_the_cli_and_nothing_else():
+    """entry.py exists to catch Ctrl-C while the CLI loads: it imports only the CLI and errors."""
+    assert {n for n in _imports(PACKAGE / "entry.py") if n.startswith(".")} == {".cli", ".errors"}
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "writers").glob("*.py")), ids=lambda p: p.name)
