@@ -12,8 +12,8 @@ import operator
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 
+from .arrays import np
 from . import tables as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from .errors import InputError, unknown_name

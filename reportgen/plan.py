@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 
+from .arrays import np
 from .errors import InputError
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
 from .inputs import INPUT_BY_NAME, INPUT_NAMES

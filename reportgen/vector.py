@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import numpy as np
 
+from .arrays import np
 from .formulas import (PYTHON_HELPERS, Cmp, Concat, Const, Expr, Fn, InTable, Lookup, Num, Op, Str, Var,
                        spreadsheet_ceil, to_python)
 

@@ -54,7 +54,7 @@ def _imports(path: Path) -> set[str]:
 
 CORE = {"units", "errors", "limits", "formulas", "tables", "inputs", "terms", "models", "shape", "catalog", "estimate",
         "presets", "plan",
-        "report", "notes", "validation", "charts", "views", "text", "i18n", "vector"}
+        "report", "notes", "validation", "charts", "views", "text", "i18n", "vector", "arrays"}
 RENDERING = {"jinja2", "markupsafe", "weasyprint", "cssselect2", "xlsxwriter", "cffi", "fontTools"}
 
 
@@ -73,6 +73,13 @@ def test_core_imports_only_the_standard_library_yaml_and_numpy(module):
 def test_every_module_is_assigned_a_layer():
     modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert modules == CORE | {"pipeline", "cli", "entry"}
+
+
+def test_numpy_is_imported_only_through_arrays():
+    """arrays.py imports NumPy with the interrupt signals blocked (its BLAS thread must keep them
+    blocked); any other module importing it first would start that thread unblocked."""
+    users = {p.name for p in PACKAGE.rglob("*.py") if "numpy" in _imports(p)}
+    assert users == {"arrays.py"}
 
 
 def test_the_entry_point_loads_the_cli_and_nothing_else():
