@@ -253,3 +253,21 @@ def test_a_term_added_to_the_table_is_rendered_without_code():
     fn = compile_terms(terms, _role_var, "_probe")
     rows, expected = scalar_rows(_random_rows(5, 500, 0.0), fn)
     assert_columns_equal(VectorTerms(terms, SWEEP_ROW_INPUTS, fn), rows, expected)
+
+
+@pytest.mark.parametrize("name", sorted(__import__("reportgen.presets", fromlist=["x"]).bundled_presets()))
+def test_every_bundled_preset_estimates_as_the_scalar_path(name):
+    """A build estimates its scenarios as arrays; every single scenario of every bundled preset has, term by
+    term, the value and type the one-at-a-time estimator gives (so the JSON is the scalar path's)."""
+    from reportgen.pipeline import load, make_report
+    loaded = load(name)
+    report = make_report(loaded, "2026-01-01T00:00:00+00:00")
+    singles = [r for r in report.results if not r.is_group]
+    if not singles:
+        assert all(r.is_group for r in report.results)  # RLHF groups: each role by estimate(), one at a time
+    for r in singles:
+        scalar = loaded.estimator.estimate(r.estimate.scenario).values
+        built = dict(r.estimate.values)
+        assert built.keys() == scalar.keys(), r.label
+        for term, value in scalar.items():
+            assert built[term] == value and type(built[term]) is type(value), (name, r.label, term)
