@@ -110,8 +110,20 @@ def requirement(result: Result, interchangeable: Iterable[str] = ()) -> Requirem
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 
 
+class _OfRequirement:
+    """The model and workload of a requirement's plan entry or recommendation."""
+
+    @property
+    def model(self) -> str:
+        return self.requirement.model
+
+    @property
+    def workload(self) -> str:
+        return self.requirement.workload
+
+
 @dataclass(frozen=True)
-class PlanEntry:
+class PlanEntry(_OfRequirement):
     """The cheapest fitting configuration of one requirement on one GPU type (None: nothing fits)."""
     requirement: Requirement
     gpu: str
@@ -124,17 +136,9 @@ class PlanEntry:
     def fits(self) -> bool:
         return self.result is not None
 
-    @property
-    def model(self) -> str:
-        return self.requirement.model
-
-    @property
-    def workload(self) -> str:
-        return self.requirement.workload
-
 
 @dataclass(frozen=True)
-class Recommendation:
+class Recommendation(_OfRequirement):
     """Per requirement: the cheapest fitting option to buy, the cheapest to rent, and the per-GPU-type
     entries (each the cheapest to buy on its GPU type)."""
     requirement: Requirement
@@ -142,14 +146,6 @@ class Recommendation:
     entries: tuple[PlanEntry, ...]
     sample: Result  # one result of the requirement (RLHF: which roles it has)
     cheapest_to_rent: PlanEntry | None = None
-
-    @property
-    def model(self) -> str:
-        return self.requirement.model
-
-    @property
-    def workload(self) -> str:
-        return self.requirement.workload
 
 
 @dataclass(frozen=True)

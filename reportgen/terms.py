@@ -236,13 +236,14 @@ TERMS: tuple[Term, ...] = (
     Term("trainable_params", "Trainable parameters", "count",
          IF(V("is_full").eq(1), V("model_params"), V("adapter_params") + V("saved_module_params")),
          "LoRA: the adapters and the saved modules' copies (what PEFT's print_trainable_parameters counts)"),
+    Term("resident_saved_module_params", "Saved-module parameters held per tensor-parallel group", "count",
+         IF(V("pp_stages").eq(1), V("saved_module_params"),
+            MIN(V("saved_module_params"), MAX(V("embedding_params"), V("lm_head_params")))),
+         "a pipeline stage trains the embedding (first stage) or the LM head (last stage)", "state"),
     Term("resident_trainable_params", "Trainable parameters held per tensor-parallel group", "count",
          IF(V("is_full").eq(1), V("resident_params"),
-            V("adapter_params") * V("pp_layer_share")
-            + IF(V("pp_stages").eq(1), V("saved_module_params"),
-                 MIN(V("saved_module_params"), MAX(V("embedding_params"), V("lm_head_params"))))),
-         "LoRA adapters sit in the layers: a pipeline stage trains its share, and the embedding (first stage) or "
-         "the LM head (last stage)", "state"),
+            V("adapter_params") * V("pp_layer_share") + V("resident_saved_module_params")),
+         "LoRA adapters sit in the layers: a pipeline stage trains its share", "state"),
     # ---- model states ------------------------------------------------------------------------
     Term("weight_bits", "Bits per frozen/served weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
@@ -261,7 +262,7 @@ TERMS: tuple[Term, ...] = (
     Term("lora_copy_bytes", "One copy of the LoRA-trained parameters (weights, or their gradients)", "bytes",
          IF(V("is_lora").eq(1),
             V("adapter_params") * V("pp_layer_share") * V("adapter_bytes")
-            + (V("resident_trainable_params") - V("adapter_params") * V("pp_layer_share")) * V("saved_module_bytes"),
+            + V("resident_saved_module_params") * V("saved_module_bytes"),
             0),
          "adapters at adapter_bytes, saved modules at saved_module_bytes", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",

@@ -16,9 +16,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import torch  # noqa: E402
 
 import memoracle as M  # noqa: E402
+import records as R  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EXTRA = os.path.join(ROOT, "presets", "validation", "oracle_extra.json")
@@ -72,18 +72,12 @@ def main(out_path):
             lo["targets"] = lo["targets"].split(",")
         kw = dict(setting, lora=lo)
         r = M.run_case(cfgs[name], use_memtracker=False, **kw)
-        rec = dict(id=case_id(name, s), config_name=name, split=split, config=cfgs[name], workload="lora",
-                   setting=setting, peak_bytes=r["peak_bytes"], first_step_peak_bytes=r["first_step_peak_bytes"],
-                   steady_peak_breakdown=r["steady_peak_breakdown"], steady_peak_phase=r["steady_peak_phase"],
-                   steady_peak_op=r["steady_peak_op"], params=r["params"], trainable_params=r["trainable_params"],
-                   notes="peft get_peft_model(..., autocast_adapter_dtype=False): LoRA weights, gradients and AdamW "
+        rec = R.record(case_id(name, s), name, split, cfgs[name], setting, r,
+                       "peft get_peft_model(..., autocast_adapter_dtype=False): LoRA weights, gradients and AdamW "
                          f"states in bf16, no fp32 input casts; SDPA kernels: {r['sdpa_kernels'] or ['none (eager)']}")
         recs.append(rec)
         print(f"{rec['id']:95s} {r['peak_bytes'] / 2**30:8.4f} GiB {r['seconds']}s", flush=True)
-        json.dump(dict(cases=recs, seconds=round(time.time() - t0, 1),
-                       versions=dict(torch=torch.__version__, transformers=__import__("transformers").__version__,
-                                     peft=__import__("peft").__version__)),
-                  open(out_path, "w"), indent=1)
+        R.save(out_path, recs, t0)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import torch  # noqa: E402
 
 import memoracle as M  # noqa: E402
+import records as R  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EXTRA = os.path.join(ROOT, "presets", "validation", "oracle_extra.json")
@@ -48,16 +48,10 @@ def main(out_path):
         r = M.run_case(configs[name], use_memtracker=False, **setting)
         cid = (f"{name}/train/bf16/sdpa/b{s['batch']}/s{s['seq']}/{'gc' if s['grad_ckpt'] else 'nogc'}/fused/"
                f"lora{lo['r']}-{lo['targets']}" + ("/modules-to-save-embed-head" if lo["modules_to_save"] else ""))
-        recs.append(dict(id=cid, config_name=name, split=split, config=configs[name], workload="lora",
-                         setting=setting, peak_bytes=r["peak_bytes"], first_step_peak_bytes=r["first_step_peak_bytes"],
-                         steady_peak_breakdown=r["steady_peak_breakdown"], steady_peak_phase=r["steady_peak_phase"],
-                         steady_peak_op=r["steady_peak_op"], params=r["params"], trainable_params=r["trainable_params"],
-                         notes="peft LoraConfig(modules_to_save=...)" if lo["modules_to_save"] else "the same without"))
+        recs.append(R.record(cid, name, split, configs[name], setting, r,
+                             "peft LoraConfig(modules_to_save=...)" if lo["modules_to_save"] else "the same without"))
         print(f"{cid:100s} {r['peak_bytes'] / 2**30:8.4f} GiB {r['seconds']}s", flush=True)
-        json.dump(dict(cases=recs, seconds=round(time.time() - t0, 1),
-                       versions=dict(torch=torch.__version__, transformers=__import__("transformers").__version__,
-                                     peft=__import__("peft").__version__)),
-                  open(out_path, "w"), indent=1)
+        R.save(out_path, recs, t0)
 
 
 if __name__ == "__main__":

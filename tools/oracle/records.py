@@ -1,0 +1,23 @@
+"""What the measure_*.py scripts write: a record per case in the shape of the oracle files
+(presets/validation/oracle_arch.json), and the file of records with the versions that made them."""
+import json
+import time
+
+import torch
+
+MEASURED = ("peak_bytes", "first_step_peak_bytes", "steady_peak_breakdown", "steady_peak_phase", "steady_peak_op",
+            "params", "trainable_params")
+
+
+def record(case_id, name, split, config, setting, result, notes, workload="lora"):
+    """One case: its id and setting, what memoracle.run_case measured, and how it was made."""
+    return dict(id=case_id, config_name=name, split=split, config=config, workload=workload, setting=setting,
+                **{k: result[k] for k in MEASURED}, notes=notes)
+
+
+def save(out_path, records, started):
+    """The records so far (written after every case, so an interrupted run keeps what it measured)."""
+    with open(out_path, "w") as f:
+        json.dump(dict(cases=records, seconds=round(time.time() - started, 1),
+                       versions=dict(torch=torch.__version__, transformers=__import__("transformers").__version__,
+                                     peft=__import__("peft").__version__)), f, indent=1)
