@@ -50,11 +50,11 @@ def test_training_fit_rows_at_the_level_reached():
 
 def test_training_held_out_rows_meet_the_median_target():
     """Seven runs never fitted to: median |error| 3.7 % today (target 15 %); the largest is the 2021
-    Megatron-LM GPT-3 run at +34.8 % (older kernels; target 30 % — not met, see the issue note)."""
+    Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at +25.0 % (target 30 %)."""
     errors = _training_errors("holdout")
     assert len(errors) == 7
-    assert statistics.median(abs(e) for e in errors) <= 0.05
-    assert max(abs(e) for e in errors) <= 0.36
+    assert statistics.median(abs(e) for e in errors) <= 0.04
+    assert max(abs(e) for e in errors) <= 0.26
 
 
 def test_decode_figures_meet_the_median_target():
