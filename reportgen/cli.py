@@ -350,7 +350,8 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
       reportgen plan --model Llama-3-8B --workload full --train-tokens 1e9 --within 7d
       reportgen plan --model Llama-3-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
     """
-    from .plan import Goal, plan as make_plan
+    from .goals import Goal
+    from .plan import plan as make_plan
     if click.get_current_context().get_parameter_source("gpu") == click.core.ParameterSource.COMMANDLINE:
         gpu_types = (options["gpu"],) + tuple(gpu_types)
     goal = Goal.from_mapping({"within": within, "users": users, "context": context,

@@ -14,97 +14,14 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 
 from .arrays import np
-from .errors import InputError
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
-from .inputs import INPUT_BY_NAME, INPUT_NAMES
-from .units import parse_duration
+from .goals import Goal
+from .inputs import INPUT_NAMES
 from .vector import CHUNK_ROWS, Text, take, to_list
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TP_SIZES = (1, 2, 4, 8)
 MEASURES = ("purchase", "hourly")
-
-
-@dataclass(frozen=True)
-class Goal:
-    """What a plan must meet besides fitting. Training: `within_seconds` for the scenario's train_tokens.
-    Serving: `users` sequences at once (the batch), `context` tokens each, at least
-    `min_tokens_per_s` output tokens per second per user."""
-    within_seconds: float | None = None
-    users: int | None = None
-    context: int | None = None
-    min_tokens_per_s: float | None = None
-
-    @classmethod
-    def from_mapping(cls, raw: Any, *, source: str | None, key_path: str) -> "Goal":
-        if not isinstance(raw, Mapping):
-            raise InputError(f"expected a mapping, got {raw!r}", source=source, key_path=key_path)
-        allowed = ("within", "users", "context", "min_tokens_per_s")
-        for key in raw:
-            if key not in allowed:
-                from .errors import unknown_name
-                raise unknown_name("key", key, allowed, source=source, key_path=f"{key_path}.{key}")
-        within = raw.get("within")
-        if within is not None:
-            try:
-                within = parse_duration(within)
-            except ValueError:
-                raise InputError(f"expected a duration such as 7d, 36h or 90m, got {within!r}", source=source,
-                                 key_path=f"{key_path}.within") from None
-        out = {"within_seconds": within}
-        for key, spec in (("users", INPUT_BY_NAME["batch_size"]), ("context", INPUT_BY_NAME["prompt_len"])):
-            if raw.get(key) is not None:
-                out[key] = spec.check(raw[key], source=source, key_path=f"{key_path}.{key}")
-        speed = raw.get("min_tokens_per_s")
-        if speed is not None:
-            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 < speed < 1e6:
-                raise InputError(f"expected tokens per second between 0 and 1,000,000, got {speed!r}",
-                                 source=source, key_path=f"{key_path}.min_tokens_per_s")
-            out["min_tokens_per_s"] = float(speed)
-        return cls(**out)
-
-    @property
-    def serving(self) -> bool:
-        return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s))
-
-    def shape(self, s: Scenario, num_gpus: Any, tp_size: Any) -> dict[str, Any]:
-        """The inputs the goal sets for scenario s laid out on num_gpus with tp_size (numbers, or
-        arrays of candidates): the users spread over the data-parallel replicas (each replica's
-        batch), the context is prompt + generated."""
-        if s.workload != "inference":
-            return {}
-        changes: dict[str, Any] = {}
-        if self.users is not None:
-            replicas = np.maximum(1, num_gpus // tp_size)
-            changes["batch_size"] = -(-self.users // replicas)
-        if self.context is not None:
-            if self.context <= s.gen_len:
-                raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
-                                 f"({s.gen_len:,})", key_path="goal.context")
-            changes["prompt_len"] = self.context - s.gen_len
-        return changes
-
-    def met(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
-        """Which estimates meet the goal (values: term columns)."""
-        train = values["is_train"] != 0
-        ok = np.ones(len(train), dtype=bool)
-        if self.within_seconds is not None:
-            ok &= ~train | (values["time_to_train_seconds"] <= self.within_seconds)
-        if self.min_tokens_per_s is not None:
-            ok &= train | (values["tokens_per_s_per_user"] >= self.min_tokens_per_s)
-        return ok
-
-    def describe(self) -> str:
-        parts = []
-        if self.within_seconds is not None:
-            parts.append(f"train within {self.within_seconds / 86400:g} days")
-        if self.users is not None:
-            parts.append(f"{self.users:,} users at once")
-        if self.context is not None:
-            parts.append(f"{self.context:,} tokens of context")
-        if self.min_tokens_per_s is not None:
-            parts.append(f"≥ {self.min_tokens_per_s:g} tokens/s per user")
-        return ", ".join(parts) or "fits in memory"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 from .catalog import data_dir, read_yaml
 from .errors import InputError, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
-from .inputs import INPUTS, RLHF_INPUTS, WORKLOAD_TYPES, check_input
+from .goals import Goal
+from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input
 from .limits import SCENARIOS, check_text
 from .terms import ASSUMPTION_BY_NAME
 
@@ -27,7 +28,7 @@ _SWEEP_FIRST = ("model", "precision", "weight_dtype", "kv_dtype", "optimizer", "
 AXES = _SWEEP_FIRST + tuple(i.name for i in INPUTS if i.preset_axis and i.name not in _SWEEP_FIRST)
 RLHF_KEYS = tuple(i.name for i in RLHF_INPUTS)
 WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
-MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interchangeable") + AXES
+MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interchangeable", "goal") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
 TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios")
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
@@ -184,6 +185,8 @@ class Expansion:
     skipped: tuple[Skipped, ...]
     # matrix name -> the job inputs its preset declares interchangeable (a plan may choose them)
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # matrix name -> what its picks must meet besides fitting (matrices without a goal are absent)
+    goals: Mapping[str, Goal] = field(default_factory=dict)
 
 
 def _interchangeable(raw: Any, src: str, path: str) -> tuple[str, ...]:
@@ -221,6 +224,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
     out: list[tuple[str, Scenario | RlhfScenario]] = []
     skipped: list[Skipped] = []
     interchangeable: dict[str, tuple[str, ...]] = {}
+    goals: dict[str, Goal] = {}
     src = preset.source
     matrices = []
     for i, matrix in enumerate(preset.matrices):
@@ -228,13 +232,17 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
         _check_keys(matrix, MATRIX_KEYS, src, path)
         interchangeable[matrix["name"]] = _interchangeable(matrix.get("interchangeable") or [], src,
                                                            f"{path}.interchangeable")
-        matrices.append((matrix["name"], path, _sweeps(matrix, src, path),
+        sweeps = _sweeps(matrix, src, path)
+        if "goal" in matrix:
+            goals[matrix["name"]] = _goal(matrix["goal"], sweeps, src, f"{path}.goal")
+        matrices.append((matrix["name"], path, sweeps,
                          _excludes(matrix.get("exclude") or [], src, f"{path}.exclude", estimator)))
     count = sum(sweep.size for _, _, sweeps, _ in matrices for sweep in sweeps) + len(preset.scenarios)
     if count > SCENARIOS.value():
         raise SCENARIOS.refuse(f"{count:,} combinations", source=src, key_path="matrices")
     for mname, path, sweeps, excludes in matrices:
         removed = [0] * len(excludes)
+        goal = goals.get(mname)
         for sweep in sweeps:
             keys = list(sweep.axes)
             for combo in itertools.product(*sweep.axes.values()):
@@ -246,6 +254,9 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
                 if hits:
                     continue
                 item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, name="")
+                if goal and goal.sets(sweep.workload):
+                    values.update(_goal_inputs(goal, item, src, f"{path}.goal"))
+                    item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, name="")
                 if reason:
                     skipped.append(Skipped(mname, item, reason))
                 else:
@@ -275,7 +286,31 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
                          key_path="matrices")
-    return Expansion(tuple(out), tuple(skipped), interchangeable)
+    return Expansion(tuple(out), tuple(skipped), interchangeable, goals)
+
+
+def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:
+    """A matrix's goal: its picks must meet it. Users and context set each inference scenario's batch
+    and prompt, so the matrix may not sweep those; RLHF groups are planned by memory alone."""
+    goal = Goal.from_mapping(raw, source=src, key_path=path)
+    for sweep in sweeps:
+        if sweep.workload in RLHF_ALGORITHMS:
+            raise InputError(f"a goal applies to inference and training workloads, not to {sweep.workload}",
+                             source=src, key_path=path)
+        for name in goal.sets(sweep.workload):
+            if name in sweep.axes:
+                key = "users" if name == "batch_size" else "context"
+                raise InputError(f"sets each scenario's {name}: remove {name} from the matrix", source=src,
+                                 key_path=f"{path}.{key}")
+    return goal
+
+
+def _goal_inputs(goal: Goal, s: Scenario, src: str, path: str) -> dict[str, int]:
+    """The batch and prompt a serving goal gives scenario s on its layout."""
+    try:
+        return {k: int(v) for k, v in goal.shape(s, s.num_gpus, s.tp_size).items()}
+    except InputError as exc:
+        raise InputError(exc.message, source=src, key_path=f"{path}.context") from None
 
 
 def _sweeps(matrix: Mapping[str, Any], src: str, path: str) -> list[_Sweep]:

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .goals import Goal
 from .inputs import job_inputs
 from .models import ModelSpec
 from .notes import Note
@@ -95,8 +96,9 @@ class Requirement:
         return dict(self.settings).get(name)
 
 
-def requirement(result: Result, interchangeable: Iterable[str] = ()) -> Requirement:
-    free = set(interchangeable)
+def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
+    """A goal joins the requirement; the inputs it sets per layout (a serving goal's batch and prompt) leave it."""
+    free = set(interchangeable) | set(goal.sets(result.workload) if goal else ())
     if result.is_group:
         g = result.estimate.scenario
         s = g.actor
@@ -105,7 +107,7 @@ def requirement(result: Result, interchangeable: Iterable[str] = ()) -> Requirem
         if g.algorithm == "grpo":
             extra.append(("group_size", dict(g.settings)["group_size"]))
     else:
-        s, extra = result.lead, []
+        s, extra = result.lead, list(goal.settings(result.workload) if goal else ())
     settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 
@@ -131,6 +133,7 @@ class PlanEntry(_OfRequirement):
     num_scenarios: int  # how many scenarios of the sweep were tried for this cell
     most_gpus: int  # the most GPUs (in all) a tried scenario used
     rent: Result | None = None  # the cheapest fitting configuration to rent on this GPU type
+    num_fitting: int = 0  # how many tried scenarios fit in memory (with a goal, some may miss it)
 
     @property
     def fits(self) -> bool:
@@ -180,6 +183,7 @@ class Report:
     tables: Mapping[str, Mapping[str, Mapping[str, float]]] = field(repr=False, compare=False)
     models: Mapping[str, ModelSpec] = field(repr=False, compare=False)
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # matrix -> inputs the plan picks
+    goals: Mapping[str, Goal] = field(default_factory=dict)  # matrix -> what its picks must meet
 
     @cached_property  # read per GPU by the writers; a sweep has 100,000 results
     def gpu_types(self) -> tuple[str, ...]:
@@ -208,23 +212,31 @@ def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tu
 
 
 def recommend(results: Sequence[Result], gpu_types: Sequence[str],
-              interchangeable: Mapping[str, Iterable[str]] = {}) -> tuple[Recommendation, ...]:
-    """Cheapest fitting (recommended budget within GPU memory) per requirement × GPU type.
-    interchangeable: matrix name -> the job inputs its preset lets the plan choose."""
+              interchangeable: Mapping[str, Iterable[str]] = {},
+              goals: Mapping[str, Goal] = {}) -> tuple[Recommendation, ...]:
+    """Cheapest fitting (recommended budget within GPU memory) per requirement × GPU type, among the
+    results that meet their matrix's goal. interchangeable: matrix name -> the job inputs its preset
+    lets the plan choose; goals: matrix name -> its goal."""
     cells: dict[Requirement, dict[str, list[Result]]] = {}
+    goal_of: dict[Requirement, Goal | None] = {}
     for r in results:
-        need = requirement(r, interchangeable.get(r.matrix, ()))
+        goal = goals.get(r.matrix)
+        need = requirement(r, interchangeable.get(r.matrix, ()), goal)
         cells.setdefault(need, {}).setdefault(r.gpu, []).append(r)
+        goal_of[need] = goal
     recs = []
     for need, by_gpu in cells.items():
         entries = []
+        goal = goal_of[need]
         for gpu in gpu_types:
             tried = by_gpu.get(gpu, [])
             if not tried:
                 continue
             fitting = [r for r in tried if r.estimate[PLAN_FITS]]
-            entries.append(PlanEntry(need, gpu, min(fitting, key=plan_key, default=None), len(tried),
-                                     max(r.total_gpus for r in tried), min(fitting, key=rent_key, default=None)))
+            meeting = [r for r in fitting if goal is None or goal.meets(r.estimate)]
+            entries.append(PlanEntry(need, gpu, min(meeting, key=plan_key, default=None), len(tried),
+                                     max(r.total_gpus for r in tried), min(meeting, key=rent_key, default=None),
+                                     len(fitting)))
         fitting = [e for e in entries if e.fits]
         best = min(fitting, key=lambda e: plan_key(e.result), default=None)
         # renting: the cheapest fitting result of the requirement on any GPU type, as the entry of its GPU type
@@ -262,12 +274,12 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
     results = [Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario) else next(singles))
                for i, (matrix, s) in enumerate(expansion.scenarios, start=1)]
     gpu_types = used_gpu_types(results, estimator.gpus)
-    recs = recommend(results, gpu_types, expansion.interchangeable)
+    recs = recommend(results, gpu_types, expansion.interchangeable, expansion.goals)
     return Report(
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
         gpus=estimator.gpus, results=tuple(results), skipped=expansion.skipped, recommendations=recs,
         sensitivity=_sensitivity(estimator, recs, estimator.gpus, gpu_types), notes=tuple(notes),
         validation=tuple(validation), validation_figures=tuple(validation_figures),
         validation_excluded=tuple(validation_excluded), tables=estimator.tables,
-        models=estimator.specs, interchangeable=dict(expansion.interchangeable),
+        models=estimator.specs, interchangeable=dict(expansion.interchangeable), goals=dict(expansion.goals),
     )

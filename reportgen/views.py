@@ -470,6 +470,8 @@ def setting_text(name: str, value: object, t: Catalogue) -> str:
     """One setting in words: 'batch 8', 'int4 weights', 'checkpointing: full', 'critic: Qwen2.5-0.5B'."""
     if name.startswith("role."):
         return t("setting.role", role=t(name), v=value)
+    if name.startswith("goal."):
+        return t("setting.goal", v=_goal_words(name, value, t))
     if name == "train_tokens":
         words = count_words(value, t.lang)
     elif isinstance(value, float) and INPUT_BY_NAME[name].decimal:
@@ -479,6 +481,13 @@ def setting_text(name: str, value: object, t: Catalogue) -> str:
     else:
         words = t.get(f"value.{name}.{value}", str(value))
     return t(f"setting.{name}", v=words)
+
+
+def _goal_words(name: str, value: float | int, t: Catalogue) -> str:
+    """One part of a goal in words: 'trained within 7.0 days', '50 users at once'."""
+    if name == "goal.within_seconds":
+        return t(name, v=duration(value, t))
+    return t(name, v=format_count(value) if isinstance(value, int) else f"{value:g}")
 
 
 def _default(name: str, workload: str) -> object:
@@ -518,13 +527,18 @@ def _settings(need: Requirement, varying: Sequence[str], t: Catalogue) -> tuple[
     checkpointing), those that differ from the workload's defaults, and those that vary between
     requirements of the same model × workload."""
     shown = [(n, v) for n, v in need.settings
-             if n in varying or n.startswith("role.") or n == "group_size"
+             if n in varying or n.startswith(("role.", "goal.")) or n == "group_size"
              or (n in INPUT_BY_NAME and (INPUT_BY_NAME[n].headline or v != _default(n, need.workload)))]
+    goal = [(n, v) for n, v in shown if n.startswith("goal.")]
+    words = [(setting_text(n, v, t), n in varying) for n, v in shown if not n.startswith("goal.")]
+    if goal:  # one 'goal: …' part for all of the goal's conditions
+        words.append((t("setting.goal", v=t("list.sep").join(_goal_words(n, v, t) for n, v in goal)),
+                      any(n in varying for n, _ in goal)))
     parts: list[TextPart] = []
-    for i, (n, v) in enumerate(shown):
+    for i, (text, strong) in enumerate(words):
         if i:
             parts.append(TextPart(t("list.sep")))
-        parts.append(TextPart(setting_text(n, v, t), n in varying))
+        parts.append(TextPart(text, strong))
     return tuple(parts)
 
 
@@ -595,13 +609,16 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
                                    gpu=rent.gpu, layout=rent_layout, speed=speed(rent, t), rent=_rent(rent))
             css = "verdict-fit"
         else:
-            verdict = t("verdict.none", subject=subject, max=max(e.most_gpus for e in rec.entries))
+            missed = any(e.num_fitting for e in rec.entries)  # something fits, nothing meets the goal
+            verdict = t("verdict.none_goal" if missed else "verdict.none", subject=subject,
+                        max=max(e.most_gpus for e in rec.entries))
             css = "verdict-none"
         rows = []
         for e in rec.entries:
             if e.result is None:
                 rows.append(PlanRow(e.gpu, "", "", "", "", gib(report.gpus[e.gpu].memory_bytes), "", "", "", "", "",
-                                    t("fit.no"), "nofit", False, t("plan.tried", n=e.num_scenarios)))
+                                    t("fit.goal_missed" if e.num_fitting else "fit.no"), "nofit", False,
+                                    t("plan.tried", n=e.num_scenarios)))
                 continue
             r, v = e.result, e.result.estimate
             marks = ["★" if rec.best is not None and r.index == rec.best.result.index else "",
@@ -638,7 +655,8 @@ def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
             if e is None:
                 cells.append(Cell("—", "num cap-na", title=t("capacity.not_tried")))
             elif e.result is None:
-                cells.append(Cell(t("capacity.none", max=e.most_gpus), "num cap-none", title=t("fit.no")))
+                cells.append(Cell(t("capacity.none", max=e.most_gpus), "num cap-none",
+                                  title=t("fit.goal_missed" if e.num_fitting else "fit.no")))
             else:
                 # the fewest GPUs among the fitting configurations (the plan's pick may use more: it is cheapest)
                 n = e.result.total_gpus

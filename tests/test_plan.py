@@ -7,7 +7,8 @@ import pytest
 
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator, Scenario
-from reportgen.plan import Goal, candidates, plan
+from reportgen.goals import Goal
+from reportgen.plan import candidates, plan
 
 EST = Estimator(load_models(), load_gpus())
 H100 = "H100-80GB-SXM"

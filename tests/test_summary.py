@@ -28,14 +28,15 @@ def report(request):
 def test_every_entry_answers_its_requirement(report):
     for rec in report.recommendations:
         for e in rec.entries:
-            tried = [r for r in report.results if r.gpu == e.gpu and requirement(
-                r, report_interchangeable(report, r)) == rec.requirement]
+            tried = [r for r in report.results if r.gpu == e.gpu and need_of(report, r) == rec.requirement]
             assert len(tried) == e.num_scenarios
             if e.result is not None:
-                assert requirement(e.result, report_interchangeable(report, e.result)) == rec.requirement
+                assert need_of(report, e.result) == rec.requirement
                 assert e.result.estimate["fits_recommended"]
-                # the cheapest to buy among the fitting scenarios of this requirement and GPU type
-                fitting = [r for r in tried if r.estimate["fits_recommended"]]
+                # the cheapest to buy among the fitting scenarios of this requirement and GPU type that
+                # meet its matrix's goal
+                fitting = [r for r in tried if r.estimate["fits_recommended"] and (
+                    r.matrix not in report.goals or report.goals[r.matrix].meets(r.estimate))]
                 assert e.result.purchase_usd == min(r.purchase_usd for r in fitting)
                 # and the cheapest to rent among them (a training run's cost, else an hour)
                 assert e.rent.rent_usd == min(r.rent_usd for r in fitting)
@@ -47,8 +48,8 @@ def test_every_entry_answers_its_requirement(report):
             assert rent is next(e.rent for e in rec.entries if e.gpu == rec.cheapest_to_rent.gpu)
 
 
-def report_interchangeable(report, result):
-    return report.interchangeable.get(result.matrix, ())
+def need_of(report, result):
+    return requirement(result, report.interchangeable.get(result.matrix, ()), report.goals.get(result.matrix))
 
 
 def test_requirements_of_one_model_and_workload_differ_in_a_setting(report):

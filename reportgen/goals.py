@@ -1,0 +1,117 @@
+"""What a buyer needs besides fitting in memory: a training run finished within a deadline, or serving
+a number of users at a context length and a decode speed. The plan search (`reportgen plan`) and the
+report's picks of a preset matrix (its `goal:` key) read the same definition."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .arrays import np
+from .errors import InputError, unknown_name
+from .estimate import Scenario
+from .inputs import INPUT_BY_NAME
+from .units import parse_duration
+
+GOAL_KEYS = ("within", "users", "context", "min_tokens_per_s")
+# the terms Goal.met reads
+GOAL_TERMS = ("is_train", "time_to_train_seconds", "tokens_per_s_per_user")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What a plan must meet besides fitting. Training: `within_seconds` for the scenario's train_tokens.
+    Serving: `users` sequences at once (the batch), `context` tokens each, at least
+    `min_tokens_per_s` output tokens per second per user."""
+    within_seconds: float | None = None
+    users: int | None = None
+    context: int | None = None
+    min_tokens_per_s: float | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: Any, *, source: str | None, key_path: str) -> "Goal":
+        if not isinstance(raw, Mapping):
+            raise InputError(f"expected a mapping, got {raw!r}", source=source, key_path=key_path)
+        for key in raw:
+            if key not in GOAL_KEYS:
+                raise unknown_name("key", key, GOAL_KEYS, source=source, key_path=f"{key_path}.{key}")
+        within = raw.get("within")
+        if within is not None:
+            try:
+                within = parse_duration(within)
+            except ValueError:
+                raise InputError(f"expected a duration such as 7d, 36h or 90m, got {within!r}", source=source,
+                                 key_path=f"{key_path}.within") from None
+        out = {"within_seconds": within}
+        for key, spec in (("users", INPUT_BY_NAME["batch_size"]), ("context", INPUT_BY_NAME["prompt_len"])):
+            if raw.get(key) is not None:
+                out[key] = spec.check(raw[key], source=source, key_path=f"{key_path}.{key}")
+        speed = raw.get("min_tokens_per_s")
+        if speed is not None:
+            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 < speed < 1e6:
+                raise InputError(f"expected tokens per second between 0 and 1,000,000, got {speed!r}",
+                                 source=source, key_path=f"{key_path}.min_tokens_per_s")
+            out["min_tokens_per_s"] = float(speed)
+        return cls(**out)
+
+    @property
+    def serving(self) -> bool:
+        return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s))
+
+    def sets(self, workload: str) -> tuple[str, ...]:
+        """The inputs the goal sets for a scenario of this workload (a preset may not also give them)."""
+        if workload != "inference":
+            return ()
+        return (("batch_size",) if self.users is not None else ()) + (
+            ("prompt_len",) if self.context is not None else ())
+
+    def shape(self, s: Scenario, num_gpus: Any, tp_size: Any) -> dict[str, Any]:
+        """The inputs the goal sets for scenario s laid out on num_gpus with tp_size (numbers, or
+        arrays of candidates): the users spread over the data-parallel replicas (each replica's
+        batch), the context is prompt + generated."""
+        if s.workload != "inference":
+            return {}
+        changes: dict[str, Any] = {}
+        if self.users is not None:
+            replicas = np.maximum(1, num_gpus // tp_size)
+            changes["batch_size"] = -(-self.users // replicas)
+        if self.context is not None:
+            if self.context <= s.gen_len:
+                raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
+                                 f"({s.gen_len:,})", key_path="goal.context")
+            changes["prompt_len"] = self.context - s.gen_len
+        return changes
+
+    def met(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Which estimates meet the goal (values: term columns)."""
+        train = values["is_train"] != 0
+        ok = np.ones(len(train), dtype=bool)
+        if self.within_seconds is not None:
+            ok &= ~train | (values["time_to_train_seconds"] <= self.within_seconds)
+        if self.min_tokens_per_s is not None:
+            ok &= train | (values["tokens_per_s_per_user"] >= self.min_tokens_per_s)
+        return ok
+
+    def meets(self, estimate: Mapping[str, float]) -> bool:
+        """Whether one estimate meets the goal."""
+        return bool(self.met({k: np.asarray([estimate[k]]) for k in GOAL_TERMS})[0])
+
+    def settings(self, workload: str) -> tuple[tuple[str, float | int], ...]:
+        """What the goal asks of a scenario of this workload, as requirement settings ('goal.' names)."""
+        if workload == "inference":
+            asked = (("goal.users", self.users), ("goal.context_tokens", self.context),
+                     ("goal.min_tokens_per_s", self.min_tokens_per_s))
+        else:
+            asked = (("goal.within_seconds", self.within_seconds),)
+        return tuple((name, value) for name, value in asked if value is not None)
+
+    def describe(self) -> str:
+        parts = []
+        if self.within_seconds is not None:
+            parts.append(f"train within {self.within_seconds / 86400:g} days")
+        if self.users is not None:
+            parts.append(f"{self.users:,} users at once")
+        if self.context is not None:
+            parts.append(f"{self.context:,} tokens of context")
+        if self.min_tokens_per_s is not None:
+            parts.append(f"≥ {self.min_tokens_per_s:g} tokens/s per user")
+        return ", ".join(parts) or "fits in memory"
