@@ -490,11 +490,11 @@ def role_zero_stage(s: Scenario) -> int:
 
 
 def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str, Any], estimator: "Estimator",
-                  source: str | None = None, key_path=lambda name: name,
-                  name: str = "") -> tuple[Scenario | RlhfScenario, SkipReason | None]:
+                  source: str | None = None, key_path=lambda name: name, name: str = "",
+                  checked: dict | None = None) -> tuple[Scenario | RlhfScenario, SkipReason | None]:
     """A scenario (or RLHF group) from input values, as a preset or the command line gives them:
     validated by the input tables, then checked against the skip rules. Returns (scenario, None), or
-    (the scenario or RLHF actor that cannot run, reason)."""
+    (the scenario or RLHF actor that cannot run, reason). checked: see check_inputs."""
     if workload not in SINGLE_WORKLOADS + RLHF_ALGORITHMS:
         raise unknown_name("workload", workload, SINGLE_WORKLOADS + RLHF_ALGORITHMS, source=source,
                            key_path=key_path("workload"))
@@ -507,9 +507,9 @@ def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str
     values = dict(values)
     if values.get("tp_size") == "num_gpus":  # tensor parallel across all of the scenario's GPUs
         values["tp_size"] = values.get("num_gpus", 1)
-    checked = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
-                           key_path=key_path)
-    scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **checked)
+    inputs = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
+                          key_path=key_path, checked=checked)
+    scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **inputs)
     reason = estimator.skip_check(scenario)
     if reason or workload not in RLHF_ALGORITHMS:
         return scenario, reason

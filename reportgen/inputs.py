@@ -9,6 +9,7 @@ a PPO/DPO/GRPO group. Adding an input is one entry here, plus the terms that rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
 from . import tables as tb
@@ -177,6 +178,7 @@ INPUTS: tuple[Input, ...] = (
 INPUT_NAMES = tuple(i.name for i in INPUTS)
 
 
+@lru_cache(maxsize=None)  # read once per result when a sweep's results are grouped by requirement
 def job_inputs(workload: str, actor_workload: str = "full") -> tuple[str, ...]:
     """The inputs that say what a job of this workload is (not how it is laid out): two scenarios that
     differ in one of them answer different requirements. The model and workload say it too. An RLHF
@@ -288,12 +290,23 @@ def resolve_model_name(value: Any, models: Iterable[str], *, source: str | None,
 
 
 def check_inputs(values: Mapping[str, Any], *, workload: str, models: Iterable[str], gpus: Iterable[str],
-                 source: str | None, key_path, allow_internal: bool = False) -> dict[str, Any]:
+                 source: str | None, key_path, allow_internal: bool = False,
+                 checked: dict | None = None) -> dict[str, Any]:
     """Validated scenario inputs: the workload's defaults under the given values, each value checked
-    by its input. key_path(name) says where a value came from (a preset key path or a CLI option)."""
-    return {name: check_input(name, value, models=models, gpus=gpus, source=source, key_path=key_path(name),
-                              allow_internal=allow_internal)
-            for name, value in {**WORKLOAD_DEFAULTS.get(workload, {}), **values}.items()}
+    by its input. key_path(name) says where a value came from (a preset key path or a CLI option).
+    checked: (name, type, value) -> checked value, kept by a caller that checks the same values many
+    times (a sweep's axes): a value's check depends on nothing else."""
+    out = {}
+    for name, value in {**WORKLOAD_DEFAULTS.get(workload, {}), **values}.items():
+        key = (name, type(value), value) if checked is not None and isinstance(value, (str, int, float)) else None
+        if key is not None and key in checked:
+            out[name] = checked[key]
+            continue
+        out[name] = check_input(name, value, models=models, gpus=gpus, source=source, key_path=key_path(name),
+                                allow_internal=allow_internal)
+        if key is not None:
+            checked[key] = out[name]
+    return out
 
 
 def check_input(name: str, value: Any, *, models: Iterable[str], gpus: Iterable[str], source: str | None,

@@ -240,6 +240,7 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
     count = sum(sweep.size for _, _, sweeps, _ in matrices for sweep in sweeps) + len(preset.scenarios)
     if count > SCENARIOS.value():
         raise SCENARIOS.refuse(f"{count:,} combinations", source=src, key_path="matrices")
+    checked: dict = {}  # a sweep repeats its axes' values: each is checked once
     for mname, path, sweeps, excludes in matrices:
         removed = [0] * len(excludes)
         goal = goals.get(mname)
@@ -253,10 +254,10 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
                     removed[j] += 1
                 if hits:
                     continue
-                item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, name="")
+                item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, "", checked)
                 if goal and goal.sets(sweep.workload):
                     values.update(_goal_inputs(goal, item, src, f"{path}.goal"))
-                    item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, name="")
+                    item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, "", checked)
                 if reason:
                     skipped.append(Skipped(mname, item, reason))
                 else:
@@ -377,6 +378,7 @@ def _excludes(raw: Any, src: str, path: str, estimator: Estimator) -> list[dict]
     return [dict(ex) for ex in raw]
 
 
-def _make(values: dict, wtype: str, rlhf: dict, estimator: Estimator, src: str, path: str, name: str):
+def _make(values: dict, wtype: str, rlhf: dict, estimator: Estimator, src: str, path: str, name: str,
+          checked: dict | None = None):
     return make_scenario(values, workload=wtype, rlhf=rlhf, estimator=estimator, source=src,
-                         key_path=lambda key: f"{path}.{key}", name=name)
+                         key_path=lambda key: f"{path}.{key}", name=name, checked=checked)
