@@ -179,6 +179,16 @@ def test_table_of_contents_page_numbers_are_right(pdfs, lang):
         assert heading.search(text[page - 1]), (lang, title, page)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_capacity_matrix_is_on_one_page(report, pdfs, lang):
+    """The matrix a meeting reads first is not split: its heading, every requirement's row (the last
+    one) and the legend share one page."""
+    t = load_catalogue(lang)
+    text = pages(pdfs[lang])
+    page = next(p for p in text if re.search(rf"^\s*2\s+{re.escape(t('section.capacity'))}\s*$", p, re.M))
+    assert t("capacity.legend_best") in page and t("capacity.legend_na") in page
+
+
 def test_long_tables_repeat_their_header_rows(pdfs):
     text = pages(pdfs["en-appendix"])
     first = next(i for i, p in enumerate(text) if re.search(r"^\s*All scenarios\s*$", p, re.M))
