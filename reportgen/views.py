@@ -969,8 +969,9 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
     for r in shown:
         groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
-    note = (t("appendix.elsewhere", total=len(report.results)) if not listed
-            else t("appendix.truncated", n=limit, shown=len(shown), total=len(report.results))
+    total = format_count(len(report.results))
+    note = (t("appendix.elsewhere", total=total) if not listed
+            else t("appendix.truncated", n=format_count(limit), shown=format_count(len(shown)), total=total)
             if len(shown) < len(report.results) else "")
     # Row anchors serve links into the HTML; in the PDF nothing links to them and each one costs
     # WeasyPrint a named destination.
