@@ -325,7 +325,7 @@ class ValidationSection:
     summary: tuple[str, ...]  # medians and largest errors, the target
     table: Table
     excluded: Table  # published records left out, with why (no rows: none)
-    accuracy: tuple[Accuracy, ...] = ()  # the comparisons the validation summary shows
+    accuracy: tuple[Accuracy, ...]  # the comparisons the validation summary shows
 
 
 @dataclass(frozen=True)
@@ -907,7 +907,7 @@ def _words(t: Catalogue) -> Callable[[str, str], str]:
     return lambda axis, value: t(f"{axis}.{value}")
 
 
-def first_of_each_group(results: Sequence[Result], limit: int) -> list[Result]:
+def _first_of_each_group(results: Sequence[Result], limit: int) -> list[Result]:
     """The first `limit` results of each scenario group, in the report's order."""
     seen: dict[str, int] = {}
     shown = []
@@ -964,7 +964,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
         Column(Cell(t("col.purchase"), "num"), lambda r: Cell(usd(r.estimate["purchase_usd"]), "num")),
     )
     limit = PDF_SCENARIO_ROWS if pdf else HTML_SCENARIO_ROWS
-    shown = first_of_each_group(report.results, limit) if listed else []
+    shown = _first_of_each_group(report.results, limit) if listed else []
     groups, previous = [], None
     for r in shown:
         groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
