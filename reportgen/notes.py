@@ -77,7 +77,7 @@ _TOP_KEYS = {"articles", "generic_model", "derived", "bases", "notes"}
 _NOTE_KEYS = {"id", "verdict", "error", "quotes", "claim_en", "setting_en", "setting_zh", "scenarios", "figures",
               "explanation_en", "explanation_zh", "source_en", "source_zh"}
 _FIGURE_KEYS = {"unit", "expr", "en", "zh"}
-_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.]+)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.]+)\}")
 
 
 def _mapping(raw: Any, *, source: str, key_path: str) -> Mapping:
@@ -140,7 +140,7 @@ def build_note(spec: Mapping[str, Any], estimator: Estimator, catalogue: Mapping
     if spec["error"] not in keys:
         raise unknown_name("figure", spec["error"], keys, source=source, key_path=f"{key_path}.error")
     for lang in ("en", "zh"):
-        missing = set(_PLACEHOLDER.findall(spec[f"explanation_{lang}"])) - keys
+        missing = set(PLACEHOLDER.findall(spec[f"explanation_{lang}"])) - keys
         if missing:
             raise unknown_name("figure", sorted(missing)[0], keys, source=source,
                                key_path=f"{key_path}.explanation_{lang}")
@@ -297,4 +297,4 @@ def _fill(text: str, scenarios: Mapping[str, Scenario], assumptions: Mapping[str
             return _format_input(assumptions[name], lang)
         raise InputError(f"{{{name}}} is neither <scenario>.<input> nor an assumption", source=source,
                          key_path=key_path)
-    return _PLACEHOLDER.sub(value, text)
+    return PLACEHOLDER.sub(value, text)

@@ -25,14 +25,21 @@ from .presets import WORKLOAD_TYPES
 from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
 from .tables import LOOKUP_TABLES
 from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
+from .notes import PLACEHOLDER
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
 from .units import GB, MB, GiB, MiB, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
-# Sweeps of thousands of scenarios: the PDF appendix lists this many rows and points to the JSON and
-# workbook for the rest; a breakdown chart shows this many configurations.
+# Sweeps of thousands of scenarios: the appendix lists this many scenarios of each scenario group and
+# points to the JSON and workbook for the rest (a 100,000-scenario table would be a 50 MB page, and a
+# PDF of 2,000 pages); a breakdown chart shows this many configurations.
+HTML_SCENARIO_ROWS = 1000
 PDF_SCENARIO_ROWS = 500
 MAX_BARS = 40
+
+# The term groups the management PDF's method prints: how the phases make the peak and the peak the
+# budget (the figures a meeting sees). The HTML and --pdf-appendix print every group.
+MANAGEMENT_TERM_GROUPS = ("phase", "total")
 
 # The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
 # Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
@@ -303,6 +310,14 @@ class NoteCard:
 
 
 @dataclass(frozen=True)
+class Accuracy:
+    """The held-out errors of one comparison: a line of its section and a row of the validation summary."""
+    label: str
+    errors: tuple[float, ...]
+    target: float
+
+
+@dataclass(frozen=True)
 class ValidationSection:
     anchor: str
     title: str
@@ -310,6 +325,7 @@ class ValidationSection:
     summary: tuple[str, ...]  # medians and largest errors, the target
     table: Table
     excluded: Table  # published records left out, with why (no rows: none)
+    accuracy: tuple[Accuracy, ...]  # the comparisons the validation summary shows
 
 
 @dataclass(frozen=True)
@@ -350,15 +366,21 @@ class ReportView:
     breakdowns: tuple[BreakdownSection, ...]
     sensitivity: tuple[SensitivitySection, ...]
     terms: tuple[TermGroup, ...]
-    inputs: Table  # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS)
+    # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS); None: left out
+    inputs: Table | None
     assumptions: Table
     lookup_tables: tuple[TermGroup, ...]
     gpu_table: Table
+    method_note: str  # '' or what the method leaves out and where it is
     notes: tuple[NoteCard, ...]
+    notes_note: str  # '' or where the figure tables the cards leave out are
     scenarios: Table
     scenarios_note: str
     skipped: Table
+    skipped_note: str  # '' or where the skipped combinations are listed
+    accuracy: Table  # the validation summary: one row per comparison, held-out figures only
     validation: tuple[ValidationGroup, ...]
+    validation_note: str  # '' or where the validation tables are
 
 
 # ---------------------------------------------------------------------------------------------
@@ -820,15 +842,19 @@ def inputs_table(t: Catalogue) -> Table:
     return Table(headers, rows, "inputs", row_groups=groups)
 
 
-def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
+def _method(report: Report, t: Catalogue, full: bool = True
+            ) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
+    """Term groups, assumptions, lookup tables and GPU types. full=False (the management PDF): only the
+    MANAGEMENT_TERM_GROUPS and no lookup tables."""
     headers = tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "unit", "formula", "source"))
     groups: dict[str, list[Term]] = {}
     for term in ROLE_TERMS:
-        groups.setdefault(term.group, []).append(term)
+        if full or term.group in MANAGEMENT_TERM_GROUPS:
+            groups.setdefault(term.group, []).append(term)
     out = [TermGroup(t.get(f"term_group.{g}", g), Table(headers, _term_rows(ts, t), "terms"))
            for g, ts in groups.items()]
     seen = set()
-    for r in report.results:
+    for r in report.results if full else ():
         if r.is_group:
             key = (tuple(n for n, _ in r.estimate.scenario.roles), r.estimate.scenario.placement)
             if key in seen:
@@ -843,7 +869,7 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
     assumptions = Table(tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "value", "note")), a_rows,
                         "assumptions")
     lookups = []
-    for table in LOOKUP_TABLES:
+    for table in LOOKUP_TABLES if full else ():
         head = (Cell(breakable(table.key), "code"),) + tuple(Cell(breakable(c), "code num") for c in table.columns) + (
             Cell(t("method.col.note")),)
         rows = tuple((Cell(breakable(name), "code"),) + tuple(Cell(f"{row[c]:g}", "num") for c in table.columns)
@@ -863,7 +889,7 @@ def _method(report: Report, t: Catalogue) -> tuple[tuple[TermGroup, ...], Table,
 def _explanation(text: str, figures: Mapping[str, str]) -> tuple[TextPart, ...]:
     """Split 'a {key} b' into text and figure parts (unknown {names} stay as written)."""
     parts, pos = [], 0
-    for m in re.finditer(r"\{([A-Za-z0-9_.]+)\}", text):
+    for m in PLACEHOLDER.finditer(text):
         if m.group(1) not in figures:
             continue
         if m.start() > pos:
@@ -875,17 +901,21 @@ def _explanation(text: str, figures: Mapping[str, str]) -> tuple[TextPart, ...]:
     return tuple(parts)
 
 
-def _notes(report: Report, t: Catalogue) -> tuple[NoteCard, ...]:
+def _notes(report: Report, t: Catalogue, full: bool = True) -> tuple[NoteCard, ...]:
+    """The note cards. full=False (the management PDF): a card's figure table leaves out the figures its
+    explanation states (in bold), which is all of them in the bundled notes."""
     zh = t.lang == "zh"
     cards = []
     for n in report.notes:
         values = {f.key: format_figure(f.value, f.unit) for f in n.figures}
         views = {f.key: NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures}
+        explanation = n.explanation_zh if zh else n.explanation_en
+        stated = set() if full else set(PLACEHOLDER.findall(explanation))
         cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en,
                               (n.article_zh or n.article) if zh else n.article, n.setting_zh if zh else n.setting_en,
                               t(f"note_verdict.{n.verdict}"), f"badge verdict-{n.verdict}",
-                              tuple(v for k, v in views.items() if k != n.error),
-                              _explanation(n.explanation_zh if zh else n.explanation_en, values),
+                              tuple(v for k, v in views.items() if k != n.error and k not in stated),
+                              _explanation(explanation, values),
                               (n.source_zh or n.source) if zh else n.source, views.get(n.error)))
     return tuple(cards)
 
@@ -895,13 +925,25 @@ def _words(t: Catalogue) -> Callable[[str, str], str]:
     return lambda axis, value: t(f"{axis}.{value}")
 
 
-def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> tuple[Table, str, Table]:
-    """The scenario table and the skipped combinations. listed=False: no scenario rows, a note saying
-    where they are (the management PDF without --pdf-appendix).
+def _first_of_each_group(results: Sequence[Result], limit: int) -> list[Result]:
+    """The first `limit` results of each scenario group, in the report's order."""
+    seen: dict[str, int] = {}
+    shown = []
+    for r in results:
+        seen[r.matrix] = seen.get(r.matrix, 0) + 1
+        if seen[r.matrix] <= limit:
+            shown.append(r)
+    return shown
+
+
+def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> tuple[Table, str, Table, str]:
+    """The scenario table and its note, the skipped combinations and theirs. Each scenario group lists
+    its first HTML_SCENARIO_ROWS (PDF: PDF_SCENARIO_ROWS) scenarios, the note says so. listed=False
+    (the management PDF without --pdf-appendix): neither table has rows, the notes say where they are.
 
     The PDF gets the lean form of the scenario table (the columns' media): scenario groups as heading
     rows instead of a column, no peak-phase or budget (× k) column (the fit mark says whether the budget
-    fits), the fit mark beside the headroom, at most PDF_SCENARIO_ROWS rows."""
+    fits), the fit mark beside the headroom."""
     k = report.assumptions["safety_factor"]
     labels: dict[tuple, str] = {}
     matrices: dict[str, list[Result]] = {}
@@ -939,13 +981,15 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
         Column(Cell(t("col.fit"), "col-fit"), mark, "html"),
         Column(Cell(t("col.purchase"), "num"), lambda r: Cell(usd(r.estimate["purchase_usd"]), "num")),
     )
-    shown = () if not listed else report.results[:PDF_SCENARIO_ROWS] if pdf else report.results
+    limit = PDF_SCENARIO_ROWS if pdf else HTML_SCENARIO_ROWS
+    shown = _first_of_each_group(report.results, limit) if listed else []
     groups, previous = [], None
     for r in shown:
         groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
-    note = (t("appendix.elsewhere", total=len(report.results)) if not listed
-            else t("appendix.truncated", n=len(shown), total=len(report.results))
+    total = format_count(len(report.results))
+    note = (t("appendix.elsewhere", total=total) if not listed
+            else t("appendix.truncated", n=format_count(limit), shown=format_count(len(shown)), total=total)
             if len(shown) < len(report.results) else "")
     # Row anchors serve links into the HTML; in the PDF nothing links to them and each one costs
     # WeasyPrint a named destination.
@@ -953,14 +997,15 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
                             row_ids=() if pdf else tuple(f"s{r.index}" for r in shown),
                             row_groups=tuple(groups), group_css="group print-only")
     counts: dict[tuple[str, str, str], int] = {}
-    for s in report.skipped:
+    for s in report.skipped if listed else ():
         key = (s.matrix, s.scenario.label(_words(t)), t(f"skip.{s.reason.code}", **s.reason.values))
         counts[key] = counts.get(key, 0) + 1
     skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
                      Cell(t("skipped.count"), "num")),
                     tuple((Cell(report.preset.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
                           for (m, label, reason), c in counts.items()), "skipped")
-    return scenarios, note, skipped
+    skipped_note = t("appendix.skipped_elsewhere", n=len(report.skipped)) if report.skipped and not listed else ""
+    return scenarios, note, skipped, skipped_note
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1059,17 +1104,17 @@ def _measured_section(rows: Sequence[ValidationRow], t: Catalogue, pdf: bool) ->
         Column(Cell(t("validation.error"), "num col-error"), lambda r: _error_cell(r.error, target)),
         Column(Cell(t("validation.phase")), lambda r: Cell(t(f"measured_phase.{r.measured_phase}"))),
     ]
-    holdout = [r.error for r in rows if r.split == "holdout"]
+    holdout = tuple(r.error for r in rows if r.split == "holdout")
+    accuracy = (Accuracy(t("validation.group.holdout"), holdout, target),) if holdout else ()
     summary = (t("validation.measured_summary", cases=len(rows), fit=len(rows) - len(holdout),
                  holdout=len(holdout), target=percent(target, 0),
                  within=sum(abs(e) <= target for e in holdout)),) if rows else (t("validation.none"),)
-    if holdout:
-        summary += (_stats(t("validation.group.holdout"), holdout, t),)
+    summary += tuple(_stats(a.label, a.errors, t) for a in accuracy)
     models = len({r.case_id.split("/")[0] for r in rows})
     table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
                               "validation measured")
     return ValidationSection("validation-measured", t("validation.measured_title"),
-                             t("validation.measured_intro", models=models), summary, table, _excluded((), t))
+                             t("validation.measured_intro", models=models), summary, table, _excluded((), t), accuracy)
 
 
 def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded], t: Catalogue,
@@ -1085,9 +1130,10 @@ def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded
     ]
     summary: tuple[str, ...] = ()
     held_out = [r for r in rows if r.split == "holdout"]
+    accuracy = (Accuracy(t("validation.all_levels"), tuple(r.error for r in held_out), target),) if held_out else ()
     if held_out:
         summary = (t("validation.targets.finetune", target=percent(target, 0)),
-                   _stats(t("validation.all_levels"), [r.error for r in held_out], t)) + tuple(
+                   _stats(accuracy[0].label, accuracy[0].errors, t)) + tuple(
             _stats(t("validation.at_level", level=t(f"validation.level.{level}")),
                    [r.error for r in held_out if r.level == level], t)
             for level in dict.fromkeys(r.level for r in held_out))
@@ -1095,7 +1141,7 @@ def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded
                               "validation published")
     return ValidationSection("validation-finetune", t("validation.finetune_title"),
                              t("validation.finetune_intro", compared=len(rows), excluded=len(excluded)),
-                             summary, table, _excluded(excluded, t))
+                             summary, table, _excluded(excluded, t), accuracy)
 
 
 def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded: Sequence[Excluded], t: Catalogue,
@@ -1118,20 +1164,21 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
     ]
     summary: tuple[str, ...] = ()
     held_out = [f for f in figures if f.use == "holdout"]
+    if dataset == "decode":  # the first token is a prefill: compared apart from the decode figures
+        groups = {t("validation.decode_figures"): [f.error for f in held_out if f.metric != "ttft_s"],
+                  t("validation.ttft_figures"): [f.error for f in held_out if f.metric == "ttft_s"]}
+    else:
+        groups = {t("validation.group.holdout"): [f.error for f in held_out]}
+    accuracy = tuple(Accuracy(label, tuple(errors), target) for label, errors in groups.items() if errors)
     if figures:
         summary = (t(f"validation.targets.{dataset}", target=percent(target, 0)),)
-        if dataset == "decode":  # the first token is a prefill: compared apart from the decode figures
-            groups = {t("validation.decode_figures"): [f.error for f in held_out if f.metric != "ttft_s"],
-                      t("validation.ttft_figures"): [f.error for f in held_out if f.metric == "ttft_s"]}
-        else:
-            groups = {t("validation.group.holdout"): [f.error for f in held_out]}
-        summary += tuple(_stats(label, errors, t) for label, errors in groups.items() if errors)
+        summary += tuple(_stats(a.label, a.errors, t) for a in accuracy)
     table = _validation_table(columns, figures, lambda f: f.use, lambda f: f.error, target, lambda f: f.miss, t, pdf,
                               "validation timing" + (" one-metric" if one else ""))
     return ValidationSection(f"validation-{dataset}", t(f"validation.{dataset}_title"),
                              t(f"validation.{dataset}_intro", compared=len({f.id for f in figures}),
                                excluded=len(excluded)),
-                             summary, table, _excluded(excluded, t))
+                             summary, table, _excluded(excluded, t), accuracy)
 
 
 def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGroup, ...]:
@@ -1146,23 +1193,47 @@ def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGrou
         (ValidationGroup("appendix-time", t("appendix.time"), time),) if time else ())
 
 
+def _accuracy_table(groups: Sequence[ValidationGroup], t: Catalogue) -> Table:
+    """The validation summary: per comparison, its held-out figures, how many are within its target,
+    and the median and largest |error|; a heading row per validation group."""
+    headers = (Cell(t("validation.summary.col.comparison")),) + tuple(
+        Cell(t(f"validation.summary.col.{c}"), "num") for c in ("figures", "target", "within", "median", "max"))
+    rows, headings = [], []
+    for g in groups:
+        accuracy = [(s, a) for s in g.sections for a in s.accuracy]
+        for n, (s, a) in enumerate(accuracy):
+            st = error_stats(a.errors)
+            label = s.title if len(s.accuracy) == 1 else t("validation.summary.row", section=s.title, group=a.label)
+            within = sum(abs(e) <= a.target for e in a.errors)
+            rows.append((Cell(label), Cell(str(st["figures"]), "num"), Cell(f"±{percent(a.target, 0)}", "num"),
+                         Cell(str(within), "num"),
+                         Cell(percent(st["median_abs_error"], 2), "num"), Cell(percent(st["max_abs_error"], 2), "num")))
+            headings.append(g.title if n == 0 else "")
+    return Table(headers, tuple(rows), "accuracy", row_groups=tuple(headings))
+
+
 # ---------------------------------------------------------------------------------------------
 
 SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix")
 
 
 def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix: bool = True) -> ReportView:
-    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix;
-    appendix=False: no per-scenario rows, only where to find them)."""
+    """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix).
+
+    appendix=False, the management PDF: what a meeting reads. The method prints the MANAGEMENT_TERM_GROUPS,
+    the note cards leave out the figure tables their explanations state, the appendix has the validation
+    summary but no scenario, skipped-combination or validation rows; each of these parts says where the
+    rest is (the HTML report, the workbook, the JSON file, or reportgen build --pdf-appendix)."""
     t = load_catalogue(lang)
     # string-set drops the spaces around the numbers; the stylesheet puts one space back on each side
     before, rest = t("pdf.page_of").split("{page}")
     between, after = (x.strip() for x in rest.split("{pages}"))
     before = before.strip()
     toc = tuple(TocEntry(s, str(i), t(f"section.{s}")) for i, s in enumerate(SECTIONS, start=1))
-    terms, assumptions, lookups, gpu_table = _method(report, t)
+    terms, assumptions, lookups, gpu_table = _method(report, t, appendix)
     capacity, legend = _capacity(report, t)
-    scenarios, note, skipped = _appendix(report, t, pdf, appendix)
+    scenarios, note, skipped, skipped_note = _appendix(report, t, pdf, appendix)
+    validation = _validation(report, t, pdf)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
@@ -1179,6 +1250,9 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
         sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
-        gpu_table=gpu_table, inputs=inputs_table(t), notes=_notes(report, t), scenarios=scenarios, scenarios_note=note, skipped=skipped,
-        validation=_validation(report, t, pdf),
+        gpu_table=gpu_table, inputs=inputs_table(t) if appendix else None,
+        method_note="" if appendix else t("method.elsewhere"), notes=_notes(report, t, appendix),
+        notes_note="" if appendix else t("notes.figures_elsewhere"), scenarios=scenarios, scenarios_note=note,
+        skipped=skipped, skipped_note=skipped_note, accuracy=_accuracy_table(validation, t),
+        validation=validation if appendix else (), validation_note="" if appendix else t("validation.elsewhere"),
     )

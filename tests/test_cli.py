@@ -329,7 +329,7 @@ def test_a_workbook_past_excels_row_limit_is_refused_by_name(tmp_path, monkeypat
 
 @pytest.mark.parametrize("flag, options", [((), {}), (("--pdf-appendix",), {"appendix": True})])
 def test_pdf_appendix_option_reaches_the_pdf_writer(tmp_path, monkeypatch, flag, options):
-    """The management PDF leaves the scenario table out unless --pdf-appendix asks for it (what each
+    """The management PDF leaves the full appendices out unless --pdf-appendix asks for them (what each
     variant holds: test_report_pdf)."""
     from pathlib import Path
     from reportgen.writers import pdf as pdf_writer

@@ -292,6 +292,65 @@ def test_pdf_variant_keeps_every_scenario_of_the_default_preset(default_report):
     assert "screen-only" not in html.split('id="scenario-table"')[1].split("</table>")[0]
 
 
+def test_html_appendix_of_a_large_sweep_lists_the_first_rows_of_each_group_and_says_so(small, monkeypatch):
+    """A sweep of 100,000 scenarios would make a 50 MB page: each scenario group lists its first
+    HTML_SCENARIO_ROWS scenarios (here 2) and the page says so and where the rest are."""
+    from reportgen import views
+    monkeypatch.setattr(views, "HTML_SCENARIO_ROWS", 2)
+    groups: dict[str, list[int]] = {}
+    for r in small.results:
+        groups.setdefault(r.matrix, []).append(r.index)
+    assert sorted(len(g) > 2 for g in groups.values()) == [False, True]  # one group is cut, one is whole
+    html = render_html(small, "en")
+    table = html[html.index('id="scenario-table"'):]
+    listed = [int(i) for i in re.findall(r'<tr id="s(\d+)"', table[:table.index("</table>")])]
+    assert listed == [i for g in groups.values() for i in g[:2]]
+    note = load_catalogue("en")("appendix.truncated", n=2, shown=len(listed), total=len(small.results))
+    assert f'<p class="note elsewhere">{note}</p>' in html
+    assert "JSON file and the workbook list all" in note
+
+
+def test_management_view_keeps_what_a_meeting_reads(default_report):
+    """The management PDF's view: the method's peak and budget terms without the inputs or lookup
+    tables, note cards without the figure tables their explanations state, the validation summary
+    without the validation rows, and a pointer where each of those is; the full view has them all."""
+    t = load_catalogue("en")
+    short = build_view(default_report, "en", pdf=True, appendix=False)
+    full = build_view(default_report, "en", pdf=True)
+    assert short.inputs is None and not short.lookup_tables and full.inputs.rows and full.lookup_tables
+    assert [g.title for g in short.terms] == [t(f"term_group.{g}") for g in ("phase", "total")]
+    assert len(full.terms) > len(short.terms)
+    assert all(not c.figures for c in short.notes) and all(c.figures for c in full.notes)
+    assert [c.explanation for c in short.notes] == [c.explanation for c in full.notes]
+    assert short.validation == () and full.validation and short.accuracy == full.accuracy
+    assert not short.scenarios.rows and not short.skipped.rows and full.skipped.rows
+    assert short.method_note == t("method.elsewhere") and short.notes_note == t("notes.figures_elsewhere")
+    assert short.validation_note == t("validation.elsewhere")
+    assert short.skipped_note == t("appendix.skipped_elsewhere", n=len(default_report.skipped))
+    assert not (full.method_note or full.notes_note or full.validation_note or full.skipped_note)
+
+
+def test_validation_summary_rows_are_the_held_out_statistics(default_report):
+    """One row per comparison: held-out figures only, counted against the comparison's target."""
+    from reportgen.validation import TARGETS, error_stats
+    from reportgen.views import percent
+    t = load_catalogue("en")
+    rows = {r[0].text: [c.text for c in r[1:]] for r in build_view(default_report, "en").accuracy.rows}
+    measured = [r.error for r in default_report.validation if r.kind == "measured" and r.split == "holdout"]
+    published = [r.error for r in default_report.validation if r.kind == "published" and r.split == "holdout"]
+    serving = [f.error for f in default_report.validation_figures if f.dataset == "serving" and f.use == "holdout"]
+    for title, errors, dataset in ((t("validation.measured_title"), measured, "measured"),
+                                   (t("validation.finetune_title"), published, "finetune"),
+                                   (t("validation.serving_title"), serving, "serving")):
+        st = error_stats(errors)
+        within = sum(abs(e) <= TARGETS[dataset] for e in errors)
+        assert rows[title] == [str(len(errors)), f"±{percent(TARGETS[dataset], 0)}", str(within),
+                               percent(st["median_abs_error"], 2), percent(st["max_abs_error"], 2)], title
+    ttft = t("validation.summary.row", section=t("validation.decode_title"), group=t("validation.ttft_figures"))
+    assert rows[ttft][0] == str(sum(1 for f in default_report.validation_figures
+                                    if f.dataset == "decode" and f.use == "holdout" and f.metric == "ttft_s"))
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_every_red_validation_error_carries_its_reason(small, default_report, lang):
     """An error beyond its comparison's target is red, and its row says what is known about the miss

@@ -16,7 +16,7 @@ import pytest
 from reportgen.catalog import data_dir
 from reportgen.i18n import load_catalogue
 from reportgen.pipeline import load, make_report, write_outputs
-from reportgen.views import SECTIONS
+from reportgen.views import SECTIONS, build_view
 from reportgen.writers.json_writer import report_json
 from reportgen.writers.pdf import (RefusedURL, font_css, gc_paused, pdf_html, report_document, report_html_class,
                                    svg_text_in_runs, templates_url, url_fetcher)
@@ -179,6 +179,16 @@ def test_table_of_contents_page_numbers_are_right(pdfs, lang):
         assert heading.search(text[page - 1]), (lang, title, page)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_capacity_matrix_is_on_one_page(report, pdfs, lang):
+    """The matrix a meeting reads first is not split: its heading, every requirement's row (the last
+    one) and the legend share one page."""
+    t = load_catalogue(lang)
+    text = pages(pdfs[lang])
+    page = next(p for p in text if re.search(rf"^\s*2\s+{re.escape(t('section.capacity'))}\s*$", p, re.M))
+    assert t("capacity.legend_best") in page and t("capacity.legend_na") in page
+
+
 def test_long_tables_repeat_their_header_rows(pdfs):
     text = pages(pdfs["en-appendix"])
     first = next(i for i, p in enumerate(text) if re.search(r"^\s*All scenarios\s*$", p, re.M))
@@ -187,18 +197,36 @@ def test_long_tables_repeat_their_header_rows(pdfs):
     assert "Skipped combinations" not in later
 
 
-def test_the_management_pdf_says_where_the_scenarios_are(report, pdfs):
-    """By default the PDF is what a meeting reads: the appendix keeps the skipped combinations and
-    the validation, and says where the scenario table is; --pdf-appendix adds the table."""
-    short, full = pages(pdfs["en"]), pages(pdfs["en-appendix"])
-    assert len(short) < len(full)
-    flat = " ".join(" ".join(short).split())
-    assert f"This PDF leaves out the table of all {len(report.results)} scenarios" in flat
+def flat(path: Path) -> str:
+    """The PDF's text with every run of white space one space (lines joined; long words may break)."""
+    return " ".join(" ".join(pages(path)).split())
+
+
+def headed(path: Path, title: str) -> bool:
+    """Whether some line of the PDF is exactly `title` (a heading)."""
+    return any(re.search(rf"^\s*{re.escape(title)}\s*$", p, re.M) for p in pages(path))
+
+
+def test_the_management_pdf_is_what_a_meeting_reads(report, pdfs):
+    """By default the PDF carries the summary, matrix, breakdowns, sensitivity, method, notes and the
+    validation summary, and says where each table it leaves out is; --pdf-appendix adds them."""
+    short, full = flat(pdfs["en"]), flat(pdfs["en-appendix"])
     en = load_catalogue("en")
-    assert en("appendix.skipped") in flat and en("appendix.validation") in flat
+    assert len(pages(pdfs["en"])) < 40 < len(pages(pdfs["en-appendix"]))
+    for heading in ("appendix.scenarios", "appendix.skipped", "appendix.accuracy", "method.assumptions",
+                    "method.terms", "method.gpus"):
+        assert headed(pdfs["en"], en(heading)) and headed(pdfs["en-appendix"], en(heading)), heading
+    pointers = (en("appendix.elsewhere", total=len(report.results)),
+                en("appendix.skipped_elsewhere", n=len(report.skipped)), en("method.elsewhere"),
+                en("notes.figures_elsewhere"), en("validation.elsewhere"))
+    for pointer in pointers:
+        words = " ".join(pointer.split()[:12])  # a line may break inside the option's name further on
+        assert words in short and words not in full, pointer
+    for heading in ("method.inputs", "method.lookups", "validation.measured_title", "validation.serving_title"):
+        assert not headed(pdfs["en"], en(heading)) and headed(pdfs["en-appendix"], en(heading)), heading
     header = re.compile(r"#\s+Configuration\s+GPUs")
-    assert not any(header.search(p) for p in short) and any(header.search(p) for p in full)
-    assert "leaves out the table" not in " ".join(" ".join(full).split())
+    assert not any(header.search(p) for p in pages(pdfs["en"]))
+    assert any(header.search(p) for p in pages(pdfs["en-appendix"]))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -229,18 +257,36 @@ def test_sections_are_bookmarked(pdfs, lang):
         assert f"{number} {t(f'section.{section}')}" in titles, (lang, section)
 
 
-def test_notes_and_validation_are_in_the_pdf(report, pdfs):
-    # raw order keeps each cell's lines together; long ids wrap inside their cells
-    text = "".join(run("pdftotext", "-raw", "-enc", "UTF-8", str(pdfs["en"]), "-").split())
-    for note in report.notes:
-        assert note.id in text
+def raw_text(path: Path) -> str:
+    """The PDF's text in content order, without white space: each cell's lines stay together (long
+    ids wrap inside their cells)."""
+    return "".join(run("pdftotext", "-raw", "-enc", "UTF-8", str(path), "-").split())
+
+
+def test_notes_are_in_the_pdf_and_validation_rows_only_with_the_appendix(report, pdfs):
+    """Every note, with every figure of its explanation, is in both PDFs; the notes' figure tables and
+    the validation rows (measured cases, published figures, the reasons for misses) only with
+    --pdf-appendix."""
+    short, full = raw_text(pdfs["en"]), raw_text(pdfs["en-appendix"])
+    for text in (short, full):
+        for note in report.notes:
+            assert note.id in text
+        for card in build_view(report, "en", pdf=True, appendix=False).notes:
+            for part in card.explanation:
+                if part.strong:
+                    assert "".join(part.text.split()) in text, (card.id, part.text)
+    en = load_catalogue("en")
+    figure_table = "".join((en("notes.figure") + en("notes.value")).split())  # its header row
+    assert full.count(figure_table) == len(report.notes) and figure_table not in short
     for row in report.validation:  # measured cases by id, published figures by the run's model
-        assert "".join((row.name.model if row.name else row.case_id).split()) in text
+        assert "".join((row.name.model if row.name else row.case_id).split()) in full
+        if not row.name:
+            assert row.case_id not in short
     for figure in report.validation_figures:
-        assert "".join(figure.name.model.split()) in text
-    # every reason for a miss the appendix prints (red errors only) is in the PDF
+        assert "".join(figure.name.model.split()) in full
+    # every reason for a miss the appendix prints (red errors only) is in the full PDF only
     for miss in {f.miss for f in report.validation_figures if f.miss} | {r.miss for r in report.validation if r.miss}:
-        assert "".join(miss.split())[:40] in text
+        assert "".join(miss.split())[:40] in full and "".join(miss.split())[:40] not in short
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,7 +392,7 @@ def element_tree(root) -> list[tuple]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_expat_reads_the_report_as_weasyprints_html5_parser_does(report, lang):
     from weasyprint import HTML
-    html = pdf_html(report, lang)
+    html = pdf_html(report, lang, appendix=True)  # every kind of element the PDF can hold
     fast = report_document(html, templates_url(), url_fetcher())
     slow = HTML(string=html, base_url=templates_url(), url_fetcher=url_fetcher(), media_type="print")
     assert type(fast) is report_html_class() and vars(fast).keys() == vars(slow).keys()

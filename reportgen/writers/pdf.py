@@ -172,8 +172,9 @@ def svg_text_in_runs():
 def pdf_html(report: Report, lang: str = "en", *, appendix: bool = False) -> str:
     """The HTML WeasyPrint reads: the print variant, without the line breaks between tags (they only
     make WeasyPrint build and skip white-space boxes; the template never breaks a line between
-    inline elements). appendix: list the scenarios (else the appendix says where they are: the
-    management PDF is what a meeting reads; the HTML, workbook and JSON keep every scenario)."""
+    inline elements). appendix: the full appendices and reference tables, as the HTML has them (else
+    the management PDF, what a meeting reads: see views.build_view; each shortened part says where the
+    rest is)."""
     return re.sub(r">\n\s*<", "><", render_html(report, lang, pdf=True, appendix=appendix)).strip()
 
 
