@@ -4,17 +4,31 @@ report's picks of a preset matrix (its `goal:` key) read the same definition."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .arrays import np
 from .errors import InputError, unknown_name
 from .estimate import Scenario
+from .formulas import IF, ISNUMBER, Expr, Var
 from .inputs import INPUT_BY_NAME
-from .units import parse_duration
+from .units import SECONDS_PER, parse_duration
 
-GOAL_KEYS = ("within", "users", "context", "min_tokens_per_s")
+class GoalPart(NamedTuple):
+    key: str  # in a preset's goal mapping (the CLI option is --<key>)
+    setting: str  # the requirement setting (Goal.settings)
+    cell: str  # the workbook column that holds it per row (the deadline in days there: what a planner types)
+    sets: str  # the scenario input it sets for each layout (Goal.shape), or ""
+
+
+GOAL_PARTS = (GoalPart("within", "goal.within_seconds", "goal_within_days", ""),
+              GoalPart("users", "goal.users", "goal_users", "batch_size"),
+              GoalPart("context", "goal.context_tokens", "goal_context_tokens", "prompt_len"),
+              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s", ""))
+GOAL_KEYS = tuple(p.key for p in GOAL_PARTS)
+GOAL_CELLS = {p.setting: p.cell for p in GOAL_PARTS}
 # the terms Goal.met reads
 GOAL_TERMS = ("is_train", "time_to_train_seconds", "tokens_per_s_per_user")
+SECONDS_PER_DAY = SECONDS_PER["d"]
 
 
 @dataclass(frozen=True)
@@ -57,12 +71,10 @@ class Goal:
     def serving(self) -> bool:
         return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s))
 
-    def sets(self, workload: str) -> tuple[str, ...]:
-        """The inputs the goal sets for a scenario of this workload (a preset may not also give them)."""
-        if workload != "inference":
-            return ()
-        return (("batch_size",) if self.users is not None else ()) + (
-            ("prompt_len",) if self.context is not None else ())
+    def sets(self, workload: str) -> tuple[GoalPart, ...]:
+        """The goal's parts that set an input of a scenario of this workload (a preset may not also give it)."""
+        asked = dict(self.settings(workload))
+        return tuple(p for p in GOAL_PARTS if p.sets and p.setting in asked)
 
     def shape(self, s: Scenario, num_gpus: Any, tp_size: Any) -> dict[str, Any]:
         """The inputs the goal sets for scenario s laid out on num_gpus with tp_size (numbers, or
@@ -104,6 +116,12 @@ class Goal:
             asked = (("goal.within_seconds", self.within_seconds),)
         return tuple((name, value) for name, value in asked if value is not None)
 
+    def cells(self, workload: str) -> dict[str, float | int | str]:
+        """A workbook row's goal cells for a scenario of this workload ('' where the goal asks nothing)."""
+        asked = dict(self.settings(workload))
+        return {cell: (asked[name] / SECONDS_PER_DAY if name == "goal.within_seconds" else asked[name])
+                if name in asked else "" for name, cell in GOAL_CELLS.items()}
+
     def describe(self) -> str:
         parts = []
         if self.within_seconds is not None:
@@ -115,3 +133,22 @@ class Goal:
         if self.min_tokens_per_s is not None:
             parts.append(f"≥ {self.min_tokens_per_s:g} tokens/s per user")
         return ", ".join(parts) or "fits in memory"
+
+
+def goal_cell_value(name: str) -> Expr:
+    """A goal setting's value as the workbook computes it from the row's cell (Goal.cells inverted)."""
+    cell = Var(GOAL_CELLS[name])
+    # a deadline typed as text ('7d') is shown as typed: the row then meets no deadline (goal_met_expr)
+    return IF(ISNUMBER(cell), cell * SECONDS_PER_DAY, cell) if name == "goal.within_seconds" else cell
+
+
+def goal_met_expr() -> Expr:
+    """Goal.met over a workbook row (1/0): its deadline and speed cells, blank where the goal asks
+    nothing; a cell that is not a number meets nothing (its data validation refuses one typed)."""
+    def condition(cell: str, applies: Expr, met: Expr) -> Expr:
+        return IF(Var(cell).eq(""), 1, IF(ISNUMBER(Var(cell)), IF(applies, IF(met, 1, 0), 1), 0))
+    within = condition("goal_within_days", Var("is_train").eq(1),
+                       Var("time_to_train_seconds").le(Var("goal_within_days") * SECONDS_PER_DAY))
+    speed = condition("goal_min_tokens_per_s", Var("is_train").eq(0),
+                      Var("tokens_per_s_per_user").ge(Var("goal_min_tokens_per_s")))
+    return within * speed

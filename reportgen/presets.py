@@ -298,11 +298,10 @@ def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:
         if sweep.workload in RLHF_ALGORITHMS:
             raise InputError(f"a goal applies to inference and training workloads, not to {sweep.workload}",
                              source=src, key_path=path)
-        for name in goal.sets(sweep.workload):
-            if name in sweep.axes:
-                key = "users" if name == "batch_size" else "context"
-                raise InputError(f"sets each scenario's {name}: remove {name} from the matrix", source=src,
-                                 key_path=f"{path}.{key}")
+        for part in goal.sets(sweep.workload):
+            if part.sets in sweep.axes:
+                raise InputError(f"sets each scenario's {part.sets}: remove {part.sets} from the matrix", source=src,
+                                 key_path=f"{path}.{part.key}")
     return goal
 
 

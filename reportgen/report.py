@@ -98,7 +98,7 @@ class Requirement:
 
 def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
     """A goal joins the requirement; the inputs it sets per layout (a serving goal's batch and prompt) leave it."""
-    free = set(interchangeable) | set(goal.sets(result.workload) if goal else ())
+    free = set(interchangeable) | {part.sets for part in (goal.sets(result.workload) if goal else ())}
     if result.is_group:
         g = result.estimate.scenario
         s = g.actor

@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
 from ...formulas import AND, IF, Expr, ExcelContext, Var, compile_terms, concat, lift, to_excel
+from ...goals import goal_met_expr
 from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
 from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result, requirement
@@ -125,9 +126,28 @@ def plan_key_column(key: str) -> str:
     return f"plan_{key}"
 
 
-def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
-    """Per-row columns the Plan reads: whether the row may be picked and fits, then each plan key
-    (NO_FIT when it does not), so that the Plan's minimum over the rows is the plan's pick."""
+# A preset matrix's goal (goals.Goal), per row: editable conditions (blank: none) — a Scenarios row
+# is a candidate only when it meets them. Written only when the report's preset states a goal.
+GOAL_COLUMNS = (
+    Column("goal_within_days", "Goal: trained within (days)", "decimal", "input", 9,
+           help="the training deadline for the row's train_tokens, in days; blank: none"),
+    Column("goal_users", "Goal: users at once", "count", "input", 8,
+           help="serving: the users the goal asks for; the row's batch is users ÷ data-parallel replicas, "
+                "set for its layout when the workbook was made"),
+    Column("goal_context_tokens", "Goal: context per user (tokens)", "count", "input", 9,
+           help="serving: prompt + generated tokens per user; the row's prompt was set from it"),
+    Column("goal_min_tokens_per_s", "Goal: output tokens/s per user (at least)", "tokens_per_s", "input", 9,
+           help="serving: the decode speed each user needs; blank: none"),
+)
+GOAL_MET = Column("goal_met", "Meets its goal (1/0)", "flag", "helper", 8, goal_met_expr(), gate=True,
+                  help="1 when the row meets its goal cells (or has none): only such rows are plan candidates")
+
+
+def plan_helpers(candidate: Expr, fields: PlanFields, goals: bool = False) -> tuple[Column, ...]:
+    """Per-row columns the Plan reads: whether the row may be picked and fits (and meets its goal,
+    with goals), then each plan key (NO_FIT when it does not), so that the Plan's minimum over the
+    rows is the plan's pick."""
+    fits = IF(Var("goal_met").eq(1), Var(PLAN_FITS), 0) if goals else Var(PLAN_FITS)
     keys = tuple(
         Column(plan_key_column(k), f"Plan key: {fields.columns[k]} if it fits with k (else 10^15)",
                "usd" if k == "purchase_usd" else "count", "helper", 12,
@@ -139,8 +159,8 @@ def plan_helpers(candidate: Expr, fields: PlanFields) -> tuple[Column, ...]:
         Column("plan_candidate", "Plan candidate (1/0)", "flag", "helper", 9, candidate,
                help="1 for a row the Plan may pick: its check is ok (RLHF role rows are covered by their group)"),
         Column("plan_fits", "Candidate that fits with k (1/0)", "flag", "helper", 9,
-               IF(Var("plan_candidate").eq(1), Var(PLAN_FITS), 0)),
-    ) + keys
+               IF(Var("plan_candidate").eq(1), fits, 0)),
+    ) + ((GOAL_MET,) if goals else ()) + keys
 
 
 SCENARIO_IDS = (
@@ -172,11 +192,13 @@ RLHF_LINKS = tuple(
 
 
 def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = (),
-                     requirement: Expr | None = None) -> tuple[Column, ...]:
-    """A sheet of model instances; with `requirement`, each row's (the sheet whose rows the Plan picks)."""
+                     requirement: Expr | None = None, goals: bool = False) -> tuple[Column, ...]:
+    """A sheet of model instances; with `requirement`, each row's (the sheet whose rows the Plan picks);
+    with `goals`, the goal cells after the inputs."""
     return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t))
             + ((requirement_column(requirement),) if requirement is not None else ()) + _gated(SUMMARY)
-            + tuple(_input_column(i) for i in INPUTS) + _gated([_term_column(term) for term in ROLE_TERMS])
+            + tuple(_input_column(i) for i in INPUTS) + (GOAL_COLUMNS if goals else ())
+            + _gated([_term_column(term) for term in ROLE_TERMS])
             + problem_columns(t) + tuple(helpers))
 
 
@@ -359,6 +381,9 @@ def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> 
     return out
 
 
+NO_GOAL = {c.name: "" for c in GOAL_COLUMNS}
+
+
 def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[str, Any]:
     return {**ids, **s.inputs(), **values}
 
@@ -378,11 +403,15 @@ def build_book(report: Report, lang: str = "en") -> Book:
                                              matrix=r.matrix, group=f"G{r.index}", role=role))
         else:
             result_rows[r.index] = SCENARIO_FIRST_ROW + len(rows)
+            goal = report.goals.get(r.matrix)
             rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.lead.name, matrix=r.matrix,
-                                         group="", role=""))
+                                         group="", role="", **(goal.cells(r.workload) if goal else {})))
+    goals = bool(report.goals)
+    if goals:  # rows of matrices without a goal, and RLHF role rows, have blank goal cells
+        rows[:] = [{**NO_GOAL, **row} for row in rows]
     candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
-    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN),
-                                                         scenario_requirement(report.interchangeable)),
+    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN, goals),
+                                                         scenario_requirement(report.interchangeable, goals), goals),
                            SCENARIO_FIRST_ROW, len(rows), count_column="check")
     fill_derived(book.scenarios, rows, book.book_values, book.catalog_rows)
 

@@ -34,7 +34,8 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
                    version=rep.version)),
         ("text", t("guide.counts", singles=n_single, groups=len(rep.results) - n_single,
                    roles=len(book.scenario_rows) - n_single, skipped=len(rep.skipped))),
-    ] + [(style, t(key, spare=SPARE_PICKS) if key == "guide.add_plan" else t(key)) for style, key in GUIDE]
+    ] + [(style, t(key, spare=SPARE_PICKS) if key == "guide.add_plan" else t(key)) for style, key in GUIDE
+         ] + ([("h", t("guide.h.goals")), ("text", t("guide.goals"))] if rep.goals else [])
 
 
 def write_guide(wb, book: Book, styles: Styles) -> None:

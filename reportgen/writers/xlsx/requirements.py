@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ...formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
+from ...goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
 from ...inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
 from ...report import Requirement
 
@@ -26,10 +27,14 @@ def _setting(name: str, value) -> Expr:
     return concat(SEP, name, "=", value)
 
 
+# A serving goal sets these inputs per layout (Goal.sets): they leave the requirement of a row with the cell.
+_SET_BY_GOAL = {p.sets: p.cell for p in GOAL_PARTS if p.sets}
+
+
 def _job_settings(asked: Mapping[str, Sequence[str]], interchangeable: Mapping[str, Iterable[str]],
-                  var: Callable[[str], Expr]) -> Expr:
+                  var: Callable[[str], Expr], goals: bool = False) -> Expr:
     """Each job input as ' · name=value' where the row's workload (asked: the job inputs of each) asks
-    for it and its matrix does not declare it interchangeable."""
+    for it, its matrix does not declare it interchangeable and (with goals) the row's goal does not set it."""
     workloads = tuple(asked)
     parts = []
     for i in INPUTS:
@@ -38,16 +43,25 @@ def _job_settings(asked: Mapping[str, Sequence[str]], interchangeable: Mapping[s
             continue
         free = [m for m, names in interchangeable.items() if i.name in names]
         conditions = ([is_one_of(var("workload"), *by)] if len(by) < len(workloads) else []) \
-            + ([NOT(is_one_of(Var("matrix"), *free))] if free else [])
+            + ([NOT(is_one_of(Var("matrix"), *free))] if free else []) \
+            + ([Var(_SET_BY_GOAL[i.name]).eq("")] if goals and i.name in _SET_BY_GOAL else [])
         part = _setting(i.name, var(i.name))
         parts.append(IF(conditions[0] if len(conditions) == 1 else AND(*conditions), part, "") if conditions else part)
     return concat(*parts)
 
 
-def scenario_requirement(interchangeable: Mapping[str, Iterable[str]]) -> Expr:
-    """A Scenarios row's requirement; blank on an RLHF role row (its group's is on RLHF)."""
+def _goal_settings() -> Expr:
+    """The row's goal as ' · goal.name=value' per goal cell that is not blank (report.requirement adds
+    Goal.settings after the job inputs)."""
+    return concat(*(IF(Var(cell).eq(""), "", _setting(name, goal_cell_value(name))) for name, cell in GOAL_CELLS.items()))
+
+
+def scenario_requirement(interchangeable: Mapping[str, Iterable[str]], goals: bool = False) -> Expr:
+    """A Scenarios row's requirement; blank on an RLHF role row (its group's is on RLHF). With goals,
+    the row's goal cells join it."""
     asked = {w: job_inputs(w) for w in SINGLE_WORKLOADS}
-    text = concat(Var("model"), SEP, Var("workload"), _job_settings(asked, interchangeable, Var))
+    text = concat(Var("model"), SEP, Var("workload"), _job_settings(asked, interchangeable, Var, goals),
+                  *((_goal_settings(),) if goals else ()))
     return IF(Var("group").eq(""), text, "")
 
 

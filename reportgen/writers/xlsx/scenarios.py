@@ -34,6 +34,9 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str], t: Catalogue)
         if col.name in sources:
             rule = {"validate": "list", "source": "=" + sources[col.name],
                     "error_message": t("validation.list", source=sources[col.name])[:255]}
+        elif col.name not in INPUT_BY_NAME:  # a goal cell (book.GOAL_COLUMNS): a number above 0, or blank
+            rule = {"validate": "decimal", "criteria": ">", "value": 0, "ignore_blank": True,
+                    "error_message": t("validation.positive")}
         elif INPUT_BY_NAME[col.name].is_int:
             lo, hi = INPUT_BY_NAME[col.name].limits
             rule = {"validate": "integer", "criteria": "between", "minimum": lo, "maximum": hi,
