@@ -205,7 +205,7 @@ KEY_FIGURES = {
     "N13": "omitted", "N14": "r_b1", "N15": "t_b1", "N16": "device", "N17": "t_1k", "N18": "device",
     "N19": "fwd_reference", "N20": "int4", "N21": "mixed_opt", "N22": "grads", "N23": "critic_train",
     "N24": "mha_tok", "N25": "r_short", "N26": "qv_state", "N27": "b_z3", "N28": "same_states", "N29": "a_flash_s",
-    "N30": "t_full", "N31": "read_moe",
+    "N30": "t_full", "N31": "read_moe", "N32": "tpot8",
 }
 
 
@@ -688,3 +688,19 @@ def test_n31_moe_saves_training_time_but_not_batched_decode_time(notes, facts):
     assert fig(n, "decode_ratio") == pytest.approx(fig(n, "w_moe") / fig(n, "w_dense"), rel=1e-6)
     assert fig(n, "decode_ratio") > 3
     assert abs(fig(n, "active") / fig(n, "dense_params") - 1) < 0.02
+
+
+def test_n32_a_bigger_batch_buys_throughput_with_latency_and_kv_memory(notes):
+    """Batch 1 -> 8 -> 32 of Llama-2-7B at 2,048 + 2,048 tokens: throughput grows, less than the batch (each
+    decode step reads the weights once but every sequence's cache); each user's speed falls; the prefill
+    (first token) grows with the batch; the cache is linear in it (2 × 32 layers × 4,096 × 2 bytes per
+    token, the article's 0.5 MB) and at 32 no longer fits with k."""
+    n = notes["N32"]
+    assert 1 < fig(n, "gain8") < 8 and fig(n, "gain8") < fig(n, "gain32") < 32
+    assert fig(n, "tpot_ratio") > 1.5 and fig(n, "user8") < fig(n, "user1") / 1.5
+    assert fig(n, "user8") == pytest.approx(fig(n, "tps8") / 8)
+    assert fig(n, "ttft8") == pytest.approx(8 * fig(n, "ttft1"), rel=0.01)
+    assert fig(n, "kv1") == 2 * 32 * 4096 * 2 * (2048 + 2048)
+    assert (fig(n, "kv8"), fig(n, "kv32")) == (8 * fig(n, "kv1"), 32 * fig(n, "kv1"))
+    assert n.scenario_values["b8"]["fits_recommended"] == 1 and fig(n, "budget32") > fig(n, "gpu_mem")
+
