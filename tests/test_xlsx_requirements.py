@@ -65,7 +65,7 @@ def test_a_single_models_text_spells_its_requirement(report):
     text = texts(report)
     for r in report.results:
         if not r.is_group:
-            need = requirement(r, report.interchangeable.get(r.matrix, ()))
+            need = requirement(r, report.interchangeable.get(r.matrix, ()), report.goals.get(r.matrix))
             want = " · ".join([r.model, r.workload] + [f"{n}={spreadsheet_text(v)}" for n, v in need.settings])
             assert text[r.index] == want
 
