@@ -26,6 +26,7 @@ from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import PlanEntry, Recommendation, Requirement, Result, plan_key, recommend, rent_key
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
+from reportgen.writers.xlsx.book import row_order
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,11 +92,14 @@ def formula_cells(path: Path):
                     yield ws.title, cell.coordinate, cell.value
 
 
-def expected_rows(report) -> dict[str, dict[int, dict]]:
-    """Python values by sheet and row: Scenarios (single and role rows) and RLHF (groups)."""
+def expected_rows(report, written=None) -> dict[str, dict[int, dict]]:
+    """Python values by sheet and row: Scenarios (single and role rows) and RLHF (groups), on the
+    rows of the workbook written for `written` (default: `report`; its results edited in place give
+    `report`'s), in its sheets' order (test_rows_of_a_requirement_stand_together checks it)."""
     scen, rlhf = {}, {}
     row = FIRST_ROW
-    for r in report.results:
+    place = {r.index: k for k, r in enumerate(row_order(written or report))}
+    for r in sorted(report.results, key=lambda r: place[r.index]):
         if r.is_group:
             rlhf[FIRST_ROW + len(rlhf)] = dict(r.estimate.values)
             for _, est in r.estimate.roles:
@@ -241,6 +245,29 @@ def test_charts_follow_the_plan(recalculated, report):
         assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
 
 
+def test_rows_of_a_requirement_stand_together(book, report):
+    """The rows of one requirement stand together on Scenarios and on RLHF, in scenario order, so
+    that each Plan row searches only them (its `together` cell is 1, its searched rows are them)."""
+    wb = openpyxl.load_workbook(book, data_only=True)
+    for sheet in ("Scenarios", "RLHF"):
+        ws = wb[sheet]
+        cols = columns(ws)
+        rows = [(ws.cell(row, cols["requirement"]).value, ws.cell(row, cols["index"]).value)
+                for row in range(FIRST_ROW, ws.max_row + 1)]
+        texts = [text for text, _ in rows if text]
+        runs = [text for k, text in enumerate(texts) if k == 0 or text != texts[k - 1]]
+        assert len(runs) == len(set(runs)) > 1, sheet
+        for text in runs:
+            indices = [index for t, index in rows if t == text]
+            assert indices == sorted(indices), text
+    plan = wb["Plan"]
+    cols = columns(plan)
+    for row in range(FIRST_ROW, plan.max_row + 1):
+        cell = lambda name: plan.cell(row, cols[name]).value  # noqa: E731
+        assert cell("together") == 1
+        assert cell("search_to") - cell("search_from") + 1 == cell("requirement_rows") >= cell("scenarios_tried")
+
+
 def test_cached_values_are_the_python_values_without_recalculation(book, report):
     wb = openpyxl.load_workbook(book, data_only=True)
     assert assert_rows(wb, expected_rows(report)) > 3000
@@ -301,7 +328,7 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
     new_report = replace(report, results=tuple(results))
 
     fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
-    expected = expected_rows(new_report)
+    expected = expected_rows(new_report, report)
     assert assert_rows(fresh, expected) > 3000
     # The edits took effect (not stale cached values): the recalculated rows differ from before.
     before = expected_rows(report)
@@ -392,7 +419,7 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
                if r is single else r for r in report.results]
     new_report = replace(report, results=tuple(results))
     fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
-    expected = expected_rows(new_report)
+    expected = expected_rows(new_report, report)
     assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
     assert assert_rows(fresh, expected) > 3000
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})

@@ -327,6 +327,35 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     assert labels[next(iter(edits))] in chart_labels  # the added Plan row's pick reaches Charts
 
 
+def test_a_row_appended_away_from_its_requirement_is_planned(book, report, soffice, tmp_path):
+    """A copy of a Plan pick's row pasted below the table: its requirement's rows no longer stand
+    together, so that requirement's Plan rows search the whole table (`together` 0); the copy is
+    tried on its GPU type's row and, tying with its source, loses to it (the earlier row). The other
+    Plan rows still search only their requirement's rows and keep their answers."""
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    rec = next(rec for rec in report.recommendations if rec.best and not rec.best.result.is_group)
+    source = next(row for row, values in scenario_rows(ws) if values["index"] == rec.best.result.index)
+    copy_row(ws, source, ws.max_row + 1)
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    plan = fresh["Plan"]
+    cols = columns(plan)
+    row = FIRST_ROW
+    for r in report.recommendations:
+        for entry in r.entries:
+            cell = lambda name: plan.cell(row, cols[name]).value  # noqa: E731
+            appended = r is rec and entry.gpu == rec.best.gpu
+            assert cell("together") == int(r is not rec), entry
+            assert cell("scenarios_tried") == entry.num_scenarios + appended, entry
+            assert cell("index") == (entry.result.index if entry.result else "—"), entry
+            assert cell("cheapest") == int(r.best is not None and r.best.gpu == entry.gpu), entry
+            row += 1
+
+
 def written_requirement(book: Path, row: int) -> str:
     ws = openpyxl.load_workbook(book, data_only=True)["Scenarios"]
     return ws.cell(row, columns(ws)["requirement"]).value

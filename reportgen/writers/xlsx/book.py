@@ -388,13 +388,24 @@ def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[st
     return {**ids, **s.inputs(), **values}
 
 
+def row_order(report: Report) -> list[Result]:
+    """The results in sheet order: the rows of one requirement together (requirements in the order
+    they first appear, as the Plan lists them), in scenario order within each, so that a Plan row
+    searches only its requirement's rows (plan.py) and ties still go to the first scenario."""
+    needs = [requirement(r, report.interchangeable.get(r.matrix, ())) for r in report.results]
+    first: dict = {}
+    for k, need in enumerate(needs):
+        first.setdefault(need, k)
+    return [report.results[k] for k in sorted(range(len(needs)), key=lambda k: first[needs[k]])]
+
+
 def build_book(report: Report, lang: str = "en") -> Book:
     t = load_workbook_catalogue(lang)
     lookups = lookup_tables(t, report)
     book = Book(report, t, lookups, catalog_rows(t, report, lookups), None, None, None, [], {}, {})
     rows, role_rows, result_rows = book.scenario_rows, book.role_rows, book.result_rows
     groups: list[Result] = []
-    for r in report.results:
+    for r in row_order(report):
         if r.is_group:
             groups.append(r)
             for role, est in r.estimate.roles:

@@ -99,6 +99,13 @@ class Table:
     def cell(self, name: str, row: int) -> str:
         return f"{self.sheet}!{self.letter(name)}{row}"
 
+    @property
+    def last_row_cell(self) -> str:
+        """Row 1, right of the table: the COUNTA of count_column (write_header), which every formula
+        that reads the filled rows shares. A defined name holding the COUNTA itself would be counted
+        again at each use: 32 s of LibreOffice's recalculation of a 10,000-scenario sweep's Plan."""
+        return f"{self.sheet}!${xl_col_to_name(len(self.columns))}$1"
+
     def whole_column(self, name: str) -> str:
         col = self.letter(name)
         return f"{self.sheet}!${col}:${col}"
@@ -109,7 +116,7 @@ class Names:
     column of a table, so formulas read as words and reach rows a planner adds.
 
     Lookup tables (with a key) name whole columns: INDEX/MATCH by key costs the same whatever the
-    range. Other tables name their data rows down to the last filled one (COUNTA of count_column):
+    range. Other tables name their data rows down to the last filled one (Table.last_row_cell):
     SUMPRODUCT over whole columns would cost LibreOffice a million cells per formula (30 s for
     120 formulas, measured), over the filled rows it costs their number."""
 
@@ -133,7 +140,7 @@ class Names:
                                                f"INDEX({col},COUNTA({col}))")
 
     def last_row(self, table: Table) -> str:
-        return self.add(f"{table.sheet}_last_row", f"=COUNTA({table.whole_column(table.count_column)})")
+        return self.add(f"{table.sheet}_last_row", "=" + table.last_row_cell)
 
     def constant(self, const: Const) -> str | None:
         """A byte unit's name (bytes_per_GiB); other constants stay numbers in formulas."""
@@ -272,9 +279,14 @@ def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
     for c, col in enumerate(table.columns):
         ws.set_column(c, c, col.width)
         ws.write_string(0, c, col.name, styles.name_row)
+    if table.count_column:
+        ws.write_formula(0, len(table.columns), f"=COUNTA({table.whole_column(table.count_column)})",
+                         styles.name_row, table.last_row)
     ws.set_row(1, 54)
     for c, col in enumerate(table.columns):
         ws.write_string(1, c, column_header(t, table.sheet, col), styles.header[col.kind])
+    if table.count_column:
+        ws.write_string(1, len(table.columns), t("table.last_row", name=f"{table.sheet}_last_row"), styles.name_row)
 
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],
