@@ -10,7 +10,7 @@ batch of GPU counts at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 
 from .arrays import np

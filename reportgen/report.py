@@ -185,6 +185,10 @@ class Report:
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # matrix -> inputs the plan picks
     goals: Mapping[str, Goal] = field(default_factory=dict)  # matrix -> what its picks must meet
 
+    def requirement_of(self, result: Result) -> Requirement:
+        """The requirement a result answers, with its matrix's interchangeable inputs and goal."""
+        return requirement(result, self.interchangeable.get(result.matrix, ()), self.goals.get(result.matrix))
+
     @cached_property  # read per GPU by the writers; a sweep has 100,000 results
     def gpu_types(self) -> tuple[str, ...]:
         """GPU types used by the sweep, in catalog order."""

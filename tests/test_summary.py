@@ -5,15 +5,13 @@ answers its requirement, and every summary line (en and zh) names the settings t
 the lines it stands among."""
 from __future__ import annotations
 
-import re
-from dataclasses import replace
 
 import pytest
 
 from reportgen.inputs import INPUT_BY_NAME
 from reportgen.pipeline import load, make_report
 from reportgen.presets import bundled_presets
-from reportgen.report import recommend, requirement
+from reportgen.report import recommend
 from reportgen.views import build_view, setting_text
 
 WHEN = "2026-01-01T00:00:00+00:00"
@@ -49,7 +47,7 @@ def test_every_entry_answers_its_requirement(report):
 
 
 def need_of(report, result):
-    return requirement(result, report.interchangeable.get(result.matrix, ()), report.goals.get(result.matrix))
+    return report.requirement_of(result)
 
 
 def test_requirements_of_one_model_and_workload_differ_in_a_setting(report):

@@ -17,7 +17,7 @@ from reportgen.formulas import compile_terms, spreadsheet_text
 from reportgen.inputs import INPUTS, Scenario, job_inputs
 from reportgen.pipeline import load, make_report
 from reportgen.presets import bundled_presets
-from reportgen.report import recommend, requirement
+from reportgen.report import recommend
 from reportgen.terms import Term
 from reportgen.writers.xlsx.book import build_book
 from reportgen.writers.xlsx.plan import plan_rows
@@ -53,7 +53,7 @@ def test_equal_texts_are_equal_requirements(report):
     text = texts(report)
     needs, spelled = {}, {}
     for r in report.results:
-        need = requirement(r, report.interchangeable.get(r.matrix, ()))
+        need = report.requirement_of(r)
         needs.setdefault((r.model, r.workload, text[r.index]), set()).add(need)
         spelled.setdefault(need, set()).add(text[r.index])
     assert all(len(n) == 1 for n in needs.values()), [n for n in needs.values() if len(n) > 1][:1]
@@ -65,7 +65,7 @@ def test_a_single_models_text_spells_its_requirement(report):
     text = texts(report)
     for r in report.results:
         if not r.is_group:
-            need = requirement(r, report.interchangeable.get(r.matrix, ()), report.goals.get(r.matrix))
+            need = report.requirement_of(r)
             want = " · ".join([r.model, r.workload] + [f"{n}={spreadsheet_text(v)}" for n, v in need.settings])
             assert text[r.index] == want
 

@@ -10,7 +10,7 @@ from ...formulas import AND, IF, Expr, ExcelContext, Var, compile_terms, concat,
 from ...goals import goal_met_expr
 from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result, requirement
+from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
@@ -392,7 +392,7 @@ def row_order(report: Report) -> list[Result]:
     """The results in sheet order: the rows of one requirement together (requirements in the order
     they first appear, as the Plan lists them), in scenario order within each, so that a Plan row
     searches only its requirement's rows (plan.py) and ties still go to the first scenario."""
-    needs = [requirement(r, report.interchangeable.get(r.matrix, ())) for r in report.results]
+    needs = [report.requirement_of(r) for r in report.results]
     first: dict = {}
     for k, need in enumerate(needs):
         first.setdefault(need, k)
@@ -470,7 +470,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     own = (Column("label", "", "text", "summary", expr=concat(prefix, Var(f"{roles[0]}.label"))),
            Column("check", "", "text", "summary", expr=group_check(t, list(role_rows.items()))),
            Column("requirement", "", "text", "summary",
-                  expr=group_requirement(requirement(r, free.get(r.matrix, ())), roles, free)))
+                  expr=group_requirement(book.report.requirement_of(r), roles, free)))
     # What they read: the role rows' cells ("actor.label") and the group row's own (its matrix).
     values = {}
     for name in set().union(*(c.expr.names() for c in own)):
