@@ -12,17 +12,13 @@ import openpyxl
 import pytest
 import yaml
 
-from lo import recalculate, require_soffice
+from lo import recalculate
 from reportgen.pipeline import load, make_report, write_outputs
-from test_xlsx import FIRST_ROW, STAMP, assert_plan, assert_rows, columns, expected_rows, formula_cells, same
+from test_xlsx import (FIRST_ROW, STAMP, assert_plan, assert_rows, columns, expected_rows, formula_cells, same,
+                       soffice)  # noqa: F401 (a fixture)
 from test_xlsx_edits import formula_errors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-goals.yaml"
-
-
-@pytest.fixture(scope="module")
-def soffice():
-    require_soffice()
 
 
 @pytest.fixture(scope="module")
