@@ -133,7 +133,8 @@ class PlanEntry(_OfRequirement):
     num_scenarios: int  # how many scenarios of the sweep were tried for this cell
     most_gpus: int  # the most GPUs (in all) a tried scenario used
     rent: Result | None = None  # the cheapest fitting configuration to rent on this GPU type
-    num_fitting: int = 0  # how many tried scenarios fit in memory (with a goal, some may miss it)
+    # with a goal that no fitting configuration meets: the fitting one nearest to it (the fastest)
+    closest: Result | None = None
 
     @property
     def fits(self) -> bool:
@@ -215,6 +216,12 @@ def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tu
     return tuple(g for g in gpus if g in used)
 
 
+def _slowness(r: Result) -> float:
+    """Time to train, or (serving) minus the decode speed per user: the fastest configuration is the least."""
+    v = r.estimate
+    return v["time_to_train_seconds"] if v["is_train"] else -v["tokens_per_s_per_user"]
+
+
 def recommend(results: Sequence[Result], gpu_types: Sequence[str],
               interchangeable: Mapping[str, Iterable[str]] = {},
               goals: Mapping[str, Goal] = {}) -> tuple[Recommendation, ...]:
@@ -240,7 +247,7 @@ def recommend(results: Sequence[Result], gpu_types: Sequence[str],
             meeting = [r for r in fitting if goal is None or goal.meets(r.estimate)]
             entries.append(PlanEntry(need, gpu, min(meeting, key=plan_key, default=None), len(tried),
                                      max(r.total_gpus for r in tried), min(meeting, key=rent_key, default=None),
-                                     len(fitting)))
+                                     None if meeting else min(fitting, key=_slowness, default=None)))
         fitting = [e for e in entries if e.fits]
         best = min(fitting, key=lambda e: plan_key(e.result), default=None)
         # renting: the cheapest fitting result of the requirement on any GPU type, as the entry of its GPU type

@@ -631,7 +631,7 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
                                    gpu=rent.gpu, layout=rent_layout, speed=speed(rent, t), rent=_rent(rent))
             css = "verdict-fit"
         else:
-            missed = any(e.num_fitting for e in rec.entries)  # something fits, nothing meets the goal
+            missed = any(e.closest for e in rec.entries)  # something fits, nothing meets the goal
             verdict = t("verdict.none_goal" if missed else "verdict.none", subject=subject,
                         max=max(e.most_gpus for e in rec.entries))
             css = "verdict-none"
@@ -639,7 +639,8 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
         for e in rec.entries:
             if e.result is None:
                 rows.append(PlanRow(e.gpu, "", "", "", "", gib(report.gpus[e.gpu].memory_bytes), "", "", "", "", "",
-                                    t("fit.goal_missed" if e.num_fitting else "fit.no"), "nofit", False,
+                                    t("fit.goal_missed", speed=speed(e.closest, t)) if e.closest else t("fit.no"),
+                                    "nofit", False,
                                     t("plan.tried", n=e.num_scenarios)))
                 continue
             r, v = e.result, e.result.estimate
@@ -678,7 +679,7 @@ def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
                 cells.append(Cell("—", "num cap-na", title=t("capacity.not_tried")))
             elif e.result is None:
                 cells.append(Cell(t("capacity.none", max=e.most_gpus), "num cap-none",
-                                  title=t("fit.goal_missed" if e.num_fitting else "fit.no")))
+                                  title=t("fit.goal_missed", speed=speed(e.closest, t)) if e.closest else t("fit.no")))
             else:
                 # the fewest GPUs among the fitting configurations (the plan's pick may use more: it is cheapest)
                 n = e.result.total_gpus

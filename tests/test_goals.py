@@ -78,11 +78,18 @@ def test_a_deadline_no_configuration_meets_says_so(tmp_path):
     report = report_of(tmp_path, TRAIN.replace("WITHIN", "2h"))
     (rec,) = report.recommendations
     assert rec.best is None and rec.cheapest_to_rent is None
-    assert all(e.num_fitting > 0 and e.result is None for e in rec.entries)
+    assert all(e.result is None and e.closest is not None for e in rec.entries)
+    for e in rec.entries:  # the fastest fitting configuration of its GPU type
+        tried = [r for r in report.results if r.gpu == e.gpu and r.estimate["fits_recommended"]]
+        assert e.closest.estimate["time_to_train_seconds"] == min(r.estimate["time_to_train_seconds"] for r in tried)
     view = build_view(report, "en")
     (group,) = view.verdicts
     assert "fits in memory, but no configuration tried meets the goal (tried up to 64 GPUs)" in group.verdict
-    assert {r.mark for r in group.rows} == {"⊘ fits, misses the goal"}
+    # each GPU type's row says how near it comes: its fastest fitting configuration's time (64 GPUs)
+    assert [r.mark for r in group.rows] == [
+        f"⊘ fits, misses the goal (fastest: {e.closest.estimate['time_to_train_seconds'] / 3600:.1f} h)"
+        for e in rec.entries]
+    assert all(e.closest.total_gpus == 64 for e in rec.entries)
     zh = build_view(report, "zh").verdicts[0]
     assert "放得下，但所试配置都达不到目标" in zh.verdict
 
