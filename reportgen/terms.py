@@ -541,13 +541,19 @@ TERMS: tuple[Term, ...] = (
     Term("forward_transient_bytes", "Forward working set (largest of MLP, attention scores, logits)", "bytes",
          ceil_div(MAX(4 * V("act_bytes") * V("forward_tokens") * V("mlp_width"),
                       IF(V("attention").eq("eager"),
-                         (4 * V("softmax_fp32") + 3 * V("act_bytes")) * V("num_heads") * V("forward_tokens")
-                         * V("forward_length"), 0),
+                         (4 * V("softmax_fp32") + (2 + V("softmax_fp32")) * V("act_bytes")) * V("num_heads")
+                         * V("forward_tokens") * V("forward_length")
+                         + V("forward_tokens") * (V("forward_length") + V("act_bytes")
+                                                  * (V("q_dim") + 2 * V("kv_dim") + 2 * V("hidden_size")
+                                                     + IF(V("kv_dim").lt(V("q_dim")), 2 * V("q_dim"), 0))), 0),
                       V("batch_size") * V("vocab_out")
                       * IF(V("workload").eq("frozen"), V("forward_length") * (V("act_bytes") + 4),
                            IF(V("logits").eq("all"), V("prompt_len"), 1) * V("act_bytes"))), V("tp_size")),
          "prefill: gated-MLP intermediates, eager S × S scores, or the logits (scoring keeps fp32 log-probs "
-         "for every position); " + _MEASURED, "activation"),
+         "for every position); eager: per head and S × S element the matmul output and its masked copy, plus the "
+         "fp32 softmax and its cast where the model upcasts, and per token Q, K, V, the K/V repeated to every head "
+         "under GQA, the residual stream, its norm and the bool mask (from oracle prefills of Llama-3.2-1B and "
+         "GPT-2, oracle_arch.json 'eager_prefill'); " + _MEASURED, "activation"),
     # ---- serving engines: a pre-allocated KV block pool (vLLM, SGLang) -----------------------------
     Term("engine_mode", "Served by an engine with a KV block pool (1/0)", "flag",
          IF(AND(V("workload").eq("inference"), V("serving_engine").ne("hf-generate")), 1, 0),

@@ -41,12 +41,9 @@ def _cpu_dispatch(case) -> bool:
     return case["setting"].get("dropout_dispatch") == "cpu"
 
 
-# Holdout records outside the criterion, with the reason; both are inference prefills, whose working set
-# is forward_transient_bytes (the serving terms), not a term of this issue.
+# Holdout records outside the criterion, with the reason (an inference prefill, whose working set is
+# forward_transient_bytes).
 KNOWN_MISSES = {
-    "Gemma-2-2B/infer/bf16/eager/b4/s2048/logits_to_keep1":
-        "-3.6 %: the eager prefill working set is under-counted for this shape as much as for a Llama of the "
-        "same shape (soft-capping and the sliding window change nothing at inference, measured ad hoc)",
     "Qwen2MoE-tiny-4L-384-16x4-shared/infer/bf16/sdpa/b1/s1024/logits_to_keep1/experts_eager":
         "+5.4 % (over): transformers' per-expert Python loop (experts_implementation='eager') has a "
         "smaller prefill working set than the grouped_mm default the estimator models (-1.0 % there)",
@@ -63,6 +60,8 @@ def _error(case) -> float:
 def _family(case) -> str:
     if "measure_modules_to_save" in case.get("notes", ""):
         return "modules_to_save"
+    if "eager prefill working set" in case.get("notes", ""):
+        return "eager_prefill"
     if case["setting"].get("engine") == "litgpt":
         return "litgpt"
     if case["setting"].get("loss"):
@@ -80,15 +79,17 @@ def _family(case) -> str:
 
 HOLDOUT = [c for c in CASES if c["split"] == "holdout" and not _cpu_dispatch(c)]
 FIT = [c for c in CASES if c["split"] == "fit" and not _cpu_dispatch(c)]
-# Largest |error| of the fit records reached today, per family (the inference prefills of the two small
-# fit shapes, -7.8 %, are forward_transient_bytes's; the training records are within 1.5 %).
-FIT_TOLERANCE = {"gemma2": 0.08, "phi3": 0.08, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
-                 "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026, "modules_to_save": 0.004}
+# Largest |error| of the fit records reached today, per family (Phi-3's small sdpa prefills, -7.65 %, and
+# GPT-2's shortest eager prefill, batch 4 × 512 tokens, -5.9 %, are forward_transient_bytes's; the
+# training records are within 1.5 %).
+FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
+                 "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026, "modules_to_save": 0.004,
+                 "eager_prefill": 0.059}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 167
+    assert len(ids) == len(set(ids)) == 175
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement

@@ -28,8 +28,8 @@ CASES = json.loads(DATA.read_text(encoding="utf-8"))["cases"]
 EST = Estimator(load_models(), load_gpus())
 HELD_OUT = {"Qwen2.5-0.5B", "Llama-3.2-1B-untied", "Llama-tiny-4L-512"}
 TERM_SOURCES = {"Qwen3-0.6B", "GPT-2-nodropout", "GPT-2"}
-# Largest |error| reached today: held out 1.5 %, term sources 3.6 % (GPT-2 eager inference).
-TOLERANCE = {**{m: 0.02 for m in HELD_OUT}, **{m: 0.04 for m in TERM_SOURCES}}
+# Largest |error| reached today: held out 1.5 %, term sources 2.3 % (Qwen3-0.6B, amp, eager, checkpointed).
+TOLERANCE = {**{m: 0.016 for m in HELD_OUT}, **{m: 0.024 for m in TERM_SOURCES}}
 
 # GPT-2's default dropout (0.1) is modelled (input dropout=config, which validation sets), but these five
 # peaks were measured with the oracle's CPU dispatch of dropout: bf16 noise tensors saved where a GPU's

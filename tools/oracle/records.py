@@ -7,12 +7,16 @@ import torch
 
 MEASURED = ("peak_bytes", "first_step_peak_bytes", "steady_peak_breakdown", "steady_peak_phase", "steady_peak_op",
             "params", "trainable_params")
+# what an inference case (prefill, then new_tokens decode steps) measures
+INFER_MEASURED = ("peak_bytes", "params", "trainable_params", "kv_cache_bytes_after_prefill", "kv_cache_bytes_end",
+                  "logits_bytes", "prefill_peak_bytes", "peak_phase")
 
 
 def record(case_id, name, split, config, setting, result, notes, workload="lora"):
     """One case: its id and setting, what memoracle.run_case measured, and how it was made."""
+    measured = INFER_MEASURED if workload == "inference" else MEASURED
     return dict(id=case_id, config_name=name, split=split, config=config, workload=workload, setting=setting,
-                **{k: result[k] for k in MEASURED}, notes=notes)
+                **{k: result[k] for k in measured}, notes=notes)
 
 
 def save(out_path, records, started):
