@@ -163,14 +163,15 @@ def test_skip_codes_equal_skip_check():
 # ---- every kind of node: the workbook's labels and checks (text, lookups by text, LEFT, FIND…) ------
 
 def _workbook_terms():
-    from reportgen.writers.xlsx.checks import checked, input_problems, rule_problems
+    from reportgen.writers.xlsx.checks import INPUT_LISTS, checked, input_problems, rule_problems
     from reportgen.writers.xlsx.labels import scenario_label
-    from reportgen.formulas import Var, concat
+    from reportgen.formulas import Var
     t = load_workbook_catalogue("en")
+    lists = INPUT_LISTS + ("rule_problems",)
     return (Term("label", "", "", scenario_label(t)),
-            Term("input_problems", "", "", concat(*input_problems(t))),
+            *(Term(name, "", "", expr) for name, expr in zip(INPUT_LISTS, input_problems(t))),
             Term("rule_problems", "", "", rule_problems(t)),
-            Term("check", "", "", checked(concat(Var("input_problems"), Var("rule_problems")))))
+            Term("check", "", "", checked(*(Var(name) for name in lists))))
 
 
 WORKBOOK_TERMS = _workbook_terms()

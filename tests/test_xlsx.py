@@ -36,7 +36,7 @@ FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
 # Every function a formula may use: the expression language's, its lookups' and the plan's (MID: a Plan
 # row's workload, read from its requirement text). All pre-2010.
-ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "MID"}
+ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "COUNTIF", "MID"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
@@ -247,7 +247,8 @@ def test_charts_follow_the_plan(recalculated, report):
 
 def test_rows_of_a_requirement_stand_together(book, report):
     """The rows of one requirement stand together on Scenarios and on RLHF, in scenario order, so
-    that each Plan row searches only them (its `together` cell is 1, its searched rows are them)."""
+    that each Plan row searches only them (its `together` cell is 1, its searched rows are them); so
+    do a requirement's Plan rows, which its cheapest marks compare."""
     wb = openpyxl.load_workbook(book, data_only=True)
     for sheet in ("Scenarios", "RLHF"):
         ws = wb[sheet]
@@ -266,6 +267,8 @@ def test_rows_of_a_requirement_stand_together(book, report):
         cell = lambda name: plan.cell(row, cols[name]).value  # noqa: E731
         assert cell("together") == 1
         assert cell("search_to") - cell("search_from") + 1 == cell("requirement_rows") >= cell("scenarios_tried")
+        assert cell("plan_together") == 1  # and so do the Plan rows of one requirement
+        assert cell("plan_from") <= row - FIRST_ROW + 1 <= cell("plan_to") == cell("plan_from") + cell("plan_rows") - 1
 
 
 def test_cached_values_are_the_python_values_without_recalculation(book, report):

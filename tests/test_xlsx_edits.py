@@ -190,6 +190,8 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
         got = ws.cell(row, cols["check"]).value
         assert HINTS.sub("", got) == HINTS.sub("", want), (row, got, want)
         assert ws.cell(row, cols["device_total_gib"]).value is None  # totals of an invalid row are blank
+        lists = [ws.cell(row, cols[name]).value for name in ("input_problems_1", "input_problems_2", "rule_problems")]
+        assert all(text.endswith("—") for text in lists) and got + " ¦ " in "".join(lists), (row, lists)
     # The GPU row shows its reason; rows on that GPU point at it; every other row is ok.
     memory_reason = fresh["GPUs"].cell(a100, gpu_cols["check"]).value
     assert memory_reason == "memory_mib: expected a positive whole number of MiB, got '80GB'"
@@ -201,6 +203,10 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
             assert check == f"gpu: the GPUs row of 'A100-80GB' is invalid ({memory_reason})", row
         else:
             assert check == "ok", (row, check)
+            # A row without problems: every list is just its end mark, never an empty text (which
+            # LibreOffice would compute again on load).
+            for name in ("input_problems_1", "input_problems_2", "rule_problems"):
+                assert ws.cell(row, cols[name]).value == "—", (row, name)
     for sheet in ("Models", "Precisions", "Dtypes", "Optimizers"):
         checks = [c.value for c in fresh[sheet]["B"][1:] if c.value is not None]
         assert checks and set(checks) == {"ok"}, sheet
@@ -354,6 +360,38 @@ def test_a_row_appended_away_from_its_requirement_is_planned(book, report, soffi
             assert cell("index") == (entry.result.index if entry.result else "—"), entry
             assert cell("cheapest") == int(r.best is not None and r.best.gpu == entry.gpu), entry
             row += 1
+
+
+def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, soffice, tmp_path):
+    """A requirement's cheapest Plan row copied below the Plan, and the original's GPU type changed to
+    another of the requirement's: its Plan rows no longer stand together (`plan_together` 0), so the
+    cheapest marks compare every Plan row; the copy alone is marked. The other requirements' Plan
+    rows still compare only theirs and keep their marks."""
+    rec = next(rec for rec in report.recommendations
+               if rec.best and not rec.best.result.is_group and len(rec.entries) > 1)
+    plan_rows = {(r.requirement, entry.gpu): row for row, (r, entry) in enumerate(
+        ((r, entry) for r in report.recommendations for entry in r.entries), start=FIRST_ROW)}
+    best = plan_rows[(rec.requirement, rec.best.gpu)]
+    other = next(entry.gpu for entry in rec.entries if entry.gpu != rec.best.gpu)
+    wb = openpyxl.load_workbook(book)
+    plan = wb["Plan"]
+    cols = columns(plan)
+    copied = plan.max_row + 1
+    copy_row(plan, best, copied)
+    plan.cell(best, cols["gpu"]).value = other
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    fresh_path = recalculate(edited, tmp_path / "out")
+    assert formula_errors(fresh_path) == []
+    plan = openpyxl.load_workbook(fresh_path, data_only=True)["Plan"]
+    cell = lambda row, name: plan.cell(row, cols[name]).value  # noqa: E731
+    assert (cell(copied, "cheapest"), cell(copied, "plan_together")) == (1, 0)
+    for (requirement, gpu), row in plan_rows.items():
+        mine = requirement == rec.requirement
+        assert cell(row, "plan_together") == int(not mine), (requirement, gpu)
+        r = next(r for r in report.recommendations if r.requirement == requirement)
+        assert cell(row, "cheapest") == int(not mine and r.best is not None and r.best.gpu == gpu), (requirement, gpu)
 
 
 def written_requirement(book: Path, row: int) -> str:

@@ -14,7 +14,7 @@ from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
-from .checks import (catalog_problems, checked, gated, group_check, input_problems, rule_problems,
+from .checks import (INPUT_LISTS, catalog_problems, checked, gated, group_check, input_problems, rule_problems,
                      scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
@@ -52,13 +52,9 @@ def rendered(col: Column) -> Expr:
 def problem_columns(t: Catalogue) -> tuple[Column, ...]:
     """What a scenario row's check reports, by rule (its formulas stay short and shallow)."""
     first, second = input_problems(t)
-    return (Column("input_problems_1", "Input problems (first inputs)", "text", "helper", 12, first,
-                   help="each input against its allowed values, range or catalog row"),
-            Column("input_problems_2", "Input problems (other inputs)", "text", "helper", 12, second,
-                   help="each input against its allowed values, range or catalog row"),
-            Column("input_problems", "Input problems", "text", "helper", 20,
-                   concat(Var("input_problems_1"), Var("input_problems_2")),
-                   help="each input against its allowed values, range or catalog row"),
+    inputs = "each input against its allowed values, range or catalog row"
+    return (Column(INPUT_LISTS[0], "Input problems (first inputs)", "text", "helper", 12, first, help=inputs),
+            Column(INPUT_LISTS[1], "Input problems (other inputs)", "text", "helper", 12, second, help=inputs),
             Column("rule_problems", "Skip-rule problems", "text", "helper", 20, rule_problems(t),
                    help="the skip rules the command line applies, once the inputs are valid"))
 
@@ -325,12 +321,11 @@ CHECK_WIDTH = 30
 def _catalog_table(t: Catalogue, name: str, key: str, read: Sequence[Column], others: Sequence[Column],
                    num_rows: int) -> Table:
     """A catalog: its key, its check, the columns formulas read, then formulas and notes."""
-    check = Column("check", "check", "text", "summary", CHECK_WIDTH, checked(Var("problems")),
+    check = Column("check", "check", "text", "summary", CHECK_WIDTH, checked(Var("problems_1"), Var("problems_2")),
                    help="ok, or why this row cannot be used (scenarios that use it say so in their check)")
     first, second = catalog_problems(t, name, [c.name for c in read])
     problems = (Column("problems_1", "problems_1", "text", "helper", 12, first),
-                Column("problems_2", "problems_2", "text", "helper", 12, second),
-                Column("problems", "problems", "text", "helper", 12, concat(Var("problems_1"), Var("problems_2"))))
+                Column("problems_2", "problems_2", "text", "helper", 12, second))
     return Table(name, (Column(key, key, "text", "input"), check) + tuple(read) + tuple(others) + problems,
                  LOOKUP_FIRST_ROW, num_rows, key=key)
 

@@ -16,7 +16,8 @@ minima over those rows alone; else (a planner moved a row to another requirement
 below the table) over every filled row, which gives the same answer more slowly. A Plan row thus costs
 one comparison per candidate row (the count) plus its requirement's rows per minimum, instead of every
 candidate row per minimum (with minima over every row, the 1,000 Plan rows of a 10,000-scenario sweep
-took about 100 s of LibreOffice's 133 s load and recalculation).
+took about 100 s of LibreOffice's 133 s load and recalculation). The cheapest marks compare the Plan
+rows of the requirement the same way, known by a number (requirement_key) rather than by its text.
 
 Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
 absolute), so a planner may copy a Plan row and edit its GPU type and link; Charts show the Plan's
@@ -102,6 +103,20 @@ SEARCH = (
     Column("search_from", "Searched from row (in table)", "count", "helper", 8),
     Column("search_to", "Searched to row (in table)", "count", "helper", 8),
 )
+# Which Plan rows the cheapest marks compare, in rows of the Plan (1 = the first data row): those of
+# the row's requirement, known by a number (a text compared with every Plan row cost 8 s of
+# LibreOffice's recalculation of a 10,000-scenario sweep).
+PLAN_SEARCH = (
+    Column("requirement_key", "The requirement's first row on its candidate sheet (negative: RLHF)", "count",
+           "helper", 9, help="the same number in the Plan rows of one requirement"),
+    Column("plan_rows", "Plan rows of this requirement", "count", "helper", 8),
+    Column("plan_first", "Its first Plan row (in table)", "count", "helper", 8),
+    Column("plan_together", "Its Plan rows stand together (1/0)", "flag", "helper", 8,
+           help="1: the cheapest marks compare only the requirement's Plan rows; 0: every Plan row (the same "
+                "answer, slower)"),
+    Column("plan_from", "Marks compare from Plan row (in table)", "count", "helper", 8),
+    Column("plan_to", "Marks compare to Plan row (in table)", "count", "helper", 8),
+)
 # The planner's keys, the answers, then the helpers the answers are found with.
 PLAN_TABLE_COLUMNS = (
     PLAN_NAMES + PLAN_MATCH + PLAN_DETAILS
@@ -111,7 +126,7 @@ PLAN_TABLE_COLUMNS = (
        Column("sheet", "Candidates on", "text", "helper", 10,
               help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
        Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
-    + SEARCH
+    + SEARCH + PLAN_SEARCH
     + tuple(Column(ranking.column(k), label, "usd" if k.endswith("_usd") else "count", "helper", 11)
             for ranking, labels in RANKING_LABELS.items() for k, label in labels.items())
     + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
@@ -131,18 +146,40 @@ def _by_sheet(plan: Table, per_table: Sequence[str]) -> str:
     return f'IF(${plan.ref("sheet")}="RLHF",{per_table[1]},{per_table[0]})'
 
 
+def _span(first: str, count: str, together: str, rows: str) -> dict[str, str]:
+    """The first and last row searched: the `count` rows from `first` while they stand together,
+    else all `rows`."""
+    return {"from": f"IF({together}=1,{first},1)", "to": f"IF({together}=1,{first}+{count}-1,{rows})"}
+
+
+def _filled_rows(book: Book, table: Table) -> str:
+    return f"({book.names.last_row(table)}-{table.first_row - 1})"
+
+
 def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     """Plan row formulas: its requirement's rows on the candidate table (none for a blank link), the
     first of them, whether they stand together, and so the rows its minima read."""
     text, name = f"${plan.ref('requirement')}", book.names.of(table, "requirement")
     count, first, together = (f"${plan.ref(c)}" for c in ("requirement_rows", "requirement_first", "together"))
     block = f"INDEX({name},{first}):INDEX({name},{first}+{count}-1)"
-    rows = f"({book.names.last_row(table)}-{table.first_row - 1})"
+    span = _span(first, count, together, _filled_rows(book, table))
     return {"requirement_rows": f'IF({text}="",0,SUMPRODUCT(({name}={text})*1))',
             "requirement_first": f"IF({count}=0,1,MATCH({text},{name},0))",
             "together": f"IF({count}=0,0,IF(SUMPRODUCT(({block}={text})*1)={count},1,0))",
-            "search_from": f"IF({together}=1,{first},1)",
-            "search_to": f"IF({together}=1,{first}+{count}-1,{rows})"}
+            "search_from": span["from"], "search_to": span["to"]}
+
+
+def _plan_search(book: Book, plan: Table) -> dict[str, str]:
+    """Plan row formulas: its requirement's key, and the Plan rows with the same key (itself among
+    them), as _search finds candidate rows, by number."""
+    keys, key = book.names.of(plan, "requirement_key"), f"${plan.ref('requirement_key')}"
+    count, first, together = (f"${plan.ref(c)}" for c in ("plan_rows", "plan_first", "plan_together"))
+    block = f"INDEX({keys},{first}):INDEX({keys},{first}+{count}-1)"
+    span = _span(first, count, together, _filled_rows(book, plan))
+    return {"requirement_key": f'=IF(${plan.ref("sheet")}="RLHF",-1,1)*${plan.ref("requirement_first")}',
+            "plan_rows": f"=COUNTIF({keys},{key})", "plan_first": f"=MATCH({key},{keys},0)",
+            "plan_together": f"=IF(COUNTIF({block},{key})={count},1,0)",
+            "plan_from": "=" + span["from"], "plan_to": "=" + span["to"]}
 
 
 def _minima(book: Book, plan: Table, table: Table) -> dict[str, str]:
@@ -181,9 +218,12 @@ def _before(pairs: Sequence[tuple[str, str]]) -> str:
     return f"(({rng}<{own})+({rng}={own})*{_before(rest)})"
 
 
-def _first_of_requirement(plan: Table, ranking: Ranking, name: Callable[[str], str]) -> str:
-    """1 on the row whose pick comes first by the ranking among the Plan rows of its requirement."""
-    same = "*".join(f"({name(c.name)}=${plan.ref(c.name)})" for c in PLAN_MATCH if c.name != "gpu")
+def _first_of_requirement(book: Book, plan: Table, ranking: Ranking) -> str:
+    """1 on the row whose pick comes first by the ranking among the Plan rows of its requirement
+    (those from plan_from to plan_to with its key)."""
+    start, end = f"${plan.ref('plan_from')}", f"${plan.ref('plan_to')}"
+    name = lambda column: f"INDEX({book.names.of(plan, column)},{start}):INDEX({book.names.of(plan, column)},{end})"  # noqa: E731
+    same = f"({name('requirement_key')}=${plan.ref('requirement_key')})"
     before = _before([(name(ranking.column(k)), f"${plan.ref(ranking.column(k))}") for k in ranking.order])
     return f"=IF(${plan.ref(ranking.found)}>={NO_FIT},0,IF(SUMPRODUCT({same}*{before})=0,1,0))"
 
@@ -211,9 +251,9 @@ def plan_templates(book: Book, plan: Table) -> dict[str, str]:
             per = [to_excel(_details(details, fields)[i].expr, _pick_context(book, t, plan, ranking))
                    for t, fields in tables]
             out[col.name] = f'=IF(${plan.ref(ranking.found)}>={NO_FIT},"{DASH}",{_by_sheet(plan, per)})'
-    name = lambda column: book.names.of(plan, column)  # noqa: E731
-    out["cheapest"] = _first_of_requirement(plan, TO_BUY, name)
-    out["cheapest_to_rent"] = _first_of_requirement(plan, TO_RENT, name)
+    out.update(_plan_search(book, plan))
+    out["cheapest"] = _first_of_requirement(book, plan, TO_BUY)
+    out["cheapest_to_rent"] = _first_of_requirement(book, plan, TO_RENT)
     cheapest, sheet = plan.letter("cheapest"), plan.letter("sheet")
     first = plan.first_row
     out["chart_order"] = (f'=SUMPRODUCT((${cheapest}${first}:{cheapest}{ROW}=1)'
@@ -236,14 +276,14 @@ def _pick_values(book: Book, r: Result | None, ranking: Ranking, details: Sequen
             **dict(zip((c.name for c in details), compiled[key](candidate, book.report.assumptions)))}
 
 
-def search_values(texts: Sequence[str], text: str) -> dict[str, int]:
-    """The SEARCH cells of a Plan row whose requirement is `text`, over a candidate table whose rows
-    show `texts`: the same rules as _search's formulas."""
-    count = texts.count(text) if text else 0
-    first = texts.index(text) + 1 if count else 1
-    together = int(count > 0 and texts[first - 1:first - 1 + count].count(text) == count)
-    return {"requirement_rows": count, "requirement_first": first, "together": together,
-            "search_from": first if together else 1, "search_to": first + count - 1 if together else len(texts)}
+def search_values(values: Sequence, value) -> tuple[int, int, int, int, int]:
+    """What _search's (and _plan_search's) formulas give for rows showing `values`, searched for
+    `value` (blank: none): its rows, the first of them, whether they stand together, and the first
+    and last row searched."""
+    count = values.count(value) if value != "" else 0
+    first = values.index(value) + 1 if count else 1
+    together = int(count > 0 and values[first - 1:first - 1 + count].count(value) == count)
+    return count, first, together, first if together else 1, first + count - 1 if together else len(values)
 
 
 def plan_rows(book: Book) -> list[dict[str, Any]]:
@@ -259,17 +299,21 @@ def plan_rows(book: Book) -> list[dict[str, Any]]:
         table, candidates, _ = book.candidates(rec.sample)
         if table.sheet not in texts:
             texts[table.sheet] = [c["requirement"] for c in candidates]
-        search = search_values(texts[table.sheet], text)
+        search = dict(zip((c.name for c in SEARCH), search_values(texts[table.sheet], text)))
+        key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
             picks += cheapest and sheet == "Scenarios"
             row = {"model": entry.model, "workload": entry.workload, "gpu": entry.gpu, "requirement": text,
                    "sheet": sheet, "scenarios_tried": entry.num_scenarios, "cheapest": cheapest,
                    "cheapest_to_rent": int(rec.cheapest_to_rent is not None and rec.cheapest_to_rent.gpu == entry.gpu),
-                   "chart_order": picks, **search}
+                   "chart_order": picks, "requirement_key": key, **search}
             row.update(_pick_values(book, entry.result, TO_BUY, PLAN_DETAILS, compiled))
             row.update(_pick_values(book, entry.rent, TO_RENT, RENT_DETAILS, compiled))
             rows.append(row)
+    keys = [row["requirement_key"] for row in rows]
+    for row in rows:
+        row.update(zip((c.name for c in PLAN_SEARCH[1:]), search_values(keys, row["requirement_key"])))
     return rows
 
 
