@@ -569,6 +569,27 @@ def test_formulas_use_only_pre_2010_functions_without_xlfn(book):
     assert {"INDEX", "MATCH", "ROUNDUP", "SUMPRODUCT"} <= used
 
 
+def test_no_lookup_takes_a_requirement_text(book, report):
+    """Excel's MATCH and COUNTIF refuse a lookup value longer than 255 characters (LibreOffice does not, so
+    only this reading of the formulas can tell): requirement texts are compared with =, never looked up."""
+    longest = max(len(t) for t in (row_value(openpyxl.load_workbook(book, data_only=True), r, "requirement")
+                                   for r in report.results) if t)
+    assert longest > 255  # the fixture's RLHF groups: a lookup would fail in Excel
+    wb = openpyxl.load_workbook(book)
+    refs = []
+    for sheet in ("Scenarios", "RLHF", "Plan"):
+        letter = get_column_letter(columns(wb[sheet])["requirement"])
+        refs += [rf"\b{sheet}_requirement\b(?!_)", rf"(?<![A-Z])\${letter}\$?\d"]
+    looked_up = re.compile(r"MATCH\(([^,]*),|COUNTIF\([^,]*,([^)]*)\)")
+    checked = 0
+    for sheet, coord, formula in formula_cells(book):
+        for match in looked_up.finditer(formula):
+            value = match.group(1) or match.group(2)
+            checked += 1
+            assert not any(re.search(ref, value) for ref in refs), f"{sheet}!{coord}: {match.group(0)}"
+    assert checked > 1000
+
+
 def nesting(formula: str) -> int:
     """Deepest parenthesis nesting outside string literals (at least the function nesting)."""
     depth = deepest = 0

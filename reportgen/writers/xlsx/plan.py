@@ -163,8 +163,12 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     count, first, together = (f"${plan.ref(c)}" for c in ("requirement_rows", "requirement_first", "together"))
     block = f"INDEX({name},{first}):INDEX({name},{first}+{count}-1)"
     span = _span(first, count, together, _filled_rows(book, table))
+    rows = book.names.of(table, "row_in_table")
+    # The first by the minimum of the matching rows' places, not MATCH: Excel's MATCH (and COUNTIF)
+    # refuse a lookup text longer than 255 characters, and a requirement text can be longer (RLHF's).
     return {"requirement_rows": f'IF({text}="",0,SUMPRODUCT(({name}={text})*1))',
-            "requirement_first": f"IF({count}=0,1,MATCH({text},{name},0))",
+            "requirement_first": f"IF({count}=0,1,SUMPRODUCT(MIN(({name}={text})*{rows}"
+                                 f"+(1-({name}={text}))*{NO_FIT})))",
             "together": f"IF({count}=0,0,IF(SUMPRODUCT(({block}={text})*1)={count},1,0))",
             "search_from": span["from"], "search_to": span["to"]}
 
