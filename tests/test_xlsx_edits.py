@@ -24,7 +24,7 @@ from reportgen.inputs import INPUTS, applies
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import recommend
 from reportgen.terms import ASSUMPTIONS, PER_GPU_KEYS
-from test_xlsx import FIRST_ROW, FIXTURE, STAMP, assert_plan, columns, on_written_rows, same
+from test_xlsx import FIRST_ROW, FIXTURE, STAMP, assert_plan, book, columns, on_written_rows, same  # noqa: F401 (book: a fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,12 +37,6 @@ def soffice():
 @pytest.fixture(scope="module")
 def report():
     return make_report(load(str(FIXTURE)), STAMP)
-
-
-@pytest.fixture(scope="module")
-def book(report, tmp_path_factory) -> Path:
-    (path,) = write_outputs(report, tmp_path_factory.mktemp("book"), ["xlsx"], "en")
-    return path
 
 
 def cli_estimate(inputs: dict, assumptions: dict, *, config: Path | None = None) -> dict:

@@ -14,8 +14,8 @@ import yaml
 
 from lo import recalculate
 from reportgen.pipeline import load, make_report, write_outputs
-from test_xlsx import (FIRST_ROW, STAMP, assert_plan, assert_rows, columns, expected_rows, formula_cells, same,
-                       soffice)  # noqa: F401 (a fixture)
+from test_xlsx import (FIRST_ROW, STAMP, assert_plan, assert_rows, book, columns, expected_rows, formula_cells,  # noqa: F401
+                       same, soffice)  # book and soffice: fixtures (book reads this module's report)
 from test_xlsx_edits import formula_errors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-goals.yaml"
@@ -24,12 +24,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "xlsx-goals.yaml"
 @pytest.fixture(scope="module")
 def report():
     return make_report(load(str(FIXTURE)), STAMP)
-
-
-@pytest.fixture(scope="module")
-def book(report, tmp_path_factory) -> Path:
-    (path,) = write_outputs(report, tmp_path_factory.mktemp("book"), ["xlsx"], "en")
-    return path
 
 
 def report_with(tmp_path: Path, **goal_of_matrix) -> object:
