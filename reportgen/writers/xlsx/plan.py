@@ -152,6 +152,12 @@ def _span(first: str, count: str, together: str, rows: str) -> dict[str, str]:
     return {"from": f"IF({together}=1,{first},1)", "to": f"IF({together}=1,{first}+{count}-1,{rows})"}
 
 
+def _least(selected: str, values: str) -> str:
+    """The least of `values` where `selected` (1/0 per row) holds, NO_FIT if nowhere: MIN inside SUMPRODUCT
+    makes Excel and LibreOffice alike evaluate the arrays without an array formula."""
+    return f"SUMPRODUCT(MIN({selected}*{values}+(1-{selected})*{NO_FIT}))"
+
+
 def _filled_rows(book: Book, table: Table) -> str:
     return f"({book.names.last_row(table)}-{table.first_row - 1})"
 
@@ -167,8 +173,7 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     # The first by the minimum of the matching rows' places, not MATCH: Excel's MATCH (and COUNTIF)
     # refuse a lookup text longer than 255 characters, and a requirement text can be longer (RLHF's).
     return {"requirement_rows": f'IF({text}="",0,SUMPRODUCT(({name}={text})*1))',
-            "requirement_first": f"IF({count}=0,1,SUMPRODUCT(MIN(({name}={text})*{rows}"
-                                 f"+(1-({name}={text}))*{NO_FIT})))",
+            "requirement_first": f"IF({count}=0,1,{_least(f'({name}={text})', rows)})",
             "together": f"IF({count}=0,0,IF(SUMPRODUCT(({block}={text})*1)={count},1,0))",
             "search_from": span["from"], "search_to": span["to"]}
 
@@ -198,7 +203,7 @@ def _minima(book: Book, plan: Table, table: Table) -> dict[str, str]:
         selected = match
         for key in ranking.order:
             values = name(plan_key_column(key))
-            out[ranking.column(key)] = f"SUMPRODUCT(MIN({selected}*{values}+(1-{selected})*{NO_FIT}))"
+            out[ranking.column(key)] = _least(selected, values)
             selected += f"*({values}=${plan.ref(ranking.column(key))})"
     return out
 
