@@ -139,6 +139,61 @@ _SKIP_INDEX = {t.name: i for i, t in enumerate(_SKIP_TERMS)}
 # ---------------------------------------------------------------------------------------------
 # Results
 
+# An estimate's JSON object, defined once: Estimate.to_json fills it from one scenario's values, the
+# JSON writer renders a sweep's rows from term columns by it. A leaf says where a value comes from.
+@dataclass(frozen=True)
+class JsonField:
+    kind: str  # int, bool or raw (a term's value as int(), bool() or as it is), phase (a term naming
+    # PHASE_NAMES), label, inputs or components (the scenario's name, its inputs, the model's parameters)
+    term: str = ""
+
+
+def _ints(names) -> dict[str, JsonField]:
+    return {k: JsonField("int", k) for k in names}
+
+
+PARAMS_JSON = {"total": JsonField("int", "total_params"), "active_per_token": JsonField("int", "active_params"),
+               "trainable": JsonField("int", "trainable_params"), "by_component": JsonField("components")}
+FIT_JSON = {**_ints(("gpu_memory_bytes", "headroom_bytes")), "fits": JsonField("bool", "fits"),
+            "fits_recommended": JsonField("bool", "fits_recommended"),
+            "cost": {"purchase_usd": JsonField("raw", "purchase_usd"), "per_hour_usd": JsonField("raw", "hourly_usd")}}
+
+
+def time_keys(workload: str, is_train) -> tuple[str, ...]:
+    """Throughput, time and cost: a training run's, or a served model's (a frozen role has none)."""
+    return TRAIN_TIME_KEYS if is_train else INFERENCE_TIME_KEYS if workload == "inference" else ()
+
+
+def estimate_json_layout(workload: str, is_train, engine_mode) -> dict[str, Any]:
+    """The JSON object of a single model's estimate, by its workload and two of its terms."""
+    time = time_keys(workload, is_train)
+    return {"name": JsonField("label"), "inputs": JsonField("inputs"), "params": PARAMS_JSON,
+            "per_gpu_bytes": _ints(PER_GPU_KEYS), "peak_breakdown_bytes": _ints(PEAK_PARTS),
+            "peak_phase": JsonField("phase", "peak_phase"), "host_offload_bytes": JsonField("int", "host_offload_bytes"),
+            **FIT_JSON,
+            **({"time": {k: JsonField("raw", k) for k in time}} if time else {}),
+            **({"serving": {k: JsonField("raw", k) for k in SERVING_KEYS}} if engine_mode else {})}
+
+
+def fill_json(layout: Mapping[str, Any], estimate) -> dict[str, Any]:
+    """A layout's values for one estimate (an Estimate, or a GroupEstimate for the terms it has)."""
+    out = {}
+    for key, leaf in layout.items():
+        if isinstance(leaf, Mapping):
+            out[key] = fill_json(leaf, estimate)
+        elif leaf.kind == "label":
+            out[key] = estimate.scenario.label()
+        elif leaf.kind == "inputs":
+            out[key] = estimate.scenario.inputs()
+        elif leaf.kind == "components":
+            out[key] = dict(estimate.params_by_component)
+        else:
+            value = estimate.values[leaf.term]
+            out[key] = (int(value) if leaf.kind == "int" else bool(value) if leaf.kind == "bool" else
+                        PHASE_NAMES[int(value)] if leaf.kind == "phase" else value)
+    return out
+
+
 class _Totals:
     """What a single model and an RLHF group both answer: per-GPU bytes, fit, cost."""
 
@@ -161,15 +216,6 @@ class _Totals:
         at the hourly price, otherwise (serving, RLHF groups) an hour."""
         return self.values["rent_usd"]
 
-    def _fit_json(self) -> dict[str, Any]:
-        return {
-            "gpu_memory_bytes": int(self.values["gpu_memory_bytes"]),
-            "headroom_bytes": int(self.values["headroom_bytes"]),
-            "fits": self.fits,
-            "fits_recommended": bool(self.values["fits_recommended"]),
-            "cost": {"purchase_usd": self.values["purchase_usd"], "per_hour_usd": self.values["hourly_usd"]},
-        }
-
 
 @dataclass(frozen=True)
 class Estimate(_Totals):
@@ -190,34 +236,15 @@ class Estimate(_Totals):
         return {k: int(self.values[k]) for k in PEAK_PARTS}
 
     def params_json(self) -> dict[str, Any]:
-        return {
-            "total": self.params_total,
-            "active_per_token": self.params_active,
-            "trainable": int(self.values["trainable_params"]),
-            "by_component": dict(self.params_by_component),
-        }
+        return fill_json(PARAMS_JSON, self)
 
     def to_json(self) -> dict[str, Any]:
-        s = self.scenario
-        time = self.time_json()
-        return {
-            "name": s.label(),
-            "inputs": s.inputs(),
-            "params": self.params_json(),
-            "per_gpu_bytes": self.per_gpu_bytes,
-            "peak_breakdown_bytes": self.peak_parts,
-            "peak_phase": PHASE_NAMES[int(self.values["peak_phase"])],
-            "host_offload_bytes": int(self.values["host_offload_bytes"]),
-            **self._fit_json(),
-            **({"time": time} if time else {}),
-            **({"serving": {k: self.values[k] for k in SERVING_KEYS}} if self.values["engine_mode"] else {}),
-        }
+        return fill_json(estimate_json_layout(self.scenario.workload, self.values["is_train"],
+                                              self.values["engine_mode"]), self)
 
     def time_json(self) -> dict[str, float]:
         """Throughput, time and cost: a training run's, or a served model's (a frozen role has none)."""
-        keys = (TRAIN_TIME_KEYS if self.values["is_train"] else
-                INFERENCE_TIME_KEYS if self.scenario.workload == "inference" else ())
-        return {k: self.values[k] for k in keys}
+        return {k: self.values[k] for k in time_keys(self.scenario.workload, self.values["is_train"])}
 
 
 PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward"}
@@ -241,7 +268,7 @@ class GroupEstimate(_Totals):
             "total_gpus": int(self.values["total_gpus"]),
             "gpus_per_role": {r: e.scenario.num_gpus for r, e in self.roles},
             "gpu_type_per_role": {r: e.scenario.gpu for r, e in self.roles},
-            **self._fit_json(),
+            **fill_json(FIT_JSON, self),
             "time": {k: self.values[k] for k in RLHF_TIME_KEYS},
             "roles": {r: e.to_json() for r, e in self.roles},
         }
@@ -358,7 +385,7 @@ class Estimator:
 
     def estimate(self, s: Scenario) -> Estimate:
         self.spec(s.model)
-        return self._estimate(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
+        return self.estimate_row(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
 
     def skip_check(self, s: Scenario) -> SkipReason | None:
         """Why a well-formed combination cannot run (a sweep skips it), or None: the first of
@@ -381,10 +408,11 @@ class Estimator:
         columns is dropped once its rows are Estimates."""
         out: list[Estimate] = []
         for chunk in self.estimate_chunks(scenario_columns(scenarios), len(scenarios)):
-            out += map(self._estimate, scenarios[chunk.start:chunk.start + chunk.size], chunk.rows())
+            out += map(self.estimate_row, scenarios[chunk.start:chunk.start + chunk.size], chunk.rows())
         return out
 
-    def _estimate(self, s: Scenario, row: tuple) -> Estimate:
+    def estimate_row(self, s: Scenario, row: tuple) -> Estimate:
+        """The Estimate of s from its terms' values in table order (a row of a Chunk)."""
         return Estimate(s, dict(zip(_ROLE_INDEX, row)), self.components[s.model])
 
     def estimate_many(self, scenarios: Sequence[Scenario]) -> TermColumns:

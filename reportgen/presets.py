@@ -15,8 +15,10 @@ from .catalog import data_dir, read_yaml
 from .errors import InputError, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
 from .goals import Goal
-from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input
+from .arrays import np
+from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
 from .limits import SCENARIOS, check_text
+from .sweep import Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
 from .terms import ASSUMPTION_BY_NAME
 
 # Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
@@ -181,7 +183,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Expansion:
-    scenarios: tuple[tuple[str, Scenario | RlhfScenario], ...]  # (matrix name, scenario)
+    scenarios: Expanded  # (matrix name, scenario) pairs, a columnar entry's made when read
     skipped: tuple[Skipped, ...]
     # matrix name -> the job inputs its preset declares interchangeable (a plan may choose them)
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -217,11 +219,13 @@ class _Sweep:
         return math.prod(len(values) for values in self.axes.values())
 
 
-def expand(preset: Preset, estimator: Estimator) -> Expansion:
+def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expansion:
     """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones.
 
-    The combinations are counted before any is made: past SCENARIOS the preset is refused."""
-    out: list[tuple[str, Scenario | RlhfScenario]] = []
+    The combinations are counted before any is made: past SCENARIOS the preset is refused. A matrix
+    entry of one workload becomes a SweepBlock (columns, not objects) unless columnar is False or
+    the preset states a goal (a goal sets inputs per layout and gates the plan per result)."""
+    out: list[tuple[str, Scenario | RlhfScenario] | SweepBlock] = []
     skipped: list[Skipped] = []
     interchangeable: dict[str, tuple[str, ...]] = {}
     goals: dict[str, Goal] = {}
@@ -245,6 +249,11 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
         removed = [0] * len(excludes)
         goal = goals.get(mname)
         for sweep in sweeps:
+            if columnar and not goals and _columnar(sweep):
+                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked, skipped)
+                if block.size:
+                    out.append(block)
+                continue
             keys = list(sweep.axes)
             for combo in itertools.product(*sweep.axes.values()):
                 values = dict(zip(keys, combo))
@@ -287,7 +296,33 @@ def expand(preset: Preset, estimator: Estimator) -> Expansion:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
                          key_path="matrices")
-    return Expansion(tuple(out), tuple(skipped), interchangeable, goals)
+    return Expansion(Expanded(out), tuple(skipped), interchangeable, goals)
+
+
+def _columnar(sweep: "_Sweep") -> bool:
+    """Whether a matrix entry can be held as columns: one workload, each scenario its axes' values."""
+    return sweep.workload not in RLHF_ALGORITHMS and "num_gpus" not in sweep.axes.get("tp_size", ())
+
+
+def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, Any]], removed: list[int],
+                 estimator: Estimator, src: str, checked: dict, skipped: list) -> SweepBlock:
+    """The loop over the product for a columnar entry: the same exclusions, checks (first error first),
+    skips and order, computed as arrays."""
+    rows = flat_rows(product_size(sweep.axes), excluded_rows(sweep.axes, sweep.workload, excludes, removed))
+    if len(rows) and "model" not in sweep.axes:
+        raise InputError("missing required key", source=src, key_path=f"{sweep.where}.model")
+
+    def check(values: dict) -> dict:
+        return check_inputs(values, workload=sweep.workload, models=estimator.specs, gpus=estimator.gpus, source=src,
+                            key_path=lambda key: f"{sweep.where}.{key}", checked=checked)
+
+    block = SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
+                       rows)
+    codes = estimator.skip_codes(block.columns(), block.size)
+    for k in np.flatnonzero(codes).tolist():
+        s = block.scenario(k)
+        skipped.append(Skipped(mname, s, estimator.skip_check(s)))
+    return block.without(codes > 0)
 
 
 def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:

@@ -5,10 +5,13 @@ the Report; the numbers they show are its terms and fields.
 """
 from __future__ import annotations
 
+import bisect
 import operator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from .arrays import np
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
@@ -17,6 +20,8 @@ from .inputs import job_inputs
 from .models import ModelSpec
 from .notes import Note
 from .presets import Expansion, Preset, Skipped
+from .sweep import Parts, SweepBlock
+from .vector import Chunk
 from .validation import Excluded, PublishedFigure, ValidationRow, summary
 
 SENSITIVITY_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -68,6 +73,48 @@ class Result:
         return self.estimate.rent_usd
 
 
+class BlockResults:
+    """The results of a SweepBlock, computed as term columns; a row becomes a Result when read."""
+
+    def __init__(self, first_index: int, block: SweepBlock, estimator: Estimator):
+        self.first_index, self.block, self.estimator = first_index, block, estimator
+        self._made: list[Result] | None = None
+
+    def __len__(self) -> int:
+        return self.block.size
+
+    def chunks(self) -> Iterator[Chunk]:
+        """Every term of the block's rows, chunk by chunk."""
+        return self.estimator.estimate_chunks(self.block.columns(), self.block.size)
+
+    def __getitem__(self, k: int) -> Result:
+        if self._made is not None:
+            return self._made[k]
+        return Result(self.first_index + k, self.block.matrix, self.estimator.estimate(self.block.scenario(k)))
+
+    def __iter__(self) -> Iterator[Result]:
+        """Every row as a Result (kept: a writer that reads them once reads them again)."""
+        if self._made is None:
+            made: list[Result] = []
+            for chunk in self.chunks():
+                scenarios = self.block.scenarios(chunk.start, chunk.start + chunk.size)
+                made += (Result(self.first_index + chunk.start + i, self.block.matrix, self.estimator.estimate_row(s, row))
+                         for i, (s, row) in enumerate(zip(scenarios, chunk.rows())))
+            self._made = made
+        return iter(self._made)
+
+
+class Results(Parts):
+    """The sweep's results in index order, held as parts: runs of Result objects and BlockResults."""
+
+    def gpu_names(self) -> set[str]:
+        """The GPU types the results run on (a block's without making its Results)."""
+        out = set()
+        for part in self.parts:
+            out |= part.block.gpu_names() if isinstance(part, BlockResults) else {r.gpu for r in part}
+        return out
+
+
 # The plan's rankings, defined once. Among the results of one requirement × GPU type whose term
 # PLAN_FITS is 1 (the recommended budget fits), the plan takes the first by PLAN_ORDER (Result
 # fields: cheapest to buy, then fewest GPUs, then the earliest scenario); across GPU types, the
@@ -98,18 +145,36 @@ class Requirement:
 
 def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
     """A goal joins the requirement; the inputs it sets per layout (a serving goal's batch and prompt) leave it."""
-    free = set(interchangeable) | {part.sets for part in (goal.sets(result.workload) if goal else ())}
-    if result.is_group:
-        g = result.estimate.scenario
-        s = g.actor
-        # LoRA and QLoRA actors ask the same inputs: their workload tells them apart
-        extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.roles[1:]]
-        if g.algorithm == "grpo":
-            extra.append(("group_size", dict(g.settings)["group_size"]))
-    else:
-        s, extra = result.lead, list(goal.settings(result.workload) if goal else ())
+    if not result.is_group:
+        return single_requirement(result.lead, interchangeable, goal)
+    free = _free(result.workload, interchangeable, goal)
+    g = result.estimate.scenario
+    s = g.actor
+    # LoRA and QLoRA actors ask the same inputs: their workload tells them apart
+    extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.roles[1:]]
+    if g.algorithm == "grpo":
+        extra.append(("group_size", dict(g.settings)["group_size"]))
     settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
+
+
+def single_requirement(s: Scenario, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
+    """The requirement of a single model's scenario."""
+    free = _free(s.workload, interchangeable, goal)
+    extra = [(k, v) for k, v in (goal.settings(s.workload) if goal else ()) if k not in free]
+    return Requirement(s.model, s.workload,
+                       tuple([(n, getattr(s, n)) for n in requirement_inputs(s.workload, interchangeable, goal)] + extra))
+
+
+def requirement_inputs(workload: str, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> list[str]:
+    """The inputs whose values tell a single model's requirements apart, besides its model."""
+    free = _free(workload, interchangeable, goal)
+    return [n for n in job_inputs(workload, workload) if n not in free]
+
+
+def _free(workload: str, interchangeable: Iterable[str], goal: Goal | None) -> set[str]:
+    """Job inputs left out of a requirement: those declared interchangeable, and those a goal sets."""
+    return set(interchangeable) | {part.sets for part in (goal.sets(workload) if goal else ())}
 
 
 class _OfRequirement:
@@ -171,7 +236,7 @@ class Report:
     version: str
     assumptions: Mapping[str, float]
     gpus: Mapping[str, GpuSpec]  # with the preset's price overrides
-    results: tuple[Result, ...]
+    results: Results
     skipped: tuple[Skipped, ...]
     recommendations: tuple[Recommendation, ...]
     sensitivity: tuple[SensitivitySeries, ...]
@@ -212,7 +277,7 @@ def priced_gpus(gpus: Mapping[str, GpuSpec], preset: Preset) -> dict[str, GpuSpe
 
 def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tuple[str, ...]:
     """The GPU types some result runs on, in catalog order."""
-    used = {r.gpu for r in results}
+    used = results.gpu_names() if isinstance(results, Results) else {r.gpu for r in results}
     return tuple(g for g in gpus if g in used)
 
 
@@ -228,6 +293,93 @@ def recommend(results: Sequence[Result], gpu_types: Sequence[str],
     """Cheapest fitting (recommended budget within GPU memory) per requirement × GPU type, among the
     results that meet their matrix's goal. interchangeable: matrix name -> the job inputs its preset
     lets the plan choose; goals: matrix name -> its goal."""
+    if goals or not any(isinstance(p, BlockResults) for p in getattr(results, "parts", ())):
+        return _recommend_objects(results, gpu_types, interchangeable, goals)
+    cells: dict[Requirement, dict[str, _Cell]] = {}
+    first: dict[Requirement, int] = {}  # a requirement's first result
+    for part in results.parts:
+        if isinstance(part, BlockResults):
+            _block_cells(part, interchangeable.get(part.block.matrix, ()), cells, first)
+            continue
+        for r in part:
+            need = requirement(r, interchangeable.get(r.matrix, ()))
+            first.setdefault(need, r.index)
+            cells.setdefault(need, {}).setdefault(r.gpu, _Cell()).add(
+                1, r.total_gpus, plan_key(r) if r.estimate[PLAN_FITS] else None, rent_key(r) if r.estimate[PLAN_FITS] else None)
+    recs = []
+    for need, by_gpu in cells.items():
+        entries = [PlanEntry(need, gpu, c.pick(results, c.best), c.tried, c.most_gpus, c.pick(results, c.rent))
+                   for gpu in gpu_types if (c := by_gpu.get(gpu))]
+        fitting = [e for e in entries if e.fits]
+        best = min(fitting, key=lambda e: plan_key(e.result), default=None)
+        rent_entry = min(fitting, key=lambda e: rent_key(e.rent), default=None)
+        rent_entry = replace(rent_entry, result=rent_entry.rent) if rent_entry else None
+        recs.append(Recommendation(need, best, tuple(entries), results[first[need] - 1], rent_entry))
+    return tuple(recs)
+
+
+class _Cell:
+    """What the plan keeps of one requirement × GPU type: how many results were tried, the most GPUs
+    one used, and the least plan and rent keys among those that fit (each ends with the index)."""
+    __slots__ = ("tried", "most_gpus", "best", "rent")
+
+    def __init__(self):
+        self.tried, self.most_gpus, self.best, self.rent = 0, 0, None, None
+
+    def add(self, tried: int, most_gpus: int, best: tuple | None, rent: tuple | None) -> None:
+        self.tried += tried
+        self.most_gpus = max(self.most_gpus, most_gpus)
+        if best is not None and (self.best is None or best < self.best):
+            self.best = best
+        if rent is not None and (self.rent is None or rent < self.rent):
+            self.rent = rent
+
+    @staticmethod
+    def pick(results: Sequence[Result], key: tuple | None) -> Result | None:
+        return None if key is None else results[key[-1] - 1]
+
+
+def _block_cells(part: BlockResults, interchangeable: Iterable[str], cells: dict, first: dict) -> None:
+    """_Cells of a block's rows, computed on columns: the same rankings (PLAN_ORDER, RENT_ORDER) over
+    the same requirements as the loop over Result objects."""
+    block = part.block
+    fields: dict[str, list] = {PLAN_FITS: [], "purchase_usd": [], "rent_usd": []}
+    for chunk in part.chunks():
+        for name, parts in fields.items():
+            parts.append(chunk.numbers(name))
+    columns = {name: np.concatenate(parts) for name, parts in fields.items()}
+    columns["total_gpus"] = block.numbers("num_gpus")  # a single model's Result.total_gpus
+    columns["index"] = part.first_index + np.arange(block.size, dtype=np.int64)
+    need_key, _ = block.axis_codes(["model"] + requirement_inputs(block.workload, interchangeable))
+    needs, need_first, need_of = np.unique(need_key, return_index=True, return_inverse=True)
+    gpu_key, _ = block.axis_codes(("gpu",))
+    gpus, gpu_first, gpu_of = np.unique(gpu_key, return_index=True, return_inverse=True)
+    cell = need_of.astype(np.int64) * len(gpus) + gpu_of
+    n_cells = len(needs) * len(gpus)
+    tried = np.bincount(cell, minlength=n_cells)
+    most = np.zeros(n_cells, dtype=np.int64)
+    np.maximum.at(most, cell, columns["total_gpus"])
+    fit = np.flatnonzero(columns[PLAN_FITS].astype(bool))
+    picks = {}
+    for name, order in (("best", PLAN_ORDER), ("rent", RENT_ORDER)):
+        ranked = fit[np.lexsort([columns[f][fit] for f in reversed(order)] + [cell[fit]])]
+        starts = np.flatnonzero(np.r_[True, cell[ranked][1:] != cell[ranked][:-1]]) if len(ranked) else ranked
+        picks[name] = {int(cell[row]): tuple(columns[f][row].item() for f in order) for row in ranked[starts].tolist()}
+    need_names = [single_requirement(block.scenario(int(k)), interchangeable) for k in need_first.tolist()]
+    gpu_names = [block.scenario(int(k)).gpu for k in gpu_first.tolist()]
+    for n in np.argsort(need_first, kind="stable").tolist():
+        need = need_names[n]
+        first.setdefault(need, part.first_index + int(need_first[n]))
+        by_gpu = cells.setdefault(need, {})
+        for g, gpu in enumerate(gpu_names):
+            c = n * len(gpus) + g
+            if tried[c]:
+                by_gpu.setdefault(gpu, _Cell()).add(int(tried[c]), int(most[c]), picks["best"].get(c), picks["rent"].get(c))
+
+
+def _recommend_objects(results: Sequence[Result], gpu_types: Sequence[str], interchangeable: Mapping[str, Iterable[str]],
+                       goals: Mapping[str, Goal]) -> tuple[Recommendation, ...]:
+    """recommend() over Result objects, goals included."""
     cells: dict[Requirement, dict[str, list[Result]]] = {}
     goal_of: dict[Requirement, Goal | None] = {}
     for r in results:
@@ -281,14 +433,22 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
                  notes: Sequence[Note] = (), validation: Sequence[ValidationRow] = (),
                  validation_figures: Sequence[PublishedFigure] = (),
                  validation_excluded: Sequence[Excluded] = ()) -> Report:
-    singles = iter(estimator.estimate_all([s for _, s in expansion.scenarios if not isinstance(s, RlhfScenario)]))
-    results = [Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario) else next(singles))
-               for i, (matrix, s) in enumerate(expansion.scenarios, start=1)]
+    parts: list[tuple[Result, ...] | BlockResults] = []
+    index = 1
+    for part in expansion.scenarios.blocks:
+        if isinstance(part, SweepBlock):
+            parts.append(BlockResults(index, part, estimator))
+        else:
+            singles = iter(estimator.estimate_all([s for _, s in part if not isinstance(s, RlhfScenario)]))
+            parts.append(tuple(Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario)
+                                      else next(singles)) for i, (matrix, s) in enumerate(part, start=index)))
+        index += len(parts[-1])
+    results = Results(parts)
     gpu_types = used_gpu_types(results, estimator.gpus)
     recs = recommend(results, gpu_types, expansion.interchangeable, expansion.goals)
     return Report(
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
-        gpus=estimator.gpus, results=tuple(results), skipped=expansion.skipped, recommendations=recs,
+        gpus=estimator.gpus, results=results, skipped=expansion.skipped, recommendations=recs,
         sensitivity=_sensitivity(estimator, recs, estimator.gpus, gpu_types), notes=tuple(notes),
         validation=tuple(validation), validation_figures=tuple(validation_figures),
         validation_excluded=tuple(validation_excluded), tables=estimator.tables,

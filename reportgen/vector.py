@@ -676,6 +676,7 @@ class Chunk:
     overrides: Mapping[int, tuple]
     outer: Mapping[str, Any] | None = None
     index: np.ndarray | None = None
+    outer_rows: np.ndarray | None = None  # a row (of all chunks') of each outer combination
 
     def column(self, name: str) -> Any:
         if name in self.values:
@@ -797,7 +798,8 @@ class VectorTerms:
                 one = {name: to_list(take(c, slice(start + row, start + row + 1)), 1)[0] for name, c in columns.items()}
                 overrides[row] = tuple(self.scalar(one, assumptions, tables, None))
             values = {name: v for name, v in frame.terms.items() if outer is None or name not in outer.terms}
-            yield Chunk(self.names, start, n, values, overrides, outer.terms if outer else None, index)
+            yield Chunk(self.names, start, n, values, overrides, outer.terms if outer else None, index,
+                        groups[0] if outer else None)
 
 
 def _outer_groups(columns: Mapping[str, Any], row_inputs: Sequence[str], size: int):

@@ -5,10 +5,11 @@ Other tools and the tests read this file; its per-scenario objects are exactly w
 """
 from __future__ import annotations
 
-import json
+import itertools
 from typing import Any, Iterator
 
-from ..report import PlanEntry, Report
+from ..report import BlockResults, PlanEntry, Report
+from .json_columns import block_texts, dump, scenario_json
 from ..validation import published_summary
 
 
@@ -29,7 +30,7 @@ def _entry(e: PlanEntry) -> dict[str, Any]:
 def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
     """The JSON document; with lazy_scenarios the scenario list is a generator (for streaming)."""
     p = report.preset
-    scenarios = ({"index": r.index, "matrix": r.matrix, **r.estimate.to_json()} for r in report.results)
+    scenarios = (scenario_json(r) for r in report.results)
     return {
         "reportgen_version": report.version,
         "generated_at": report.generated_at,
@@ -68,6 +69,9 @@ def note_json(n) -> dict[str, Any]:
                          "value": f.value} for f in n.figures]}
 
 
+LINES_PER_WRITE = 1000  # scenario lines joined into one write
+
+
 def json_chunks(report: Report) -> Iterator[str]:
     """One top-level key per line and one scenario per line: diff-friendly; the C encoder keeps a
     100,000-scenario file fast, and writing chunk by chunk keeps memory flat."""
@@ -76,19 +80,29 @@ def json_chunks(report: Report) -> Iterator[str]:
     for n, (key, value) in enumerate(data.items()):
         comma = "," if n < len(data) - 1 else ""
         if key in ("scenarios", "skipped"):
-            yield f"{_dump(key)}: ["
-            for i, item in enumerate(value):
-                yield ("\n  " if i == 0 else ",\n  ") + _dump(item)
+            yield f"{dump(key)}: ["
+            texts = scenario_texts(report) if key == "scenarios" else map(dump, value)
+            lead = "\n  "
+            while batch := list(itertools.islice(texts, LINES_PER_WRITE)):
+                yield lead + ",\n  ".join(batch)
+                lead = ",\n  "
             yield f"\n]{comma}\n"
         else:
-            yield f"{_dump(key)}: {_dump(value)}{comma}\n"
+            yield f"{dump(key)}: {dump(value)}{comma}\n"
     yield "}\n"
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def scenario_texts(report: Report) -> Iterator[str]:
+    """Each scenario's JSON text: a sweep block's rendered from its term columns (no object per
+    scenario), the others' from their Result objects; the same text either way."""
+    for part in getattr(report.results, "parts", (report.results,)):
+        if isinstance(part, BlockResults):
+            yield from block_texts(part)
+        else:
+            yield from (dump(scenario_json(r)) for r in part)
 
 
 def write(report: Report, path, lang: str = "en") -> None:
-    with open(path, "w", encoding="utf-8") as out:
-        out.writelines(json_chunks(report))
+    with open(path, "wb") as out:  # encoded here: a text file's encoder is slower on non-ASCII text (×, ·)
+        for text in json_chunks(report):
+            out.write(text.encode("utf-8"))

@@ -1,0 +1,228 @@
+"""A matrix entry's scenarios as columns: its axes and the combinations kept, not one Python object
+per scenario.
+
+expand() makes a SweepBlock of each single-workload entry of a matrix (RLHF groups, goals and the
+explicit scenarios stay objects). The estimator computes a block's terms from its input columns
+chunk by chunk, the plan aggregates them as arrays and the JSON writer renders its lines from them;
+a row becomes a Scenario only where a writer asks for that row.
+
+A block's row k is the combination rows[k] of the Cartesian product of its axes (the last axis
+varies fastest, as itertools.product), so the inputs of any row are arithmetic on its number.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from .arrays import np
+from .inputs import INPUT_BY_NAME, WORKLOAD_DEFAULTS, Scenario
+from .vector import as_numbers, column_of, take
+
+
+@dataclass(frozen=True, eq=False)
+class SweepBlock:
+    """The kept combinations of one matrix entry: a single workload, every axis value checked."""
+    matrix: str
+    workload: str
+    names: tuple[str, ...]  # the axes, in product order
+    values: tuple[tuple, ...]  # each axis's checked values
+    rows: np.ndarray  # the kept combinations' numbers in the product, ascending (int64)
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    def codes(self, axis: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Which value of axis `axis` each row (default: every row) takes."""
+        stride = math.prod(len(v) for v in self.values[axis + 1:])
+        return (self.rows if rows is None else rows) // stride % len(self.values[axis])
+
+    def inputs_at(self, k: int) -> dict[str, Any]:
+        """Row k's inputs as check_inputs returns them: the workload's defaults under the axes' values."""
+        flat = int(self.rows[k])
+        values = {}
+        for name, vals in zip(reversed(self.names), reversed(self.values)):
+            flat, i = divmod(flat, len(vals))
+            values[name] = vals[i]
+        return {**WORKLOAD_DEFAULTS.get(self.workload, {}), **{n: values[n] for n in self.names}}
+
+    def scenario(self, k: int) -> Scenario:
+        return Scenario(workload=self.workload, name="", **self.inputs_at(k))
+
+    def scenarios(self, start: int, stop: int) -> list[Scenario]:
+        """Rows start … stop − 1 as Scenarios (axes with one value are passed once, not per row)."""
+        fixed = dict(WORKLOAD_DEFAULTS.get(self.workload, {}))
+        varying = []
+        rows = self.rows[start:stop]
+        for j, (name, vals) in enumerate(zip(self.names, self.values)):
+            if len(vals) == 1:
+                fixed[name] = vals[0]
+            else:
+                fixed.pop(name, None)  # an axis overrides the workload's default
+                varying.append((name, [vals[c] for c in self.codes(j, rows).tolist()]))
+        names = [n for n, _ in varying]
+        return [Scenario(workload=self.workload, name="", **fixed, **dict(zip(names, combo)))
+                for combo in zip(*(v for _, v in varying))] if varying else \
+            [Scenario(workload=self.workload, name="", **fixed)] * (stop - start)
+
+    def columns(self) -> dict[str, Any]:
+        """Every row's inputs as the estimator's input columns (an input not given: its default)."""
+        out: dict[str, Any] = {"workload": self.workload, **WORKLOAD_DEFAULTS.get(self.workload, {})}
+        for j, (name, vals) in enumerate(zip(self.names, self.values)):
+            lut = column_of(list(vals))
+            out[name] = lut if len(vals) == 1 else take(lut, self.codes(j))
+        return out
+
+    def numbers(self, name: str) -> np.ndarray:
+        """A number input of every row (an axis, or the value every row has)."""
+        return as_numbers(self.columns()[name] if name in self.names else self.inputs_at(0)[name]
+                          if name in WORKLOAD_DEFAULTS.get(self.workload, {}) else INPUT_BY_NAME[name].default,
+                          self.size)
+
+    def gpu_names(self) -> set[str]:
+        key, _ = self.axis_codes(("gpu",))
+        _, first = np.unique(key, return_index=True)
+        return {self.scenario(int(k)).gpu for k in first.tolist()}
+
+    def without(self, mask: np.ndarray) -> "SweepBlock":
+        """The block without the rows `mask` marks."""
+        return SweepBlock(self.matrix, self.workload, self.names, self.values, self.rows[~mask])
+
+    def axis_codes(self, names: Sequence[str]) -> tuple[np.ndarray, int]:
+        """One number per row for the combination of these axes' values (equal values, equal numbers:
+        an axis may repeat a value), and how many numbers there can be."""
+        key = np.zeros(self.size, dtype=np.int64)
+        radix = 1
+        for j, (name, vals) in enumerate(zip(self.names, self.values)):
+            if name not in names or len(vals) == 1:
+                continue
+            first = {}
+            same = np.array([first.setdefault((type(v), v), i) for i, v in enumerate(vals)], dtype=np.int64)
+            key = key * len(vals) + same[self.codes(j)]
+            radix *= len(vals)
+        return key, radix
+
+
+def product_size(axes: Mapping[str, Sequence]) -> int:
+    return math.prod(len(v) for v in axes.values())
+
+
+def excluded_rows(axes: Mapping[str, Sequence], workload: str, excludes: Sequence[Mapping[str, Any]],
+                  removed: list[int]) -> np.ndarray:
+    """Which combinations of the product an exclude rule removes (raw preset values compared, as the
+    rules are written); removed[j] counts rule j's hits."""
+    size = product_size(axes)
+    names = list(axes)
+    out = np.zeros(size, dtype=bool)
+    flat = np.arange(size, dtype=np.int64) if excludes else None
+    for j, rule in enumerate(excludes):
+        hit = np.ones(size, dtype=bool)
+        for key, want in rule.items():
+            if key in axes:
+                vals = axes[key]
+                same = np.array([v == want for v in vals], dtype=bool)
+                stride = math.prod(len(axes[n]) for n in names[names.index(key) + 1:])
+                hit &= same[flat // stride % len(vals)]
+            elif not (key == "workload" and want == workload):
+                hit[:] = False
+        removed[j] += int(hit.sum())
+        out |= hit
+    return out
+
+
+def check_axes(axes: Mapping[str, Sequence], workload: str, kept: np.ndarray,
+               check: Callable[[dict], dict]) -> tuple[tuple, ...]:
+    """Each axis's values checked (check: make_scenario's check_inputs for one combination's values),
+    in the order a loop over the kept combinations meets them, so that the first bad value is the one
+    the loop would report. Values no kept combination takes are not checked, as in the loop."""
+    names = list(axes)
+    if not len(kept):
+        return tuple(tuple(v) for v in axes.values())
+    # the first kept combination meeting each value, then (within it) the inputs' order
+    firsts = []
+    for j, name in enumerate(names):
+        vals = axes[name]
+        stride = math.prod(len(axes[n]) for n in names[j + 1:])
+        codes = kept // stride % len(vals)
+        present, first = np.unique(codes, return_index=True)
+        firsts += [(int(kept[f]), j, int(c)) for c, f in zip(present.tolist(), first.tolist())]
+    order = list(WORKLOAD_DEFAULTS.get(workload, {})) + [n for n in names if n not in WORKLOAD_DEFAULTS.get(workload, {})]
+    position = {n: i for i, n in enumerate(order)}
+    out = [list(v) for v in axes.values()]
+    for _, j, c in sorted(firsts, key=lambda f: (f[0], position[names[f[1]]])):
+        name = names[j]
+        out[j][c] = check({name: axes[name][c]})[name]
+    return tuple(tuple(v) for v in out)
+
+
+def flat_rows(size: int, excluded: np.ndarray) -> np.ndarray:
+    """The numbers of the combinations kept."""
+    return np.flatnonzero(~excluded).astype(np.int64) if excluded.any() else np.arange(size, dtype=np.int64)
+
+
+class Parts(Sequence):
+    """A sequence held as parts (each a sized sequence of its own): reading item i reads its part's."""
+
+    def __init__(self, parts: Sequence):
+        self.parts = tuple(parts)
+        self._starts = [0]
+        for part in self.parts:
+            self._starts.append(self._starts[-1] + len(part))
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        n = bisect.bisect_right(self._starts, i) - 1
+        return self.parts[n][i - self._starts[n]]
+
+    def __iter__(self) -> Iterator:
+        for part in self.parts:
+            yield from part
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+
+class _BlockPairs(Sequence):
+    """A block's rows as (matrix name, Scenario) pairs, made when read."""
+
+    def __init__(self, block: SweepBlock):
+        self.block = block
+
+    def __len__(self) -> int:
+        return self.block.size
+
+    def __getitem__(self, k: int):
+        return self.block.matrix, self.block.scenario(k)
+
+    def __iter__(self):
+        b = self.block
+        for start in range(0, b.size, BLOCK_ROWS):
+            yield from ((b.matrix, s) for s in b.scenarios(start, min(b.size, start + BLOCK_ROWS)))
+
+
+class Expanded(Parts):
+    """An expansion's scenarios in order, as (matrix name, Scenario or RlhfScenario) pairs, held as
+    parts: SweepBlocks and runs of pairs. Reading a block's pair makes its Scenario."""
+
+    def __init__(self, items: Sequence[tuple[str, Any] | SweepBlock]):
+        parts: list[SweepBlock | list] = []
+        for item in items:
+            if isinstance(item, SweepBlock) or not parts or isinstance(parts[-1], SweepBlock):
+                parts.append(item if isinstance(item, SweepBlock) else [item])
+            else:
+                parts[-1].append(item)
+        self.blocks = tuple(p if isinstance(p, SweepBlock) else tuple(p) for p in parts)
+        super().__init__([_BlockPairs(p) if isinstance(p, SweepBlock) else p for p in self.blocks])
+
+
+BLOCK_ROWS = 32_768  # rows of a block made into objects at a time

@@ -1,0 +1,172 @@
+"""Columnar sweeps (sweep.py, report.Results, writers/json_columns.py) against the object path they
+replace: the same scenarios, skips, errors, plan and JSON text, byte for byte, for every bundled preset
+and for random matrices. `expand(..., columnar=False)` is the loop over one Scenario at a time."""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reportgen.errors import InputError
+from reportgen.estimate import SWEEP_ROW_INPUTS, Scenario
+from reportgen.pipeline import Loaded, load, make_report
+from reportgen.presets import Preset, bundled_presets, expand
+from reportgen.report import BlockResults, Results
+from reportgen.sweep import SweepBlock
+from reportgen.writers.json_writer import json_chunks
+
+WHEN = "2026-01-01T00:00:00+00:00"
+
+
+def both(loaded: Loaded):
+    """(columnar report, object report) of one preset."""
+    objects = replace(loaded, expansion=expand(loaded.preset, loaded.estimator, columnar=False))
+    return make_report(loaded, WHEN), make_report(objects, WHEN)
+
+
+def from_mapping(raw: dict, base: Loaded) -> Loaded:
+    preset = Preset.from_mapping(raw, name="random", source="random.yaml")
+    return Loaded(preset, base.estimator, expand(preset, base.estimator))
+
+
+@pytest.fixture(scope="module")
+def default():
+    return load("default")
+
+
+@pytest.mark.parametrize("name", sorted(bundled_presets()))
+def test_every_bundled_preset_gives_the_object_paths_json(name):
+    loaded = load(name)
+    columnar, objects = both(loaded)
+    assert list(loaded.expansion.scenarios) == list(expand(loaded.preset, loaded.estimator, columnar=False).scenarios)
+    assert columnar.recommendations == objects.recommendations
+    assert "".join(json_chunks(columnar)) == "".join(json_chunks(objects))
+
+
+def test_the_default_preset_is_mostly_columns(default):
+    """The check above compares something: most of the default preset's scenarios are held as blocks."""
+    blocks = [p for p in default.expansion.scenarios.blocks if isinstance(p, SweepBlock)]
+    assert sum(b.size for b in blocks) > len(default.expansion.scenarios) / 2
+    assert default.expansion.skipped  # and some were skipped by the array check
+
+
+# A random matrix over inputs whose values interact (skips, kinds of row, requirements, fits).
+AXIS_CHOICES = {
+    "model": [["Llama-3-8B"], ["Llama-3-8B", "Qwen2.5-7B"], ["Mixtral-8x7B", "Llama-2-13B", "Qwen2.5-14B"]],
+    "batch_size": [[1], [1, 4], [2, 8, 32]],
+    "seq_len": [[512], [1024, 4096], [256, 2048, 32768]],
+    "num_gpus": [[1], [1, 2, 8], [4, 16]],
+    "zero_stage": [[0], [0, 3], [1, 2, 3]],
+    "tp_size": [[1], [1, 2], [1, 4, 8]],
+    "gpu": [["H100-80GB-SXM"], ["A100-80GB", "RTX-4090"], ["H100-80GB-SXM", "MI300X", "L40S"]],
+    "checkpointing": [["none"], ["none", "full"]],
+    "weight_dtype": [["bf16"], ["bf16", "int4"]],
+    "serving_engine": [["hf-generate"], ["hf-generate", "vllm"]],
+    "prompt_len": [[512], [128, 4096]],
+}
+
+
+@st.composite
+def matrices(draw):
+    keys = draw(st.lists(st.sampled_from(sorted(AXIS_CHOICES)), max_size=4, unique=True))  # a few hundred rows at most
+    axes = {k: draw(st.sampled_from(AXIS_CHOICES[k])) for k in sorted(keys)}
+    workloads = draw(st.lists(st.sampled_from(["inference", "full", "lora", "qlora"]), min_size=1, max_size=3,
+                              unique=True))
+    matrix = {"name": "m", "model": axes.pop("model", ["Llama-3-8B"]), **axes,
+              "workload": [{"type": w} for w in workloads]}
+    if draw(st.booleans()) and "batch_size" in axes:
+        matrix["interchangeable"] = ["batch_size"]
+    if draw(st.booleans()) and len(matrix["model"]) > 1 and len(workloads) > 1:
+        matrix["exclude"] = [{"model": matrix["model"][0], "workload": workloads[-1]}]
+    return matrix
+
+
+BASE = load("default")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(matrices())
+def test_random_matrices_give_the_object_paths_scenarios_plan_and_json(matrix):
+    base = BASE
+    try:
+        loaded = from_mapping({"title": "random", "matrices": [matrix]}, base)
+    except InputError as columnar_error:
+        preset = Preset.from_mapping({"title": "random", "matrices": [matrix]}, name="random", source="random.yaml")
+        with pytest.raises(InputError) as object_error:
+            expand(preset, base.estimator, columnar=False)
+        assert str(object_error.value) == str(columnar_error)
+        return
+    columnar, objects = both(loaded)
+    assert tuple(columnar.results) == tuple(objects.results)
+    assert columnar.skipped == objects.skipped
+    assert columnar.gpu_types == objects.gpu_types
+    assert columnar.recommendations == objects.recommendations
+    assert "".join(json_chunks(columnar)) == "".join(json_chunks(objects))
+
+
+def test_rows_of_both_kinds_in_one_chunk_keep_their_order():
+    """Training and serving rows (with and without "serving") interleave in one block."""
+    matrix = {"name": "m", "model": ["Llama-3-8B"], "workload": "inference", "batch_size": [1, 8],
+              "serving_engine": ["hf-generate", "vllm"], "prompt_len": [512, 2048]}
+    loaded = from_mapping({"title": "t", "matrices": [matrix]}, load("default"))
+    assert [type(p) for p in loaded.expansion.scenarios.blocks] == [SweepBlock]
+    columnar, objects = both(loaded)
+    text = "".join(json_chunks(columnar))
+    assert text == "".join(json_chunks(objects))
+    assert text.count('"serving":') == 4 and text.count('"index":') == 8
+
+
+def test_rows_the_scalar_path_computed_are_written_from_their_results(monkeypatch, default):
+    """A chunk's overrides (rows an array cannot hold exactly: vector.py) reach the JSON as the scalar
+    path computed them. Forced here on a few rows of every chunk, with their true values."""
+    columnar, objects = both(default)
+    chunks = BlockResults.chunks
+
+    def with_overrides(part):
+        for chunk in chunks(part):
+            rows = range(0, chunk.size, 7)
+            yield replace(chunk, overrides={
+                k: tuple(part[chunk.start + k].estimate.values.values()) for k in rows})
+
+    monkeypatch.setattr(BlockResults, "chunks", with_overrides)
+    assert "".join(json_chunks(columnar)) == "".join(json_chunks(objects))
+
+
+def test_the_first_bad_value_is_the_one_the_loop_reports(default):
+    """Two bad values: the error names the one a loop over the combinations meets first."""
+    for axes in ({"batch_size": [1, 2, -1], "seq_len": [512, "x"]}, {"seq_len": [512, 0], "gpu": ["H100-80GB-SXM", "H1OO"]},
+                 {"num_gpus": [1, 2.5], "batch_size": [0, 1]}):
+        raw = {"title": "t", "matrices": [{"name": "m", "model": "Llama-3-8B", "workload": "full", **axes}]}
+        preset = Preset.from_mapping(raw, name="t", source="t.yaml")
+        messages = []
+        for columnar in (True, False):
+            with pytest.raises(InputError) as error:
+                expand(preset, default.estimator, columnar=columnar)
+            messages.append(str(error.value))
+        assert messages[0] == messages[1]
+
+
+def test_a_sweep_name_does_not_read_batch_or_lengths():
+    """The JSON writer renders a block's names once per combination of the other inputs."""
+    rng = random.Random(7)
+    for workload in ("inference", "full", "lora", "qlora"):
+        s = Scenario(model="Llama-3-8B", workload=workload, num_gpus=8, zero_stage=3, tp_size=2)
+        for _ in range(20):
+            changed = replace(s, **{n: rng.choice([1, 7, 512, 4096]) for n in SWEEP_ROW_INPUTS})
+            assert changed.label() == s.label()
+
+
+def test_results_read_like_a_tuple(default):
+    report = make_report(default, WHEN)
+    results = report.results
+    assert isinstance(results, Results) and any(isinstance(p, BlockResults) for p in results.parts)
+    listed = list(results)
+    assert len(results) == len(listed) == len(default.expansion.scenarios)
+    assert [r.index for r in listed] == list(range(1, len(listed) + 1))
+    assert results[-1] == listed[-1] and results[5] == listed[5]
+    assert results[3:7] == tuple(listed[3:7])
+    with pytest.raises(IndexError):
+        results[len(listed)]
