@@ -123,6 +123,10 @@ INPUTS: tuple[Input, ...] = (
           headline=True, option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
           option="--attention", layout=True),
+    Input("experts_implementation", "MoE experts implementation", "MoE: grouped_mm (transformers' default: every "
+          "routed token-expert pair at once) or eager (its per-expert loop: one expert's tokens at a time)",
+          "grouped_mm", choices=tb.EXPERTS_IMPLEMENTATIONS, option="--experts-implementation",
+          applies=_SERVING + (FROZEN,), layout=True),
     Input("dropout", "Dropout", "off (as modern LLM configs set it) or config (the model config's probabilities, "
           "e.g. GPT-2's 0.1: masks and dropped copies are saved for backward)", "off", choices=tb.DROPOUT,
           option="--dropout", applies=_TRAINING),

@@ -70,6 +70,7 @@ class ModelSpec:
     resid_dropout: float = 0.0
     embd_dropout: float = 0.0
     norm_topk_prob: bool = False  # MoE: the top-k routing weights are renormalised (Mixtral always)
+    routing_weights_fp32: bool = False  # MoE: the router hands the experts fp32 weights (Mixtral, DeepSeek)
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
 
@@ -216,7 +217,8 @@ def _spec_mixtral(f, name, mt):
     layers = f.int("num_hidden_layers")
     return _llama_like(f, name, mt, intermediate_size=0, experts_named_like_mlp=False,
                        num_experts=f.int("num_local_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
-                       moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=layers, norm_topk_prob=True)
+                       moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=layers, norm_topk_prob=True,
+                       routing_weights_fp32=True)
 
 
 def _spec_qwen_moe(f, name, mt):
@@ -257,7 +259,7 @@ def _spec_deepseek(f, name, mt):
         moe_intermediate_size=f.int("moe_intermediate_size"),
         shared_expert_intermediate_size=f.int("n_shared_experts", default=0, minimum=0) * f.int("moe_intermediate_size"),
         router_bias=(mt == "deepseek_v3"), num_moe_layers=moe_layers,
-        norm_topk_prob=f.bool("norm_topk_prob", mt == "deepseek_v3"), source=f.source,
+        norm_topk_prob=f.bool("norm_topk_prob", mt == "deepseek_v3"), routing_weights_fp32=True, source=f.source,
     )
 
 

@@ -122,6 +122,8 @@ LOOKUP_TABLES = (PRECISIONS, DTYPES, OPTIMIZERS)
 WORKLOADS = ("inference", "full", "lora", "qlora")
 CHECKPOINTING = ("none", "full", "selective")
 ATTENTION = ("flash", "eager")
+# transformers' experts implementations (config._experts_implementation); grouped_mm is its default
+EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")
 DROPOUT = ("off", "config")
 ADAPTER_DTYPES = ("fp32", "model")
 LOSSES = ("fp32", "fp32-chunked", "compute", "compute-chunked")

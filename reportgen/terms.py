@@ -419,6 +419,10 @@ TERMS: tuple[Term, ...] = (
          "key head; K, and V for grouped queries, are copied to every head); queries left head-major by a "
          "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE,
          "activation"),
+    Term("routing_weight_bytes", "Bytes per MoE routing weight handed to the experts", "count",
+         IF(_m("routing_weights_fp32").eq(1), 4, V("act_bytes")),
+         "Mixtral's and DeepSeek's routers keep the top-k weights in fp32; Qwen2-MoE's and Qwen3-MoE's cast them "
+         "to the compute dtype (transformers 5.24's modeling files)", "activation"),
     Term("moe_saved_per_token", "MoE layer: router, dispatch and combine, saved per token", "bytes",
          IF(V("num_experts").gt(0),
             _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28)
@@ -538,8 +542,43 @@ TERMS: tuple[Term, ...] = (
          V("batch_size") * IF(V("workload").eq("frozen"), V("seq_len"), V("prompt_len")), "", "activation"),
     Term("forward_length", "Sequence length of that pass", "count",
          IF(V("workload").eq("frozen"), V("seq_len"), V("prompt_len")), "", "activation"),
+    Term("moe_forward_transient_bytes", "MoE layer's forward working set (prefill)", "bytes",
+         IF(V("num_experts").gt(0),
+            V("forward_tokens") * (4 * V("act_bytes") * V("hidden_size")
+                                   + MAX(IF(_m("shared_expert_intermediate_size").gt(0),
+                                            V("act_bytes") * (3 * _m("shared_expert_intermediate_size")
+                                                              + V("hidden_size")), 0),
+                                         V("act_bytes") * V("num_experts") + _m("num_experts_per_tok") * (8 + V("routing_weight_bytes"))
+                                         + IF(_m("shared_expert_intermediate_size").gt(0),
+                                              V("act_bytes") * V("hidden_size"), 0)
+                                         + IF(V("experts_implementation").eq("grouped_mm"),
+                                              _m("num_experts_per_tok")
+                                              * (MAX(V("act_bytes") * (V("hidden_size") + 4 * _m("moe_intermediate_size")),
+                                                     2 * V("hidden_size") * (V("act_bytes") + V("routing_weight_bytes")))
+                                                 + 24),
+                                              V("act_bytes") * (2 * V("hidden_size") + 2 * _m("moe_intermediate_size"))
+                                              + MAX(2 * V("act_bytes") * _m("moe_intermediate_size"),
+                                                    V("act_bytes") * (_m("moe_intermediate_size") + V("hidden_size")),
+                                                    (V("act_bytes") + V("routing_weight_bytes")) * V("hidden_size"))
+                                              + 8 * _m("num_experts_per_tok") * (V("num_experts") + 1)))), 0),
+         "per token: the residual stream around the MLP (the embedding output, the layer's input, the attention "
+         "sum and its norm), then the larger of two stages. The shared expert's MLP (its activated gate, up and "
+         "product) beside the other branch's output; or the routed experts beside the shared expert's output and "
+         "the router's logits, top-k indices (int64) and weights. grouped_mm (transformers' default) holds every "
+         "(token, expert) pair at once: the gathered input, the gate/up output, its activation and product, or at "
+         "the combine the expert output and its weighted and reordered copies (in the weights' dtype), plus three "
+         "int64 sort indices. eager (its per-expert loop) holds one expert's tokens at a time, counted at the worst "
+         "case a dropless router allows, every token to one expert: its gathered input, gate/up output and the "
+         "largest of the activation and product, the down projection, or the weighted output and its cast; beside "
+         "the zeroed output and the int64 one-hot expert mask. Derived from transformers 5.24's "
+         "integrations/moe.py and the models' experts loops; checked on the oracle prefills of both "
+         "implementations (oracle_arch.json 'moe_experts': Mixtral- and Qwen3-MoE-shaped fit, Qwen2-MoE held "
+         "out)", "activation"),
     Term("forward_transient_bytes", "Forward working set (largest of MLP, attention scores, logits)", "bytes",
-         ceil_div(MAX(4 * V("act_bytes") * V("forward_tokens") * V("mlp_width"),
+         ceil_div(MAX(IF(V("num_experts").gt(0),
+                         MAX(4 * V("act_bytes") * V("forward_tokens") * _m("intermediate_size"),
+                             V("moe_forward_transient_bytes")),
+                         4 * V("act_bytes") * V("forward_tokens") * V("mlp_width")),
                       IF(V("attention").eq("eager"),
                          (4 * V("softmax_fp32") + (2 + V("softmax_fp32")) * V("act_bytes")) * V("num_heads")
                          * V("forward_tokens") * V("forward_length")
@@ -549,7 +588,7 @@ TERMS: tuple[Term, ...] = (
                       V("batch_size") * V("vocab_out")
                       * IF(V("workload").eq("frozen"), V("forward_length") * (V("act_bytes") + 4),
                            IF(V("logits").eq("all"), V("prompt_len"), 1) * V("act_bytes"))), V("tp_size")),
-         "prefill: gated-MLP intermediates, eager S × S scores, or the logits (scoring keeps fp32 log-probs "
+         "prefill: gated-MLP intermediates (MoE: the dense layers' and moe_forward_transient_bytes), eager S × S scores, or the logits (scoring keeps fp32 log-probs "
          "for every position); eager: per head and S × S element the matmul output and its masked copy, plus the "
          "fp32 softmax and its cast where the model upcasts, and per token Q, K, V, the K/V repeated to every head "
          "under GQA, the residual stream, its norm and the bool mask (from oracle prefills of Llama-3.2-1B and "

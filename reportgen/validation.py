@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from .errors import InputError, unknown_name
 from .estimate import Estimator, Scenario
 from .models import ModelSpec, read_json, spec_from_config
+from .tables import EXPERTS_IMPLEMENTATIONS
 from .units import GiB
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16"}
@@ -78,7 +79,8 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
         return st[key]
 
     values = dict(model=model_name, precision=_PRECISION[get("precision", _PRECISION)],
-                  attention=_ATTENTION[get("attn", _ATTENTION)], batch_size=get("batch"), gpu="H100-80GB-SXM")
+                  attention=_ATTENTION[get("attn", _ATTENTION)], batch_size=get("batch"), gpu="H100-80GB-SXM",
+                  experts_implementation=get("experts_implementation", EXPERTS_IMPLEMENTATIONS, default="grouped_mm"))
     if get("mode", ("infer", "train")) == "infer":
         values.update(workload="inference", weight_dtype="bf16", kv_dtype="bf16", prompt_len=get("seq"),
                       gen_len=get("new_tokens", default=0),

@@ -304,8 +304,28 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
                     changed |= terms(candidate, PHASES) != terms(base, PHASES)
             if applies(i, workload, bases[0].actor.workload if hasattr(bases[0], "actor") else workload,
                        (bases[0].actor if hasattr(bases[0], "actor") else bases[0]).inputs()):
-                # (Llama-3-8B's config sets every dropout probability to 0: dropout=config changes nothing for it)
-                assert changed or not computed or i.name == "dropout", (workload, i.name, "applies, yet changes no term")
+                # (Llama-3-8B's config sets every dropout probability to 0: dropout=config changes nothing for it;
+                # it has no experts: experts_implementation is tested on an MoE model below)
+                assert changed or not computed or i.name in ("dropout", "experts_implementation"), (
+                    workload, i.name, "applies, yet changes no term")
+
+
+def test_experts_implementation_changes_an_moe_prefill_only():
+    """The MoE experts implementation changes the prefill working set of an MoE model (the eager loop holds one
+    expert's tokens at a time: less than grouped_mm here), never a training estimate or a dense model's."""
+    from dataclasses import replace
+
+    from reportgen.catalog import load_gpus, load_models
+    from reportgen.estimate import Estimator, make_scenario
+
+    est = Estimator(load_models(), load_gpus())
+    for workload, model, differs in (("inference", "Mixtral-8x7B", True), ("full", "Mixtral-8x7B", False),
+                                     ("inference", "Llama-3-8B", False)):
+        s, _ = make_scenario({"model": model, "num_gpus": 8, "prompt_len": 4096, "seq_len": 4096}, workload=workload,
+                             rlhf={}, estimator=est)
+        grouped, eager = est.estimate(s), est.estimate(replace(s, experts_implementation="eager"))
+        assert (eager["allocated_peak"] < grouped["allocated_peak"]) is differs, (workload, model)
+        assert (eager["allocated_peak"] == grouped["allocated_peak"]) is not differs, (workload, model)
 
 
 def test_a_workbook_past_excels_row_limit_is_refused_by_name(tmp_path, monkeypatch):
