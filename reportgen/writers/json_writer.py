@@ -9,7 +9,7 @@ import itertools
 from typing import Any, Iterator
 
 from ..report import BlockResults, PlanEntry, Report
-from .json_columns import block_texts, dump, scenario_json
+from .json_columns import block_texts, dump, dump_bytes, scenario_json
 from ..validation import published_summary
 
 
@@ -72,37 +72,36 @@ def note_json(n) -> dict[str, Any]:
 LINES_PER_WRITE = 1000  # scenario lines joined into one write
 
 
-def json_chunks(report: Report) -> Iterator[str]:
-    """One top-level key per line and one scenario per line: diff-friendly; the C encoder keeps a
-    100,000-scenario file fast, and writing chunk by chunk keeps memory flat."""
+def json_chunks(report: Report) -> Iterator[bytes]:
+    """The file's UTF-8 bytes, one top-level key per line and one scenario per line: diff-friendly; the
+    C encoder keeps a 100,000-scenario file fast, and writing chunk by chunk keeps memory flat."""
     data = report_json(report, lazy_scenarios=True)
-    yield "{\n"
+    yield b"{\n"
     for n, (key, value) in enumerate(data.items()):
         comma = "," if n < len(data) - 1 else ""
         if key in ("scenarios", "skipped"):
-            yield f"{dump(key)}: ["
-            texts = scenario_texts(report) if key == "scenarios" else map(dump, value)
-            lead = "\n  "
+            yield f"{dump(key)}: [".encode()
+            texts = scenario_texts(report) if key == "scenarios" else map(dump_bytes, value)
+            lead = b"\n  "
             while batch := list(itertools.islice(texts, LINES_PER_WRITE)):
-                yield lead + ",\n  ".join(batch)
-                lead = ",\n  "
-            yield f"\n]{comma}\n"
+                yield lead + b",\n  ".join(batch)
+                lead = b",\n  "
+            yield f"\n]{comma}\n".encode()
         else:
-            yield f"{dump(key)}: {dump(value)}{comma}\n"
-    yield "}\n"
+            yield f"{dump(key)}: {dump(value)}{comma}\n".encode()
+    yield b"}\n"
 
 
-def scenario_texts(report: Report) -> Iterator[str]:
-    """Each scenario's JSON text: a sweep block's rendered from its term columns (no object per
+def scenario_texts(report: Report) -> Iterator[bytes]:
+    """Each scenario's JSON text (UTF-8): a sweep block's rendered from its term columns (no object per
     scenario), the others' from their Result objects; the same text either way."""
     for part in getattr(report.results, "parts", (report.results,)):
         if isinstance(part, BlockResults):
             yield from block_texts(part)
         else:
-            yield from (dump(scenario_json(r)) for r in part)
+            yield from (dump_bytes(scenario_json(r)) for r in part)
 
 
 def write(report: Report, path, lang: str = "en") -> None:
-    with open(path, "wb") as out:  # encoded here: a text file's encoder is slower on non-ASCII text (×, ·)
-        for text in json_chunks(report):
-            out.write(text.encode("utf-8"))
+    with open(path, "wb") as out:
+        out.writelines(json_chunks(report))
