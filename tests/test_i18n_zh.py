@@ -69,9 +69,12 @@ def raw(lang: str) -> dict:
 
 
 def zh_texts() -> dict[str, str]:
-    """Every Chinese text of the catalogue and of the bundled presets, by a readable key."""
+    """Every Chinese text of the catalogues (the report's and the workbook's) and of the bundled presets,
+    by a readable key."""
     data = raw("zh")
     out = {f"{section}:{k}": v for section in ("messages", "terms", "sources") for k, v in data[section].items()}
+    workbook = json.loads((catalogue_path("zh").parent / "xlsx.zh.json").read_text(encoding="utf-8"))
+    out |= {f"xlsx.{section}:{k}": v for section in ("messages", "terms") for k, v in workbook[section].items()}
     for name in bundled_presets():
         p = load_preset(name)
         out[f"{name}:title_zh"], out[f"{name}:description_zh"] = p.title_zh, p.description_zh
@@ -160,6 +163,22 @@ def test_every_chinese_character_is_in_the_bundled_font():
                 ch.encode("gb2312")
             except UnicodeEncodeError:
                 pytest.fail(f"{key}: {ch!r} is not in GB2312")
+
+
+def test_every_workbook_input_column_is_labelled_and_explained_in_chinese():
+    """The zh workbook's input headers and their cell prompts (data validation) are Chinese: the
+    header from the workbook's or the report's catalogue, the prompt from the workbook's."""
+    from types import SimpleNamespace
+
+    from reportgen.i18n import load_workbook_catalogue
+    from reportgen.inputs import INPUTS
+    from reportgen.writers.xlsx.layout import column_label
+
+    t = load_workbook_catalogue("zh")
+    for i in INPUTS:
+        header = column_label(t, "Scenarios", SimpleNamespace(name=i.name, label=i.label))
+        assert CJK.search(header) or i.name in ("dropout", "lora_dropout"), (i.name, header)  # written so in Chinese
+        assert f"{i.name}.help" in t.terms, f"{i.name}.help has no Chinese text in xlsx.zh.json"
 
 
 def test_sensitivity_titles_name_the_workload_in_chinese():

@@ -259,8 +259,9 @@ def mark_invalid_rows(ws, table: Table, styles: Styles) -> None:
 
 def column_label(t: Catalogue, sheet: str, col: Column) -> str:
     """A column's label in the workbook's language: the catalogue's translation (this sheet's, an
-    RLHF group term's, the column's, or its term's for a "…_gib" column), else the definition's."""
-    keys = [f"{sheet}.{col.name}"] + ([f"group.{col.name}"] if sheet == "RLHF" else []) + [col.name]
+    RLHF group term's, the column's, an input's name as the report's method table gives it, or its
+    term's for a "…_gib" column), else the definition's."""
+    keys = [f"{sheet}.{col.name}"] + ([f"group.{col.name}"] if sheet == "RLHF" else []) + [col.name, f"input.{col.name}"]
     keys += [col.name[:-4]] if col.name.endswith("_gib") else []
     return next((t.terms[k] for k in keys if k in t.terms), col.label)
 
