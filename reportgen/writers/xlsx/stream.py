@@ -16,9 +16,6 @@ How it stays fast:
 - Formulas keep their cached Python value (`<v>`), as XlsxWriter's `write_formula(..., value)`
   does, so viewers that do not recalculate still show numbers.
 - Deflate runs in a second thread (zlib releases the GIL) while the next rows are built.
-- Text values are indices into one shared-string table (§18.4.9) written after the sheets, not
-  inline strings: a sweep repeats a few hundred texts (models, workloads, dtypes) in hundreds of
-  thousands of cells, and LibreOffice loads a 10,000-scenario sweep seconds faster so.
 """
 from __future__ import annotations
 
@@ -41,9 +38,6 @@ MEMO_SIZE = 10_000  # escaped texts kept for reuse
 ROWS_PER_CHUNK = 500  # rows joined into one bytes object (~3.5 MB) for the compressor
 COMPRESS_LEVEL = 3  # zlib; on a 100,000-row sheet ~20 % slower than 1 and a quarter smaller, 6 twice as slow
 SHEET_RELATIONSHIP = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet"
-SHARED_STRINGS = "xl/sharedStrings.xml"
-STRINGS_RELATIONSHIP = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings"
-STRINGS_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
 
 
 @dataclass(frozen=True)
@@ -154,10 +148,8 @@ def inline_text(text: str) -> str:
 class RowWriter:
     """Builds the `<row>` elements of one SheetRows."""
 
-    def __init__(self, sheet: SheetRows, strings: dict[str, int] | None = None):
-        """strings: the shared-string table to add text values to (text -> index); None: inline strings."""
-        self.sheet, self.strings = sheet, strings
-        self.references = 0  # text cells that point into `strings`
+    def __init__(self, sheet: SheetRows):
+        self.sheet = sheet
         self.names = [c.name for c in sheet.columns]
         self.letters = [xl_col_to_name(i) for i in range(len(sheet.columns))]
         self.styles = [f' s="{c.fmt._get_xf_index()}"' if c.fmt is not None else "" for c in sheet.columns]
@@ -168,7 +160,7 @@ class RowWriter:
             if col.template and col.name not in overridden and shareable(col.template):
                 self.shared[c] = len(self.shared)
         self.value_columns = [c for c, col in enumerate(sheet.columns) if not col.is_formula]
-        self.kinds: dict[tuple, tuple[bytes, tuple[int, ...], tuple[int, ...], tuple[int, ...], Any]] = {}
+        self.kinds: dict[tuple, tuple[bytes, tuple[int, ...], tuple[int, ...], Any]] = {}
 
     def rows(self) -> Iterator[bytes]:
         """The rows' XML (UTF-8), ROWS_PER_CHUNK rows at a time. Built as bytes: texts are escaped
@@ -178,8 +170,6 @@ class RowWriter:
         values = itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
         inline_memo: dict[str, bytes] = {}
         plain_memo: dict[str, bytes] = {}
-        strings = self.strings
-        references = 0
         out: list[bytes] = []
         for i, row in enumerate(self.sheet.rows):
             try:
@@ -191,12 +181,7 @@ class RowWriter:
             kind = kinds.get(key)
             if kind is None:
                 kind = kinds[key] = self._kind(*key)
-            template, shared, inline, plain, pick = kind
-            for c in shared:
-                text = vals[c]
-                index = strings.get(text)
-                vals[c] = index if index is not None else strings.setdefault(text, len(strings))
-            references += len(shared)
+            template, inline, plain, pick = kind
             for c in inline:
                 text = vals[c]
                 vals[c] = inline_memo.get(text) or _remember(inline_memo, text, inline_text(text).encode())
@@ -211,15 +196,12 @@ class RowWriter:
                 out.clear()
         if out:
             yield b"".join(out)
-        self.references += references
 
     def _kind(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool):
         """How to write a row of this kind: a `%` template (ROW for the row number), the columns
-        holding a shared string, those holding an inline string, those holding a formula's text
-        value, and a function that picks the template's arguments from the row's values followed by
-        its own formulas."""
+        holding an inline string, those holding a formula's text value, and a function that picks
+        the template's arguments from the row's values followed by its own formulas."""
         parts = [f'<row r="{ROW}">']
-        shared: list[int] = []
         inline: list[int] = []
         plain: list[int] = []
         slots: list[int] = []
@@ -229,10 +211,7 @@ class RowWriter:
             if not col.is_formula:
                 if t is type(None) or c in blank:
                     continue  # a blank cell, as write_value leaves it
-                if t is str and self.strings is not None:
-                    parts.append(cell + ' t="s"><v>%d</v></c>')
-                    shared.append(c)
-                elif t is str:
+                if t is str:
                     parts.append(cell + ' t="inlineStr"><is>%s</t></is></c>')  # inline_text opens <t>
                     inline.append(c)
                 else:
@@ -263,7 +242,7 @@ class RowWriter:
                 parts.append(cell + ">" + formula + "<v>" + _number_slot(col, t) + "</v></c>")
                 slots.append(c)
         parts.append("</row>")
-        return "".join(parts).encode(), tuple(shared), tuple(inline), tuple(plain), _picker(slots)
+        return "".join(parts).encode(), tuple(inline), tuple(plain), _picker(slots)
 
 
 def _remember(memo: dict[str, bytes], text: str, escaped: bytes) -> bytes:
@@ -327,53 +306,24 @@ def splice(package: bytes, target, streams: Mapping[str, SheetRows]) -> None:
             zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL) as dst:
         parts = sheet_parts(src)
         by_part = {parts[name]: rows for name, rows in streams.items()}
-        # The streamed rows' texts go to a shared-string table of their own, unless XlsxWriter wrote
-        # one (it does not with constant_memory, whose cells hold inline strings).
-        strings: dict[str, int] | None = {} if by_part and SHARED_STRINGS not in src.namelist() else None
-        references = 0
-        last = src.infolist()[-1]
         for info in src.infolist():
             data = src.read(info)
-            if strings is not None and info.filename == "[Content_Types].xml":
-                data = _insert(data, b"</Types>", f'<Override PartName="/{SHARED_STRINGS}" ContentType="{STRINGS_TYPE}"/>')
-            elif strings is not None and info.filename == "xl/_rels/workbook.xml.rels":
-                ids = [int(n) for n in re.findall(rb'Id="rId(\d+)"', data)]
-                data = _insert(data, b"</Relationships>", f'<Relationship Id="rId{max(ids, default=0) + 1}" '
-                               f'Type="{STRINGS_RELATIONSHIP}" Target="sharedStrings.xml"/>')
             if info.filename in by_part:
-                references += _write_sheet(dst, info.filename, data.decode("utf-8"), by_part[info.filename], strings)
+                _write_sheet(dst, info.filename, data.decode("utf-8"), by_part[info.filename])
             else:
                 out = zipfile.ZipInfo(info.filename, info.date_time)  # XlsxWriter's fixed date
                 out.compress_type = zipfile.ZIP_DEFLATED
                 out.external_attr = info.external_attr
                 dst.writestr(out, data, compresslevel=6)
-            if strings is not None and info is last:
-                out = zipfile.ZipInfo(SHARED_STRINGS, info.date_time)
-                out.compress_type = zipfile.ZIP_DEFLATED
-                dst.writestr(out, shared_strings_xml(strings, references), compresslevel=COMPRESS_LEVEL)
 
 
-def _insert(xml: bytes, before: bytes, element: str) -> bytes:
-    head, sep, tail = xml.rpartition(before)
-    assert sep, f"no {before.decode()}"
-    return head + element.encode("utf-8") + sep + tail
-
-
-def shared_strings_xml(strings: Mapping[str, int], references: int) -> bytes:
-    """The shared-string table part: `strings` in index order (dicts keep insertion order)."""
-    head = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns="http://schemas.openxmlformats.org/'
-            f'spreadsheetml/2006/main" count="{references}" uniqueCount="{len(strings)}">')
-    return (head + "".join(f"<si>{inline_text(text)}</t></si>" for text in strings) + "</sst>").encode("utf-8")
-
-
-def _write_sheet(dst: zipfile.ZipFile, part: str, xml: str, sheet: SheetRows, strings: dict[str, int] | None) -> int:
-    """Write the sheet with its streamed rows; returns how many text cells point into `strings`."""
+def _write_sheet(dst: zipfile.ZipFile, part: str, xml: str, sheet: SheetRows) -> None:
     head, tail = _open_sheet_data(xml)
     if sheet.rows:
         written = [int(r) for r in re.findall(r'<row r="(\d+)"', head)]
         assert not written or max(written) < sheet.first_row, f"{part}: streamed rows overlap written ones"
         head = _dimension(head, sheet)
-    writer = RowWriter(sheet, strings)
+    writer = RowWriter(sheet)
     # Zip64 (which Excel 2007 cannot read) only when the part may exceed 2 GiB. Opened by name,
     # the part gets the ZipFile's compression level and zipfile's fixed date (1980-01-01).
     size_hint = len(head) + len(tail) + 120 * len(sheet.columns) * len(sheet.rows)
@@ -382,7 +332,6 @@ def _write_sheet(dst: zipfile.ZipFile, part: str, xml: str, sheet: SheetRows, st
         for chunk in writer.rows():
             out.write(chunk)
         out.write(tail.encode("utf-8"))
-    return writer.references
 
 
 def _open_sheet_data(xml: str) -> tuple[str, str]:
