@@ -196,6 +196,22 @@ class InTable(Expr):
         return (self.key,)
 
 
+@dataclass(frozen=True, eq=False)
+class RowOf(Expr):
+    """The sheet row of lookup table `table` whose key equals `key` (MATCH over its key column in the
+    workbook, an error there for a key not in the table; None in Python). A workbook row computes it
+    once per key (a helper column) and its lookups read INDEX(column, that cell)."""
+    table: str
+    key: Expr
+
+    def children(self):
+        return (self.key,)
+
+
+# The field of a lookup table's row (in the tables compiled code reads) that holds its sheet row.
+ROW_FIELD = "#row"
+
+
 def spreadsheet_text(value) -> str:
     """A value as Excel's & shows it: whole numbers without '.0', text as it is."""
     kind = type(value)  # called per part of every row's label: the common cases first
@@ -230,12 +246,14 @@ def spreadsheet_ceil(x: float, _ceil=math.ceil, _abs=abs, _slack=_CEIL_SLACK) ->
 @dataclass(frozen=True)
 class ExcelContext:
     """How names become cells: `cell(name)` for inputs and terms, `column_range(table, column)`
-    and `key_range(table)` for lookups, and `constant(const)` a named constant's workbook name
-    (None: its number)."""
+    and `key_range(table)` for lookups, `constant(const)` a named constant's workbook name
+    (None: its number), and `key_row(table, key)` the cell that holds RowOf(table, key) for this
+    row (None: none does; a lookup then finds its row itself)."""
     cell: Callable[[str], str]
     column_range: Callable[[str, str], str]
     key_range: Callable[[str], str]
     constant: Callable[[Const], str | None] = lambda c: None
+    key_row: Callable[[str, Expr], str | None] = lambda table, key: None
 
 
 def to_excel(expr: Expr, ctx: ExcelContext) -> str:
@@ -247,13 +265,19 @@ def _excel_atom(expr: Expr, ctx: ExcelContext) -> str | None:
     if isinstance(expr, Var):
         return ctx.cell(expr.name)
     if isinstance(expr, Lookup):
-        key = to_excel(expr.key, ctx)
-        return f"INDEX({ctx.column_range(expr.table, expr.column)},MATCH({key},{ctx.key_range(expr.table)},0))"
-    if isinstance(expr, InTable):
-        return f"ISNUMBER(MATCH({to_excel(expr.key, ctx)},{ctx.key_range(expr.table)},0))"
+        row = ctx.key_row(expr.table, expr.key) or _match(expr, ctx)
+        return f"INDEX({ctx.column_range(expr.table, expr.column)},{row})"
+    if isinstance(expr, InTable):  # the row's cell holds a number only when the key is in the table
+        return f"ISNUMBER({ctx.key_row(expr.table, expr.key) or _match(expr, ctx)})"
+    if isinstance(expr, RowOf):
+        return _match(expr, ctx)
     if isinstance(expr, Const):
         return ctx.constant(expr)
     return None
+
+
+def _match(expr: Lookup | InTable | RowOf, ctx: ExcelContext) -> str:
+    return f"MATCH({to_excel(expr.key, ctx)},{ctx.key_range(expr.table)},0)"
 
 
 def to_text(expr: Expr, label: Callable[[str], str] = lambda n: n) -> str:
@@ -268,6 +292,8 @@ def _text_atom(expr: Expr, label) -> str | None:
         return f"{expr.column}({to_text(expr.key, label)})"
     if isinstance(expr, InTable):
         return f"{to_text(expr.key, label)} ∈ {expr.table}"
+    if isinstance(expr, RowOf):
+        return f"row of {to_text(expr.key, label)} in {expr.table}"
     return None
 
 
@@ -352,6 +378,8 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
         return lookup(expr)
     if isinstance(expr, InTable):
         return f"({to_python(expr.key, var, lookup)} in T[{expr.table!r}])"
+    if isinstance(expr, RowOf):
+        return f"T[{expr.table!r}].get({to_python(expr.key, var, lookup)}, {{}}).get({ROW_FIELD!r})"
     if isinstance(expr, Concat):  # parts that are text already need no conversion
         return "(" + " + ".join(to_python(p, var, lookup) if _is_text(p) else f"_text({to_python(p, var, lookup)})"
                                 for p in expr.parts) + ")"

@@ -29,8 +29,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 
 from .arrays import np
-from .formulas import (PYTHON_HELPERS, Cmp, Concat, Const, Expr, Fn, InTable, Lookup, Num, Op, Str, Var,
-                       spreadsheet_ceil, to_python)
+from .formulas import (PYTHON_HELPERS, ROW_FIELD, Cmp, Concat, Const, Expr, Fn, InTable, Lookup, Num, Op, RowOf, Str,
+                       Var, spreadsheet_ceil, to_python)
 
 INT, FLOAT, BOOL = 0, 1, 2  # the Python type of a number: int, float, bool
 _PY_TYPE = {int: INT, float: FLOAT, bool: BOOL}
@@ -605,6 +605,15 @@ def _in_table(frame: _Frame, e: InTable) -> Any:
     return hits[0] if _is_const(key) else Nums(np.array(hits, dtype=bool)[text.codes], BOOL, 1)
 
 
+def _row_of(frame: _Frame, e: RowOf) -> Any:
+    """The key's row's ROW_FIELD (its sheet row in the workbook), None for a key not in the table."""
+    key = frame.eval(e.key)
+    text = key if isinstance(key, Text) else _text_codes(frame, key)
+    rows = frame.tables.raw.get(e.table, {})
+    found = [rows[k].get(ROW_FIELD) if _hashable(k) and k in rows else None for k in text.vocab]
+    return found[0] if _is_const(key) else Objs(np.array(found, dtype=object)[text.codes])
+
+
 def _text_codes(frame: _Frame, key) -> Text:
     """A lookup key as codes into its distinct values (a constant: one code)."""
     if _is_const(key):
@@ -633,7 +642,8 @@ def _concat(frame: _Frame, e: Concat) -> Any:
 
 _EVAL: dict[type, Callable] = {
     Num: lambda f, e: e.value, Const: lambda f, e: e.value, Str: lambda f, e: e.value,
-    Var: _Frame.var, Op: _arith, Cmp: _compare, Fn: _fn, Lookup: _lookup, InTable: _in_table, Concat: _concat,
+    Var: _Frame.var, Op: _arith, Cmp: _compare, Fn: _fn, Lookup: _lookup, InTable: _in_table, RowOf: _row_of,
+    Concat: _concat,
 }
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import _ROLE_FN, _SKIP_FN, _SKIP_TERMS, SWEEP_ROW_INPUTS, Estimator, Scenario, _role_var
-from reportgen.formulas import compile_terms
+from reportgen.formulas import ROW_FIELD, compile_terms
 from reportgen.i18n import load_workbook_catalogue
 from reportgen.inputs import INPUT_NAMES, INPUTS
 from reportgen.terms import ROLE_TERMS, SKIP_RULES, Term
@@ -163,12 +163,13 @@ def test_skip_codes_equal_skip_check():
 # ---- every kind of node: the workbook's labels and checks (text, lookups by text, LEFT, FIND…) ------
 
 def _workbook_terms():
+    from reportgen.writers.xlsx.book import key_row_columns
     from reportgen.writers.xlsx.checks import INPUT_LISTS, checked, input_problems, rule_problems
     from reportgen.writers.xlsx.labels import scenario_label
     from reportgen.formulas import Var
     t = load_workbook_catalogue("en")
     lists = INPUT_LISTS + ("rule_problems",)
-    return (Term("label", "", "", scenario_label(t)),
+    return (Term("label", "", "", scenario_label(t)), *(Term(c.name, "", "", c.expr) for c in key_row_columns()),
             *(Term(name, "", "", expr) for name, expr in zip(INPUT_LISTS, input_problems(t))),
             Term("rule_problems", "", "", rule_problems(t)),
             Term("check", "", "", checked(*(Var(name) for name in lists))))
@@ -177,7 +178,8 @@ def _workbook_terms():
 WORKBOOK_TERMS = _workbook_terms()
 WORKBOOK_FN = compile_terms(WORKBOOK_TERMS, lambda n: f"I[{n!r}]" if n in INPUT_NAMES else f"A[{n!r}]",
                             "_workbook")
-CHECKED_TABLES = {name: {key: {**row, "check": "ok" if len(key) % 5 else "bad row"} for key, row in rows.items()}
+CHECKED_TABLES = {name: {key: {**row, "check": "ok" if len(key) % 5 else "bad row", ROW_FIELD: place}
+                         for place, (key, row) in enumerate(rows.items(), start=2)}
                   for name, rows in EST.tables.items()}
 
 

@@ -6,7 +6,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
-from ...formulas import AND, IF, Expr, ExcelContext, Var, compile_terms, concat, lift, to_excel
+from ...formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
+                         to_excel)
 from ...goals import goal_met_expr
 from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
@@ -14,11 +15,11 @@ from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
-from .checks import (INPUT_LISTS, catalog_problems, checked, gated, group_check, input_problems, rule_problems,
-                     scenario_check)
+from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, catalog_problems, checked, gated, group_check,
+                     input_problems, rule_problems, scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
-                     Table, row_context)
+                     Table, key_row_column, row_context)
 from .requirements import group_requirement, scenario_requirement
 from .stream import ROW
 
@@ -47,6 +48,22 @@ def _gated(cols: Sequence[Column]) -> tuple[Column, ...]:
 def rendered(col: Column) -> Expr:
     """What a column's formula computes: its expression, blank in a row whose check fails if gated."""
     return gated(col.expr) if col.gate else col.expr
+
+
+def key_row_columns() -> tuple[Column, ...]:
+    """Per catalog input (model, GPU, precision, …): the row of its catalog that holds the row's
+    value, found once (MATCH), blank when there is none. Every lookup of the row reads INDEX(column,
+    this cell) instead of a MATCH of its own (a scenario reads its catalogs over a hundred times),
+    and the check's "unknown model" is a blank here."""
+    out = []
+    for name in (i.name for i in INPUTS if i.name in LOOKUP_KEY_INPUTS):
+        table, kind = LOOKUP_KEY_INPUTS[name], CATALOG_KIND.get(name, name.replace("_", " "))
+        row = RowOf(table, Var(name))
+        out.append(Column(key_row_column(name), f"{table} row of the {kind}", "count", "helper", 8,
+                          IF(ISNUMBER(row), row, ""),
+                          help=f"the row of the {table} sheet that holds this row's {name} (its lookups read that "
+                               f"row); blank: none (the check says why)"))
+    return tuple(out)
 
 
 def problem_columns(t: Catalogue) -> tuple[Column, ...]:
@@ -195,7 +212,7 @@ def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Colu
             + ((requirement_column(requirement),) if requirement is not None else ()) + _gated(SUMMARY)
             + tuple(_input_column(i) for i in INPUTS) + (GOAL_COLUMNS if goals else ())
             + _gated([_term_column(term) for term in ROLE_TERMS])
-            + problem_columns(t) + tuple(helpers))
+            + key_row_columns() + problem_columns(t) + tuple(helpers))
 
 
 def rlhf_columns(t: Catalogue, results: Sequence[Result]) -> tuple[Column, ...]:
@@ -300,7 +317,7 @@ class Book:
         return rows[self.result_rows[result.index] - table.first_row]
 
     def context(self, table: Table, extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
-        return row_context(table, self.lookups, self.names, extra)
+        return row_context(table, self.lookups, self.names, extra, LOOKUP_KEY_INPUTS)
 
     @property
     def book_values(self) -> dict[str, Any]:
@@ -371,8 +388,9 @@ def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> 
     for name, rows in out.items():
         derived = derived_order(lookups[name].columns)
         fn = compiled_columns(derived)
-        for row in rows.values():
+        for sheet_row, row in enumerate(rows.values(), start=lookups[name].first_row):
             row.update(zip((c.name for c in derived), fn(row, {})))
+            row[ROW_FIELD] = sheet_row  # where MATCH finds it (scenario rows' key_row_columns)
     return out
 
 

@@ -15,8 +15,8 @@ from string import Formatter
 from typing import Sequence
 
 from ...estimate import SKIP_REASONS
-from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Concat, Expr, Fn, InTable, Lookup, Str,
-                         Var, concat, is_one_of)
+from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Concat, Expr, Fn, InTable, Lookup,
+                         Num, Op, Str, Var, concat, is_one_of)
 from ...i18n import Catalogue
 from ...inputs import FROZEN, INPUT_NAMES, INPUTS, Input
 from ...models import ModelSpec
@@ -63,7 +63,12 @@ def message(template: str, **values) -> Expr:
 
 def shown(x: Expr) -> Expr:
     """A cell's value as Python's repr shows it in the CLI's messages: numbers plain, text quoted."""
-    return IF(ISNUMBER(x), x, concat("'", x, "'"))
+    return IF(ISNUMBER(x), x, quoted(x))
+
+
+def quoted(x: Expr) -> Expr:
+    """shown(x) where x is known not to be a number (the formula is a quarter as long)."""
+    return concat("'", x, "'")
 
 
 
@@ -89,6 +94,11 @@ def _problem(fails: Expr, text: Expr) -> Expr:
     return IF(fails, concat(text, SEP), "")
 
 
+def _problem_unless(holds: Expr, text: Expr) -> Expr:
+    """_problem(NOT(holds), text), without the NOT."""
+    return IF(holds, "", concat(text, SEP))
+
+
 def problem_list(problems: Sequence[Expr]) -> Expr:
     return concat(*problems, END)
 
@@ -112,22 +122,22 @@ def _input_problem(t: Catalogue, i: Input) -> Expr:
                                                      reason=row_check)),
                   concat(message(t("check.unknown"), input=i.name, kind=kind, value=shown(x), sheet=sheet), SEP))
     if i.choices:
-        return _problem(NOT(is_one_of(x, *i.choices)),
-                        message(t("check.choice"), input=i.name, kind=i.name.replace("_", " "), value=shown(x),
+        return _problem_unless(is_one_of(x, *i.choices),
+                               message(t("check.choice"), input=i.name, kind=i.name.replace("_", " "), value=shown(x),
                                 known=", ".join(sorted(i.choices))))
     if i.decimal:  # the CLI's words: "must be between 0.05 and 1, got 1.5"
         lo, hi = i.limits
         return IF(ISNUMBER(x),
                   _problem(OR(x.lt(lo), x.gt(hi)),
                            message(t("check.between"), field=i.name, lo=f"{lo:g}", hi=f"{hi:g}", value=x)),
-                  concat(message(t("check.number"), field=i.name, value=shown(x)), SEP))
+                  concat(message(t("check.number"), field=i.name, value=quoted(x)), SEP))
     if i.is_int:
         lo, hi = i.limits
         return IF(ISNUMBER(x),
                   IF(FLOOR(x).ne(x), concat(message(t("check.whole"), input=i.name, value=x), SEP),
                      _problem(OR(x.lt(lo), x.gt(hi)),
                               message(t("check.range"), input=i.name, lo=str(lo), hi=f"{hi:,}", value=x))),
-                  concat(message(t("check.whole"), input=i.name, value=shown(x)), SEP))
+                  concat(message(t("check.whole"), input=i.name, value=quoted(x)), SEP))
     raise AssertionError(f"input {i.name}: no rule to check it by")
 
 
@@ -145,22 +155,62 @@ def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
 INPUT_LISTS = ("input_problems_1", "input_problems_2")  # the columns input_problems' lists fill
 
 
+def _rebuilt(expr: Expr, children: Sequence[Expr]) -> Expr:
+    """The same node over new children."""
+    if isinstance(expr, Fn):
+        return replace(expr, args=tuple(children))
+    if isinstance(expr, Concat):
+        return replace(expr, parts=tuple(children))
+    if isinstance(expr, (Lookup, InTable)):
+        return replace(expr, key=children[0])
+    return replace(expr, a=children[0], b=children[1])  # Op, Cmp
+
+
 def inlined(expr: Expr) -> Expr:
     """The expression over inputs, assumptions and lookups only: every term it reads replaced by the
-    term's definition. A check may not read a term's cell: the term's cell reads the check."""
+    term's definition, its conditions without the 1/0 flags the terms compute (conditions_of). A
+    check may not read a term's cell: the term's cell reads the check."""
     if isinstance(expr, Var) and expr.name in TERM_BY_NAME:
         return inlined(TERM_BY_NAME[expr.name].expr)
     children = expr.children()
     if not children:
         return expr
-    new = tuple(inlined(c) for c in children)
-    if isinstance(expr, Fn):
-        return replace(expr, args=new)
-    if isinstance(expr, Concat):
-        return replace(expr, parts=new)
-    if isinstance(expr, (Lookup, InTable)):
-        return replace(expr, key=new[0])
-    return replace(expr, a=new[0], b=new[1])  # Op, Cmp
+    return conditions_of(_rebuilt(expr, [inlined(c) for c in children]))
+
+
+def _flag(e: Expr) -> Expr | None:
+    """c of a flag IF(c, 1, 0), else None."""
+    if isinstance(e, Fn) and e.name == "IF" and all(type(a) is Num for a in e.args[1:]):
+        if (e.args[1].value, e.args[2].value) == (1, 0):
+            return e.args[0]
+    return None
+
+
+def condition(e: Expr) -> Expr:
+    """An expression whose truth alone is read, as it reads without flags: a term's flag is IF(c, 1, 0)
+    and terms test it as flag = 1, flag = 0 or flag + flag > 0, which inlined read c, NOT(c) and
+    OR(c, c'). Same truth in Excel and Python; only where no value but the truth is used."""
+    if isinstance(e, Cmp) and type(e.b) is Num:
+        flag = _flag(e.a)
+        if flag is not None and (e.op, e.b.value) in (("=", 1), (">", 0), ("<>", 0)):
+            return flag
+        if flag is not None and (e.op, e.b.value) == ("=", 0):
+            return NOT(flag)
+        if (e.op, e.b.value) == (">", 0) and isinstance(e.a, Op) and e.a.op == "+":
+            flags = (_flag(e.a.a), _flag(e.a.b))
+            if None not in flags:  # OR(a, OR(b, c)) is OR(a, b, c)
+                return OR(*(b for f in flags for b in (f.args if isinstance(f, Fn) and f.name == "OR" else (f,))))
+    return e
+
+
+def conditions_of(e: Expr) -> Expr:
+    """The node with condition() applied where only truth is read: IF's test and the arguments of
+    AND, OR and NOT."""
+    if isinstance(e, Fn) and e.name == "IF":
+        return replace(e, args=(condition(e.args[0]),) + tuple(e.args[1:]))
+    if isinstance(e, Fn) and e.name in ("AND", "OR", "NOT"):
+        return replace(e, args=tuple(condition(a) for a in e.args))
+    return e
 
 
 def rule_problems(t: Catalogue) -> Expr:
@@ -204,7 +254,7 @@ def _whole(t: Catalogue, name: str, minimum: int) -> Expr:
     return IF(ISNUMBER(x),
               IF(FLOOR(x).ne(x), concat(message(t("check.integer"), field=name, value=x), SEP),
                  _problem(x.lt(minimum), message(t("check.at_least"), field=name, minimum=str(minimum), value=x))),
-              concat(message(t("check.integer"), field=name, value=shown(x)), SEP))
+              concat(message(t("check.integer"), field=name, value=quoted(x)), SEP))
 
 
 def _non_negative(t: Catalogue, name: str) -> Expr:
@@ -247,11 +297,11 @@ def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> tuple[
         x = Var(name)
         kind, minimum = catalog_rule(table, name)
         if kind == "flag":
-            parts.append(_problem(NOT(is_one_of(x, 0, 1)), message(t("check.flag"), field=name, value=shown(x))))
+            parts.append(_problem_unless(is_one_of(x, 0, 1), message(t("check.flag"), field=name, value=shown(x))))
         elif kind == "whole":
             parts.append(_whole(t, name, minimum))
         elif kind == "memory":
-            parts.append(_problem(NOT(_positive_whole(x)), message(t("check.memory"), field=name, value=shown(x))))
+            parts.append(_problem_unless(_positive_whole(x), message(t("check.memory"), field=name, value=shown(x))))
         else:
             parts.append(_non_negative(t, name))
     if table == "Models":
@@ -270,7 +320,7 @@ def assumption_check(t: Catalogue, a: Assumption) -> Expr:
         out = IF(FLOOR(x).ne(x), message(t("check.whole_assumption"), field=a.name, value=x), out)
     out = IF(OR(x.lt(lo), x.gt(hi)),
              message(t("check.between"), field=a.name, lo=f"{lo:g}", hi=f"{hi:g}", value=x), out)
-    return IF(ISNUMBER(x), out, message(t("check.number"), field=a.name, value=shown(x)))
+    return IF(ISNUMBER(x), out, message(t("check.number"), field=a.name, value=quoted(x)))
 
 
 def first_failure(reasons: Sequence[Expr]) -> Expr:

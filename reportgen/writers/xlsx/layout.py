@@ -9,7 +9,7 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
-from ...formulas import Const, Expr, ExcelContext
+from ...formulas import Const, Expr, ExcelContext, Var
 from ...i18n import Catalogue
 from ...terms import ASSUMPTION_DEFAULTS
 from ...units import GiB
@@ -152,10 +152,18 @@ class Names:
             wb.define_name(name, formula)
 
 
+def key_row_column(key: str) -> str:
+    """The helper column holding the row of a lookup table whose key is this row's input `key`."""
+    return f"{key}_row"
+
+
 def row_context(table: Table, lookups: Mapping[str, Table], names: Names,
-                extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
+                extra: Callable[[str], str | None] = lambda n: None,
+                key_tables: Mapping[str, str] = {}) -> ExcelContext:
     """Var(name) -> this row's cell of that column, an assumption's defined name, or `extra`;
-    Lookup(table, column, key) -> INDEX/MATCH over the lookup table's named columns."""
+    Lookup(table, column, key) -> INDEX over the lookup table's named column, at the row this row's
+    helper column finds for the key (key_tables: key input -> lookup table; key_row_column) or, for
+    a key without one, at its MATCH."""
     def cell(name: str) -> str:
         hit = extra(name)
         if hit is not None:
@@ -165,8 +173,13 @@ def row_context(table: Table, lookups: Mapping[str, Table], names: Names,
         if name in ASSUMPTION_DEFAULTS or name == ASSUMPTIONS_CHECK:
             return name  # a workbook defined name on the Assumptions sheet
         raise KeyError(f"{table.sheet}: no column or assumption named {name!r}")
+    def key_row(lookup: str, key: Expr) -> str | None:
+        if isinstance(key, Var) and key_tables.get(key.name) == lookup and key_row_column(key.name) in table:
+            return table.ref(key_row_column(key.name))
+        return None
+
     return ExcelContext(cell, lambda t, column: names.of(lookups[t], column),
-                        lambda t: names.of(lookups[t], lookups[t].key), names.constant)
+                        lambda t: names.of(lookups[t], lookups[t].key), names.constant, key_row)
 
 
 # ---------------------------------------------------------------------------------------------
