@@ -187,3 +187,19 @@ def test_repeated_numbers_are_written_as_json_writes_each():
     assert _distinct_texts(ints, _INT_TEXT) == [json.dumps(x).encode() for x in ints.tolist()]
     unique = np.arange(10, dtype=np.int64)  # no repeats: converted one by one
     assert _distinct_texts(unique, _INT_TEXT) == [str(x).encode() for x in range(10)]
+
+
+@pytest.mark.parametrize("matrix", [
+    {"workload": "full", "batch_size": [1, 2]},  # no model
+    {"model": "Llama-3-8B", "workload": "full", "num_gpus": 3, "tp_size": 2},  # every row skipped
+    {"model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": "full", "exclude": [{"model": "Mistral-7B-v0.1"}]},
+    {"model": "Llama-3-8B", "workload": ["full", "lora"], "exclude": [{"workload": "full"}, {"workload": "lora"}]},
+], ids=["no-model", "all-skipped", "exclude-matches-nothing", "all-excluded"])
+def test_a_matrix_that_yields_nothing_fails_as_the_loop_does(matrix, default):
+    preset = Preset.from_mapping({"title": "t", "matrices": [{"name": "m", **matrix}]}, name="t", source="t.yaml")
+    messages = []
+    for columnar in (True, False):
+        with pytest.raises(InputError) as error:
+            expand(preset, default.estimator, columnar=columnar)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
