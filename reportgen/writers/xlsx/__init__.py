@@ -37,7 +37,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ...errors import OutputError
-from ...report import Report
+from ...report import BlockResults, Report
 from .book import build_book
 from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms
 from .guide import write_guide
@@ -58,8 +58,12 @@ def _created(generated_at: str) -> datetime:
 
 
 def scenario_sheet_rows(report: Report) -> int:
-    """The Scenarios sheet's last row: a row per single scenario and per RLHF role, below the headers."""
-    return layout.SCENARIO_FIRST_ROW - 1 + sum(len(r.estimate.roles) if r.is_group else 1 for r in report.results)
+    """The Scenarios sheet's last row: a row per single scenario and per RLHF role, below the headers
+    (a sweep block's rows counted, not made)."""
+    parts = getattr(report.results, "parts", (report.results,))
+    return layout.SCENARIO_FIRST_ROW - 1 + sum(
+        len(part) if isinstance(part, BlockResults) else sum(len(r.estimate.roles) if r.is_group else 1 for r in part)
+        for part in parts)
 
 
 def write(report: Report, path, lang: str = "en") -> None:

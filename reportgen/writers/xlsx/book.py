@@ -305,6 +305,7 @@ class Book:
     note_rows: list[dict[str, Any]] = field(default_factory=list)
     note_cells: dict[tuple[str, str], int] = field(default_factory=dict)  # (note id, key) -> NoteScenarios row
     names: Names = field(default_factory=Names)
+    plan_values: list[dict[str, Any]] | None = None  # the Plan's rows, once computed (plan.plan_rows)
 
     def candidates(self, result: Result) -> tuple[Table, list[dict[str, Any]], PlanFields]:
         """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""

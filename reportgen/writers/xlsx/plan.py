@@ -285,30 +285,50 @@ def _pick_values(book: Book, r: Result | None, ranking: Ranking, details: Sequen
             **dict(zip((c.name for c in details), compiled[key](candidate, book.report.assumptions)))}
 
 
-def search_values(values: Sequence, value) -> tuple[int, int, int, int, int]:
-    """What _search's (and _plan_search's) formulas give for rows showing `values`, searched for
+def search_index(values: Sequence) -> dict[Any, list[int]]:
+    """value -> [count, first, last] (rows 1-based) of every value shown in `values`: one pass, so that a
+    search per Plan row is not a pass over every candidate row (a 100,000-scenario sheet, 1,000 Plan rows)."""
+    out: dict[Any, list[int]] = {}
+    for i, v in enumerate(values, start=1):
+        hit = out.get(v)
+        if hit is None:
+            out[v] = [1, i, i]
+        else:
+            hit[0] += 1
+            hit[2] = i
+    return out
+
+
+def search_values(index: Mapping[Any, list[int]], n: int, value) -> tuple[int, int, int, int, int]:
+    """What _search's (and _plan_search's) formulas give for `n` rows (their search_index), searched for
     `value` (blank: none): its rows, the first of them, whether they stand together, and the first
     and last row searched."""
-    count = values.count(value) if value != "" else 0
-    first = values.index(value) + 1 if count else 1
-    together = int(count > 0 and values[first - 1:first - 1 + count].count(value) == count)
-    return count, first, together, first if together else 1, first + count - 1 if together else len(values)
+    count, first, last = index.get(value, (0, 1, 0)) if value != "" else (0, 1, 0)
+    together = int(count > 0 and last - first + 1 == count)
+    return count, first, together, first if together else 1, first + count - 1 if together else n
 
 
 def plan_rows(book: Book) -> list[dict[str, Any]]:
     """The Python value of every Plan cell: report.recommendations laid out (the requirement as its
-    rows show it), the picks' figures from the same expressions as the formulas."""
+    rows show it), the picks' figures from the same expressions as the formulas. Computed once per
+    book (the Plan and the Charts read them)."""
+    if book.plan_values is None:
+        book.plan_values = _plan_rows(book)
+    return book.plan_values
+
+
+def _plan_rows(book: Book) -> list[dict[str, Any]]:
     rows = []
     picks = 0
     compiled: dict[tuple[str, str], Callable] = {}
-    texts: dict[str, list[str]] = {}  # candidate sheet -> its rows' requirement texts
+    texts: dict[str, tuple[dict, int]] = {}  # candidate sheet -> its rows' requirement texts, indexed
     for rec in book.report.recommendations:
         sheet = "RLHF" if rec.workload in RLHF_ALGORITHMS else "Scenarios"
         text = book.row_of(rec.sample)["requirement"]
         table, candidates, _ = book.candidates(rec.sample)
         if table.sheet not in texts:
-            texts[table.sheet] = [c["requirement"] for c in candidates]
-        search = dict(zip((c.name for c in SEARCH), search_values(texts[table.sheet], text)))
+            texts[table.sheet] = (search_index([c["requirement"] for c in candidates]), len(candidates))
+        search = dict(zip((c.name for c in SEARCH), search_values(*texts[table.sheet], text)))
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
@@ -320,9 +340,9 @@ def plan_rows(book: Book) -> list[dict[str, Any]]:
             row.update(_pick_values(book, entry.result, TO_BUY, PLAN_DETAILS, compiled))
             row.update(_pick_values(book, entry.rent, TO_RENT, RENT_DETAILS, compiled))
             rows.append(row)
-    keys = [row["requirement_key"] for row in rows]
+    keys = search_index([row["requirement_key"] for row in rows])
     for row in rows:
-        row.update(zip((c.name for c in PLAN_SEARCH[1:]), search_values(keys, row["requirement_key"])))
+        row.update(zip((c.name for c in PLAN_SEARCH[1:]), search_values(keys, len(rows), row["requirement_key"])))
     return rows
 
 
