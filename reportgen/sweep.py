@@ -36,8 +36,7 @@ class SweepBlock:
 
     def codes(self, axis: int, rows: np.ndarray | None = None) -> np.ndarray:
         """Which value of axis `axis` each row (default: every row) takes."""
-        stride = math.prod(len(v) for v in self.values[axis + 1:])
-        return (self.rows if rows is None else rows) // stride % len(self.values[axis])
+        return value_codes(self.rows if rows is None else rows, [len(v) for v in self.values], axis)
 
     def inputs_at(self, k: int) -> dict[str, Any]:
         """Row k's inputs as check_inputs returns them: the workload's defaults under the axes' values."""
@@ -109,22 +108,26 @@ def product_size(axes: Mapping[str, Sequence]) -> int:
     return math.prod(len(v) for v in axes.values())
 
 
+def value_codes(combinations: np.ndarray, sizes: Sequence[int], axis: int) -> np.ndarray:
+    """Which value of axis `axis` (of axes with `sizes` values, the last varying fastest) each
+    combination number takes."""
+    return combinations // math.prod(sizes[axis + 1:]) % sizes[axis]
+
+
 def excluded_rows(axes: Mapping[str, Sequence], workload: str, excludes: Sequence[Mapping[str, Any]],
                   removed: list[int]) -> np.ndarray:
     """Which combinations of the product an exclude rule removes (raw preset values compared, as the
     rules are written); removed[j] counts rule j's hits."""
     size = product_size(axes)
-    names = list(axes)
+    names, sizes = list(axes), [len(v) for v in axes.values()]
     out = np.zeros(size, dtype=bool)
     flat = np.arange(size, dtype=np.int64) if excludes else None
     for j, rule in enumerate(excludes):
         hit = np.ones(size, dtype=bool)
         for key, want in rule.items():
             if key in axes:
-                vals = axes[key]
-                same = np.array([v == want for v in vals], dtype=bool)
-                stride = math.prod(len(axes[n]) for n in names[names.index(key) + 1:])
-                hit &= same[flat // stride % len(vals)]
+                same = np.array([v == want for v in axes[key]], dtype=bool)
+                hit &= same[value_codes(flat, sizes, names.index(key))]
             elif not (key == "workload" and want == workload):
                 hit[:] = False
         removed[j] += int(hit.sum())
@@ -137,16 +140,13 @@ def check_axes(axes: Mapping[str, Sequence], workload: str, kept: np.ndarray,
     """Each axis's values checked (check: make_scenario's check_inputs for one combination's values),
     in the order a loop over the kept combinations meets them, so that the first bad value is the one
     the loop would report. Values no kept combination takes are not checked, as in the loop."""
-    names = list(axes)
+    names, sizes = list(axes), [len(v) for v in axes.values()]
     if not len(kept):
         return tuple(tuple(v) for v in axes.values())
     # the first kept combination meeting each value, then (within it) the inputs' order
     firsts = []
-    for j, name in enumerate(names):
-        vals = axes[name]
-        stride = math.prod(len(axes[n]) for n in names[j + 1:])
-        codes = kept // stride % len(vals)
-        present, first = np.unique(codes, return_index=True)
+    for j in range(len(names)):
+        present, first = np.unique(value_codes(kept, sizes, j), return_index=True)
         firsts += [(int(kept[f]), j, int(c)) for c, f in zip(present.tolist(), first.tolist())]
     order = list(WORKLOAD_DEFAULTS.get(workload, {})) + [n for n in names if n not in WORKLOAD_DEFAULTS.get(workload, {})]
     position = {n: i for i, n in enumerate(order)}
