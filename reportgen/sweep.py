@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .arrays import np
-from .inputs import INPUT_BY_NAME, WORKLOAD_DEFAULTS, Scenario
+from .inputs import WORKLOAD_DEFAULTS, Scenario
 from .vector import as_numbers, column_of, take
 
 
@@ -76,9 +76,10 @@ class SweepBlock:
 
     def numbers(self, name: str) -> np.ndarray:
         """A number input of every row (an axis, or the value every row has)."""
-        return as_numbers(self.columns()[name] if name in self.names else self.inputs_at(0)[name]
-                          if name in WORKLOAD_DEFAULTS.get(self.workload, {}) else INPUT_BY_NAME[name].default,
-                          self.size)
+        if name not in self.names:
+            return as_numbers(getattr(self.scenario(0), name), self.size)
+        j = self.names.index(name)
+        return as_numbers(take(column_of(list(self.values[j])), self.codes(j)), self.size)
 
     def gpu_names(self) -> set[str]:
         key, _ = self.axis_codes(("gpu",))

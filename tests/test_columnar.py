@@ -32,6 +32,16 @@ def from_mapping(raw: dict, base: Loaded) -> Loaded:
     return Loaded(preset, base.estimator, expand(preset, base.estimator))
 
 
+def errors_of_both(preset: Preset, estimator) -> list[str]:
+    """The error each path raises expanding `preset` (columnar, then objects)."""
+    messages = []
+    for columnar in (True, False):
+        with pytest.raises(InputError) as error:
+            expand(preset, estimator, columnar=columnar)
+        messages.append(str(error.value))
+    return messages
+
+
 @pytest.fixture(scope="module")
 def default():
     return load("default")
@@ -140,12 +150,7 @@ def test_the_first_bad_value_is_the_one_the_loop_reports(default):
     for axes in ({"batch_size": [1, 2, -1], "seq_len": [512, "x"]}, {"seq_len": [512, 0], "gpu": ["H100-80GB-SXM", "H1OO"]},
                  {"num_gpus": [1, 2.5], "batch_size": [0, 1]}):
         raw = {"title": "t", "matrices": [{"name": "m", "model": "Llama-3-8B", "workload": "full", **axes}]}
-        preset = Preset.from_mapping(raw, name="t", source="t.yaml")
-        messages = []
-        for columnar in (True, False):
-            with pytest.raises(InputError) as error:
-                expand(preset, default.estimator, columnar=columnar)
-            messages.append(str(error.value))
+        messages = errors_of_both(Preset.from_mapping(raw, name="t", source="t.yaml"), default.estimator)
         assert messages[0] == messages[1]
 
 
@@ -197,9 +202,5 @@ def test_repeated_numbers_are_written_as_json_writes_each():
 ], ids=["no-model", "all-skipped", "exclude-matches-nothing", "all-excluded"])
 def test_a_matrix_that_yields_nothing_fails_as_the_loop_does(matrix, default):
     preset = Preset.from_mapping({"title": "t", "matrices": [{"name": "m", **matrix}]}, name="t", source="t.yaml")
-    messages = []
-    for columnar in (True, False):
-        with pytest.raises(InputError) as error:
-            expand(preset, default.estimator, columnar=columnar)
-        messages.append(str(error.value))
+    messages = errors_of_both(preset, default.estimator)
     assert messages[0] == messages[1]

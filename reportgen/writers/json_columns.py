@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..arrays import np
 from ..estimate import PHASE_NAMES, SWEEP_ROW_INPUTS, estimate_json_layout
-from ..inputs import INPUT_BY_NAME, INPUT_NAMES, WORKLOAD_DEFAULTS
+from ..inputs import INPUT_NAMES
 from ..report import BlockResults, Result
 from ..sweep import SweepBlock
 from ..vector import BOOL, INT, Chunk, Nums, _is_const, to_list
@@ -159,15 +159,11 @@ class _BlockText:
     def __init__(self, part: BlockResults):
         self.block = block = part.block
         self.results = part
-        row_inputs = {**{i.name: i.default for i in INPUT_BY_NAME.values()}, "workload": block.workload,
-                      **WORKLOAD_DEFAULTS.get(block.workload, {})}
-        self.axis_of: dict[str, tuple[int, list[bytes]]] = {}
-        for j, (name, vals) in enumerate(zip(block.names, block.values)):
-            if len(vals) == 1:
-                row_inputs[name] = vals[0]
-            else:
-                self.axis_of[name] = (j, [dump_bytes(v) for v in vals])
-        self.constant_inputs = {n: dump(row_inputs[n]) for n in INPUT_NAMES if n not in self.axis_of}
+        self.axis_of: dict[str, tuple[int, list[bytes]]] = {
+            name: (j, [dump_bytes(v) for v in vals])
+            for j, (name, vals) in enumerate(zip(block.names, block.values)) if len(vals) > 1}
+        # every other input is the same in every row: the first row's
+        self.constant_inputs = {n: dump(v) for n, v in block.scenario(0).inputs().items() if n not in self.axis_of}
         # texts of a few inputs' combinations; the name does not read batch or lengths (tested)
         self.shared = {"label": _per_combination(block, [n for n in block.names if n not in SWEEP_ROW_INPUTS],
                                                  lambda s: dump_bytes(s.label())),

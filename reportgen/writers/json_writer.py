@@ -27,10 +27,10 @@ def _entry(e: PlanEntry) -> dict[str, Any]:
     return out
 
 
-def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
-    """The JSON document; with lazy_scenarios the scenario list is a generator (for streaming)."""
+def report_json(report: Report, scenarios: bool = True) -> dict[str, Any]:
+    """The JSON document; scenarios=False leaves the scenario list None, for json_chunks to stream in
+    its place."""
     p = report.preset
-    scenarios = (scenario_json(r) for r in report.results)
     return {
         "reportgen_version": report.version,
         "generated_at": report.generated_at,
@@ -39,7 +39,7 @@ def report_json(report: Report, lazy_scenarios: bool = False) -> dict[str, Any]:
         "assumptions": report.assumptions,
         "gpus": {n: {**g.__dict__, "memory_bytes": g.memory_bytes} for n, g in report.gpus.items()
                  if n in report.gpu_types},
-        "scenarios": scenarios if lazy_scenarios else list(scenarios),
+        "scenarios": [scenario_json(r) for r in report.results] if scenarios else None,
         "skipped": [{"matrix": s.matrix, "name": s.label, "reason": s.reason_text, "code": s.reason.code}
                     for s in report.skipped],
         "plan": [{"model": rec.model, "workload": rec.workload, "requirement": dict(rec.requirement.settings),
@@ -75,7 +75,7 @@ LINES_PER_WRITE = 1000  # scenario lines joined into one write
 def json_chunks(report: Report) -> Iterator[bytes]:
     """The file's UTF-8 bytes, one top-level key per line and one scenario per line: diff-friendly; the
     C encoder keeps a 100,000-scenario file fast, and writing chunk by chunk keeps memory flat."""
-    data = report_json(report, lazy_scenarios=True)
+    data = report_json(report, scenarios=False)
     yield b"{\n"
     for n, (key, value) in enumerate(data.items()):
         comma = "," if n < len(data) - 1 else ""
