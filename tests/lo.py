@@ -27,6 +27,7 @@ __all__ = [
     "recalculate",
     "to_pdf",
     "convert",
+    "make_profile",
 ]
 
 DEFAULT_TIMEOUT_S = 180
@@ -97,7 +98,8 @@ def _require_soffice() -> str:
     return exe
 
 
-def _make_profile(root: Path, recalc: bool) -> Path:
+def make_profile(root: Path, recalc: bool) -> Path:
+    """A throw-away soffice profile: recalculate on load or never; formula groups single-threaded."""
     profile = root / "lo-profile"
     (profile / "user").mkdir(parents=True)
     xcu = _XCU if recalc else _XCU.replace("<value>0</value>", "<value>1</value>")  # 1 = never
@@ -139,7 +141,7 @@ def convert(
 
     with tempfile.TemporaryDirectory(prefix="reportgen-lo-") as tmp:
         tmp_path = Path(tmp)
-        profile = _make_profile(tmp_path, recalc)
+        profile = make_profile(tmp_path, recalc)
         cmd = [
             exe,
             "--headless",

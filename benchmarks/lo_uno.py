@@ -1,0 +1,66 @@
+"""LibreOffice's recalculation of a loaded workbook, timed inside LibreOffice (not a test).
+
+Run by lo_recalc.py with the system Python, which has the UNO bridge (Debian `python3-uno`):
+
+    /usr/bin/python3 benchmarks/lo_uno.py BOOK.xlsx PROFILE_DIR
+
+Why: timing `soffice --convert-to` with and without recalculation on load and subtracting leaves
+the recalculation inside the noise of two ~40 s loads. Here one soffice process loads the book
+once (the profile is tests/lo.py's: single-threaded, as the tests recalculate), then
+`calculateAll()` (a hard recalculation, Ctrl+Shift+F9) runs three times; the best is printed.
+Prints one line: `load <s> calculate_all <s>`.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import uno
+from com.sun.star.beans import PropertyValue
+
+PORT = 2097
+RUNS = 3
+
+
+def connect(timeout_s: float = 120.0):
+    local = uno.getComponentContext()
+    resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return resolver.resolve(f"uno:socket,host=127.0.0.1,port={PORT};urp;StarOffice.ComponentContext")
+        except Exception:  # soffice is still starting
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def main() -> None:
+    book, profile = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    soffice = subprocess.Popen(["soffice", "--headless", "--invisible", "--norestore", "--nolockcheck",
+                                f"-env:UserInstallation={profile.as_uri()}",
+                                f"--accept=socket,host=127.0.0.1,port={PORT};urp;"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        context = connect()
+        desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+        hidden = PropertyValue()
+        hidden.Name, hidden.Value = "Hidden", True
+        start = time.perf_counter()
+        doc = desktop.loadComponentFromURL(book.as_uri(), "_blank", 0, (hidden,))
+        load_s = time.perf_counter() - start
+        runs = []
+        for _ in range(RUNS):
+            start = time.perf_counter()
+            doc.calculateAll()
+            runs.append(time.perf_counter() - start)
+        print(f"load {load_s:.2f} calculate_all {min(runs):.2f}", flush=True)
+    finally:
+        soffice.kill()  # terminate() over UNO can hang on a large document
+        soffice.wait()
+
+
+if __name__ == "__main__":
+    main()
