@@ -5,7 +5,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ...arrays import np
-
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
 from ...formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,

@@ -26,7 +26,7 @@ import re
 import threading
 import zipfile
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -35,7 +35,7 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_cell
 
 from ...arrays import np
-from ...vector import BOOL, FLOAT, INT, Nums, Text, _is_const, to_list
+from ...vector import BOOL, INT, Nums, Text, _is_const, to_list
 from ..json_columns import FLOAT_TEXT as _FLOAT_TEXT, INT_TEXT as _INT_TEXT, distinct_texts
 
 ROW = "\x00"  # a template's row number (the same placeholder as the formula templates')
@@ -154,10 +154,11 @@ def inline_text(text: str) -> str:
 
 Piece = str | tuple[int, str]  # a row kind's literal XML (ROW: the row number), or a slot (value position, how)
 _FORMAT = {"number": "%r", "flag": "%d", "inline": "%s", "plain": "%s", "own": "%s"}  # a slot in a mapping row
-_TYPES = (type(None), bool, int, float, str)  # a column's value types as codes (vector.py's columns)
-_BLANK = len(_TYPES)  # an empty text in a value column: no cell, as write_value leaves it
-assert (INT, FLOAT, BOOL) == (0, 1, 2)
-_NUMS_TYPES = np.array([_TYPES.index(int), _TYPES.index(float), _TYPES.index(bool)], dtype=np.int8)  # by Nums.t
+# What a cell's XML depends on, as codes: no value, a number (its text tells an int, a float and a
+# flag apart), a text, and an empty text in a value column (no cell, as write_value leaves it).
+_NONE, _NUMBER, _STR, _BLANK = range(4)
+_CODE_OF = {type(None): _NONE, bool: _NUMBER, int: _NUMBER, float: _NUMBER, str: _STR}
+_CODE_TYPES = (type(None), int, str, str)  # a code's type in the template (_BLANK: a blank column)
 
 
 @dataclass(frozen=True)
@@ -300,16 +301,14 @@ class RowWriter:
     def _column_rows(self, run: ColumnRun, start: int) -> Iterator[bytes]:
         for cols in run.chunks():
             lines = self._column_lines(cols, start + cols.start)
-            for row, values in cols.objects.items():
-                lines[row] = self._line(values, start + cols.start + row)
-            for i in range(0, len(lines), ROWS_PER_CHUNK):
-                yield b"".join(lines[i:i + ROWS_PER_CHUNK])
+            for i in range(0, cols.size, ROWS_PER_CHUNK):
+                yield b"".join(islice(lines, ROWS_PER_CHUNK))
 
-    def _column_lines(self, cols: CellColumns, offset: int) -> list[bytes]:
-        """Each row's XML, the same as _line writes from the row's mapping: rows are grouped by
-        kind (their values' types), and each kind's template is filled from columns of texts, a
-        value's text made once per distinct value; runs of cells that only depend on the row's
-        combination are made once per combination."""
+    def _column_lines(self, cols: CellColumns, offset: int) -> Iterator[bytes]:
+        """Each row's XML, the same as _line writes from the row's mapping, made as they are read:
+        rows are grouped by kind (their values' types), and each kind's template is filled from
+        columns of texts, a value's text made once per distinct value; runs of cells that only
+        depend on the row's combination are made once per combination."""
         n = cols.size
         sources = [self._source(cols, name) for name in self.names]
         codes = [self._type_codes(src, c, cols) for c, src in enumerate(sources)]
@@ -328,13 +327,13 @@ class RowWriter:
                 texts[(c, where)] = self._texts(column, count, self.sheet.columns[c].is_formula)
             return texts[(c, where)]
 
-        distinct = np.unique(kind_of)
-        lines: list[bytes] = [b""] * n
-        for k in distinct.tolist():
-            rows = np.flatnonzero(kind_of == k) if len(distinct) > 1 else np.arange(n)
+        kinds = {}  # kind -> its rows' XML, in order
+        for k in np.unique(kind_of).tolist():
+            rows = np.flatnonzero(kind_of == k)
             r = int(rows[0])
-            types = tuple(_TYPES[min(int(x if type(x) is int else x[r]), _BLANK - 1)] for x in codes)
-            blank = tuple(c for c, x in enumerate(codes) if int(x if type(x) is int else x[r]) == _BLANK)
+            at = [int(x if type(x) is int else x[r]) for x in codes]
+            types = tuple(_CODE_TYPES[x] for x in at)
+            blank = tuple(c for c, x in enumerate(at) if x == _BLANK)
             template, fillers = self._compile(self._cells(types, blank, (), offset + r == 0), sources)
             pick = rows.tolist()
             filled = []
@@ -347,14 +346,15 @@ class RowWriter:
                     run = list(map(b"".join, zip(*texts_of)))
                     values = list(map(run.__getitem__, cols.combination[rows].tolist()))
                 filled.append(values)
-            first = self.sheet.first_row + offset
-            made = [(template % args).replace(ROW_BYTES, b"%d" % (first + i))
-                    for i, args in zip(pick, zip(*filled) if filled else repeat(()))]
-            if len(rows) == n:
-                return made
-            for i, line in zip(pick, made):
-                lines[i] = line
-        return lines
+            kinds[k] = _filled(template, [self.sheet.first_row + offset + i for i in pick], filled)
+        if len(kinds) == 1 and not cols.objects:
+            return next(iter(kinds.values()))
+
+        def in_order() -> Iterator[bytes]:
+            for i, k in enumerate(kind_of.tolist()):
+                line = next(kinds[k])
+                yield self._line(cols.objects[i], offset + i) if i in cols.objects else line
+        return in_order()
 
     def _source(self, cols: CellColumns, name: str) -> tuple[str, Any]:
         """Where a column's values are: ("rows" or "combinations", its column), or ("const", a value)."""
@@ -364,24 +364,26 @@ class RowWriter:
         return "const", None
 
     def _type_codes(self, source: tuple[str, Any], c: int, cols: CellColumns) -> int | np.ndarray:
-        """The _TYPES code of column c's value (_BLANK: an empty text in a value column): one code, or each row's."""
+        """The code of column c's values (_NONE, _NUMBER, _STR, _BLANK): one code, or each row's."""
         where, column = source
         value_column = not self.sheet.columns[c].is_formula
         if where == "const":
             return self._type_code(c, column, value_column)
         if isinstance(column, Nums):
-            codes = int(_NUMS_TYPES[column.t]) if type(column.t) is int else _NUMS_TYPES[column.t]
-        elif isinstance(column, Text):
+            return _NUMBER
+        if isinstance(column, Text):
             words = np.array([self._type_code(c, w, value_column) for w in column.vocab], dtype=np.int8)
-            codes = int(words[0]) if (words == words[0]).all() else words[column.codes]
+            codes = words[column.codes]
         else:
             codes = np.array([self._type_code(c, x, value_column) for x in column.v.tolist()], dtype=np.int8)
-        return codes[cols.combination] if where == "combinations" and type(codes) is not int else codes
+        if (codes == codes[0]).all():
+            return int(codes[0])
+        return codes[cols.combination] if where == "combinations" else codes
 
     def _type_code(self, c: int, value: Any, value_column: bool) -> int:
-        if type(value) not in _TYPES:
+        if type(value) not in _CODE_OF:
             raise TypeError(f"column {self.names[c]}: cannot write a {type(value).__name__} value")
-        return _BLANK if value_column and value == "" else _TYPES.index(type(value))
+        return _BLANK if value_column and value == "" else _CODE_OF[type(value)]
 
     def _texts(self, column: Any, count: int, is_formula: bool) -> list[bytes]:
         """The text of each of a column's `count` values, as _line writes it."""
@@ -449,6 +451,12 @@ class RowWriter:
                 run.append((c,))
         filler(None)
         return b"".join(template), fillers
+
+
+def _filled(template: bytes, row_numbers: Sequence[int], columns: Sequence[Sequence[bytes]]) -> Iterator[bytes]:
+    """The template filled from each row's texts (one per column), ROW replaced by its row number."""
+    for number, args in zip(row_numbers, zip(*columns) if columns else repeat(())):
+        yield (template % args).replace(ROW_BYTES, b"%d" % number)
 
 
 def _literal(formula: str) -> str:
