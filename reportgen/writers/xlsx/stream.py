@@ -13,6 +13,11 @@ How it stays fast:
   value. `shareable` checks the template first; other formulas are written in full in every row.
 - A row is one `%` format string, built once per row kind (which cells are text, numbers or
   blank, whether it is the first row, which own formulas it has) and filled with the row's values.
+- Rows given as columns (a ColumnRun: a sweep block's, columns.py) are grouped by kind with arrays;
+  a column's texts are made once per distinct value, and a run of cells that depends only on the
+  row's combination of outer inputs (vector.py) once per combination: no Python object per cell.
+- Every cell keeps its reference (`r`), optional in ECMA-376: without it rows would deflate in half
+  the time, but openpyxl cannot read a shared formula whose cell has none.
 - Formulas keep their cached Python value (`<v>`), as XlsxWriter's `write_formula(..., value)`
   does, so viewers that do not recalculate still show numbers.
 - Deflate runs in a second thread (zlib releases the GIL) while the next rows are built.
