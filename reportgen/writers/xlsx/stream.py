@@ -397,7 +397,7 @@ class RowWriter:
             if column.t == BOOL:
                 return list(map(_FLAG_TEXT.__getitem__, (v != 0).tolist()))
             if column.t == INT:
-                return distinct_texts(v.astype(np.int64, copy=False), _INT_TEXT)  # ints held as floats are exact
+                return distinct_texts(v, _INT_TEXT)
             return distinct_texts(v, _FLOAT_TEXT)
         if isinstance(column, Text):
             words = [self._value_text(w, is_formula) for w in column.vocab]
@@ -417,28 +417,19 @@ class RowWriter:
         columns become literal text."""
         template: list[bytes] = []
         fillers: list = []
-        run: list | None = None
+        run: list = []  # the open run of cells made per combination
 
         def literal(text: bytes) -> None:
-            if run is not None:
+            if run:
                 run.append(text)
             else:
                 template.append(text.replace(b"%", b"%%"))
 
-        def filler(f) -> None:
-            nonlocal run
-            if run is not None:
-                tail = []
-                while run and type(run[-1]) is bytes:
-                    tail.insert(0, run.pop())
-                if run:
-                    template.append(b"%s")
-                    fillers.append(("combinations", tuple(run)))
-                template.extend(t.replace(b"%", b"%%") for t in tail)
-                run = None
-            if f is not None:
+        def close_run() -> None:
+            if run:
                 template.append(b"%s")
-                fillers.append(f)
+                fillers.append(("combinations", tuple(run)))
+                run.clear()
 
         for piece in pieces:
             if isinstance(piece, str):
@@ -449,12 +440,12 @@ class RowWriter:
             if where == "const":
                 literal(self._value_text(column, self.sheet.columns[c].is_formula))
             elif where == "rows":
-                filler(("rows", c))
+                close_run()
+                template.append(b"%s")
+                fillers.append(("rows", c))
             else:
-                if run is None:
-                    run = []
                 run.append((c,))
-        filler(None)
+        close_run()
         return b"".join(template), fillers
 
 
