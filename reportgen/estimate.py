@@ -93,7 +93,7 @@ def _plain(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _needed(terms: Sequence[Term], names: Iterable[str]) -> tuple[Term, ...]:
+def needed_terms(terms: Sequence[Term], names: Iterable[str]) -> tuple[Term, ...]:
     """The terms that `names` read, directly or through earlier terms, in table order."""
     by_name = {t.name: t for t in terms}
     wanted, stack = set(), [n for n in names if n in by_name]
@@ -112,7 +112,7 @@ def _skip_terms() -> tuple[Term, ...]:
         out.append(Term(f"skip.{rule.code}", rule.code, "flag", IF(rule.when, 1, 0)))
         out += [Term(f"skip.{rule.code}.{k}", k, "", e) for k, e in rule.values]
     names = {n for t in out for n in t.expr.names()}
-    return _needed(ROLE_TERMS, names) + tuple(out)
+    return needed_terms(ROLE_TERMS, names) + tuple(out)
 
 
 def _role_var(n: str) -> str:
@@ -428,7 +428,7 @@ class Estimator:
     def estimate_chunks(self, columns: Mapping[str, Any], size: int, chunk_rows: int = CHUNK_ROWS,
                         vector: VectorTerms = _ROLE_VECTOR) -> Iterator[Chunk]:
         """estimate_columns chunk by chunk: a writer streams rows while memory stays flat."""
-        return vector.chunks(self._columns(columns), size, self.assumptions, self.tables, chunk_rows)
+        return vector.chunks(self.input_columns(columns), size, self.assumptions, self.tables, chunk_rows)
 
     def skip_codes(self, columns: Mapping[str, Any], size: int) -> np.ndarray:
         """skip_check's answer for `size` scenarios given as columns, as numbers: 0 where a scenario
@@ -440,7 +440,7 @@ class Estimator:
                 codes[chunk.numbers(f"skip.{rule.code}").astype(bool)] = k
         return out
 
-    def _columns(self, columns: Mapping[str, Any]) -> dict[str, Any]:
+    def input_columns(self, columns: Mapping[str, Any]) -> dict[str, Any]:
         """Every input's column (an input left out: its default); an unknown model is an input
         error, not a KeyError in the arrays."""
         out = {i.name: column_of(columns[i.name]) if i.name in columns else i.default for i in INPUTS}

@@ -350,12 +350,11 @@ def _block_cells(part: BlockResults, interchangeable: Iterable[str], cells: dict
     columns = {name: np.concatenate(parts) for name, parts in fields.items()}
     columns["total_gpus"] = block.numbers("num_gpus")  # a single model's Result.total_gpus
     columns["index"] = part.first_index + np.arange(block.size, dtype=np.int64)
-    need_key, _ = block.axis_codes(["model"] + requirement_inputs(block.workload, interchangeable))
-    needs, need_first, need_of = np.unique(need_key, return_index=True, return_inverse=True)
+    need_names, need_first, need_of = block_requirements(block, interchangeable)
     gpu_key, _ = block.axis_codes(("gpu",))
     gpus, gpu_first, gpu_of = np.unique(gpu_key, return_index=True, return_inverse=True)
     cell = need_of.astype(np.int64) * len(gpus) + gpu_of
-    n_cells = len(needs) * len(gpus)
+    n_cells = len(need_names) * len(gpus)
     tried = np.bincount(cell, minlength=n_cells)
     most = np.zeros(n_cells, dtype=np.int64)
     np.maximum.at(most, cell, columns["total_gpus"])
@@ -365,7 +364,6 @@ def _block_cells(part: BlockResults, interchangeable: Iterable[str], cells: dict
         ranked = fit[np.lexsort([columns[f][fit] for f in reversed(order)] + [cell[fit]])]
         starts = np.flatnonzero(np.r_[True, cell[ranked][1:] != cell[ranked][:-1]]) if len(ranked) else ranked
         picks[name] = {int(cell[row]): tuple(columns[f][row].item() for f in order) for row in ranked[starts].tolist()}
-    need_names = [single_requirement(block.scenario(int(k)), interchangeable) for k in need_first.tolist()]
     gpu_names = [block.scenario(int(k)).gpu for k in gpu_first.tolist()]
     for n in np.argsort(need_first, kind="stable").tolist():
         need = need_names[n]
@@ -375,6 +373,14 @@ def _block_cells(part: BlockResults, interchangeable: Iterable[str], cells: dict
             c = n * len(gpus) + g
             if tried[c]:
                 by_gpu.setdefault(gpu, _Cell()).add(int(tried[c]), int(most[c]), picks["best"].get(c), picks["rent"].get(c))
+
+
+def block_requirements(block: SweepBlock, interchangeable: Iterable[str]) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
+    """A block's distinct requirements (a block has no goal), the first row of each, and each row's
+    (an index into them), found on its axes."""
+    key, _ = block.axis_codes(["model"] + requirement_inputs(block.workload, interchangeable))
+    _, first, of = np.unique(key, return_index=True, return_inverse=True)
+    return [single_requirement(block.scenario(int(k)), interchangeable) for k in first.tolist()], first, of
 
 
 def _recommend_objects(results: Sequence[Result], gpu_types: Sequence[str], interchangeable: Mapping[str, Iterable[str]],

@@ -25,12 +25,13 @@ bool, str) of every term of every row.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 
 from .arrays import np
 from .formulas import (PYTHON_HELPERS, ROW_FIELD, Cmp, Concat, Const, Expr, Fn, InTable, Lookup, Num, Op, RowOf, Str,
-                       Var, spreadsheet_ceil, to_python)
+                       Var, spreadsheet_ceil, spreadsheet_text, to_python)
 
 INT, FLOAT, BOOL = 0, 1, 2  # the Python type of a number: int, float, bool
 _PY_TYPE = {int: INT, float: FLOAT, bool: BOOL}
@@ -637,7 +638,28 @@ def _hashable(x) -> bool:
 
 
 def _concat(frame: _Frame, e: Concat) -> Any:
-    return frame.python(e, [frame.eval(p) for p in e.parts])
+    """The scalar path's join of its parts' texts (formulas.spreadsheet_text), each part's text made
+    once per distinct value and the texts joined row by row (a sweep's labels: a row's 30 parts)."""
+    parts = [frame.eval(p) for p in e.parts]
+    if sum(isinstance(p, Text) for p in parts) <= 1 and all(_is_const(p) or isinstance(p, Text) for p in parts):
+        return frame.python(e, parts)  # per distinct value
+    texts = [_spreadsheet_texts(p, frame.size) for p in parts]
+    joined = list(map("".join, zip(*(repeat(t, frame.size) if type(t) is str else t for t in texts))))
+    return _from_objects(np.array(joined, dtype=object))
+
+
+def _spreadsheet_texts(x, n: int) -> str | list[str]:
+    """spreadsheet_text of a constant, or of each of a column's n values."""
+    if _is_const(x):
+        return spreadsheet_text(x)
+    if isinstance(x, Text):
+        words = [spreadsheet_text(w) for w in x.vocab]
+        return list(map(words.__getitem__, x.codes.tolist()))
+    if isinstance(x, Nums) and type(x.t) is int:  # -0.0 and 0.0, or NaNs, fall together: their texts are the same
+        distinct, inverse = np.unique(x.v, return_inverse=True)
+        words = [spreadsheet_text(v) for v in distinct.tolist()]
+        return list(map(words.__getitem__, inverse.reshape(-1).tolist()))
+    return list(map(spreadsheet_text, to_list(x, n)))
 
 
 _EVAL: dict[type, Callable] = {

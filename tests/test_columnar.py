@@ -178,20 +178,20 @@ def test_results_read_like_a_tuple(default):
 
 
 def test_repeated_numbers_are_written_as_json_writes_each():
-    """Texts made once per distinct value (json_columns._distinct_texts): -0.0 and 0.0 stay apart, as do
+    """Texts made once per distinct value (json_columns.distinct_texts): -0.0 and 0.0 stay apart, as do
     1 and 1.0 (types are per column there), and every text is json.dumps's."""
     import json
 
     import numpy as np
 
-    from reportgen.writers.json_columns import _FLOAT_TEXT, _INT_TEXT, _distinct_texts
+    from reportgen.writers.json_columns import FLOAT_TEXT, INT_TEXT, distinct_texts
 
     floats = np.array([0.0, -0.0, 1.5, 0.0, -0.0, 1e16, 1.5, 2.5e-7] * 8)
-    assert _distinct_texts(floats, _FLOAT_TEXT) == [json.dumps(x).encode() for x in floats.tolist()]
+    assert distinct_texts(floats, FLOAT_TEXT) == [json.dumps(x).encode() for x in floats.tolist()]
     ints = np.array([0, -3, 2**60, 0, -3] * 9, dtype=np.int64)
-    assert _distinct_texts(ints, _INT_TEXT) == [json.dumps(x).encode() for x in ints.tolist()]
+    assert distinct_texts(ints, INT_TEXT) == [json.dumps(x).encode() for x in ints.tolist()]
     unique = np.arange(10, dtype=np.int64)  # no repeats: converted one by one
-    assert _distinct_texts(unique, _INT_TEXT) == [str(x).encode() for x in range(10)]
+    assert distinct_texts(unique, INT_TEXT) == [str(x).encode() for x in range(10)]
 
 
 @pytest.mark.parametrize("matrix", [

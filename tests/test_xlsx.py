@@ -26,7 +26,7 @@ from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report import PlanEntry, Recommendation, Requirement, Result, plan_key, recommend, rent_key
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
-from reportgen.writers.xlsx.book import row_order
+from reportgen.writers.xlsx.book import sheet_runs
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,7 +98,8 @@ def expected_rows(report, written=None) -> dict[str, dict[int, dict]]:
     `report`'s), in its sheets' order (test_rows_of_a_requirement_stand_together checks it)."""
     scen, rlhf = {}, {}
     row = FIRST_ROW
-    place = {r.index: k for k, r in enumerate(row_order(written or report))}
+    order = [part[k] for part, places in sheet_runs(written or report) for k in places.tolist()]
+    place = {r.index: k for k, r in enumerate(order)}
     for r in sorted(report.results, key=lambda r: place[r.index]):
         if r.is_group:
             rlhf[FIRST_ROW + len(rlhf)] = dict(r.estimate.values)

@@ -46,7 +46,8 @@ def report(request):
 def texts(report) -> dict[int, str]:
     """Result index -> the requirement text of its candidate row (Scenarios, or RLHF for a group)."""
     book = build_book(report)
-    return {r.index: book.row_of(r)["requirement"] for r in report.results}
+    results = list(report.results)
+    return {r.index: row["requirement"] for r, row in zip(results, book.rows_of(results))}
 
 
 def test_equal_texts_are_equal_requirements(report):

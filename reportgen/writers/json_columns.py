@@ -24,8 +24,8 @@ from ..vector import BOOL, INT, Chunk, Nums, _is_const, to_list
 _NONFINITE = {b"inf", b"-inf", b"nan"}  # repr of what JSON spells Infinity, -Infinity, NaN
 _BOOL_TEXT = {False: b"false", True: b"true"}
 _PHASE_TEXT = {code: json.dumps(name).encode() for code, name in PHASE_NAMES.items()}
-_INT_TEXT = b"%d".__mod__  # an int's repr, as bytes
-_FLOAT_TEXT = b"%r".__mod__  # a float's repr (json.dumps writes it so when it is finite), as bytes
+INT_TEXT = b"%d".__mod__  # an int's repr, as bytes
+FLOAT_TEXT = b"%r".__mod__  # a float's repr (json.dumps writes it so when it is finite), as bytes
 Slot = tuple[str, str]  # (kind, name): index, input, label, components, or a JsonField kind and its term
 
 
@@ -46,9 +46,9 @@ def _raw_texts(values: list) -> list[bytes]:
     """JSON texts of Python values, as json.dumps writes them."""
     kinds = set(map(type, values))
     if kinds == {int}:
-        return list(map(_INT_TEXT, values))
+        return list(map(INT_TEXT, values))
     if kinds == {float}:
-        out = list(map(_FLOAT_TEXT, values))
+        out = list(map(FLOAT_TEXT, values))
         if _NONFINITE.isdisjoint(out):
             return out
     return list(map(dump_bytes, values))
@@ -57,7 +57,7 @@ def _raw_texts(values: list) -> list[bytes]:
 def _leaf_texts(kind: str, values: list) -> list[bytes]:
     """JSON texts of a JsonField's values (int(), bool(), a phase's name, or as they are)."""
     if kind == "int":
-        return list(map(_INT_TEXT, values if set(map(type, values)) == {int} else map(int, values)))
+        return list(map(INT_TEXT, values if set(map(type, values)) == {int} else map(int, values)))
     if kind == "bool":
         return [_BOOL_TEXT[bool(v)] for v in values]
     if kind == "phase":
@@ -83,13 +83,13 @@ def _column_texts(kind: str, column: Any, n: int) -> list[bytes]:
     if kind == "phase":
         return list(map(_PHASE_TEXT.__getitem__, v.tolist()))
     if kind == "int" or t is INT:
-        return _distinct_texts(v, _INT_TEXT)
+        return distinct_texts(v, INT_TEXT)
     if np.isfinite(v).all():
-        return _distinct_texts(v, _FLOAT_TEXT)
+        return distinct_texts(v, FLOAT_TEXT)
     return _leaf_texts(kind, to_list(column, n))
 
 
-def _distinct_texts(v: np.ndarray, text) -> list[bytes]:
+def distinct_texts(v: np.ndarray, text) -> list[bytes]:
     """text() of each value, computed once per distinct value where values repeat (a chunk's times and
     costs repeat across the rows of one layout and length: a float's repr costs 0.6 µs). Floats are
     told apart by their bits (-0.0 and 0.0 differ in text)."""
@@ -183,7 +183,7 @@ class _BlockText:
         """A slot's texts for block rows `rows` (the chunk's, or the outer combinations' representatives)."""
         kind, name = slot
         if kind == "index":
-            return list(map(_INT_TEXT, (self.results.first_index + rows).tolist()))
+            return list(map(INT_TEXT, (self.results.first_index + rows).tolist()))
         if kind == "input":
             j, texts = self.axis_of[name]
             return list(map(texts.__getitem__, self.block.codes(j, self.block.rows[rows]).tolist()))

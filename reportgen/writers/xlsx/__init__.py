@@ -14,7 +14,7 @@ Modules: layout (columns, tables, defined names, styles), book (every table's co
 values), checks (per-row checks from the input, rule and catalog tables), labels (the live scenario
 label), requirements (the live requirement text the Plan matches), plan (Plan and Charts), scenarios
 (Scenarios, RLHF, NoteScenarios), notes, catalogs (Terms, Assumptions, the catalogs, Choices), guide,
-stream (the data rows as raw SpreadsheetML).
+stream (the data rows as raw SpreadsheetML), columns (a sweep block's Scenarios rows as columns).
 
 Why XlsxWriter: openpyxl cannot store a formula's cached value (it writes `<v/>`), so viewers that
 do not recalculate (previewers, mail clients, pandas) would show empty cells. XlsxWriter stores the

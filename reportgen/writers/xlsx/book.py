@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ...arrays import np
 from ...catalog import GPU_COLUMNS
 from ...estimate import GroupEstimate, Scenario, group_terms
 from ...formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
@@ -11,10 +12,11 @@ from ...formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf
 from ...goals import goal_met_expr
 from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, Report, Result
+from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, BlockResults, Report, Result, block_requirements
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
+from .columns import BlockRows, TableColumns, TableRows
 from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, catalog_problems, checked, gated, group_check,
                      input_problems, rule_problems, scenario_check)
 from .labels import scenario_label
@@ -215,15 +217,14 @@ def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Colu
             + key_row_columns() + problem_columns(t) + tuple(helpers))
 
 
-def rlhf_columns(t: Catalogue, results: Sequence[Result]) -> tuple[Column, ...]:
-    """Every group term that any group of this report has, in table order; a group leaves the
-    columns of the other placement empty."""
+def rlhf_columns(t: Catalogue, groups: Sequence[Result]) -> tuple[Column, ...]:
+    """Every group term that any of these groups has, in table order; a group leaves the columns of
+    the other placement empty."""
     terms: dict[str, Term] = {}
-    for r in results:
-        if r.is_group:
-            g = r.estimate.scenario
-            for term in group_terms(tuple(n for n, _ in g.roles), g.placement):
-                terms.setdefault(term.name, term)
+    for r in groups:
+        g = r.estimate.scenario
+        for term in group_terms(tuple(n for n, _ in g.roles), g.placement):
+            terms.setdefault(term.name, term)
     # Their formulas read the group's own role rows, so each row brings its own ("group"). Group
     # terms named after a role term (weights, …) carry only their name as label.
     cols = tuple(_term_column(term, term.label if term.label != term.name else TERM_BY_NAME[term.name].label + " (group)",
@@ -247,15 +248,24 @@ def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 # Python values of the non-term formula columns (the terms' values come from the estimator)
 
+def book_var(row: str) -> Callable[[str], str]:
+    """How compiled columns read a name: book values (the assumptions and the book-level names:
+    assumptions_check) as A[name], anything else from `row` (R: the row's dict, I: the inputs)."""
+    return lambda n: f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS or n == ASSUMPTIONS_CHECK else f"{row}[{n!r}]"
+
+
+def column_terms(cols: Sequence[Column], *, chained: bool = True) -> tuple[Term, ...]:
+    """Expression columns as terms of their rendered expressions (not chained: renamed, so that every
+    name they read is the row's)."""
+    return tuple(Term(c.name if chained else f"_{c.name}", c.label, c.unit, rendered(c)) for c in cols)
+
+
 def compiled_columns(cols: Sequence[Column], *, chained: bool = True) -> Callable[..., tuple]:
     """One function for a run of expression columns: fn(row, book values, tables) -> their values.
     Book values are the assumptions and the book-level names (assumptions_check); tables the
     catalogs with their checks. Chained: a later column reads an earlier one by name; else every
     name is the row's (columns of another table that read a candidate row's same-named columns)."""
-    def var(n: str) -> str:
-        return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS or n == ASSUMPTIONS_CHECK else f"R[{n!r}]"
-    fn = compile_terms(tuple(Term(c.name if chained else f"_{c.name}", c.label, c.unit, rendered(c)) for c in cols),
-                       var, "_columns")
+    fn = compile_terms(column_terms(cols, chained=chained), book_var("R"), "_columns")
     return lambda row, values, tables=None: fn(None, values, tables, row)
 
 
@@ -271,17 +281,26 @@ def derived_order(columns: Sequence[Column]) -> list[Column]:
     return out
 
 
-def fill_derived(table: Table, rows: Sequence[dict[str, Any]], values: Mapping[str, Any],
+def derived_columns(table: Table) -> list[Column]:
+    """The summary and helper columns whose values the writer computes, in dependency order."""
+    return derived_order([c for c in table.columns if c.kind in ("summary", "helper") and c.special != "group"])
+
+
+def position_columns(table: Table) -> list[str]:
+    """The columns that hold the row's place in its table (1 = the first row)."""
+    return [c.name for c in table.columns if c.special == "position"]
+
+
+def fill_derived(table: Table, rows: Iterable[tuple[int, dict[str, Any]]], values: Mapping[str, Any],
                  tables: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
     """Add the value of every summary and helper column to each row dict, from the same expressions
-    their formulas are rendered from (the terms' values come from the estimator)."""
-    for col in table.columns:
-        if col.special == "position":
-            for i, row in enumerate(rows, start=1):
-                row[col.name] = i
-    derived = derived_order([c for c in table.columns if c.kind in ("summary", "helper") and c.special != "group"])
+    their formulas are rendered from (the terms' values come from the estimator). rows: (place in
+    the table, 1 = the first row; the row)."""
+    positions = position_columns(table)
+    derived = derived_columns(table)
     fn, names = compiled_columns(derived), [c.name for c in derived]
-    for row in rows:
+    for place, row in rows:
+        row.update(dict.fromkeys(positions, place))
         row.update(zip(names, fn(row, values, tables)))
 
 
@@ -297,7 +316,7 @@ class Book:
     scenarios: Table
     rlhf: Table
     note_scenarios: Table
-    scenario_rows: list[dict[str, Any]]
+    scenario_rows: TableRows
     role_rows: dict[tuple[int, str], int]  # (result index, role) -> Scenarios row
     result_rows: dict[int, int]  # result index -> row on Scenarios (single) or RLHF (group)
     group_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -306,16 +325,25 @@ class Book:
     note_cells: dict[tuple[str, str], int] = field(default_factory=dict)  # (note id, key) -> NoteScenarios row
     names: Names = field(default_factory=Names)
     plan_values: list[dict[str, Any]] | None = None  # the Plan's rows, once computed (plan.plan_rows)
+    scenario_columns: TableColumns | None = None  # the Scenarios values of a sweep block's rows
+    made: dict[int, dict[str, Any]] = field(default_factory=dict)  # result index -> its Scenarios row, once read
 
-    def candidates(self, result: Result) -> tuple[Table, list[dict[str, Any]], PlanFields]:
+    def candidates(self, result: Result) -> tuple[Table, TableRows, PlanFields]:
         """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""
         if result.is_group:
-            return self.rlhf, self.group_rows, RLHF_PLAN
+            return self.rlhf, TableRows([self.group_rows]), RLHF_PLAN
         return self.scenarios, self.scenario_rows, SCENARIO_PLAN
 
     def row_of(self, result: Result) -> dict[str, Any]:
-        table, rows, _ = self.candidates(result)
-        return rows[self.result_rows[result.index] - table.first_row]
+        return self.rows_of([result])[0]
+
+    def rows_of(self, results: Sequence[Result]) -> list[dict[str, Any]]:
+        """The rows holding these results (a sweep block's rows are made into dicts together, once)."""
+        new = {r.index: self.result_rows[r.index] - self.scenarios.first_row for r in results
+               if not r.is_group and r.index not in self.made}
+        self.made.update(zip(new, self.scenario_rows.rows_at(list(new.values()))))
+        return [self.group_rows[self.result_rows[r.index] - self.rlhf.first_row] if r.is_group else self.made[r.index]
+                for r in results]
 
     def context(self, table: Table, extra: Callable[[str], str | None] = lambda n: None) -> ExcelContext:
         return row_context(table, self.lookups, self.names, extra, LOOKUP_KEY_INPUTS)
@@ -402,51 +430,91 @@ def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[st
     return {**ids, **s.inputs(), **values}
 
 
-def row_order(report: Report) -> list[Result]:
-    """The results in sheet order: the rows of one requirement together (requirements in the order
-    they first appear, as the Plan lists them), in scenario order within each, so that a Plan row
-    searches only its requirement's rows (plan.py) and ties still go to the first scenario."""
-    needs = [report.requirement_of(r) for r in report.results]
-    first: dict = {}
-    for k, need in enumerate(needs):
-        first.setdefault(need, k)
-    return [report.results[k] for k in sorted(range(len(needs)), key=lambda k: first[needs[k]])]
+def _single_ids(index, name: str, matrix: str) -> dict[str, Any]:
+    """A single scenario's id cells on Scenarios (index: its result's, or each row's)."""
+    return {"index": index, "name": name, "matrix": matrix, "group": "", "role": ""}
+
+
+def sheet_runs(report: Report) -> Iterator[tuple[Sequence[Result] | BlockResults, np.ndarray]]:
+    """The results in sheet order, as runs of one part of report.results: (the part, the places in
+    it). The rows of one requirement stand together (requirements in the order they first appear,
+    as the Plan lists them), in scenario order within each, so that a Plan row searches only its
+    requirement's rows (plan.py) and ties still go to the first scenario. A sweep block's
+    requirements are found on its columns."""
+    parts = getattr(report.results, "parts", (report.results,))
+    numbers: dict = {}  # requirement -> its number, in the order they first appear
+    needs = []
+    for part in parts:
+        if isinstance(part, BlockResults):
+            distinct, first, of = block_requirements(part.block, report.interchangeable.get(part.block.matrix, ()))
+            number = np.empty(len(distinct), dtype=np.int64)
+            for d in np.argsort(first, kind="stable").tolist():
+                number[d] = numbers.setdefault(distinct[d], len(numbers))
+            needs.append(number[of])
+        else:
+            needs.append(np.array([numbers.setdefault(report.requirement_of(r), len(numbers)) for r in part],
+                                  dtype=np.int64))
+    if not numbers:
+        return
+    order = np.argsort(np.concatenate(needs), kind="stable")
+    starts = np.cumsum([0] + [len(p) for p in parts])
+    part_of = np.searchsorted(starts, order, side="right") - 1
+    cuts = np.flatnonzero(np.diff(part_of)) + 1
+    for run, n in zip(np.split(order, cuts), part_of[np.r_[0, cuts]].tolist()):
+        yield parts[n], run - starts[n]
 
 
 def build_book(report: Report, lang: str = "en") -> Book:
     t = load_workbook_catalogue(lang)
     lookups = lookup_tables(t, report)
-    book = Book(report, t, lookups, catalog_rows(t, report, lookups), None, None, None, [], {}, {})
-    rows, role_rows, result_rows = book.scenario_rows, book.role_rows, book.result_rows
+    book = Book(report, t, lookups, catalog_rows(t, report, lookups), None, None, None, None, {}, {})
+    role_rows, result_rows = book.role_rows, book.result_rows
+    runs: list[list[dict[str, Any]] | BlockRows] = []
     groups: list[Result] = []
-    for r in row_order(report):
-        if r.is_group:
-            groups.append(r)
-            for role, est in r.estimate.roles:
-                role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + len(rows)
-                rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=r.estimate.scenario.name,
-                                             matrix=r.matrix, group=f"G{r.index}", role=role))
-        else:
-            result_rows[r.index] = SCENARIO_FIRST_ROW + len(rows)
-            goal = report.goals.get(r.matrix)
-            rows.append(_scenario_values(r.lead, r.estimate.values, index=r.index, name=r.lead.name, matrix=r.matrix,
-                                         group="", role="", **(goal.cells(r.workload) if goal else {})))
+    place = 0  # the rows laid out so far
+    for part, places in sheet_runs(report):
+        if isinstance(part, BlockResults):  # (a preset with goals has no blocks)
+            result_rows.update(zip((part.first_index + places).tolist(),
+                                   range(SCENARIO_FIRST_ROW + place, SCENARIO_FIRST_ROW + place + len(places))))
+            runs.append(BlockRows(part, places, place, lambda: book.scenario_columns))
+            place += len(places)
+            continue
+        rows: list[dict[str, Any]] = []
+        for r in (part[k] for k in places.tolist()):
+            if r.is_group:
+                groups.append(r)
+                for role, est in r.estimate.roles:
+                    role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + place + len(rows)
+                    rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=r.estimate.scenario.name,
+                                                 matrix=r.matrix, group=f"G{r.index}", role=role))
+            else:
+                result_rows[r.index] = SCENARIO_FIRST_ROW + place + len(rows)
+                goal = report.goals.get(r.matrix)
+                rows.append(_scenario_values(r.lead, r.estimate.values, **_single_ids(r.index, r.lead.name, r.matrix),
+                                             **(goal.cells(r.workload) if goal else {})))
+        runs.append(rows)
+        place += len(rows)
     goals = bool(report.goals)
     if goals:  # rows of matrices without a goal, and RLHF role rows, have blank goal cells
-        rows[:] = [{**NO_GOAL, **row} for row in rows]
+        for rows in runs:
+            rows[:] = [{**NO_GOAL, **row} for row in rows]
+    book.scenario_rows = TableRows(runs)
     candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
     book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN, goals),
                                                          scenario_requirement(report.interchangeable, goals), goals),
-                           SCENARIO_FIRST_ROW, len(rows), count_column="check")
-    fill_derived(book.scenarios, rows, book.book_values, book.catalog_rows)
+                           SCENARIO_FIRST_ROW, place, count_column="check")
+    fill_derived(book.scenarios, book.scenario_rows.objects(), book.book_values, book.catalog_rows)
+    book.scenario_columns = _block_columns(book)
 
-    book.rlhf = Table("RLHF", rlhf_columns(t, report.results), SCENARIO_FIRST_ROW, len(groups), count_column="check")
+    # the groups' term columns in the order the report meets them
+    book.rlhf = Table("RLHF", rlhf_columns(t, sorted(groups, key=lambda r: r.index)), SCENARIO_FIRST_ROW, len(groups),
+                      count_column="check")
     for r in groups:
         result_rows[r.index] = SCENARIO_FIRST_ROW + len(book.group_rows)
         row, formulas = _group_row(book, r, result_rows[r.index])
         book.group_rows.append(row)
         book.group_formulas.append(formulas)
-    fill_derived(book.rlhf, book.group_rows, book.book_values, book.catalog_rows)
+    fill_derived(book.rlhf, enumerate(book.group_rows, start=1), book.book_values, book.catalog_rows)
 
     for note in report.notes:
         for key, s in note.scenarios.items():
@@ -454,8 +522,22 @@ def build_book(report: Report, lang: str = "en") -> Book:
             book.note_rows.append(_scenario_values(s, note.scenario_values[key], note=note.id, key=key, name=s.name))
     book.note_scenarios = Table("NoteScenarios", scenario_columns(t, NOTE_SCENARIO_IDS), SCENARIO_FIRST_ROW,
                                 len(book.note_rows), count_column="check")
-    fill_derived(book.note_scenarios, book.note_rows, book.book_values, book.catalog_rows)
+    fill_derived(book.note_scenarios, enumerate(book.note_rows, start=1), book.book_values, book.catalog_rows)
     return book
+
+
+def _block_columns(book: Book) -> TableColumns:
+    """The Scenarios table's values for a sweep block's rows: the terms, then the summary and helper
+    columns, as one term table over the inputs and the rows' ids."""
+    table = book.scenarios
+    positions = position_columns(table)
+
+    def ids(part: BlockResults, rows: np.ndarray, places: np.ndarray) -> dict[str, Any]:
+        return {**_single_ids(part.first_index + rows, part.block.scenario(0).name, part.block.matrix),
+                **dict.fromkeys(positions, places + 1)}
+
+    return TableColumns(ROLE_TERMS + column_terms(derived_columns(table)), book_var("I"), ids, ["index", *positions],
+                        book.book_values, book.catalog_rows)
 
 
 def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], dict[str, str]]:

@@ -134,12 +134,13 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
         if comment:
             ws.write_comment(0, c, comment, {"x_scale": 2})
     ctx = ExcelContext(table.ref, None, None)  # catalog formulas read their own row only
+    templates = {col.name: "=" + to_excel(col.expr, ctx) for col in table.columns if col.expr is not None}
     for r, values in enumerate(rows.values(), start=table.first_row - 1):
         fit_row(ws, r, [(values[c.name], w) for c, w in zip(table.columns, widths) if c.unit == "note"])
         for c, col in enumerate(table.columns):
             if col.expr is not None:
-                formula = "=" + to_excel(col.expr, ctx).replace(ROW, str(r + 1))
-                ws.write_formula(r, c, formula, styles.cell(col), plain(values[col.name]))
+                ws.write_formula(r, c, templates[col.name].replace(ROW, str(r + 1)), styles.cell(col),
+                                 plain(values[col.name]))
             else:
                 write_value(ws, r, c, values[col.name], styles.cell(col))
     for c, col in enumerate(table.columns):

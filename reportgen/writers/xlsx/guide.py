@@ -26,13 +26,14 @@ GUIDE = (
 def _guide_lines(book: Book) -> list[tuple[str, str]]:
     """(style, text) rows of the Guide sheet."""
     t, rep, p = book.t, book.report, book.report.preset
-    n_single = sum(not r.is_group for r in rep.results)
+    n_groups = len(book.group_rows)
+    n_single = len(book.result_rows) - n_groups
     return [
         ("title", p.title),
         ("text", p.description),
         ("text", t("guide.preset", name=p.name, path=p.given_path or t("guide.bundled"), generated=rep.generated_at,
                    version=rep.version)),
-        ("text", t("guide.counts", singles=n_single, groups=len(rep.results) - n_single,
+        ("text", t("guide.counts", singles=n_single, groups=n_groups,
                    roles=len(book.scenario_rows) - n_single, skipped=len(rep.skipped))),
     ] + [(style, t(key, spare=SPARE_PICKS) if key == "guide.add_plan" else t(key)) for style, key in GUIDE
          ] + ([("h", t("guide.h.goals")), ("text", t("guide.goals"))] if rep.goals else [])

@@ -10,7 +10,7 @@ candidates of its requirement × GPU type among those that tie on the earlier ke
 lexicographically first, as recommend() picks it. Across GPU types, the first of the picks by the
 same order is marked (cheapest overall to buy, to rent).
 
-What a Plan row searches: the writer puts the rows of one requirement together (book.row_order), so
+What a Plan row searches: the writer puts the rows of one requirement together (book.sheet_runs), so
 a row counts its requirement's rows, finds the first, and, while they are still together, takes its
 minima over those rows alone; else (a planner moved a row to another requirement, or appended one
 below the table) over every filled row, which gives the same answer more slowly. A Plan row thus costs
@@ -322,12 +322,14 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
     picks = 0
     compiled: dict[tuple[str, str], Callable] = {}
     texts: dict[str, tuple[dict, int]] = {}  # candidate sheet -> its rows' requirement texts, indexed
-    for rec in book.report.recommendations:
+    recs = book.report.recommendations
+    book.rows_of([rec.sample for rec in recs] + [r for rec in recs for e in rec.entries for r in (e.result, e.rent) if r])
+    for rec in recs:
         sheet = "RLHF" if rec.workload in RLHF_ALGORITHMS else "Scenarios"
         text = book.row_of(rec.sample)["requirement"]
         table, candidates, _ = book.candidates(rec.sample)
         if table.sheet not in texts:
-            texts[table.sheet] = (search_index([c["requirement"] for c in candidates]), len(candidates))
+            texts[table.sheet] = (search_index(candidates.column("requirement")), len(candidates))
         search = dict(zip((c.name for c in SEARCH), search_values(*texts[table.sheet], text)))
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
@@ -406,12 +408,12 @@ def chart_rows(book: Book, plan: Table, charts: Table, picks: Sequence) -> tuple
     for i, row in enumerate(plan_rows(book), start=1):
         plan_position.setdefault(row["chart_order"], i)
     rows = []
+    candidates = book.rows_of(picks)
     for k in range(1, charts.num_rows + 1):
         row = {"pick": k, "plan_row": 0, "recommendation": "", FOUND: 0, "label": ""}
         row.update({c.name: "" for c in CHART_COLUMNS[5:]})
         if k <= len(picks):
-            r = picks[k - 1]
-            candidate = book.row_of(r)
+            r, candidate = picks[k - 1], candidates[k - 1]
             row.update({"plan_row": plan_position[k], "recommendation": f"{r.model} · {r.workload}",
                         FOUND: candidate["row_in_table"], "label": candidate["label"]})
             row.update(zip((c.name for c in CHART_COLUMNS[5:]), values(candidate, book.report.assumptions)))

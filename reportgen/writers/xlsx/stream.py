@@ -13,18 +13,25 @@ How it stays fast:
   value. `shareable` checks the template first; other formulas are written in full in every row.
 - A row is one `%` format string, built once per row kind (which cells are text, numbers or
   blank, whether it is the first row, which own formulas it has) and filled with the row's values.
+- Rows given as columns (a ColumnRun: a sweep block's, columns.py) are grouped by kind with arrays;
+  a column's texts are made once per distinct value, and a run of cells that depends only on the
+  row's combination of outer inputs (vector.py) once per combination: no Python object per cell.
+- Every cell keeps its reference (`r`), optional in ECMA-376: without it rows would deflate in half
+  the time, but openpyxl cannot read a shared formula whose cell has none.
 - Formulas keep their cached Python value (`<v>`), as XlsxWriter's `write_formula(..., value)`
   does, so viewers that do not recalculate still show numbers.
 - Deflate runs in a second thread (zlib releases the GIL) while the next rows are built.
 """
 from __future__ import annotations
 
+import abc
 import io
 import queue
 import re
 import threading
 import zipfile
 from dataclasses import dataclass
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -32,9 +39,14 @@ import xlsxwriter
 from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_cell
 
+from ...arrays import np
+from ...vector import BOOL, INT, Nums, Text, _is_const, to_list
+from ..json_columns import FLOAT_TEXT as _FLOAT_TEXT, INT_TEXT as _INT_TEXT, distinct_texts
+
 ROW = "\x00"  # a template's row number (the same placeholder as the formula templates')
 ROW_BYTES = ROW.encode()
 MEMO_SIZE = 10_000  # escaped texts kept for reuse
+_FLAG_TEXT = {False: b"0", True: b"1"}
 ROWS_PER_CHUNK = 500  # rows joined into one bytes object (~3.5 MB) for the compressor
 COMPRESS_LEVEL = 3  # zlib; on a 100,000-row sheet ~20 % slower than 1 and a quarter smaller, 6 twice as slow
 SHEET_RELATIONSHIP = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet"
@@ -145,6 +157,41 @@ def inline_text(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Rows
 
+Piece = str | tuple[int, str]  # a row kind's literal XML (ROW: the row number), or a slot (value position, how)
+_FORMAT = {"number": "%r", "flag": "%d", "inline": "%s", "plain": "%s", "own": "%s"}  # a slot in a mapping row
+# What a cell's XML depends on, as codes: no value, a number (its text tells an int, a float and a
+# flag apart), a text, and an empty text in a value column (no cell, as write_value leaves it).
+_NONE, _NUMBER, _STR, _BLANK = range(4)
+_CODE_OF = {type(None): _NONE, bool: _NUMBER, int: _NUMBER, float: _NUMBER, str: _STR}
+_CODE_TYPES = (type(None), int, str, str)  # a code's type in the template (_BLANK: a blank column)
+
+
+@dataclass(frozen=True)
+class CellColumns:
+    """Rows start … start + size − 1 of a ColumnRun, every column a constant or one of vector.py's
+    columns (Nums, Text, Objs): of every row (`rows`), or of every combination of the run's outer
+    inputs (`combinations`, gathered by each row's `combination`). A column in neither is blank.
+    `objects`: rows given as mappings instead (by row within the chunk), written as such."""
+    start: int
+    size: int
+    rows: Mapping[str, Any]
+    combinations: Mapping[str, Any]
+    combination: np.ndarray | None
+    num_combinations: int
+    objects: Mapping[int, Mapping[str, Any]]
+
+
+class ColumnRun(abc.ABC):
+    """Consecutive rows of a sheet given as columns, chunk by chunk (SheetRows.rows may hold these
+    among runs of mappings: a sequence with `parts`)."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def chunks(self) -> Iterator[CellColumns]: ...
+
+
 class RowWriter:
     """Builds the `<row>` elements of one SheetRows."""
 
@@ -161,50 +208,67 @@ class RowWriter:
                 self.shared[c] = len(self.shared)
         self.value_columns = [c for c, col in enumerate(sheet.columns) if not col.is_formula]
         self.kinds: dict[tuple, tuple[bytes, tuple[int, ...], tuple[int, ...], Any]] = {}
+        self.values = itemgetter(*self.names) if len(self.names) > 1 else (lambda row: (row[self.names[0]],))
+        self.memo: dict[str, dict[str, bytes]] = {"inline": {}, "plain": {}}  # text -> escaped
 
     def rows(self) -> Iterator[bytes]:
         """The rows' XML (UTF-8), ROWS_PER_CHUNK rows at a time. Built as bytes: texts are escaped
         and encoded once each (they repeat), and the big chunks need no encoding."""
-        names, value_columns, kinds = self.names, self.value_columns, self.kinds
-        first_row, per_row = self.sheet.first_row, self.sheet.per_row
-        values = itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
-        inline_memo: dict[str, bytes] = {}
-        plain_memo: dict[str, bytes] = {}
-        out: list[bytes] = []
-        for i, row in enumerate(self.sheet.rows):
-            try:
-                vals = list(values(row))
-            except KeyError:  # a row without some columns leaves them blank
-                vals = [row.get(n) for n in names]
-            own = per_row[i] if per_row else {}
-            key = (tuple(map(type, vals)), tuple([c for c in value_columns if vals[c] == ""]), tuple(own), i == 0)
-            kind = kinds.get(key)
-            if kind is None:
-                kind = kinds[key] = self._kind(*key)
-            template, inline, plain, pick = kind
-            for c in inline:
-                text = vals[c]
-                vals[c] = inline_memo.get(text) or _remember(inline_memo, text, inline_text(text).encode())
-            for c in plain:
-                text = vals[c]
-                vals[c] = plain_memo.get(text) or _remember(plain_memo, text, cell_text(text).encode())
-            if own:
-                vals.extend(xml_text(f[1:] if f.startswith("=") else f).encode() for f in own.values())
-            out.append(template.replace(ROW_BYTES, b"%d" % (first_row + i)) % pick(vals))
-            if len(out) == ROWS_PER_CHUNK:
-                yield b"".join(out)
-                out.clear()
-        if out:
-            yield b"".join(out)
+        start = 0
+        for run in getattr(self.sheet.rows, "parts", (self.sheet.rows,)):
+            if isinstance(run, ColumnRun):
+                yield from self._column_rows(run, start)
+            else:
+                for i in range(0, len(run), ROWS_PER_CHUNK):
+                    yield b"".join([self._line(row, start + i + k)
+                                    for k, row in enumerate(run[i:i + ROWS_PER_CHUNK])])
+            start += len(run)
+
+    def _line(self, row: Mapping[str, Any], i: int) -> bytes:
+        """Row i (0-based in the table) from its mapping, by the template of its kind."""
+        try:
+            vals = list(self.values(row))
+        except KeyError:  # a row without some columns leaves them blank
+            vals = [row.get(n) for n in self.names]
+        own = self.sheet.per_row[i] if self.sheet.per_row else {}
+        key = (tuple(map(type, vals)), tuple([c for c in self.value_columns if vals[c] == ""]), tuple(own), i == 0)
+        kind = self.kinds.get(key)
+        if kind is None:
+            kind = self.kinds[key] = self._kind(*key)
+        template, inline, plain, pick = kind
+        for c in inline:
+            vals[c] = self._text(vals[c], "inline")
+        for c in plain:
+            vals[c] = self._text(vals[c], "plain")
+        if own:
+            vals.extend(xml_text(f[1:] if f.startswith("=") else f).encode() for f in own.values())
+        return template.replace(ROW_BYTES, b"%d" % (self.sheet.first_row + i)) % pick(vals)
+
+    def _text(self, text: str, how: str) -> bytes:
+        """A text value escaped: an inline string (value columns) or a formula's text value."""
+        memo = self.memo[how]
+        hit = memo.get(text)
+        if hit is None:
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()  # unique texts (scenario names) would otherwise pile up
+            hit = memo[text] = (inline_text(text) if how == "inline" else cell_text(text)).encode()
+        return hit
 
     def _kind(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool):
-        """How to write a row of this kind: a `%` template (ROW for the row number), the columns
-        holding an inline string, those holding a formula's text value, and a function that picks
-        the template's arguments from the row's values followed by its own formulas."""
-        parts = [f'<row r="{ROW}">']
-        inline: list[int] = []
-        plain: list[int] = []
-        slots: list[int] = []
+        """How to write a mapping row of this kind: a `%` template (ROW for the row number), the
+        columns holding an inline string, those holding a formula's text value, and a function that
+        picks the template's arguments from the row's values followed by its own formulas."""
+        pieces = self._cells(types, blank, own, first)
+        slots = [p for p in pieces if not isinstance(p, str)]
+        template = "".join(p.replace("%", "%%") if isinstance(p, str) else _FORMAT[p[1]] for p in pieces)
+        return (template.encode(), tuple(c for c, how in slots if how == "inline"),
+                tuple(c for c, how in slots if how == "plain"), _picker([c for c, _ in slots]))
+
+    def _cells(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool) -> list[Piece]:
+        """A row of this kind (its values' types, its blank value columns, the columns holding its own
+        formula, whether it is the table's first row) as literal XML and slots: a slot's value is
+        the column's (or, past the columns, the row's own formulas in order)."""
+        pieces: list[Piece] = [f'<row r="{ROW}">']
         own_slot = {name: len(self.names) + k for k, name in enumerate(own)}
         for c, (col, t) in enumerate(zip(self.sheet.columns, types)):
             cell = f'<c r="{self.letters[c]}{ROW}"{self.styles[c]}'
@@ -212,56 +276,195 @@ class RowWriter:
                 if t is type(None) or c in blank:
                     continue  # a blank cell, as write_value leaves it
                 if t is str:
-                    parts.append(cell + ' t="inlineStr"><is>%s</t></is></c>')  # inline_text opens <t>
-                    inline.append(c)
+                    pieces += [cell + ' t="inlineStr"><is>', (c, "inline"), "</t></is></c>"]  # inline_text opens <t>
                 else:
-                    parts.append(cell + "><v>" + _number_slot(col, t) + "</v></c>")
-                slots.append(c)
+                    pieces += [cell + "><v>", (c, _number_slot(col, t)), "</v></c>"]
                 continue
             if col.name in own:
-                formula = "<f>%s</f>"
-                slots.append(own_slot[col.name])
+                formula = ["<f>", (own_slot[col.name], "own"), "</f>"]
             elif col.template is None:
                 continue  # no formula in this row (an RLHF group without this term)
             elif c in self.shared and first:
                 ref = f"{self.letters[c]}{self.sheet.first_row}:{self.letters[c]}{self.last_row}"
-                formula = f'<f t="shared" ref="{ref}" si="{self.shared[c]}">' + _literal(col.template) + "</f>"
+                formula = [f'<f t="shared" ref="{ref}" si="{self.shared[c]}">' + _literal(col.template) + "</f>"]
             elif c in self.shared:
-                formula = f'<f t="shared" si="{self.shared[c]}"/>'
+                formula = [f'<f t="shared" si="{self.shared[c]}"/>']
             else:
-                formula = "<f>" + _literal(col.template) + "</f>"
+                formula = ["<f>" + _literal(col.template) + "</f>"]
             # The cached value, typed as XlsxWriter types write_formula's value: text as t="str",
             # bools as numbers (the formulas' flags are 1/0), none as 0.
             if t is type(None):
-                parts.append(cell + ">" + formula + "<v>0</v></c>")
+                pieces += [cell + ">", *formula, "<v>0</v></c>"]
             elif t is str:
-                parts.append(cell + ' t="str">' + formula + "<v>%s</v></c>")
-                slots.append(c)
-                plain.append(c)
+                pieces += [cell + ' t="str">', *formula, "<v>", (c, "plain"), "</v></c>"]
             else:
-                parts.append(cell + ">" + formula + "<v>" + _number_slot(col, t) + "</v></c>")
-                slots.append(c)
-        parts.append("</row>")
-        return "".join(parts).encode(), tuple(inline), tuple(plain), _picker(slots)
+                pieces += [cell + ">", *formula, "<v>", (c, _number_slot(col, t)), "</v></c>"]
+        pieces.append("</row>")
+        return pieces
+
+    # ---- rows given as columns ------------------------------------------------------------------
+    def _column_rows(self, run: ColumnRun, start: int) -> Iterator[bytes]:
+        for cols in run.chunks():
+            lines = self._column_lines(cols, start + cols.start)
+            for i in range(0, cols.size, ROWS_PER_CHUNK):
+                yield b"".join(islice(lines, ROWS_PER_CHUNK))
+
+    def _column_lines(self, cols: CellColumns, offset: int) -> Iterator[bytes]:
+        """Each row's XML, the same as _line writes from the row's mapping, made as they are read:
+        rows are grouped by kind (their values' types), and each kind's template is filled from
+        columns of texts, a value's text made once per distinct value; runs of cells that only
+        depend on the row's combination are made once per combination."""
+        n = cols.size
+        sources = [self._source(cols, name) for name in self.names]
+        codes = [self._type_codes(src, c, cols) for c, src in enumerate(sources)]
+        varying = [k for k in codes if isinstance(k, np.ndarray)]
+        kind_of = (np.unique(np.stack(varying, axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+                   if varying else np.zeros(n, dtype=np.int64))
+        if offset == 0:  # the table's first row defines the shared formulas
+            kind_of = kind_of + 1
+            kind_of[0] = 0
+        texts: dict[Any, list[bytes]] = {}  # a column's texts, by rows or combinations
+
+        def column_texts(c: int, where: str) -> list[bytes]:
+            if (c, where) not in texts:
+                _, column = sources[c]
+                count = n if where == "rows" else cols.num_combinations
+                texts[(c, where)] = self._texts(column, count, self.sheet.columns[c].is_formula)
+            return texts[(c, where)]
+
+        kinds = {}  # kind -> its rows' XML, in order
+        for k in np.unique(kind_of).tolist():
+            rows = np.flatnonzero(kind_of == k)
+            r = int(rows[0])
+            at = [int(x if type(x) is int else x[r]) for x in codes]
+            types = tuple(_CODE_TYPES[x] for x in at)
+            blank = tuple(c for c, x in enumerate(at) if x == _BLANK)
+            template, fillers = self._compile(self._cells(types, blank, (), offset + r == 0), sources)
+            pick = rows.tolist()
+            filled = []
+            for f in fillers:
+                if f[0] == "rows":
+                    values = column_texts(f[1], "rows")
+                    values = values if len(rows) == n else [values[i] for i in pick]
+                else:  # a run of cells made per combination
+                    texts_of = [column_texts(p[0], "combinations") if type(p) is tuple else repeat(p) for p in f[1]]
+                    run = list(map(b"".join, zip(*texts_of)))
+                    values = list(map(run.__getitem__, cols.combination[rows].tolist()))
+                filled.append(values)
+            kinds[k] = _filled(template, [self.sheet.first_row + offset + i for i in pick], filled)
+        if len(kinds) == 1 and not cols.objects:
+            return next(iter(kinds.values()))
+
+        def in_order() -> Iterator[bytes]:
+            for i, k in enumerate(kind_of.tolist()):
+                line = next(kinds[k])
+                yield self._line(cols.objects[i], offset + i) if i in cols.objects else line
+        return in_order()
+
+    def _source(self, cols: CellColumns, name: str) -> tuple[str, Any]:
+        """Where a column's values are: ("rows" or "combinations", its column), or ("const", a value)."""
+        for where, columns in (("rows", cols.rows), ("combinations", cols.combinations)):
+            if name in columns:
+                return ("const", columns[name]) if _is_const(columns[name]) else (where, columns[name])
+        return "const", None
+
+    def _type_codes(self, source: tuple[str, Any], c: int, cols: CellColumns) -> int | np.ndarray:
+        """The code of column c's values (_NONE, _NUMBER, _STR, _BLANK): one code, or each row's."""
+        where, column = source
+        value_column = not self.sheet.columns[c].is_formula
+        if where == "const":
+            return self._type_code(c, column, value_column)
+        if isinstance(column, Nums):
+            return _NUMBER
+        if isinstance(column, Text):
+            words = np.array([self._type_code(c, w, value_column) for w in column.vocab], dtype=np.int8)
+            codes = words[column.codes]
+        else:
+            codes = np.array([self._type_code(c, x, value_column) for x in column.v.tolist()], dtype=np.int8)
+        if (codes == codes[0]).all():
+            return int(codes[0])
+        return codes[cols.combination] if where == "combinations" else codes
+
+    def _type_code(self, c: int, value: Any, value_column: bool) -> int:
+        if type(value) not in _CODE_OF:
+            raise TypeError(f"column {self.names[c]}: cannot write a {type(value).__name__} value")
+        return _BLANK if value_column and value == "" else _CODE_OF[type(value)]
+
+    def _texts(self, column: Any, count: int, is_formula: bool) -> list[bytes]:
+        """The text of each of a column's `count` values, as _line writes it."""
+        if isinstance(column, Nums) and type(column.t) is int:
+            v = column.v
+            if column.t == BOOL:
+                return list(map(_FLAG_TEXT.__getitem__, (v != 0).tolist()))
+            if column.t == INT:
+                return distinct_texts(v, _INT_TEXT)
+            return distinct_texts(v, _FLOAT_TEXT)
+        if isinstance(column, Text):
+            words = [self._value_text(w, is_formula) for w in column.vocab]
+            return list(map(words.__getitem__, column.codes.tolist()))
+        return [self._value_text(x, is_formula) for x in to_list(column, count)]
+
+    def _value_text(self, value: Any, is_formula: bool) -> bytes:
+        """A value's text in its slot: a number as %r (a flag as %d), a text escaped."""
+        if type(value) is str:
+            return self._text(value, "plain" if is_formula else "inline")
+        return b"%d" % value if type(value) is bool else b"%r" % value
+
+    def _compile(self, pieces: Sequence[Piece], sources: Sequence[tuple[str, Any]]) -> tuple[bytes, list]:
+        """A row kind's pieces as a `%` template (ROW for the row number) and its fillers: ("rows", c)
+        (column c's text), or ("combinations", run) for a run of cells that depend on the row's
+        combination alone (literal bytes and (c,) slots), made once per combination. Constant
+        columns become literal text."""
+        template: list[bytes] = []
+        fillers: list = []
+        run: list = []  # the open run of cells made per combination
+
+        def literal(text: bytes) -> None:
+            if run:
+                run.append(text)
+            else:
+                template.append(text.replace(b"%", b"%%"))
+
+        def close_run() -> None:
+            if run:
+                template.append(b"%s")
+                fillers.append(("combinations", tuple(run)))
+                run.clear()
+
+        for piece in pieces:
+            if isinstance(piece, str):
+                literal(piece.encode())
+                continue
+            c, _ = piece
+            where, column = sources[c]
+            if where == "const":
+                literal(self._value_text(column, self.sheet.columns[c].is_formula))
+            elif where == "rows":
+                close_run()
+                template.append(b"%s")
+                fillers.append(("rows", c))
+            else:
+                run.append((c,))
+        close_run()
+        return b"".join(template), fillers
 
 
-def _remember(memo: dict[str, bytes], text: str, escaped: bytes) -> bytes:
-    if len(memo) >= MEMO_SIZE:
-        memo.clear()  # unique texts (scenario names) would otherwise pile up
-    memo[text] = escaped
-    return escaped
+def _filled(template: bytes, row_numbers: Sequence[int], columns: Sequence[Sequence[bytes]]) -> Iterator[bytes]:
+    """The template filled from each row's texts (one per column), ROW replaced by its row number."""
+    for number, args in zip(row_numbers, zip(*columns) if columns else repeat(())):
+        yield (template % args).replace(ROW_BYTES, b"%d" % number)
 
 
 def _literal(formula: str) -> str:
-    """A template's formula as XML text inside a `%` template (ROW stays for the row number)."""
-    return xml_text(formula[1:] if formula.startswith("=") else formula).replace("%", "%%")
+    """A template's formula as XML text (ROW stays for the row number)."""
+    return xml_text(formula[1:] if formula.startswith("=") else formula)
 
 
 def _number_slot(col: StreamColumn, t: type) -> str:
     if t is bool:
-        return "%d"  # True -> 1
+        return "flag"  # True -> 1
     if t is int or t is float:
-        return "%r"  # repr (bytes' %r is ascii(repr)): the shortest text that reads back as the same double
+        return "number"  # repr (bytes' %r is ascii(repr)): the shortest text that reads back as the same double
     raise TypeError(f"column {col.name}: cannot write a {t.__name__} value")
 
 

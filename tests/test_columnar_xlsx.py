@@ -1,0 +1,82 @@
+"""The workbook's Scenarios rows of sweep blocks, computed as columns (writers/xlsx/columns.py and the
+stream's CellColumns), against the object path they replace: the same workbook, byte for byte, for
+every bundled preset and for random matrices. The object path is the report of
+`expand(..., columnar=False)`: one Result and one dict per row."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from test_columnar import BASE, WHEN, both, from_mapping, matrices
+from reportgen.errors import InputError
+from reportgen.pipeline import load, make_report
+from reportgen.presets import bundled_presets
+from reportgen.writers import xlsx
+from reportgen.writers.xlsx.book import build_book
+from reportgen.writers.xlsx.columns import BlockRows, TableColumns
+
+
+def workbooks(loaded, folder: Path) -> tuple[bytes, bytes]:
+    """(columnar, object path) workbooks of one preset, as bytes."""
+    out = []
+    for report, name in zip(both(loaded), ("columnar", "objects")):
+        xlsx.write(report, folder / f"{name}.xlsx")
+        out.append((folder / f"{name}.xlsx").read_bytes())
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("name", sorted(bundled_presets()))
+def test_every_bundled_preset_gives_the_object_paths_workbook(name, tmp_path):
+    columnar, objects = workbooks(load(name), tmp_path)
+    assert columnar == objects
+
+
+def test_the_default_workbook_is_mostly_block_rows():
+    """The check above compares something: most of the default preset's Scenarios rows come from blocks."""
+    book = build_book(make_report(load("default"), WHEN))
+    block_rows = sum(len(run) for run in book.scenario_rows.parts if isinstance(run, BlockRows))
+    assert block_rows > len(book.scenario_rows) / 2
+
+
+def test_a_block_split_by_rows_of_its_requirements_elsewhere(tmp_path):
+    """Explicit scenarios of a block's requirements stand among its rows: the block is written in
+    several runs, the table's first row (the shared formulas' text) among them."""
+    raw = {"title": "t", "matrices": [{"name": "m", "model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": "full",
+                                       "seq_len": [512, 1024], "num_gpus": [1, 8], "zero_stage": [0, 3]}],
+           "scenarios": [{"name": "x", "model": "Qwen2.5-7B", "workload": "full", "seq_len": 512, "num_gpus": 2},
+                         {"name": "y", "model": "Llama-3-8B", "workload": "full", "seq_len": 512, "num_gpus": 2}]}
+    loaded = from_mapping(raw, BASE)
+    book = build_book(make_report(loaded, WHEN))
+    assert sum(isinstance(run, BlockRows) for run in book.scenario_rows.parts) >= 3
+    columnar, objects = workbooks(loaded, tmp_path)
+    assert columnar == objects
+
+
+def test_rows_the_scalar_path_computed_are_written_from_their_values(monkeypatch, tmp_path):
+    """A chunk's overrides (rows an array cannot hold exactly: vector.py) are written from their values,
+    as the object path writes every row. Forced here on a few rows of every chunk, with their true values."""
+    evaluate = TableColumns.evaluate
+
+    def with_overrides(self, *args, **kwargs):
+        for chunk, columns in evaluate(self, *args, **kwargs):
+            rows = list(chunk.rows())
+            yield replace(chunk, overrides={k: rows[k] for k in range(0, chunk.size, 7)}), columns
+
+    monkeypatch.setattr(TableColumns, "evaluate", with_overrides)
+    columnar, objects = workbooks(load("default"), tmp_path)
+    assert columnar == objects
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(matrices())
+def test_random_matrices_give_the_object_paths_workbook(tmp_path, matrix):
+    try:
+        loaded = from_mapping({"title": "random", "matrices": [matrix]}, BASE)
+    except InputError:
+        return  # both paths refuse it alike (test_columnar.py)
+    columnar, objects = workbooks(loaded, tmp_path)
+    assert columnar == objects
