@@ -1,9 +1,11 @@
 """The workbook's Scenarios rows of sweep blocks, computed as columns (writers/xlsx/columns.py and the
-stream's CellColumns), against the object path they replace: the same workbook, byte for byte, for
-every bundled preset and for random matrices. The object path is the report of
-`expand(..., columnar=False)`: one Result and one dict per row."""
+stream's CellColumns), against the object path they replace: the same workbook, for every bundled
+preset and for random matrices: the same parts in the same order, each byte for byte once inflated
+(ISA-L's deflate, stream.py, compresses the same XML to other bytes when the rows reach it in other
+pieces). The object path is the report of `expand(..., columnar=False)`: one Result and one dict per row."""
 from __future__ import annotations
 
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,12 +21,13 @@ from reportgen.writers.xlsx.book import build_book
 from reportgen.writers.xlsx.columns import BlockRows, TableColumns
 
 
-def workbooks(loaded, folder: Path) -> tuple[bytes, bytes]:
-    """(columnar, object path) workbooks of one preset, as bytes."""
+def workbooks(loaded, folder: Path) -> tuple[list, list]:
+    """(columnar, object path) workbooks of one preset, as their parts: [(name, date, XML bytes)]."""
     out = []
     for report, name in zip(both(loaded), ("columnar", "objects")):
         xlsx.write(report, folder / f"{name}.xlsx")
-        out.append((folder / f"{name}.xlsx").read_bytes())
+        with zipfile.ZipFile(folder / f"{name}.xlsx") as package:
+            out.append([(i.filename, i.date_time, package.read(i)) for i in package.infolist()])
     return out[0], out[1]
 
 
