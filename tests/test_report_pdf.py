@@ -208,8 +208,9 @@ def headed(path: Path, title: str) -> bool:
 
 
 def test_the_management_pdf_is_what_a_meeting_reads(report, pdfs):
-    """By default the PDF carries the summary, matrix, breakdowns, sensitivity, method, notes and the
-    validation summary, and says where each table it leaves out is; --pdf-appendix adds them."""
+    """By default the PDF carries the summary, matrix, breakdowns, method, notes and the validation
+    summary, and says where each part it leaves out is (the sensitivity curves among them); --pdf-appendix
+    adds them."""
     short, full = flat(pdfs["en"]), flat(pdfs["en-appendix"])
     en = load_catalogue("en")
     assert len(pages(pdfs["en"])) < 40 < len(pages(pdfs["en-appendix"]))
@@ -218,12 +219,16 @@ def test_the_management_pdf_is_what_a_meeting_reads(report, pdfs):
         assert headed(pdfs["en"], en(heading)) and headed(pdfs["en-appendix"], en(heading)), heading
     pointers = (en("appendix.elsewhere", total=len(report.results)),
                 en("appendix.skipped_elsewhere", n=len(report.skipped)), en("method.elsewhere"),
-                en("notes.figures_elsewhere"), en("validation.elsewhere"))
+                en("notes.figures_elsewhere"), en("validation.elsewhere"), en("sens.elsewhere"))
     for pointer in pointers:
         words = " ".join(pointer.split()[:12])  # a line may break inside the option's name further on
         assert words in short and words not in full, pointer
     for heading in ("method.inputs", "method.lookups", "validation.measured_title", "validation.serving_title"):
         assert not headed(pdfs["en"], en(heading)) and headed(pdfs["en-appendix"], en(heading)), heading
+    # the sensitivity section keeps its number and heading (test_table_of_contents_page_numbers_are_right);
+    # its curves and tables are in the full PDF only
+    largest = " ".join(en("sens.largest", axis="").split())  # its tables' columns ('Largest that fits:')
+    assert largest not in short and largest in full
     header = re.compile(r"#\s+Configuration\s+GPUs")
     assert not any(header.search(p) for p in pages(pdfs["en"]))
     assert any(header.search(p) for p in pages(pdfs["en-appendix"]))

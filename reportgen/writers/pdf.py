@@ -9,9 +9,14 @@ that folder, so the PDF never depends on the machine's fonts. PDF dates follow S
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes.util
 import functools
 import gc
+import importlib
+import io
 import re
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
@@ -28,6 +33,29 @@ MARGIN_BOXES = ("top-left", "top-center", "top-right", "bottom-left", "bottom-ce
 
 class RefusedURL(ValueError):
     """A URL the report may not fetch."""
+
+
+@functools.cache
+def import_weasyprint() -> None:
+    """Import WeasyPrint without searching for libraries by name where it need not (Linux).
+
+    WeasyPrint loads Pango, HarfBuzz, fontconfig and GObject by trying several names for each, the
+    Windows and macOS ones first; for every name that is not a loadable file, cffi asks
+    ctypes.util.find_library, which on Linux runs ldconfig, gcc and ld: about 50 processes and
+    0.1-0.15 s of CPU per PDF. Every list also holds the Linux soname (libpango-1.0.so.0), which loads
+    directly, so the search is skipped while WeasyPrint imports; where a library is only found by the
+    search, WeasyPrint imports again with it."""
+    if sys.platform.startswith("linux") and "weasyprint" not in sys.modules:
+        search, ctypes.util.find_library = ctypes.util.find_library, lambda name: None
+        try:
+            # WeasyPrint prints installation advice before it gives up on a library: not for this try
+            with contextlib.redirect_stdout(io.StringIO()):
+                importlib.import_module("weasyprint")
+        except OSError:
+            pass
+        finally:
+            ctypes.util.find_library = search
+    importlib.import_module("weasyprint")
 
 
 def _fetcher_class():
@@ -184,6 +212,7 @@ def templates_url() -> str:
 
 
 def render_pdf(report: Report, lang: str = "en", *, appendix: bool = False) -> bytes:
+    import_weasyprint()
     from weasyprint import CSS
     from weasyprint.text.fonts import FontConfiguration
 
