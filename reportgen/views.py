@@ -1239,9 +1239,9 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
     capacity, legend = _capacity(report, t)
     scenarios, note, skipped, skipped_note = _appendix(report, t, pdf, appendix)
     validation = _validation(report, t, pdf)
-    sensitivity = _sensitivity(report, t, lang)
     # the management PDF leaves out the curves (a sixth of its render) and says where they are
-    sensitivity_note = t("sens.elsewhere") if sensitivity and not appendix else ""
+    sensitivity_note = t("sens.elsewhere") if report.sensitivity and not appendix else ""
+    sensitivity = () if sensitivity_note else _sensitivity(report, t, lang)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
@@ -1257,7 +1257,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
-        sensitivity=() if sensitivity_note else sensitivity, sensitivity_note=sensitivity_note,
+        sensitivity=sensitivity, sensitivity_note=sensitivity_note,
         sensitivity_css="major brief" if sensitivity_note else "major", terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, inputs=inputs_table(t) if appendix else None,
         method_note="" if appendix else t("method.elsewhere"), notes=_notes(report, t, appendix),
