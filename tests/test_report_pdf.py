@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -412,6 +413,27 @@ def test_html_that_is_not_xml_goes_through_weasyprints_parser():
         document = report_document(html, templates_url(), url_fetcher())
         assert [e.tag for e in document.etree_element.iter()][:2] == ["html", "head"]  # HTML5 adds the head
         assert render(html)[:5] == b"%PDF-"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the search is skipped on Linux only")
+def test_weasyprint_imports_without_searching_for_libraries_and_the_search_comes_back():
+    """import_weasyprint (a fresh interpreter: this one may have WeasyPrint already) loads every library
+    WeasyPrint needs by its own names, asks ctypes to search for none, and leaves ctypes as it was."""
+    code = """
+import ctypes.util, sys
+search, asked = ctypes.util.find_library, []
+ctypes.util.find_library = lambda name: asked.append(name)
+wrapped = ctypes.util.find_library
+from reportgen.writers.pdf import import_weasyprint
+import_weasyprint()
+from weasyprint.text import ffi
+assert ctypes.util.find_library is wrapped, "the search is not restored"
+assert ffi.pango and ffi.harfbuzz and ffi.fontconfig and ffi.pangoft2, "a library is missing"
+print(len(asked))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.split() == ["0"], out.stdout + out.stderr
 
 
 def test_cycle_collector_is_paused_only_while_rendering():
