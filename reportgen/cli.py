@@ -450,10 +450,10 @@ def validate(measured, as_json):
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
               help="Language of the HTML/PDF report.")
 @click.option("--pdf-appendix", is_flag=True,
-              help="Put the full appendices in the PDF too: every scenario and skipped combination, the "
-                   "inputs, every term's formula and the lookup tables, the notes' figure tables and every "
-                   "validation row (by default the PDF is what a meeting reads and says where these are: "
-                   "the HTML, the workbook and the JSON have them).")
+              help="Put the full appendices in the PDF too: the sensitivity curves, every scenario and "
+                   "skipped combination, the inputs, every term's formula and the lookup tables, the notes' "
+                   "figure tables and every validation row (by default the PDF is what a meeting reads and "
+                   "says where these are: the HTML, the workbook and the JSON have them).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary output.")
 @handle_input_errors
 def build(presets, out_dir, formats, lang, pdf_appendix, quiet):

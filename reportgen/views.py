@@ -365,6 +365,8 @@ class ReportView:
     capacity_legend: tuple[Cell, ...]
     breakdowns: tuple[BreakdownSection, ...]
     sensitivity: tuple[SensitivitySection, ...]
+    sensitivity_note: str  # '' or where the sensitivity curves and tables are (the section is then this note)
+    sensitivity_css: str  # 'major', or 'major brief' for the note alone (it shares the page before it)
     terms: tuple[TermGroup, ...]
     # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS); None: left out
     inputs: Table | None
@@ -1221,10 +1223,12 @@ SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes
 def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix: bool = True) -> ReportView:
     """Everything the template shows, formatted for one language (pdf: the lean appendix, see _appendix).
 
-    appendix=False, the management PDF: what a meeting reads. The method prints the MANAGEMENT_TERM_GROUPS,
-    the note cards leave out the figure tables their explanations state, the appendix has the validation
-    summary but no scenario, skipped-combination or validation rows; each of these parts says where the
-    rest is (the HTML report, the workbook, the JSON file, or reportgen build --pdf-appendix)."""
+    appendix=False, the management PDF: what a meeting reads (#19: summary, capacity matrix, breakdowns,
+    method, notes). The sensitivity section is a pointer to the HTML report's curves, the method prints
+    the MANAGEMENT_TERM_GROUPS, the note cards leave out the figure tables their explanations state, the
+    appendix has the validation summary but no scenario, skipped-combination or validation rows; each of
+    these parts says where the rest is (the HTML report, the workbook, the JSON file, or reportgen build
+    --pdf-appendix)."""
     t = load_catalogue(lang)
     # string-set drops the spaces around the numbers; the stylesheet puts one space back on each side
     before, rest = t("pdf.page_of").split("{page}")
@@ -1235,6 +1239,9 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
     capacity, legend = _capacity(report, t)
     scenarios, note, skipped, skipped_note = _appendix(report, t, pdf, appendix)
     validation = _validation(report, t, pdf)
+    # the management PDF leaves out the curves (a sixth of its render) and says where they are
+    sensitivity_note = t("sens.elsewhere") if report.sensitivity and not appendix else ""
+    sensitivity = () if sensitivity_note else _sensitivity(report, t, lang)
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
@@ -1250,7 +1257,8 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
-        sensitivity=_sensitivity(report, t, lang), terms=terms, assumptions=assumptions, lookup_tables=lookups,
+        sensitivity=sensitivity, sensitivity_note=sensitivity_note,
+        sensitivity_css="major brief" if sensitivity_note else "major", terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, inputs=inputs_table(t) if appendix else None,
         method_note="" if appendix else t("method.elsewhere"), notes=_notes(report, t, appendix),
         notes_note="" if appendix else t("notes.figures_elsewhere"), scenarios=scenarios, scenarios_note=note,

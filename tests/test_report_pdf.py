@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -208,8 +209,9 @@ def headed(path: Path, title: str) -> bool:
 
 
 def test_the_management_pdf_is_what_a_meeting_reads(report, pdfs):
-    """By default the PDF carries the summary, matrix, breakdowns, sensitivity, method, notes and the
-    validation summary, and says where each table it leaves out is; --pdf-appendix adds them."""
+    """By default the PDF carries the summary, matrix, breakdowns, method, notes and the validation
+    summary, and says where each part it leaves out is (the sensitivity curves among them); --pdf-appendix
+    adds them."""
     short, full = flat(pdfs["en"]), flat(pdfs["en-appendix"])
     en = load_catalogue("en")
     assert len(pages(pdfs["en"])) < 40 < len(pages(pdfs["en-appendix"]))
@@ -218,12 +220,16 @@ def test_the_management_pdf_is_what_a_meeting_reads(report, pdfs):
         assert headed(pdfs["en"], en(heading)) and headed(pdfs["en-appendix"], en(heading)), heading
     pointers = (en("appendix.elsewhere", total=len(report.results)),
                 en("appendix.skipped_elsewhere", n=len(report.skipped)), en("method.elsewhere"),
-                en("notes.figures_elsewhere"), en("validation.elsewhere"))
+                en("notes.figures_elsewhere"), en("validation.elsewhere"), en("sens.elsewhere"))
     for pointer in pointers:
         words = " ".join(pointer.split()[:12])  # a line may break inside the option's name further on
         assert words in short and words not in full, pointer
     for heading in ("method.inputs", "method.lookups", "validation.measured_title", "validation.serving_title"):
         assert not headed(pdfs["en"], en(heading)) and headed(pdfs["en-appendix"], en(heading)), heading
+    # the sensitivity section keeps its number and heading (test_table_of_contents_page_numbers_are_right);
+    # its curves and tables are in the full PDF only
+    largest = " ".join(en("sens.largest", axis="").split())  # its tables' columns ('Largest that fits:')
+    assert largest not in short and largest in full
     header = re.compile(r"#\s+Configuration\s+GPUs")
     assert not any(header.search(p) for p in pages(pdfs["en"]))
     assert any(header.search(p) for p in pages(pdfs["en-appendix"]))
@@ -407,6 +413,27 @@ def test_html_that_is_not_xml_goes_through_weasyprints_parser():
         document = report_document(html, templates_url(), url_fetcher())
         assert [e.tag for e in document.etree_element.iter()][:2] == ["html", "head"]  # HTML5 adds the head
         assert render(html)[:5] == b"%PDF-"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the search is skipped on Linux only")
+def test_weasyprint_imports_without_searching_for_libraries_and_the_search_comes_back():
+    """import_weasyprint (a fresh interpreter: this one may have WeasyPrint already) loads every library
+    WeasyPrint needs by its own names, asks ctypes to search for none, and leaves ctypes as it was."""
+    code = """
+import ctypes.util, sys
+search, asked = ctypes.util.find_library, []
+ctypes.util.find_library = lambda name: asked.append(name)
+wrapped = ctypes.util.find_library
+from reportgen.writers.pdf import import_weasyprint
+import_weasyprint()
+from weasyprint.text import ffi
+assert ctypes.util.find_library is wrapped, "the search is not restored"
+assert ffi.pango and ffi.harfbuzz and ffi.fontconfig and ffi.pangoft2, "a library is missing"
+print(len(asked))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.split() == ["0"], out.stdout + out.stderr
 
 
 def test_cycle_collector_is_paused_only_while_rendering():

@@ -9,9 +9,14 @@ that folder, so the PDF never depends on the machine's fonts. PDF dates follow S
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes.util
 import functools
 import gc
+import importlib
+import io
 import re
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
@@ -28,6 +33,29 @@ MARGIN_BOXES = ("top-left", "top-center", "top-right", "bottom-left", "bottom-ce
 
 class RefusedURL(ValueError):
     """A URL the report may not fetch."""
+
+
+@functools.cache
+def import_weasyprint() -> None:
+    """Import WeasyPrint without searching for libraries by name where it need not (Linux).
+
+    WeasyPrint loads Pango, HarfBuzz, fontconfig and GObject by trying several names for each, the
+    Windows and macOS ones first; for every name that is not a loadable file, cffi asks
+    ctypes.util.find_library, which on Linux runs ldconfig, gcc and ld: about 50 processes and
+    0.1-0.15 s of CPU per PDF. Every list also holds the Linux soname (libpango-1.0.so.0), which loads
+    directly, so the search is skipped while WeasyPrint imports; where a library is only found by the
+    search, WeasyPrint imports again with it."""
+    if sys.platform.startswith("linux") and "weasyprint" not in sys.modules:
+        search, ctypes.util.find_library = ctypes.util.find_library, lambda name: None
+        try:
+            # WeasyPrint prints installation advice before it gives up on a library: not for this try
+            with contextlib.redirect_stdout(io.StringIO()):
+                importlib.import_module("weasyprint")
+        except OSError:
+            pass
+        finally:
+            ctypes.util.find_library = search
+    importlib.import_module("weasyprint")
 
 
 def _fetcher_class():
@@ -184,23 +212,28 @@ def templates_url() -> str:
 
 
 def render_pdf(report: Report, lang: str = "en", *, appendix: bool = False) -> bytes:
-    from weasyprint import CSS
-    from weasyprint.text.fonts import FontConfiguration
+    with gc_paused():
+        import_weasyprint()
+        from weasyprint import CSS
+        from weasyprint.text.fonts import FontConfiguration
 
-    fetcher = url_fetcher()
-    fonts = FontConfiguration()
-    base_url = templates_url()
-    document = report_document(pdf_html(report, lang, appendix=appendix), base_url, fetcher)
-    extra = CSS(string=font_css(lang), base_url=base_url, url_fetcher=fetcher, font_config=fonts)
-    with svg_text_in_runs(), gc_paused():
-        return document.write_pdf(stylesheets=[extra], font_config=fonts, uncompressed_pdf=False)
+        fetcher = url_fetcher()
+        fonts = FontConfiguration()
+        base_url = templates_url()
+        document = report_document(pdf_html(report, lang, appendix=appendix), base_url, fetcher)
+        extra = CSS(string=font_css(lang), base_url=base_url, url_fetcher=fetcher, font_config=fonts)
+        with svg_text_in_runs():
+            return document.write_pdf(stylesheets=[extra], font_config=fonts, uncompressed_pdf=False)
 
 
 @contextmanager
 def gc_paused():
-    """The cycle collector off while WeasyPrint lays out: it allocates millions of long-lived boxes,
-    and each full collection walks all of them (about a tenth of the render). Reference counting
-    still frees WeasyPrint's garbage: the default report peaks at the same 168 MiB either way."""
+    """The cycle collector off while the PDF is made: WeasyPrint allocates millions of long-lived boxes,
+    and each full collection walks all of them (about a tenth of the render); importing WeasyPrint
+    (cffi parses its C declarations) and rendering the HTML set off some 150 young-generation
+    collections more (0.25 s of CPU in the forked PDF child, whose young objects sit on pages shared
+    with the parent). Reference counting still frees the garbage: the default report peaks at the
+    same resident size either way."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
