@@ -15,6 +15,9 @@ of each is printed. Prints one line: `load <s> calculate_all <s> edit <s>`.
 """
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,17 +26,24 @@ from pathlib import Path
 import uno
 from com.sun.star.beans import PropertyValue
 
-PORT = 2097
 RUNS = 3
 
 
-def connect(timeout_s: float = 120.0):
+def free_port() -> int:
+    """A port no other soffice listens on (a second soffice on a taken port would not start, and
+    this script would time the first one's document)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect(port: int, timeout_s: float = 120.0):
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return resolver.resolve(f"uno:socket,host=127.0.0.1,port={PORT};urp;StarOffice.ComponentContext")
+            return resolver.resolve(f"uno:socket,host=127.0.0.1,port={port};urp;StarOffice.ComponentContext")
         except Exception:  # soffice is still starting
             if time.monotonic() > deadline:
                 raise
@@ -42,12 +52,14 @@ def connect(timeout_s: float = 120.0):
 
 def main() -> None:
     book, profile = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    port = free_port()
+    # its own session: `soffice` is a script that starts soffice.bin, which the kill below must reach
     soffice = subprocess.Popen(["soffice", "--headless", "--invisible", "--norestore", "--nolockcheck",
                                 f"-env:UserInstallation={profile.as_uri()}",
-                                f"--accept=socket,host=127.0.0.1,port={PORT};urp;"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                f"--accept=socket,host=127.0.0.1,port={port};urp;"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        context = connect()
+        context = connect(port)
         desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
         hidden = PropertyValue()
         hidden.Name, hidden.Value = "Hidden", True
@@ -68,7 +80,7 @@ def main() -> None:
             edits.append(time.perf_counter() - start)
         print(f"load {load_s:.2f} calculate_all {min(runs):.2f} edit {min(edits):.2f}", flush=True)
     finally:
-        soffice.kill()  # terminate() over UNO can hang on a large document
+        os.killpg(soffice.pid, signal.SIGKILL)  # terminate() over UNO can hang on a large document
         soffice.wait()
 
 
