@@ -82,6 +82,8 @@ def main() -> None:
     finally:
         os.killpg(soffice.pid, signal.SIGKILL)  # terminate() over UNO can hang on a large document
         soffice.wait()
+        # the killed soffice leaves its lock file, and the next one would not open the book headless
+        book.with_name(f".~lock.{book.name}#").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
