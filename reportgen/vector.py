@@ -72,7 +72,8 @@ class Objs:
         self.v = v
 
 
-def _is_const(x) -> bool:
+def is_const(x) -> bool:
+    """A value the same in every row (a Python scalar), not a column."""
     return not isinstance(x, (Nums, Text, Objs))
 
 
@@ -262,7 +263,7 @@ class _Frame:
         """Python's truth of each row: a bool array, or a constant bool."""
         if isinstance(x, Nums):
             return x.v if x.v.dtype == bool else x.v != 0
-        if _is_const(x):
+        if is_const(x):
             return bool(x)
         if isinstance(x, Text):
             return np.array([bool(w) for w in x.vocab] + [False], dtype=bool)[x.codes]
@@ -290,14 +291,14 @@ class _Frame:
         """Apply the node's scalar-path Python to evaluated operands: per distinct value when every
         operand is text or constant, else per row."""
         fn = _scalar_fn(node)
-        if all(_is_const(a) for a in args):
+        if all(is_const(a) for a in args):
             try:
                 return fn(*args)
             except Exception:
                 self.flag(True, eager=eager)
                 return 0
         texts = [a for a in args if isinstance(a, Text)]
-        if all(_is_const(a) or isinstance(a, Text) for a in args) and len(texts) == 1:
+        if all(is_const(a) or isinstance(a, Text) for a in args) and len(texts) == 1:
             text = texts[0]
             out, failed = [], []
             for word in text.vocab:
@@ -396,7 +397,7 @@ _NP_OP = {"+": np.add, "-": np.subtract, "*": np.multiply}
 def _arith(frame: _Frame, e: Op) -> Any:
     a, b = frame.eval(e.a), frame.eval(e.b)
     na, nb = _nums(frame, a), _nums(frame, b)
-    if na is None or nb is None or (_is_const(a) and _is_const(b)):
+    if na is None or nb is None or (is_const(a) and is_const(b)):
         return frame.python(e, [a, b])
     if e.op == "/":
         zero = nb.v == 0
@@ -445,7 +446,7 @@ def _compare(frame: _Frame, e: Cmp) -> Any:
 
 def _compare_values(frame: _Frame, e: Cmp, a, b) -> Any:
     na, nb = _nums(frame, a), _nums(frame, b)
-    if na is None or nb is None or (_is_const(a) and _is_const(b)):
+    if na is None or nb is None or (is_const(a) and is_const(b)):
         if isinstance(a, Text) and isinstance(b, str) and e.op in ("=", "<>"):  # the common case, fast
             hits = np.array([w == b for w in a.vocab] + [False], dtype=bool)[a.codes]
             return Nums(hits if e.op == "=" else ~hits, BOOL, 1)
@@ -518,7 +519,7 @@ def _and_or(frame: _Frame, e: Fn) -> Any:
 
 def _not(frame: _Frame, e: Fn) -> Any:
     x = frame.eval(e.args[0])
-    if _is_const(x):
+    if is_const(x):
         return frame.python(e, [x])
     truth = frame.truth(x)
     return Nums(~truth, BOOL, 1)
@@ -527,7 +528,7 @@ def _not(frame: _Frame, e: Fn) -> Any:
 def _extreme(frame: _Frame, e: Fn) -> Any:
     """Python's max/min: the first operand that no later one beats (`>` for max, `<` for min)."""
     values = [frame.eval(a) for a in e.args]
-    if all(_is_const(v) for v in values) or any(_nums(frame, v) is None for v in values):
+    if all(is_const(v) for v in values) or any(_nums(frame, v) is None for v in values):
         return frame.python(e, values)
     beats = Cmp(">" if e.name == "MAX" else "<", Num(0), Num(0))
     best = values[0]
@@ -541,7 +542,7 @@ def _round(frame: _Frame, e: Fn) -> Any:
     """ROUNDUP (spreadsheet_ceil) and INT (math.floor): ints, as Python returns them."""
     x = frame.eval(e.args[0])
     n = _nums(frame, x)
-    if n is None or _is_const(x):
+    if n is None or is_const(x):
         return frame.python(e, [x] + [frame.eval(a) for a in e.args[1:]])
     if _static(n.t) and n.t != FLOAT:
         return Nums(_as_int64(n), INT, n.bound)
@@ -561,7 +562,7 @@ def _round(frame: _Frame, e: Fn) -> Any:
 def _mod(frame: _Frame, e: Fn) -> Any:
     a, b = frame.eval(e.args[0]), frame.eval(e.args[1])
     na, nb = _nums(frame, a), _nums(frame, b)
-    if na is None or nb is None or (_is_const(a) and _is_const(b)):
+    if na is None or nb is None or (is_const(a) and is_const(b)):
         return frame.python(e, [a, b])
     zero = nb.v == 0
     if np.any(zero):
@@ -595,7 +596,7 @@ def _lookup(frame: _Frame, e: Lookup) -> Any:
     column, missing = frame.tables.column(e.table, e.column, text.vocab)
     if missing is not None:
         frame.flag(missing[text.codes], eager=True)
-    return column if _is_const(key) else take(column, text.codes)
+    return column if is_const(key) else take(column, text.codes)
 
 
 def _in_table(frame: _Frame, e: InTable) -> Any:
@@ -603,7 +604,7 @@ def _in_table(frame: _Frame, e: InTable) -> Any:
     text = key if isinstance(key, Text) else _text_codes(frame, key)
     rows = frame.tables.raw.get(e.table, {})
     hits = [_hashable(k) and k in rows for k in text.vocab]
-    return hits[0] if _is_const(key) else Nums(np.array(hits, dtype=bool)[text.codes], BOOL, 1)
+    return hits[0] if is_const(key) else Nums(np.array(hits, dtype=bool)[text.codes], BOOL, 1)
 
 
 def _row_of(frame: _Frame, e: RowOf) -> Any:
@@ -612,12 +613,12 @@ def _row_of(frame: _Frame, e: RowOf) -> Any:
     text = key if isinstance(key, Text) else _text_codes(frame, key)
     rows = frame.tables.raw.get(e.table, {})
     found = [rows[k].get(ROW_FIELD) if _hashable(k) and k in rows else None for k in text.vocab]
-    return found[0] if _is_const(key) else Objs(np.array(found, dtype=object)[text.codes])
+    return found[0] if is_const(key) else Objs(np.array(found, dtype=object)[text.codes])
 
 
 def _text_codes(frame: _Frame, key) -> Text:
     """A lookup key as codes into its distinct values (a constant: one code)."""
-    if _is_const(key):
+    if is_const(key):
         return Text(np.zeros(frame.size, np.int32), (key,))
     mapping: dict = {}
     values = to_list(key, frame.size)
@@ -641,7 +642,7 @@ def _concat(frame: _Frame, e: Concat) -> Any:
     """The scalar path's join of its parts' texts (formulas.spreadsheet_text), each part's text made
     once per distinct value and the texts joined row by row (a sweep's labels: a row's 30 parts)."""
     parts = [frame.eval(p) for p in e.parts]
-    if sum(isinstance(p, Text) for p in parts) <= 1 and all(_is_const(p) or isinstance(p, Text) for p in parts):
+    if sum(isinstance(p, Text) for p in parts) <= 1 and all(is_const(p) or isinstance(p, Text) for p in parts):
         return frame.python(e, parts)  # per distinct value
     texts = [_spreadsheet_texts(p, frame.size) for p in parts]
     joined = list(map("".join, zip(*(repeat(t, frame.size) if type(t) is str else t for t in texts))))
@@ -650,7 +651,7 @@ def _concat(frame: _Frame, e: Concat) -> Any:
 
 def _spreadsheet_texts(x, n: int) -> str | list[str]:
     """spreadsheet_text of a constant, or of each of a column's n values."""
-    if _is_const(x):
+    if is_const(x):
         return spreadsheet_text(x)
     if isinstance(x, Text):
         words = [spreadsheet_text(w) for w in x.vocab]
@@ -718,7 +719,7 @@ class Chunk:
     def tolist(self, name: str) -> list:
         if name in self.values:
             out = to_list(self.values[name], self.size)
-        elif _is_const(self.outer[name]):
+        elif is_const(self.outer[name]):
             out = [self.outer[name]] * self.size
         else:  # the rows of one outer combination share its Python values: one object, not one a row
             distinct = to_list(self.outer[name], 0)
@@ -839,7 +840,7 @@ def _outer_groups(columns: Mapping[str, Any], row_inputs: Sequence[str], size: i
     every row its combination; None when the combinations are nearly as many as the rows."""
     codes = []
     for name, column in columns.items():
-        if name in row_inputs or _is_const(column):
+        if name in row_inputs or is_const(column):
             continue
         c = _codes(column)
         if c is not None:

@@ -366,7 +366,6 @@ class ReportView:
     breakdowns: tuple[BreakdownSection, ...]
     sensitivity: tuple[SensitivitySection, ...]
     sensitivity_note: str  # '' or where the sensitivity curves and tables are (the section is then this note)
-    sensitivity_css: str  # 'major', or 'major brief' for the note alone (it shares the page before it)
     terms: tuple[TermGroup, ...]
     # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS); None: left out
     inputs: Table | None
@@ -1257,8 +1256,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
-        sensitivity=sensitivity, sensitivity_note=sensitivity_note,
-        sensitivity_css="major brief" if sensitivity_note else "major", terms=terms, assumptions=assumptions, lookup_tables=lookups,
+        sensitivity=sensitivity, sensitivity_note=sensitivity_note, terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, inputs=inputs_table(t) if appendix else None,
         method_note="" if appendix else t("method.elsewhere"), notes=_notes(report, t, appendix),
         notes_note="" if appendix else t("notes.figures_elsewhere"), scenarios=scenarios, scenarios_note=note,

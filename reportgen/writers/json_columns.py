@@ -19,7 +19,7 @@ from ..estimate import PHASE_NAMES, SWEEP_ROW_INPUTS, estimate_json_layout
 from ..inputs import INPUT_NAMES
 from ..report import BlockResults, Result
 from ..sweep import SweepBlock
-from ..vector import BOOL, INT, Chunk, Nums, _is_const, to_list
+from ..vector import BOOL, INT, Chunk, Nums, is_const, to_list
 
 _NONFINITE = {b"inf", b"-inf", b"nan"}  # repr of what JSON spells Infinity, -Infinity, NaN
 _BOOL_TEXT = {False: b"false", True: b"true"}
@@ -68,7 +68,7 @@ def _leaf_texts(kind: str, values: list) -> list[bytes]:
 def _column_texts(kind: str, column: Any, n: int) -> list[bytes]:
     """_leaf_texts of a term column's n values, straight from its array where its type allows."""
     if not isinstance(column, Nums):
-        if _is_const(column):
+        if is_const(column):
             return _leaf_texts(kind, [column]) * n
         return _leaf_texts(kind, to_list(column, n))
     v, t = column.v, column.t

@@ -44,7 +44,7 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_cell
 
 from ...arrays import np
-from ...vector import BOOL, INT, Nums, Text, _is_const, to_list
+from ...vector import BOOL, INT, Nums, Text, is_const, to_list
 from ..json_columns import FLOAT_TEXT as _FLOAT_TEXT, INT_TEXT as _INT_TEXT, distinct_texts
 
 ROW = "\x00"  # a template's row number (the same placeholder as the formula templates')
@@ -369,7 +369,7 @@ class RowWriter:
         """Where a column's values are: ("rows" or "combinations", its column), or ("const", a value)."""
         for where, columns in (("rows", cols.rows), ("combinations", cols.combinations)):
             if name in columns:
-                return ("const", columns[name]) if _is_const(columns[name]) else (where, columns[name])
+                return ("const", columns[name]) if is_const(columns[name]) else (where, columns[name])
         return "const", None
 
     def _type_codes(self, source: tuple[str, Any], c: int, cols: CellColumns) -> int | np.ndarray:
