@@ -27,6 +27,7 @@ from reportgen.report import PlanEntry, Recommendation, Requirement, Result, pla
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
 from reportgen.writers.xlsx.book import sheet_runs
+from reportgen.writers.xlsx.plan import lookup_literal
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,7 +37,8 @@ FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
 # Every function a formula may use: the expression language's, its lookups' and the plan's (MID: a Plan
 # row's workload, read from its requirement text). All pre-2010.
-ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "COUNTIF", "MID"}
+ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "COUNTIF", "MID", "LEN",
+                                       "SUBSTITUTE"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
@@ -570,9 +572,10 @@ def test_formulas_use_only_pre_2010_functions_without_xlfn(book):
     assert {"INDEX", "MATCH", "ROUNDUP", "SUMPRODUCT"} <= used
 
 
-def test_no_lookup_takes_a_requirement_text(book, report):
+def test_a_requirement_text_is_looked_up_only_below_excels_limit(book, report):
     """Excel's MATCH and COUNTIF refuse a lookup value longer than 255 characters (LibreOffice does not, so
-    only this reading of the formulas can tell): requirement texts are compared with =, never looked up."""
+    only this reading of the formulas can tell): a requirement text is looked up only in the branch of an
+    IF that holds for a text (wildcards escaped) under 255 characters; a longer one is compared with =."""
     cached = openpyxl.load_workbook(book, data_only=True)
     longest = max(len(row_value(cached, r, "requirement")) for r in report.results)
     assert longest > 255  # the fixture's RLHF groups: a lookup would fail in Excel
@@ -581,14 +584,42 @@ def test_no_lookup_takes_a_requirement_text(book, report):
     for sheet in ("Scenarios", "RLHF", "Plan"):
         letter = get_column_letter(columns(wb[sheet])["requirement"])
         refs += [rf"\b{sheet}_requirement\b(?!_)", rf"(?<![A-Z])\${letter}\$?\d"]
-    looked_up = re.compile(r"MATCH\(([^,]*),|COUNTIF\([^,]*,([^)]*)\)")
-    checked = 0
+    looked_up = re.compile(r"MATCH\(((?:SUBSTITUTE\()*[^,]*)|COUNTIF\([^,]*,([^)]*)\)")
+    checked = guarded = 0
     for sheet, coord, formula in formula_cells(book):
         for match in looked_up.finditer(formula):
             value = match.group(1) or match.group(2)
             checked += 1
-            assert not any(re.search(ref, value) for ref in refs), f"{sheet}!{coord}: {match.group(0)}"
-    assert checked > 1000
+            if not any(re.search(ref, value) for ref in refs):
+                continue
+            text = re.search(r"(?:SUBSTITUTE\()+(\$[A-Z]+\d+)", value)
+            assert text, f"{sheet}!{coord}: {match.group(0)} looks up a requirement text as it is"
+            literal = ('SUBSTITUTE(' * 3 + text.group(1) + ',"~","~~"),"*","~*"),"?","~?")')
+            # the lookup is the true branch of an IF on the same text's length
+            assert formula[:match.start()].endswith(f"IF(LEN({literal})<255,"), \
+                f"{sheet}!{coord}: {match.group(0)} is not guarded by the text's length"
+            guarded += 1
+    assert checked > 1000 and guarded > 10
+
+
+def test_a_looked_up_text_is_taken_literally(soffice, tmp_path):
+    """The Plan's COUNTIF and MATCH of a requirement text: its *, ? and ~ match only themselves in
+    LibreOffice (a model may be named so). Unescaped, "a*b" would also count "axxb" and "a?b"."""
+    texts = ["a*b", "axxb", "a?b", "a~b", "ab", "A*B"]
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for r, text in enumerate(texts, start=1):
+        ws.cell(r, 1).value = text
+        literal = lookup_literal(f"A{r}")
+        ws.cell(r, 2).value = f'=COUNTIF($A$1:$A${len(texts)},"="&{literal})'
+        ws.cell(r, 3).value = f"=MATCH({literal},$A$1:$A${len(texts)},0)"
+    wb.save(tmp_path / "literal.xlsx")
+    fresh = openpyxl.load_workbook(recalculate(tmp_path / "literal.xlsx", tmp_path / "out"), data_only=True).active
+    # Text comparison is case-insensitive in both spreadsheets, as the = the longer texts fall back to.
+    same = {t: [u for u in texts if u.lower() == t.lower()] for t in texts}
+    for r, text in enumerate(texts, start=1):
+        assert fresh.cell(r, 2).value == len(same[text]), text
+        assert fresh.cell(r, 3).value == texts.index(same[text][0]) + 1, text
 
 
 def nesting(formula: str) -> int:

@@ -190,8 +190,8 @@ class DslWorksheet(Worksheet):
 
     XlsxWriter runs ~30 regular expressions over every formula to add `_xlfn.` prefixes to
     functions newer than Excel 2007 (most of its time per formula). Our formulas only use
-    IF, MAX, MIN, ROUNDUP, AND, OR (the expression language) and INDEX, MATCH, SUMPRODUCT, ROW, COUNTIF
-    (the plan), none of which takes a prefix; a test checks both facts on the written file. If a
+    IF, MAX, MIN, ROUNDUP, AND, OR (the expression language) and INDEX, MATCH, SUMPRODUCT, ROW, COUNTIF,
+    LEN, SUBSTITUTE (the plan), none of which takes a prefix; a test checks both facts on the written file. If a
     later XlsxWriter renames this hook, the override is simply unused (slower, same output)."""
 
     def _prepare_formula(self, formula, expand_future_functions=False):

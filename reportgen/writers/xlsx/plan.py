@@ -13,10 +13,12 @@ same order is marked (cheapest overall to buy, to rent).
 What a Plan row searches: the writer puts the rows of one requirement together (book.sheet_runs), so
 a row counts its requirement's rows, finds the first, and, while they are still together, takes its
 minima over those rows alone; else (a planner moved a row to another requirement, or appended one
-below the table) over every filled row, which gives the same answer more slowly. A Plan row thus costs
-one comparison per candidate row (the count) plus its requirement's rows per minimum, instead of every
-candidate row per minimum (with minima over every row, the 1,000 Plan rows of a 10,000-scenario sweep
-took about 100 s of LibreOffice's 133 s load and recalculation). The cheapest marks compare the Plan
+below the table) over every filled row, which gives the same answer more slowly. The count and the
+first are COUNTIF and MATCH, which LibreOffice answers from one sorted copy of the column; a text too
+long for Excel's lookups compares every candidate row instead. A Plan row thus costs a lookup plus its
+requirement's rows per minimum, instead of every candidate row per minimum (with minima over every
+row, the 1,000 Plan rows of a 10,000-scenario sweep took about 100 s of LibreOffice's 133 s load and
+recalculation; with the count and the first by comparison with every row, 7 s of 19 s). The cheapest marks compare the Plan
 rows of the requirement the same way, known by a number (requirement_key) rather than by its text.
 
 Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
@@ -158,6 +160,17 @@ def _least(selected: str, values: str) -> str:
     return f"SUMPRODUCT(MIN({selected}*{values}+(1-{selected})*{NO_FIT}))"
 
 
+# Excel's COUNTIF and MATCH refuse a text of 256 characters or more (COUNTIF's counts its "=").
+LOOKUP_TEXT_LIMIT = 255
+
+
+def lookup_literal(text: str) -> str:
+    """`text` for COUNTIF or MATCH to take as it is: their wildcards *, ? and ~ escaped by ~."""
+    for char in "~*?":
+        text = f'SUBSTITUTE({text},"{char}","~{char}")'
+    return text
+
+
 def _filled_rows(book: Book, table: Table) -> str:
     return f"({book.names.last_row(table)}-{table.first_row - 1})"
 
@@ -170,10 +183,15 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     block = f"INDEX({name},{first}):INDEX({name},{first}+{count}-1)"
     span = _span(first, count, together, _filled_rows(book, table))
     rows = book.names.of(table, "row_in_table")
-    # The first by the minimum of the matching rows' places, not MATCH: Excel's MATCH (and COUNTIF)
-    # refuse a lookup text longer than 255 characters, and a requirement text can be longer (RLHF's).
-    return {"requirement_rows": f'IF({text}="",0,SUMPRODUCT(({name}={text})*1))',
-            "requirement_first": f"IF({count}=0,1,{_least(f'({name}={text})', rows)})",
+    # COUNTIF and MATCH, which LibreOffice answers from one sorted copy of the column (a comparison
+    # with every row from each of 1,000 Plan rows was 7 s of a 10,000-scenario sweep's 19 s). The
+    # text is matched literally (~ escapes the wildcards both read). Excel refuses a criterion longer
+    # than 255 characters, and a requirement text can be longer (RLHF's): those rows compare every row.
+    literal = lookup_literal(text)
+    return {"requirement_rows": f'IF({text}="",0,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},'
+                                f'COUNTIF({name},"="&{literal}),SUMPRODUCT(({name}={text})*1)))',
+            "requirement_first": f"IF({count}=0,1,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},MATCH({literal},{name},0),"
+                                 f"{_least(f'({name}={text})', rows)}))",
             "together": f"IF({count}=0,0,IF(SUMPRODUCT(({block}={text})*1)={count},1,0))",
             "search_from": span["from"], "search_to": span["to"]}
 
