@@ -592,12 +592,22 @@ def test_a_requirement_text_is_looked_up_only_below_excels_limit(book, report):
             checked += 1
             if not any(re.search(ref, value) for ref in refs):
                 continue
-            text = re.search(r"(?:SUBSTITUTE\()+(\$[A-Z]+\d+)", value)
-            assert text, f"{sheet}!{coord}: {match.group(0)} looks up a requirement text as it is"
-            literal = ('SUBSTITUTE(' * 3 + text.group(1) + ',"~","~~"),"*","~*"),"?","~?")')
-            # the lookup is the true branch of an IF on the same text's length
-            assert formula[:match.start()].endswith(f"IF(LEN({literal})<255,"), \
-                f"{sheet}!{coord}: {match.group(0)} is not guarded by the text's length"
+            text = re.search(r"\$[A-Z]+\d+", value).group(0)
+            literal = "SUBSTITUTE(" * 3 + text + ',"~","~~"),"*","~*"),"?","~?")'
+            short = f"IF(LEN({literal})<255,"
+            # the lookup is taken only for a short text: COUNTIF of the escaped text, MATCH of the text
+            # itself when escaping changes nothing, else of the escaped text
+            before, rest = formula[:match.start()], formula[match.start():]
+            if rest.startswith("COUNTIF("):
+                assert rest.split(",", 1)[1].startswith(f'"="&{literal})') and before.endswith(short), \
+                    f"{sheet}!{coord}: {rest[:80]} is not escaped or not guarded by the text's length"
+            elif rest.startswith(f"MATCH({literal},"):
+                name = rest[len(f"MATCH({literal},"):].split(",")[0]
+                assert before.endswith(short + f"IF({literal}={text},MATCH({text},{name},0),"), \
+                    f"{sheet}!{coord}: {rest[:80]} is not guarded by the text's length"
+            else:
+                assert rest.startswith(f"MATCH({text},") and before.endswith(short + f"IF({literal}={text},"), \
+                    f"{sheet}!{coord}: {rest[:80]} is looked up unescaped, or whatever its length"
             guarded += 1
     assert checked > 1000 and guarded > 10
 
@@ -647,9 +657,12 @@ def test_workbook_structure(book):
                   "Optimizers", "Choices"):
         assert sheet in wb.sheetnames
     names = wb.defined_names
-    for name in ("safety_factor", "fragmentation_fraction", "cuda_context_mib", "comm_buffer_mib",
-                 "kv_block_tokens", "currency"):
-        assert names[name].attr_text.startswith("Assumptions!$C$")
+    # An assumption's name is its value in use: the typed value (C) while its check (E) is ok.
+    for name in ("safety_factor", "fragmentation_fraction", "cuda_context_mib", "comm_buffer_mib", "kv_block_tokens"):
+        row = int(re.fullmatch(r"Assumptions!\$F\$(\d+)", names[name].attr_text).group(1))
+        assert wb["Assumptions"][f"A{row}"].value == name
+        assert wb["Assumptions"][f"F{row}"].value.startswith(f'=IF(Assumptions!E{row}="ok",Assumptions!C{row},')
+    assert names["currency"].attr_text.startswith("Assumptions!$C$")
     ws = wb["Scenarios"]
     assert ws.freeze_panes == "C3"
     assert ws.auto_filter.ref.startswith("A2:")

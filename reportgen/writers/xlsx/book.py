@@ -17,8 +17,8 @@ from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .columns import BlockRows, TableColumns, TableRows
-from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, catalog_problems, checked, gated, group_check,
-                     input_problems, rule_problems, scenario_check)
+from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, catalog_problems, checked, gated,
+                     group_check, input_problems, row_check, rule_problems, scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
                      Table, key_row_column, row_context)
@@ -43,13 +43,13 @@ SUMMARY = (
 )
 
 
-def _gated(cols: Sequence[Column]) -> tuple[Column, ...]:
-    return tuple(replace(c, gate=True) for c in cols)
+def _gated(cols: Sequence[Column], check: str = "check") -> tuple[Column, ...]:
+    return tuple(replace(c, gate=check) for c in cols)
 
 
 def rendered(col: Column) -> Expr:
     """What a column's formula computes: its expression, blank in a row whose check fails if gated."""
-    return gated(col.expr) if col.gate else col.expr
+    return gated(col.expr, col.gate) if col.gate else col.expr
 
 
 def key_row_columns() -> tuple[Column, ...]:
@@ -75,7 +75,11 @@ def problem_columns(t: Catalogue) -> tuple[Column, ...]:
     return (Column(INPUT_LISTS[0], "Input problems (first inputs)", "text", "helper", 12, first, help=inputs),
             Column(INPUT_LISTS[1], "Input problems (other inputs)", "text", "helper", 12, second, help=inputs),
             Column("rule_problems", "Skip-rule problems", "text", "helper", 20, rule_problems(t),
-                   help="the skip rules the command line applies, once the inputs are valid"))
+                   help="the skip rules the command line applies, once the inputs are valid"),
+            Column(ROW_CHECK, "Check of the row's inputs", "text", "helper", 20, row_check(),
+                   help="ok, or the row's first problem (the check less the assumptions')"),
+            Column(ROW_OK, "Row's inputs ok (1/0)", "flag", "helper", 7, IF(Var(ROW_CHECK).eq(OK), 1, 0),
+                   help="1 when row_check is ok: the terms are blank unless it is 1"))
 
 
 def label_columns(t: Catalogue, label: Expr | None, check: Expr | None) -> tuple[Column, ...]:
@@ -154,7 +158,7 @@ GOAL_COLUMNS = (
     Column("goal_min_tokens_per_s", "Goal: output tokens/s per user (at least)", "tokens_per_s", "input", 9,
            help="serving: the decode speed each user needs; blank: none"),
 )
-GOAL_MET = Column("goal_met", "Meets its goal (1/0)", "flag", "helper", 8, goal_met_expr(), gate=True,
+GOAL_MET = Column("goal_met", "Meets its goal (1/0)", "flag", "helper", 8, goal_met_expr(), gate="check",
                   help="1 when the row meets its goal cells (or has none): only such rows are plan candidates")
 
 
@@ -213,7 +217,7 @@ def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Colu
     return (tuple(ids) + label_columns(t, scenario_label(t), scenario_check(t))
             + ((requirement_column(requirement),) if requirement is not None else ()) + _gated(SUMMARY)
             + tuple(_input_column(i) for i in INPUTS) + (GOAL_COLUMNS if goals else ())
-            + _gated([_term_column(term) for term in ROLE_TERMS])
+            + _gated([_term_column(term) for term in ROLE_TERMS], ROW_OK)
             + key_row_columns() + problem_columns(t) + tuple(helpers))
 
 

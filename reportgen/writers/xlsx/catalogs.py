@@ -8,7 +8,8 @@ from ...inputs import INPUT_BY_NAME, INPUTS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTIONS, SKIP_RULES
 from .book import Book, compiled_columns
-from .checks import LOOKUP_KEY_INPUTS, assumption_check, catalog_validation, first_failure, skip_template
+from .checks import (LOOKUP_KEY_INPUTS, assumption_check, assumption_in_use, catalog_validation, first_failure,
+                     skip_template)
 from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table,
                      add_sheet, column_label, fit_row, mark_invalid_rows, page_setup, plain,
                      text_lines, write_value)
@@ -59,14 +60,16 @@ ASSUMPTION_COLUMNS = (
     Column("value", "Value", "general", "input", 14),
     Column("unit", "Unit", "text", "id", 20),
     Column("check", "Check", "text", "summary", 30),
+    Column("in_use", "In use", "general", "summary", 14,
+           help="what every formula reads (its defined name): the value while its check is ok, else the default"),
     Column("help", "Why", "note", "id", 90),
 )
 
 
 def write_assumptions(wb, book: Book, styles: Styles) -> None:
-    """The assumptions as named cells (safety_factor, …) with their limits as data validation and
-    a check per row; assumptions_check names the first invalid one's reason, which every scenario
-    check reads."""
+    """The assumptions with their limits as data validation and a check per row; each defined name
+    (safety_factor, …) is the value in use (checks.assumption_in_use). assumptions_check names the
+    first invalid one's reason, which every scenario check reads."""
     t = book.t
     ws = add_sheet(wb, "Assumptions")
     table = Table("Assumptions", ASSUMPTION_COLUMNS, 2, len(ASSUMPTIONS) + 1)
@@ -84,24 +87,26 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
         ws.write_number(r, 2, plain(value), value_format[a.whole])
         ws.write_string(r, 3, a.unit, styles.text)
         check = Column("check", "", "text", "summary", expr=assumption_check(t, a))
-        ctx = ExcelContext(lambda n, r=r: table.cell(n, r + 1) if n == "value" else n, None, None)
-        (cached,) = compiled_columns([check])({"value": value}, {})
-        ws.write_formula(r, 4, "=" + to_excel(check.expr, ctx), styles.text, cached)
+        in_use = Column("in_use", "", "general", "summary", expr=assumption_in_use(a))
+        ctx = ExcelContext(lambda n, r=r: table.cell(n, r + 1) if n in ("value", "check") else n, None, None)
+        cached = compiled_columns([check, in_use])({"value": value}, {})
+        ws.write_formula(r, 4, "=" + to_excel(check.expr, ctx), styles.text, cached[0])
+        ws.write_formula(r, 5, "=" + to_excel(in_use.expr, ctx), styles.value["general"], plain(cached[1]))
         checks.append(f"Assumptions!${table.letter('check')}${r + 1}")  # absolute: a name has no row of its own
-        ws.write_string(r, 5, why, styles.wrap)
+        ws.write_string(r, 6, why, styles.wrap)
         lo, hi = a.limits
         ws.data_validation(r, 2, r, 2, {
             "validate": "integer" if a.whole else "decimal", "criteria": "between", "minimum": lo, "maximum": hi,
             "show_error": True, "error_title": label[:32], "input_title": label[:32], "input_message": why[:255],
             "error_message": t("assumptions.range", unit=a.unit, lo=f"{lo:g}", hi=f"{hi:g}")[:255]})
-        book.names.add(a.name, f"=Assumptions!${table.letter('value')}${r + 1}")
+        book.names.add(a.name, f"=Assumptions!${table.letter('in_use')}${r + 1}")
     first = first_failure([Var(f"check{i}") for i in range(len(checks))])
     book.names.add(ASSUMPTIONS_CHECK, "=" + to_excel(first, ExcelContext(lambda n: checks[int(n[5:])], None, None)))
     r = len(ASSUMPTIONS) + 1
     ws.write_string(r, 0, "currency", styles.text)
     ws.write_string(r, 1, t("assumptions.currency"), styles.text)
     ws.write_string(r, 2, "USD", styles.input["text"])
-    ws.write_string(r, 5, t("assumptions.currency_help"), styles.wrap)
+    ws.write_string(r, 6, t("assumptions.currency_help"), styles.wrap)
     book.names.add("currency", f"=Assumptions!${table.letter('value')}${r + 1}")
     mark_invalid_rows(ws, table, styles)
     ws.freeze_panes(1, 1)

@@ -225,10 +225,23 @@ def rule_problems(t: Catalogue) -> Expr:
     return IF(OR(*inputs_fail, Var("workload").eq(FROZEN)), END, problem_list([rules]))
 
 
+# A row's own check (its inputs and the rules), and as a 1/0 flag the gate of its terms: not the
+# assumptions, so that an edited assumption recomputes the terms that read it, not every term of every
+# row (the terms read each assumption's value in use, a number even while the typed one is invalid);
+# a number, as LibreOffice compares texts slowly (a text gate on every term was a fifth of its
+# recalculation).
+ROW_CHECK, ROW_OK = "row_check", "row_ok"
+
+
+def row_check() -> Expr:
+    """A Scenarios (or NoteScenarios) row's inputs' and the rules' first problem, or ok."""
+    return checked(*(Var(name) for name in INPUT_LISTS + ("rule_problems",)))
+
+
 def scenario_check(t: Catalogue) -> Expr:
-    """A Scenarios (or NoteScenarios) row: the assumptions, then its inputs' and the rules' problems."""
+    """A Scenarios (or NoteScenarios) row: the assumptions, then its own check."""
     return IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
-              checked(*(Var(name) for name in INPUT_LISTS + ("rule_problems",))))
+              Var(ROW_CHECK))
 
 
 def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:
@@ -240,10 +253,10 @@ def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:
     return out
 
 
-def gated(expr: Expr) -> Expr:
-    """A figure of a checked row: blank unless the row is ok (IF evaluates only that branch, so a
-    row with a typo shows blanks, not errors)."""
-    return IF(Var("check").eq(OK), expr, "")
+def gated(expr: Expr, check: str = "check") -> Expr:
+    """A figure of a checked row: blank unless the row's `check` is ok (ROW_OK: is 1; IF evaluates
+    only that branch, so a row with a typo shows blanks, not errors)."""
+    return IF(Var(check).eq(1 if check == ROW_OK else OK), expr, "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,6 +322,12 @@ def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> tuple[
         whole = AND(_positive_whole(heads), _positive_whole(kv))
         parts.append(IF(whole, _problem(MOD(heads, kv).ne(0), message(t("check.kv_heads"), kv=kv, heads=heads)), ""))
     return halves(parts)
+
+
+def assumption_in_use(a: Assumption) -> Expr:
+    """What formulas read for an assumption: its value (Var "value") while its check is ok, else its
+    default (every scenario's check then names the invalid one, and their figures are blank)."""
+    return IF(Var("check").eq(OK), Var("value"), a.default)
 
 
 def assumption_check(t: Catalogue, a: Assumption) -> Expr:

@@ -56,7 +56,7 @@ class Column:
     # ("link", "group": an RLHF row's reads of its role rows).
     special: str = ""
     help: str = ""  # Terms sheet and input messages
-    gate: bool = False  # blank unless the row's check is ok (the expression stays the definition)
+    gate: str = ""  # blank unless this check column of the row is ok (the expression stays the definition)
 
     @property
     def is_formula(self) -> bool:

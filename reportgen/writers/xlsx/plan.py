@@ -185,12 +185,15 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     rows = book.names.of(table, "row_in_table")
     # COUNTIF and MATCH, which LibreOffice answers from one sorted copy of the column (a comparison
     # with every row from each of 1,000 Plan rows was 7 s of a 10,000-scenario sweep's 19 s). The
-    # text is matched literally (~ escapes the wildcards both read). Excel refuses a criterion longer
-    # than 255 characters, and a requirement text can be longer (RLHF's): those rows compare every row.
+    # text is matched literally (~ escapes the wildcards both read); MATCH takes the cell itself when
+    # there is nothing to escape (LibreOffice's MATCH of a computed text took 5 s more). Excel refuses
+    # a lookup text of 255 characters or more, and a requirement text can be longer (RLHF's): those
+    # rows compare every row.
     literal = lookup_literal(text)
     return {"requirement_rows": f'IF({text}="",0,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},'
                                 f'COUNTIF({name},"="&{literal}),SUMPRODUCT(({name}={text})*1)))',
-            "requirement_first": f"IF({count}=0,1,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},MATCH({literal},{name},0),"
+            "requirement_first": f"IF({count}=0,1,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},"
+                                 f"IF({literal}={text},MATCH({text},{name},0),MATCH({literal},{name},0)),"
                                  f"{_least(f'({name}={text})', rows)}))",
             "together": f"IF({count}=0,0,IF(SUMPRODUCT(({block}={text})*1)={count},1,0))",
             "search_from": span["from"], "search_to": span["to"]}
