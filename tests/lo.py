@@ -98,11 +98,14 @@ def _require_soffice() -> str:
     return exe
 
 
-def make_profile(root: Path, recalc: bool) -> Path:
-    """A throw-away soffice profile: recalculate on load or never; formula groups single-threaded."""
+def make_profile(root: Path, recalc: bool, threaded: bool = False) -> Path:
+    """A throw-away soffice profile: recalculate on load or never; formula groups single-threaded
+    (threaded: as LibreOffice's default, for timing what a planner sees)."""
     profile = root / "lo-profile"
     (profile / "user").mkdir(parents=True)
     xcu = _XCU if recalc else _XCU.replace("<value>0</value>", "<value>1</value>")  # 1 = never
+    if threaded:
+        xcu = xcu.replace("<value>false</value>", "<value>true</value>")
     (profile / "user" / "registrymodifications.xcu").write_text(xcu, encoding="utf-8")
     return profile
 
