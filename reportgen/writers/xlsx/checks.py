@@ -231,6 +231,7 @@ def rule_problems(t: Catalogue) -> Expr:
 # a number, as LibreOffice compares texts through its collator (without any gate its recalculation
 # was a fifth shorter; the 1/0 gate's own gain over the text one is within the noise of paired runs).
 ROW_CHECK, ROW_OK = "row_check", "row_ok"
+GATE_OK = {"check": OK, ROW_OK: 1}  # what each gate column holds in a row that may be computed
 
 
 def row_check() -> Expr:
@@ -254,9 +255,9 @@ def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:
 
 
 def gated(expr: Expr, check: str = "check") -> Expr:
-    """A figure of a checked row: blank unless the row's `check` is ok (ROW_OK: is 1; IF evaluates
-    only that branch, so a row with a typo shows blanks, not errors)."""
-    return IF(Var(check).eq(1 if check == ROW_OK else OK), expr, "")
+    """A figure of a checked row: blank unless the row's `check` (a GATE_OK column) says ok (IF
+    evaluates only that branch, so a row with a typo shows blanks, not errors)."""
+    return IF(Var(check).eq(GATE_OK[check]), expr, "")
 
 
 # ---------------------------------------------------------------------------------------------
