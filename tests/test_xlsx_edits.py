@@ -216,7 +216,8 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
 
 def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffice, tmp_path):
     """'1,3' typed as the safety factor: its row says what `reportgen check` says of it; every
-    scenario's check points at it, their figures are blank, and no cell shows an error."""
+    scenario's check points at it, their figures are blank, the Plan's picks say why there are none,
+    and no cell shows an error."""
     preset = tmp_path / "k.yaml"
     preset.write_text(yaml.safe_dump({"title": "k", "assumptions": {"safety_factor": "1,3"},
                                       "scenarios": [{"model": "Qwen2.5-0.5B", "gpu": "L4"}]}))
@@ -239,7 +240,9 @@ def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffic
         assert all(ws.cell(r, cols["recommended_gib"]).value is None for r in range(FIRST_ROW, ws.max_row + 1))
     plan = fresh["Plan"]
     pcols = columns(plan)
-    assert {plan.cell(r, pcols["label"]).value for r in range(FIRST_ROW, plan.max_row + 1)} == {"—"}
+    for name in ("label", "rent_label"):
+        assert {plan.cell(r, pcols[name]).value for r in range(FIRST_ROW, plan.max_row + 1)} == {f"Assumptions: {want}"}
+    assert {plan.cell(r, pcols["total_gpus"]).value for r in range(FIRST_ROW, plan.max_row + 1)} == {"—"}
     assert formula_errors(fresh_path) == []
 
 

@@ -30,14 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ...formulas import ExcelContext, Var, to_excel
+from ...formulas import IF, ExcelContext, Var, to_excel
 from ...i18n import Catalogue
 from ...inputs import RLHF_ALGORITHMS
 from ...report import PLAN_ORDER, RENT_ORDER, Result
 from ...terms import PEAK_PARTS, TERM_BY_NAME
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
-from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet, column_header,
-                     page_setup, write_header, write_rows)
+from .checks import message
+from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, MAX_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Styles, Table,
+                     add_sheet, column_header, page_setup, write_header, write_rows)
 from .requirements import SEP
 from .stream import ROW
 
@@ -276,11 +277,15 @@ def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     workload = plan.ref("workload")
     groups = ",".join(f'{workload}="{a}"' for a in RLHF_ALGORITHMS)
     out["sheet"] = f'=IF(OR({groups}),"RLHF","Scenarios")'
+    # No pick's label says why while an assumption is invalid (every candidate's check then fails).
+    none = to_excel(IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(book.t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
+                       DASH), book.context(plan))
     for ranking, details in PICKS:
         for i, col in enumerate(details):
             per = [to_excel(_details(details, fields)[i].expr, _pick_context(book, t, plan, ranking))
                    for t, fields in tables]
-            out[col.name] = f'=IF(${plan.ref(ranking.found)}>={NO_FIT},"{DASH}",{_by_sheet(plan, per)})'
+            empty = none if col.name in ("label", "rent_label") else f'"{DASH}"'
+            out[col.name] = f'=IF(${plan.ref(ranking.found)}>={NO_FIT},{empty},{_by_sheet(plan, per)})'
     out.update(_plan_search(book, plan))
     out["cheapest"] = _first_of_requirement(book, plan, TO_BUY)
     out["cheapest_to_rent"] = _first_of_requirement(book, plan, TO_RENT)
