@@ -239,10 +239,15 @@ def row_check() -> Expr:
     return checked(*(Var(name) for name in INPUT_LISTS + ("rule_problems",)))
 
 
+def unless_assumptions_fail(t: Catalogue, otherwise: Expr | str) -> Expr:
+    """The first invalid assumption's reason ("Assumptions: …") if there is one, else `otherwise`."""
+    return IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
+              otherwise)
+
+
 def scenario_check(t: Catalogue) -> Expr:
     """A Scenarios (or NoteScenarios) row: the assumptions, then its own check."""
-    return IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
-              Var(ROW_CHECK))
+    return unless_assumptions_fail(t, Var(ROW_CHECK))
 
 
 def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:

@@ -18,8 +18,9 @@ first are COUNTIF and MATCH, which LibreOffice answers from one sorted copy of t
 long for Excel's lookups compares every candidate row instead. A Plan row thus costs a lookup plus its
 requirement's rows per minimum, instead of every candidate row per minimum (with minima over every
 row, the 1,000 Plan rows of a 10,000-scenario sweep took about 100 s of LibreOffice's 133 s load and
-recalculation; with the count and the first by comparison with every row, 7 s of 19 s). The cheapest marks compare the Plan
-rows of the requirement the same way, known by a number (requirement_key) rather than by its text.
+recalculation; with the count and the first by comparison with every row, 7 s of 19 s). The
+cheapest marks compare the Plan rows of the requirement the same way, known by a number
+(requirement_key) rather than by its text.
 
 Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
 absolute), so a planner may copy a Plan row and edit its GPU type and link; Charts show the Plan's
@@ -30,15 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ...formulas import IF, ExcelContext, Var, to_excel
+from ...formulas import ExcelContext, Var, to_excel
 from ...i18n import Catalogue
 from ...inputs import RLHF_ALGORITHMS
 from ...report import PLAN_ORDER, RENT_ORDER, Result
 from ...terms import PEAK_PARTS, TERM_BY_NAME
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
-from .checks import message
-from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, MAX_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Styles, Table,
-                     add_sheet, column_header, page_setup, write_header, write_rows)
+from .checks import unless_assumptions_fail
+from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet,
+                     column_header, page_setup, write_header, write_rows)
 from .requirements import SEP
 from .stream import ROW
 
@@ -161,7 +162,8 @@ def _least(selected: str, values: str) -> str:
     return f"SUMPRODUCT(MIN({selected}*{values}+(1-{selected})*{NO_FIT}))"
 
 
-# Excel's COUNTIF and MATCH refuse a text of 256 characters or more (COUNTIF's counts its "=").
+# Excel's COUNTIF and MATCH take a text of at most 255 characters, COUNTIF's with its "=": a text is
+# looked up when shorter than this.
 LOOKUP_TEXT_LIMIT = 255
 
 
@@ -278,8 +280,7 @@ def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     groups = ",".join(f'{workload}="{a}"' for a in RLHF_ALGORITHMS)
     out["sheet"] = f'=IF(OR({groups}),"RLHF","Scenarios")'
     # No pick's label says why while an assumption is invalid (every candidate's check then fails).
-    none = to_excel(IF(Var(ASSUMPTIONS_CHECK).ne(OK), message(book.t("check.assumptions"), reason=Var(ASSUMPTIONS_CHECK)),
-                       DASH), book.context(plan))
+    none = to_excel(unless_assumptions_fail(book.t, DASH), book.context(plan))
     for ranking, details in PICKS:
         for i, col in enumerate(details):
             per = [to_excel(_details(details, fields)[i].expr, _pick_context(book, t, plan, ranking))
