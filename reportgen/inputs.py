@@ -175,7 +175,8 @@ INPUTS: tuple[Input, ...] = (
           "prefill; vLLM max_num_batched_tokens)", 8192, limits=(16, 10_000_000), unit="tokens",
           option="--max-num-batched-tokens", applies=_SERVING, layout=True, only_with=_ENGINES),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
-          "once per step)", 1, limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
+          "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,
+          limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
     Input("train_tokens", "Tokens to train on", "training tokens the run processes (time and cost)", 1_000_000_000,
           limits=(1, 10**15), unit="tokens", headline=True, option="--train-tokens", applies=_TRAINING),
 )

@@ -298,6 +298,14 @@ TERMS: tuple[Term, ...] = (
          "one gradient per trainable parameter, in its dtype", "state"),
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
+    Term("accumulated_gradients", "Gradients kept between micro-batches", "bytes",
+         IF(AND(V("is_train").eq(1), V("grad_accum_steps").gt(1)),
+            IF(AND(V("framework").eq("litgpt"), V("zero_stage").ge(2)),
+               ceil_div(V("gradient_bytes_unsharded"), V("tp_size")), V("gradients")), 0),
+         "with gradient accumulation, the gradients of the earlier micro-batches stay in .grad while the later "
+         "ones run forward and backward (PyTorch adds each backward into them); LitGPT's FSDP skips the "
+         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded",
+         "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
@@ -495,17 +503,28 @@ TERMS: tuple[Term, ...] = (
          "trainable embedding makes the first layer keep its input norm's tensors (3 hidden-sized 16-bit tensors "
          "per token; under full checkpointing the LM head's input only: oracle_arch.json modules_to_save records)", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
-    Term("autocast_copies_bytes", "Autocast bf16 weight copies", "bytes",
+    Term("autocast_cache_bytes", "Autocast bf16 weight copies during forward", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
-            ceil_div(2 * IF(V("checkpointing").eq("full"), V("vocab_size") * V("hidden_size"),
-                            V("resident_params") - V("embedding_params")
-                            + V("tied_embeddings") * V("vocab_size") * V("hidden_size")), V("tp_size")), 0),
-         "autocast caches a bf16 copy of every linear weight for backward (only the LM head's under checkpointing); "
-         + _MEASURED, "activation"),
+            ceil_div(2 * (V("resident_params") - V("embedding_params")
+                          + V("tied_embeddings") * V("vocab_size") * V("hidden_size")), V("tp_size")), 0),
+         "autocast caches a bf16 copy of every linear weight until the forward leaves autocast (the loss "
+         "included); " + _MEASURED, "activation"),
+    Term("autocast_copies_bytes", "Autocast bf16 weight copies saved for backward", "bytes",
+         IF(AND(V("checkpointing").eq("full"), V("autocast_cache_bytes").gt(0)),
+            ceil_div(2 * V("vocab_size") * V("hidden_size"), V("tp_size")), V("autocast_cache_bytes")),
+         "backward keeps every copy, only the LM head's under checkpointing (the layers cast again when they "
+         "recompute); " + _MEASURED, "activation"),
     Term("training_activations", "Saved activations (training)", "bytes",
          IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token") * V("pp_layer_share") * V("pp_in_flight"),
                                           V("tp_size")) + V("autocast_copies_bytes"), 0),
          _KORTHIKANTI, "activation"),
+    Term("loss_forward_bytes", "Loss forward: the logits, and their fp32 copy when the loss upcasts", "bytes",
+         IF(V("is_train").eq(1),
+            ceil_div((V("act_bytes") + IF(AND(OR(V("loss").eq("fp32"), V("loss").eq("compute")),
+                                              V("loss_bytes").gt(V("act_bytes"))), V("loss_bytes"), 0))
+                     * V("tokens") * V("vocab_out"), V("tp_size")), 0),
+         "while the cross-entropy runs, the model's logits and the upcast copy it takes the log-softmax of (the "
+         "log-probabilities are saved activations); oracle_arch.json gradient-accumulation records", "activation"),
     Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
          IF(V("is_train").eq(1),
             ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), 2 * V("loss_bytes"),
@@ -654,12 +673,21 @@ TERMS: tuple[Term, ...] = (
     Term("model_states", "Resident model states", "bytes",
          V("weights") + V("master_weights") + V("optimizer_states") + V("zero3_buffer"), "", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
-         V("model_states") + V("training_activations") + V("loss_backward_bytes") + V("engine_backward_bytes"),
-         "all activations saved, logit gradients allocated, no gradients yet; the engine's backward buffers", "phase"),
-    Term("phase_backward_end", "Phase: end of backward", "bytes",
-         V("model_states") + V("gradients") + MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
+         V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_backward_bytes")
          + V("engine_backward_bytes"),
-         "all gradients, activations freed; the engine's backward buffers", "phase"),
+         "all activations saved, logit gradients allocated, no gradients yet but those of earlier micro-batches; "
+         "the engine's backward buffers", "phase"),
+    Term("phase_backward_end", "Phase: end of backward", "bytes",
+         V("model_states") + MAX(V("gradients"), V("accumulated_gradients"))
+         + MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("engine_backward_bytes"),
+         "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the engine's backward "
+         "buffers", "phase"),
+    Term("phase_forward_end", "Phase: end of forward (the loss)", "bytes",
+         IF(V("is_train").eq(1),
+            V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_forward_bytes")
+            + V("autocast_cache_bytes") - V("autocast_copies_bytes"), 0),
+         "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
+         "gradients are resident and checkpointing keeps the activations small", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
          V("model_states") + V("gradients") + V("optimizer_step_bytes") + V("engine_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
@@ -671,20 +699,27 @@ TERMS: tuple[Term, ...] = (
                                    V("phase_forward")), 0),
          "an RLHF actor also generates rollouts: with generate() its cache and forward beside its states, with "
          "an engine the engine's whole budget beside them", "phase"),
-    Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward)", "count",
+    Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
+         "forward)", "count",
          IF(V("is_train").eq(0), 4,
-            IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"))), 1,
-               IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"))), 2,
-                  IF(V("phase_optimizer_step").ge(V("generation_phase")), 3, 4)))), "", "phase"),
+            IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
+                                                V("generation_phase"), V("phase_forward_end"))), 1,
+               IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"),
+                                                 V("phase_forward_end"))), 2,
+                  IF(V("phase_optimizer_step").ge(MAX(V("generation_phase"), V("phase_forward_end"))), 3,
+                     IF(V("phase_forward_end").ge(V("generation_phase")), 5, 4))))), "", "phase"),
     Term("allocated_peak", "Allocated peak", "bytes",
          IF(V("is_train").eq(1),
-            MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase")),
+            MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"),
+                V("phase_forward_end")),
             V("phase_forward")),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
     Term("resident_gradients", "Gradients at the peak", "bytes",
-         IF(OR(V("peak_phase").eq(2), V("peak_phase").eq(3)), V("gradients"), 0), "", "total"),
+         IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("accumulated_gradients"),
+            IF(V("peak_phase").eq(2), MAX(V("gradients"), V("accumulated_gradients")),
+               IF(V("peak_phase").eq(3), V("gradients"), 0))), "", "total"),
     Term("resident_activations", "Activations at the peak", "bytes",
-         IF(V("peak_phase").eq(1), V("training_activations"),
+         IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
             IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
                                          V("forward_transient_bytes")), 0)), "", "total"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
@@ -693,9 +728,11 @@ TERMS: tuple[Term, ...] = (
          V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("engine_backward_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("engine_backward_bytes"),
-                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"), 0))),
+                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"),
+                                      IF(V("peak_phase").eq(5), V("loss_forward_bytes") + V("autocast_cache_bytes")
+                                         - V("autocast_copies_bytes"), 0)))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
-         "engine buffers", "total"),
+         "engine buffers; at the end of forward the loss's logits and autocast's weight cache", "total"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.

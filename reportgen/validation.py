@@ -58,7 +58,8 @@ def error_stats(errors: Sequence[float]) -> dict[str, float]:
 
 # The file's setting keys for the scenario inputs they give (error messages name the file's key).
 _FILE_KEYS = {"framework": "engine", "batch_size": "batch", "prompt_len": "seq", "seq_len": "seq", "gen_len": "new_tokens",
-              "optimizer_impl": "optim", "lora_rank": "lora.r", "lora_targets": "lora.targets"}
+              "optimizer_impl": "optim", "lora_rank": "lora.r", "lora_targets": "lora.targets",
+              "grad_accum_steps": "grad_accum"}
 _REQUIRED = object()
 
 
@@ -100,7 +101,8 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
                       dropout="config", loss=get("loss", default="fp32"), framework=get("engine", default="hf"),
                       lora_dropout="on" if lora and lora.get("dropout", 0) > 0 else "off",
                       checkpointing="full" if checkpointing else "none", optimizer="adamw",
-                      optimizer_impl=get("optim", default="fused"), lora_rank=lora.get("r", 16),
+                      optimizer_impl=get("optim", default="fused"), grad_accum_steps=get("grad_accum", default=1),
+                      lora_rank=lora.get("r", 16),
                       lora_targets="all-linear" if targets in _ALL_LINEAR else targets,
                       adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32",
                       lora_modules_to_save="embed-head" if lora.get("modules_to_save") else "none")

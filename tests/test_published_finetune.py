@@ -6,7 +6,10 @@ bytes, reserved_peak for max_memory_reserved, device_total for nvidia-smi) and w
 ("holdout") or excluded, with the reason. Nothing in the estimator was fitted to these figures: the
 LitGPT engine's terms were checked against LitGPT's own code run on the oracle (oracle_arch.json), the
 DeepSpeed defaults come from its config. Issue #18's target: median |error| within 5 %, largest within 15 %.
-The median is met; three figures miss the 15 % (each record's "miss" says what is known about it).
+The median is met; one figure misses the 15 % (its record's "miss" says what is known about it). Each
+LitGPT run is compared with its yaml's gradient accumulation (the record's grad_accum): the gradients of
+the earlier micro-batches stay resident, which TinyLlama's and Gemma-2B's full fine-tunes (pub-ft-011,
+-016) show and the oracle confirms (oracle_arch.json, the accumulation records).
 """
 import json
 import statistics
@@ -38,7 +41,7 @@ def test_every_record_is_annotated():
             assert record["complete"], f"{case.id}: an incomplete record is compared"
             assert case.level == LEVEL_TERM[record["level"]], case.id
     assert len(COMPARED) == 11
-    assert len(KNOWN_MISSES) == 3
+    assert len(KNOWN_MISSES) == 1
 
 
 def _param(case):
@@ -57,7 +60,20 @@ def test_median_within_5_percent_at_the_level_each_reports():
     rows = published_rows(VALIDATION / "published_finetune.json", EST)
     errors = [abs(r.error) for r in rows]
     assert len(errors) == 11
-    assert statistics.median(errors) <= 0.05  # 3.5 % today
+    assert statistics.median(errors) <= 0.05  # issue #18's target
+    assert statistics.median(errors) <= 0.025  # the level reached: 2.2 %
     by_level = published_summary(rows)
     assert set(by_level) == {"all", "allocated_peak", "device_total"}  # no compared figure reports reserved memory
     assert by_level["allocated_peak"]["figures"] == 10 and by_level["allocated_peak"]["median_abs_error"] <= 0.03
+
+
+def test_each_run_is_compared_with_the_accumulation_its_record_states():
+    """The record's grad_accum (from the source's config) is the scenario's grad_accum_steps; the LitGPT
+    full fine-tunes accumulate gradients over 8 (TinyLlama) and 4 (Gemma-2B, FSDP: unsharded) micro-batches."""
+    by_id = {r["id"]: r for r in DATA["records"]}
+    for case in COMPARED:
+        assert case.scenario.grad_accum_steps == (by_id[case.id].get("grad_accum") or 1), case.id
+    tiny, gemma = (next(c for c in COMPARED if c.id == i) for i in ("pub-ft-011", "pub-ft-016"))
+    assert (tiny.scenario.grad_accum_steps, gemma.scenario.grad_accum_steps) == (8, 4)
+    for case in (tiny, gemma):
+        assert abs(case.estimated(EST) / case.published_bytes - 1) <= 0.035, case.id  # -1.4 % and +3.0 % today

@@ -92,7 +92,9 @@ CASES = [
 ]
 
 
-def run(name, mode, batch, seq, lora_settings):
+def run(name, mode, batch, seq, lora_settings, grad_accum=1):
+    """One case, two optimizer steps of grad_accum micro-batches each (fit(): fabric.no_backward_sync while
+    accumulating, loss / grad_accum)."""
     import litgpt.lora as L
     import litgpt.model as G
     from litgpt.config import Config
@@ -118,17 +120,18 @@ def run(name, mode, batch, seq, lora_settings):
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, foreach=True)
         for _ in range(2):
             tracker.reset_peak()
-            tracker.phase = "fwd"
-            if mode == "lora":  # litgpt/finetune/lora.py
-                logits = model(ids, lm_head_chunk_size=128)
-                logits[-1] = logits[-1][..., :-1, :]
-                loss = chunked_cross_entropy(logits, ids[..., 1:])
-            else:  # litgpt/finetune/full.py
-                logits = model(ids)
-                loss = chunked_cross_entropy(logits[..., :-1, :], ids[..., 1:])
-            tracker.phase = "bwd"
-            loss.backward()  # logits stay referenced through backward, as in LitGPT's fit()
-            del loss, logits
+            for _ in range(grad_accum):
+                tracker.phase = "fwd"
+                if mode == "lora":  # litgpt/finetune/lora.py
+                    logits = model(ids, lm_head_chunk_size=128)
+                    logits[-1] = logits[-1][..., :-1, :]
+                    loss = chunked_cross_entropy(logits, ids[..., 1:])
+                else:  # litgpt/finetune/full.py
+                    logits = model(ids)
+                    loss = chunked_cross_entropy(logits[..., :-1, :], ids[..., 1:])
+                tracker.phase = "bwd"
+                (loss / grad_accum).backward()  # logits stay referenced through backward, as in LitGPT's fit()
+                del loss, logits
             tracker.phase = "opt"
             opt.step()
             tracker.track_optimizer(opt)
