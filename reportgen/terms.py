@@ -298,14 +298,16 @@ TERMS: tuple[Term, ...] = (
          "one gradient per trainable parameter, in its dtype", "state"),
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
-    Term("accumulated_gradients", "Gradients kept between micro-batches", "bytes",
-         IF(AND(V("is_train").eq(1), V("grad_accum_steps").gt(1)),
+    Term("accumulated_gradients", "Gradients resident through forward and backward", "bytes",
+         IF(AND(V("is_train").eq(1), OR(V("grad_accum_steps").gt(1), V("framework").eq("megatron"))),
             IF(AND(V("framework").eq("litgpt"), V("zero_stage").ge(2)),
                ceil_div(V("gradient_bytes_unsharded"), V("tp_size")), V("gradients")), 0),
          "with gradient accumulation, the gradients of the earlier micro-batches stay in .grad while the later "
          "ones run forward and backward (PyTorch adds each backward into them); LitGPT's FSDP skips the "
-         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded",
-         "state"),
+         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded; "
+         "Megatron's contiguous gradient buffer is allocated once and kept, so 18 bytes per parameter for bf16 "
+         "(6 + 12/d with the distributed optimizer) are resident before backward (Megatron Core docs: "
+         "Distributed Optimizer)", "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",

@@ -40,6 +40,19 @@ def test_megatron_bytes_per_parameter_are_the_documented_table(d):
     assert _states(EST.estimate(_full("megatron", 1, d))) == 6 * PSI + 12 * PSI // d
 
 
+@pytest.mark.parametrize("zero", [0, 1])
+def test_megatron_gradient_buffer_is_resident_before_backward(zero):
+    """The same docs: the contiguous grad buffer holds zeros between iterations and all model grads after
+    backward; it is allocated once, so the whole table is resident when backward starts (an engine that frees
+    its gradients, DeepSpeed here, has none then)."""
+    e = EST.estimate(_full("megatron", zero, 8))
+    assert e["accumulated_gradients"] == e["gradients"] == 4 * PSI
+    assert (e["phase_backward_start"] - e["training_activations"] - e["loss_backward_bytes"]
+            - e["engine_backward_bytes"]) == _states(e)
+    ds = EST.estimate(_full("deepspeed", zero, 8))
+    assert ds["accumulated_gradients"] == 0
+
+
 @pytest.mark.parametrize("d", [2, 8])
 def test_deepspeed_optimizer_step_counts_the_fp32_gradient_partition(d):
     """DeepSpeed's memory docs (formula-0177) count 16 bytes per parameter over the GPUs for ZeRO-2 (fp32
