@@ -299,7 +299,9 @@ TERMS: tuple[Term, ...] = (
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
     Term("accumulated_gradients", "Gradients resident through forward and backward", "bytes",
-         IF(AND(V("is_train").eq(1), OR(V("grad_accum_steps").gt(1), V("framework").eq("megatron"))),
+         IF(AND(V("is_train").eq(1), OR(V("grad_accum_steps").gt(1), V("framework").eq("megatron"),
+                                        AND(V("framework").eq("deepspeed"), V("zero_stage").eq(3),
+                                            V("offload").eq("none")))),
             IF(AND(V("framework").eq("litgpt"), V("zero_stage").ge(2)),
                ceil_div(V("gradient_bytes_unsharded"), V("tp_size")), V("gradients")), 0),
          "with gradient accumulation, the gradients of the earlier micro-batches stay in .grad while the later "
@@ -307,7 +309,9 @@ TERMS: tuple[Term, ...] = (
          "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded; "
          "Megatron's contiguous gradient buffer is allocated once and kept, so 18 bytes per parameter for bf16 "
          "(6 + 12/d with the distributed optimizer) are resident before backward (Megatron Core docs: "
-         "Distributed Optimizer)", "state"),
+         "Distributed Optimizer); so is DeepSpeed ZeRO-3's 16-bit gradient partition, allocated once on the GPU "
+         "unless the optimizer is offloaded (stage3.py _setup_for_real_optimizer: grad_partitions_flat_buffer, "
+         "in the model's dtype under ZeRO: engine.py get_data_types)", "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",

@@ -53,6 +53,19 @@ def test_megatron_gradient_buffer_is_resident_before_backward(zero):
     assert ds["accumulated_gradients"] == 0
 
 
+def test_deepspeed_zero3_keeps_its_gradient_partition_through_forward():
+    """DeepSpeed's stage3.py allocates grad_partitions_flat_buffer (every trainable parameter's partition, in
+    the model's 16-bit dtype under ZeRO) once, on the GPU unless the optimizer is offloaded, and zero_grad never
+    frees it; ZeRO-2's gradients come and go with backward."""
+    z3 = EST.estimate(_full("deepspeed", 3, 8))
+    assert z3["accumulated_gradients"] == z3["gradients"] == 2 * PSI // 8
+    assert (z3["phase_backward_start"] - z3["training_activations"] - z3["loss_backward_bytes"]
+            - z3["engine_backward_bytes"]) == z3["model_states"] + 2 * PSI // 8
+    assert EST.estimate(_full("deepspeed", 2, 8))["accumulated_gradients"] == 0
+    assert EST.estimate(_full("deepspeed", 3, 8, offload="optimizer"))["accumulated_gradients"] == 0
+    assert EST.estimate(_full("hf", 3, 8))["accumulated_gradients"] == 0  # ZeRO as the paper counts it
+
+
 @pytest.mark.parametrize("d", [2, 8])
 def test_deepspeed_optimizer_step_counts_the_fp32_gradient_partition(d):
     """DeepSpeed's memory docs (formula-0177) count 16 bytes per parameter over the GPUs for ZeRO-2 (fp32
