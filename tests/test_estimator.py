@@ -293,3 +293,25 @@ def test_fp8_training_casts_the_layer_weights_and_saves_fp8_gemm_inputs():
     assert bf16["saved_per_token"] - fp8["saved_per_token"] == 32 * (2 * 4096 + 4096 + 14336)
     assert fp8["step_seconds"] == bf16["step_seconds"]  # timed at the BF16 peak (conservative)
     assert est.skip_check(replace(base, precision="fp8-te", gpu="A100-80GB")).code == "fp8_gpu"
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=st.sampled_from(["Llama-3.2-1B", "Qwen2.5-0.5B", "Mixtral-8x7B", "Gemma-2-9B", "GPT-2"]),
+       workload=st.sampled_from(["full", "lora"]), precision=st.sampled_from(["bf16", "bf16-mixed", "amp-bf16", "fp8-te"]),
+       checkpointing=st.sampled_from(["none", "selective", "full"]),
+       framework=st.sampled_from(["hf", "deepspeed", "fsdp2", "megatron", "litgpt"]),
+       zero=st.integers(0, 3), gpus=st.sampled_from([1, 2, 8]), batch=st.integers(1, 8),
+       seq=st.sampled_from([256, 2048]), accum=st.integers(2, 64))
+def test_accumulation_holds_the_gradients_and_nothing_more(model, workload, precision, checkpointing, framework,
+                                                           zero, gpus, batch, seq, accum):
+    """More micro-batches per step never lower the peak, and raise it by at most the gradients they keep
+    resident; past two micro-batches the count changes nothing (the kept gradients do not grow)."""
+    one = Scenario(model=model, workload=workload, precision=precision, checkpointing=checkpointing,
+                   framework=framework, zero_stage=zero, num_gpus=gpus, batch_size=batch, seq_len=seq, prompt_len=0,
+                   gen_len=0, grad_accum_steps=1)
+    if EST.skip_check(one) is not None:
+        return
+    e1, e2, ek = (EST.estimate(replace(one, grad_accum_steps=n)) for n in (1, 2, accum))
+    assert e1["allocated_peak"] <= e2["allocated_peak"] <= e1["allocated_peak"] + e2["accumulated_gradients"]
+    assert ek["allocated_peak"] == e2["allocated_peak"]
+    assert e2["accumulated_gradients"] >= e2["gradients"] > 0
