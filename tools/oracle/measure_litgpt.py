@@ -130,7 +130,9 @@ def run(name, mode, batch, seq, lora_settings, grad_accum=1):
                     logits = model(ids)
                     loss = chunked_cross_entropy(logits[..., :-1, :], ids[..., 1:])
                 tracker.phase = "bwd"
-                (loss / grad_accum).backward()  # logits stay referenced through backward, as in LitGPT's fit()
+                # logits stay referenced through backward, as in LitGPT's fit(); one micro-batch as the records
+                # before accumulation were made (fit() divides by 1 too: a 512-byte scalar more)
+                (loss / grad_accum if grad_accum > 1 else loss).backward()
                 del loss, logits
             tracker.phase = "opt"
             opt.step()
