@@ -298,20 +298,25 @@ TERMS: tuple[Term, ...] = (
          "one gradient per trainable parameter, in its dtype", "state"),
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
-    Term("accumulated_gradients", "Gradients resident through forward and backward", "bytes",
-         IF(AND(V("is_train").eq(1), OR(V("grad_accum_steps").gt(1), V("framework").eq("megatron"),
+    Term("persistent_gradients", "Gradient buffer kept for the whole run", "bytes",
+         IF(AND(V("is_train").eq(1), OR(V("framework").eq("megatron"),
                                         AND(V("framework").eq("deepspeed"), V("zero_stage").eq(3),
-                                            V("offload").eq("none")))),
+                                            V("offload").eq("none")))), V("gradients"), 0),
+         "allocated once and never freed, so a resident model state: Megatron's contiguous gradient buffer (18 "
+         "bytes per parameter for bf16, 6 + 12/d with the distributed optimizer: Megatron Core docs, Distributed "
+         "Optimizer) and DeepSpeed ZeRO-3's 16-bit gradient partition, on the GPU unless the optimizer is offloaded "
+         "(stage3.py _setup_for_real_optimizer: grad_partitions_flat_buffer, in the model's dtype under ZeRO: "
+         "engine.py get_data_types)", "state"),
+    Term("transient_gradients", "Gradients that backward allocates and the step frees", "bytes",
+         V("gradients") - V("persistent_gradients"), "the gradients, less a buffer that is never freed", "state"),
+    Term("accumulated_gradients", "Gradients kept between micro-batches", "bytes",
+         IF(AND(V("is_train").eq(1), V("grad_accum_steps").gt(1)),
             IF(AND(V("framework").eq("litgpt"), V("zero_stage").ge(2)),
-               ceil_div(V("gradient_bytes_unsharded"), V("tp_size")), V("gradients")), 0),
+               ceil_div(V("gradient_bytes_unsharded"), V("tp_size")), V("transient_gradients")), 0),
          "with gradient accumulation, the gradients of the earlier micro-batches stay in .grad while the later "
          "ones run forward and backward (PyTorch adds each backward into them); LitGPT's FSDP skips the "
-         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded; "
-         "Megatron's contiguous gradient buffer is allocated once and kept, so 18 bytes per parameter for bf16 "
-         "(6 + 12/d with the distributed optimizer) are resident before backward (Megatron Core docs: "
-         "Distributed Optimizer); so is DeepSpeed ZeRO-3's 16-bit gradient partition, allocated once on the GPU "
-         "unless the optimizer is offloaded (stage3.py _setup_for_real_optimizer: grad_partitions_flat_buffer, "
-         "in the model's dtype under ZeRO: engine.py get_data_types)", "state"),
+         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded; a "
+         "persistent buffer accumulates in place", "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
@@ -677,14 +682,15 @@ TERMS: tuple[Term, ...] = (
     Term("activations", "Activations at the peak phase", "bytes",
          IF(V("is_train").eq(1), V("training_activations"), V("forward_transient_bytes")), "", "phase"),
     Term("model_states", "Resident model states", "bytes",
-         V("weights") + V("master_weights") + V("optimizer_states") + V("zero3_buffer"), "", "phase"),
+         V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("zero3_buffer"),
+         "what stays allocated between steps", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_backward_bytes")
          + V("engine_backward_bytes"),
-         "all activations saved, logit gradients allocated, no gradients yet but those of earlier micro-batches; "
-         "the engine's backward buffers", "phase"),
+         "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
+         "earlier micro-batches; the engine's backward buffers", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
-         V("model_states") + MAX(V("gradients"), V("accumulated_gradients"))
+         V("model_states") + MAX(V("transient_gradients"), V("accumulated_gradients"))
          + MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("engine_backward_bytes"),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the engine's backward "
          "buffers", "phase"),
@@ -695,7 +701,7 @@ TERMS: tuple[Term, ...] = (
          "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
          "gradients are resident and checkpointing keeps the activations small", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
-         V("model_states") + V("gradients") + V("optimizer_step_bytes") + V("engine_step_bytes"), "", "phase"),
+         V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("engine_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
          V("model_states") + IF(V("engine_mode").eq(1), V("kv_pool_bytes") + V("engine_activation_bytes"),
                                 V("kv_cache") + V("forward_transient_bytes")),
@@ -721,9 +727,10 @@ TERMS: tuple[Term, ...] = (
             V("phase_forward")),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
     Term("resident_gradients", "Gradients at the peak", "bytes",
-         IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("accumulated_gradients"),
-            IF(V("peak_phase").eq(2), MAX(V("gradients"), V("accumulated_gradients")),
-               IF(V("peak_phase").eq(3), V("gradients"), 0))), "", "total"),
+         V("persistent_gradients")
+         + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("accumulated_gradients"),
+              IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
+                 IF(V("peak_phase").eq(3), V("transient_gradients"), 0))), "", "total"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
             IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),

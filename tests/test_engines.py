@@ -13,7 +13,7 @@ import pytest
 
 from refdata import fact
 from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
+from reportgen.estimate import Estimator, Scenario, rlhf_scenario
 from reportgen.shape import model_row
 from reportgen.terms import ASSUMPTION_DEFAULTS
 
@@ -46,11 +46,12 @@ def test_megatron_gradient_buffer_is_resident_before_backward(zero):
     backward; it is allocated once, so the whole table is resident when backward starts (an engine that frees
     its gradients, DeepSpeed here, has none then)."""
     e = EST.estimate(_full("megatron", zero, 8))
-    assert e["accumulated_gradients"] == e["gradients"] == 4 * PSI
+    assert e["persistent_gradients"] == e["gradients"] == 4 * PSI and e["transient_gradients"] == 0
+    assert e["model_states"] == _states(e)
     assert (e["phase_backward_start"] - e["training_activations"] - e["loss_backward_bytes"]
             - e["engine_backward_bytes"]) == _states(e)
     ds = EST.estimate(_full("deepspeed", zero, 8))
-    assert ds["accumulated_gradients"] == 0
+    assert ds["persistent_gradients"] == 0
 
 
 def test_deepspeed_zero3_keeps_its_gradient_partition_through_forward():
@@ -58,12 +59,32 @@ def test_deepspeed_zero3_keeps_its_gradient_partition_through_forward():
     the model's 16-bit dtype under ZeRO) once, on the GPU unless the optimizer is offloaded, and zero_grad never
     frees it; ZeRO-2's gradients come and go with backward."""
     z3 = EST.estimate(_full("deepspeed", 3, 8))
-    assert z3["accumulated_gradients"] == z3["gradients"] == 2 * PSI // 8
+    assert z3["persistent_gradients"] == z3["gradients"] == 2 * PSI // 8
+    assert z3["model_states"] == (z3["weights"] + z3["master_weights"] + z3["optimizer_states"] + 2 * PSI // 8
+                                  + z3["zero3_buffer"])
     assert (z3["phase_backward_start"] - z3["training_activations"] - z3["loss_backward_bytes"]
-            - z3["engine_backward_bytes"]) == z3["model_states"] + 2 * PSI // 8
-    assert EST.estimate(_full("deepspeed", 2, 8))["accumulated_gradients"] == 0
-    assert EST.estimate(_full("deepspeed", 3, 8, offload="optimizer"))["accumulated_gradients"] == 0
-    assert EST.estimate(_full("hf", 3, 8))["accumulated_gradients"] == 0  # ZeRO as the paper counts it
+            - z3["engine_backward_bytes"]) == z3["model_states"]
+    # the step adds no second copy: its transient gradients are none
+    assert z3["phase_optimizer_step"] == z3["model_states"] + z3["optimizer_step_bytes"] + z3["engine_step_bytes"]
+    assert EST.estimate(_full("deepspeed", 2, 8))["persistent_gradients"] == 0
+    assert EST.estimate(_full("deepspeed", 3, 8, offload="optimizer"))["persistent_gradients"] == 0
+    assert EST.estimate(_full("hf", 3, 8))["persistent_gradients"] == 0  # ZeRO as the paper counts it
+
+
+def test_a_colocated_group_keeps_every_role_s_gradient_buffer():
+    """PPO under DeepSpeed ZeRO-3 (what OpenRLHF runs): the actor's and the critic's gradient partitions both
+    stay allocated, so the group's resident states hold both while either role is at its peak."""
+    actor = Scenario(model="Llama-2-7B", workload="full", precision="bf16-mixed", batch_size=4, prompt_len=512,
+                     gen_len=512, num_gpus=8, zero_stage=3, checkpointing="full", framework="deepspeed")
+    group = EST.estimate_group(rlhf_scenario(name="ppo", algorithm="ppo", placement="colocated", actor=actor))
+    roles = dict(group.roles)
+    trained = [roles[r] for r in ("actor", "critic")]
+    assert all(e["persistent_gradients"] == e["gradients"] > 0 for e in trained)
+    assert roles["reference"]["persistent_gradients"] == roles["reward"]["persistent_gradients"] == 0
+    buffers = sum(e["persistent_gradients"] for e in trained)
+    assert group["model_states"] == sum(e["model_states"] for e in roles.values())
+    without = sum(e["weights"] + e["master_weights"] + e["optimizer_states"] + e["zero3_buffer"] for e in roles.values())
+    assert group["model_states"] == without + buffers
 
 
 @pytest.mark.parametrize("d", [2, 8])

@@ -314,4 +314,5 @@ def test_accumulation_holds_the_gradients_and_nothing_more(model, workload, prec
     e1, e2, ek = (EST.estimate(replace(one, grad_accum_steps=n)) for n in (1, 2, accum))
     assert e1["allocated_peak"] <= e2["allocated_peak"] <= e1["allocated_peak"] + e2["accumulated_gradients"]
     assert ek["allocated_peak"] == e2["allocated_peak"]
-    assert e2["accumulated_gradients"] >= e2["gradients"] > 0
+    # resident through the later micro-batches: kept apart, or in a buffer that is never freed
+    assert e2["accumulated_gradients"] + e2["persistent_gradients"] >= e2["gradients"] > 0
