@@ -529,13 +529,15 @@ TERMS: tuple[Term, ...] = (
          IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token") * V("pp_layer_share") * V("pp_in_flight"),
                                           V("tp_size")) + V("autocast_copies_bytes"), 0),
          _KORTHIKANTI, "activation"),
-    Term("loss_forward_bytes", "Loss forward: the logits, and their fp32 copy when the loss upcasts", "bytes",
+    Term("forward_end_bytes", "End of forward: the loss's logits and autocast's unsaved weight copies", "bytes",
          IF(V("is_train").eq(1),
             ceil_div((V("act_bytes") + IF(AND(OR(V("loss").eq("fp32"), V("loss").eq("compute")),
                                               V("loss_bytes").gt(V("act_bytes"))), V("loss_bytes"), 0))
-                     * V("tokens") * V("vocab_out"), V("tp_size")), 0),
+                     * V("tokens") * V("vocab_out"), V("tp_size"))
+            + V("autocast_cache_bytes") - V("autocast_copies_bytes"), 0),
          "while the cross-entropy runs, the model's logits and the upcast copy it takes the log-softmax of (the "
-         "log-probabilities are saved activations); oracle_arch.json gradient-accumulation records", "activation"),
+         "log-probabilities are saved activations), and the weight copies autocast caches but backward does not "
+         "keep; oracle_arch.json gradient-accumulation records", "activation"),
     Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
          IF(V("is_train").eq(1),
             ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), 2 * V("loss_bytes"),
@@ -696,8 +698,7 @@ TERMS: tuple[Term, ...] = (
          "buffers", "phase"),
     Term("phase_forward_end", "Phase: end of forward (the loss)", "bytes",
          IF(V("is_train").eq(1),
-            V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_forward_bytes")
-            + V("autocast_cache_bytes") - V("autocast_copies_bytes"), 0),
+            V("model_states") + V("accumulated_gradients") + V("training_activations") + V("forward_end_bytes"), 0),
          "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
          "gradients are resident and checkpointing keeps the activations small", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
@@ -742,8 +743,7 @@ TERMS: tuple[Term, ...] = (
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("engine_backward_bytes"),
                                    IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"),
-                                      IF(V("peak_phase").eq(5), V("loss_forward_bytes") + V("autocast_cache_bytes")
-                                         - V("autocast_copies_bytes"), 0)))),
+                                      IF(V("peak_phase").eq(5), V("forward_end_bytes"), 0)))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
          "engine buffers; at the end of forward the loss's logits and autocast's weight cache", "total"),
 )

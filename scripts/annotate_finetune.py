@@ -67,8 +67,8 @@ RUNS = {  # id -> (model or config, scenario)
                                     "optimizer_impl": "fused", "loss": "fp32", "gpu": "A100-80GB"}),
     "pub-ft-035": ("Llama-2-70B", {"workload": "lora", "precision": "bf16", "batch_size": 8, "seq_len": 2048,
                                    "prompt_len": 0, "gen_len": 0, "checkpointing": "full", "lora_rank": 8,
-                                   "lora_targets": ALL, "adapter_dtype": "model", "lora_dropout": "on", "optimizer": "adamw",
-                                   "optimizer_impl": "foreach", "loss": "fp32", "gpu": "H100-80GB-SXM",
+                                   "lora_targets": ALL, "adapter_dtype": "model", "lora_dropout": "on",
+                                   "optimizer": "adamw", "optimizer_impl": "foreach", "loss": "fp32", "gpu": "H100-80GB-SXM",
                                    "num_gpus": 8, "zero_stage": 3, "framework": "deepspeed"}),
 }
 LITGPT_QLORA = ("LitGPT's QLoRA runs are not reproducible from the training step: the published peak covers the whole "

@@ -31,7 +31,7 @@ EXTRA = os.path.join(ROOT, "presets", "validation", "oracle_extra.json")
 ARCH = os.path.join(ROOT, "presets", "validation", "oracle_arch.json")
 
 HF_CASES = [  # (config name, split, setting)
-    # "fit": the case the end-of-forward phase (loss_forward_bytes, autocast_cache_bytes) was read from
+    # "fit": the case the end-of-forward phase (forward_end_bytes, autocast_cache_bytes) was read from
     ("Llama-3.2-1B", "fit", dict(precision="amp", attn="sdpa", batch=1, seq=2048, grad_ckpt=True, grad_accum=2)),
     ("Llama-3.2-1B", "holdout", dict(precision="bf16", attn="sdpa", batch=1, seq=512, grad_ckpt=False, grad_accum=2)),
     ("Llama-3.2-1B", "holdout", dict(precision="bf16", attn="sdpa", batch=4, seq=2048, grad_ckpt=True, grad_accum=4)),
