@@ -36,9 +36,9 @@ STAMP = "2026-01-01T00:00:00+00:00"
 FIRST_ROW = 3  # scenario-like sheets: row 1 formula names, row 2 labels
 ERRORS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
 # Every function a formula may use: the expression language's, its lookups' and the plan's (MID: a Plan
-# row's workload, read from its requirement text). All pre-2010.
+# row's workload, read from its requirement text; IFERROR: its link's row, Excel 2007). All pre-2010.
 ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "COUNTA", "COUNTIF", "MID", "LEN",
-                                       "SUBSTITUTE"}
+                                       "SUBSTITUTE", "IFERROR"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
 
@@ -269,6 +269,7 @@ def test_rows_of_a_requirement_stand_together(book, report):
     for row in range(FIRST_ROW, plan.max_row + 1):
         cell = lambda name: plan.cell(row, cols[name]).value  # noqa: E731
         assert cell("together") == 1
+        assert cell("link_row") == cell("requirement_first")  # the link is the first row: no lookup
         assert cell("search_to") - cell("search_from") + 1 == cell("requirement_rows") >= cell("scenarios_tried")
         assert cell("plan_together") == 1  # and so do the Plan rows of one requirement
         assert cell("plan_from") <= row - FIRST_ROW + 1 <= cell("plan_to") == cell("plan_from") + cell("plan_rows") - 1

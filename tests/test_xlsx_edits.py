@@ -359,6 +359,46 @@ def test_a_row_appended_away_from_its_requirement_is_planned(book, report, soffi
             row += 1
 
 
+def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_path):
+    """A Plan pick's row copied over the table's first row (another requirement's): the pick's
+    requirement now has a row above the one its Plan rows link to, so its first row is the copy
+    (row 1, found by lookup, not the link), its rows no longer stand together, and the copy, tying
+    with its source, is the earlier and so the pick. (The overwritten requirement's Plan rows link
+    to row 1, so they now plan the copy's requirement too.) Every Plan row's count, first row and
+    `together` are those of the recalculated requirement texts."""
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    rec = next(rec for rec in report.recommendations if rec.best and not rec.best.result.is_group
+               and rec.requirement != report.requirement_of(report.results[0]))
+    source = next(row for row, values in scenario_rows(ws) if values["index"] == rec.best.result.index)
+    assert source > FIRST_ROW
+    copy_row(ws, source, FIRST_ROW)
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    fresh_path = recalculate(edited, tmp_path / "out")
+    assert formula_errors(fresh_path) == []
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    texts = [fresh["Scenarios"].cell(row, cols["requirement"]).value for row in range(FIRST_ROW, ws.max_row + 1)]
+    plan = fresh["Plan"]
+    pcols = columns(plan)
+    moved = picked = 0
+    for row in range(FIRST_ROW, plan.max_row + 1):
+        cell = lambda name: plan.cell(row, pcols[name]).value  # noqa: E731
+        if cell("sheet") != "Scenarios":
+            continue
+        rows = [k for k, text in enumerate(texts, start=1) if text == cell("requirement")]
+        together = int(bool(rows) and rows == list(range(rows[0], rows[0] + len(rows))))
+        assert (cell("requirement_rows"), cell("requirement_first"), cell("together")) == \
+            (len(rows), rows[0] if rows else 1, together), row
+        moved += cell("requirement_first") != cell("link_row")
+        if cell("link_row") == source - FIRST_ROW + 1 and cell("gpu") == rec.best.gpu:
+            assert (cell("requirement"), cell("together"), cell("best_index")) == (texts[0], 0, 1)
+            picked += 1
+    assert moved >= 1 and picked == 1  # the copied requirement's first is not its link
+
+
 def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, soffice, tmp_path):
     """A requirement's cheapest Plan row copied below the Plan, and the original's GPU type changed to
     another of the requirement's: its Plan rows no longer stand together (`plan_together` 0), so the

@@ -10,16 +10,17 @@ candidates of its requirement × GPU type among those that tie on the earlier ke
 lexicographically first, as recommend() picks it. Across GPU types, the first of the picks by the
 same order is marked (cheapest overall to buy, to rent).
 
-What a Plan row searches: the writer puts the rows of one requirement together (book.sheet_runs), so
-a row counts its requirement's rows, finds the first, and, while they are still together, takes its
-minima over those rows alone; else (a planner moved a row to another requirement, or appended one
-below the table) over every filled row, which gives the same answer more slowly. The count and the
-first are COUNTIF and MATCH, which LibreOffice answers from one sorted copy of the column; a text too
-long for Excel's lookups compares every candidate row instead. A Plan row thus costs a lookup plus its
-requirement's rows per minimum, instead of every candidate row per minimum (with minima over every
-row, the 1,000 Plan rows of a 10,000-scenario sweep took about 100 s of LibreOffice's 133 s load and
-recalculation; with the count and the first by comparison with every row, 7 s of 19 s). The
-cheapest marks compare the Plan rows of the requirement the same way, known by a number
+What a Plan row searches: the writer puts the rows of one requirement together (book.sheet_runs) and
+links each Plan row to the first of them, so a row counts its requirement's rows (COUNTIF), takes the
+linked row as the first while all of them stand from there (else finds the first by MATCH), and, while
+they are still together, takes its minima over those rows alone; else (a planner moved a row to
+another requirement, or appended one below the table) over every filled row, which gives the same
+answer more slowly. A text too long for Excel's lookups compares every candidate row instead. A Plan
+row thus costs one counting pass plus its requirement's rows per minimum, instead of every candidate
+row per minimum (with minima over every row, the 1,000 Plan rows of a 10,000-scenario sweep took
+about 100 s of LibreOffice's 133 s load and recalculation; with the count and the first by comparison
+with every row, 7 s of 19 s; LibreOffice 7.4's COUNTIF and MATCH scan the column too, but faster).
+The cheapest marks compare the Plan rows of the requirement the same way, known by a number
 (requirement_key) rather than by its text.
 
 Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
@@ -98,6 +99,12 @@ RANKING_LABELS = {
               "purchase_usd": "then lowest purchase cost", "total_gpus": "then fewest GPUs",
               "index": "then first row in table: the pick to rent"},
 }
+# The row the requirement link pointed at when written, kept by a second link beside it: the search
+# tries the rows from it before looking the text up (see _search).
+LINK_ROW = Column("link_row", "Row its link was written to (in table): searched first", "count", "helper", 8,
+                  special="link",
+                  help="need not be edited with the link: when the linked text is no longer there, the search "
+                       "looks it up (slower on a large sweep)")
 # Where a Plan row searches, in rows of its candidate table (1 = the first data row).
 SEARCH = (
     Column("requirement_rows", "Rows of this requirement (on its candidate sheet)", "count", "helper", 9),
@@ -130,7 +137,7 @@ PLAN_TABLE_COLUMNS = (
        Column("sheet", "Candidates on", "text", "helper", 10,
               help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
        Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
-    + SEARCH + PLAN_SEARCH
+    + (LINK_ROW,) + SEARCH + PLAN_SEARCH
     + tuple(Column(ranking.column(k), label, "usd" if k.endswith("_usd") else "count", "helper", 11)
             for ranking, labels in RANKING_LABELS.items() for k, label in labels.items())
     + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
@@ -186,18 +193,23 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     block = f"INDEX({name},{first}):INDEX({name},{first}+{count}-1)"
     span = _span(first, count, together, _filled_rows(book, table))
     rows = book.names.of(table, "row_in_table")
-    # COUNTIF and MATCH, which LibreOffice answers from one sorted copy of the column (a comparison
-    # with every row from each of 1,000 Plan rows was 7 s of a 10,000-scenario sweep's 19 s). The
-    # text is matched literally (~ escapes the wildcards both read); MATCH takes the cell itself when
-    # there is nothing to escape (LibreOffice's MATCH of a computed text took 5 s more). Excel refuses
-    # a lookup text of 255 characters or more, and a requirement text can be longer (RLHF's): those
-    # rows compare every row.
-    literal = lookup_literal(text)
+    # The count by COUNTIF (a comparison with every row from each of 1,000 Plan rows was 7 s of a
+    # 10,000-scenario sweep's 19 s). The first row: when every row of the text stands in the `count`
+    # rows from the linked row, that row (the writer links each requirement's first row); else
+    # MATCH, about 2 s of LibreOffice's 9-10 s on that sweep, which scans the rows above the first.
+    # Lookups take the text literally (~ escapes the wildcards both read); MATCH takes the cell itself
+    # when there is nothing to escape (LibreOffice's MATCH of a computed text took 5 s more). Excel
+    # refuses a lookup text of 255 characters or more, and a requirement text can be longer (RLHF's):
+    # those rows compare every row.
+    literal, linked = lookup_literal(text), f"MAX(${plan.ref('link_row')},1)"
+    # an error (the linked row is gone, or its rows run past the table) means: not there
+    at_link = (f"IFERROR(AND(${plan.ref('link_row')}>=1,INDEX({name},{linked})={text},"
+               f"SUMPRODUCT((INDEX({name},{linked}):INDEX({name},{linked}+{count}-1)={text})*1)={count}),FALSE)")
     return {"requirement_rows": f'IF({text}="",0,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},'
                                 f'COUNTIF({name},"="&{literal}),SUMPRODUCT(({name}={text})*1)))',
-            "requirement_first": f"IF({count}=0,1,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},"
+            "requirement_first": f"IF({count}=0,1,IF({at_link},{linked},IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},"
                                  f"IF({literal}={text},MATCH({text},{name},0),MATCH({literal},{name},0)),"
-                                 f"{_least(f'({name}={text})', rows)}))",
+                                 f"{_least(f'({name}={text})', rows)})))",
             "together": f"IF({count}=0,0,IF(SUMPRODUCT(({block}={text})*1)={count},1,0))",
             "search_from": span["from"], "search_to": span["to"]}
 
@@ -358,6 +370,7 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
         if table.sheet not in texts:
             texts[table.sheet] = (search_index(candidates.column("requirement")), len(candidates))
         search = dict(zip((c.name for c in SEARCH), search_values(*texts[table.sheet], text)))
+        search[LINK_ROW.name] = book.result_rows[rec.sample.index] - (table.first_row - 1)
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
@@ -375,11 +388,13 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
     return rows
 
 
-def requirement_link(book: Book, r: Result) -> str:
-    """A Plan row's requirement formula: the requirement cell of the row of `r` (its recommendation's
-    sample), absolute, so a copied Plan row keeps it until the planner points it at another row."""
+def requirement_links(book: Book, r: Result) -> dict[str, str]:
+    """A Plan row's link formulas: its requirement, the requirement cell of the row of `r` (its
+    recommendation's sample), absolute, so a copied Plan row keeps it until the planner points it at
+    another row; and that row's number in its table (LINK_ROW)."""
     table, _, _ = book.candidates(r)
-    return f"={table.sheet}!${table.letter('requirement')}${book.result_rows[r.index]}"
+    cell = f"{table.sheet}!${table.letter('requirement')}${book.result_rows[r.index]}"
+    return {"requirement": f"={cell}", LINK_ROW.name: f"=IFERROR(ROW({cell})-{table.first_row - 1},0)"}
 
 
 def plan_table(book: Book) -> Table:
@@ -392,8 +407,7 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
     plan = plan_table(book)
     write_header(ws, plan, styles, book.t)
     rows = plan_rows(book)
-    links = [{"requirement": requirement_link(book, rec.sample)}
-             for rec in book.report.recommendations for _ in rec.entries]
+    links = [requirement_links(book, rec.sample) for rec in book.report.recommendations for _ in rec.entries]
     write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles, links)
     for flag in ("cheapest", "cheapest_to_rent"):
         col = plan.index[flag]
