@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 PATH = Path(__file__).resolve().parents[1] / "presets" / "validation" / "published_serving.json"
-H100, A100, A100_40, RTX3090, L40S, L4 = "H100-80GB-SXM", "A100-80GB", "A100-40GB", "RTX-3090", "L40S", "L4"
+H100, H200, A100, A100_40, RTX3090, L40S, L4 = ("H100-80GB-SXM", "H200-141GB", "A100-80GB", "A100-40GB", "RTX-3090",
+                                              "L40S", "L4")
 
 
 def engine(model, gpu, tp, util, mnbt, seqs=256, weights="bf16", kv="bf16", context=4096, name="vllm"):
@@ -53,6 +54,8 @@ RUNS = {
                     {"kv_tokens": 367404}, "SGLang mem_fraction_static 0.93 holds the weights and the pool"),
     "pub-srv-022": (HOLD, engine("Qwen2.5-32B", L4, 4, 0.85, 2048, seqs=2049, name="sglang"), {"kv_tokens": 46611},
                     "QwQ-32B has Qwen2.5-32B's architecture"),
+    "pub-srv-024": (HOLD, engine("Qwen3-235B-A22B", H200, 4, 0.5, 8192, weights="fp8"), {"kv_gib": 7.07},
+                    "FP8 checkpoint: fp8 weights, bf16 cache; the engine's defaults as pub-srv-020"),
 }
 EXCLUDED = {
     "pub-srv-005": "gpt-oss-120b: MXFP4 weights, attention sinks and sliding windows are not modelled",
@@ -67,8 +70,12 @@ MISSES = {
     "pub-srv-018": "vLLM 0.2.4 (2023) at TP 4 left ~13.7 GiB per GPU outside weights and pool; later versions "
                    "leave 2-3 GiB (the same PR changed TP 4 pools by a third)",
     "pub-srv-019": "the log does not state gpu_memory_utilization (0.9 assumed) nor the activation profile",
-    "pub-srv-020": "FP8 MoE at TP 4: the log states neither the utilisation nor the weights' size; the pool "
-                   "implies ~8 GiB per GPU outside weights and pool that the estimate does not have",
+    "pub-srv-020": "FP8 MoE at TP 4: the utilisation is not logged; the log of vllm-project/vllm#21429 (the same "
+                   "model and TP, on H200) shows what the pool leaves out: 5.62 GiB of activation profile and "
+                   "2.04 GiB outside PyTorch per GPU, where the estimate has 0.46 and 0.25",
+    "pub-srv-024": "FP8 MoE at TP 4, vLLM V1 (mid-2025): its breakdown has a 5.62 GiB activation profile and "
+                   "2.04 GiB outside PyTorch per GPU, where the estimate has 0.46 and 0.25 (vLLM's fused-MoE "
+                   "workspace and TP 4 communication buffers are not modelled)",
     "pub-srv-021": "SGLang at TP 4 (mem_fraction_static holds the weights and the pool): just outside the target",
 }
 
