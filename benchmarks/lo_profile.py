@@ -31,13 +31,19 @@ SCENARIO_GROUPS = ("label", "requirement", "allocated_peak_gib", "total_params",
                    "context_tokens", "activations", "peak_flops", "model_row", "input_problems_1", "row_in_table")
 
 
+def used_end(ws) -> tuple[int, int]:
+    """(last column, last row) of the sheet's used area, 0-based."""
+    cursor = ws.createCursor()
+    cursor.gotoEndOfUsedArea(False)
+    end = cursor.getRangeAddress()
+    return end.EndColumn, end.EndRow
+
+
 def default_groups(doc) -> list[tuple[str, int, int]]:
     """(sheet, first column, last column), 0-based: the Plan sheet, then Scenarios' groups."""
     def names(sheet: str) -> list[str]:
         ws = doc.Sheets.getByName(sheet)
-        cursor = ws.createCursor()
-        cursor.gotoEndOfUsedArea(False)
-        row = ws.getCellRangeByPosition(0, 0, cursor.getRangeAddress().EndColumn, 0).getDataArray()[0]
+        row = ws.getCellRangeByPosition(0, 0, used_end(ws)[0], 0).getDataArray()[0]
         return [n for n in row if isinstance(n, str)]  # not the count cell after the last name
     plan, scenarios = names("Plan"), names("Scenarios")
     starts = sorted(scenarios.index(n) for n in SCENARIO_GROUPS if n in scenarios)
@@ -61,9 +67,7 @@ def main() -> None:
         print(f"load {load_s:.1f} s, calculateAll {before:.2f} s", flush=True)
         for sheet, first, last in groups:
             ws = doc.Sheets.getByName(sheet)
-            cursor = ws.createCursor()
-            cursor.gotoEndOfUsedArea(False)
-            cells = ws.getCellRangeByPosition(first, FIRST_ROW - 1, last, cursor.getRangeAddress().EndRow)
+            cells = ws.getCellRangeByPosition(first, FIRST_ROW - 1, last, used_end(ws)[1])
             cells.setDataArray(cells.getDataArray())  # formulas -> their values
             after = best_calculate_all(doc)
             head = ws.getCellRangeByPosition(first, 0, last, 0).getDataArray()[0]

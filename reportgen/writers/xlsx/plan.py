@@ -370,7 +370,7 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
         if table.sheet not in texts:
             texts[table.sheet] = (search_index(candidates.column("requirement")), len(candidates))
         search = dict(zip((c.name for c in SEARCH), search_values(*texts[table.sheet], text)))
-        search[LINK_ROW.name] = book.result_rows[rec.sample.index] - (table.first_row - 1)
+        search[LINK_ROW.name] = book.row_of(rec.sample)["row_in_table"]
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
