@@ -499,17 +499,19 @@ TERMS: tuple[Term, ...] = (
          IF(OR(V("loss").eq("fp32"), V("loss").eq("fp32-chunked"), _p("autocast_copies").eq(1)), 4, V("act_bytes")),
          "transformers upcasts the logits to fp32 for its cross-entropy, and autocast runs log_softmax in fp32; "
          "a loss on 16-bit logits without autocast (LitGPT bf16-true) keeps them in the compute dtype", "activation"),
-    Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
+    Term("layers_saved_per_token", "Every layer, saved per token", "bytes",
          IF(V("checkpointing").eq("full"),
             V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
-            V("num_layers") * V("layer_saved_per_token"))
+            V("num_layers") * V("layer_saved_per_token")),
+         "full checkpointing keeps each layer's input only", "activation"),
+    Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
+         V("layers_saved_per_token")
          + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
          + V("loss_bytes") * V("vocab_out")
          + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0)
          + IF(V("saved_module_params").gt(0),
               IF(V("checkpointing").eq("full"), 1, 3) * V("act_bytes") * V("hidden_size"), 0),
-         "full checkpointing keeps each layer's input only; the final norm, the embedding dropout's mask; the "
-         "loss keeps its log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps "
+         "every layer's saved tensors; the final norm, the embedding dropout's mask; the loss keeps its log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps "
          "its tanh output; LoRA's saved modules: the LM head's copy keeps its input for its weight gradient and a "
          "trainable embedding makes the first layer keep its input norm's tensors (3 hidden-sized 16-bit tensors "
          "per token; under full checkpointing the LM head's input only: oracle_arch.json modules_to_save records)", "activation"),
@@ -549,8 +551,21 @@ TERMS: tuple[Term, ...] = (
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
-            ceil_div(2 * V("tokens") * V("layer_saved_per_token"), V("tp_size")), 0),
-         "one layer's activations rebuilt, plus its backward temporaries", "activation"),
+            ceil_div(V("tokens") * V("layer_saved_per_token")
+                     * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
+                          IF(V("is_full").eq(1), 0.92, 1.35), 2), V("tp_size")), 0),
+         "one layer's activations rebuilt, plus its backward's gradients. Full checkpointing with flash "
+         "attention: 1.35 × the layer's saved bytes with a frozen base (LoRA), 0.92 with every weight trained "
+         "(backward frees the saved tensors as it consumes them), the oracle's ratios on Llama-2-7B-shaped "
+         "layers, held out on other shapes (oracle_arch.json 'recompute' records); eager attention (whose "
+         "backward makes S × S gradients as large as the saved scores) and selective checkpointing: twice the "
+         "saved bytes", "activation"),
+    Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
+         IF(AND(V("is_train").eq(1), V("checkpointing").eq("full")),
+            ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight"),
+                     V("tp_size")), 0),
+         "full checkpointing: backward rebuilds the last layer first, while every layer's saved input is still "
+         "held (the loss's log-probabilities and logit gradients are freed by then)", "activation"),
     Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
          IF(AND(V("is_full").eq(1), V("tied_embeddings").eq(1)),
             ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0),
@@ -696,6 +711,13 @@ TERMS: tuple[Term, ...] = (
          + MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("engine_backward_bytes"),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the engine's backward "
          "buffers", "phase"),
+    Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
+         IF(V("recompute_start_activations").gt(0),
+            V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
+            + V("recompute_bytes") + V("engine_backward_bytes"), 0),
+         "full checkpointing: the last layer rebuilt and its backward running beside every layer's saved input; "
+         "the peak when the layers' inputs outweigh the loss's logit gradients and the gradients are small "
+         "(LoRA, sharded states)", "phase"),
     Term("phase_forward_end", "Phase: end of forward (the loss)", "bytes",
          IF(V("is_train").eq(1),
             V("model_states") + V("accumulated_gradients") + V("training_activations") + V("forward_end_bytes"), 0),
@@ -713,37 +735,41 @@ TERMS: tuple[Term, ...] = (
          "an RLHF actor also generates rollouts: with generate() its cache and forward beside its states, with "
          "an engine the engine's whole budget beside them", "phase"),
     Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
-         "forward)", "count",
+         "forward, 6 first recomputed layer)", "count",
          IF(V("is_train").eq(0), 4,
             IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
-                                                V("generation_phase"), V("phase_forward_end"))), 1,
-               IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"),
-                                                 V("phase_forward_end"))), 2,
-                  IF(V("phase_optimizer_step").ge(MAX(V("generation_phase"), V("phase_forward_end"))), 3,
-                     IF(V("phase_forward_end").ge(V("generation_phase")), 5, 4))))), "", "phase"),
+                                                V("generation_phase"), V("phase_forward_end"),
+                                                V("phase_recompute_start"))), 1,
+               IF(V("phase_recompute_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
+                                                    V("generation_phase"), V("phase_forward_end"))), 6,
+                  IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"),
+                                                    V("phase_forward_end"))), 2,
+                     IF(V("phase_optimizer_step").ge(MAX(V("generation_phase"), V("phase_forward_end"))), 3,
+                        IF(V("phase_forward_end").ge(V("generation_phase")), 5, 4)))))), "", "phase"),
     Term("allocated_peak", "Allocated peak", "bytes",
          IF(V("is_train").eq(1),
             MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"),
-                V("phase_forward_end")),
+                V("phase_forward_end"), V("phase_recompute_start")),
             V("phase_forward")),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
     Term("resident_gradients", "Gradients at the peak", "bytes",
          V("persistent_gradients")
-         + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("accumulated_gradients"),
+         + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
               IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
                  IF(V("peak_phase").eq(3), V("transient_gradients"), 0))), "", "total"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
-            IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
-                                         V("forward_transient_bytes")), 0)), "", "total"),
+            IF(V("peak_phase").eq(6), V("recompute_start_activations"), IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
+                                         V("forward_transient_bytes")), 0))), "", "total"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
          V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("engine_backward_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("engine_backward_bytes"),
+                                   IF(V("peak_phase").eq(6), V("recompute_bytes") + V("engine_backward_bytes"),
                                    IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"),
-                                      IF(V("peak_phase").eq(5), V("forward_end_bytes"), 0)))),
+                                      IF(V("peak_phase").eq(5), V("forward_end_bytes"), 0))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
          "engine buffers; at the end of forward the loss's logits and autocast's weight cache", "total"),
 )

@@ -6,7 +6,7 @@ bytes, reserved_peak for max_memory_reserved, device_total for nvidia-smi) and w
 ("holdout") or excluded, with the reason. Nothing in the estimator was fitted to these figures: the
 LitGPT engine's terms were checked against LitGPT's own code run on the oracle (oracle_arch.json), the
 DeepSpeed defaults come from its config. Issue #18's target: median |error| within 5 %, largest within 15 %.
-The median is met; one figure misses the 15 % (its record's "miss" says what is known about it). Each
+Both are met (a record beyond 15 % would say in its "miss" what is known about it). Each
 LitGPT run is compared with its yaml's gradient accumulation (the record's grad_accum): the gradients of
 the earlier micro-batches stay resident, which TinyLlama's and Gemma-2B's full fine-tunes (pub-ft-011,
 -016) show and the oracle confirms (oracle_arch.json, the accumulation records).
@@ -41,7 +41,7 @@ def test_every_record_is_annotated():
             assert record["complete"], f"{case.id}: an incomplete record is compared"
             assert case.level == LEVEL_TERM[record["level"]], case.id
     assert len(COMPARED) == 11
-    assert len(KNOWN_MISSES) == 1
+    assert not KNOWN_MISSES
 
 
 def _param(case):
@@ -56,12 +56,13 @@ def test_published_figure_within_15_percent(case):
     assert abs(error) <= TARGETS["finetune"] == 0.15, f"{case.id}: {100 * error:+.1f} %"
 
 
-def test_median_within_5_percent_at_the_level_each_reports():
+def test_median_and_largest_error_at_the_level_each_reports():
     rows = published_rows(VALIDATION / "published_finetune.json", EST)
     errors = [abs(r.error) for r in rows]
     assert len(errors) == 11
     assert statistics.median(errors) <= 0.05  # issue #18's target
     assert statistics.median(errors) <= 0.025  # the level reached: 2.2 %
+    assert max(errors) <= 0.125  # the level reached: 12.3 % (pub-ft-014, Gemma-2B LoRA under LitGPT)
     by_level = published_summary(rows)
     assert set(by_level) == {"all", "allocated_peak", "device_total"}  # no compared figure reports reserved memory
     assert by_level["allocated_peak"]["figures"] == 10 and by_level["allocated_peak"]["median_abs_error"] <= 0.03
