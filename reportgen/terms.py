@@ -298,6 +298,14 @@ TERMS: tuple[Term, ...] = (
          "one gradient per trainable parameter, in its dtype", "state"),
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
+    Term("ddp_bucket_bytes", "DDP gradient buckets", "bytes",
+         IF(AND(V("is_train").eq(1), V("zero_stage").eq(0), V("dp_size").gt(1),
+                OR(V("framework").eq("hf"), V("framework").eq("litgpt"))), V("gradients"), 0),
+         "PyTorch DistributedDataParallel (the HF Trainer's and Lightning's data parallelism) copies each gradient "
+         "into its all-reduce buckets, allocated once for the whole run: as much memory again as the gradients, "
+         "unless gradient_as_bucket_view=True, which neither turns on (pytorch/pytorch#41954: the peak of a model "
+         "with about 1 GB of parameters drops by about 1 GB with it); DeepSpeed, FSDP and Megatron keep their own "
+         "buffers", "state"),
     Term("persistent_gradients", "Gradient buffer kept for the whole run", "bytes",
          IF(AND(V("is_train").eq(1), OR(V("framework").eq("megatron"),
                                         AND(V("framework").eq("deepspeed"), V("zero_stage").eq(3),
@@ -699,7 +707,8 @@ TERMS: tuple[Term, ...] = (
     Term("activations", "Activations at the peak phase", "bytes",
          IF(V("is_train").eq(1), V("training_activations"), V("forward_transient_bytes")), "", "phase"),
     Term("model_states", "Resident model states", "bytes",
-         V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("zero3_buffer"),
+         V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("ddp_bucket_bytes")
+         + V("zero3_buffer"),
          "what stays allocated between steps", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_backward_bytes")
@@ -753,7 +762,7 @@ TERMS: tuple[Term, ...] = (
             V("phase_forward")),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
     Term("resident_gradients", "Gradients at the peak", "bytes",
-         V("persistent_gradients")
+         V("persistent_gradients") + V("ddp_bucket_bytes")
          + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
               IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
                  IF(V("peak_phase").eq(3), V("transient_gradients"), 0))), "", "total"),

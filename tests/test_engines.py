@@ -176,3 +176,20 @@ def test_loss_dtype_follows_the_recipe():
     assert EST.estimate(replace(s, loss="compute", precision="amp-bf16"))["loss_bytes"] == 4
     v = EST.spec("Llama-3.2-1B").vocab_size
     assert EST.estimate(replace(s, loss="compute-chunked"))["loss_backward_bytes"] == 2 * 1024 * v
+
+
+def test_ddp_keeps_a_second_copy_of_the_gradients_in_its_buckets():
+    """PyTorch DistributedDataParallel with gradient_as_bucket_view=False (the HF Trainer's and Lightning's
+    default) copies every gradient into all-reduce buckets allocated for the whole run (pytorch/pytorch#41954);
+    one GPU has no DDP, and ZeRO, FSDP, DeepSpeed and Megatron use their own buffers. published_finetune.json's
+    pub-ft-065 (GPT-2 XL under Lightning DDP on 4 GPUs) checks it against a published peak."""
+    one, four = EST.estimate(_full("hf", 0, 1)), EST.estimate(_full("hf", 0, 4))
+    assert one["ddp_bucket_bytes"] == 0
+    assert four["ddp_bucket_bytes"] == four["gradients"] == 2 * PSI  # bf16-mixed: 16-bit gradients
+    assert four["model_states"] - one["model_states"] == four["gradients"]
+    assert four["allocated_peak"] - one["allocated_peak"] == four["gradients"]
+    assert EST.estimate(_full("litgpt", 0, 4))["ddp_bucket_bytes"] == 2 * PSI
+    for engine, zero in (("hf", 1), ("hf", 3), ("deepspeed", 2), ("fsdp2", 3), ("megatron", 0)):
+        assert EST.estimate(_full(engine, zero, 4))["ddp_bucket_bytes"] == 0, (engine, zero)
+    lora = EST.estimate(replace(_full("hf", 0, 4), workload="lora", lora_rank=16))
+    assert lora["ddp_bucket_bytes"] == lora["gradients"] < PSI // 100  # only the trainable adapters' gradients

@@ -137,10 +137,13 @@ def test_memory_never_falls_when_batch_or_length_grows(s, axis):
 def test_sharding_never_raises_per_gpu_memory(s):
     if not _runnable(s) or s.workload == "inference":
         return
-    base = EST.estimate(s)["allocated_peak"]
+    est = EST.estimate(s)
+    base = est["allocated_peak"]
     more_gpus = replace(s, num_gpus=s.num_gpus * 2)
     if _runnable(more_gpus):
-        assert EST.estimate(more_gpus)["allocated_peak"] <= base
+        # DDP's all-reduce buckets (ZeRO 0) come with data parallelism, not with sharding: one GPU has none
+        more = EST.estimate(more_gpus)
+        assert more["allocated_peak"] - more["ddp_bucket_bytes"] <= base - est["ddp_bucket_bytes"]
     if s.zero_stage < 3 and s.num_gpus > 1:
         higher = replace(s, zero_stage=s.zero_stage + 1)
         est, est_higher = EST.estimate(s), EST.estimate(higher)
