@@ -146,8 +146,8 @@ def test_holdout_summary_per_family():
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
                               "modules_to_save", "grad_accum", "recompute"}
     for family, errors in by_family.items():
-        assert statistics.median(errors) <= 0.005, family
-        assert max(errors) <= 0.055, family
+        assert statistics.median(errors) <= 0.005, family  # 0.30 % at most today (LitGPT)
+        assert max(errors) <= 0.016, family  # 1.56 % at most today (Phi-3-mini's last-position prefill)
 
 
 def test_modules_to_save_add_what_peft_trains():
