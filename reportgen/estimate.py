@@ -248,7 +248,8 @@ class Estimate(_Totals):
         return {k: self.values[k] for k in time_keys(self.scenario.workload, self.values["is_train"])}
 
 
-PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward", 5: "forward_end", 6: "recompute_start"}
+PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward", 5: "forward_end",
+               6: "recompute_start"}
 
 
 @dataclass(frozen=True)

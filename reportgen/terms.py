@@ -519,8 +519,9 @@ TERMS: tuple[Term, ...] = (
          + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0)
          + IF(V("saved_module_params").gt(0),
               IF(V("checkpointing").eq("full"), 1, 3) * V("act_bytes") * V("hidden_size"), 0),
-         "every layer's saved tensors; the final norm, the embedding dropout's mask; the loss keeps its log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps "
-         "its tanh output; LoRA's saved modules: the LM head's copy keeps its input for its weight gradient and a "
+         "every layer's saved tensors; the final norm, the embedding dropout's mask; the loss keeps its "
+         "log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps its tanh output; "
+         "LoRA's saved modules: the LM head's copy keeps its input for its weight gradient and a "
          "trainable embedding makes the first layer keep its input norm's tensors (3 hidden-sized 16-bit tensors "
          "per token; under full checkpointing the LM head's input only: oracle_arch.json modules_to_save records)", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
@@ -768,8 +769,9 @@ TERMS: tuple[Term, ...] = (
                  IF(V("peak_phase").eq(3), V("transient_gradients"), 0))), "", "total"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
-            IF(V("peak_phase").eq(6), V("recompute_start_activations"), IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
-                                         V("forward_transient_bytes")), 0))), "", "total"),
+            IF(V("peak_phase").eq(6), V("recompute_start_activations"),
+               IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
+                                            V("forward_transient_bytes")), 0))), "", "total"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
@@ -777,8 +779,8 @@ TERMS: tuple[Term, ...] = (
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("engine_backward_bytes"),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("engine_backward_bytes"),
-                                   IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"),
-                                      IF(V("peak_phase").eq(5), V("forward_end_bytes"), 0))))),
+                                      IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"),
+                                         IF(V("peak_phase").eq(5), V("forward_end_bytes"), 0))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
          "engine buffers; at the end of forward the loss's logits and autocast's weight cache", "total"),
 )
