@@ -74,6 +74,11 @@ ASSUMPTIONS = (
                "what torch.cuda.mem_get_info reports below nvidia-smi's total (H100: 79.19 GiB of 79.65; RTX "
                "3090: 23.58 of 24.00, in published vLLM logs); an engine's gpu_memory_utilization applies to the "
                "rest", (0, 65536)),
+    Assumption("nvls_rank_mib", "NCCL NVLS buffer per GPU of a communicator", 288, "MiB",
+               "NVLink SHARP (NCCL's NVLS algorithm, on NVSwitch Hopper and later, communicators of more than 2 GPUs): "
+               "each GPU holds this much per GPU of the communicator, 24 channels × 2 × (4 MiB buffer + 2 MiB); "
+               "vllm-project/vllm#9699 logs nvlsPerRankSize 301989888 and nvlsTotalSize 2415919104 at TP 8 on H200",
+               (0, 1_048_576)),
     Assumption("engine_non_torch_mib", "Engine memory outside PyTorch", 256, "MiB",
                "cuBLAS and NCCL workspaces a serving engine finds outside PyTorch at one GPU (vLLM logs: "
                "0.13-0.35 GiB); at TP > 1 the communication buffers come on top", (0, 65536)),
@@ -674,13 +679,21 @@ TERMS: tuple[Term, ...] = (
          IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB, 0),
          "counted inside the engine's budget; NCCL buffers at TP > 1 stay outside it (a TP2 vLLM log leaves "
          "0.65 GiB for activations and this together)", "activation"),
+    Term("engine_nvls_bytes", "NCCL NVLS buffers inside the engine's budget", "bytes",
+         IF(AND(V("engine_mode").eq(1), V("tp_size").gt(2), _g("nvls").eq(1)),
+            V("nvls_rank_mib") * MiB * V("tp_size"), 0),
+         "on an NVSwitch with NVLink SHARP (GPUs sheet nvls) NCCL enables NVLS for more than 2 GPUs and allocates "
+         "its buffers on each of them (vllm-project/vllm#9699: fewer GPU blocks with NVLS on than with "
+         "NCCL_NVLS_ENABLE=0); vLLM counts them as memory outside PyTorch, SGLang finds them in use after loading",
+         "activation"),
     Term("kv_pool_bytes", "KV block pool", "bytes",
          IF(V("engine_mode").eq(1),
-            MAX(0, V("engine_budget_bytes") - V("weights")
+            MAX(0, V("engine_budget_bytes") - V("weights") - V("engine_nvls_bytes")
                 - IF(V("serving_engine").eq("sglang"), V("cuda_context_mib") * MiB,
                      V("engine_activation_bytes") + V("engine_non_torch_bytes"))), 0),
-         "vLLM: budget − weights − activation profile − memory outside PyTorch; SGLang: budget − weights − the "
-         "memory in use before it loaded them (the CUDA context), its activations outside the fraction",
+         "vLLM: budget − weights − activation profile − memory outside PyTorch (NVLS buffers included); SGLang: "
+         "budget − weights − the memory in use before it loaded them (the CUDA context, NVLS buffers), its "
+         "activations outside the fraction",
          "activation"),
     Term("kv_bytes_per_token", "KV cache per token, per GPU", "bytes",
          V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("tp_size"), "", "activation"),

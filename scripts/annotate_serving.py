@@ -79,11 +79,11 @@ MISSES = {
     "pub-srv-019": "the log does not state gpu_memory_utilization (0.9 assumed) nor the activation profile",
     "pub-srv-020": "FP8 MoE at TP 4: the utilisation is not logged; the log of vllm-project/vllm#21429 (the same "
                    "model and TP, on H200) shows what the pool leaves out: 5.62 GiB of activation profile and "
-                   "2.04 GiB outside PyTorch per GPU, where the estimate has 0.46 and 0.25",
+                   "2.04 GiB outside PyTorch per GPU, where the estimate has 0.46 and 1.38 (NVLS buffers included)",
     "pub-srv-024": "FP8 MoE at TP 4, vLLM V1 (mid-2025): its breakdown has a 5.62 GiB activation profile and "
-                   "2.04 GiB outside PyTorch per GPU, where the estimate has 0.46 and 0.25 (vLLM's fused-MoE "
-                   "workspace and TP 4 communication buffers are not modelled)",
-    "pub-srv-021": "SGLang at TP 4 (mem_fraction_static holds the weights and the pool): just outside the target",
+                   "2.04 GiB outside PyTorch per GPU, where the estimate has 0.46 and 1.38 (0.25 and 1.13 of NVLS "
+                   "buffers); the profile is the size of a sort-based sampler over 1,024 sequences × the vocabulary "
+                   "(about 39 bytes per element, as in pub-srv-025's source), which the estimate does not model",
     "pub-srv-025": "vLLM at TP 2 (llm-d-benchmark, late 2025): its breakdown has a 4.84 GiB activation profile and "
                    "0.55 GiB outside PyTorch per GPU, where the estimate has 1.76 and 0.25; in the same file's "
                    "single-GPU runs the profile follows max_num_seqs × vocabulary (Llama-3.1-8B 4.76 GiB, "
