@@ -677,8 +677,8 @@ TERMS: tuple[Term, ...] = (
          "profile_run: 103 KB per token for Llama-3.1-8B in two published logs)", "activation"),
     Term("engine_non_torch_bytes", "Engine memory outside PyTorch", "bytes",
          IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB, 0),
-         "counted inside the engine's budget; NCCL buffers at TP > 1 stay outside it (a TP2 vLLM log leaves "
-         "0.65 GiB for activations and this together)", "activation"),
+         "counted inside the engine's budget; NCCL's ring buffers at TP > 1 stay outside it (a TP2 vLLM log leaves "
+         "0.65 GiB for activations and this together), its NVLS buffers do not (engine_nvls_bytes)", "activation"),
     Term("engine_nvls_bytes", "NCCL NVLS buffers inside the engine's budget", "bytes",
          IF(AND(V("engine_mode").eq(1), V("tp_size").gt(2), _g("nvls").eq(1)),
             V("nvls_rank_mib") * MiB * V("tp_size"), 0),

@@ -87,7 +87,7 @@ MISSES = {
     "pub-srv-025": "vLLM at TP 2 (llm-d-benchmark, late 2025): its breakdown has a 4.84 GiB activation profile and "
                    "0.55 GiB outside PyTorch per GPU, where the estimate has 1.76 and 0.25; in the same file's "
                    "single-GPU runs the profile follows max_num_seqs × vocabulary (Llama-3.1-8B 4.76 GiB, "
-                   "Qwen3-0.6B 5.56 GiB: about 36 bytes per element), where the estimate's sampler term, fitted to "
+                   "Qwen3-0.6B 5.56 GiB: about 39 bytes per element), where the estimate's sampler term, fitted to "
                    "vLLM 0.19 logs, has 8",
 }
 
