@@ -82,6 +82,10 @@ ASSUMPTIONS = (
     Assumption("engine_non_torch_mib", "Engine memory outside PyTorch", 256, "MiB",
                "cuBLAS and NCCL workspaces a serving engine finds outside PyTorch at one GPU (vLLM logs: "
                "0.13-0.35 GiB); at TP > 1 the communication buffers come on top", (0, 65536)),
+    Assumption("engine_tp_non_torch_mib", "Engine memory outside PyTorch per tensor-parallel GPU", 150, "MiB",
+               "at TP > 1, per GPU of the tensor-parallel group, on top of engine_non_torch_mib: NCCL's channel "
+               "buffers, connected during the profiling forward's first all-reduce (llm-d's vLLM run at TP 2 on H100 "
+               "logs 0.55 GiB outside PyTorch, 0.30 more than at one GPU)", (0, 65536)),
     Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
                "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
                "(0.5-1 GiB in published logs)", (0, 65536)),
@@ -669,16 +673,21 @@ TERMS: tuple[Term, ...] = (
          "gpu_memory_utilization (SGLang: mem_fraction_static) × the memory CUDA reports", "activation"),
     Term("engine_activation_bytes", "Engine activation profile", "bytes",
          IF(V("engine_mode").eq(1),
-            ceil_div(V("max_num_batched_tokens") * (3 * V("mlp_width") + 2 * V("hidden_size")) * V("act_bytes"),
-                     V("tp_size"))
-            + V("batch_size") * V("vocab_out") * 8, 0),
-         "the profiling forward over max_num_batched_tokens (gate/up and activated MLP intermediates, the layer's "
-         "input and output) and the sampler's fp32 logits and probabilities for every sequence (vLLM "
-         "profile_run: 103 KB per token for Llama-3.1-8B in two published logs)", "activation"),
+            MAX(ceil_div(V("max_num_batched_tokens") * (3 * V("mlp_width") + 3 * V("hidden_size")) * V("act_bytes"),
+                         V("tp_size")),
+                V("max_num_batched_tokens") * V("hidden_size") * V("act_bytes")
+                + CEIL(V("batch_size") * V("vocab_out") * IF(V("engine_sampler").eq("sort"), 38.3, 15))), 0),
+         "the larger of the profiling forward over max_num_batched_tokens (gate/up and activated MLP intermediates, "
+         "the layer's input, its norm and its output: 111 KB per token for Llama-3.1-8B, pub-srv-013) and the "
+         "sampler run after it over max_num_seqs × the vocabulary, beside the forward's hidden states: 15 bytes per "
+         "element with fused kernels (vLLM 0.19, pub-srv-006), 38.3 with the sort-based fallback (llm-d's runs of "
+         "three models not compared, pub-srv-027 to 029: 38.25-38.38); the forward's temporaries are freed before the "
+         "sampler runs, so vLLM's 'torch peak memory increase' is one or the other", "activation"),
     Term("engine_non_torch_bytes", "Engine memory outside PyTorch", "bytes",
-         IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB, 0),
-         "counted inside the engine's budget; NCCL's ring buffers at TP > 1 stay outside it (a TP2 vLLM log leaves "
-         "0.65 GiB for activations and this together), its NVLS buffers do not (engine_nvls_bytes)", "activation"),
+         IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB
+            + IF(V("tp_size").gt(1), V("engine_tp_non_torch_mib") * MiB * V("tp_size"), 0), 0),
+         "counted inside the engine's budget: workspaces, and at TP > 1 the NCCL channel buffers of the profiling "
+         "forward's all-reduces; its NVLS buffers are engine_nvls_bytes", "activation"),
     Term("engine_nvls_bytes", "NCCL NVLS buffers inside the engine's budget", "bytes",
          IF(AND(V("engine_mode").eq(1), V("tp_size").gt(2), _g("nvls").eq(1)),
             V("nvls_rank_mib") * MiB * V("tp_size"), 0),
@@ -719,7 +728,9 @@ TERMS: tuple[Term, ...] = (
          "the communication buffers", "activation"),
     # ---- phases and peak ----------------------------------------------------------------------
     Term("activations", "Activations at the peak phase", "bytes",
-         IF(V("is_train").eq(1), V("training_activations"), V("forward_transient_bytes")), "", "phase"),
+         IF(V("is_train").eq(1), V("training_activations"),
+            IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes"))),
+         "an engine's are its profile (it never prefills every prompt at once)", "phase"),
     Term("model_states", "Resident model states", "bytes",
          V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("ddp_bucket_bytes")
          + V("zero3_buffer"),

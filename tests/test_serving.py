@@ -2,14 +2,17 @@
 a deployment needs (how many sequences fit, at what context).
 
 Published logs: presets/validation/published_serving.json (each with its source, a verbatim quote
-and a "reportgen" block mapping the start-up to estimator inputs). Fitted: the assumption
-driver_reserved_mib (what CUDA hides below nvidia-smi's total) was read off the two logs marked
-"fit"; engine_non_torch_mib and cuda_graph_mib are the ranges the logs print. Everything else is
-held out. Target of issue #17: within ±10 %.
+and a "reportgen" block mapping the start-up to estimator inputs). Fitted, on the three logs marked "fit":
+driver_reserved_mib (what CUDA hides below nvidia-smi's total: pub-srv-006 and 013), the profiling forward's
+bytes per token (013), the fused sampler's bytes per element (006) and engine_tp_non_torch_mib (025); the
+sort-based sampler's bytes per element were read off pub-srv-027 to 029, which are not compared (models
+outside the catalog). engine_non_torch_mib and cuda_graph_mib are the ranges the logs print. Everything
+else is held out. Target of issue #17: within ±10 %.
 """
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -25,9 +28,7 @@ DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validat
                    "published_serving.json").read_text(encoding="utf-8"))
 EST = Estimator(load_models(), load_gpus())
 CASES = serving_cases(DATA)
-# Held-out logs the estimate misses by more than 10 %, each with what differs: stored with the data (the
-# report prints it).
-XFAIL = {c.id: c.miss for c in CASES if c.miss}
+RECORDS = {r["id"]: r for r in DATA["records"]}
 
 
 def _cases(use):
@@ -45,24 +46,66 @@ def test_enough_published_logs_and_reasons_for_the_rest():
     uses = [r["reportgen"]["use"] for r in DATA["records"]]
     assert uses.count("holdout") >= 10
     assert all(r["reportgen"]["why"] for r in DATA["records"] if r["reportgen"]["use"] == "excluded")
-    assert len(XFAIL) == 5
+    assert not [c.id for c in CASES if c.miss]  # no held-out log is an expected miss
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=[pytest.mark.xfail(strict=True, reason=XFAIL[c[0]])]
-                                               if c[0] in XFAIL else []) for c in _cases("holdout")])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c[0]) for c in _cases("holdout")])
 def test_kv_pool_of_held_out_logs_within_ten_percent(case):
     _, s, metric, published = case
     assert abs(_estimated(s, metric) / published - 1) <= TARGETS["serving"] == 0.10
 
 
-def test_held_out_median():
+def test_held_out_median_and_largest():
     errors = [abs(_estimated(s, m) / v - 1) for _, s, m, v in _cases("holdout")]
-    assert statistics.median(errors) <= 0.034  # 3.3 % today over 19 logs (3.5 % before the NVLS buffers)
+    assert len(errors) == 15
+    assert statistics.median(errors) <= 0.024  # 2.3 % today (3.3 % over 19 logs before the sampler and TP terms)
+    assert max(errors) <= 0.084  # 8.3 % today (pub-srv-020, whose sampler is inferred from pub-srv-024)
 
 
 def test_fit_logs_at_the_level_reached():
-    for _, s, metric, published in _cases("fit"):
-        assert abs(_estimated(s, metric) / published - 1) <= 0.01  # 0.3 % and 0.8 % today
+    errors = {c: abs(_estimated(s, metric) / published - 1) for c, s, metric, published in _cases("fit")}
+    assert sorted(errors) == ["pub-srv-006", "pub-srv-013", "pub-srv-025"]
+    # 0.1 %, 3.2 % and 0.3 % today; pub-srv-013 logs 0.35 GiB outside PyTorch where engine_non_torch_mib has 0.25
+    assert errors["pub-srv-013"] <= 0.033
+    assert max(errors["pub-srv-006"], errors["pub-srv-025"]) <= 0.004
+
+
+def _case(record_id):
+    return next(c for c in CASES if c.id == record_id)
+
+
+@pytest.mark.parametrize("record_id", ["pub-srv-007", "pub-srv-024", "pub-srv-025", "pub-srv-026"])
+def test_activation_profile_of_held_out_logs_is_the_sampler_s(record_id):
+    """vLLM's profile runs the sampler over max_num_seqs × the vocabulary after the forward has freed its
+    temporaries: 15 bytes per element with fused kernels (read off pub-srv-006), 38.3 with the sort-based
+    fallback (read off pub-srv-027 to 029, models that are not compared). These logs print the profile and
+    were not used for either figure (pub-srv-025 set only the memory outside PyTorch)."""
+    logged_gib = RECORDS[record_id]["activation_peak_gib"]
+    estimated = EST.estimate(_case(record_id).scenario)["engine_activation_bytes"] / GiB
+    assert abs(estimated / logged_gib - 1) <= 0.01  # 0.2-0.9 % today
+
+
+def test_the_profile_is_the_forward_or_the_sampler_not_both():
+    """At 20,000 tokens per step and 256 sequences (pub-srv-013) the forward outweighs the sampler, and the
+    profile is the forward alone; at 1,024 sequences and the sort-based sampler it is the sampler alone."""
+    s = _case("pub-srv-013").scenario
+    v = EST.estimate(s).values
+    forward = math.ceil(20000 * (3 * v["mlp_width"] + 3 * v["hidden_size"]) * 2)
+    assert v["engine_activation_bytes"] == forward
+    sort = EST.estimate(replace(s, max_num_batched_tokens=8192, batch_size=1024, engine_sampler="sort")).values
+    assert sort["engine_activation_bytes"] == 8192 * v["hidden_size"] * 2 + math.ceil(1024 * 128256 * 38.3)
+    fused = EST.estimate(replace(s, max_num_batched_tokens=8192, batch_size=1024)).values
+    assert fused["engine_activation_bytes"] == 8192 * v["hidden_size"] * 2 + 1024 * 128256 * 15
+
+
+def test_memory_outside_pytorch_grows_with_the_tensor_parallel_group():
+    """pub-srv-024 (4 × H200, TP 4) logs 2.04 GiB per GPU outside PyTorch: the held-out check of
+    engine_tp_non_torch_mib (read off pub-srv-025 at TP 2) with the NVLS buffers."""
+    v = EST.estimate(_case("pub-srv-024").scenario).values
+    estimated = (v["engine_non_torch_bytes"] + v["engine_nvls_bytes"]) / GiB
+    assert abs(estimated / RECORDS["pub-srv-024"]["non_torch_gib"] - 1) <= 0.04  # -3.9 % today
+    one = EST.estimate(replace(_case("pub-srv-024").scenario, num_gpus=1, tp_size=1)).values
+    assert one["engine_non_torch_bytes"] == 256 * 2**20
 
 
 def test_vllm_accounting_reproduces_a_logged_breakdown():
@@ -75,7 +118,7 @@ def test_vllm_accounting_reproduces_a_logged_breakdown():
         - v["engine_non_torch_bytes"]
     assert v["engine_budget_bytes"] / GiB == pytest.approx(79.19 * 0.95, rel=0.001)
     assert v["weights"] / GiB == pytest.approx(14.99, rel=0.01)
-    assert v["engine_activation_bytes"] / GiB == pytest.approx(1.89, rel=0.10)
+    assert v["engine_activation_bytes"] / GiB == pytest.approx(1.89, rel=0.005)  # 0.4 % today (a fit)
 
 
 def test_a_cheaper_cache_dtype_doubles_the_tokens_not_the_pool():
@@ -123,6 +166,9 @@ def test_hf_generate_prefills_every_prompt_an_engine_in_chunks():
     s = Scenario(model="Llama-3-8B", workload="inference", batch_size=64, prompt_len=8192, gpu="H100-80GB-SXM")
     generate, engine = EST.estimate(s), EST.estimate(replace(s, serving_engine="vllm"))
     assert generate["forward_transient_bytes"] > 10 * engine["engine_activation_bytes"]
+    # the per-GPU breakdown shows what each holds (an engine's profile, not a prefill it never runs)
+    assert engine["activations"] == engine["engine_activation_bytes"] < generate["activations"] \
+        == generate["forward_transient_bytes"]
     assert engine["prefill_seconds"] < generate["prefill_seconds"]  # a request waits for its own prefill only
 
 
