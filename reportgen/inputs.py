@@ -240,9 +240,12 @@ RLHF_INPUT_BY_NAME = {i.name: i for i in RLHF_INPUTS}
 # What an RLHF group's actor reads besides its training inputs: PPO and GRPO generate their rollouts
 # (the serving inputs) and train on prompt + generated tokens (seq_len is not theirs); DPO trains on
 # given pairs of seq_len tokens and generates nothing. Frozen roles read their own inputs. A group is
-# timed per iteration: its tokens to train on are not read.
+# timed per iteration: its tokens to train on are not read. A rollout engine counts as its whole budget
+# (gpu_memory_utilization): how it splits it (its profile, its pool) is not estimated.
 _ROLLOUT_WORKLOADS = {"ppo": ("inference",), "grpo": ("inference",), "dpo": ()}
-_NOT_READ = {"ppo": ("seq_len", "train_tokens"), "grpo": ("seq_len", "train_tokens"), "dpo": ("train_tokens",)}
+_ROLLOUT_ENGINE_SPLIT = ("max_num_batched_tokens", "engine_sampler")
+_NOT_READ = {"ppo": ("seq_len", "train_tokens") + _ROLLOUT_ENGINE_SPLIT,
+             "grpo": ("seq_len", "train_tokens") + _ROLLOUT_ENGINE_SPLIT, "dpo": ("train_tokens",)}
 
 
 def applies(i: Input, workload: str, actor_workload: str = "full", values: Mapping[str, Any] = {}) -> bool:

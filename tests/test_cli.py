@@ -241,6 +241,9 @@ def test_counts_are_written_as_people_write_them(workload, option, text, expecte
     (["--workload", "full", "--prompt-len", "512"], "--prompt-len does not apply to full fine-tuning"),
     (["--workload", "ppo", "--seq", "2048"], "--seq does not apply to PPO with a full fine-tuning actor"),
     (["--workload", "dpo", "--gen-len", "64"], "--gen-len does not apply to DPO"),
+    (["--workload", "ppo", "--engine", "vllm", "--max-num-batched-tokens", "4096"],
+     "--max-num-batched-tokens does not apply to PPO"),
+    (["--workload", "ppo", "--engine", "vllm", "--engine-sampler", "sort"], "--engine-sampler does not apply to PPO"),
 ])
 def test_an_option_that_would_change_nothing_is_refused(args, message):
     """Every option the CLI accepts changes the result or is refused (#17: never silently ignored)."""
@@ -282,10 +285,13 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
 
     for workload in ("inference", "full", "lora", "qlora", "ppo", "dpo"):
         bases = []
-        for batch in (1, 16):
-            s, reason = make_scenario({"model": "Llama-3-8B", "num_gpus": 2, "batch_size": batch}, workload=workload,
-                                      rlhf={}, estimator=est)
-            bases.append(s)
+        engines = ("hf-generate", "vllm") if workload in ("inference", "ppo") else ("hf-generate",)
+        for engine in engines:  # the engines' own inputs apply only with one (its sampler shows at 1,024 sequences)
+            for batch in (1, 16) if engine == "hf-generate" else (16, 1024):
+                s, reason = make_scenario({"model": "Llama-3-8B", "num_gpus": 2, "batch_size": batch,
+                                           **({"serving_engine": engine} if engine != "hf-generate" else {})},
+                                          workload=workload, rlhf={}, estimator=est)
+                bases.append(s)
         for i in INPUTS:
             if not i.option or i.name in ("gpu", "num_gpus", "batch_size", "model"):
                 continue
@@ -302,8 +308,8 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
                         assert terms(candidate) == terms(base), (workload, i.name, value, "does not apply, yet "
                                                                  "changes a figure")
                     changed |= terms(candidate, PHASES) != terms(base, PHASES)
-            if applies(i, workload, bases[0].actor.workload if hasattr(bases[0], "actor") else workload,
-                       (bases[0].actor if hasattr(bases[0], "actor") else bases[0]).inputs()):
+            if any(applies(i, workload, b.actor.workload if hasattr(b, "actor") else workload,
+                           (b.actor if hasattr(b, "actor") else b).inputs()) for b in bases):
                 # (Llama-3-8B's config sets every dropout probability to 0: dropout=config changes nothing for it;
                 # it has no experts: experts_implementation is tested on an MoE model below)
                 assert changed or not computed or i.name in ("dropout", "experts_implementation"), (
