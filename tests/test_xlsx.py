@@ -299,6 +299,10 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         13: {"zero_stage": 2},  # full, ZeRO-0 on 4 GPUs -> ZeRO-2
         27: {"model": "Llama-3.2-1B"},  # LoRA on another catalog model
     }
+    # a vLLM row: another sampler (now larger than the forward) and utilisation (layout inputs: it stays put)
+    vllm = next(r for r in report.results if not r.is_group and r.lead.serving_engine == "vllm"
+                and r.lead.engine_sampler == "fused" and r.lead.tp_size == 1)
+    edits[vllm.index] = {"engine_sampler": "sort", "gpu_memory_utilization": 0.8}
     ppo = next(r for r in report.results if r.is_group and r.workload == "ppo")
     actor_edit = {"batch_size": 8}
     new_k = 1.4
