@@ -681,7 +681,7 @@ TERMS: tuple[Term, ...] = (
          "the layer's input, its norm and its output: 111 KB per token for Llama-3.1-8B, pub-srv-013) and the "
          "sampler run after it over max_num_seqs × the vocabulary, beside the forward's hidden states: 15 bytes per "
          "element with fused kernels (vLLM 0.19, pub-srv-006), 38.3 with the sort-based fallback (llm-d's runs of "
-         "three models not compared, pub-srv-027 to 029: 38.25-38.38); the forward's temporaries are freed before the "
+         "Qwen3-0.6B, Qwen3-32B and gpt-oss-20b, pub-srv-027 to 029: 38.25-38.38); the forward's temporaries are freed before the "
          "sampler runs, so vLLM's 'torch peak memory increase' is one or the other", "activation"),
     Term("engine_non_torch_bytes", "Engine memory outside PyTorch", "bytes",
          IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB

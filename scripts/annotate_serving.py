@@ -27,8 +27,8 @@ def engine(model, gpu, tp, util, mnbt, seqs=256, weights="bf16", kv="bf16", cont
 
 
 FIT, HOLD = "fit", "holdout"
-LLMD_SORT = ("the same file's runs of three models not compared (pub-srv-027 to 029) profile 38.3 bytes per "
-             "max_num_seqs × vocabulary element: the sort-based sampler")
+LLMD_SORT = ("the same file's runs of Qwen3-0.6B, Qwen3-32B and gpt-oss-20b (pub-srv-027 to 029) profile 38.3 bytes "
+             "per max_num_seqs × vocabulary element: the sort-based sampler")
 QWEN2 = "Qwen2-7B has Qwen2.5-7B's architecture (same config fields)"
 RUNS = {
     "pub-srv-001": (HOLD, engine("Qwen2.5-7B", A100, 1, 0.25, 2048), {"kv_tokens": 93872}, QWEN2),
@@ -50,6 +50,12 @@ RUNS = {
                     "(111 KB)"),
     "pub-srv-014": (HOLD, engine("Llama-3.1-8B", RTX3090, 1, 0.9, 29000), {"kv_tokens": 23648},
                     "as pub-srv-013 at max_model_len 29,000"),
+    # llm-d-planner's version sweep: one run (Qwen3-14B on an H100) under vLLM 0.16.0 and 0.17.0
+    "pub-srv-011": (HOLD, engine("Qwen3-14B", H100, 1, 0.95, 8192, 1024, sampler="sort"), {"kv_gib": 41.94},
+                    "vLLM 0.16.0: the sort-based sampler (the same run under 0.17.0, pub-srv-012, profiles 2.5 times "
+                    "less); max_num_seqs and max_num_batched_tokens not logged: the API server's H100 defaults"),
+    "pub-srv-012": (HOLD, engine("Qwen3-14B", H100, 1, 0.95, 8192, 1024), {"kv_gib": 45.34},
+                    "vLLM 0.17.0: the fused sampler; as pub-srv-011 otherwise"),
     "pub-srv-015": (HOLD, engine("Llama-3-8B", H100, 1, 0.9, 8192), {"kv_gib": 53.29}, ""),
     "pub-srv-020": (HOLD, engine("Qwen3-235B-A22B", H100, 4, 0.9, 8192, 1024, weights="fp8", sampler="sort"),
                     {"kv_tokens": 178880},
@@ -69,6 +75,8 @@ RUNS = {
                     {"kv_gib": 32.0},
                     "Llama-3.3-70B has Llama-3.1-70B's architecture; FP8-dynamic checkpoint: fp8 weights, bf16 "
                     "cache; " + LLMD_SORT + "; sets engine_tp_non_torch_mib (0.55 GiB outside PyTorch at TP 2, 0.25 at one GPU)"),
+    "pub-srv-028": (FIT, engine("Qwen3-32B", H100, 1, 0.9, 8192, 1024, sampler="sort"), {"kv_gib": 4.45},
+                    "one of the three profiles the sort-based sampler's 38.3 bytes per element were read off"),
     "pub-srv-026": (HOLD, engine("Llama-3.1-8B", H100, 1, 0.9, 8192, 1024, sampler="sort"), {"kv_gib": 51.38},
                     LLMD_SORT),
 }
@@ -78,9 +86,6 @@ VLLM_024 = ("vLLM 0.2.4 (December 2023, a benchmark in a pull request): its sett
             "follows the accounting of the 2024-2026 engines the other logs come from")
 EXCLUDED = {
     "pub-srv-005": "gpt-oss-120b: MXFP4 weights, attention sinks and sliding windows are not modelled",
-    "pub-srv-011": "Qwen3-14B is not in the model catalog (the same run as pub-srv-012 under vLLM 0.16, whose "
-                   "activation profile, 2.5× larger, is the sort-based sampler's size)",
-    "pub-srv-012": "Qwen3-14B is not in the model catalog",
     "pub-srv-016": "Llama-3.2-11B-Vision: cross-attention layers and a vision encoder are not modelled",
     "pub-srv-017": VLLM_024,
     "pub-srv-018": VLLM_024 + "; at TP 4 the figure also disagrees with its own source: the PR cut the pool by 13.1 GiB "
@@ -91,7 +96,6 @@ EXCLUDED = {
                    "24 % above the log), so the run's utilisation was likely not the default",
     "pub-srv-023": "Phi-4 GPTQ (AutoRound): not in the model catalog",
     "pub-srv-027": "Qwen3-0.6B is not in the model catalog",
-    "pub-srv-028": "Qwen3-32B is not in the model catalog",
     "pub-srv-029": "gpt-oss-20b: MXFP4 weights, attention sinks and sliding windows are not modelled",
 }
 
@@ -109,8 +113,8 @@ def main():
         "estimator inputs of the logged start-up (serving_engine, gpu_memory_utilization, "
         "max_num_batched_tokens, batch_size = max_num_seqs), the figure to compare (kv_tokens: the pool's "
         "tokens; kv_gib: its size per GPU; gpu_blocks: blocks of 16 tokens), and use = fit (the logs an "
-        "assumption or coefficient was read off: driver_reserved_mib, the profiling forward's and the fused "
-        "sampler's bytes, engine_tp_non_torch_mib), holdout or excluded (with why).")
+        "assumption or coefficient was read off: driver_reserved_mib, the profiling forward's bytes and the "
+        "samplers', engine_tp_non_torch_mib), holdout or excluded (with why).")
     PATH.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
