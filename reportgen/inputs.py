@@ -175,9 +175,10 @@ INPUTS: tuple[Input, ...] = (
           "prefill; vLLM max_num_batched_tokens)", 8192, limits=(16, 10_000_000), unit="tokens",
           option="--max-num-batched-tokens", applies=_SERVING, layout=True, only_with=_ENGINES),
     Input("engine_sampler", "Engine sampler", "vLLM's top-k/top-p sampling, which its start-up profile runs over "
-          "max_num_seqs (the batch) × the vocabulary: fused (FlashInfer's kernels: vLLM ≥ 0.17 and wherever they "
-          "are enabled) or sort (the PyTorch-native fallback that sorts every row; logs 'Falling back to the "
-          "PyTorch-native implementation of top-p & top-k sampling': vLLM 0.16 and mid-2025 builds)", "fused",
+          "max_num_seqs (the batch) × the vocabulary: fused (fused kernels such as FlashInfer's, no sort: what vLLM "
+          "0.17 and later profile) or sort (the PyTorch-native fallback that sorts every row; vLLM logs 'Falling "
+          "back to the PyTorch-native implementation of top-p & top-k sampling': vLLM 0.16 and mid-2025 builds)",
+          "fused",
           choices=tb.SAMPLERS, option="--engine-sampler", applies=_SERVING, layout=True, only_with=_ENGINES),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,

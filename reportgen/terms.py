@@ -83,9 +83,10 @@ ASSUMPTIONS = (
                "cuBLAS and NCCL workspaces a serving engine finds outside PyTorch at one GPU (vLLM logs: "
                "0.13-0.35 GiB); at TP > 1 the communication buffers come on top", (0, 65536)),
     Assumption("engine_tp_non_torch_mib", "Engine memory outside PyTorch per tensor-parallel GPU", 150, "MiB",
-               "at TP > 1, per GPU of the tensor-parallel group, on top of engine_non_torch_mib: NCCL's channel "
-               "buffers, connected during the profiling forward's first all-reduce (llm-d's vLLM run at TP 2 on H100 "
-               "logs 0.55 GiB outside PyTorch, 0.30 more than at one GPU)", (0, 65536)),
+               "at TP > 1, per GPU of the tensor-parallel group, on top of engine_non_torch_mib: what grows with the "
+               "group outside PyTorch during the profile (NCCL's channel buffers, connected at the first all-reduce, "
+               "the likely part); llm-d's vLLM run at TP 2 on H100 logs 0.55 GiB outside PyTorch, 0.30 more than at "
+               "one GPU", (0, 65536)),
     Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
                "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
                "(0.5-1 GiB in published logs)", (0, 65536)),
@@ -681,8 +682,8 @@ TERMS: tuple[Term, ...] = (
          "the layer's input, its norm and its output: 111 KB per token for Llama-3.1-8B, pub-srv-013) and the "
          "sampler run after it over max_num_seqs × the vocabulary, beside the forward's hidden states: 15 bytes per "
          "element with fused kernels (vLLM 0.19, pub-srv-006), 38.3 with the sort-based fallback (llm-d's runs of "
-         "Qwen3-0.6B, Qwen3-32B and gpt-oss-20b, pub-srv-027 to 029: 38.25-38.38); the forward's temporaries are freed before the "
-         "sampler runs, so vLLM's 'torch peak memory increase' is one or the other", "activation"),
+         "Qwen3-0.6B, Qwen3-32B and gpt-oss-20b, pub-srv-027 to 029: 38.25-38.38); the forward's temporaries are "
+         "freed before the sampler runs, so vLLM's 'torch peak memory increase' is one or the other", "activation"),
     Term("engine_non_torch_bytes", "Engine memory outside PyTorch", "bytes",
          IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB
             + IF(V("tp_size").gt(1), V("engine_tp_non_torch_mib") * MiB * V("tp_size"), 0), 0),
