@@ -20,7 +20,9 @@ bool, str) of every term of every row.
   the scalar path's own Python (formulas.to_python of the node) to each distinct value; anything else
   without an array form (a number read as text) does so per row, on object arrays.
 - Terms that read none of the row inputs (batch, lengths: what a sweep varies fastest) are computed
-  once per distinct combination of the other inputs and gathered for the rows.
+  once per distinct combination of the other inputs and gathered for the rows; so are the largest
+  subexpressions of the other terms that read none (hoisted), whatever branch a row takes: what one
+  raises for a combination sends to the scalar path only the rows that read it.
 """
 from __future__ import annotations
 
@@ -206,6 +208,8 @@ class _Frame:
         self.terms: dict[str, Any] = {}
         self.bad = np.zeros(size, dtype=bool)
         self.active: np.ndarray | None = None
+        self.deferred: np.ndarray | None = None  # where flags go while a hoisted subexpression is computed
+        self.watch: Mapping[str, np.ndarray] = {}  # hoisted name -> its rows' deferred flags (see VectorTerms)
 
     # ---- problems ---------------------------------------------------------------------------
     def flag(self, rows, *, eager: bool = False) -> None:
@@ -215,7 +219,8 @@ class _Frame:
             rows = np.ones(self.size, dtype=bool)
         if not eager and self.active is not None:
             rows = rows & self.active
-        np.logical_or(self.bad, rows, out=self.bad)
+        target = self.bad if eager or self.deferred is None else self.deferred
+        np.logical_or(target, rows, out=target)
 
     def check_exact(self, x: Nums) -> None:
         """The rows whose ints are not exact as float64."""
@@ -239,6 +244,8 @@ class _Frame:
 
     def var(self, e: Var) -> Any:
         n = e.name
+        if n in self.watch:  # a hoisted subexpression that raised for some rows: theirs where read
+            self.flag(self.watch[n])
         if n in self.terms:
             return self.terms[n]
         if n in self.inputs:
@@ -787,8 +794,10 @@ class VectorTerms:
             if t.expr.names() & varying:
                 varying.add(t.name)
         self.row_inputs = tuple(row_inputs)
-        self.inner = tuple(t for t in self.terms if t.name in varying)
         self.outer = tuple(t for t in self.terms if t.name not in varying)
+        hoisted: dict[str, tuple[str, Expr]] = {}
+        self.inner = tuple((t.name, _hoist(t.expr, varying, hoisted)) for t in self.terms if t.name in varying)
+        self.hoisted = tuple(hoisted.values())
 
     def evaluate(self, columns: Mapping[str, Any], size: int, assumptions: Mapping[str, Any],
                  tables: Mapping, chunk_rows: int = CHUNK_ROWS) -> TermColumns:
@@ -809,6 +818,13 @@ class VectorTerms:
             outer = _Frame(len(rep), {n: take(c, rep) for n, c in columns.items()}, assumptions, catalog)
             for t in self.outer:
                 outer.term(t.name, t.expr)
+            deferred = {}
+            for name, expr in self.hoisted:  # for every combination, whichever branch its rows take
+                outer.deferred = np.zeros(len(rep), dtype=bool)
+                outer.term(name, expr)
+                if outer.deferred.any():
+                    deferred[name] = outer.deferred
+            outer.deferred = None
         for start in range(0, size, chunk_rows):
             part = slice(start, min(size, start + chunk_rows))
             inputs = {n: take(c, part) for n, c in columns.items()}
@@ -823,8 +839,9 @@ class VectorTerms:
                 frame = _Frame(n, inputs, assumptions, catalog,
                                lambda name, index=index: take(outer.terms[name], index) if name in outer.terms
                                else _MISSING)
-                for t in self.inner:
-                    frame.term(t.name, t.expr)
+                frame.watch = {name: rows[index] for name, rows in deferred.items()}
+                for name, expr in self.inner:
+                    frame.term(name, expr)
                 bad = frame.bad | outer.bad[index]
             overrides = {}
             for row in np.flatnonzero(bad).tolist():
@@ -833,6 +850,34 @@ class VectorTerms:
             values = {name: v for name, v in frame.terms.items() if outer is None or name not in outer.terms}
             yield Chunk(self.names, start, n, values, overrides, outer.terms if outer else None, index,
                         groups[0] if outer else None)
+
+
+def _hoist(expr: Expr, varying: set[str], hoisted: dict[str, tuple[str, Expr]]) -> Expr:
+    """expr with each largest subexpression that reads nothing varying (and is more than a name or a
+    number) replaced by the name of a term computed once per outer combination, like an outer term:
+    hoisted collects them (one per distinct subexpression). Where such a subexpression raises for a
+    combination, its rows are flagged where the expression reads it (a branch they take), as before."""
+    kids = expr.children()
+    if not kids:
+        return expr
+    if not expr.names() & varying:
+        name, _ = hoisted.setdefault(repr(expr), (f"\0hoisted {len(hoisted)}", expr))
+        return Var(name)
+    return _with_children(expr, [_hoist(k, varying, hoisted) for k in kids])
+
+
+def _with_children(e: Expr, kids: list) -> Expr:
+    if isinstance(e, (Op, Cmp)):
+        return type(e)(e.op, *kids)
+    if isinstance(e, Fn):
+        return Fn(e.name, tuple(kids))
+    if isinstance(e, Concat):
+        return Concat(tuple(kids))
+    if isinstance(e, Lookup):
+        return Lookup(e.table, e.column, *kids)
+    if isinstance(e, (InTable, RowOf)):
+        return type(e)(e.table, *kids)
+    raise TypeError(f"no children to replace in {type(e).__name__}")
 
 
 def _outer_groups(columns: Mapping[str, Any], row_inputs: Sequence[str], size: int):

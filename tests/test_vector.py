@@ -112,6 +112,20 @@ def test_thousands_of_random_scenarios(seed, extreme):
         assert overridden > 0
 
 
+@pytest.mark.parametrize("seed, extreme", [(4, 0.0), (5, 0.5)])
+def test_a_sweep_of_random_layouts_equals_the_scalar_path(seed, extreme):
+    """40 random layouts × 30 random row inputs: the outer terms, and the subexpressions of the inner
+    ones that read no row input (hoisted: computed once per layout), gathered for the rows. Where a
+    hoisted subexpression raises for a layout, only the rows that read it (the branch they take) go to
+    the scalar path."""
+    outer = [{n: v for n, v in r.items() if n not in SWEEP_ROW_INPUTS} for r in _random_rows(seed, 40, extreme)]
+    inner = [{n: v for n, v in r.items() if n in SWEEP_ROW_INPUTS} for r in _random_rows(seed + 10, 30, extreme)]
+    rows, expected = scalar_rows([{**o, **r} for o in outer for r in inner])
+    result = assert_columns_equal(ROLE, rows, expected)
+    assert all(c.index is not None for c in result.chunks)  # computed per layout, not per row
+    assert len(ROLE.hoisted) >= 50
+
+
 def test_huge_integers_stay_exact():
     """A 70B model fully trained on a million sequences of ten million tokens: the saved activations
     exceed int64 (Python's int does not); the row is computed the scalar way."""
@@ -256,6 +270,29 @@ def test_a_term_added_to_the_table_is_rendered_without_code():
     fn = compile_terms(terms, _role_var, "_probe")
     rows, expected = scalar_rows(_random_rows(5, 500, 0.0), fn)
     assert_columns_equal(VectorTerms(terms, SWEEP_ROW_INPUTS, fn), rows, expected)
+
+
+def test_a_hoisted_subexpression_raises_only_for_the_rows_that_read_it():
+    """weights / (lora_rank - 16) reads no row input: it is computed once per layout, and divides by
+    zero for lora_rank 16. Rows of that layout that do not take its branch (batch ≤ 8) keep the
+    array path's value; one that takes it raises, as the scalar path does."""
+    from reportgen.formulas import IF, Var
+    extra = Term("hoist_probe", "", "", IF(Var("batch_size").gt(8), Var("weights") / (Var("lora_rank") - 16), 0))
+    terms = ROLE_TERMS + (extra,)
+    fn = compile_terms(terms, _role_var, "_hoist_probe")
+    vector = VectorTerms(terms, SWEEP_ROW_INPUTS, fn)
+    base = {**{i.name: i.default for i in INPUTS}, "model": "Llama-2-7B"}
+    rows = ([{**base, "lora_rank": 16, "batch_size": b} for b in range(1, 9)]
+            + [{**base, "lora_rank": 17, "batch_size": b} for b in range(1, 17)])
+    rows, expected = scalar_rows(rows, fn)
+    assert len(rows) == 24
+    result = assert_columns_equal(vector, rows, expected)
+    assert result.chunks[0].index is not None and not result.chunks[0].overrides
+    with pytest.raises(ZeroDivisionError):
+        fn({**base, "lora_rank": 16, "batch_size": 12}, EST.assumptions, EST.tables, None)
+    raising = rows + [{**base, "lora_rank": 16, "batch_size": 12}]
+    with pytest.raises(ZeroDivisionError):
+        vector.evaluate({n: [r[n] for r in raising] for n in raising[0]}, len(raising), EST.assumptions, EST.tables)
 
 
 @pytest.mark.parametrize("name", sorted(__import__("reportgen.presets", fromlist=["x"]).bundled_presets()))
