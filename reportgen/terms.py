@@ -310,7 +310,7 @@ TERMS: tuple[Term, ...] = (
          _ZERO_PAPER, "state"),
     Term("ddp_bucket_bytes", "DDP gradient buckets", "bytes",
          IF(AND(V("is_train").eq(1), V("zero_stage").eq(0), V("dp_size").gt(1),
-                OR(V("framework").eq("hf"), V("framework").eq("litgpt"))), V("gradients"), 0),
+                is_one_of(V("framework"), "hf", "litgpt")), V("gradients"), 0),
          "PyTorch DistributedDataParallel (the HF Trainer's and Lightning's data parallelism) copies each gradient "
          "into its all-reduce buckets, allocated once for the whole run: as much memory again as the gradients, "
          "unless gradient_as_bucket_view=True, which neither turns on (pytorch/pytorch#41954: the peak of a model "

@@ -340,15 +340,10 @@ def _scalar_fn(node: Expr) -> Callable:
     key = (type(node), getattr(node, "op", None), getattr(node, "name", None), len(node.children()))
     fn = _SCALAR_FNS.get(key)
     if fn is None:
-        params = tuple(Var(f"_{i}") for i in range(len(node.children())))
-        if isinstance(node, (Op, Cmp)):
-            shaped = type(node)(node.op, *params)
-        elif isinstance(node, Fn):
-            shaped = Fn(node.name, params)
-        elif isinstance(node, Concat):
-            shaped = Concat(params)
-        else:
+        if not isinstance(node, (Op, Cmp, Fn, Concat)):
             raise TypeError(f"no scalar form for {node!r}")
+        shaped = _with_children(node, [Var(f"_{i}") for i in range(len(node.children()))])
+        params = shaped.children()
         source = to_python(shaped, lambda n: n, lambda e: "")
         namespace = dict(PYTHON_HELPERS)
         exec(f"def _fn({', '.join(p.name for p in params)}):\n    return {source}\n", namespace)  # noqa: S102
