@@ -10,7 +10,7 @@ import functools
 import json
 import signal
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from . import __version__
 from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model
 from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
-from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
+from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
 from .limits import check_name
 from .models import load_config_file, read_config_file
@@ -281,7 +281,10 @@ def _estimator_for(model, config_path, options):
     return estimator, resolve_model(model, catalog, key_path="--model").name
 
 
-def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenario | RlhfScenario:
+def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_free: bool = False
+                           ) -> Scenario | RlhfScenario:
+    """The scenario the options describe. layout_free: without its layout inputs (plan.LAYOUT_INPUTS), which
+    are then not checked as a layout: the plan lays the job out, keeping those given in every candidate."""
     given = _given_options()
     actor = o.get("actor_workload") or RLHF_INPUT_BY_NAME["actor_workload"].default
     for i in INPUTS:
@@ -290,6 +293,9 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict) -> Scenari
                                    "it would change nothing")
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
+    if layout_free:  # their values were checked by their options' types
+        from .plan import LAYOUT_INPUTS
+        values = {k: v for k, v in values.items() if k not in LAYOUT_INPUTS}
     rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
     rlhf["role_gpus"] = _role_pairs(o.get("role_gpus"), "--role-gpus", count=True)
     rlhf["role_gpu_types"] = _role_pairs(o.get("role_gpu_types"), "--role-gpu-types", count=False)
@@ -317,10 +323,10 @@ def estimate(model, config_path, as_json, **options):
     scenario = _scenario_from_options(estimator, name, options)
     if isinstance(scenario, RlhfScenario):
         result = estimator.estimate_group(scenario)
-        click.echo(json.dumps(result.to_json(), indent=2) if as_json else group_table(result))
+        click.echo(json.dumps(result.to_json(), indent=2) if as_json else group_table(result, estimator.assumptions))
     else:
         result = estimator.estimate(scenario)
-        click.echo(json.dumps(result.to_json(), indent=2) if as_json else estimate_table(result))
+        click.echo(json.dumps(result.to_json(), indent=2) if as_json else estimate_table(result, estimator.assumptions))
 
 
 @main.command()
@@ -352,18 +358,29 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     """
     from .goals import Goal
     from .plan import plan as make_plan
-    if click.get_current_context().get_parameter_source("gpu") == click.core.ParameterSource.COMMANDLINE:
+    from .plan import LAYOUT_INPUTS
+    given = _given_options()
+    if "gpu" in given:
         gpu_types = (options["gpu"],) + tuple(gpu_types)
+    serving = options["workload"] == "inference"
+    for option, name, applies in (("--within", "within", not serving), ("--users", "users", serving),
+                                  ("--context", "context", serving), ("--min-tokens-per-s", "min_tokens_per_s", serving)):
+        if name in given and not applies:
+            raise click.UsageError(f"{option} is a goal of {'training' if serving else 'serving (inference)'}; "
+                                   f"it does not apply to {_workload_words(options['workload'], options.get('actor_workload') or 'full')}")
+    if options["workload"] in RLHF_ALGORITHMS and "within" in given:
+        raise click.UsageError("--within does not apply to RLHF: its run length is not estimated yet")
     goal = Goal.from_mapping({"within": within, "users": users, "context": context,
                               "min_tokens_per_s": min_tokens_per_s}, source=None, key_path="goal")
     estimator, name = _estimator_for(model, config_path, options)
-    options = {**options, "num_gpus": 1, "zero_stage": options.get("zero_stage") or 0,
-               "tp_size": options.get("tp_size") or 1}
-    scenario = _scenario_from_options(estimator, name, options)
+    scenario = _scenario_from_options(estimator, name, options, layout_free=True)
+    layout = {k: options[k] for k in LAYOUT_INPUTS if k in given}
+    if layout:
+        scenario = (scenario.relayout(**layout) if isinstance(scenario, RlhfScenario) else replace(scenario, **layout))
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
-    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=tuple(_given_options()))
-    click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found))
+    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=tuple(given))
+    click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found, estimator.assumptions))
 
 
 @main.command()

@@ -69,7 +69,7 @@ SKIP_REASONS = {
     "ep_dense": "ep_size {ep} needs a mixture-of-experts model",
     "ep_divide": "ep_size {ep} must divide the {experts} experts and num_gpus {gpus}",
     "zero_inference": "ZeRO-{zero} applies to training; workload is {workload}",
-    "engine_zero": "the {engine} engine does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, Megatron's "
+    "framework_zero": "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, Megatron's "
                    "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
     "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
     "offload_inference": "CPU offload applies to training",
@@ -77,6 +77,7 @@ SKIP_REASONS = {
     "lora_arch": "LoRA is not modelled for {model_type} models",
     "empty_context": "inference needs prompt_len + gen_len > 0",
 }
+
 assert set(SKIP_REASONS) == {r.code for r in SKIP_RULES}
 
 
@@ -336,6 +337,8 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         Term("fits", "Every pool fits (1/0)", "flag", MIN(*(r(x, "fits") for x in role_names))),
         Term("headroom_bytes", "Headroom (tightest pool)", "bytes", MIN(*(r(x, "headroom_bytes") for x in role_names))),
         Term("fits_recommended", "Every pool fits with k (1/0)", "flag", MIN(*(r(x, "fits_recommended") for x in role_names))),
+        Term("fit_limit", "What keeps the tightest pool from fitting with k", "count",
+             MAX(*(r(x, "fit_limit") for x in role_names))),
         Term("purchase_usd", "Purchase cost (USD)", "usd", total("purchase_usd")),
         Term("hourly_usd", "Cloud cost per hour (USD)", "usd", total("hourly_usd")),
         Term("total_gpus", "GPUs in all", "count", total("num_gpus")),

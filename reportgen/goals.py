@@ -122,14 +122,16 @@ class Goal:
         return {cell: (asked[name] / SECONDS_PER_DAY if name == "goal.within_seconds" else asked[name])
                 if name in asked else "" for name, cell in GOAL_CELLS.items()}
 
-    def describe(self) -> str:
+    def describe(self, gen_len: int | None = None) -> str:
+        """The goal in English; a serving context with its prompt/generated split when gen_len is given."""
         parts = []
         if self.within_seconds is not None:
             parts.append(f"train within {self.within_seconds / 86400:g} days")
         if self.users is not None:
             parts.append(f"{self.users:,} users at once")
         if self.context is not None:
-            parts.append(f"{self.context:,} tokens of context")
+            split = f" ({self.context - gen_len:,} prompt + {gen_len:,} generated)" if gen_len is not None else ""
+            parts.append(f"{self.context:,} tokens of context{split}")
         if self.min_tokens_per_s is not None:
             parts.append(f"≥ {self.min_tokens_per_s:g} tokens/s per user")
         return ", ".join(parts) or "fits in memory"

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from .catalog import data_dir
 from .errors import InputError
+from .units import GiB
 
 LANGUAGES = ("en", "zh")
 HTML_LANG = {"en": "en", "zh": "zh-Hans"}
@@ -64,6 +65,19 @@ def load_catalogue(lang: str) -> Catalogue:
     path = catalogue_path(lang)
     raw = json.loads(path.read_text(encoding="utf-8"))
     return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})), dict(raw.get("sources", {})))
+
+
+def fit_limit_text(values: Mapping[str, float], host_ram_per_node_gib: float, t: Catalogue) -> str:
+    """What keeps a configuration from fitting with k, in words, from its term fit_limit ('' if it fits):
+    the figures in GiB per GPU (host RAM per node), two decimals."""
+    code = int(values["fit_limit"])
+    if not code:
+        return ""
+    figures = (("weights", values["weights"]), ("memory", values["gpu_memory_bytes"]),
+               ("recommended", values["recommended"]), ("pool", values.get("kv_pool_bytes", 0)),
+               ("need", values.get("kv_cache", 0)), ("host", values.get("node_offload_bytes", 0)),
+               ("ram", host_ram_per_node_gib * GiB))
+    return t(f"fit_limit.{code}", **{k: f"{v / GiB:,.2f}" for k, v in figures})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""Procurement search: per GPU type, the smallest layout that fits in memory and meets a goal.
+"""Procurement search: per GPU type, the configuration to buy that fits in memory and meets a goal.
 
 A goal is what the buyer needs besides fitting: a training run of N tokens within a deadline, or
-serving U concurrent users at a context length with a minimum decode speed per user. The search
-takes, per GPU type, the fewest GPUs (then the fastest layout at that count) whose recommended budget
-fits and that meets the goal; the options are then ranked by purchase price and by hourly cost.
+serving U concurrent users at a context length with a minimum decode speed per user. The search keeps
+every input the user gave (a GPU count, TP, PP, EP, ZeRO stage, framework, checkpointing, offload…) and
+chooses the rest among the counts a buyer can buy (buyable_counts) and the layouts of SEARCH. Per GPU
+type it takes the first candidate by the plan's order (ranking.py, as the report and the workbook do)
+among those of the smallest GPU count where one fits and meets the goal; the GPU types are then ranked
+by the same order. A GPU type where nothing does says why (PlanMiss).
 The candidates of a GPU type are input columns, estimated as arrays (Estimator.estimate_chunks), a
 batch of GPU counts at a time.
 """
@@ -12,87 +15,114 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
-
 from .arrays import np
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
 from .goals import Goal
 from .inputs import INPUT_NAMES
+from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from .vector import CHUNK_ROWS, Text, take, to_list
 
-GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+MAX_GPUS = 512  # the largest purchase the search considers, per GPU type
 TP_SIZES = (1, 2, 4, 8)
 MEASURES = ("purchase", "hourly")
+# The inputs that lay a job out on its GPUs: a plan keeps those given and searches the others.
+LAYOUT_INPUTS = ("num_gpus", "tp_size", "pp_size", "ep_size", "zero_stage")
+
+
+def buyable_counts(gpus_per_node: int, most: int = MAX_GPUS) -> tuple[int, ...]:
+    """The GPU counts a buyer can buy, ascending: a server with fewer GPUs than a full node (a divisor
+    of the node's count), then whole nodes (any number of them, not powers of two only)."""
+    within = [n for n in range(1, gpus_per_node + 1) if gpus_per_node % n == 0]
+    return tuple(within + list(range(2 * gpus_per_node, most + 1, gpus_per_node)))
 
 
 @dataclass(frozen=True)
 class PlanOption:
     gpu: str
-    num_gpus: int
-    zero_stage: int
-    tp_size: int
     estimate: Estimate | GroupEstimate
+    index: int  # the order of consideration (GPU types as given, then counts, then the layouts of SEARCH)
 
     @property
-    def purchase_usd(self) -> float:
-        return self.estimate["purchase_usd"]
+    def lead(self) -> Scenario:
+        """The scenario whose layout the plan chose: itself, or an RLHF group's actor."""
+        return self.estimate.scenario.actor if isinstance(self.estimate, GroupEstimate) else self.estimate.scenario
 
     @property
-    def hourly_usd(self) -> float:
-        return self.estimate["hourly_usd"]
-
-    @property
-    def run_cost_usd(self) -> float | None:
-        """A training run's cost at the hourly price (serving has no end: compare hourly_usd)."""
-        if isinstance(self.estimate, GroupEstimate) or not self.estimate["is_train"]:
-            return None
-        return self.estimate["cost_usd"]
+    def num_gpus(self) -> int:
+        return self.lead.num_gpus
 
     @property
     def total_gpus(self) -> int:
         """GPUs to buy: num_gpus per role pool when RLHF roles sit on separate pools."""
         return int(self.estimate["total_gpus"]) if isinstance(self.estimate, GroupEstimate) else self.num_gpus
 
-    def cost(self, measure: str) -> float:
-        """The ranking cost: purchase price, or the hourly bill (a training run: its whole cost)."""
-        if measure == "purchase":
-            return self.purchase_usd
-        return self.estimate.rent_usd
+    def key(self, order: Sequence[str]) -> tuple:
+        """This option's values of a ranking's keys (ranking.PLAN_ORDER, RENT_ORDER)."""
+        own = {"total_gpus": self.total_gpus, "index": self.index}
+        return tuple(own[k] if k in own else self.estimate[k] for k in order)
+
+    @property
+    def is_train(self) -> bool:
+        return isinstance(self.estimate, GroupEstimate) or bool(self.estimate["is_train"])
 
     @property
     def layout(self) -> dict[str, Any]:
         """What the plan chose: the lead scenario's layout and trade-off inputs."""
-        s = self.estimate.scenario.actor if isinstance(self.estimate, GroupEstimate) else self.estimate.scenario
-        return {k: getattr(s, k) for k in ("num_gpus", "tp_size", "pp_size", "ep_size", "zero_stage", "checkpointing",
-                                           "offload", "optimizer")}
+        return {k: getattr(self.lead, k) for k in LAYOUT_INPUTS + ("framework", "checkpointing", "offload", "optimizer")}
 
     def to_json(self) -> dict:
-        out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus, "zero_stage": self.zero_stage,
-               "tp_size": self.tp_size, "layout": self.layout, "purchase_usd": self.purchase_usd,
-               "hourly_usd": self.hourly_usd, "per_gpu_bytes": self.estimate.per_gpu_bytes,
-               "host_offload_bytes": int(self.estimate["host_offload_bytes"]) if not isinstance(
-                   self.estimate, GroupEstimate) else 0}
-        if isinstance(self.estimate, GroupEstimate):
-            out["gpus_per_role"] = {r: e.scenario.num_gpus for r, e in self.estimate.roles}
+        e = self.estimate
+        out = {"gpu": self.gpu, "num_gpus": self.num_gpus, "total_gpus": self.total_gpus,
+               "zero_stage": self.lead.zero_stage, "tp_size": self.lead.tp_size, "layout": self.layout,
+               "purchase_usd": e["purchase_usd"], "hourly_usd": e["hourly_usd"],
+               "per_gpu_bytes": e.per_gpu_bytes,
+               "host_offload_bytes": 0 if isinstance(e, GroupEstimate) else int(e["host_offload_bytes"])}
+        if isinstance(e, GroupEstimate):
+            out["gpus_per_role"] = {r: role.scenario.num_gpus for r, role in e.roles}
+            out["iteration_seconds"] = e["iteration_seconds"]
         else:
-            time = self.estimate.time_json()
+            if e["is_train"]:
+                out["run_cost_usd"] = e["cost_usd"]
+            time = e.time_json()
             if time:
                 out["time"] = time
         return out
 
 
 @dataclass(frozen=True)
+class PlanMiss:
+    """A GPU type on which no candidate up to `most_gpus` fits and meets the goal, and why: every
+    candidate was skipped (`skipped`, the first one's reason), or `nearest` is the candidate nearest to
+    an answer: the fastest that fits (it misses the goal), else the one whose budget is the smallest
+    share of the GPU's memory (fit_limit says what binds). `skipped` counts only when nothing was
+    estimated."""
+    gpu: str
+    most_gpus: int
+    skipped: tuple[SkipReason, ...]  # the first reason of each rule that skipped a candidate
+    nearest: Estimate | GroupEstimate | None
+
+
+@dataclass(frozen=True)
 class Plan:
     goal: Goal
-    options: tuple[PlanOption, ...]  # one per GPU type that can meet the goal, by purchase price
+    options: tuple[PlanOption, ...]  # one per GPU type that can meet the goal, in the plan's order
+    misses: tuple[PlanMiss, ...] = ()  # the GPU types that cannot, in the order given
     tried: int = 0  # candidate layouts considered
+    gen_len: int | None = None  # serving: the tokens each user generates (the goal's context is prompt + these)
+
+    def describe_goal(self) -> str:
+        return self.goal.describe(self.gen_len)
 
     def cheapest(self, measure: str) -> PlanOption | None:
-        return min(self.options, key=lambda o: (o.cost(measure), o.total_gpus, o.gpu), default=None)
+        order = PLAN_ORDER if measure == "purchase" else RENT_ORDER
+        return min(self.options, key=lambda o: o.key(order), default=None)
 
     def to_json(self) -> dict:
-        return {"goal": self.goal.describe(),
+        return {"goal": self.describe_goal(),
                 "cheapest": {m: (self.cheapest(m).gpu if self.cheapest(m) else None) for m in MEASURES},
-                "options": [o.to_json() for o in self.options]}
+                "options": [o.to_json() for o in self.options],
+                "not_found": [{"gpu": m.gpu, "most_gpus": m.most_gpus} for m in self.misses],
+                "candidates_tried": self.tried}
 
 
 # What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training
@@ -133,9 +163,14 @@ def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable
     size = len(grids[0]) if grids else 1
     zero = np.asarray(columns.get("zero_stage", s.zero_stage))
     model_parallel = np.asarray(columns.get("tp_size", s.tp_size)) * np.asarray(columns.get("pp_size", s.pp_size))
-    # more stages than GPUs, or a ZeRO stage without two data-parallel ranks to shard over
-    runs = ~((model_parallel > n) | ((zero != 0) & (n // model_parallel < 2)))
-    keep = np.flatnonzero(np.broadcast_to(runs, (size,)))
+    # Layouts not worth estimating among those searched: more stages than GPUs, or a ZeRO stage without
+    # two data-parallel ranks to shard over. What the user fixed is estimated, or skipped with its reason.
+    pruned = np.zeros(size, dtype=bool)
+    if not {"tp_size", "pp_size"} <= set(fixed):
+        pruned |= model_parallel > n
+    if "zero_stage" not in fixed:
+        pruned |= (zero != 0) & (n // model_parallel < 2)
+    keep = np.flatnonzero(~pruned)
     columns = {k: take(v, keep) for k, v in columns.items()}
     columns["num_gpus"] = np.full(len(keep), n, dtype=np.int64)
     return columns, len(keep)
@@ -150,69 +185,125 @@ def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] =
 
 
 def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
-         counts: Sequence[int] = GPU_COUNTS, fixed: Iterable[str] = ()) -> Plan:
-    """For each GPU type, the smallest GPU count with a layout whose recommended budget fits and that
-    meets the goal (at that count, the fastest such layout); GPU types where nothing up to max(counts)
-    does are left out. `fixed`: inputs the search must keep as the scenario has them."""
+         counts: Sequence[int] | None = None, fixed: Iterable[str] = ()) -> Plan:
+    """Per GPU type, the first candidate by the plan's order at the smallest GPU count where one fits
+    with the safety factor and meets the goal; GPU types where none does up to the largest count are
+    misses, with why. `fixed`: inputs the search must keep as the scenario has them (num_gpus among
+    them: that count alone); counts: the GPU counts to try (default: buyable_counts per GPU type)."""
     fixed = tuple(fixed)
     search = _search_group if isinstance(scenario, RlhfScenario) else _search
-    found = [search(estimator, scenario, gpu, goal, counts, fixed) for gpu in dict.fromkeys(gpus)]
-    options = [o for o, _ in found if o]
-    return Plan(goal, tuple(sorted(options, key=lambda o: (o.purchase_usd, o.total_gpus, o.gpu))),
-                sum(tried for _, tried in found))
+    options, misses, tried = [], [], 0
+    lead = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
+    for k, gpu in enumerate(dict.fromkeys(gpus)):
+        gpu_counts = ((lead.num_gpus,) if "num_gpus" in fixed else
+                      tuple(counts) if counts is not None else buyable_counts(estimator.gpus[gpu].gpus_per_node))
+        found, n = search(estimator, scenario, gpu, goal, gpu_counts, fixed, k)
+        tried += n
+        (options if isinstance(found, PlanOption) else misses).append(found)
+    return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses), tried,
+                lead.gen_len if lead.workload == "inference" else None)
 
 
-# The terms the search reads of each candidate.
-_SEARCH_TERMS = ("fits_recommended", "is_train", "time_to_train_seconds", "seconds_per_output_token",
-                 "tokens_per_s_per_user")
+# The terms the search reads of each candidate: its orders' keys, the goal's and what a miss reports.
+_SEARCH_TERMS = tuple(dict.fromkeys((PLAN_FITS, "purchase_usd", "rent_usd", "plan_seconds", "is_train",
+                                     "time_to_train_seconds", "tokens_per_s_per_user", "recommended",
+                                     "gpu_memory_bytes")))
 
 
 def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, counts: Sequence[int],
-            fixed: tuple[str, ...]) -> tuple[PlanOption | None, int]:
-    """(the option, candidates considered): GPU counts in ascending batches of about CHUNK_ROWS
-    candidates, stopping at the first count where a candidate fits and meets the goal."""
+            fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
+    """(the option or the miss, candidates considered): GPU counts in ascending batches of about
+    CHUNK_ROWS candidates, stopping at the first batch where a candidate fits and meets the goal."""
     base = replace(scenario, gpu=gpu)
     tried = 0
-    pending: list[tuple[int, dict, int]] = []
+    nearest: dict[str, Any] | None = None  # the inputs of the candidate nearest to an answer so far
+    nearest_fits, skipped = False, {}
+    pending: list[tuple[dict, int]] = []
     for k, n in enumerate(counts):
-        columns, size = candidate_columns(base, estimator, n, fixed)
-        pending.append((n, columns, size))
-        if sum(p[2] for p in pending) < CHUNK_ROWS and k < len(counts) - 1:
+        pending.append(candidate_columns(base, estimator, n, fixed))
+        if sum(p[1] for p in pending) < CHUNK_ROWS and k < len(counts) - 1:
             continue
-        tried += sum(p[2] for p in pending)
-        option = _best(estimator, base, goal, pending)
+        columns, values, reasons = _estimate_batch(estimator, base, goal, pending)
         pending = []
-        if option:
-            return option, tried
-    return None, tried
+        skipped = {**reasons, **skipped}
+        if not len(columns["num_gpus"]):
+            continue
+        values["total_gpus"] = columns["num_gpus"]
+        values["index"] = tried + np.arange(len(values["total_gpus"]))
+        tried += len(values["total_gpus"])
+        fits = values[PLAN_FITS] != 0
+        whole = np.zeros(len(fits), dtype=np.int64)
+        row = pick(values, goal)
+        if row is not None:
+            return PlanOption(gpu, estimator.estimate(_row_scenario(base, columns, row)),
+                              gpu_order * 10**9 + int(values["index"][row])), tried
+        if fits.any():
+            row = first_rows(CLOSEST_ORDER, values, fits, whole)[0]
+            nearest, nearest_fits = _row_inputs(columns, row), True
+        elif not nearest_fits:
+            values["share"] = values["recommended"] / values["gpu_memory_bytes"]
+            row = first_rows(("share", "index"), values, ~fits, whole)[0]
+            nearest = _row_inputs(columns, row)
+    last = counts[-1] if counts else 0
+    if nearest is None:
+        return PlanMiss(gpu, last, tuple(skipped.values()), None), tried
+    return PlanMiss(gpu, last, (), estimator.estimate(replace(base, **nearest))), tried
 
 
-def _best(estimator: Estimator, base: Scenario, goal: Goal, batch: list[tuple[int, dict, int]]) -> PlanOption | None:
-    """The fastest candidate at the fewest GPUs that fits and meets the goal (None: none does) among
-    the candidates of several GPU counts; skipped combinations are not estimated."""
-    chosen = {k: _concat([columns[k] for _, columns, _ in batch]) for k in batch[0][1]}
-    size = sum(p[2] for p in batch)
+def pick(values: dict[str, np.ndarray], goal: Goal) -> int | None:
+    """The row a plan picks among candidates of one GPU type (term columns, with total_gpus and index):
+    the first by PLAN_ORDER of those that fit with k and meet the goal; None if none does."""
+    eligible = (values[PLAN_FITS] != 0) & goal.met(values)
+    return first_rows(PLAN_ORDER, values, eligible, np.zeros(len(eligible), dtype=np.int64)).get(0)
+
+
+def choose(candidates: dict[str, Sequence[Estimate | GroupEstimate]], goal: Goal = Goal()) -> Plan:
+    """The plan over given candidates (per GPU type, estimates in the order considered): what plan()
+    does with the candidates it generates, for candidates from elsewhere (a preset's scenarios)."""
+    options, misses = [], []
+    for k, (gpu, estimates) in enumerate(candidates.items()):
+        values = {t: np.array([e.values.get(t, 0) for e in estimates], dtype=float)
+                  for t in _SEARCH_TERMS + ("iteration_seconds",)}
+        values["total_gpus"] = np.array([PlanOption(gpu, e, 0).total_gpus for e in estimates], dtype=np.int64)
+        values["index"] = np.arange(len(estimates))
+        row = pick(values, goal)
+        if row is None:
+            misses.append(PlanMiss(gpu, int(values["total_gpus"].max(initial=0)), (), None))
+        else:
+            options.append(PlanOption(gpu, estimates[row], k * 10**9 + row))
+    return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses),
+                sum(len(e) for e in candidates.values()))
+
+
+def _estimate_batch(estimator: Estimator, base: Scenario, goal: Goal, batch: list[tuple[dict, int]]
+                    ) -> tuple[dict, dict[str, np.ndarray], dict[str, SkipReason]]:
+    """The candidates of several GPU counts that can run (skipped combinations are not estimated):
+    their input columns, their _SEARCH_TERMS columns, and the first skipped candidate's reason per rule."""
+    chosen = {k: _concat([columns[k] for columns, _ in batch]) for k in batch[0][0]}
+    size = sum(p[1] for p in batch)
     columns = {n: getattr(base, n) for n in INPUT_NAMES}
     columns.update(chosen)
     columns.update(goal.shape(base, columns["num_gpus"], np.asarray(columns["tp_size"])))
-    runs = np.flatnonzero(estimator.skip_codes(columns, size) == 0)
+    codes = estimator.skip_codes(columns, size)
+    _, first = np.unique(codes, return_index=True)
+    reasons = {r.code: r for r in (estimator.skip_check(_row_scenario(base, columns, int(row)))
+                                   for row in first.tolist() if codes[row])}
+    runs = np.flatnonzero(codes == 0)
     columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
     values = {k: np.empty(len(runs)) for k in _SEARCH_TERMS}
     for chunk in estimator.estimate_chunks(columns, len(runs)):
         for k in _SEARCH_TERMS:
             values[k][chunk.start:chunk.start + chunk.size] = chunk.numbers(k)
-    good = (values["fits_recommended"] != 0) & goal.met(values)
-    if not good.any():
-        return None
-    gpus = columns["num_gpus"]
-    fewest = gpus[good].min()
-    speed = np.where(values["is_train"] != 0, values["time_to_train_seconds"], values["seconds_per_output_token"])
-    best = int(np.argmin(np.where(good & (gpus == fewest), speed, np.inf)))  # the first of equals, as min() takes
-    inputs = {k: to_list(take(v, slice(best, best + 1)), 1)[0] if isinstance(v, (np.ndarray, Text)) else v
-              for k, v in columns.items()}
-    candidate = replace(base, **inputs)
-    return PlanOption(base.gpu, candidate.num_gpus, candidate.zero_stage, candidate.tp_size,
-                      estimator.estimate(candidate))
+    return columns, values, reasons
+
+
+def _row_inputs(columns: dict, row: int) -> dict[str, Any]:
+    return {k: to_list(take(v, slice(row, row + 1)), 1)[0] if isinstance(v, (np.ndarray, Text)) else v
+            for k, v in columns.items()}
+
+
+def _row_scenario(base: Scenario, columns: dict, row: int) -> Scenario:
+    return replace(base, **_row_inputs(columns, row))
 
 
 def _concat(parts: list) -> Any:
@@ -221,25 +312,48 @@ def _concat(parts: list) -> Any:
     return np.concatenate(parts)
 
 
-# What an RLHF group keeps of its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs).
-_GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "checkpointing", "offload", "optimizer")
+# What an RLHF group keeps of its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs) and
+# chooses the trade-offs of every training job (checkpointing, CPU offload); the roles follow.
+_GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "optimizer")
+
+
+def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
+    """The layouts of one GPU count that need the least memory per GPU: the highest ZeRO stage and full
+    recompute, every offload. If none fits, no layout of that count does (sharding, recompute and offload
+    never raise per-GPU memory), and the search passes the count over."""
+    zero = max(c.zero_stage for c in layouts)
+    recompute = "full" if any(c.checkpointing == "full" for c in layouts) else None
+    return [c for c in layouts if c.zero_stage == zero and recompute in (None, c.checkpointing)]
 
 
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
-                  fixed: tuple[str, ...]) -> tuple[PlanOption | None, int]:
-    """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, GPUs), one
-    group at a time (a few dozen candidates)."""
+                  fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
+    """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, checkpointing,
+    offload and GPUs), one group at a time, in ascending GPU counts."""
     base = replace(scenario.actor, gpu=gpu)
     tried = 0
+    nearest, skipped = None, {}
     for n in counts:
-        found = []
+        layouts = []
         for candidate in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
-            tried += 1
-            if estimator.skip_check(candidate):
+            reason = estimator.skip_check(candidate)
+            if reason:
+                skipped.setdefault(reason.code, reason)
                 continue
-            est = estimator.estimate_group(scenario.relayout(gpu=gpu, num_gpus=n, zero_stage=candidate.zero_stage))
-            if est["fits_recommended"]:
-                found.append(PlanOption(gpu, n, candidate.zero_stage, candidate.tp_size, est))
+            layouts.append(candidate)
+        least = _least_memory(layouts) if layouts else []
+        if least and not any(_group(estimator, scenario, gpu, c)["fits_recommended"] for c in least):
+            tried += len(least)
+            nearest = min((_group(estimator, scenario, gpu, c) for c in least),
+                          key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
+            continue
+        found = choose({gpu: [_group(estimator, scenario, gpu, c) for c in layouts]}, goal).options
         if found:
-            return min(found, key=lambda o: o.estimate["recommended"]), tried
-    return None, tried
+            return replace(found[0], index=gpu_order * 10**9 + tried + found[0].index), tried + len(layouts)
+        tried += len(layouts)
+    return PlanMiss(gpu, counts[-1] if counts else 0, () if nearest else tuple(skipped.values()), nearest), tried
+
+
+def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario) -> GroupEstimate:
+    return estimator.estimate_group(scenario.relayout(gpu=gpu, **{k: getattr(candidate, k) for k in (
+        "num_gpus", "zero_stage", "checkpointing", "offload")}))

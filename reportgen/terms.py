@@ -90,7 +90,7 @@ ASSUMPTIONS = (
     Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
                "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
                "(0.5-1 GiB in published logs)", (0, 65536)),
-    # ---- training engines: buffer sizes users tune in their engine's config (read with engine = ...) ----
+    # ---- training frameworks: buffer sizes users tune in their framework's config ----
     Assumption("ds_reduce_bucket_size", "DeepSpeed reduce_bucket_size", 500_000_000, "elements",
                "contiguous-gradient bucket of ZeRO-1/2/3 (contiguous_gradients, on by default): DeepSpeed's default "
                "5e8 (deepspeed/runtime/zero/config.py); the HF Trainer's 'auto' sets hidden_size²", (0, 1e11),
@@ -361,10 +361,11 @@ TERMS: tuple[Term, ...] = (
          IF(V("offload").eq("none"), 0, ceil_div(V("optimizer_bytes_unsharded"), V("optimizer_shards")))
          + IF(V("offload").eq("all"), ceil_div(V("weight_bytes_unsharded"), V("weight_shards")), 0),
          "ZeRO-Offload / ZeRO-Infinity (Ren et al. 2021)", "state"),
-    Term("host_ram_fits", "Offloaded states fit in the node's host RAM (1/0)", "flag",
-         IF((V("host_offload_bytes") * MIN(V("num_gpus"), _g("gpus_per_node"))).le(V("host_ram_per_node_gib") * GiB),
-            1, 0),
+    Term("node_offload_bytes", "Offloaded to a node's host RAM", "bytes",
+         V("host_offload_bytes") * MIN(V("num_gpus"), _g("gpus_per_node")),
          "every GPU of a node offloads its share to the node's CPU memory", "state"),
+    Term("host_ram_fits", "Offloaded states fit in the node's host RAM (1/0)", "flag",
+         IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
             ceil_div((V("largest_layer_params")
@@ -373,7 +374,7 @@ TERMS: tuple[Term, ...] = (
                      * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
          "the layer being computed plus the prefetched next one (FSDP2's implicit prefetching, PyTorch FSDP2 "
          "tutorial; DeepSpeed prefetches at most stage3_prefetch_bucket_size elements)", "state"),
-    # ---- training engines: their buffers besides the model states (Assumptions sheet) -------------
+    # ---- training frameworks: their buffers besides the model states (Assumptions sheet) ----------
     Term("ds_reduce_bucket_bytes", "DeepSpeed contiguous-gradient bucket", "bytes",
          IF(AND(V("framework").eq("deepspeed"), V("zero_stage").ge(1), V("is_train").eq(1)),
             V("ds_reduce_bucket_size") * V("grad_elem_bytes")
@@ -404,9 +405,9 @@ TERMS: tuple[Term, ...] = (
          "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
          "unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own stream, overlapping the next "
          "unit's backward)", "state"),
-    Term("engine_backward_bytes", "Engine buffers during backward", "bytes",
+    Term("framework_backward_bytes", "Training framework buffers during backward", "bytes",
          V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes") + V("fsdp_reduce_scatter_bytes"), "", "state"),
-    Term("engine_step_bytes", "Engine buffers at the optimizer step", "bytes",
+    Term("framework_step_bytes", "Training framework buffers at the optimizer step", "bytes",
          V("ds_fp32_grad_bytes") + IF(V("zero_stage").eq(3), V("ds_reduce_bucket_bytes"), 0),
          "ZeRO-3's bucket is allocated once and stays", "state"),
     # ---- activations (training) ----------------------------------------------------------------
@@ -738,18 +739,18 @@ TERMS: tuple[Term, ...] = (
          "what stays allocated between steps", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_backward_bytes")
-         + V("engine_backward_bytes"),
+         + V("framework_backward_bytes"),
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
-         "earlier micro-batches; the engine's backward buffers", "phase"),
+         "earlier micro-batches; the training framework's backward buffers", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
          V("model_states") + MAX(V("transient_gradients"), V("accumulated_gradients"))
-         + MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("engine_backward_bytes"),
-         "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the engine's backward "
-         "buffers", "phase"),
+         + MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes"),
+         "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the training framework's "
+         "backward buffers", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
          IF(V("recompute_start_activations").gt(0),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
-            + V("recompute_bytes") + V("engine_backward_bytes"), 0),
+            + V("recompute_bytes") + V("framework_backward_bytes"), 0),
          "full checkpointing: the last layer rebuilt and its backward running beside every layer's saved input; "
          "the peak when the layers' inputs outweigh the loss's logit gradients and the gradients are small "
          "(LoRA, sharded states)", "phase"),
@@ -759,7 +760,7 @@ TERMS: tuple[Term, ...] = (
          "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
          "gradients are resident and checkpointing keeps the activations small", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
-         V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("engine_step_bytes"), "", "phase"),
+         V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("framework_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
          V("model_states") + IF(V("engine_mode").eq(1), V("kv_pool_bytes") + V("engine_activation_bytes"),
                                 V("kv_cache") + V("forward_transient_bytes")),
@@ -795,19 +796,24 @@ TERMS: tuple[Term, ...] = (
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
             IF(V("peak_phase").eq(6), V("recompute_start_activations"),
-               IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("engine_activation_bytes"),
-                                            V("forward_transient_bytes")), 0))), "", "total"),
+               IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
+                  IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")), 0))),
+         "", "total"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
-         IF(V("peak_phase").eq(4), IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
+         IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
+            IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
-         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("engine_backward_bytes"),
+         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("framework_backward_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
-                                   + V("engine_backward_bytes"),
-                                   IF(V("peak_phase").eq(6), V("recompute_bytes") + V("engine_backward_bytes"),
-                                      IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("engine_step_bytes"),
-                                         IF(V("peak_phase").eq(5), V("forward_end_bytes"), 0))))),
+                                   + V("framework_backward_bytes"),
+                                   IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
+                                      IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
+                                         IF(V("peak_phase").eq(5), V("forward_end_bytes"),
+                                            IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)),
+                                               V("engine_budget_bytes"), 0)))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
-         "engine buffers; at the end of forward the loss's logits and autocast's weight cache", "total"),
+         "training framework buffers; at the end of forward the loss's logits and autocast's weight cache; while a rollout "
+         "engine generates, its whole budget", "total"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
@@ -833,6 +839,13 @@ TOTAL_TERMS: tuple[Term, ...] = (
     Term("fits_recommended", "Fits with safety factor (1/0)", "flag",
          IF(AND(V("recommended").le(V("gpu_memory_bytes")), V("kv_fits").eq(1), V("host_ram_fits").eq(1)), 1, 0),
          "", "fit"),
+    Term("fit_limit", "What keeps it from fitting with k (0 nothing, 1 weights, 2 budget, 3 KV pool, 4 host RAM)",
+         "count",
+         IF(V("fits_recommended").eq(1), 0,
+            IF(V("weights").gt(V("gpu_memory_bytes")), 1,
+               IF(V("recommended").gt(V("gpu_memory_bytes")), 2, IF(V("kv_fits").eq(0), 3, 4)))),
+         "the first that binds: the weights alone, the recommended budget, a serving engine's KV pool against the "
+         "sequences' cache, the host RAM of the offloaded states", "fit"),
     Term("purchase_usd", "Purchase cost (USD)", "usd", V("num_gpus") * _g("price_purchase_usd"), "GPUs sheet", "fit"),
     Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
 )
@@ -1043,10 +1056,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           ep=V("ep_size"), experts=V("num_experts"), gpus=_GPUS),
     _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
-    _skip("engine_zero", AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),
+    _skip("framework_zero", AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),
                                                     AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
                                                     AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
-          engine=V("framework"), zero=V("zero_stage")),
+          framework=V("framework"), zero=V("zero_stage")),
     # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
     # data parallelism has nothing to shard.
     _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("framework").eq("hf")),

@@ -27,7 +27,14 @@ def _gb(n: float) -> str:
     return f"{n / GB:,.2f}"
 
 
-def estimate_table(est) -> str:
+def _why_not(values, assumptions) -> str:
+    """The line that names what keeps a configuration from fitting with k ('' when it fits)."""
+    from .i18n import fit_limit_text, load_catalogue
+    why = fit_limit_text(values, assumptions["host_ram_per_node_gib"], load_catalogue("en"))
+    return f"\ndoes not fit with k: {why}" if why else ""
+
+
+def estimate_table(est, assumptions) -> str:
     s = est.scenario
     rows = [(TERM_BY_NAME[k].label, format_count(est[k]), _gib(est[k]), _gb(est[k])) for k in PER_GPU_KEYS]
     head = (f"{s.label()}\n"
@@ -38,6 +45,7 @@ def estimate_table(est) -> str:
     fit = (f"\n{s.gpu}: {_gib(est['gpu_memory_bytes'])} GiB per GPU; device total {_gib(est['device_total'])} GiB "
            f"-> {'FITS' if est.fits else 'DOES NOT FIT'}; headroom {_gib(est['headroom_bytes'])} GiB; "
            f"recommended (k) {_gib(est['recommended'])} GiB {'fits' if est['fits_recommended'] else 'does not fit'}")
+    fit += _why_not(est.values, assumptions)
     if est["host_offload_bytes"]:
         fit += f"\nhost RAM for offloaded states: {_gib(est['host_offload_bytes'])} GiB per GPU"
     if est["engine_mode"]:
@@ -67,7 +75,7 @@ def _phase(est) -> str:
     return PHASE_NAMES[int(est["peak_phase"])].replace("_", " ")
 
 
-def group_table(g) -> str:
+def group_table(g, assumptions) -> str:
     s = g.scenario
     rows = [(role, e.scenario.model, e.scenario.workload, f"{e.scenario.num_gpus} × {e.scenario.gpu}",
              _gib(e["model_states"]), _gib(e["allocated_peak"] - e["model_states"]), _gib(e["allocated_peak"]),
@@ -77,7 +85,7 @@ def group_table(g) -> str:
     out.append(_table(("per GPU (" + s.placement + ")", "bytes", "GiB", "GB"),
                       [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
     out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "
-               f"headroom {_gib(g['headroom_bytes'])} GiB")
+               f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions))
     return "\n".join(out)
 
 
@@ -97,29 +105,67 @@ def gpus_table(rows: list[dict]) -> str:
                     f"{r['price_per_hour_usd']:,.2f}") for r in rows])
 
 
-def plan_table(plan) -> str:
-    if not plan.options:
-        return f"No GPU type meets the goal ({plan.goal.describe()}) within 512 GPUs."
+def _layout_words(layout: dict) -> str:
+    """'ZeRO-3 TP2 PP2 EP4 · ckpt full · offload optimizer · adamw-8bit · megatron': what the plan chose."""
+    parts = [" ".join(x for x in (f"ZeRO-{layout['zero_stage']}" if layout["zero_stage"] else "",
+                                  f"TP{layout['tp_size']}" if layout["tp_size"] > 1 else "",
+                                  f"PP{layout['pp_size']}" if layout["pp_size"] > 1 else "",
+                                  f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "") if x)
+             or ("single GPU" if layout["num_gpus"] == 1 else "data parallel")]
+    parts += [f"ckpt {layout['checkpointing']}" if layout["checkpointing"] != "none" else "",
+              f"offload {layout['offload']}" if layout["offload"] != "none" else "",
+              layout["optimizer"] if layout["optimizer"] != "adamw" else "",
+              layout["framework"] if layout["framework"] != "hf" else ""]
+    return " · ".join(x for x in parts if x)
+
+
+def miss_text(miss, goal, host_ram_per_node_gib: float) -> str:
+    """Why a GPU type has no answer, in English: every layout was skipped, nothing fits (what binds), or
+    nothing that fits meets the goal (the nearest figure)."""
+    from .i18n import fit_limit_text, load_catalogue
+    if miss.nearest is None:
+        return "no layout can run: " + "; ".join(r.text() for r in miss.skipped) if miss.skipped else "no layout to try"
+    e = miss.nearest
+    n = int(e["total_gpus"]) if "iteration_seconds" in e.values else e.scenario.num_gpus
+    if not e["fits_recommended"]:
+        return (f"nothing fits up to {miss.most_gpus} GPUs; at {n} GPUs "
+                + fit_limit_text(e.values, host_ram_per_node_gib, load_catalogue("en")))
+    if e["is_train"]:
+        return (f"fits, but the fastest layout up to {miss.most_gpus} GPUs trains in "
+                f"{e['time_to_train_seconds'] / 3600:,.1f} h (goal: {goal.within_seconds / 3600:,.1f} h)")
+    return (f"fits, but the fastest layout up to {miss.most_gpus} GPUs gives "
+            f"{e['tokens_per_s_per_user']:,.1f} output tokens/s per user (goal: {goal.min_tokens_per_s:g})")
+
+
+def plan_table(plan, assumptions) -> str:
+    """The options by the plan's order, each column with its unit, then the GPU types without an answer
+    and why."""
     cheapest = {m: plan.cheapest(m) for m in ("purchase", "hourly")}
+    words = {"purchase": "to buy", "hourly": "to rent"}
+    train = any(o.is_train for o in plan.options) or plan.goal.within_seconds is not None
+    group = any("iteration_seconds" in o.estimate.values for o in plan.options)
     rows = []
     for o in plan.options:
-        time = o.estimate.time_json() if hasattr(o.estimate, "time_json") else {}
-        speed = (f"{time['time_to_train_seconds'] / 3600:,.1f} h" if "time_to_train_seconds" in time else
-                 f"{time['tokens_per_s_per_user']:,.1f} tok/s/user" if "tokens_per_s_per_user" in time else "")
-        marks = " ".join(m for m, c in cheapest.items() if c is o)
-        layout = o.layout
-        extra = " ".join(x for x in (f"PP{layout['pp_size']}" if layout["pp_size"] > 1 else "",
-                                     f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "",
-                                     f"ckpt {layout['checkpointing']}" if layout["checkpointing"] != "none" else "",
-                                     f"offload {layout['offload']}" if layout["offload"] != "none" else "",
-                                     layout["optimizer"] if layout["optimizer"] != "adamw" else "") if x)
-        rows.append((o.gpu, o.total_gpus, o.zero_stage, o.tp_size, extra, _gib(o.estimate["device_total"]),
-                     _gib(o.estimate["recommended"]), speed, f"{o.purchase_usd:,.0f}",
-                     f"{o.run_cost_usd:,.0f}" if o.run_cost_usd is not None else f"{o.hourly_usd:,.2f}/h", marks))
-    head = ("GPU", "GPUs in all", "ZeRO", "TP", "also", "device total GiB", "recommended GiB", "speed",
-            "purchase USD", "cloud USD", "cheapest by")
-    return f"goal: {plan.goal.describe()}\n" + _table(head, rows, right=[False, True, True, True, False] + [True] * 5
-                                                       + [False])
+        e = o.estimate
+        time = (f"{e['iteration_seconds']:,.1f}" if group else f"{e['time_to_train_seconds'] / 3600:,.1f}" if train
+                else f"{e['tokens_per_s_per_user']:,.1f}")
+        row = [o.gpu, o.total_gpus, _layout_words(o.layout), _gib(e["device_total"]), _gib(e["recommended"]), time,
+               f"{e['purchase_usd']:,.0f}", f"{e['hourly_usd']:,.2f}"]
+        if train and not group:
+            row.append(f"{e['cost_usd']:,.0f}")
+        rows.append(row + [", ".join(words[m] for m, c in cheapest.items() if c is o)])
+    speed = ("s per iteration" if group else "time to train, h" if train else "output tokens/s per user")
+    head = (["GPU", "GPUs in all", "layout", "device total GiB/GPU", "recommended GiB/GPU", speed, "purchase USD",
+             "rent USD/h"] + (["run cost USD"] if train and not group else []) + ["cheapest"])
+    out = [f"goal: {plan.describe_goal()}; {plan.tried:,} candidate layouts estimated"]
+    if rows:
+        out.append(_table(head, rows, right=[False, True, False] + [True] * (len(head) - 4) + [False]))
+    else:
+        out.append("No GPU type meets the goal.")
+    if plan.misses:
+        out.append("\nno answer on:\n" + "\n".join(
+            f"  {m.gpu}: {miss_text(m, plan.goal, assumptions['host_ram_per_node_gib'])}" for m in plan.misses))
+    return "\n".join(out)
 
 
 # How the validate command names a comparison and a split.

@@ -487,12 +487,13 @@ def _svg_font(lang: str, texts: Sequence[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 # Requirements and configurations in words
 
-def setting_text(name: str, value: object, t: Catalogue) -> str:
-    """One setting in words: 'batch 8', 'int4 weights', 'checkpointing: full', 'critic: Qwen2.5-0.5B'."""
+def setting_text(name: str, value: object, t: Catalogue, need: Requirement | None = None) -> str:
+    """One setting in words: 'batch 8', 'int4 weights', 'checkpointing: full', 'critic: Qwen2.5-0.5B'; a
+    serving goal's context with its split when the requirement is given."""
     if name.startswith("role."):
         return t("setting.role", role=t(name), v=value)
     if name.startswith("goal."):
-        return t("setting.goal", v=_goal_words(name, value, t))
+        return t("setting.goal", v=_goal_words(name, value, t, need))
     if name == "train_tokens":
         words = count_words(value, t.lang)
     elif isinstance(value, float) and INPUT_BY_NAME[name].decimal:
@@ -504,10 +505,14 @@ def setting_text(name: str, value: object, t: Catalogue) -> str:
     return t(f"setting.{name}", v=words)
 
 
-def _goal_words(name: str, value: float | int, t: Catalogue) -> str:
-    """One part of a goal in words: 'trained within 7.0 days', '50 users at once'."""
+def _goal_words(name: str, value: float | int, t: Catalogue, need: Requirement | None = None) -> str:
+    """One part of a goal in words: 'trained within 7.0 days', '50 users at once', '32,768-token context
+    per user (31,744 prompt + 1,024 generated)': the split of a context decides the answer, so it is said."""
     if name == "goal.within_seconds":
         return t(name, v=duration(value, t))
+    if name == "goal.context_tokens" and need is not None and need.value("gen_len") is not None:
+        gen = need.value("gen_len")
+        return t("goal.context_split", v=format_count(value), prompt=format_count(value - gen), gen=format_count(gen))
     return t(name, v=format_count(value) if isinstance(value, int) else f"{value:g}")
 
 
@@ -543,7 +548,7 @@ def _subject(rec: Recommendation, sample: Result, varying: Sequence[str], t: Cat
 def variant_text(need: Requirement, varying: Sequence[str], t: Catalogue) -> str:
     """' (int4 weights, batch 8)': the settings that tell a requirement from its siblings, those it has
     (a requirement without a goal beside one with a goal has no goal setting)."""
-    texts = [setting_text(n, need.value(n), t) for n in varying if need.value(n) is not None]
+    texts = [setting_text(n, need.value(n), t, need) for n in varying if need.value(n) is not None]
     return t("subject.variant", settings=t("list.sep").join(texts)) if texts else ""
 
 
@@ -557,7 +562,7 @@ def _settings(need: Requirement, varying: Sequence[str], t: Catalogue) -> tuple[
     goal = [(n, v) for n, v in shown if n.startswith("goal.")]
     words = [(setting_text(n, v, t), n in varying) for n, v in shown if not n.startswith("goal.")]
     if goal:  # one 'goal: …' part for all of the goal's conditions
-        words.append((t("setting.goal", v=t("list.sep").join(_goal_words(n, v, t) for n, v in goal)),
+        words.append((t("setting.goal", v=t("list.sep").join(_goal_words(n, v, t, need) for n, v in goal)),
                       any(n in varying for n, _ in goal)))
     parts: list[TextPart] = []
     for i, (text, strong) in enumerate(words):

@@ -6,4 +6,5 @@ if [ -x scripts/install-system-deps.sh ] || [ -f scripts/install-system-deps.sh 
   bash scripts/install-system-deps.sh
 fi
 python3 -m pip install -q -e '.[test]'
-python3 -m pytest -q "$@"
+# -n auto: one worker per core (the LibreOffice and browser tests each use their own profile)
+python3 -m pytest -q -n auto "$@"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.pipeline import load, make_report, write_outputs
+from reportgen.pipeline import write_outputs
+from conftest import bundled_report
 
-WHEN = "2026-01-01T00:00:00+00:00"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -32,7 +32,7 @@ def browser():
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     out = tmp_path_factory.mktemp("html")
-    report = make_report(load("default"), WHEN)
+    report = bundled_report("default")
     (en,) = write_outputs(report, out / "en", ["html"], "en")
     (zh,) = write_outputs(report, out / "zh", ["html"], "zh")
     return {"en": en, "zh": zh}

@@ -209,7 +209,7 @@ def test_a_serving_goal_sets_users_context_and_speed():
             "--min-tokens-per-s", "20", "--gpu-type", "H100-80GB-SXM"]
     found = _plan(*goal)
     option = found["options"][0]
-    assert found["goal"] == "50 users at once, 32,768 tokens of context, ≥ 20 tokens/s per user"
+    assert found["goal"] == "50 users at once, 32,768 tokens of context (32,256 prompt + 512 generated), ≥ 20 tokens/s per user"
     assert option["time"]["tokens_per_s_per_user"] >= 20
     replicas = option["num_gpus"] // option["tp_size"]
     # every user is served: the replicas' batches cover the 50 users

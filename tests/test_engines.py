@@ -49,7 +49,7 @@ def test_megatron_gradient_buffer_is_resident_before_backward(zero):
     assert e["persistent_gradients"] == e["gradients"] == 4 * PSI and e["transient_gradients"] == 0
     assert e["model_states"] == _states(e)
     assert (e["phase_backward_start"] - e["training_activations"] - e["loss_backward_bytes"]
-            - e["engine_backward_bytes"]) == _states(e)
+            - e["framework_backward_bytes"]) == _states(e)
     ds = EST.estimate(_full("deepspeed", zero, 8))
     assert ds["persistent_gradients"] == 0
 
@@ -63,9 +63,9 @@ def test_deepspeed_zero3_keeps_its_gradient_partition_through_forward():
     assert z3["model_states"] == (z3["weights"] + z3["master_weights"] + z3["optimizer_states"] + 2 * PSI // 8
                                   + z3["zero3_buffer"])
     assert (z3["phase_backward_start"] - z3["training_activations"] - z3["loss_backward_bytes"]
-            - z3["engine_backward_bytes"]) == z3["model_states"]
+            - z3["framework_backward_bytes"]) == z3["model_states"]
     # the step adds no second copy: its transient gradients are none
-    assert z3["phase_optimizer_step"] == z3["model_states"] + z3["optimizer_step_bytes"] + z3["engine_step_bytes"]
+    assert z3["phase_optimizer_step"] == z3["model_states"] + z3["optimizer_step_bytes"] + z3["framework_step_bytes"]
     assert EST.estimate(_full("deepspeed", 2, 8))["persistent_gradients"] == 0
     assert EST.estimate(_full("deepspeed", 3, 8, offload="optimizer"))["persistent_gradients"] == 0
     assert EST.estimate(_full("hf", 3, 8))["persistent_gradients"] == 0  # ZeRO as the paper counts it
@@ -147,23 +147,23 @@ def test_fsdp2_holds_two_unsharded_units_and_a_reduce_scatter_buffer():
     assert e["phase_backward_end"] - EST.estimate(replace(s, framework="hf"))["phase_backward_end"] == largest * 6
 
 
-def test_zero_on_one_gpu_is_allowed_where_the_engine_allows_it():
+def test_zero_on_one_gpu_is_allowed_where_the_framework_allows_it():
     one = Scenario(model="Llama-2-7B", workload="full", seq_len=512, num_gpus=1, zero_stage=2, offload="optimizer")
     assert EST.skip_check(one).code == "zero_one_rank"
     assert EST.skip_check(replace(one, framework="deepspeed")) is None  # ZeRO-Offload on a single GPU
-    assert EST.skip_check(replace(one, framework="megatron")).code == "engine_zero"
-    assert EST.skip_check(replace(one, framework="fsdp2", zero_stage=1)).code == "engine_zero"
+    assert EST.skip_check(replace(one, framework="megatron")).code == "framework_zero"
+    assert EST.skip_check(replace(one, framework="fsdp2", zero_stage=1)).code == "framework_zero"
     assert EST.skip_reason(replace(one, framework="megatron")) == (
-        "the megatron engine does not run ZeRO-2 (FSDP2 shards with stage 2 or 3, Megatron's distributed optimizer "
+        "the megatron framework does not run ZeRO-2 (FSDP2 shards with stage 2 or 3, Megatron's distributed optimizer "
         "is stage 1, LitGPT runs one device, DDP or FSDP)")
-    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=1)).code == "engine_zero"
+    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=1)).code == "framework_zero"
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3)) is None
 
 
 def test_the_hf_engine_adds_nothing():
     for zero in (0, 1, 2, 3):
         e = EST.estimate(_full("hf", zero, 8))
-        assert e["engine_backward_bytes"] == e["engine_step_bytes"] == 0
+        assert e["framework_backward_bytes"] == e["framework_step_bytes"] == 0
 
 
 def test_loss_dtype_follows_the_recipe():

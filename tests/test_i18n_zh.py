@@ -21,6 +21,7 @@ from reportgen.i18n import catalogue_path, load_catalogue
 from reportgen.pipeline import validation_figures, validation_rows
 from reportgen.presets import bundled_presets, load_preset
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
+from conftest import bundled_report
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 PLACEHOLDER = re.compile(r"{[^{}]*}")
@@ -184,9 +185,8 @@ def test_every_workbook_input_column_is_labelled_and_explained_in_chinese():
 def test_sensitivity_titles_name_the_workload_in_chinese():
     """The sensitivity section titles a scenario in the report's language (the workload word), not by its
     English default label."""
-    from reportgen.pipeline import load, make_report
     from reportgen.views import build_view
-    report = make_report(load("default"), "2026-01-01T00:00:00Z")
+    report = bundled_report("default")
     zh = load_catalogue("zh")
     words = {w: zh(f"workload.{w}") for w in ("inference", "full", "lora", "qlora")}
     titles = [s.title for s in build_view(report, "zh").sensitivity]
@@ -198,9 +198,8 @@ def test_sensitivity_titles_name_the_workload_in_chinese():
 def test_skipped_combinations_are_named_in_chinese():
     """The appendix's skipped combinations name their workload (and an RLHF group its placement) in the
     report's language, as the English edition does in its words."""
-    from reportgen.pipeline import load, make_report
     from reportgen.views import build_view
-    report = make_report(load("default"), "2026-01-01T00:00:00Z")
+    report = bundled_report("default")
     assert report.skipped
     zh, en = build_view(report, "zh").skipped, build_view(report, "en").skipped
     zh_labels, en_labels = [r[1].text for r in zh.rows], [r[1].text for r in en.rows]

@@ -8,10 +8,10 @@ from dataclasses import fields
 
 import pytest
 
+from conftest import bundled_report
 from reportgen import cli
 from reportgen.i18n import LANGUAGES, load_catalogue
 from reportgen.inputs import INPUT_NAMES, INPUTS, RLHF_INPUTS, Scenario
-from reportgen.pipeline import load, make_report
 from reportgen.views import CLI_OWN, build_view, inputs_table
 from reportgen.writers.xlsx.book import build_book
 
@@ -23,7 +23,7 @@ NO_OPTION = {"model", "workload", "head", "role_gpus", "role_gpu_types"}
 
 @pytest.fixture(scope="module")
 def report():
-    return make_report(load("default"), "2026-01-01T00:00:00Z")
+    return bundled_report("default")
 
 
 def test_the_scenario_class_has_one_field_per_input():

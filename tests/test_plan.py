@@ -8,7 +8,7 @@ import pytest
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator, Scenario
 from reportgen.goals import Goal
-from reportgen.plan import candidates, plan
+from reportgen.plan import buyable_counts, candidates, plan
 
 EST = Estimator(load_models(), load_gpus())
 H100 = "H100-80GB-SXM"
@@ -108,7 +108,7 @@ def test_the_array_search_finds_what_the_plain_search_finds(scenario, goal, fixe
     by_gpu = {o.gpu: o for o in result.options}
     assert result.tried > 0
     for gpu in gpus:
-        expected = _reference(scenario, gpu, goal, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512), fixed)
+        expected = _reference(scenario, gpu, goal, buyable_counts(EST.gpus[gpu].gpus_per_node), fixed)
         if expected is None:
             assert gpu not in by_gpu
             continue
@@ -133,3 +133,105 @@ def test_adams_state_dtype_is_searched_but_never_replaces_another_optimizer():
     # sharded over the data-parallel ranks (ZeRO ≥ 1) and the tensor-parallel group
     shards = s.tp_size * (e["dp_size"] if s.zero_stage else 1)
     assert e["optimizer_states"] == pytest.approx(e["resident_trainable_params"] * 2 * 1.001953125 / shards, rel=1e-6)
+
+
+# ---- the command as a buyer uses it (#31): every layout option kept, buyable counts, reasons -----------
+
+def _cli_plan(*args):
+    import json
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    out = CliRunner().invoke(main, ["plan", "--json", *args])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+@pytest.mark.parametrize("args, kept", [
+    (("--zero", "3"), {"zero_stage": 3}),  # refused before: "ZeRO-3 on one data-parallel rank shards nothing"
+    (("--tp", "8"), {"tp_size": 8}),  # refused before: "tp_size 8 does not divide num_gpus 1"
+    (("--pp", "2"), {"pp_size": 2}),
+    (("--gpus", "24"), {"num_gpus": 24}),  # ignored before
+    (("--framework", "megatron"), {"framework": "megatron"}),
+    (("--checkpointing", "full"), {"checkpointing": "full"}),
+    (("--offload", "none"), {"offload": "none"}),
+    (("--gpus", "16", "--tp", "4", "--pp", "2", "--zero", "1", "--framework", "megatron", "--checkpointing", "full"),
+     {"num_gpus": 16, "tp_size": 4, "pp_size": 2, "zero_stage": 1, "framework": "megatron", "checkpointing": "full"}),
+])
+def test_plan_keeps_every_layout_option_given(args, kept):
+    found = _cli_plan("--model", "Llama-3.1-70B", "--workload", "full", "--gpu", H100, "--gpu-type", "A100-80GB",
+                      *args)
+    assert found["options"], found
+    for option in found["options"]:
+        assert {k: option["layout"][k] for k in kept} == kept
+
+
+def test_plan_keeps_expert_parallelism_for_a_moe_model():
+    found = _cli_plan("--model", "Mixtral-8x7B", "--ep", "4", "--gpu", H100)
+    assert [o["layout"]["ep_size"] for o in found["options"]] == [4]
+
+
+def test_plan_buys_whole_nodes_not_powers_of_two():
+    """70B full fine-tuning without offload fits 24 L40S (three 8-GPU servers); the power-of-two search
+    bought 32. Every count the search tries is a divisor of a node or a whole number of nodes."""
+    found = _cli_plan("--model", "Llama-3.1-70B", "--workload", "full", "--offload", "none", "--gpu", "L40S")
+    assert found["options"][0]["total_gpus"] == 24
+    assert buyable_counts(8)[:6] == (1, 2, 4, 8, 16, 24) and buyable_counts(4)[:4] == (1, 2, 4, 8)
+    assert 48 in buyable_counts(8) and all(n % 8 == 0 for n in buyable_counts(8)[3:])
+    fewer = plan(EST, replace(FULL_70B, offload="none"), ["L40S"], counts=(1, 2, 4, 8, 16, 32), fixed=("offload",))
+    assert fewer.options[0].total_gpus == 32  # 24 is the cheaper purchase
+
+
+def test_plan_finds_a_48_gpu_answer_where_it_is_cheapest():
+    """70B without offload on L4 (22.5 GiB): six 8-GPU servers; the power-of-two search bought 64."""
+    kept = replace(FULL_70B, offload="none")
+    found = plan(EST, kept, ["L4"], fixed=("offload",))
+    assert found.options[0].total_gpus == 48
+    powers = plan(EST, kept, ["L4"], counts=(1, 2, 4, 8, 16, 32, 64, 128), fixed=("offload",))
+    assert powers.options[0].total_gpus == 64 and powers.options[0].key(("purchase_usd",)) > found.options[0].key(
+        ("purchase_usd",))
+
+
+def test_plan_says_why_a_gpu_type_has_no_answer():
+    found = _cli_plan("--model", "Llama-3.1-70B", "--workload", "full", "--gpu", H100, "--tp", "3")
+    assert not found["options"] and found["not_found"][0]["gpu"] == H100
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    text = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--gpu", H100,
+                                     "--tp", "3"]).output
+    assert "tp_size 3 does not divide 64 attention heads" in text
+    text = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--gpu", "L4",
+                                     "--gpus", "3"]).output
+    assert "L4: nothing fits up to 3 GPUs; at 3 GPUs the recommended budget (k × device total) is" in text
+    slow = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--users", "64", "--min-tokens-per-s", "500",
+                                     "--gpu", H100]).output
+    assert f"{H100}: fits, but the fastest layout up to 512 GPUs gives" in slow and "(goal: 500)" in slow
+
+
+def test_plan_labels_each_column_with_its_unit():
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    train = CliRunner().invoke(main, ["plan", "--model", "Llama-3-8B", "--workload", "full", "--gpu", H100]).output
+    header = train.splitlines()[1]
+    for label in ("device total GiB/GPU", "recommended GiB/GPU", "time to train, h", "purchase USD", "rent USD/h",
+                  "run cost USD"):
+        assert label in header
+    serve = CliRunner().invoke(main, ["plan", "--model", "Llama-3-8B", "--gpu", H100]).output.splitlines()[1]
+    assert "output tokens/s per user" in serve and "run cost" not in serve and "speed" not in serve
+
+
+@pytest.mark.parametrize("workload, option, value", [("full", "--users", "50"), ("full", "--context", "32k"),
+                                                     ("full", "--min-tokens-per-s", "20"),
+                                                     ("inference", "--within", "7d"), ("ppo", "--within", "7d")])
+def test_plan_refuses_a_goal_that_does_not_apply(workload, option, value):
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    out = CliRunner().invoke(main, ["plan", "--model", "Llama-3-8B", "--workload", workload, option, value])
+    assert out.exit_code == 2 and option in out.output and "does not apply" in out.output
+
+
+def test_plan_tries_checkpointing_and_offload_for_rlhf():
+    """Qwen2.5-7B PPO at batch 8 on A100-80GB was 'impossible' until --checkpointing full was given."""
+    found = _cli_plan("--model", "Qwen2.5-7B", "--workload", "ppo", "--batch", "8", "--gpu", "A100-80GB")
+    layout = found["options"][0]["layout"]
+    assert found["options"][0]["gpu"] == "A100-80GB"
+    assert layout["checkpointing"] != "none" or layout["offload"] != "none"

@@ -100,9 +100,6 @@ def small(tmp_path_factory):
     return fixture_report(tmp_path_factory.mktemp("small"))
 
 
-@pytest.fixture(scope="module")
-def default_report():
-    return make_report(load("default"), WHEN)
 
 
 FONT_DATA = re.compile(r"(data:font/\w+;base64,)[A-Za-z0-9+/=]+")

@@ -16,7 +16,8 @@ import pytest
 
 from reportgen.catalog import data_dir
 from reportgen.i18n import load_catalogue
-from reportgen.pipeline import load, make_report, write_outputs
+from conftest import bundled_report
+from reportgen.pipeline import write_outputs
 from reportgen.views import SECTIONS, build_view
 from reportgen.writers.json_writer import report_json
 from reportgen.writers.pdf import (RefusedURL, font_css, gc_paused, pdf_html, report_document, report_html_class,
@@ -27,7 +28,6 @@ if not all(shutil.which(t) for t in TOOLS):  # scripts/install-system-deps.sh in
     pytest.skip("poppler-utils (pdftotext, pdfinfo, pdffonts) not installed", allow_module_level=True)
 
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
-WHEN = "2026-01-01T00:00:00+00:00"
 
 
 def run(*args: str) -> str:
@@ -36,7 +36,7 @@ def run(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def report():
-    return make_report(load("default"), WHEN)
+    return bundled_report("default")
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from reportgen.pipeline import load, make_report
 from reportgen.presets import bundled_presets
 from reportgen.report import recommend
 from reportgen.views import build_view, setting_text
+from conftest import bundled_report
 
 WHEN = "2026-01-01T00:00:00+00:00"
 HEADLINE = tuple(i.name for i in INPUT_BY_NAME.values() if i.headline)
@@ -20,7 +21,7 @@ HEADLINE = tuple(i.name for i in INPUT_BY_NAME.values() if i.headline)
 
 @pytest.fixture(scope="module", params=bundled_presets())
 def report(request):
-    return make_report(load(request.param), WHEN)
+    return bundled_report(request.param)
 
 
 def test_every_entry_answers_its_requirement(report):

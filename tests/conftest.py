@@ -1,0 +1,36 @@
+"""Shared fixtures and the `slow` marker.
+
+`python3 -m pytest -m "not slow"` is the quick run for daily work: it leaves out what drives another
+program or renders a PDF (LibreOffice recalculating workbooks, WeasyPrint, a browser, forked or killed
+builds, the fuzz suite, long property runs). The README's test command runs everything."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+WHEN = "2026-01-01T00:00:00+00:00"
+
+# Whole modules that drive another program or fork builds.
+SLOW_MODULES = {"test_lo_harness", "test_xlsx_edits", "test_xlsx_goals", "test_interrupts", "test_report_pdf",
+                "test_browser", "test_fuzz", "test_robustness", "test_injection", "test_random_presets"}
+# Fixtures that start LibreOffice: a test that asks for one is slow wherever it is.
+SLOW_FIXTURES = {"soffice", "recalculated"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.module.__name__ in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@lru_cache(maxsize=None)
+def bundled_report(name: str):
+    """A bundled preset's report, built once per test session (a Report is immutable)."""
+    from reportgen.pipeline import load, make_report
+    return make_report(load(name), WHEN)
+
+
+@pytest.fixture(scope="session")
+def default_report():
+    return bundled_report("default")

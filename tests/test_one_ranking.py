@@ -1,0 +1,63 @@
+"""One ranking (#31): `reportgen plan`'s choice, the report's summary and the workbook's Plan recalculated by
+LibreOffice pick the same configuration for every requirement of every bundled preset.
+
+The plan's choice is plan.choose, the code `reportgen plan` runs on the candidates it generates, given
+here the requirement's scenarios of the preset per GPU type; the report's is report.recommend; the
+workbook's is its Plan formulas, recalculated by LibreOffice (tests/lo.py)."""
+from __future__ import annotations
+
+import openpyxl
+import pytest
+
+from conftest import bundled_report
+from lo import recalculate, require_soffice
+from reportgen.goals import Goal
+from reportgen.plan import choose
+from reportgen.presets import bundled_presets
+from reportgen.writers import xlsx
+from test_xlsx import assert_plan
+
+
+@pytest.fixture(scope="module", params=sorted(bundled_presets()))
+def report(request):
+    return bundled_report(request.param)
+
+
+def test_plan_chooses_what_the_report_recommends(report):
+    by_need: dict = {}
+    for r in report.results:
+        by_need.setdefault(report.requirement_of(r), {}).setdefault(r.gpu, []).append(r)
+    assert len(by_need) == len(report.recommendations)
+    for rec in report.recommendations:
+        tried = by_need[rec.requirement]
+        goal = report.goals.get(next(iter(tried.values()))[0].matrix)
+        chosen = choose({gpu: [r.estimate for r in tried[gpu]] for gpu in report.gpu_types if gpu in tried},
+                        goal or Goal())
+        index = {id(r.estimate): r.index for rs in tried.values() for r in rs}  # the result each estimate is
+        picks = {o.gpu: index[id(o.estimate)] for o in chosen.options}
+        for entry in rec.entries:
+            assert picks.get(entry.gpu) == (entry.result.index if entry.result else None), (rec.requirement, entry.gpu)
+        assert (chosen.options[0].gpu if chosen.options else None) == (rec.best.gpu if rec.best else None)
+        rent = chosen.cheapest("hourly")
+        if rec.cheapest_to_rent is None:
+            assert rent is None
+        elif index[id(rent.estimate)] == rec.cheapest_to_rent.result.index:
+            pass  # the cheapest to rent of the GPU types' picks to buy is the requirement's cheapest to rent
+        else:  # the report rents the cheapest fitting result of any GPU type, the plan among its picks to buy
+            assert rec.cheapest_to_rent.result.rent_usd <= rent.estimate.rent_usd
+
+
+# inference-serving's workbook takes LibreOffice about 150 s to recalculate on CI's two cores; its Plan
+# sheet is written by the same code, with the same formulas, as the four recalculated here.
+WORKBOOK_PRESETS = sorted(set(bundled_presets()) - {"inference-serving"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WORKBOOK_PRESETS)
+def test_the_workbook_plan_recalculates_to_the_same_picks(name, tmp_path):
+    require_soffice()
+    report = bundled_report(name)
+    path = tmp_path / f"{report.preset.name}.xlsx"
+    xlsx.write(report, path, "en")
+    fresh = openpyxl.load_workbook(recalculate(path, tmp_path / "out"), data_only=True)
+    assert_plan(fresh, report.recommendations)
