@@ -7,7 +7,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Hashable, Mapping
 
 import yaml
 
@@ -113,7 +113,8 @@ def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
 class _BoundedLoader(yaml.SafeLoader):
     """yaml.SafeLoader that refuses, while composing, a document nested deeper than NESTING, one with
     more than YAML_VALUES values once its aliases are expanded (a few aliases of aliases expand to
-    billions: every later walk, error message or product would), and recursive aliases."""
+    billions: every later walk, error message or product would), and recursive aliases; and, while
+    constructing, a mapping that sets a key twice (PyYAML keeps the last value without a word)."""
 
     def __init__(self, stream, source: str):
         super().__init__(stream)
@@ -148,6 +149,53 @@ class _BoundedLoader(yaml.SafeLoader):
         if size > self.max_values:
             raise YAML_VALUES.refuse(f"too many values {where}", source=self.source)
         return node
+
+    def construct_document(self, node):
+        self.root = node  # a duplicate key's error names its key path, found from here
+        return super().construct_document(node)
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):  # before merge keys (<<) are flattened: they may be overridden
+            self._check_unique_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+    def _check_unique_keys(self, node: yaml.MappingNode) -> None:
+        first: dict = {}  # key -> its key node
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)  # cached: constructing the mapping reuses it
+            if not isinstance(key, Hashable):
+                continue  # refused as unhashable by the mapping's construction
+            earlier = first.setdefault(key, key_node)
+            if earlier is not key_node:
+                path = _node_path(self.root, node)
+                raise InputError(f"set twice, {_two_places(earlier.start_mark, key_node.start_mark)}: remove one",
+                                 source=self.source, key_path=f"{path}.{key}" if path else str(key))
+
+
+def _two_places(a, b) -> str:
+    """'at lines 1 and 2', or 'on line 6 (columns 18 and 35)' (marks count from 0)."""
+    if a.line == b.line:
+        return f"on line {a.line + 1} (columns {a.column + 1} and {b.column + 1})"
+    return f"at lines {a.line + 1} and {b.line + 1}"
+
+
+def _node_path(root: yaml.Node, target: yaml.Node) -> str:
+    """The key path of `target` in the document under `root`, as error messages write it."""
+    stack, seen = [(root, "")], set()
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if id(node) in seen:  # an alias: its node was reached before
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((value, f"{path}.{key.value}" if path else str(key.value)) for key, value in node.value)
+    return ""
 
 
 def read_yaml(path: Path) -> Any:
