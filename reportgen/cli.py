@@ -27,7 +27,7 @@ from .models import load_config_file, read_config_file
 from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
 from .terms import ASSUMPTIONS, Assumption
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
-from .units import format_count, parse_count
+from .units import format_count, parse_count, parse_duration
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -186,12 +186,35 @@ class WholeNumber(click.ParamType):
         except (ValueError, OverflowError):
             self.fail(f"{value!r} is not a whole number (e.g. 4096, 1e9, 32k)", param, ctx)
         if not self.lo <= number <= self.hi:
-            self.fail(f"{number} is not in the range {self.lo}<=x<={self.hi}.", param, ctx)
+            self.fail(f"{value} is not in the range {self.lo}<=x<={self.hi}.", param, ctx)  # as given: 32k, 1e9
         return number
 
 
+class Duration(click.ParamType):
+    """A duration with its unit (7d, 36h, 90m), checked as a preset's goal checks it; the text is kept."""
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+
+class Decimal(click.FloatRange):
+    """A number within a range; a refusal names it as typed (1e999, not inf)."""
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        try:
+            return super().convert(number, param, ctx)
+        except click.BadParameter:
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+
+
 def _input_option(i: Input, *, rlhf: bool = False):
-    kind = (click.Choice(i.user_choices) if i.choices else click.FloatRange(*i.limits) if i.decimal
+    kind = (click.Choice(i.user_choices) if i.choices else Decimal(*i.limits) if i.decimal
             else WholeNumber(*i.limits) if i.is_int else None)
     help_text = f"{'RLHF: ' if rlhf else ''}{i.help} ({_default_text(i)})."
     return click.option(i.option, i.name, type=kind, default=None, help=help_text)
@@ -209,8 +232,8 @@ class _AssumptionValue(click.FloatRange):
         number = click.FLOAT.convert(value, param, ctx)
         try:
             return self.assumption.check(number, source=None, key_path=None)
-        except InputError as exc:
-            self.fail(exc.message, param, ctx)
+        except InputError as exc:  # it names the number read; the user typed `value` (1e999, not inf)
+            self.fail(exc.message.replace(f"got {number}", f"got {value}"), param, ctx)
 
 
 def _assumption_option(a: Assumption):
@@ -327,11 +350,11 @@ def estimate(model, config_path, as_json, **options):
 @_scenario_options
 @click.option("--gpu-type", "gpu_types", multiple=True,
               help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
-@click.option("--within", metavar="DURATION", help="Goal, training: finish --train-tokens within this time (7d, 36h).")
+@click.option("--within", type=Duration(), metavar="DURATION", help="Goal, training: finish --train-tokens within this time (7d, 36h).")
 @click.option("--users", type=WholeNumber(1, 1_000_000), help="Goal, serving: concurrent users (sequences at once).")
 @click.option("--context", type=WholeNumber(1, 10_000_000),
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
-@click.option("--min-tokens-per-s", type=click.FloatRange(0, 1e6, min_open=True),
+@click.option("--min-tokens-per-s", type=Decimal(0, 1e6, min_open=True),
               help="Goal, serving: output tokens per second each user needs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
