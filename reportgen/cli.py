@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import signal
 import sys
 from dataclasses import asdict
@@ -17,8 +18,8 @@ from typing import Any
 import click
 
 from . import __version__
-from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model
-from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted
+from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
+from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
 from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
@@ -129,8 +130,8 @@ def gpus(as_json):
 @main.command("import-config")
 @click.argument("config", type=click.Path(path_type=Path))
 @click.option("--name", help="Catalog name (default: from the config or the file name).")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Where to write the catalog entry (default: presets/models/<slug>.json).")
+@click.option("-o", "--output", type=click.Path(),
+              help="The file to write the catalog entry to (default: presets/models/<slug>.json).")
 @click.option("--force", is_flag=True, help="Replace an existing file (a bundled catalog entry too).")
 @handle_input_errors
 def import_config(config, name, output, force):
@@ -143,7 +144,10 @@ def import_config(config, name, output, force):
     if name is not None:
         check_name(name, "a model name", source=None, key_path="--name")
     spec, config_fields = read_config_file(config, name)
-    output = import_target(spec, output, force=force)
+    if output is not None and output.endswith(("/", os.sep)):  # Path() would drop the slash and write a file DIR
+        raise InputError("names a folder (it ends in /): give the file to write, such as "
+                         f"{output}{slug(spec.name)}.json", source=output)
+    output = import_target(spec, output and Path(output), force=force)
     entry = catalog_entry(config_fields, spec.name, str(config))
     with _committing() as staging:
         staging.stage([(output, lambda tmp: tmp.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8"))])
@@ -406,16 +410,13 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
     """
     if bool(model) == bool(config_path):
         raise click.UsageError("give exactly one of --model or --config")
+    if "lora_targets" in _given_options() and not lora_rank:
+        raise click.UsageError("--lora-targets changes nothing without --lora-rank")
+    targets = _lora_targets(lora_targets)
     spec = load_config_file(config_path) if config_path else resolve_model(model, load_models(), key_path="--model")
     row = model_row(spec)
     trainable = int(row["total_params"])
     if lora_rank:
-        targets = ("all-linear",) if lora_targets == "all-linear" else tuple(
-            t.strip() for t in lora_targets.split(",") if t.strip())
-        for t in targets:
-            if t not in LORA_MODULES + ("all-linear",):
-                from .errors import unknown_name
-                raise unknown_name("LoRA target", t, LORA_MODULES + ("all-linear",), key_path="--lora-targets")
         try:
             trainable = lora_trainable(row, lora_rank, targets, model=spec.name)
         except InputError as exc:
@@ -435,6 +436,23 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
                    f"({trainable / p['total'] * 100:.4f}% of total)")
     for k, v in p["by_component"].items():
         click.echo(f"    {k:<19} {format_count(v):>20}")
+
+
+def _lora_targets(text: str) -> tuple[str, ...]:
+    """'q_proj,v_proj' -> ('q_proj', 'v_proj'): known module names, each once, at least one."""
+    targets = [t.strip() for t in text.split(",")]
+    known = LORA_MODULES + ("all-linear",)
+    for i, t in enumerate(targets):
+        if not t:
+            raise InputError(f"expected module names separated by commas (such as q_proj,v_proj or all-linear), "
+                             f"got {text!r}", key_path="--lora-targets")
+        if t not in known:
+            raise unknown_name("LoRA target", t, known, key_path="--lora-targets")
+        if targets.index(t) != i:
+            raise InputError(f"{t!r} is listed twice", key_path="--lora-targets")
+    if "all-linear" in targets and len(targets) > 1:
+        raise InputError("all-linear already names every linear layer: give it alone", key_path="--lora-targets")
+    return tuple(targets)
 
 
 @main.command()

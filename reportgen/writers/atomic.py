@@ -139,7 +139,7 @@ class Staging:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise OutputError(f"cannot write to the output folder: {exc.strerror}", source=str(folder)) from None
+                raise _folder_error(folder, exc) from None
             self.folder = folder
             with _folder_locked(folder):
                 _recover(folder, self.build_id)
@@ -153,7 +153,7 @@ class Staging:
         try:
             self._create_locked(tmp)
         except OSError as exc:
-            raise OutputError(f"cannot write to the output folder: {exc.strerror}", source=str(folder)) from None
+            raise _folder_error(folder, exc) from None
         return tmp
 
     def _create_locked(self, path: Path, data: bytes = b"") -> None:
@@ -224,6 +224,28 @@ class Staging:
         if failed:
             return f"the new version stays in place of {', '.join(failed)}; the other outputs are as before"
         return "every output is as before"
+
+
+def _folder_error(folder: Path, exc: OSError) -> OutputError:
+    """What failing to make the output folder, or a file in it, says about the path: the errno's own
+    words where they say it (read-only file system, permission denied, not a directory)."""
+    if exc.errno == errno.EEXIST:  # mkdir: something else has the name
+        reason = f"it is {_kind_of(folder)}, not a folder"
+    elif exc.errno == errno.ENOENT:  # a folder that exists, yet a new name in it is "not found"
+        where = "it takes" if folder.is_dir() else "it cannot be made: a folder above it takes"
+        reason = f"{where} no new files (a kernel file system such as /proc or /sys?)"
+    else:
+        reason = exc.strerror
+    return OutputError(f"cannot write to the output folder: {reason}", source=str(folder))
+
+
+def _kind_of(path: Path) -> str:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "a broken symbolic link"
+    return ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a file")
 
 
 def _check_target(path: Path) -> None:
