@@ -19,7 +19,7 @@ import click
 
 from . import __version__
 from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
-from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted, unknown_name
+from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
 from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
@@ -38,7 +38,7 @@ def handle_input_errors(fn):
     into one line saying what was written and exit status 128 + the signal's number."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in INTERRUPTS}
+        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in handled_interrupts()}
         try:
             return fn(*args, **kwargs)
         except InputError as exc:
@@ -529,9 +529,20 @@ def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
             write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging,
                           {"pdf": {"appendix": True}} if pdf_appendix else {})
         written = staging.commit()
-        if not quiet:
-            for path in written:
-                click.echo(click.format_filename(path))
+    if not quiet:
+        _print_written(written)
+
+
+def _print_written(paths) -> None:
+    """The outputs a build wrote, one a line. They are committed: a stdout that cannot take the lines
+    (a full disk, a closed pipe) is said on stderr, and the build still succeeds (exit status 0)."""
+    try:
+        for path in paths:
+            click.echo(click.format_filename(path))
+    except OSError as exc:
+        with contextlib.suppress(OSError, ValueError):  # else the lines still buffered fail again at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        click.echo(f"outputs written; could not print the summary: {exc.strerror}", err=True)
 
 
 def _progress(quiet: bool):

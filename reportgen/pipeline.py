@@ -117,12 +117,13 @@ def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: s
             progress(f"rendered {path.name}")
 
         jobs.append((path, produce))
-    # The PDF is the slow one: render it alongside the others when there are others.
-    slow = [path for path, _ in jobs if path.suffix == ".pdf"] if len(jobs) > 1 else []
+    # The PDF renders in a forked child, alone too: WeasyPrint's C libraries abort or crash under memory
+    # pressure, which must end the child (one Error: line), not the build. With others, it overlaps them.
+    pdf = [path for path, _ in jobs if path.suffix == ".pdf"]
     if staging is not None:
-        staging.stage(jobs, background=slow)
+        staging.stage(jobs, background=pdf)
     else:
         with Staging() as own:
-            own.stage(jobs, background=slow)
+            own.stage(jobs, background=pdf)
             own.commit()
     return [path for path, _ in jobs]

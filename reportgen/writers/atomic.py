@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import INTERRUPTS, InputError, Interrupted, OutputError
+from ..errors import INTERRUPTS, InputError, Interrupted, OutputError, handled_interrupts
 
 COMMIT_DELAY_ENV = "REPORTGEN_TEST_COMMIT_DELAY"
 _OWN_FILE = re.compile(r"^\.(?:(?P<target>.+)\.(?P<build>[0-9a-f]{16}-\d+)\.(?P<kind>tmp|old)"
@@ -272,7 +272,7 @@ def _run_child(produce: Callable[[Path], None], tmp: Path, path: Path, write_fd:
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before the death signal was set
             os._exit(1)
-        for signum in INTERRUPTS:  # an interrupt ends the child at once; the parent cleans up
+        for signum in handled_interrupts():  # an interrupt ends the child at once; the parent cleans up
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _machine_errors_as_one_line(produce, tmp, path)
