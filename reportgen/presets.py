@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .catalog import data_dir, read_yaml
 from .errors import InputError, shown, unknown_name
-from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
+from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
 from .goals import GOAL_KEYS, Goal
 from .arrays import np
 from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
 from .limits import SCENARIOS, check_text
-from .sweep import Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
+from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
 from .terms import ASSUMPTION_BY_NAME
 
 # Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
@@ -34,6 +35,7 @@ MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interch
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
 TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios")
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
+SMALL_BLOCK_ROWS = 1024  # a sweep block with fewer rows has its skips computed with others (_skip_codes)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ def _check_distinct(values: Sequence, what: str, source: str, path: str) -> None
 def _frozen(value: Any) -> Any:
     """A hashable stand-in equal for equal values (1 and 1.0 alike, True apart), or None for a value
     that is neither a scalar, a list nor a mapping."""
+    if isinstance(value, (str, int, float)):  # most values; a bool is an int, told apart
+        return ("bool" if isinstance(value, bool) else "value", value)
     if isinstance(value, Mapping):
         items = [(k, _frozen(v)) for k, v in value.items()]
         return None if any(v is None for _, v in items) else ("map", frozenset(items))
@@ -156,7 +160,7 @@ def _frozen(value: Any) -> Any:
         hash(value)
     except TypeError:
         return None
-    return ("bool" if isinstance(value, bool) else "value", value)
+    return ("value", value)
 
 
 def _no_nulls(raw: Mapping, keys: Sequence[str], source: str, path: str) -> None:
@@ -292,7 +296,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
     entry of one workload becomes a SweepBlock (columns, not objects) unless columnar is False or
     the preset states a goal (a goal sets inputs per layout and gates the plan per result)."""
     out: list[tuple[str, Scenario | RlhfScenario] | SweepBlock] = []
-    skipped: list[Skipped] = []
+    skipped: list[Skipped | SweepBlock] = []  # a block stands for its skipped rows until all blocks are made
     interchangeable: dict[str, tuple[str, ...]] = {}
     goals: dict[str, Goal] = {}
     src = preset.source
@@ -317,9 +321,10 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
         goal = goals.get(mname)
         for sweep in sweeps:
             if columnar and not goals and _columnar(sweep):
-                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked, skipped)
+                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked)
                 if block.size:
                     out.append(block)
+                    skipped.append(block)
                 continue
             keys = list(sweep.axes)
             excluded = excluded_rows(sweep.axes, sweep.workload, excludes, removed)
@@ -357,6 +362,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
             skipped.append(Skipped("scenarios", item, reason))
         else:
             out.append(("scenarios", item))
+    out, skipped = _skip_blocks(out, skipped, estimator)
     if not out:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
@@ -370,9 +376,9 @@ def _columnar(sweep: "_Sweep") -> bool:
 
 
 def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, Any]], removed: list[int],
-                 estimator: Estimator, src: str, checked: dict, skipped: list) -> SweepBlock:
-    """The loop over the product for a columnar entry: the same exclusions, checks (first error first),
-    skips and order, computed as arrays."""
+                 estimator: Estimator, src: str, checked: dict) -> SweepBlock:
+    """The loop over the product for a columnar entry: the same exclusions and checks (first error
+    first), computed as arrays; the skips follow (_skip_blocks)."""
     rows = flat_rows(product_size(sweep.axes), excluded_rows(sweep.axes, sweep.workload, excludes, removed))
     if len(rows) and "model" not in sweep.axes:
         raise InputError("missing required key", source=src, key_path=f"{sweep.where}.model")
@@ -381,13 +387,60 @@ def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, An
         return check_inputs(values, workload=sweep.workload, models=estimator.specs, gpus=estimator.gpus, source=src,
                             key_path=lambda key: f"{sweep.where}.{key}", checked=checked)
 
-    block = SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
-                       rows)
-    codes = estimator.skip_codes(block.columns(), block.size)
-    for k in np.flatnonzero(codes).tolist():
-        s = block.scenario(k)
-        skipped.append(Skipped(mname, s, estimator.skip_check(s)))
-    return block.without(codes > 0)
+    return SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
+                      rows)
+
+
+def _skip_blocks(out: list, skipped: list, estimator: Estimator) -> tuple[list, list[Skipped]]:
+    """out without the blocks' rows that cannot run, and skipped with those rows in each block's place,
+    in the loop's order."""
+    blocks = [item for item in out if isinstance(item, SweepBlock)]
+    codes = dict(zip(map(id, blocks), _skip_codes(blocks, estimator)))
+    kept = [item.without(codes[id(item)] > 0) if isinstance(item, SweepBlock) else item for item in out]
+    reasons: list[Skipped] = []
+    for item in skipped:
+        if not isinstance(item, SweepBlock):
+            reasons.append(item)
+            continue
+        for k in np.flatnonzero(codes[id(item)]).tolist():
+            s = item.scenario(k)
+            reasons.append(Skipped(item.matrix, s, estimator.skip_check(s)))
+    return [item for item in kept if not isinstance(item, SweepBlock) or item.size], reasons
+
+
+def _skip_codes(blocks: Sequence[SweepBlock], estimator: Estimator) -> list[np.ndarray]:
+    """estimator.skip_codes of each block. A call costs about as much as a thousand rows, whatever its
+    size: blocks smaller than that are computed together, as scenarios, up to BLOCK_ROWS rows a call,
+    and once for blocks that are the same combinations (a preset of 30,000 one-row matrices took 20 s,
+    one call each)."""
+    codes: list = [None] * len(blocks)
+    small: dict[tuple, list[int]] = {}  # a small block's combinations -> the blocks that are them
+    for i, block in enumerate(blocks):
+        if block.size >= SMALL_BLOCK_ROWS:
+            codes[i] = estimator.skip_codes(block.columns(), block.size)
+        else:
+            small.setdefault((block.workload, block.names, block.values, block.rows.tobytes()), []).append(i)
+    batch: list[list[int]] = []
+
+    def compute_batch() -> None:
+        scenarios = [s for same in batch for s in blocks[same[0]].scenarios(0, blocks[same[0]].size)]
+        together = estimator.skip_codes(scenario_columns(scenarios), len(scenarios))
+        ends = np.cumsum([blocks[same[0]].size for same in batch])
+        for same, part in zip(batch, np.split(together, ends[:-1])):
+            for i in same:
+                codes[i] = part
+        batch.clear()
+
+    rows = 0
+    for same in small.values():
+        if rows + blocks[same[0]].size > BLOCK_ROWS:
+            compute_batch()
+            rows = 0
+        batch.append(same)
+        rows += blocks[same[0]].size
+    if batch:
+        compute_batch()
+    return codes
 
 
 def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:

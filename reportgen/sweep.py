@@ -124,6 +124,8 @@ def excluded_rows(axes: Mapping[str, Sequence], workload: str, excludes: Sequenc
     size = product_size(axes)
     names, sizes = list(axes), [len(v) for v in axes.values()]
     out = np.zeros(size, dtype=bool)
+    if not excludes:
+        return out
     groups: dict[tuple[int, ...], list[int]] = {}  # the axes some rules name -> the combinations of them they hit
     position = {name: a for a, name in enumerate(names)}
     codes = [_codes_by_value(values) for values in axes.values()]
@@ -179,14 +181,20 @@ def check_axes(axes: Mapping[str, Sequence], workload: str, kept: np.ndarray,
     # the first kept combination meeting each value, then (within it) the inputs' order
     firsts = []
     for j in range(len(names)):
+        if sizes[j] == 1:  # its value is every kept combination's (no array: a matrix may be one row)
+            firsts.append((int(kept[0]), j, 0))
+            continue
         present, first = np.unique(value_codes(kept, sizes, j), return_index=True)
         firsts += [(int(kept[f]), j, int(c)) for c, f in zip(present.tolist(), first.tolist())]
     order = list(WORKLOAD_DEFAULTS.get(workload, {})) + [n for n in names if n not in WORKLOAD_DEFAULTS.get(workload, {})]
     position = {n: i for i, n in enumerate(order)}
     out = [list(v) for v in axes.values()]
-    for _, j, c in sorted(firsts, key=lambda f: (f[0], position[names[f[1]]])):
-        name = names[j]
-        out[j][c] = check({name: axes[name][c]})[name]
+    # the values a combination meets first are checked in one call, in the inputs' order, as the loop would
+    for _, met in itertools.groupby(sorted(firsts, key=lambda f: (f[0], position[names[f[1]]])), key=lambda f: f[0]):
+        met = [(j, c) for _, j, c in met]
+        values = check({names[j]: axes[names[j]][c] for j, c in met})
+        for j, c in met:
+            out[j][c] = values[names[j]]
     return tuple(tuple(v) for v in out)
 
 
