@@ -523,7 +523,7 @@ def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
     # One commit for all presets, after every one has rendered: a bad preset changes nothing.
     with _committing() as staging:
         for name in presets or ("default",):
-            loaded = load(name)
+            loaded = load(name, chosen)
             progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
                      f"{len(loaded.expansion.skipped)} skipped")
             write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging,
