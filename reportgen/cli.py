@@ -354,7 +354,8 @@ def estimate(model, config_path, as_json, **options):
 @_scenario_options
 @click.option("--gpu-type", "gpu_types", multiple=True,
               help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
-@click.option("--within", type=Duration(), metavar="DURATION", help="Goal, training: finish --train-tokens within this time (7d, 36h).")
+@click.option("--within", type=Duration(), metavar="DURATION",
+              help="Goal, training: finish --train-tokens within this time (7d, 36h).")
 @click.option("--users", type=WholeNumber(1, 1_000_000), help="Goal, serving: concurrent users (sequences at once).")
 @click.option("--context", type=WholeNumber(1, 10_000_000),
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")

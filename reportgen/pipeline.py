@@ -45,7 +45,7 @@ class BuildCost:
         return self.base_bytes + self.pair_bytes * pairs + self.scenario_bytes * scenarios
 
 
-BUILD_COSTS = {"json": BuildCost(45 * MiB, 36 * KiB, 3 * KiB), "xlsx": BuildCost(100 * MiB, 45 * KiB, 1 * KiB),
+BUILD_COSTS = {"json": BuildCost(45 * MiB, 36 * KiB, 1 * KiB), "xlsx": BuildCost(100 * MiB, 45 * KiB, 1 * KiB),
                "html": BuildCost(50 * MiB, 36 * KiB, 16 * KiB), "pdf": BuildCost(115 * MiB, 410 * KiB, 12 * KiB)}
 FORMAT_NAMES = {"json": "JSON", "xlsx": "workbook", "html": "HTML", "pdf": "PDF"}
 

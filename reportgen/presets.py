@@ -328,8 +328,8 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
                 continue
             keys = list(sweep.axes)
             excluded = excluded_rows(sweep.axes, sweep.workload, excludes, removed)
-            for combo, out_ in zip(itertools.product(*sweep.axes.values()), excluded.tolist()):
-                if out_:
+            for combo, gone in zip(itertools.product(*sweep.axes.values()), excluded.tolist()):
+                if gone:
                     continue
                 values = dict(zip(keys, combo))
                 item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, "", checked)
