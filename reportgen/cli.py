@@ -473,11 +473,11 @@ def validate(measured, as_json):
     from .validation import summary, validate as run_validation
     estimator = Estimator(load_models(), load_gpus())
     rows = run_validation(measured, estimator) if measured else validation_rows(estimator)
-    stats = summary(rows)
+    groups = summary(rows)
     if as_json:
-        click.echo(json.dumps({"rows": [asdict(r) | {"error": r.error} for r in rows], "summary": stats}, indent=2))
+        click.echo(json.dumps({"rows": [asdict(r) | {"error": r.error} for r in rows], "summary": groups}, indent=2))
     else:
-        click.echo(validation_table(rows, stats))
+        click.echo(validation_table(rows, groups))
 
 
 # ---------------------------------------------------------------------------------------------

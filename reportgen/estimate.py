@@ -303,6 +303,9 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
              "rollouts, then scoring, then the trained roles' steps", "time"),
         Term("rent_usd", "Cost to rent for an hour", "usd", Var("hourly_usd"),
              "what the plan's cheapest to rent compares: an hour of every role's GPUs", "time"),
+        Term("plan_seconds", "Time the plan ranks equals by", "seconds", Var("iteration_seconds"),
+             "among groups of a requirement at the same price and GPU count the plan takes the fastest iteration",
+             "time"),
     )
     if placement == "colocated":
         core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else largest(k))
@@ -310,6 +313,13 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         core += [
             Term("model_states", "Resident model states of every role", "bytes", total("model_states"),
                  "every role's weights (and the trained roles' optimizer states) stay on the GPUs", "phase"),
+            Term("resident_gradients", "Gradient buffers kept by every trained role", "bytes",
+                 total("persistent_gradients") + total("ddp_bucket_bytes"),
+                 "part of the resident model states: a gradient buffer that is never freed (Megatron's, ZeRO-3's "
+                 "partition) and DDP's all-reduce buckets", "phase"),
+            Term("zero3_buffer", "ZeRO-3 gathered-layer buffers of every role", "bytes", total("zero3_buffer"),
+                 "part of the resident model states: each sharded role's gathered layer and the prefetched next one",
+                 "phase"),
             Term("transient_peak", "Largest phase's transient memory", "bytes",
                  MAX(*(r(role, "allocated_peak") - r(role, "model_states") for role in role_names)),
                  "rollout (actor KV cache), scoring forwards, and each trained role's step run one after another",

@@ -5,8 +5,6 @@ the Report; the numbers they show are its terms and fields.
 """
 from __future__ import annotations
 
-import bisect
-import operator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -15,11 +13,12 @@ from .arrays import np
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
-from .goals import Goal
+from .goals import GOAL_TERMS, Goal
 from .inputs import job_inputs
 from .models import ModelSpec
 from .notes import Note
 from .presets import Expansion, Preset, Skipped
+from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from .sweep import Parts, SweepBlock
 from .vector import Chunk
 from .validation import Excluded, PublishedFigure, ValidationRow, summary
@@ -72,6 +71,10 @@ class Result:
     def rent_usd(self) -> float:
         return self.estimate.rent_usd
 
+    @property
+    def plan_seconds(self) -> float:
+        return self.estimate["plan_seconds"]
+
 
 class BlockResults:
     """The results of a SweepBlock, computed as term columns; a row becomes a Result when read."""
@@ -113,19 +116,6 @@ class Results(Parts):
         for part in self.parts:
             out |= part.block.gpu_names() if isinstance(part, BlockResults) else {r.gpu for r in part}
         return out
-
-
-# The plan's rankings, defined once. Among the results of one requirement × GPU type whose term
-# PLAN_FITS is 1 (the recommended budget fits), the plan takes the first by PLAN_ORDER (Result
-# fields: cheapest to buy, then fewest GPUs, then the earliest scenario); across GPU types, the
-# first of those picks by the same order. The cheapest to rent is the first by RENT_ORDER, the same
-# way. recommend() sorts by them; the workbook's Plan formulas are rendered from them
-# (writers/xlsx/plan.py).
-PLAN_FITS = "fits_recommended"
-PLAN_ORDER = ("purchase_usd", "total_gpus", "index")
-RENT_ORDER = ("rent_usd",) + PLAN_ORDER
-plan_key = operator.attrgetter(*PLAN_ORDER)
-rent_key = operator.attrgetter(*RENT_ORDER)
 
 
 @dataclass(frozen=True)
@@ -219,14 +209,16 @@ class Recommendation(_OfRequirement):
 
 @dataclass(frozen=True)
 class SensitivitySeries:
-    """The recommended budget (k × device total, bytes per GPU: the summary's fit rule) of a headline
-    scenario as one input varies."""
+    """The recommended budget (k × device total, bytes per GPU) of a headline scenario as one input
+    varies, and whether each point fits with k (the term fits_recommended: the budget, and for a serving
+    engine its KV pool against the users' demand) on each GPU type with the same layout."""
     result_index: int
     label: str
     axis: str  # "seq_len", "prompt_len" or "batch_size"
     xs: tuple[int, ...]
-    recommended_bytes: tuple[int, ...]
+    recommended_bytes: tuple[int, ...]  # on the pick's GPU type
     gpu_limits: tuple[tuple[str, int], ...]  # (GPU name, memory bytes) for the "runs out" lines
+    fits: tuple[tuple[str, tuple[bool, ...]], ...]  # (GPU name, fits_recommended per x)
 
 
 @dataclass(frozen=True)
@@ -261,8 +253,8 @@ class Report:
         return used_gpu_types(self.results, self.gpus)
 
     @property
-    def validation_summary(self) -> dict[str, float] | None:
-        return summary(list(self.validation)) if self.validation else None
+    def validation_summary(self) -> list[dict[str, Any]]:
+        return summary(self.validation)
 
 
 def priced_gpus(gpus: Mapping[str, GpuSpec], preset: Preset) -> dict[str, GpuSpec]:
@@ -281,100 +273,6 @@ def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tu
     return tuple(g for g in gpus if g in used)
 
 
-def _slowness(r: Result) -> float:
-    """Time to train, or (serving) minus the decode speed per user: the fastest configuration is the least."""
-    v = r.estimate
-    return v["time_to_train_seconds"] if v["is_train"] else -v["tokens_per_s_per_user"]
-
-
-def recommend(results: Sequence[Result], gpu_types: Sequence[str],
-              interchangeable: Mapping[str, Iterable[str]] = {},
-              goals: Mapping[str, Goal] = {}) -> tuple[Recommendation, ...]:
-    """Cheapest fitting (recommended budget within GPU memory) per requirement × GPU type, among the
-    results that meet their matrix's goal. interchangeable: matrix name -> the job inputs its preset
-    lets the plan choose; goals: matrix name -> its goal."""
-    if goals or not any(isinstance(p, BlockResults) for p in getattr(results, "parts", ())):
-        return _recommend_objects(results, gpu_types, interchangeable, goals)
-    cells: dict[Requirement, dict[str, _Cell]] = {}
-    first: dict[Requirement, int] = {}  # a requirement's first result
-    for part in results.parts:
-        if isinstance(part, BlockResults):
-            _block_cells(part, interchangeable.get(part.block.matrix, ()), cells, first)
-            continue
-        for r in part:
-            need = requirement(r, interchangeable.get(r.matrix, ()))
-            first.setdefault(need, r.index)
-            cells.setdefault(need, {}).setdefault(r.gpu, _Cell()).add(
-                1, r.total_gpus, plan_key(r) if r.estimate[PLAN_FITS] else None, rent_key(r) if r.estimate[PLAN_FITS] else None)
-    recs = []
-    for need, by_gpu in cells.items():
-        entries = [PlanEntry(need, gpu, c.pick(results, c.best), c.tried, c.most_gpus, c.pick(results, c.rent))
-                   for gpu in gpu_types if (c := by_gpu.get(gpu))]
-        fitting = [e for e in entries if e.fits]
-        best = min(fitting, key=lambda e: plan_key(e.result), default=None)
-        rent_entry = min(fitting, key=lambda e: rent_key(e.rent), default=None)
-        rent_entry = replace(rent_entry, result=rent_entry.rent) if rent_entry else None
-        recs.append(Recommendation(need, best, tuple(entries), results[first[need] - 1], rent_entry))
-    return tuple(recs)
-
-
-class _Cell:
-    """What the plan keeps of one requirement × GPU type: how many results were tried, the most GPUs
-    one used, and the least plan and rent keys among those that fit (each ends with the index)."""
-    __slots__ = ("tried", "most_gpus", "best", "rent")
-
-    def __init__(self):
-        self.tried, self.most_gpus, self.best, self.rent = 0, 0, None, None
-
-    def add(self, tried: int, most_gpus: int, best: tuple | None, rent: tuple | None) -> None:
-        self.tried += tried
-        self.most_gpus = max(self.most_gpus, most_gpus)
-        if best is not None and (self.best is None or best < self.best):
-            self.best = best
-        if rent is not None and (self.rent is None or rent < self.rent):
-            self.rent = rent
-
-    @staticmethod
-    def pick(results: Sequence[Result], key: tuple | None) -> Result | None:
-        return None if key is None else results[key[-1] - 1]
-
-
-def _block_cells(part: BlockResults, interchangeable: Iterable[str], cells: dict, first: dict) -> None:
-    """_Cells of a block's rows, computed on columns: the same rankings (PLAN_ORDER, RENT_ORDER) over
-    the same requirements as the loop over Result objects."""
-    block = part.block
-    fields: dict[str, list] = {PLAN_FITS: [], "purchase_usd": [], "rent_usd": []}
-    for chunk in part.chunks():
-        for name, parts in fields.items():
-            parts.append(chunk.numbers(name))
-    columns = {name: np.concatenate(parts) for name, parts in fields.items()}
-    columns["total_gpus"] = block.numbers("num_gpus")  # a single model's Result.total_gpus
-    columns["index"] = part.first_index + np.arange(block.size, dtype=np.int64)
-    need_names, need_first, need_of = block_requirements(block, interchangeable)
-    gpu_key, _ = block.axis_codes(("gpu",))
-    gpus, gpu_first, gpu_of = np.unique(gpu_key, return_index=True, return_inverse=True)
-    cell = need_of.astype(np.int64) * len(gpus) + gpu_of
-    n_cells = len(need_names) * len(gpus)
-    tried = np.bincount(cell, minlength=n_cells)
-    most = np.zeros(n_cells, dtype=np.int64)
-    np.maximum.at(most, cell, columns["total_gpus"])
-    fit = np.flatnonzero(columns[PLAN_FITS].astype(bool))
-    picks = {}
-    for name, order in (("best", PLAN_ORDER), ("rent", RENT_ORDER)):
-        ranked = fit[np.lexsort([columns[f][fit] for f in reversed(order)] + [cell[fit]])]
-        starts = np.flatnonzero(np.r_[True, cell[ranked][1:] != cell[ranked][:-1]]) if len(ranked) else ranked
-        picks[name] = {int(cell[row]): tuple(columns[f][row].item() for f in order) for row in ranked[starts].tolist()}
-    gpu_names = [block.scenario(int(k)).gpu for k in gpu_first.tolist()]
-    for n in np.argsort(need_first, kind="stable").tolist():
-        need = need_names[n]
-        first.setdefault(need, part.first_index + int(need_first[n]))
-        by_gpu = cells.setdefault(need, {})
-        for g, gpu in enumerate(gpu_names):
-            c = n * len(gpus) + g
-            if tried[c]:
-                by_gpu.setdefault(gpu, _Cell()).add(int(tried[c]), int(most[c]), picks["best"].get(c), picks["rent"].get(c))
-
-
 def block_requirements(block: SweepBlock, interchangeable: Iterable[str]) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
     """A block's distinct requirements (a block has no goal), the first row of each, and each row's
     (an index into them), found on its axes."""
@@ -383,42 +281,124 @@ def block_requirements(block: SweepBlock, interchangeable: Iterable[str]) -> tup
     return [single_requirement(block.scenario(int(k)), interchangeable) for k in first.tolist()], first, of
 
 
-def _recommend_objects(results: Sequence[Result], gpu_types: Sequence[str], interchangeable: Mapping[str, Iterable[str]],
-                       goals: Mapping[str, Goal]) -> tuple[Recommendation, ...]:
-    """recommend() over Result objects, goals included."""
-    cells: dict[Requirement, dict[str, list[Result]]] = {}
-    goal_of: dict[Requirement, Goal | None] = {}
-    for r in results:
-        goal = goals.get(r.matrix)
-        need = requirement(r, interchangeable.get(r.matrix, ()), goal)
-        cells.setdefault(need, {}).setdefault(r.gpu, []).append(r)
-        goal_of[need] = goal
+def requirement_numbers(results: Results, interchangeable: Mapping[str, Iterable[str]] = {},
+                        goals: Mapping[str, Goal] = {}) -> tuple[list[Requirement], list[np.ndarray]]:
+    """The requirements of the results in the order they first appear, and per part of the results each
+    row's requirement (its place in that list). A sweep block's are found on its axes (a block has no goal)."""
+    numbers: dict[Requirement, int] = {}
+    per_part = []
+    for part in results.parts:
+        if isinstance(part, BlockResults):
+            distinct, first, of = block_requirements(part.block, interchangeable.get(part.block.matrix, ()))
+            number = np.empty(len(distinct), dtype=np.int64)
+            for d in np.argsort(first, kind="stable").tolist():
+                number[d] = numbers.setdefault(distinct[d], len(numbers))
+            per_part.append(number[of])
+        else:
+            per_part.append(np.array([numbers.setdefault(
+                requirement(r, interchangeable.get(r.matrix, ()), goals.get(r.matrix)), len(numbers)) for r in part],
+                dtype=np.int64))
+    return list(numbers), per_part
+
+
+# The term columns the plan reads of every result: its rankings' keys and what a goal reads.
+_PLAN_TERMS = tuple(dict.fromkeys((PLAN_FITS, "purchase_usd", "rent_usd", "plan_seconds") + GOAL_TERMS))
+
+
+def _plan_columns(part: tuple[Result, ...] | BlockResults) -> dict[str, np.ndarray]:
+    """The columns ranking.first_rows reads of one part of the results (index: the 1-based result index)."""
+    if isinstance(part, BlockResults):
+        chunks = list(part.chunks())
+        columns = {k: np.concatenate([c.numbers(k) for c in chunks]) for k in _PLAN_TERMS}
+        columns["total_gpus"] = part.block.numbers("num_gpus")  # a single model's total
+        columns["index"] = part.first_index + np.arange(len(part), dtype=np.int64)
+        return columns
+    # an RLHF group has no goal (a preset refuses one), nor the terms a goal reads
+    columns = {k: np.array([r.estimate.values.get(k, 0) for r in part], dtype=float) for k in _PLAN_TERMS}
+    columns["total_gpus"] = np.array([r.total_gpus for r in part], dtype=np.int64)
+    columns["index"] = np.array([r.index for r in part], dtype=np.int64)
+    return columns
+
+
+def _gpu_positions(part: tuple[Result, ...] | BlockResults, gpu_types: Sequence[str]) -> np.ndarray:
+    """Each row's GPU type as its place in gpu_types."""
+    position = {g: i for i, g in enumerate(gpu_types)}
+    if isinstance(part, BlockResults):
+        key, _ = part.block.axis_codes(("gpu",))
+        codes, first, of = np.unique(key, return_index=True, return_inverse=True)
+        return np.array([position[part.block.scenario(int(k)).gpu] for k in first.tolist()], dtype=np.int64)[of]
+    return np.array([position[r.gpu] for r in part], dtype=np.int64)
+
+
+def recommend(results: Results | Sequence[Result], gpu_types: Sequence[str], interchangeable: Mapping[str, Iterable[str]] = {},
+              goals: Mapping[str, Goal] = {}) -> tuple[Recommendation, ...]:
+    """Per requirement × GPU type, the first fitting result by the plan's orders (ranking.py) among those
+    that meet their matrix's goal, computed on columns. interchangeable: matrix name -> the job inputs
+    its preset lets the plan choose; goals: matrix name -> its goal."""
+    results = results if isinstance(results, Results) else Results([tuple(results)])
+    needs, per_part = requirement_numbers(results, interchangeable, goals)
+    if not needs:
+        return ()
+    parts = [_plan_columns(part) for part in results.parts]
+    columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    need_of = np.concatenate(per_part)
+    fits = columns[PLAN_FITS] != 0
+    meets = np.concatenate([_goal_met(part, p, goals) for part, p in zip(results.parts, parts)])
+    picked = fits & meets
+    cell = need_of * len(gpu_types) + np.concatenate([_gpu_positions(part, gpu_types) for part in results.parts])
+    n_cells = len(needs) * len(gpu_types)
+    tried = np.bincount(cell, minlength=n_cells)
+    most = np.zeros(n_cells, dtype=np.int64)
+    np.maximum.at(most, cell, columns["total_gpus"])
+    best = first_rows(PLAN_ORDER, columns, picked, cell)
+    rent = first_rows(RENT_ORDER, columns, picked, cell)
+    closest = first_rows(CLOSEST_ORDER, columns, fits, cell)
+    # across GPU types: the first of each requirement's picks by the same orders
+    best_of_need = first_rows(PLAN_ORDER, columns, np.isin(np.arange(len(cell)), list(best.values())), need_of)
+    rent_of_need = first_rows(RENT_ORDER, columns, np.isin(np.arange(len(cell)), list(rent.values())), need_of)
+    _, first_row = np.unique(need_of, return_index=True)
+
+    made: dict[int, Result] = {}  # a block's row becomes a Result when read: one object per row
+
+    def result(row: int | None) -> Result | None:
+        if row is not None and row not in made:
+            made[row] = results[row]
+        return None if row is None else made[row]
+
     recs = []
-    for need, by_gpu in cells.items():
-        entries = []
-        goal = goal_of[need]
-        for gpu in gpu_types:
-            tried = by_gpu.get(gpu, [])
-            if not tried:
-                continue
-            fitting = [r for r in tried if r.estimate[PLAN_FITS]]
-            meeting = [r for r in fitting if goal is None or goal.meets(r.estimate)]
-            entries.append(PlanEntry(need, gpu, min(meeting, key=plan_key, default=None), len(tried),
-                                     max(r.total_gpus for r in tried), min(meeting, key=rent_key, default=None),
-                                     None if meeting else min(fitting, key=_slowness, default=None)))
-        fitting = [e for e in entries if e.fits]
-        best = min(fitting, key=lambda e: plan_key(e.result), default=None)
-        # renting: the cheapest fitting result of the requirement on any GPU type, as the entry of its GPU type
-        rent_entry = min(fitting, key=lambda e: rent_key(e.rent), default=None)
-        rent_entry = replace(rent_entry, result=rent_entry.rent) if rent_entry else None
-        sample = next(r for rs in by_gpu.values() for r in rs)
-        recs.append(Recommendation(need, best, tuple(entries), sample, rent_entry))
+    for n, need in enumerate(needs):
+        entries = {}
+        for g, gpu in enumerate(gpu_types):
+            c = n * len(gpu_types) + g
+            if tried[c]:
+                entries[gpu] = PlanEntry(need, gpu, result(best.get(c)), int(tried[c]), int(most[c]),
+                                         result(rent.get(c)), None if c in best else result(closest.get(c)))
+        top = best_of_need.get(n)
+        cheapest_rent = rent_of_need.get(n)
+        rent_entry = None
+        if cheapest_rent is not None:
+            rent_entry = replace(entries[gpu_types[cell[cheapest_rent] % len(gpu_types)]], result=result(cheapest_rent))
+        recs.append(Recommendation(need, None if top is None else entries[gpu_types[cell[top] % len(gpu_types)]],
+                                   tuple(entries.values()), result(int(first_row[n])), rent_entry))
     return tuple(recs)
+
+
+def _goal_met(part: tuple[Result, ...] | BlockResults, columns: Mapping[str, np.ndarray],
+              goals: Mapping[str, Goal]) -> np.ndarray:
+    """Per row, whether it meets its matrix's goal (a row without one meets it)."""
+    if isinstance(part, BlockResults):
+        return np.ones(len(part), dtype=bool)  # a block has no goal
+    met = np.ones(len(part), dtype=bool)
+    for matrix in {r.matrix for r in part} & set(goals):
+        rows = np.array([r.matrix == matrix for r in part])
+        met[rows] = goals[matrix].met({k: v[rows] for k, v in columns.items()})
+    return met
 
 
 def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Mapping[str, GpuSpec],
                  gpu_types: Sequence[str]) -> tuple[SensitivitySeries, ...]:
-    """Per model × workload, its first requirement's pick as sequence length and batch vary."""
+    """Per model × workload, its first requirement's pick as sequence length and batch vary, on its own GPU
+    type (the curve) and on every GPU type of the sweep (the fit of each point)."""
     limits = tuple((g, gpus[g].memory_bytes) for g in gpu_types)
     series = []
     seen = set()
@@ -430,8 +410,10 @@ def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Map
         s = r.estimate.scenario
         axis = "prompt_len" if s.workload == "inference" else "seq_len"
         for name, xs in ((axis, SENSITIVITY_LENGTHS), ("batch_size", SENSITIVITY_BATCHES)):
-            ys = tuple(int(estimator.estimate(replace(s, **{name: x}))["recommended"]) for x in xs)
-            series.append(SensitivitySeries(r.index, r.label, name, xs, ys, limits))
+            points = {g: estimator.estimate_all([replace(s, gpu=g, **{name: x}) for x in xs]) for g in gpu_types}
+            ys = tuple(int(e["recommended"]) for e in points[s.gpu])
+            fits = tuple((g, tuple(bool(e["fits_recommended"]) for e in points[g])) for g in gpu_types)
+            series.append(SensitivitySeries(r.index, r.label, name, xs, ys, limits, fits))
     return tuple(series)
 
 

@@ -989,6 +989,10 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(_TRAIN, V("cost_usd"), V("hourly_usd")),
          "what the plan's cheapest to rent compares: a training run's whole cost at the hourly price, a served "
          "model's hour", "time"),
+    Term("plan_seconds", "Time the plan ranks equals by", "seconds",
+         IF(_TRAIN, V("time_to_train_seconds"), V("seconds_per_output_token")),
+         "among configurations of a requirement at the same price and GPU count the plan takes the fastest: a "
+         "training run's time, a served model's time per output token", "time"),
 )
 
 ROLE_TERMS = TERMS + TOTAL_TERMS + TIME_TERMS

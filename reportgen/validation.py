@@ -150,13 +150,25 @@ def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
     return rows
 
 
-def summary(rows: list[ValidationRow]) -> dict[str, float] | None:
-    """Median and largest |error| of the measured peaks (published figures: published_summary)."""
-    errors = [abs(r.error) for r in rows if r.kind == "measured"]
-    if not errors:
-        return None
-    return {"cases": len(errors), "median_abs_error": statistics.median(errors), "max_abs_error": max(errors),
-            "within_10_percent": sum(e <= 0.10 for e in errors)}
+# What a peak row's comparison is called and the band it aims at (TARGETS' key), per ValidationRow.kind.
+ROW_DATASETS = {"measured": "measured", "published": "finetune"}
+# "": a measured file that does not say (reportgen validate --measured of a user's own peaks)
+SPLITS = ("holdout", "fit", "")
+
+
+def summary(rows: Sequence[ValidationRow]) -> list[dict[str, Any]]:
+    """Every row counted once: per comparison (measured peaks, then published fine-tuning figures) and
+    split (held out first: the rows accuracy is claimed on; then fit: those a coefficient was read from;
+    then any whose file does not say), how many, median and largest |error|, and how many are within the comparison's target band."""
+    out = []
+    for kind, dataset in ROW_DATASETS.items():
+        for split in SPLITS:
+            errors = [r.error for r in rows if r.kind == kind and r.split == split]
+            if errors:
+                out.append({"dataset": dataset, "split": split, **error_stats(errors), "target": TARGETS[dataset],
+                            "within_target": sum(abs(e) <= TARGETS[dataset] for e in errors)})
+    assert sum(g["figures"] for g in out) == len(rows), "every validation row has a kind and a split"
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

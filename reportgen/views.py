@@ -401,11 +401,9 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
         est = max((e for _, e in est.roles), key=lambda e: e["device_total"])
         v = est.values
     if isinstance(est, GroupEstimate):
-        states = int(v["weights"]) + int(v["master_weights"]) + int(v["optimizer_states"])
-        parts = {"weights": int(v["weights"]), "master_weights": int(v["master_weights"]),
-                 "optimizer_states": int(v["optimizer_states"]),
-                 "temporaries": int(v["model_states"]) - states,  # every role's ZeRO-3 gather buffer
-                 "transient_peak": int(v["transient_peak"])}
+        parts = {k: int(v[k]) for k in ("weights", "master_weights", "optimizer_states", "resident_gradients",
+                                        "transient_peak")}
+        parts["temporaries"] = int(v["zero3_buffer"])
     else:
         parts = {k: int(v[k]) for k in PEAK_PARTS}
     parts["fragmentation"] = int(v["reserved_peak"]) - int(v["allocated_peak"])
@@ -539,10 +537,14 @@ def _subject(rec: Recommendation, sample: Result, varying: Sequence[str], t: Cat
                  roles=t("list.sep").join(roles))
     else:
         text = t("subject.single", model=rec.model, workload=workload)
-    need = rec.requirement
-    if varying:
-        text += t("subject.variant", settings=t("list.sep").join(setting_text(n, need.value(n), t) for n in varying))
-    return text
+    return text + variant_text(rec.requirement, varying, t)
+
+
+def variant_text(need: Requirement, varying: Sequence[str], t: Catalogue) -> str:
+    """' (int4 weights, batch 8)': the settings that tell a requirement from its siblings, those it has
+    (a requirement without a goal beside one with a goal has no goal setting)."""
+    texts = [setting_text(n, need.value(n), t) for n in varying if need.value(n) is not None]
+    return t("subject.variant", settings=t("list.sep").join(texts)) if texts else ""
 
 
 def _settings(need: Requirement, varying: Sequence[str], t: Catalogue) -> tuple[TextPart, ...]:
@@ -670,8 +672,7 @@ def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
     previous = None
     for _, rec in recs:
         need = rec.requirement
-        name = rec.model + (t("subject.variant", settings=t("list.sep").join(
-            setting_text(n, need.value(n), t) for n in varying[need])) if varying[need] else "")
+        name = rec.model + variant_text(need, varying[need], t)
         cells = [Cell(name)]
         entries = {e.gpu: e for e in rec.entries}
         for gpu in report.gpu_types:
@@ -747,8 +748,8 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
     return tuple(sections)
 
 
-def _runs_out(xs: Sequence[int], ys: Sequence[int], limit: int, t: Catalogue, fmt) -> Cell:
-    fitting = [x for x, y in zip(xs, ys) if y <= limit]
+def _runs_out(xs: Sequence[int], fits: Sequence[bool], t: Catalogue, fmt) -> Cell:
+    fitting = [x for x, ok in zip(xs, fits) if ok]
     if not fitting:
         return Cell(t("sens.none", x=fmt(xs[0])), "num nofit")
     if len(fitting) == len(xs):
@@ -784,7 +785,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
         rows = []
         for g, limit in series_list[0].gpu_limits:
             rows.append((Cell(g), Cell(gib(limit), "num")) + tuple(
-                _runs_out(s.xs, s.recommended_bytes, limit, t, fmt) for s, fmt, _ in columns))
+                _runs_out(s.xs, dict(s.fits)[g], t, fmt) for s, fmt, _ in columns))
         sections.append(SensitivitySection(f"sensitivity-{n}", label, tuple(figures),
                                            Table(headers, tuple(rows), "sens")))
     return tuple(sections)

@@ -12,6 +12,7 @@ import time
 import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import replace
+from operator import attrgetter
 from pathlib import Path
 
 import openpyxl
@@ -23,7 +24,8 @@ from lo import recalculate, require_soffice
 from reportgen.estimate import Estimator, RlhfScenario
 from reportgen.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
-from reportgen.report import PlanEntry, Recommendation, Requirement, Result, plan_key, recommend, rent_key
+from reportgen.ranking import PLAN_ORDER, RENT_ORDER
+from reportgen.report import PlanEntry, Recommendation, Requirement, Result, recommend
 from reportgen.terms import TERM_BY_NAME
 from reportgen.units import GiB
 from reportgen.writers.xlsx.book import sheet_runs
@@ -376,8 +378,8 @@ def on_written_rows(written, fresh, after):
         entries = {e.gpu: e for e in match.entries} if match else {}
         rows = tuple(entries.get(e.gpu) or PlanEntry(need, e.gpu, None, 0, 0) for e in rec.entries)
         fitting = [e for e in rows if e.fits]
-        out.append(Recommendation(need, min(fitting, key=lambda e: plan_key(e.result), default=None),
-                                  rows, rec.sample, min(fitting, key=lambda e: rent_key(e.rent), default=None)))
+        out.append(Recommendation(need, min(fitting, key=lambda e: attrgetter(*PLAN_ORDER)(e.result), default=None),
+                                  rows, rec.sample, min(fitting, key=lambda e: attrgetter(*RENT_ORDER)(e.rent), default=None)))
     return out, texts
 
 

@@ -6,7 +6,7 @@ GPUs, Precisions, Dtypes, Optimizers, Choices (the Guide describes each).
 Every term column is `formulas.to_excel(term.expr)` of the one term table (terms.py); the Models
 sheet's shape terms, RLHF group cells, note figures, checks and labels are expressions rendered the
 same way, and their cached values are the same expressions evaluated in Python. The writer never
-types a term formula. Only the Plan's searches (SUMPRODUCT over named columns, from report.PLAN_ORDER
+types a term formula. Only the Plan's searches (SUMPRODUCT over named columns, from ranking.PLAN_ORDER
 and RENT_ORDER) and the Charts' reads of the Plan are formula strings built here: the expression
 language has no ranges.
 

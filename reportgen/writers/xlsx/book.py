@@ -12,7 +12,8 @@ from ...formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf
 from ...goals import goal_met_expr
 from ...i18n import Catalogue, load_workbook_catalogue
 from ...inputs import INPUT_BY_NAME, INPUTS
-from ...report import PLAN_FITS, PLAN_ORDER, RENT_ORDER, BlockResults, Report, Result, block_requirements
+from ...ranking import PLAN_FITS, PLAN_ORDER, RENT_ORDER
+from ...report import BlockResults, Report, Result, requirement_numbers
 from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
@@ -120,7 +121,7 @@ PLAN_KEYS = tuple(dict.fromkeys(PLAN_ORDER + RENT_ORDER))  # to buy, then to ren
 
 @dataclass(frozen=True)
 class PlanFields:
-    """The column of a candidate table that holds each Result field the Plan ranks by (report.PLAN_ORDER
+    """The column of a candidate table that holds each Result field the Plan ranks by (ranking.PLAN_ORDER
     and RENT_ORDER), and the Plan's figures whose expression differs by table."""
     columns: Mapping[str, str]
     figures: Mapping[str, Expr]
@@ -133,11 +134,13 @@ class PlanFields:
 # summary's speed (views.speed): a training run's time or a served model's tokens per second per
 # user; an RLHF group's time per iteration.
 SCENARIO_PLAN = PlanFields(
-    {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "index": "row_in_table"},
+    {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "plan_seconds": "plan_seconds",
+     "index": "row_in_table"},
     {"time_seconds": IF(Var("is_train").eq(1), Var("time_to_train_seconds"), DASH),
      "tokens_per_s_per_user": IF(Var("is_train").eq(1), DASH, Var("tokens_per_s_per_user"))})
 RLHF_PLAN = PlanFields(
-    {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "index": "row_in_table"},
+    {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "plan_seconds": "plan_seconds",
+     "index": "row_in_table"},
     {"time_seconds": Var("iteration_seconds"), "tokens_per_s_per_user": lift(DASH)})
 
 
@@ -169,7 +172,7 @@ def plan_helpers(candidate: Expr, fields: PlanFields, goals: bool = False) -> tu
     fits = IF(Var("goal_met").eq(1), Var(PLAN_FITS), 0) if goals else Var(PLAN_FITS)
     keys = tuple(
         Column(plan_key_column(k), f"Plan key: {fields.columns[k]} if it fits with k (else 10^15)",
-               "usd" if k == "purchase_usd" else "count", "helper", 12,
+               {"purchase_usd": "usd", "rent_usd": "usd", "plan_seconds": "seconds"}.get(k, "count"), "helper", 12,
                IF(Var("plan_fits").eq(1), Var(fields.columns[k]), NO_FIT))
         for k in PLAN_KEYS)
     return (
@@ -445,19 +448,8 @@ def sheet_runs(report: Report) -> Iterator[tuple[Sequence[Result] | BlockResults
     as the Plan lists them), in scenario order within each, so that a Plan row searches only its
     requirement's rows (plan.py) and ties still go to the first scenario. A sweep block's
     requirements are found on its columns."""
-    parts = getattr(report.results, "parts", (report.results,))
-    numbers: dict = {}  # requirement -> its number, in the order they first appear
-    needs = []
-    for part in parts:
-        if isinstance(part, BlockResults):
-            distinct, first, of = block_requirements(part.block, report.interchangeable.get(part.block.matrix, ()))
-            number = np.empty(len(distinct), dtype=np.int64)
-            for d in np.argsort(first, kind="stable").tolist():
-                number[d] = numbers.setdefault(distinct[d], len(numbers))
-            needs.append(number[of])
-        else:
-            needs.append(np.array([numbers.setdefault(report.requirement_of(r), len(numbers)) for r in part],
-                                  dtype=np.int64))
+    parts = report.results.parts
+    numbers, needs = requirement_numbers(report.results, report.interchangeable, report.goals)
     if not numbers:
         return
     order = np.argsort(np.concatenate(needs), kind="stable")

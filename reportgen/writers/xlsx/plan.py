@@ -4,7 +4,7 @@ cheapest to rent, by formulas.
 A Plan row names a requirement (report.requirement: what the job is) by a link to the requirement
 cell (requirements.py) of one row of the job, so it follows that row's inputs, and a GPU type; its
 model and workload cells are read from the linked text. The rankings are
-report.PLAN_ORDER (to buy) and RENT_ORDER (to rent), rendered here. Each candidate row carries its plan
+ranking.PLAN_ORDER (to buy) and RENT_ORDER (to rent), rendered here. Each candidate row carries its plan
 keys (NO_FIT unless it may be picked and fits); a Plan row takes, key by key, the minimum over the
 candidates of its requirement × GPU type among those that tie on the earlier keys: the
 lexicographically first, as recommend() picks it. Across GPU types, the first of the picks by the
@@ -35,7 +35,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ...formulas import ExcelContext, Var, to_excel
 from ...i18n import Catalogue
 from ...inputs import RLHF_ALGORITHMS
-from ...report import PLAN_ORDER, RENT_ORDER, Result
+from ...ranking import PLAN_ORDER, RENT_ORDER
+from ...report import Result
 from ...terms import PEAK_PARTS, TERM_BY_NAME
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .checks import unless_assumptions_fail
@@ -94,10 +95,11 @@ RENT_DETAILS = (
 )
 RANKING_LABELS = {
     TO_BUY: {"purchase_usd": "To buy: lowest cost of a fitting candidate (10^15: none)",
-             "total_gpus": "then fewest GPUs", "index": "then first row in table: the pick"},
+             "total_gpus": "then fewest GPUs", "plan_seconds": "then fastest (s)",
+             "index": "then first row in table: the pick"},
     TO_RENT: {"rent_usd": "To rent: lowest cost of a fitting candidate (10^15: none)",
               "purchase_usd": "then lowest purchase cost", "total_gpus": "then fewest GPUs",
-              "index": "then first row in table: the pick to rent"},
+              "plan_seconds": "then fastest (s)", "index": "then first row in table: the pick to rent"},
 }
 # The row the requirement link pointed at when written, kept by a second link beside it: the search
 # tries the rows from it before looking the text up (see _search).
