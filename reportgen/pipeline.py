@@ -35,8 +35,9 @@ LANGUAGES = ("en", "zh")
 @dataclass(frozen=True)
 class BuildCost:
     """The peak memory of building one format: a base, plus so much per (requirement, GPU type) pair of
-    the plan and per scenario. Fitted to benchmarks/limits.py (2026-12-03), rounded up: the JSON streams
-    its scenarios, the HTML and PDF views hold each as an object, the PDF lays every pair out."""
+    the plan and per scenario. Fitted to benchmarks/limits.py (2026-12-03, after #31's ranking), rounded
+    up: the JSON streams its scenarios, the HTML and PDF views hold each as an object, the PDF lays every
+    pair out."""
     base_bytes: int
     pair_bytes: int
     scenario_bytes: int
@@ -45,8 +46,8 @@ class BuildCost:
         return self.base_bytes + self.pair_bytes * pairs + self.scenario_bytes * scenarios
 
 
-BUILD_COSTS = {"json": BuildCost(45 * MiB, 36 * KiB, 1 * KiB), "xlsx": BuildCost(100 * MiB, 45 * KiB, 1 * KiB),
-               "html": BuildCost(50 * MiB, 36 * KiB, 16 * KiB), "pdf": BuildCost(115 * MiB, 410 * KiB, 12 * KiB)}
+BUILD_COSTS = {"json": BuildCost(45 * MiB, 17 * KiB, 3 * KiB), "xlsx": BuildCost(100 * MiB, 25 * KiB, 1 * KiB),
+               "html": BuildCost(50 * MiB, 16 * KiB, 16 * KiB), "pdf": BuildCost(120 * MiB, 400 * KiB, 12 * KiB)}
 FORMAT_NAMES = {"json": "JSON", "xlsx": "workbook", "html": "HTML", "pdf": "PDF"}
 
 
@@ -114,6 +115,8 @@ def plan_entries(expansion: Expansion, exact: bool = False) -> int:
 
 
 def _pair_count(block: SweepBlock, expansion: Expansion) -> int:
+    if block.size == 1:  # without arrays: a preset may have 30,000 one-row matrices
+        return 1
     names = ["model", *requirement_inputs(block.workload, expansion.interchangeable.get(block.matrix, ())), "gpu"]
     key, _ = block.axis_codes(names)
     return len(np.unique(key))
