@@ -138,17 +138,24 @@ def timed_build(preset: str, fmt: str, out: Path, *extra: str, scenarios: int = 
     """CPU seconds (the build and its forked PDF child), wall seconds and peak MiB of `reportgen build
     PRESET --format FMT` in a fresh process (scenarios: how many the preset expands to, past the
     default limit of REPORTGEN_MAX_SCENARIOS)."""
-    env = {**os.environ, "SOURCE_DATE_EPOCH": "0"}
+    env = {"SOURCE_DATE_EPOCH": "0"}
     if scenarios:
         env["REPORTGEN_MAX_SCENARIOS"] = str(scenarios)
+    figures = timed_command(["build", preset, "--format", fmt, "-o", str(out), "-q", *extra], env)
+    if figures["status"]:
+        raise SystemExit(f"build {preset} --format {fmt} failed with status {figures['status']}")
+    return figures
+
+
+def timed_command(args: list[str], env: dict[str, str] | None = None, stdout=None) -> dict:
+    """CPU seconds (the command and the children it waited for), wall seconds, peak MiB and exit status
+    of `reportgen ARGS` in a fresh process."""
     wall = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "reportgen.cli", "build", preset, "--format", fmt, "-o", str(out),
-                             "-q", *extra], env=env, cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "reportgen.cli", *args], env={**os.environ, **(env or {})},
+                            cwd=REPO, stdout=stdout)
     _, status, usage = os.wait4(proc.pid, 0)  # the child's own usage, with the children it waited for
-    if status:
-        raise SystemExit(f"build {preset} --format {fmt} failed with status {status}")
     return {"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - wall,
-            "mib": usage.ru_maxrss / 1024}
+            "mib": usage.ru_maxrss / 1024, "status": os.waitstatus_to_exitcode(status)}
 
 
 def pdf_pages(path: Path) -> int:

@@ -110,10 +110,11 @@ def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
     return gpus
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses, while composing, a document nested deeper than NESTING, one with
+class _Bounds:
+    """A safe loader's part that refuses, while composing, a document nested deeper than NESTING, one with
     more than YAML_VALUES values once its aliases are expanded (a few aliases of aliases expand to
-    billions: every later walk, error message or product would), and recursive aliases."""
+    billions: every later walk, error message or product would), and recursive aliases; and, while
+    constructing, a mapping that sets a key twice (PyYAML keeps the last value without a word)."""
 
     def __init__(self, stream, source: str):
         super().__init__(stream)
@@ -122,15 +123,15 @@ class _BoundedLoader(yaml.SafeLoader):
         self.max_depth, self.max_values = NESTING.value(), YAML_VALUES.value()
         self.expanded: dict[int, int] = {}  # id(node) -> values under it, aliases expanded
 
-    def _where(self) -> str:
-        mark = self.peek_event().start_mark
+    @staticmethod
+    def _where(mark) -> str:
         return f"at line {mark.line + 1} column {mark.column + 1}"
 
     def compose_node(self, parent, index):
         is_alias = self.check_event(yaml.AliasEvent)
-        where = self._where()
+        mark = self.peek_event().start_mark  # formatted only for an error, not for each of ~100,000 nodes
         if self.depth >= self.max_depth:
-            raise NESTING.refuse(f"nested too deeply {where}", source=self.source)
+            raise NESTING.refuse(f"nested too deeply {self._where(mark)}", source=self.source)
         self.depth += 1
         try:
             node = super().compose_node(parent, index)
@@ -138,7 +139,8 @@ class _BoundedLoader(yaml.SafeLoader):
             self.depth -= 1
         if is_alias:
             if id(node) not in self.expanded:
-                raise InputError(f"recursive alias {where}: a value cannot contain itself", source=self.source)
+                raise InputError(f"recursive alias {self._where(mark)}: a value cannot contain itself",
+                                 source=self.source)
             size = self.expanded[id(node)]
         else:
             children = (node.value if isinstance(node, yaml.SequenceNode) else
@@ -146,8 +148,98 @@ class _BoundedLoader(yaml.SafeLoader):
             size = 1 + sum(self.expanded[id(child)] for child in children)
             self.expanded[id(node)] = size
         if size > self.max_values:
-            raise YAML_VALUES.refuse(f"too many values {where}", source=self.source)
+            raise YAML_VALUES.refuse(f"too many values {self._where(mark)}", source=self.source)
         return node
+
+    def construct_document(self, node):
+        self.root = node  # a duplicate key's error names its key path, found from here
+        return super().construct_document(node)
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):  # before merge keys (<<) are flattened: they may be overridden
+            self._check_unique_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+    def _check_unique_keys(self, node: yaml.MappingNode) -> None:
+        first: dict = {}  # key -> its key node
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)  # cached: constructing the mapping reuses it
+            try:
+                earlier = first.setdefault(key, key_node)
+            except TypeError:
+                continue  # unhashable: the mapping's construction refuses it
+            if earlier is not key_node:
+                path = _node_path(self.root, node)
+                raise InputError(f"set twice, {_two_places(earlier.start_mark, key_node.start_mark)}: remove one",
+                                 source=self.source, key_path=f"{path}.{key}" if path else str(key))
+
+
+class _BoundedLoader(_Bounds, yaml.SafeLoader):
+    """PyYAML's own parser (pure Python)."""
+
+
+if yaml.__with_libyaml__:
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.cyaml import CParser
+    from yaml.resolver import Resolver
+
+    class _LibyamlSafeLoader(Composer, CParser, SafeConstructor, Resolver):
+        """yaml.CSafeLoader, but composed by PyYAML's composer over libyaml's events, so that _Bounds
+        checks the nodes as they are made. libyaml scans and parses a preset 3-4 times as fast."""
+
+        def __init__(self, stream):
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+    class _LibyamlBoundedLoader(_Bounds, _LibyamlSafeLoader):
+        """libyaml's parser."""
+
+    # libyaml first; what it refuses is parsed again by PyYAML's parser, which decides as it always did
+    # (its errors; the surrogate escapes it reads and check_document refuses with their key path).
+    _LOADERS: tuple[type, ...] = (_LibyamlBoundedLoader, _BoundedLoader)
+else:
+    _LOADERS = (_BoundedLoader,)
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    for n, loader_class in enumerate(_LOADERS, start=1):
+        loader = loader_class(text, source)
+        try:
+            return loader.get_single_data()
+        except yaml.YAMLError:
+            if n == len(_LOADERS):
+                raise
+        finally:
+            loader.dispose()
+
+
+def _two_places(a, b) -> str:
+    """'at lines 1 and 2', or 'on line 6 (columns 18 and 35)' (marks count from 0)."""
+    if a.line == b.line:
+        return f"on line {a.line + 1} (columns {a.column + 1} and {b.column + 1})"
+    return f"at lines {a.line + 1} and {b.line + 1}"
+
+
+def _node_path(root: yaml.Node, target: yaml.Node) -> str:
+    """The key path of `target` in the document under `root`, as error messages write it."""
+    stack, seen = [(root, "")], set()
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if id(node) in seen:  # an alias: its node was reached before
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((value, f"{path}.{key.value}" if path else str(key.value)) for key, value in node.value)
+    return ""
 
 
 def read_yaml(path: Path) -> Any:
@@ -156,11 +248,7 @@ def read_yaml(path: Path) -> Any:
     source = str(path)
     text = read_text(path, "a YAML file")
     try:
-        loader = _BoundedLoader(text, source)  # its reader refuses control characters already here
-        try:
-            data = loader.get_single_data()
-        finally:
-            loader.dispose()
+        data = _load_yaml(text, source)  # the reader refuses control characters already
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import signal
 import sys
 from dataclasses import asdict, replace
@@ -17,8 +18,8 @@ from typing import Any
 import click
 
 from . import __version__
-from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model
-from .errors import EXIT_BAD_INPUT, INTERRUPTS, InputError, Interrupted
+from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
+from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
 from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
@@ -27,7 +28,7 @@ from .models import load_config_file, read_config_file
 from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
 from .terms import ASSUMPTIONS, Assumption
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
-from .units import format_count, parse_count
+from .units import format_count, parse_count, parse_duration
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -37,7 +38,7 @@ def handle_input_errors(fn):
     into one line saying what was written and exit status 128 + the signal's number."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in INTERRUPTS}
+        previous = {signum: signal.signal(signum, _raise_interrupted) for signum in handled_interrupts()}
         try:
             return fn(*args, **kwargs)
         except InputError as exc:
@@ -129,8 +130,8 @@ def gpus(as_json):
 @main.command("import-config")
 @click.argument("config", type=click.Path(path_type=Path))
 @click.option("--name", help="Catalog name (default: from the config or the file name).")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Where to write the catalog entry (default: presets/models/<slug>.json).")
+@click.option("-o", "--output", type=click.Path(),
+              help="The file to write the catalog entry to (default: presets/models/<slug>.json).")
 @click.option("--force", is_flag=True, help="Replace an existing file (a bundled catalog entry too).")
 @handle_input_errors
 def import_config(config, name, output, force):
@@ -143,7 +144,10 @@ def import_config(config, name, output, force):
     if name is not None:
         check_name(name, "a model name", source=None, key_path="--name")
     spec, config_fields = read_config_file(config, name)
-    output = import_target(spec, output, force=force)
+    if output is not None and output.endswith(("/", os.sep)):  # Path() would drop the slash and write a file DIR
+        raise InputError("names a folder (it ends in /): give the file to write, such as "
+                         f"{output}{slug(spec.name)}.json", source=output)
+    output = import_target(spec, output and Path(output), force=force)
     entry = catalog_entry(config_fields, spec.name, str(config))
     with _committing() as staging:
         staging.stage([(output, lambda tmp: tmp.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8"))])
@@ -186,12 +190,35 @@ class WholeNumber(click.ParamType):
         except (ValueError, OverflowError):
             self.fail(f"{value!r} is not a whole number (e.g. 4096, 1e9, 32k)", param, ctx)
         if not self.lo <= number <= self.hi:
-            self.fail(f"{number} is not in the range {self.lo}<=x<={self.hi}.", param, ctx)
+            self.fail(f"{value} is not in the range {self.lo}<=x<={self.hi}.", param, ctx)  # as given: 32k, 1e9
         return number
 
 
+class Duration(click.ParamType):
+    """A duration with its unit (7d, 36h, 90m), checked as a preset's goal checks it; the text is kept."""
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+
+class Decimal(click.FloatRange):
+    """A number within a range; a refusal names it as typed (1e999, not inf)."""
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        try:
+            return super().convert(number, param, ctx)
+        except click.BadParameter:
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+
+
 def _input_option(i: Input, *, rlhf: bool = False):
-    kind = (click.Choice(i.user_choices) if i.choices else click.FloatRange(*i.limits) if i.decimal
+    kind = (click.Choice(i.user_choices) if i.choices else Decimal(*i.limits) if i.decimal
             else WholeNumber(*i.limits) if i.is_int else None)
     help_text = f"{'RLHF: ' if rlhf else ''}{i.help} ({_default_text(i)})."
     return click.option(i.option, i.name, type=kind, default=None, help=help_text)
@@ -209,8 +236,8 @@ class _AssumptionValue(click.FloatRange):
         number = click.FLOAT.convert(value, param, ctx)
         try:
             return self.assumption.check(number, source=None, key_path=None)
-        except InputError as exc:
-            self.fail(exc.message, param, ctx)
+        except InputError as exc:  # it names the number read; the user typed `value` (1e999, not inf)
+            self.fail(exc.message.replace(f"got {number}", f"got {value}"), param, ctx)
 
 
 def _assumption_option(a: Assumption):
@@ -333,11 +360,12 @@ def estimate(model, config_path, as_json, **options):
 @_scenario_options
 @click.option("--gpu-type", "gpu_types", multiple=True,
               help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
-@click.option("--within", metavar="DURATION", help="Goal, training: finish --train-tokens within this time (7d, 36h).")
+@click.option("--within", type=Duration(), metavar="DURATION",
+              help="Goal, training: finish --train-tokens within this time (7d, 36h).")
 @click.option("--users", type=WholeNumber(1, 1_000_000), help="Goal, serving: concurrent users (sequences at once).")
 @click.option("--context", type=WholeNumber(1, 10_000_000),
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
-@click.option("--min-tokens-per-s", type=click.FloatRange(0, 1e6, min_open=True),
+@click.option("--min-tokens-per-s", type=Decimal(0, 1e6, min_open=True),
               help="Goal, serving: output tokens per second each user needs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
@@ -400,16 +428,13 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
     """
     if bool(model) == bool(config_path):
         raise click.UsageError("give exactly one of --model or --config")
+    if "lora_targets" in _given_options() and not lora_rank:
+        raise click.UsageError("--lora-targets changes nothing without --lora-rank")
+    targets = _lora_targets(lora_targets)
     spec = load_config_file(config_path) if config_path else resolve_model(model, load_models(), key_path="--model")
     row = model_row(spec)
     trainable = int(row["total_params"])
     if lora_rank:
-        targets = ("all-linear",) if lora_targets == "all-linear" else tuple(
-            t.strip() for t in lora_targets.split(",") if t.strip())
-        for t in targets:
-            if t not in LORA_MODULES + ("all-linear",):
-                from .errors import unknown_name
-                raise unknown_name("LoRA target", t, LORA_MODULES + ("all-linear",), key_path="--lora-targets")
         try:
             trainable = lora_trainable(row, lora_rank, targets, model=spec.name)
         except InputError as exc:
@@ -429,6 +454,23 @@ def params(model, config_path, lora_rank, lora_targets, as_json):
                    f"({trainable / p['total'] * 100:.4f}% of total)")
     for k, v in p["by_component"].items():
         click.echo(f"    {k:<19} {format_count(v):>20}")
+
+
+def _lora_targets(text: str) -> tuple[str, ...]:
+    """'q_proj,v_proj' -> ('q_proj', 'v_proj'): known module names, each once, at least one."""
+    targets = [t.strip() for t in text.split(",")]
+    known = LORA_MODULES + ("all-linear",)
+    for i, t in enumerate(targets):
+        if not t:
+            raise InputError(f"expected module names separated by commas (such as q_proj,v_proj or all-linear), "
+                             f"got {text!r}", key_path="--lora-targets")
+        if t not in known:
+            raise unknown_name("LoRA target", t, known, key_path="--lora-targets")
+        if targets.index(t) != i:
+            raise InputError(f"{t!r} is listed twice", key_path="--lora-targets")
+    if "all-linear" in targets and len(targets) > 1:
+        raise InputError("all-linear already names every linear layer: give it alone", key_path="--lora-targets")
+    return tuple(targets)
 
 
 @main.command()
@@ -499,15 +541,26 @@ def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
     # One commit for all presets, after every one has rendered: a bad preset changes nothing.
     with _committing() as staging:
         for name in presets or ("default",):
-            loaded = load(name)
+            loaded = load(name, chosen)
             progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
                      f"{len(loaded.expansion.skipped)} skipped")
             write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging,
                           {"pdf": {"appendix": True}} if pdf_appendix else {})
         written = staging.commit()
-        if not quiet:
-            for path in written:
-                click.echo(click.format_filename(path))
+    if not quiet:
+        _print_written(written)
+
+
+def _print_written(paths) -> None:
+    """The outputs a build wrote, one a line. They are committed: a stdout that cannot take the lines
+    (a full disk, a closed pipe) is said on stderr, and the build still succeeds (exit status 0)."""
+    try:
+        for path in paths:
+            click.echo(click.format_filename(path))
+    except OSError as exc:
+        with contextlib.suppress(OSError, ValueError):  # else the lines still buffered fail again at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        click.echo(f"outputs written; could not print the summary: {exc.strerror}", err=True)
 
 
 def _progress(quiet: bool):

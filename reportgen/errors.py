@@ -14,6 +14,12 @@ INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends a comma
 SHOWN_CHARS = 500  # longest part of an error line: a 1 MB bad value is not repeated in full
 
 
+def handled_interrupts() -> tuple[signal.Signals, ...]:
+    """The INTERRUPTS this process acts on: not those it was started with ignored (SIGHUP under nohup,
+    SIGINT in a shell's background job), which stay ignored, in the PDF child too."""
+    return tuple(signum for signum in INTERRUPTS if signal.getsignal(signum) is not signal.SIG_IGN)
+
+
 class InputError(Exception):
     """A problem with a file or value that the user can fix."""
 

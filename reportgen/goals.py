@@ -52,9 +52,8 @@ class Goal:
         if within is not None:
             try:
                 within = parse_duration(within)
-            except ValueError:
-                raise InputError(f"expected a duration such as 7d, 36h or 90m, got {within!r}", source=source,
-                                 key_path=f"{key_path}.within") from None
+            except ValueError as exc:
+                raise InputError(str(exc), source=source, key_path=f"{key_path}.within") from None
         out = {"within_seconds": within}
         for key, spec in (("users", INPUT_BY_NAME["batch_size"]), ("context", INPUT_BY_NAME["prompt_len"])):
             if raw.get(key) is not None:

@@ -42,6 +42,8 @@ NESTING = Limit("REPORTGEN_MAX_NESTING", 64, "levels of nesting")
 YAML_VALUES = Limit("REPORTGEN_MAX_YAML_VALUES", 1_000_000, "values after expanding aliases")
 # Combinations of one preset, counted before any is made (100,000 take ~10 s and ~400 MiB as JSON).
 SCENARIOS = Limit("REPORTGEN_MAX_SCENARIOS", 200_000, "combinations per preset")
+# A build's peak memory, estimated per format before anything is estimated (pipeline.BUILD_COSTS).
+BUILD_MEMORY = Limit("REPORTGEN_MAX_BUILD_MIB", 2048, "MiB of memory per format")
 
 EXCEL_CELL_CHARS = 32_767
 NAME_CHARS = 200  # a model name: a catalog file is named after it, and file names stop at 255 bytes

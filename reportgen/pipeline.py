@@ -11,13 +11,17 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import __version__
+from .arrays import np
 from .catalog import data_dir, load_gpus, load_models
 from .errors import InputError
-from .estimate import Estimator
+from .estimate import Estimator, RlhfScenario, Scenario
+from .limits import BUILD_MEMORY
 from .models import read_json
 from .notes import build_notes
 from .presets import Expansion, Preset, expand, load_preset
-from .report import Report, build_report, priced_gpus
+from .report import Report, block_requirements, build_report, priced_gpus, requirement_inputs, single_requirement
+from .sweep import SweepBlock
+from .units import GiB, KiB, MiB
 from .validation import (Excluded, PublishedFigure, ValidationRow, finetune_excluded, published_figures, published_rows,
                          validate)
 from .writers.atomic import Staging
@@ -26,6 +30,25 @@ from .writers.atomic import Staging
 WRITERS = {"json": "reportgen.writers.json_writer", "xlsx": "reportgen.writers.xlsx",
            "html": "reportgen.writers.html", "pdf": "reportgen.writers.pdf"}
 LANGUAGES = ("en", "zh")
+
+
+@dataclass(frozen=True)
+class BuildCost:
+    """The peak memory of building one format: a base, plus so much per (requirement, GPU type) pair of
+    the plan and per scenario. Fitted to benchmarks/limits.py (2026-12-03, after #31's ranking), rounded
+    up: the JSON streams its scenarios, the HTML and PDF views hold each as an object, the PDF lays every
+    pair out."""
+    base_bytes: int
+    pair_bytes: int
+    scenario_bytes: int
+
+    def bytes(self, pairs: int, scenarios: int) -> int:
+        return self.base_bytes + self.pair_bytes * pairs + self.scenario_bytes * scenarios
+
+
+BUILD_COSTS = {"json": BuildCost(45 * MiB, 17 * KiB, 3 * KiB), "xlsx": BuildCost(100 * MiB, 25 * KiB, 1 * KiB),
+               "html": BuildCost(50 * MiB, 16 * KiB, 16 * KiB), "pdf": BuildCost(120 * MiB, 400 * KiB, 12 * KiB)}
+FORMAT_NAMES = {"json": "JSON", "xlsx": "workbook", "html": "HTML", "pdf": "PDF"}
 
 
 def timestamp(environ=os.environ) -> str:
@@ -48,12 +71,67 @@ class Loaded:
     expansion: Expansion
 
 
-def load(preset_arg: str) -> Loaded:
+def load(preset_arg: str, formats: Sequence[str] = tuple(WRITERS)) -> Loaded:
+    """A preset expanded; refused before anything is estimated if building one of `formats` would need
+    more memory than BUILD_MEMORY (`reportgen check` asks for all of them)."""
     preset = load_preset(preset_arg)
     gpus = priced_gpus(load_gpus(), preset)
     estimator = Estimator(load_models(), gpus, preset.assumptions)
     expansion = expand(preset, estimator)
+    check_build_memory(expansion, formats, preset.source)
     return Loaded(preset, estimator, expansion)
+
+
+def check_build_memory(expansion: Expansion, formats: Sequence[str], source: str) -> None:
+    """Refuse, before anything is estimated, a preset whose build of one of `formats` would need more
+    memory than BUILD_MEMORY (BUILD_COSTS' estimate). The pairs that parts of the expansion share are
+    told apart only when the estimate without that passes the limit."""
+    limit, scenarios = BUILD_MEMORY.value() * MiB, len(expansion.scenarios)
+
+    def largest(pairs: int) -> tuple[int, str]:
+        return max((BUILD_COSTS[f].bytes(pairs, scenarios), f) for f in formats)
+
+    pairs = plan_entries(expansion)
+    if largest(pairs)[0] > limit:
+        pairs = plan_entries(expansion, exact=True)
+    need, fmt = largest(pairs)
+    if need > limit:
+        fit = [f for f in formats if BUILD_COSTS[f].bytes(pairs, scenarios) <= limit]
+        raise BUILD_MEMORY.refuse(f"the {FORMAT_NAMES[fmt]} of {pairs:,} requirement × GPU type pairs and "
+                                  f"{scenarios:,} scenarios would take about {need / GiB:.1f} GiB to build"
+                                  + (f" (--format {','.join(fit)} would fit)" if fit else ""),
+                                  source=source, key_path="matrices")
+
+
+def plan_entries(expansion: Expansion, exact: bool = False) -> int:
+    """How many (requirement, GPU type) pairs the report's plan will hold (an RLHF group counted as a
+    requirement of its own): what every format's size grows with. Each part of the expansion is counted
+    on its own, a sweep block on its axes, without objects; exact: the pairs parts share told apart."""
+    parts = expansion.scenarios.blocks
+    if exact and len(parts) > 1:
+        return len(set().union(*(_pairs(part, expansion) for part in parts)))
+    return sum(_pair_count(part, expansion) if isinstance(part, SweepBlock) else len(_pairs(part, expansion))
+               for part in parts)
+
+
+def _pair_count(block: SweepBlock, expansion: Expansion) -> int:
+    if block.size == 1:  # without arrays: a preset may have 30,000 one-row matrices
+        return 1
+    names = ["model", *requirement_inputs(block.workload, expansion.interchangeable.get(block.matrix, ())), "gpu"]
+    key, _ = block.axis_codes(names)
+    return len(np.unique(key))
+
+
+def _pairs(part, expansion: Expansion) -> set[tuple]:
+    """A part's (requirement, GPU type) pairs."""
+    if isinstance(part, SweepBlock):
+        needs, _, of = block_requirements(part, expansion.interchangeable.get(part.matrix, ()))
+        gpu, _ = part.axis_codes(["gpu"])
+        _, first = np.unique(of * (int(gpu.max()) + 1) + gpu, return_index=True)
+        return {(needs[of[k]], part.scenario(int(k)).gpu) for k in first.tolist()}
+    return {(("group", id(item)) if isinstance(item, RlhfScenario) else
+             single_requirement(item, expansion.interchangeable.get(matrix, ()), expansion.goals.get(matrix)), item.gpu
+             if isinstance(item, Scenario) else item.actor.gpu) for matrix, item in part}
 
 
 def validation_paths() -> list[Path]:
@@ -117,12 +195,13 @@ def write_outputs(report: Report, out_dir: Path, formats: Sequence[str], lang: s
             progress(f"rendered {path.name}")
 
         jobs.append((path, produce))
-    # The PDF is the slow one: render it alongside the others when there are others.
-    slow = [path for path, _ in jobs if path.suffix == ".pdf"] if len(jobs) > 1 else []
+    # The PDF renders in a forked child, alone too: WeasyPrint's C libraries abort or crash under memory
+    # pressure, which must end the child (one Error: line), not the build. With others, it overlaps them.
+    pdf = [path for path, _ in jobs if path.suffix == ".pdf"]
     if staging is not None:
-        staging.stage(jobs, background=slow)
+        staging.stage(jobs, background=pdf)
     else:
         with Staging() as own:
-            own.stage(jobs, background=slow)
+            own.stage(jobs, background=pdf)
             own.commit()
     return [path for path, _ in jobs]

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .catalog import data_dir, read_yaml
-from .errors import InputError, unknown_name
-from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
-from .goals import Goal
+from .errors import InputError, shown, unknown_name
+from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
+from .goals import GOAL_KEYS, Goal
 from .arrays import np
 from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
 from .limits import SCENARIOS, check_text
-from .sweep import Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
+from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
 from .terms import ASSUMPTION_BY_NAME
 
 # Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
@@ -34,6 +35,7 @@ MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interch
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
 TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios")
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
+SMALL_BLOCK_ROWS = 1024  # a sweep block with fewer rows has its skips computed with others (_skip_codes)
 
 
 @dataclass(frozen=True)
@@ -72,18 +74,19 @@ class Preset:
         description = raw.get("description", "")
         if not isinstance(description, str):
             raise InputError(f"expected text, got {description!r}", source=source, key_path="description")
-        matrices = raw.get("matrices") or []
-        scenarios = raw.get("scenarios") or []
-        for key, value in (("matrices", matrices), ("scenarios", scenarios)):
-            if not isinstance(value, list) or not all(isinstance(m, Mapping) for m in value):
-                raise InputError("expected a list of mappings", source=source, key_path=key)
-        if not matrices and not scenarios:
+        if raw.get("matrices", []) == [] and raw.get("scenarios", []) == []:
             raise InputError("a preset needs at least one matrix or scenario", source=source, key_path="matrices")
-        names = [m.get("name") for m in matrices]
-        for i, n in enumerate(names):
+        matrices = _given(raw, "matrices", list, "matrix", source, "") or []
+        scenarios = _given(raw, "scenarios", list, "scenario", source, "") or []
+        for key, value in (("matrices", matrices), ("scenarios", scenarios)):
+            if not all(isinstance(m, Mapping) for m in value):
+                raise InputError("expected a list of mappings", source=source, key_path=key)
+        first: dict[str, int] = {}
+        for i, m in enumerate(matrices):
+            n = m.get("name")
             if not isinstance(n, str) or not n.strip():
                 raise InputError(f"expected a matrix name (text), got {n!r}", source=source, key_path=f"matrices[{i}].name")
-            if names.index(n) != i:
+            if first.setdefault(n, i) != i:
                 raise InputError(f"duplicate matrix name {n!r}", source=source, key_path=f"matrices[{i}].name")
         texts = {}
         for key in ("title_zh", "description_zh"):
@@ -100,9 +103,72 @@ class Preset:
                 names_zh[m["name"]] = m["name_zh"]
         return cls(name=name, source=source, given_path=given_path, **texts, matrix_names_zh=names_zh,
                    title=title, description=description,
-                   assumptions=_assumptions(raw.get("assumptions") or {}, source),
-                   prices=_prices(raw.get("prices") or {}, source),
+                   assumptions=_assumptions(_given(raw, "assumptions", Mapping, "assumption", source, "") or {},
+                                            source),
+                   prices=_prices(_given(raw, "prices", Mapping, "GPU", source, "") or {}, source),
                    matrices=tuple(matrices), scenarios=tuple(scenarios))
+
+
+def _given(raw: Mapping, key: str, kind: type, item: str, source: str, path: str) -> Any:
+    """raw[key], None if absent. Present, it must be a non-empty list or mapping (`kind`): null, 0 or
+    an empty one would do nothing, which a planner would not see."""
+    if key not in raw:
+        return None
+    value, where = raw[key], f"{path}.{key}" if path else key
+    noun = "list" if kind is list else "mapping"
+    if not isinstance(value, kind):
+        raise InputError(f"expected a {noun}, got {shown(value)}", source=source, key_path=where)
+    if not value:
+        raise InputError(f"empty {noun}: give at least one {item}, or leave the key out", source=source,
+                         key_path=where)
+    return value
+
+
+class _Once:
+    """The items of a list, met one by one, each at most once: a repeated axis value, workload or rule
+    would make or remove the same scenarios twice."""
+
+    def __init__(self, what: str, source: str, path: str):
+        self.what, self.source, self.path = what, source, path
+        self.first: dict = {}
+
+    def add(self, i: int, value: Any) -> None:
+        key = _frozen(value)
+        if key is not None and self.first.setdefault(key, i) != i:
+            raise InputError(f"{self.what} {shown(value)} is listed twice (first at [{self.first[key]}])",
+                             source=self.source, key_path=f"{self.path}[{i}]")
+
+
+def _check_distinct(values: Sequence, what: str, source: str, path: str) -> None:
+    once = _Once(what, source, path)
+    for i, value in enumerate(values):
+        once.add(i, value)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in equal for equal values (1 and 1.0 alike, True apart), or None for a value
+    that is neither a scalar, a list nor a mapping."""
+    if isinstance(value, (str, int, float)):  # most values; a bool is an int, told apart
+        return ("bool" if isinstance(value, bool) else "value", value)
+    if isinstance(value, Mapping):
+        items = [(k, _frozen(v)) for k, v in value.items()]
+        return None if any(v is None for _, v in items) else ("map", frozenset(items))
+    if isinstance(value, list):
+        items = [_frozen(v) for v in value]
+        return None if any(v is None for v in items) else ("list", tuple(items))
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return ("value", value)
+
+
+def _no_nulls(raw: Mapping, keys: Sequence[str], source: str, path: str) -> None:
+    """A setting given as null would silently take its default (RLHF) or ask nothing (a goal)."""
+    for key in keys:
+        if key in raw and raw[key] is None:
+            raise InputError("expected a value, got null: give one, or leave the key out", source=source,
+                             key_path=f"{path}.{key}")
 
 
 def _check_keys(raw: Mapping, allowed: Sequence[str], source: str, path: str) -> None:
@@ -140,8 +206,9 @@ def _prices(raw: Any, source: str) -> dict[str, dict[str, float]]:
         raise InputError("expected a mapping of GPU name to prices", source=source, key_path="prices")
     out = {}
     for gpu, entry in raw.items():
-        if not isinstance(entry, Mapping):
-            raise InputError("expected a mapping", source=source, key_path=f"prices.{gpu}")
+        if not isinstance(entry, Mapping) or not entry:
+            raise InputError(f"expected a mapping of {' and/or '.join(PRICE_KEYS)}, got {shown(entry)}",
+                             source=source, key_path=f"prices.{gpu}")
         _check_keys(entry, PRICE_KEYS, source, f"prices.{gpu}")
         out[str(gpu)] = {k: _number(v, source, f"prices.{gpu}.{k}") for k, v in entry.items()}
     return out
@@ -194,11 +261,14 @@ class Expansion:
 def _interchangeable(raw: Any, src: str, path: str) -> tuple[str, ...]:
     """Job inputs a matrix declares interchangeable: the plan may pick any of their values."""
     names = _as_list(raw)
+    if not names:
+        raise InputError("empty list: give at least one job input, or leave the key out", source=src, key_path=path)
     job = [i.name for i in INPUTS if not i.layout and i.preset_axis and i.name != "model"]
     for k, name in enumerate(names):
         if name not in job:
             where = f"{path}[{k}]" if isinstance(raw, list) else path
             raise unknown_name("job input", name, job, source=src, key_path=where)
+    _check_distinct(names, "job input", src, path)
     return tuple(names)
 
 
@@ -226,7 +296,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
     entry of one workload becomes a SweepBlock (columns, not objects) unless columnar is False or
     the preset states a goal (a goal sets inputs per layout and gates the plan per result)."""
     out: list[tuple[str, Scenario | RlhfScenario] | SweepBlock] = []
-    skipped: list[Skipped] = []
+    skipped: list[Skipped | SweepBlock] = []  # a block stands for its skipped rows until all blocks are made
     interchangeable: dict[str, tuple[str, ...]] = {}
     goals: dict[str, Goal] = {}
     src = preset.source
@@ -234,13 +304,14 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
     for i, matrix in enumerate(preset.matrices):
         path = f"matrices[{i}]"
         _check_keys(matrix, MATRIX_KEYS, src, path)
-        interchangeable[matrix["name"]] = _interchangeable(matrix.get("interchangeable") or [], src,
-                                                           f"{path}.interchangeable")
+        interchangeable[matrix["name"]] = (_interchangeable(matrix["interchangeable"], src, f"{path}.interchangeable")
+                                           if "interchangeable" in matrix else ())
         sweeps = _sweeps(matrix, src, path)
         if "goal" in matrix:
             goals[matrix["name"]] = _goal(matrix["goal"], sweeps, src, f"{path}.goal")
         matrices.append((matrix["name"], path, sweeps,
-                         _excludes(matrix.get("exclude") or [], src, f"{path}.exclude", estimator)))
+                         _excludes(_given(matrix, "exclude", list, "rule", src, path) or [], src, f"{path}.exclude",
+                                   estimator)))
     count = sum(sweep.size for _, _, sweeps, _ in matrices for sweep in sweeps) + len(preset.scenarios)
     if count > SCENARIOS.value():
         raise SCENARIOS.refuse(f"{count:,} combinations", source=src, key_path="matrices")
@@ -250,19 +321,17 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
         goal = goals.get(mname)
         for sweep in sweeps:
             if columnar and not goals and _columnar(sweep):
-                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked, skipped)
+                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked)
                 if block.size:
                     out.append(block)
+                    skipped.append(block)
                 continue
             keys = list(sweep.axes)
-            for combo in itertools.product(*sweep.axes.values()):
-                values = dict(zip(keys, combo))
-                hits = [j for j, ex in enumerate(excludes)
-                        if all(values.get(k) == v or (k == "workload" and v == sweep.workload) for k, v in ex.items())]
-                for j in hits:
-                    removed[j] += 1
-                if hits:
+            excluded = excluded_rows(sweep.axes, sweep.workload, excludes, removed)
+            for combo, gone in zip(itertools.product(*sweep.axes.values()), excluded.tolist()):
+                if gone:
                     continue
+                values = dict(zip(keys, combo))
                 item, reason = _make(values, sweep.workload, sweep.rlhf, estimator, src, sweep.where, "", checked)
                 if goal and goal.sets(sweep.workload):
                     values.update(_goal_inputs(goal, item, src, f"{path}.goal"))
@@ -281,6 +350,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
         wpath = f"{path}.workload"
         wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, wpath)[0]
         _set_once(wparams, raw, src, wpath, path)
+        _no_nulls(raw, RLHF_KEYS, src, path)
         values = {k: raw[k] for k in AXES if k in raw}
         values.update({k: v for k, v in wparams.items() if k in AXES})
         rlhf = {**{k: raw[k] for k in RLHF_KEYS if k in raw}, **{k: v for k, v in wparams.items() if k in RLHF_KEYS}}
@@ -292,6 +362,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
             skipped.append(Skipped("scenarios", item, reason))
         else:
             out.append(("scenarios", item))
+    out, skipped = _skip_blocks(out, skipped, estimator)
     if not out:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
@@ -305,9 +376,9 @@ def _columnar(sweep: "_Sweep") -> bool:
 
 
 def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, Any]], removed: list[int],
-                 estimator: Estimator, src: str, checked: dict, skipped: list) -> SweepBlock:
-    """The loop over the product for a columnar entry: the same exclusions, checks (first error first),
-    skips and order, computed as arrays."""
+                 estimator: Estimator, src: str, checked: dict) -> SweepBlock:
+    """The loop over the product for a columnar entry: the same exclusions and checks (first error
+    first), computed as arrays; the skips follow (_skip_blocks)."""
     rows = flat_rows(product_size(sweep.axes), excluded_rows(sweep.axes, sweep.workload, excludes, removed))
     if len(rows) and "model" not in sweep.axes:
         raise InputError("missing required key", source=src, key_path=f"{sweep.where}.model")
@@ -316,18 +387,70 @@ def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, An
         return check_inputs(values, workload=sweep.workload, models=estimator.specs, gpus=estimator.gpus, source=src,
                             key_path=lambda key: f"{sweep.where}.{key}", checked=checked)
 
-    block = SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
-                       rows)
-    codes = estimator.skip_codes(block.columns(), block.size)
-    for k in np.flatnonzero(codes).tolist():
-        s = block.scenario(k)
-        skipped.append(Skipped(mname, s, estimator.skip_check(s)))
-    return block.without(codes > 0)
+    return SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
+                      rows)
+
+
+def _skip_blocks(out: list, skipped: list, estimator: Estimator) -> tuple[list, list[Skipped]]:
+    """out without the blocks' rows that cannot run, and skipped with those rows in each block's place,
+    in the loop's order."""
+    blocks = [item for item in out if isinstance(item, SweepBlock)]
+    codes = dict(zip(map(id, blocks), _skip_codes(blocks, estimator)))
+    kept = [item.without(codes[id(item)] > 0) if isinstance(item, SweepBlock) else item for item in out]
+    reasons: list[Skipped] = []
+    for item in skipped:
+        if not isinstance(item, SweepBlock):
+            reasons.append(item)
+            continue
+        for k in np.flatnonzero(codes[id(item)]).tolist():
+            s = item.scenario(k)
+            reasons.append(Skipped(item.matrix, s, estimator.skip_check(s)))
+    return [item for item in kept if not isinstance(item, SweepBlock) or item.size], reasons
+
+
+def _skip_codes(blocks: Sequence[SweepBlock], estimator: Estimator) -> list[np.ndarray]:
+    """estimator.skip_codes of each block. A call costs about as much as a thousand rows, whatever its
+    size: blocks smaller than that are computed together, as scenarios, up to BLOCK_ROWS rows a call,
+    and once for blocks that are the same combinations (a preset of 30,000 one-row matrices took 20 s,
+    one call each)."""
+    codes: list = [None] * len(blocks)
+    small: dict[tuple, list[int]] = {}  # a small block's combinations -> the blocks that are them
+    for i, block in enumerate(blocks):
+        if block.size >= SMALL_BLOCK_ROWS:
+            codes[i] = estimator.skip_codes(block.columns(), block.size)
+        else:
+            small.setdefault((block.workload, block.names, block.values, block.rows.tobytes()), []).append(i)
+    batch: list[list[int]] = []
+
+    def compute_batch() -> None:
+        scenarios = [s for same in batch for s in blocks[same[0]].scenarios(0, blocks[same[0]].size)]
+        together = estimator.skip_codes(scenario_columns(scenarios), len(scenarios))
+        ends = np.cumsum([blocks[same[0]].size for same in batch])
+        for same, part in zip(batch, np.split(together, ends[:-1])):
+            for i in same:
+                codes[i] = part
+        batch.clear()
+
+    rows = 0
+    for same in small.values():
+        if rows + blocks[same[0]].size > BLOCK_ROWS:
+            compute_batch()
+            rows = 0
+        batch.append(same)
+        rows += blocks[same[0]].size
+    if batch:
+        compute_batch()
+    return codes
 
 
 def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:
     """A matrix's goal: its picks must meet it. Users and context set each inference scenario's batch
     and prompt, so the matrix may not sweep those; RLHF groups are planned by memory alone."""
+    if isinstance(raw, Mapping):  # Goal treats a missing part as None: here, null would silently ask nothing
+        if not raw:
+            raise InputError(f"empty mapping: give at least one of {', '.join(GOAL_KEYS)}, or leave the key out",
+                             source=src, key_path=path)
+        _no_nulls(raw, GOAL_KEYS, src, path)
     goal = Goal.from_mapping(raw, source=src, key_path=path)
     for sweep in sweeps:
         if sweep.workload in RLHF_ALGORITHMS:
@@ -352,11 +475,15 @@ def _sweeps(matrix: Mapping[str, Any], src: str, path: str) -> list[_Sweep]:
     raw = matrix.get("workload", "inference")
     workloads = _workload_entries(raw, src, f"{path}.workload")
     base_axes = {k: _as_list(matrix[k]) for k in AXES if k in matrix}
+    for k, values in base_axes.items():
+        _check_distinct(values, "value", src, f"{path}.{k}")
     sweeps = []
     for w_index, (wtype, wparams) in enumerate(workloads):
         wpath = f"{path}.workload[{w_index}]" if isinstance(raw, list) else f"{path}.workload"
         _set_once(wparams, matrix, src, wpath, path)
         own = {k: _as_list(v) for k, v in wparams.items() if k in AXES}
+        for k, values in own.items():
+            _check_distinct(values, "value", src, f"{wpath}.{k}")
         axes = {**base_axes, **own}
         for k, values in axes.items():
             if not values:  # an empty axis would silently drop the whole workload
@@ -387,9 +514,12 @@ def _workload_entries(raw: Any, src: str, path: str) -> list[tuple[str, dict]]:
         wtype = item.get("type")
         if wtype not in WORKLOAD_TYPES:
             raise unknown_name("workload", wtype, WORKLOAD_TYPES, source=src, key_path=f"{where}.type")
+        _no_nulls(item, RLHF_KEYS, src, where)
         entries.append((wtype, {k: v for k, v in item.items() if k != "type"}))
     if not entries:
         raise InputError("empty list: give at least one workload", source=src, key_path=path)
+    if isinstance(raw, list):
+        _check_distinct([{"type": t, **params} for t, params in entries], "workload", src, path)
     return entries
 
 
@@ -398,10 +528,12 @@ def _excludes(raw: Any, src: str, path: str, estimator: Estimator) -> list[dict]
     rule that excludes nothing)."""
     if not isinstance(raw, list):
         raise InputError("expected a list of mappings", source=src, key_path=path)
+    once = _Once("rule", src, path)
     for i, ex in enumerate(raw):
         if not isinstance(ex, Mapping) or not ex:
             raise InputError("expected a non-empty mapping of axis: value", source=src, key_path=f"{path}[{i}]")
         _check_keys(ex, AXES + ("workload",), src, f"{path}[{i}]")
+        once.add(i, ex)  # a copy of an earlier rule is refused before its values are checked again
         for key, value in ex.items():
             where = f"{path}[{i}].{key}"
             if key == "workload":

@@ -12,9 +12,10 @@ varies fastest, as itertools.product), so the inputs of any row are arithmetic o
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .arrays import np
 from .inputs import WORKLOAD_DEFAULTS, Scenario
@@ -118,22 +119,55 @@ def value_codes(combinations: np.ndarray, sizes: Sequence[int], axis: int) -> np
 def excluded_rows(axes: Mapping[str, Sequence], workload: str, excludes: Sequence[Mapping[str, Any]],
                   removed: list[int]) -> np.ndarray:
     """Which combinations of the product an exclude rule removes (raw preset values compared, as the
-    rules are written); removed[j] counts rule j's hits."""
+    rules are written); removed[j] counts rule j's hits. Rules that name the same axes are applied
+    together, so the cost grows with the number of rules, not with rules × combinations."""
     size = product_size(axes)
     names, sizes = list(axes), [len(v) for v in axes.values()]
     out = np.zeros(size, dtype=bool)
-    flat = np.arange(size, dtype=np.int64) if excludes else None
+    if not excludes:
+        return out
+    groups: dict[tuple[int, ...], list[int]] = {}  # the axes some rules name -> the combinations of them they hit
+    position = {name: a for a, name in enumerate(names)}
+    codes = [_codes_by_value(values) for values in axes.values()]
     for j, rule in enumerate(excludes):
-        hit = np.ones(size, dtype=bool)
-        for key, want in rule.items():
-            if key in axes:
-                same = np.array([v == want for v in axes[key]], dtype=bool)
-                hit &= same[value_codes(flat, sizes, names.index(key))]
-            elif not (key == "workload" and want == workload):
-                hit[:] = False
-        removed[j] += int(hit.sum())
-        out |= hit
+        if any(k not in axes and not (k == "workload" and want == workload) for k, want in rule.items()):
+            continue  # it names a value this entry does not have
+        named = sorted(position[k] for k in rule if k in axes)
+        matches = [codes[a].get(rule[names[a]], ()) for a in named]
+        hits = math.prod(len(m) for m in matches)
+        removed[j] += hits * size // math.prod(sizes[a] for a in named)
+        if hits:
+            groups.setdefault(tuple(named), []).extend(_mixed_radix(itertools.product(*matches),
+                                                                    [sizes[a] for a in named]))
+    if groups:
+        flat = np.arange(size, dtype=np.int64)
+        for named, hit in groups.items():
+            key = np.zeros(size, dtype=np.int64)
+            for a in named:
+                key = key * sizes[a] + value_codes(flat, sizes, a)
+            out |= np.isin(key, np.asarray(hit, dtype=np.int64))
     return out
+
+
+def _codes_by_value(values: Sequence) -> dict[Any, list[int]]:
+    """Where each value stands in an axis (a dict finds what == finds: 1, 1.0 and True alike). An
+    unhashable value, refused by its check, equals no rule's checked value."""
+    out: dict[Any, list[int]] = {}
+    for code, value in enumerate(values):
+        try:
+            out.setdefault(value, []).append(code)
+        except TypeError:
+            pass
+    return out
+
+
+def _mixed_radix(combinations: Iterable[Sequence[int]], sizes: Sequence[int]) -> Iterator[int]:
+    """Each combination of value codes as one number (the first code most significant)."""
+    for codes in combinations:
+        number = 0
+        for code, n in zip(codes, sizes):
+            number = number * n + code
+        yield number
 
 
 def check_axes(axes: Mapping[str, Sequence], workload: str, kept: np.ndarray,
@@ -147,14 +181,20 @@ def check_axes(axes: Mapping[str, Sequence], workload: str, kept: np.ndarray,
     # the first kept combination meeting each value, then (within it) the inputs' order
     firsts = []
     for j in range(len(names)):
+        if sizes[j] == 1:  # its value is every kept combination's (no array: a matrix may be one row)
+            firsts.append((int(kept[0]), j, 0))
+            continue
         present, first = np.unique(value_codes(kept, sizes, j), return_index=True)
         firsts += [(int(kept[f]), j, int(c)) for c, f in zip(present.tolist(), first.tolist())]
     order = list(WORKLOAD_DEFAULTS.get(workload, {})) + [n for n in names if n not in WORKLOAD_DEFAULTS.get(workload, {})]
     position = {n: i for i, n in enumerate(order)}
     out = [list(v) for v in axes.values()]
-    for _, j, c in sorted(firsts, key=lambda f: (f[0], position[names[f[1]]])):
-        name = names[j]
-        out[j][c] = check({name: axes[name][c]})[name]
+    # the values a combination meets first are checked in one call, in the inputs' order, as the loop would
+    for _, met in itertools.groupby(sorted(firsts, key=lambda f: (f[0], position[names[f[1]]])), key=lambda f: f[0]):
+        met = [(j, c) for _, j, c in met]
+        values = check({names[j]: axes[names[j]][c] for j, c in met})
+        for j, c in met:
+            out[j][c] = values[names[j]]
     return tuple(tuple(v) for v in out)
 
 

@@ -21,20 +21,31 @@ SECONDS_PER = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_duration(text: str) -> float:
-    """'7d', '36h', '90m', '600s' or a number of seconds -> seconds (ValueError if malformed)."""
-    text = str(text).strip().lower()
-    unit = text[-1:] if text[-1:] in SECONDS_PER else "s"
-    number = float(text[:-1] if text[-1:] in SECONDS_PER else text)
-    if not number > 0 or number == float("inf"):
-        raise ValueError(f"a positive duration, got {text!r}")
+    """'7d', '36h', '90m', '600s' or '2w' -> seconds; ValueError saying what is wrong. A bare number
+    is refused: '7' could mean seven days as well as seven seconds."""
+    given = str(text).strip()
+    unit = given[-1:].lower()
+    try:
+        number = float(given[:-1] if unit in SECONDS_PER else given)
+    except ValueError:
+        raise ValueError(f"expected a duration such as 7d, 36h or 90m, got {text!r}") from None
+    if unit not in SECONDS_PER:
+        raise ValueError(f"a duration needs a unit (d, h, m, s or w, as in 7d or 36h), got {text!r}")
+    if not 0 < number < float("inf"):
+        raise ValueError(f"expected a positive duration, got {text!r}")
     return number * SECONDS_PER[unit]
 
 
 def parse_count(text: str) -> int:
-    """A whole count as people write token counts: '4096', '1e9', '32k' (k = 1,024, as in '32k context')."""
+    """A whole count as people write token counts: '4096', '1e9', '32k' (k = 1,024, as in '32k context').
+    Digits are read exactly (a float would round 99999999999999999999999)."""
     text = str(text).strip()
     scale = 1024 if text[-1:] in "kK" and text[:-1] else 1
-    number = float(text[:-1] if scale > 1 else text) * scale
+    body = text[:-1] if scale > 1 else text
+    try:
+        return int(body) * scale
+    except ValueError:
+        number = float(body) * scale
     if not number.is_integer():
         raise ValueError(f"a whole number, got {text!r}")
     return int(number)

@@ -166,3 +166,86 @@ def test_chinese_preset_texts_are_checked(tmp_path):
     bad.write_text("title: T\ntitle_zh: [1]\nmatrices:\n  - {name: m, model: Llama-2-7B}\n", encoding="utf-8")
     result = run("check", str(bad))
     assert result.exit_code == 1 and f"Error: {bad}: title_zh: expected text, got [1]" in result.output
+
+
+# Issue #37: nothing in a preset is silently misread. Each case is accepted by the reading before it.
+MATRIX = "matrices:\n  - {name: m, model: Llama-2-7B}\n"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("title: a\ntitle: b\n" + MATRIX, "title: set twice, at lines 1 and 2: remove one"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    num_gpus: 1\n    model: Llama-3-8B\n",
+     "matrices[0].model: set twice, at lines 4 and 6: remove one"),
+    ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    workload: {type: inference, type: full}\n",
+     "matrices[0].workload.type: set twice, on line 5 (columns 16 and 33): remove one"),
+    ("title: t\nassumptions: 0\n" + MATRIX, "assumptions: expected a mapping, got 0"),
+    ("title: t\nassumptions: []\n" + MATRIX, "assumptions: expected a mapping, got []"),
+    ("title: t\nassumptions: null\n" + MATRIX, "assumptions: expected a mapping, got None"),
+    ("title: t\nassumptions: {}\n" + MATRIX,
+     "assumptions: empty mapping: give at least one assumption, or leave the key out"),
+    ("title: t\nprices: 0\n" + MATRIX, "prices: expected a mapping, got 0"),
+    ("title: t\nprices: []\n" + MATRIX, "prices: expected a mapping, got []"),
+    ("title: t\nprices: {L4: {}}\n" + MATRIX,
+     "prices.L4: expected a mapping of price_purchase_usd and/or price_per_hour_usd, got {}"),
+    ("title: t\nmatrices: {}\nscenarios: [{model: Llama-2-7B}]\n", "matrices: expected a list, got {}"),
+    ("title: t\nmatrices: []\nscenarios: [{model: Llama-2-7B}]\n",
+     "matrices: empty list: give at least one matrix, or leave the key out"),
+    ("title: t\nmatrices: null\nscenarios: [{model: Llama-2-7B}]\n", "matrices: expected a list, got None"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, exclude: 0}\n",
+     "matrices[0].exclude: expected a list, got 0"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, exclude: {}}\n",
+     "matrices[0].exclude: expected a list, got {}"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, exclude: null}\n",
+     "matrices[0].exclude: expected a list, got None"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, exclude: []}\n",
+     "matrices[0].exclude: empty list: give at least one rule, or leave the key out"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, interchangeable: 0}\n",
+     "matrices[0].interchangeable: unknown job input 0"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, interchangeable: []}\n",
+     "matrices[0].interchangeable: empty list: give at least one job input, or leave the key out"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, goal: {}}\n",
+     "matrices[0].goal: empty mapping: give at least one of within, users, context, min_tokens_per_s, or leave the "
+     "key out"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, workload: full, goal: {within: null}}\n",
+     "matrices[0].goal.within: expected a value, got null: give one, or leave the key out"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, gpu: H100-80GB-SXM, num_gpus: 8,\n"
+     "       workload: {type: ppo, critic_model: null}}\n",
+     "matrices[0].workload.critic_model: expected a value, got null: give one, or leave the key out"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, batch_size: [1, 1, 1]}\n",
+     "matrices[0].batch_size[1]: value 1 is listed twice (first at [0])"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, workload: full, zero_stage: [0, 0]}\n",
+     "matrices[0].zero_stage[1]: value 0 is listed twice (first at [0])"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, workload: {type: full, seq_len: [512, 512.0]}}\n",
+     "matrices[0].workload.seq_len[1]: value 512.0 is listed twice (first at [0])"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, workload: [full, {type: full}]}\n",
+     "matrices[0].workload[1]: workload {'type': 'full'} is listed twice (first at [0])"),
+    ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, batch_size: [1, 2],\n"
+     "       exclude: [{batch_size: 1}, {batch_size: 1}]}\n",
+     "matrices[0].exclude[1]: rule {'batch_size': 1} is listed twice (first at [0])"),
+], ids=["title twice", "model twice", "workload type twice", "assumptions 0", "assumptions []",
+        "assumptions null", "assumptions {}", "prices 0", "prices []", "a GPU's prices {}", "matrices {}",
+        "matrices []", "matrices null", "exclude 0", "exclude {}", "exclude null", "exclude []",
+        "interchangeable 0", "interchangeable []", "goal {}", "goal within null", "critic null",
+        "batch_size repeated", "zero_stage repeated", "seq_len 512 and 512.0", "workload repeated",
+        "rule repeated"])
+def test_nothing_is_silently_misread(tmp_path, text, message):
+    path = write(tmp_path, text)
+    result = run("check", str(path))
+    assert (result.exit_code, result.output) == (1, f"Error: {path}: {message}" + result.output.split(message, 1)[1])
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_300000_identical_exclude_rules_are_refused_at_the_second(tmp_path):
+    rules = "exclude: [&r {batch_size: 1}" + ", *r" * 299_999 + "]"
+    path = write(tmp_path, f"title: t\nmatrices:\n  - {{name: m, model: Llama-2-7B, batch_size: [1, 2], {rules}}}\n")
+    result = run("check", str(path))
+    assert (result.exit_code, result.output) == (
+        1, f"Error: {path}: matrices[0].exclude[1]: rule {{'batch_size': 1}} is listed twice (first at [0])\n")
+
+
+def test_merge_keys_may_override_what_they_merge(tmp_path):
+    """A YAML merge (<<) is not a duplicate key: the mapping's own keys override the merged ones."""
+    path = write(tmp_path, "title: t\nmatrices:\n  - &b {name: m, model: Llama-2-7B, gpu: L4}\n"
+                           "  - {<<: *b, name: n, gpu: A100-80GB}\n")
+    result = run("check", str(path))
+    assert (result.exit_code, result.output) == (0, f"{path}: OK — 2 scenarios, 0 skipped\n")

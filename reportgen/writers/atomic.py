@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import INTERRUPTS, InputError, Interrupted, OutputError
+from ..errors import INTERRUPTS, InputError, Interrupted, OutputError, handled_interrupts
 
 COMMIT_DELAY_ENV = "REPORTGEN_TEST_COMMIT_DELAY"
 _OWN_FILE = re.compile(r"^\.(?:(?P<target>.+)\.(?P<build>[0-9a-f]{16}-\d+)\.(?P<kind>tmp|old)"
@@ -139,7 +139,7 @@ class Staging:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise OutputError(f"cannot write to the output folder: {exc.strerror}", source=str(folder)) from None
+                raise _folder_error(folder, exc) from None
             self.folder = folder
             with _folder_locked(folder):
                 _recover(folder, self.build_id)
@@ -153,7 +153,7 @@ class Staging:
         try:
             self._create_locked(tmp)
         except OSError as exc:
-            raise OutputError(f"cannot write to the output folder: {exc.strerror}", source=str(folder)) from None
+            raise _folder_error(folder, exc) from None
         return tmp
 
     def _create_locked(self, path: Path, data: bytes = b"") -> None:
@@ -226,6 +226,28 @@ class Staging:
         return "every output is as before"
 
 
+def _folder_error(folder: Path, exc: OSError) -> OutputError:
+    """What failing to make the output folder, or a file in it, says about the path: the errno's own
+    words where they say it (read-only file system, permission denied, not a directory)."""
+    if exc.errno == errno.EEXIST:  # mkdir: something else has the name
+        reason = f"it is {_kind_of(folder)}, not a folder"
+    elif exc.errno == errno.ENOENT:  # a folder that exists, yet a new name in it is "not found"
+        where = "it takes" if folder.is_dir() else "it cannot be made: a folder above it takes"
+        reason = f"{where} no new files (a kernel file system such as /proc or /sys?)"
+    else:
+        reason = exc.strerror
+    return OutputError(f"cannot write to the output folder: {reason}", source=str(folder))
+
+
+def _kind_of(path: Path) -> str:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "a broken symbolic link"
+    return ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a file")
+
+
 def _check_target(path: Path) -> None:
     """A build replaces only regular files (or creates new ones)."""
     try:
@@ -250,7 +272,7 @@ def _run_child(produce: Callable[[Path], None], tmp: Path, path: Path, write_fd:
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before the death signal was set
             os._exit(1)
-        for signum in INTERRUPTS:  # an interrupt ends the child at once; the parent cleans up
+        for signum in handled_interrupts():  # an interrupt ends the child at once; the parent cleans up
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _machine_errors_as_one_line(produce, tmp, path)

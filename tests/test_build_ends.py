@@ -1,0 +1,37 @@
+"""Issue #37: how a build ends when its summary cannot be printed, or when its PDF renderer crashes."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_build_into_a_full_stdout_says_its_outputs_were_written(tmp_path):
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
+    env.update(PYTHONPATH=str(REPO), SOURCE_DATE_EPOCH="1000000")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "reportgen", "build", "ppo-rlhf", "--format", "json,html", "-o",
+                               str(out)], cwd=REPO, env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (0, "outputs written; could not print the summary: No space left on device\n")
+    assert json.loads((out / "ppo-rlhf.json").read_text())["generated_at"] == "1970-01-12T13:46:40+00:00"
+    assert sorted(p.name for p in out.iterdir()) == ["ppo-rlhf.html", "ppo-rlhf.json"]
+
+
+def test_a_pdf_alone_renders_in_the_child_so_its_crash_is_one_line(tmp_path):
+    """WeasyPrint's libraries abort or segfault under memory pressure: with --format pdf alone too, the
+    crash ends the forked renderer, and the build says so in one line, changing nothing."""
+    out = tmp_path / "out"
+    code = ("import os, signal, sys\n"
+            "import reportgen.writers.pdf as pdf\n"
+            "pdf.write = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGSEGV)\n"
+            "from reportgen.cli import main\n"
+            f"main(['build', 'ppo-rlhf', '--format', 'pdf', '-o', {str(out)!r}])\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
+    env.update(PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", f"Error: {out / 'ppo-rlhf.pdf'}: the renderer was killed by signal 11 (SIGSEGV; out of memory?)\n")
+    assert list(out.iterdir()) == []
