@@ -47,13 +47,9 @@ def test_plan_chooses_what_the_report_recommends(report):
             assert rec.cheapest_to_rent.result.rent_usd <= rent.estimate.rent_usd
 
 
-# inference-serving's workbook takes LibreOffice about 150 s to recalculate on CI's two cores; its Plan
-# sheet is written by the same code, with the same formulas, as the four recalculated here.
-WORKBOOK_PRESETS = sorted(set(bundled_presets()) - {"inference-serving"})
-
-
+# every bundled preset, inference-serving too (about 150 s of LibreOffice on two cores: the suite's longest)
 @pytest.mark.slow
-@pytest.mark.parametrize("name", WORKBOOK_PRESETS)
+@pytest.mark.parametrize("name", sorted(bundled_presets()))
 def test_the_workbook_plan_recalculates_to_the_same_picks(name, tmp_path):
     require_soffice()
     report = bundled_report(name)
