@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import InputError, unknown_name
-from .limits import NESTING, YAML_VALUES, check_document
+from .limits import NESTING, YAML_EVENTS, YAML_VALUES, check_document, number_literal
 from .models import ModelSpec, load_config_file, read_json, read_text, spec_from_config
 from .units import MiB
 
@@ -111,20 +111,35 @@ def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses, while composing, a document nested deeper than NESTING, one with
-    more than YAML_VALUES values once its aliases are expanded (a few aliases of aliases expand to
-    billions: every later walk, error message or product would), and recursive aliases."""
+    """yaml.SafeLoader that refuses, while parsing, a document of more than YAML_EVENTS events (the
+    parser's time), nested deeper than NESTING, one with more than YAML_VALUES values once its aliases
+    are expanded (a few aliases of aliases expand to billions: every later walk, error message or
+    product would), and recursive aliases. A number literal too long to convert is read as a
+    limits.LongNumber, which check_document refuses with its key path."""
 
     def __init__(self, stream, source: str):
         super().__init__(stream)
         self.source = source
         self.depth = 0
-        self.max_depth, self.max_values = NESTING.value(), YAML_VALUES.value()
+        self.events = 0
+        self.max_depth, self.max_values, self.max_events = NESTING.value(), YAML_VALUES.value(), YAML_EVENTS.value()
         self.expanded: dict[int, int] = {}  # id(node) -> values under it, aliases expanded
 
     def _where(self) -> str:
         mark = self.peek_event().start_mark
         return f"at line {mark.line + 1} column {mark.column + 1}"
+
+    def get_event(self):
+        if self.events >= self.max_events:
+            raise YAML_EVENTS.refuse(f"too many parser events {self._where()}", source=self.source)
+        self.events += 1
+        return super().get_event()
+
+    def construct_yaml_int(self, node):
+        return number_literal(node.value, lambda _: yaml.SafeLoader.construct_yaml_int(self, node))
+
+    def construct_yaml_float(self, node):
+        return number_literal(node.value, lambda _: yaml.SafeLoader.construct_yaml_float(self, node))
 
     def compose_node(self, parent, index):
         is_alias = self.check_event(yaml.AliasEvent)
@@ -150,6 +165,10 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
 
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_yaml_float)
+
+
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file (see read_text) within the nesting and size limits and check its text
     (limits.check_document); every failure is one InputError naming the file."""
@@ -166,7 +185,7 @@ def read_yaml(path: Path) -> Any:
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"malformed YAML{where}: {problem}", source=source) from None
-    except ValueError as exc:  # an integer of more than 4,300 digits, a date such as 2025-02-30
+    except ValueError as exc:  # a date such as 2025-02-30
         raise InputError(f"malformed YAML: {exc}", source=source) from None
     except RecursionError:  # REPORTGEN_MAX_NESTING raised past what the parser's recursion allows
         raise InputError("nested too deeply for the parser (Python's recursion limit)", source=source) from None
