@@ -54,6 +54,9 @@ YAML_VALUES = Limit("REPORTGEN_MAX_YAML_VALUES", 1_000_000, "values after expand
 YAML_EVENTS = Limit("REPORTGEN_MAX_YAML_EVENTS", 250_000, "parser events")
 # Combinations of one preset, counted before any is made (100,000 take ~10 s and ~400 MiB as JSON).
 SCENARIOS = Limit("REPORTGEN_MAX_SCENARIOS", 200_000, "combinations per preset")
+# An exclude rule is compared with every combination of its matrix (in Python where a workload is RLHF,
+# about 1 µs each): 45,000 rules over 45,000 batch sizes fit in 1.2 MB and took minutes.
+EXCLUDE_CHECKS = Limit("REPORTGEN_MAX_EXCLUDE_CHECKS", 10_000_000, "exclude rules × combinations per matrix")
 
 EXCEL_CELL_CHARS = 32_767
 # Every number is computed with as a float at some point, and a float stops at about 1.8e308. A longer

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 GEMMA = json.loads((REPO / "presets/models/gemma-2-9b.json").read_text())["config"]
 TINY = "title: tiny\nscenarios: [{model: Qwen2.5-0.5B, workload: inference, gpu: L4}]\n"
 LIMIT_ENVS = ("REPORTGEN_MAX_FILE_BYTES", "REPORTGEN_MAX_NESTING", "REPORTGEN_MAX_YAML_VALUES",
-              "REPORTGEN_MAX_YAML_EVENTS", "REPORTGEN_MAX_SCENARIOS")
+              "REPORTGEN_MAX_YAML_EVENTS", "REPORTGEN_MAX_SCENARIOS", "REPORTGEN_MAX_EXCLUDE_CHECKS")
 
 
 def _one_line(outcome, expected: str, status: int = 1) -> None:
@@ -95,7 +95,10 @@ def test_a_huge_config_number_is_refused_with_its_key_path(tmp_path, field, lite
 def test_a_limit_variable_out_of_range_is_one_line(tmp_path, env, value):
     """30 digits used to pass as a read size (OverflowError), 5,000 failed to convert (ValueError), and
     '²' passed str.isdigit() and failed int()."""
-    outcome = guarded.run(["check", _preset(tmp_path, TINY)], env={env: value})
+    preset = _preset(tmp_path, "title: t\nmatrices: [{name: m, model: Qwen2.5-0.5B, gpu: L4, batch_size: [1, 2], "
+                               "exclude: [{batch_size: 1}]}]\n")  # one that reads every limit
+    assert guarded.run(["check", preset]).status == 0
+    outcome = guarded.run(["check", preset], env={env: value})
     _one_line(outcome, f"Error: {env}: expected a whole number from 1 to 1,000,000,000,000,000,000, got {shown(value)}")
 
 
@@ -128,6 +131,19 @@ def test_an_exclude_list_of_aliases_is_refused_in_bounded_time(tmp_path):
     outcome = guarded.run(["check", preset], timeout=60)
     assert outcome.problem() is None, outcome.problem()
     assert outcome.stderr.startswith(f"Error: {preset}: too many parser events at line 8 column ")
+    assert outcome.cpu_s < 15
+
+
+def test_many_exclude_rules_over_many_combinations_are_refused_before_they_are_compared(tmp_path):
+    """40,000 rules over 45,000 batch sizes: 1.1 MB and 205,000 parser events, within both limits, and
+    1.8 billion comparisons (minutes)."""
+    batch = ", ".join(str(i) for i in range(1, 45_001))
+    rules = ", ".join(f"{{batch_size: {i}}}" for i in range(1, 40_001))
+    preset = _preset(tmp_path, f"title: t\nmatrices:\n  - name: m\n    model: Qwen2.5-0.5B\n    gpu: L4\n"
+                               f"    workload: inference\n    batch_size: [{batch}]\n    exclude: [{rules}]\n")
+    outcome = guarded.run(["check", preset], timeout=60)
+    _one_line(outcome, f"Error: {preset}: matrices[0].exclude: 40,000 rules × 45,000 combinations: the limit is "
+                       "10,000,000 exclude rules × combinations per matrix (raise it with REPORTGEN_MAX_EXCLUDE_CHECKS=N)")
     assert outcome.cpu_s < 15
 
 
