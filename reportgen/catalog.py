@@ -252,6 +252,8 @@ def import_target(spec: ModelSpec, output: Path | None, *, force: bool, folder: 
         mode = os.lstat(target).st_mode
     except FileNotFoundError:
         return target
+    except OSError as exc:  # a name past NAME_MAX, a folder that cannot be searched
+        raise InputError(f"cannot check the file: {exc.strerror}", source=str(target)) from None
     if stat.S_ISREG(mode) and not force:
         raise InputError("already exists: add --force to replace it", source=str(target))
     return target

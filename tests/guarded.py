@@ -173,8 +173,9 @@ def run(args, *, env: dict | None = None, cwd: Path | None = None, timeout: floa
             except SystemExit as exc:
                 status = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 - the traceback is the finding
-            try:
-                traceback.print_exc()
+            try:  # into the capture file even where the case's stderr is full or closed
+                err.write(traceback.format_exc().encode())
+                err.flush()
             finally:
                 status = EXIT_TRACEBACK
         finally:

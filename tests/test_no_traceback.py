@@ -258,6 +258,12 @@ def test_a_target_path_past_path_max_is_one_line(tmp_path):
     assert "File name too long" in outcome.stderr
 
 
+def test_an_import_target_whose_name_is_too_long_is_one_line(tmp_path):
+    target = tmp_path / ("m" * 251 + ".json")
+    _one_line(guarded.run(["import-config", REPO / "presets/models/gpt-2.json", "--name", "Long-1", "-o", target]),
+              f"Error: {target}: cannot check the file: File name too long")
+
+
 # ---------------------------------------------------------------------------------------------
 # Read-only and immutable output folders
 
@@ -314,6 +320,27 @@ def test_an_immutable_output_is_one_line_and_nothing_changes(tmp_path, immutable
     _one_line(guarded.run(["build", preset, "--format", "json,html", "-o", out, "-q"], env={"SOURCE_DATE_EPOCH": "9"}),
               f"Error: {out / 'p.html'}: cannot keep a copy before replacing it: Operation not permitted")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_commit_rolled_back_in_an_append_only_folder_is_not_finished_by_the_next_build(tmp_path, immutable):
+    """chattr +a: files can be made but not renamed or removed. The renames fail and are rolled back;
+    the journal left behind is empty, so the next build removes what is left and installs nothing."""
+    out = tmp_path / "out"
+    preset, before = _built(tmp_path, out)
+    if not _chattr("+a", out):
+        pytest.skip("chattr +a is not allowed here")
+    try:
+        outcome = guarded.run(["build", preset, "--format", "json,html", "-o", out, "-q"], env={"SOURCE_DATE_EPOCH": "9"})
+    finally:
+        _chattr("-a", out)
+    _one_line(outcome, f"Error: {out / 'p.json'}: cannot replace the file: Operation not permitted; "
+                       "every output is as before")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".")} == before
+    assert any(p.name.startswith(".reportgen.") for p in out.iterdir())  # could not be removed
+    other = _preset(tmp_path, TINY, name="other")
+    assert guarded.run(["build", other, "--format", "json", "-o", out, "-q"]).status == 0
+    assert sorted(p.name for p in out.iterdir()) == ["other.json", "p.html", "p.json"]
+    assert {n: (out / n).read_bytes() for n in before} == before
 
 
 def test_a_read_only_output_folder_is_one_line(tmp_path):

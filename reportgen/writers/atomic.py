@@ -113,6 +113,10 @@ class Staging:
                 for link in kept.values():
                     _remove(link)
                 if journal:
+                    # emptied first: where it cannot be removed (a folder made append-only since), the
+                    # next build finds nothing to finish, not the renames this commit rolled back
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self.locks[journal], 0)
                     _remove(journal)
                     self._unlock(journal)
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
