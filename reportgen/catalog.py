@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+from yaml.constructor import SafeConstructor
 
 from .errors import InputError, unknown_name
-from .limits import NESTING, YAML_VALUES, check_document
+from .limits import NESTING, YAML_EVENTS, YAML_VALUES, check_document, number_literal
 from .models import ModelSpec, load_config_file, read_json, read_text, spec_from_config
 from .units import MiB
 
@@ -111,21 +112,37 @@ def load_gpus(path: Path | None = None) -> dict[str, GpuSpec]:
 
 
 class _Bounds:
-    """A safe loader's part that refuses, while composing, a document nested deeper than NESTING, one with
-    more than YAML_VALUES values once its aliases are expanded (a few aliases of aliases expand to
-    billions: every later walk, error message or product would), and recursive aliases; and, while
-    constructing, a mapping that sets a key twice (PyYAML keeps the last value without a word)."""
+    """A safe loader's part that refuses, while parsing, a document of more than YAML_EVENTS events (the
+    parser's time); while composing, one nested deeper than NESTING, one with more than YAML_VALUES
+    values once its aliases are expanded (a few aliases of aliases expand to billions: every later
+    walk, error message or product would), and recursive aliases; and, while constructing, a mapping
+    that sets a key twice (PyYAML keeps the last value without a word). A number literal too long to
+    convert is read as a limits.LongNumber, which check_document refuses with its key path."""
 
     def __init__(self, stream, source: str):
         super().__init__(stream)
         self.source = source
         self.depth = 0
-        self.max_depth, self.max_values = NESTING.value(), YAML_VALUES.value()
+        self.events = 0
+        self.max_depth, self.max_values, self.max_events = NESTING.value(), YAML_VALUES.value(), YAML_EVENTS.value()
         self.expanded: dict[int, int] = {}  # id(node) -> values under it, aliases expanded
 
     @staticmethod
     def _where(mark) -> str:
         return f"at line {mark.line + 1} column {mark.column + 1}"
+
+    def get_event(self):
+        if self.events >= self.max_events:
+            raise YAML_EVENTS.refuse(f"too many parser events {self._where(self.peek_event().start_mark)}",
+                                     source=self.source)
+        self.events += 1
+        return super().get_event()
+
+    def construct_yaml_int(self, node):
+        return number_literal(node.value, lambda _: SafeConstructor.construct_yaml_int(self, node))
+
+    def construct_yaml_float(self, node):
+        return number_literal(node.value, lambda _: SafeConstructor.construct_yaml_float(self, node))
 
     def compose_node(self, parent, index):
         is_alias = self.check_event(yaml.AliasEvent)
@@ -182,7 +199,6 @@ class _BoundedLoader(_Bounds, yaml.SafeLoader):
 
 if yaml.__with_libyaml__:
     from yaml.composer import Composer
-    from yaml.constructor import SafeConstructor
     from yaml.cyaml import CParser
     from yaml.resolver import Resolver
 
@@ -204,6 +220,9 @@ if yaml.__with_libyaml__:
     _LOADERS: tuple[type, ...] = (_LibyamlBoundedLoader, _BoundedLoader)
 else:
     _LOADERS = (_BoundedLoader,)
+for _loader in _LOADERS:
+    _loader.add_constructor("tag:yaml.org,2002:int", _Bounds.construct_yaml_int)
+    _loader.add_constructor("tag:yaml.org,2002:float", _Bounds.construct_yaml_float)
 
 
 def _load_yaml(text: str, source: str) -> Any:
@@ -321,6 +340,8 @@ def import_target(spec: ModelSpec, output: Path | None, *, force: bool, folder: 
         mode = os.lstat(target).st_mode
     except FileNotFoundError:
         return target
+    except OSError as exc:  # a name past NAME_MAX, a folder that cannot be searched
+        raise InputError(f"cannot check the file: {exc.strerror}", source=str(target)) from None
     if stat.S_ISREG(mode) and not force:
         raise InputError("already exists: add --force to replace it", source=str(target))
     return target

@@ -40,6 +40,20 @@ class OutputError(InputError):
     renderer): also one line and exit status 1, after every previous output was kept or put back."""
 
 
+class StreamError(OSError):
+    """Standard output or standard error could not be written: a full device, a closed pipe, a closed
+    descriptor. The entry point ends the command on it (entry.run): one line on stderr for stdout,
+    quietly for a closed pipe (as `head` users expect) and when stderr is the one failing; exit status 1.
+    A command that has already committed its outputs may catch it to say so."""
+
+    def __init__(self, number: int, strerror: str, stream: str):
+        super().__init__(number, strerror)
+        self.stream = stream  # "standard output" or "standard error"
+
+    def one_line(self) -> str:
+        return f"cannot write to {self.stream}: {self.strerror}"
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT, SIGTERM or SIGHUP. `written` lists the outputs a commit had already replaced: its renames
     run with these signals blocked, so an interrupt during them arrives after all were made."""

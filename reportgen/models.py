@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .limits import FILE_BYTES, check_document, check_name
+from .limits import FILE_BYTES, check_document, check_name, number_literal
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -421,6 +421,9 @@ def raw_name(raw: Any) -> str | None:
     return None
 
 
+_READ_CHUNK_BYTES = 2**20
+
+
 def read_bytes(path: Path, expected: str) -> bytes:
     """A regular file's bytes, at most FILE_BYTES of them; every failure is one InputError naming the file.
 
@@ -444,13 +447,18 @@ def read_bytes(path: Path, expected: str) -> bytes:
     with os.fdopen(fd, "rb") as file:
         check_regular(os.fstat(fd).st_mode)
         cap = FILE_BYTES.value()
+        chunks: list[bytes] = []
+        size = 0
         try:
-            data = file.read(cap + 1)
+            # in chunks: read(cap + 1) would allocate a raised cap (10 GB) before reading a byte
+            while size <= cap and (chunk := file.read(min(cap + 1 - size, _READ_CHUNK_BYTES))):
+                chunks.append(chunk)
+                size += len(chunk)
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", source=source) from None
-    if len(data) > cap:
+    if size > cap:
         raise FILE_BYTES.refuse("file too large", source=source)
-    return data
+    return b"".join(chunks)
 
 
 def read_text(path: Path, expected: str) -> str:
@@ -466,12 +474,11 @@ def read_json(path: Path) -> Any:
     """Parse a JSON file (see read_text) and check its text and nesting (limits.check_document)."""
     text = read_text(path, "a JSON file")
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=lambda t: number_literal(t, int),
+                          parse_float=lambda t: number_literal(t, float))
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
                          source=str(path)) from None
     except RecursionError:
         raise InputError("nested too deeply for the parser (Python's recursion limit)", source=str(path)) from None
-    except ValueError as exc:  # an integer of more than 4,300 digits
-        raise InputError(f"malformed JSON: {exc}", source=str(path)) from None
     return check_document(data, source=str(path))

@@ -18,7 +18,7 @@ from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenar
 from .goals import GOAL_KEYS, Goal
 from .arrays import np
 from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
-from .limits import SCENARIOS, check_text
+from .limits import EXCLUDE_CHECKS, SCENARIOS, check_text
 from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
 from .terms import ASSUMPTION_BY_NAME
 
@@ -315,6 +315,11 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
     count = sum(sweep.size for _, _, sweeps, _ in matrices for sweep in sweeps) + len(preset.scenarios)
     if count > SCENARIOS.value():
         raise SCENARIOS.refuse(f"{count:,} combinations", source=src, key_path="matrices")
+    for _, path, sweeps, excludes in matrices:  # each rule is compared with each combination
+        combinations = sum(sweep.size for sweep in sweeps)
+        if len(excludes) * combinations > EXCLUDE_CHECKS.value():
+            raise EXCLUDE_CHECKS.refuse(f"{len(excludes):,} rules × {combinations:,} combinations", source=src,
+                                        key_path=f"{path}.exclude")
     checked: dict = {}  # a sweep repeats its axes' values: each is checked once
     for mname, path, sweeps, excludes in matrices:
         removed = [0] * len(excludes)

@@ -4,7 +4,7 @@ new ones, never a mix; no temporary survives the next build; no process survives
 Each round starts a real `python -m reportgen build` of all four formats (the PDF in a forked child)
 with a new SOURCE_DATE_EPOCH, so every file it writes differs from the one before, and signals it:
 at a random moment, the moment the PDF child is forked, or between two renames of the commit
-(REPORTGEN_TEST_COMMIT_DELAY stretches the commit for that). SIGTERM and SIGINT are handled: the
+(tests/slow_commit.py runs the build with its commit stretched for that). SIGTERM and SIGINT are handled: the
 outputs are checked at once, against what the CLI says it changed. SIGKILL cannot be handled: the
 outputs are checked after the next build into the folder, which finishes a killed commit.
 """
@@ -32,9 +32,8 @@ ROUNDS = ([(signum, "random") for signum in (signal.SIGKILL, signal.SIGTERM, sig
 def _start(preset: Path, out: Path, epoch: int, formats=FORMATS, delay: float | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
     env.update(PYTHONPATH=str(REPO), SOURCE_DATE_EPOCH=str(epoch))
-    if delay:
-        env["REPORTGEN_TEST_COMMIT_DELAY"] = str(delay)
-    return subprocess.Popen([sys.executable, "-m", "reportgen", "build", str(preset), "-o", str(out), "--format",
+    command = [str(REPO / "tests" / "slow_commit.py"), str(delay)] if delay else ["-m", "reportgen"]
+    return subprocess.Popen([sys.executable, *command, "build", str(preset), "-o", str(out), "--format",
                              ",".join(formats), "-q"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 

@@ -1,7 +1,8 @@
 """Write a build's files completely and together, or not at all.
 
 Each file is produced into a temporary beside its target (`.<target>.<build id>.tmp`, the build id
-being the start time in nanoseconds and the process id), the PDF in a forked child. Nothing is
+being the start time in nanoseconds and the process id; where that name would pass the folder's
+NAME_MAX, the target's part is cut and followed by a hash of it), the PDF in a forked child. Nothing is
 renamed until every file of the build is complete; then commit() checks every target again
 (absent or a regular file: never a directory, device, FIFO or symbolic link), keeps a hard link of
 each target it will replace (`.<target>.<build id>.old`), writes a journal of the renames
@@ -14,9 +15,6 @@ build into the same folder knows what a dead build left behind: it completes the
 journal (the journal is written only once every temporary is complete, so the outputs become all
 new) and removes that build's temporaries and kept links. The PDF child is killed with its parent
 (PR_SET_PDEATHSIG) and never writes after the parent gave up.
-
-For tests only: REPORTGEN_TEST_COMMIT_DELAY=<seconds> sleeps before each rename after the first,
-so that a test can interrupt a build between renames.
 """
 from __future__ import annotations
 
@@ -24,6 +22,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -35,13 +34,13 @@ from typing import Callable, Sequence
 
 from ..errors import INTERRUPTS, InputError, Interrupted, OutputError, handled_interrupts
 
-COMMIT_DELAY_ENV = "REPORTGEN_TEST_COMMIT_DELAY"
 _OWN_FILE = re.compile(r"^\.(?:(?P<target>.+)\.(?P<build>[0-9a-f]{16}-\d+)\.(?P<kind>tmp|old)"
                        r"|reportgen\.(?P<journal_build>[0-9a-f]{16}-\d+)\.commit)$")
 # Failures of the machine rather than of reportgen: one line, not a traceback.
 _MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS, errno.EACCES, errno.EPERM,
                    errno.ENAMETOOLONG}
 _PR_SET_PDEATHSIG = 1
+_NAME_MAX = 255  # where the folder does not say (pathconf)
 
 Job = tuple[Path, Callable[[Path], None]]
 
@@ -102,13 +101,9 @@ class Staging:
                     _check_target(path)
                 kept = self._keep_copies()
                 journal = self._journal()
-                delay = float(os.environ.get(COMMIT_DELAY_ENV) or 0)
-                for i, (tmp, path) in enumerate(self.staged):
-                    if i and delay:
-                        time.sleep(delay)
+                for tmp, path in self.staged:
                     try:
-                        os.chmod(tmp, 0o644)
-                        os.replace(tmp, path)
+                        _install(tmp, path)
                     except OSError as exc:
                         raise OutputError(f"cannot replace the file: {exc.strerror}; {self._roll_back(kept)}",
                                           source=str(path)) from None
@@ -116,9 +111,13 @@ class Staging:
                 self.staged = []
             finally:
                 for link in kept.values():
-                    link.unlink(missing_ok=True)
+                    _remove(link)
                 if journal:
-                    journal.unlink(missing_ok=True)
+                    # emptied first: where it cannot be removed (a folder made append-only since), the
+                    # next build finds nothing to finish, not the renames this commit rolled back
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self.locks[journal], 0)
+                    _remove(journal)
                     self._unlock(journal)
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return list(self.written)
@@ -126,7 +125,7 @@ class Staging:
     def discard(self) -> None:
         """Remove every temporary that was not renamed; release the locks."""
         for tmp, _ in self.staged:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
         self.staged = []
         for path in list(self.locks):
             self._unlock(path)
@@ -142,13 +141,17 @@ class Staging:
                 raise _folder_error(folder, exc) from None
             self.folder = folder
             with _folder_locked(folder):
-                _recover(folder, self.build_id)
+                try:
+                    _recover(folder, self.build_id)
+                except OSError as exc:  # a folder (or a file in it) made read-only or immutable since
+                    raise OutputError(f"cannot finish or clean up after an earlier build that died "
+                                      f"({Path(exc.filename).name}): {exc.strerror}", source=str(folder)) from None
         # One journal per build, in the one folder it writes to.
         assert folder == self.folder, f"{folder} is not {self.folder}"
 
     def _temporary(self, path: Path) -> Path:
         folder = path.parent
-        tmp = folder / f".{path.name}.{self.build_id}.tmp"
+        tmp = folder / _own_name(path, self.build_id, "tmp")
         self.staged.append((tmp, path))  # before it exists: an interrupt from here on removes it
         try:
             self._create_locked(tmp)
@@ -186,14 +189,14 @@ class Staging:
         """A hard link to each target that exists: what a failed rename restores."""
         kept = {}
         for _, path in self.staged:
-            link = path.parent / f".{path.name}.{self.build_id}.old"
+            link = path.parent / _own_name(path, self.build_id, "old")
             try:
                 os.link(path, link)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 for done in kept.values():
-                    done.unlink(missing_ok=True)
+                    _remove(done)
                 raise OutputError(f"cannot keep a copy before replacing it: {exc.strerror}", source=str(path)) from None
             kept[path] = link
         return kept
@@ -246,6 +249,39 @@ def _kind_of(path: Path) -> str:
         return "a broken symbolic link"
     return ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "a file")
+
+
+def _own_name(target: Path, build_id: str, kind: str) -> str:
+    """'.<target>.<build id>.<kind>'; where that would pass the folder's NAME_MAX (a 250-character
+    target), the target's part is cut and followed by '~' and a hash of the whole, so that two targets
+    of one build stay apart."""
+    name_bytes = os.fsencode(target.name)
+    suffix = f".{build_id}.{kind}"
+    try:
+        name_max = os.pathconf(target.parent, "PC_NAME_MAX")
+    except OSError:
+        name_max = _NAME_MAX
+    if 1 + len(name_bytes) + len(suffix) <= name_max:
+        return f".{target.name}{suffix}"
+    digest = "~" + hashlib.sha256(name_bytes).hexdigest()[:16]
+    cut = name_bytes[:max(0, name_max - 1 - len(digest) - len(suffix))]
+    return f".{os.fsdecode(cut)}{digest}{suffix}"  # a cut UTF-8 sequence comes back as the same bytes
+
+
+def _install(tmp: Path, path: Path) -> None:
+    """One rename of a commit (tests stretch the commit by wrapping this)."""
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def _remove(path: Path) -> None:
+    """Remove a file of this build if it can be: in a folder made read-only or immutable since, it stays
+    until the next build into the folder removes it (_recover); the error already reported is the one
+    to see."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _check_target(path: Path) -> None:
@@ -311,6 +347,8 @@ class _Child:
             kind, _, text = message.partition("\t")
             if kind == "InputError":
                 raise InputError(text)
+            if kind == "MemoryError":  # reported as the parent's own would be (entry.run)
+                raise MemoryError(text)
             raise RuntimeError(f"writing {self.path.name} failed: {kind}: {text}")
 
     def kill(self) -> None:
