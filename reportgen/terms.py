@@ -697,15 +697,17 @@ TERMS: tuple[Term, ...] = (
          "its buffers on each of them (vllm-project/vllm#9699: fewer GPU blocks with NVLS on than with "
          "NCCL_NVLS_ENABLE=0); vLLM counts them as memory outside PyTorch, SGLang finds them in use after loading",
          "activation"),
-    Term("kv_pool_bytes", "KV block pool", "bytes",
+    Term("engine_needed_bytes", "What the engine's budget holds besides the pool", "bytes",
          IF(V("engine_mode").eq(1),
-            MAX(0, V("engine_budget_bytes") - V("weights") - V("engine_nvls_bytes")
-                - IF(V("serving_engine").eq("sglang"), V("cuda_context_mib") * MiB,
-                     V("engine_activation_bytes") + V("engine_non_torch_bytes"))), 0),
-         "vLLM: budget − weights − activation profile − memory outside PyTorch (NVLS buffers included); SGLang: "
-         "budget − weights − the memory in use before it loaded them (the CUDA context, NVLS buffers), its "
-         "activations outside the fraction",
-         "activation"),
+            V("weights") + V("engine_nvls_bytes")
+            + IF(V("serving_engine").eq("sglang"), V("cuda_context_mib") * MiB,
+                 V("engine_activation_bytes") + V("engine_non_torch_bytes")), 0),
+         "vLLM: weights, activation profile, memory outside PyTorch (NVLS buffers included); SGLang: weights and "
+         "the memory in use before it loaded them (the CUDA context, NVLS buffers), its activations outside the "
+         "fraction", "activation"),
+    Term("kv_pool_bytes", "KV block pool", "bytes",
+         IF(V("engine_mode").eq(1), MAX(0, V("engine_budget_bytes") - V("engine_needed_bytes")), 0),
+         "the budget less what it holds besides the pool", "activation"),
     Term("kv_bytes_per_token", "KV cache per token, per GPU", "bytes",
          V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("tp_size"), "", "activation"),
     Term("kv_pool_tokens", "Tokens the pool holds", "count",
@@ -723,11 +725,13 @@ TERMS: tuple[Term, ...] = (
          IF(V("engine_mode").eq(1), IF(V("kv_cache").le(V("kv_pool_bytes")), 1, 0), 1), "", "activation"),
     Term("engine_device_total", "Engine device total", "bytes",
          IF(V("engine_mode").eq(1),
-            V("driver_reserved_mib") * MiB + V("engine_budget_bytes") + V("cuda_graph_mib") * MiB
+            V("driver_reserved_mib") * MiB + MAX(V("engine_budget_bytes"), V("engine_needed_bytes"))
+            + V("cuda_graph_mib") * MiB
             + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0)
             + IF(V("serving_engine").eq("sglang"), V("engine_activation_bytes"), 0), 0),
-         "what nvidia-smi shows for the engine: the hidden memory, its budget, the CUDA graphs and, across GPUs, "
-         "the communication buffers", "activation"),
+         "what nvidia-smi shows for the engine: the hidden memory, its budget (or, where its weights and profile "
+         "pass the budget and it cannot start, what they need), the CUDA graphs and, across GPUs, the "
+         "communication buffers", "activation"),
     # ---- phases and peak ----------------------------------------------------------------------
     Term("activations", "Activations at the peak phase", "bytes",
          IF(V("is_train").eq(1), V("training_activations"),

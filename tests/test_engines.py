@@ -193,3 +193,18 @@ def test_ddp_keeps_a_second_copy_of_the_gradients_in_its_buckets():
         assert EST.estimate(_full(engine, zero, 4))["ddp_bucket_bytes"] == 0, (engine, zero)
     lora = EST.estimate(replace(_full("hf", 0, 4), workload="lora", lora_rank=16))
     assert lora["ddp_bucket_bytes"] == lora["gradients"] < PSI // 100  # only the trainable adapters' gradients
+
+
+def test_an_engine_whose_weights_pass_its_budget_shows_what_it_needs_and_does_not_fit():
+    """Found by the property test: BLOOM-560M in FP32 under vLLM with gpu_memory_utilization 0.05 on an A10
+    (1.1 GiB of budget for 2.2 GB of weights). vLLM does not start ("No available memory for the cache
+    blocks"); the device total said the budget alone, less than the allocated peak."""
+    s = Scenario(model="BLOOM-560M", workload="inference", precision="fp32", weight_dtype="fp32", kv_dtype="fp32",
+                 batch_size=1, prompt_len=0, gen_len=1, gpu="A10", serving_engine="vllm",
+                 gpu_memory_utilization=0.05078125, max_num_batched_tokens=16)
+    e = EST.estimate(s)
+    assert e["engine_budget_bytes"] < e["weights"]
+    assert e["kv_pool_bytes"] == 0
+    assert e["allocated_peak"] <= e["reserved_peak"] <= e["device_total"] <= e["recommended"]
+    assert e["device_total"] >= e["engine_needed_bytes"] > e["engine_budget_bytes"]
+    assert (e["fits"], e["fits_recommended"], e["fit_limit"]) == (0, 0, 3)  # no pool for the one sequence
