@@ -334,6 +334,7 @@ def test_experts_implementation_changes_an_moe_prefill_only():
         assert (eager["allocated_peak"] == grouped["allocated_peak"]) is not differs, (workload, model)
 
 
+@pytest.mark.slow
 def test_a_workbook_past_excels_row_limit_is_refused_by_name(tmp_path, monkeypatch):
     """Past 1,048,576 rows Excel cannot open a sheet (XlsxWriter drops the rows): one line naming the
     limit, exit status 1, and no workbook (nor any other output of the build)."""

@@ -94,6 +94,7 @@ def _reference(scenario, gpu, goal, counts, fixed=()):
 SERVE_70B = Scenario(model="Llama-3.1-70B", workload="inference", prompt_len=2048, gen_len=256)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario, goal, fixed", [
     (FULL_70B, Goal(), ()),
     (replace(FULL_70B, train_tokens=10**9), Goal(within_seconds=2 * 86400), ()),

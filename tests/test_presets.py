@@ -150,6 +150,7 @@ def test_usage_errors_exit_2(tmp_path):
     assert result.exit_code == 2 and "unknown format 'docx'" in result.output
 
 
+@pytest.mark.slow
 def test_both_languages_share_an_output_folder(tmp_path):
     """zh outputs carry the language in their name; the JSON (figures, no prose) is the same."""
     for lang in ("en", "zh"):
@@ -235,6 +236,7 @@ def test_nothing_is_silently_misread(tmp_path, text, message):
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_300000_identical_exclude_rules_are_refused_at_the_second(tmp_path, monkeypatch):
     monkeypatch.setenv("REPORTGEN_MAX_YAML_EVENTS", "1000000")  # by default the parser's budget refuses it first
     rules = "exclude: [&r {batch_size: 1}" + ", *r" * 299_999 + "]"
