@@ -90,6 +90,12 @@ class Outcome:
         return None
 
 
+def others_can_read_the_package() -> bool:
+    """Whether another user (a case run with user=) can reach the checkout: every folder above it must
+    let others search it (a clone under /root, or in a folder mktemp made, does not)."""
+    return all(os.stat(folder).st_mode & 0o001 for folder in (REPO, *REPO.parents))
+
+
 def _vm_size() -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmSize:"):
