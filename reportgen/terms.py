@@ -87,6 +87,15 @@ ASSUMPTIONS = (
                "group outside PyTorch during the profile (NCCL's channel buffers, connected at the first all-reduce, "
                "the likely part); llm-d's vLLM run at TP 2 on H100 logs 0.55 GiB outside PyTorch, 0.30 more than at "
                "one GPU", (0, 65536)),
+    # fitted: each read off the published log named in its help (a fit row of the serving validation,
+    # scripts/annotate_serving.py)
+    Assumption("sampler_fused_bytes", "Sampler bytes per element, fused kernels", 15, "bytes per element",
+               "vLLM's sampler over max_num_seqs × the vocabulary with fused top-k/top-p kernels, beside the "
+               "forward's hidden states: fitted to vLLM 0.19's Llama-3.1-8B log at 1,024 sequences (pub-srv-006)",
+               (0, 1000)),
+    Assumption("sampler_sort_bytes", "Sampler bytes per element, sort-based fallback", 38.3, "bytes per element",
+               "the same with PyTorch's sort-based top-k/top-p: fitted to llm-d's vLLM run of Qwen3-32B (pub-srv-028); "
+               "its held-out runs of Qwen3-0.6B and gpt-oss-20b (pub-srv-027, 029) give 38.25-38.38", (0, 1000)),
     Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
                "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
                "(0.5-1 GiB in published logs)", (0, 65536)),
@@ -678,12 +687,13 @@ TERMS: tuple[Term, ...] = (
             MAX(ceil_div(V("max_num_batched_tokens") * (3 * V("mlp_width") + 3 * V("hidden_size")) * V("act_bytes"),
                          V("tp_size")),
                 V("max_num_batched_tokens") * V("hidden_size") * V("act_bytes")
-                + CEIL(V("batch_size") * V("vocab_out") * IF(V("engine_sampler").eq("sort"), 38.3, 15))), 0),
+                + CEIL(V("batch_size") * V("vocab_out") * IF(V("engine_sampler").eq("sort"), V("sampler_sort_bytes"),
+                                                                 V("sampler_fused_bytes")))), 0),
          "the larger of the profiling forward over max_num_batched_tokens (gate/up and activated MLP intermediates, "
          "the layer's input, its norm and its output: 111 KB per token for Llama-3.1-8B, pub-srv-013) and the "
-         "sampler run after it over max_num_seqs × the vocabulary, beside the forward's hidden states: 15 bytes per "
-         "element with fused kernels (vLLM 0.19, pub-srv-006), 38.3 with the sort-based fallback (llm-d's runs of "
-         "Qwen3-0.6B, Qwen3-32B and gpt-oss-20b, pub-srv-027 to 029: 38.25-38.38); the forward's temporaries are "
+         "sampler run after it over max_num_seqs × the vocabulary, beside the forward's hidden states: "
+         "sampler_fused_bytes per element with fused kernels, sampler_sort_bytes with the sort-based fallback "
+         "(assumptions fitted to published logs); the forward's temporaries are "
          "freed before the sampler runs, so vLLM's 'torch peak memory increase' is one or the other", "activation"),
     Term("engine_non_torch_bytes", "Engine memory outside PyTorch", "bytes",
          IF(V("engine_mode").eq(1), V("engine_non_torch_mib") * MiB
