@@ -133,6 +133,9 @@ def validate(measured_path: Path, estimator: Estimator) -> list[ValidationRow]:
         for key in ("id", "config_name", "steady_peak_phase", "peak_phase"):
             if not isinstance(case.get(key, ""), str):
                 raise InputError(f"expected text, got {case[key]!r}", source=source, key_path=f"{where}.{key}")
+        if case.get("split", "") not in SPLITS:  # summary() counts each row under its split
+            raise InputError(f"expected 'holdout' or 'fit' (or no split), got {case['split']!r}", source=source,
+                             key_path=f"{where}.split")
         peak = case["peak_bytes"]
         if isinstance(peak, bool) or not isinstance(peak, int) or peak <= 0:
             raise InputError(f"expected a positive whole number of bytes, got {peak!r}", source=source,
