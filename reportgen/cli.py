@@ -391,9 +391,10 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     if "gpu" in given:
         gpu_types = (options["gpu"],) + tuple(gpu_types)
     serving = options["workload"] == "inference"
-    for option, name, applies in (("--within", "within", not serving), ("--users", "users", serving),
-                                  ("--context", "context", serving), ("--min-tokens-per-s", "min_tokens_per_s", serving)):
-        if name in given and not applies:
+    for option, name, for_this_kind in (("--within", "within", not serving), ("--users", "users", serving),
+                                        ("--context", "context", serving),
+                                        ("--min-tokens-per-s", "min_tokens_per_s", serving)):
+        if name in given and not for_this_kind:
             raise click.UsageError(f"{option} is a goal of {'training' if serving else 'serving (inference)'}; "
                                    f"it does not apply to {_workload_words(options['workload'], options.get('actor_workload') or 'full')}")
     if options["workload"] in RLHF_ALGORITHMS and "within" in given:
