@@ -67,7 +67,13 @@ SKIP_REASONS = {
     "tp_heads": "tp_size {tp} does not divide {heads} attention heads",
     "tp_kv": "tp_size {tp} and {kv} KV heads do not divide each other",
     "ep_dense": "ep_size {ep} needs a mixture-of-experts model",
-    "ep_divide": "ep_size {ep} must divide the {experts} experts and num_gpus {gpus}",
+    "ep_divide": "ep_size {ep} must divide the {experts} experts",
+    "ep_framework": "ep_size {ep}: framework {framework} has no expert parallelism (deepspeed, fsdp2 and megatron "
+                    "have)",
+    "ep_train_dp": "ep_size {ep} must divide the data-parallel degree {dp} (num_gpus ÷ (tp {tp} × pp {pp})): "
+                   "training places experts inside data parallelism, each split over the tensor-parallel group",
+    "ep_serve_group": "ep_size {ep} with tp_size {tp} on {gpus} GPUs: a serving EP group spans whole tensor-parallel "
+                      "groups (vLLM: EP = TP × DP) or splits one (SGLang: ep divides tp), and divides num_gpus",
     "zero_inference": "ZeRO-{zero} applies to training; workload is {workload}",
     "framework_zero": "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, Megatron's "
                    "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",

@@ -24,6 +24,14 @@ from .vector import CHUNK_ROWS, Text, take, to_list
 
 MAX_GPUS = 512  # the largest purchase the search considers, per GPU type
 TP_SIZES = (1, 2, 4, 8)
+# A pipeline of p stages idles (p − 1) / m of each step with m micro-batches (Narayanan et al. 2021, §2.2):
+# the plan runs its pipeline layouts with at least this many micro-batches per stage (a bubble under 25 %,
+# as Megatron-LM's published runs do: GPT-3 175B, PP 16, 96 micro-batches of 1,536 sequences over DP 16),
+# unless the gradient accumulation is given. 1F1B keeps at most p micro-batches in flight, so more costs
+# no activation memory.
+PIPELINE_MICRO_BATCHES_PER_STAGE = 4
+# Expert parallelism may span nodes (vLLM's EP is TP × DP; Megatron's lives in the data-parallel group).
+EP_SIZES = tuple(2 ** k for k in range(MAX_GPUS.bit_length()))
 MEASURES = ("purchase", "hourly")
 # The inputs that lay a job out on its GPUs: a plan keeps those given and searches the others.
 LAYOUT_INPUTS = ("num_gpus", "tp_size", "pp_size", "ep_size", "zero_stage")
@@ -68,7 +76,8 @@ class PlanOption:
     @property
     def layout(self) -> dict[str, Any]:
         """What the plan chose: the lead scenario's layout and trade-off inputs."""
-        return {k: getattr(self.lead, k) for k in LAYOUT_INPUTS + ("framework", "checkpointing", "offload", "optimizer")}
+        return {k: getattr(self.lead, k) for k in LAYOUT_INPUTS + ("framework", "checkpointing", "offload", "optimizer",
+                                                                   "grad_accum_steps")}
 
     def to_json(self) -> dict:
         e = self.estimate
@@ -129,21 +138,21 @@ class Plan:
 # the recompute and offload trade-offs (slower, less memory) and Adam's state dtype (bitsandbytes'
 # 8-bit AdamW: a quarter of the state memory).
 SEARCH = {
-    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "pp_size": (1, 2, 4, 8), "ep_size": (1, 2, 4, 8),
+    "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "pp_size": (1, 2, 4, 8), "ep_size": EP_SIZES,
               "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all"),
               "optimizer": ("adamw", "adamw-8bit")},
-    "serve": {"tp_size": TP_SIZES, "ep_size": (1, 2, 4, 8)},
+    "serve": {"tp_size": TP_SIZES, "ep_size": EP_SIZES},
 }
 
 
 def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> dict[str, tuple]:
     """The SEARCH choices for scenario s on n GPUs, less those in `fixed`: tensor parallelism inside
-    one node, expert parallelism only for MoE models."""
+    one node, expert parallelism only for MoE models and over a divisor of n."""
     space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
     per_node = estimator.gpus[s.gpu].gpus_per_node
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
     moe = estimator.tables["Models"][s.model]["is_moe"]
-    space["ep_size"] = tuple(ep for ep in space["ep_size"] if ep <= n and (moe or ep == 1))
+    space["ep_size"] = tuple(ep for ep in space["ep_size"] if n % ep == 0 and (moe or ep == 1))
     if "optimizer" in space and s.optimizer not in space["optimizer"]:
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
@@ -173,6 +182,11 @@ def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable
     keep = np.flatnonzero(~pruned)
     columns = {k: take(v, keep) for k, v in columns.items()}
     columns["num_gpus"] = np.full(len(keep), n, dtype=np.int64)
+    if "grad_accum_steps" not in fixed and s.workload != "inference":
+        stages = np.broadcast_to(np.asarray(columns.get("pp_size", s.pp_size)), len(keep))
+        columns["grad_accum_steps"] = np.where(stages > 1, np.maximum(s.grad_accum_steps,
+                                                                      PIPELINE_MICRO_BATCHES_PER_STAGE * stages),
+                                               s.grad_accum_steps).astype(np.int64)
     return columns, len(keep)
 
 

@@ -236,14 +236,31 @@ TERMS: tuple[Term, ...] = (
          + V("litgpt") * V("tied_embeddings") * V("vocab_size") * V("hidden_size"),
          "a value head replaces the LM head with hidden_size × 1; LitGPT's GPT keeps a separate lm_head even "
          "where the checkpoint ties it to the embedding"),
+    Term("stage_params", "Parameters on the busiest pipeline stage", "count",
+         IF(V("pp_stages").eq(1), V("model_params"),
+            (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
+            + MAX(V("embedding_params"), V("lm_head_params"))),
+         "a pipeline stage holds its layers and the embedding (first stage) or the LM head (last stage)"),
+    Term("stage_expert_params", "Routed-expert parameters on that stage", "count",
+         _m("expert_params") * V("pp_layer_share"), "", "derived"),
+    Term("expert_shards", "GPUs one copy of the routed experts is split over", "count",
+         IF(V("is_train").eq(1), V("tp_size") * V("ep_size"), MAX(V("tp_size"), V("ep_size"))),
+         "training: ep_size GPUs of the data-parallel group each hold num_experts ÷ ep_size experts, split over "
+         "the tensor-parallel group (Megatron-Core: expert_tensor_parallel_size defaults to "
+         "tensor_model_parallel_size; expert data parallelism is world ÷ (ETP × EP × PP)); serving: vLLM's "
+         "expert parallelism spans TP × DP with whole experts on each GPU (EP = TP × DP), SGLang's ep_size "
+         "divides tp_size and splits each expert over tp ÷ ep GPUs: either way the experts are divided once, "
+         "by the larger of tp_size and ep_size", "derived"),
     Term("resident_params", "Parameters held per tensor-parallel group (after expert and pipeline parallelism)",
          "count",
-         IF(V("pp_stages").eq(1), V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size"),
-            (V("model_params") - _m("expert_params") + _m("expert_params") / V("ep_size")
-             - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
-            + MAX(V("embedding_params"), V("lm_head_params"))),
-         "expert parallelism spreads the routed experts over ep_size GPUs; a pipeline stage holds its layers and "
-         "the embedding (first stage) or the LM head (last stage); every other weight is replicated"),
+         V("stage_params") - V("stage_expert_params") + V("stage_expert_params") * V("tp_size") / V("expert_shards"),
+         "the stage's parameters, its routed experts divided over expert_shards GPUs; counted per tensor-parallel "
+         "group, so that ÷ tp_size is one GPU's share; every other weight is replicated", "derived"),
+    Term("weight_params", "Parameters whose weights a tensor-parallel group holds before ZeRO-3 sharding", "count",
+         IF(V("zero_stage").eq(3), V("stage_params"), V("resident_params")),
+         "ZeRO-3 (FSDP) shards every parameter of the stage over its tp × dp GPUs, the routed experts included: "
+         "their expert-data-parallel group (dp ÷ ep) shards what expert parallelism left, so one GPU holds "
+         "1 ÷ (tp × dp) of each; dividing by ep_size too would count the experts twice", "derived"),
     Term("adapter_params", "LoRA adapter parameters", "count",
          IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0),
          "r × Σ(in + out) over targeted linear layers (PEFT)"),
@@ -263,6 +280,15 @@ TERMS: tuple[Term, ...] = (
          IF(V("is_full").eq(1), V("resident_params"),
             V("adapter_params") * V("pp_layer_share") + V("resident_saved_module_params")),
          "LoRA adapters sit in the layers: a pipeline stage trains its share", "state"),
+    Term("gradient_params", "Trainable parameters whose gradients a tensor-parallel group holds before ZeRO-2 "
+         "sharding", "count",
+         IF(AND(V("is_full").eq(1), V("zero_stage").ge(2)), V("stage_params"), V("resident_trainable_params")),
+         "as weight_params: ZeRO-2 and -3 shard every gradient of the stage over tp × dp GPUs", "state"),
+    Term("optimizer_params", "Trainable parameters whose optimizer states a tensor-parallel group holds before "
+         "ZeRO-1 sharding", "count",
+         IF(AND(V("is_full").eq(1), V("zero_stage").ge(1)), V("stage_params"), V("resident_trainable_params")),
+         "as weight_params: ZeRO-1 and up (Megatron's distributed optimizer) shard every state of the stage over "
+         "tp × dp GPUs, the experts' over their expert-data-parallel group", "state"),
     # ---- model states ------------------------------------------------------------------------
     Term("weight_bits", "Bits per frozen/served weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
@@ -285,8 +311,8 @@ TERMS: tuple[Term, ...] = (
             0),
          "adapters at adapter_bytes, saved modules at saved_module_bytes", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
-         IF(V("is_full").eq(1), V("resident_params") * _p("weight_bytes"),
-            CEIL(((V("resident_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
+         IF(V("is_full").eq(1), V("weight_params") * _p("weight_bytes"),
+            CEIL(((V("weight_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
                   * V("weight_bits")
                   + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
          + V("lora_copy_bytes"),
@@ -298,7 +324,7 @@ TERMS: tuple[Term, ...] = (
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("weights", "Weights", "bytes",
          IF(V("offload").eq("all"), 0, ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
-         + ceil_div(V("fp8_gemms") * 2 * (V("resident_params") - V("embedding_params") - V("lm_head_params")),
+         + ceil_div(V("fp8_gemms") * 2 * (V("weight_params") - V("embedding_params") - V("lm_head_params")),
                     V("weight_shards")),
          "parameter offload streams weights from host memory layer by layer; FP8 training adds the decoder "
          "layers' FP8 weight casts, row-wise and column-wise (the transpose Hopper's FP8 GEMMs need), 2 bytes "
@@ -313,7 +339,7 @@ TERMS: tuple[Term, ...] = (
          "main_grad buffer (18 bytes per parameter for bf16 without the distributed optimizer, 6 + 12/d with it: "
          "Megatron-LM docs)", "state"),
     Term("gradient_bytes_unsharded", "Gradients, whole model", "bytes",
-         IF(V("is_full").eq(1), V("resident_trainable_params") * V("grad_elem_bytes"), V("lora_copy_bytes")),
+         IF(V("is_full").eq(1), V("gradient_params") * V("grad_elem_bytes"), V("lora_copy_bytes")),
          "one gradient per trainable parameter, in its dtype", "state"),
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
@@ -352,18 +378,18 @@ TERMS: tuple[Term, ...] = (
          "state"),
     Term("state_copy_bytes", "One optimizer state for every trainable parameter, whole model", "bytes",
          IF(AND(V("is_lora").eq(1), _o("state_bytes_override").eq(0)), V("lora_copy_bytes"),
-            V("resident_trainable_params") * V("state_bytes")),
+            V("optimizer_params") * V("state_bytes")),
          "LoRA: each state in its parameter's dtype", "state"),
     Term("optimizer_bytes_unsharded", "Optimizer states + master weights, whole model", "bytes",
          _o("num_states") * V("state_copy_bytes")
-         + V("resident_trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
+         + V("optimizer_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
          "Adam: m and v per parameter; mixed precision adds an fp32 master copy (K = 12 in the ZeRO paper)", "state"),
     Term("optimizer_states", "Optimizer states", "bytes",
          IF(V("offload").eq("none"), ceil_div(_o("num_states") * V("state_copy_bytes"), V("optimizer_shards")), 0),
          _ZERO_PAPER, "state"),
     Term("master_weights", "fp32 master weights", "bytes",
          IF(V("offload").eq("none"),
-            ceil_div(V("resident_trainable_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
+            ceil_div(V("optimizer_params") * IF(V("is_full").eq(1), _p("master_bytes"), 0),
                      V("optimizer_shards")), 0),
          _ZERO_PAPER, "state"),
     Term("host_offload_bytes", "Offloaded to host RAM (per GPU's share)", "bytes",
@@ -403,7 +429,7 @@ TERMS: tuple[Term, ...] = (
          "state"),
     Term("ds_fp32_grad_bytes", "DeepSpeed fp32 gradient partition (optimizer step)", "bytes",
          IF(AND(V("framework").eq("deepspeed"), V("is_full").eq(1), _p("master_bytes").gt(0)),
-            ceil_div(V("resident_trainable_params") * 4, V("optimizer_shards")), 0),
+            ceil_div(V("optimizer_params") * 4, V("optimizer_shards")), 0),
          "ZeRO converts each 16-bit gradient partition to fp32 for the step of the fp32 master weights "
          "(stage_1_and_2.py and stage3.py); DeepSpeed's own estimator counts it: 16 and 18 bytes per parameter "
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
@@ -607,10 +633,16 @@ TERMS: tuple[Term, ...] = (
     # ---- inference, generation and scoring ----------------------------------------------------
     Term("context_tokens", "Tokens per sequence (prompt + generated)", "count",
          V("prompt_len") + V("gen_len"), "", "activation"),
+    Term("kv_shards", "GPUs one sequence's KV cache is split over", "count",
+         IF(_m("is_mla").eq(1), 1, MIN(V("tp_size"), V("num_kv_heads"))),
+         "tensor parallelism gives each GPU its KV heads; with more GPUs than KV heads each keeps a copy of one "
+         "(vLLM replicates them: Qwen3-235B-A22B's 4 KV heads at TP 8 hold twice the bytes); MLA's latent is one "
+         "vector per token and layer that every tensor-parallel GPU keeps whole (vLLM and SGLang without "
+         "data-parallel attention)", "activation"),
     Term("kv_cache", "KV cache", "bytes",
          IF(OR(V("workload").eq("inference"), AND(V("gen_len").gt(0), V("workload").ne("frozen"))),
             ceil_div(V("batch_size") * CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
-                     * V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8, V("tp_size")), 0),
+                     * V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8, V("kv_shards")), 0),
          "2 (K and V) × layers × KV heads × head_dim × bytes × tokens × sequences, rounded up to whole "
          "blocks (vLLM, Kwon et al. 2023); GQA/MQA through the KV heads, MLA through the latent; in training "
          "only a role that generates (the RLHF actor) holds one", "activation"),
@@ -719,7 +751,7 @@ TERMS: tuple[Term, ...] = (
          IF(V("engine_mode").eq(1), MAX(0, V("engine_budget_bytes") - V("engine_needed_bytes")), 0),
          "the budget less what it holds besides the pool", "activation"),
     Term("kv_bytes_per_token", "KV cache per token, per GPU", "bytes",
-         V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("tp_size"), "", "activation"),
+         V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards"), "", "activation"),
     Term("kv_pool_tokens", "Tokens the pool holds", "count",
          IF(V("engine_mode").eq(1),
             FLOOR(V("kv_pool_bytes") / (V("kv_bytes_per_token") * V("kv_block_tokens"))) * V("kv_block_tokens"), 0),
@@ -1065,9 +1097,17 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("pp_layers", V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
     _skip("pp_zero", AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
     _skip("ep_dense", AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
-    _skip("ep_divide", AND(V("ep_size").gt(1), OR(MOD(V("num_experts"), V("ep_size")).ne(0),
-                                                  MOD(_GPUS, V("ep_size")).ne(0))),
-          ep=V("ep_size"), experts=V("num_experts"), gpus=_GPUS),
+    _skip("ep_divide", AND(V("ep_size").gt(1), MOD(V("num_experts"), V("ep_size")).ne(0)),
+          ep=V("ep_size"), experts=V("num_experts")),
+    # What each framework and engine can place (expert_shards says how they split the experts).
+    _skip("ep_framework", AND(V("ep_size").gt(1), V("is_train").eq(1), is_one_of(V("framework"), "hf", "litgpt")),
+          ep=V("ep_size"), framework=V("framework")),
+    _skip("ep_train_dp", AND(V("ep_size").gt(1), V("is_train").eq(1), MOD(V("dp_size"), V("ep_size")).ne(0)),
+          ep=V("ep_size"), dp=V("dp_size"), tp=_TP, pp=V("pp_stages")),
+    _skip("ep_serve_group", AND(V("ep_size").gt(1), V("is_train").eq(0),
+                                OR(MOD(_GPUS, V("ep_size")).ne(0),
+                                   AND(MOD(V("ep_size"), _TP).ne(0), MOD(_TP, V("ep_size")).ne(0)))),
+          ep=V("ep_size"), tp=_TP, gpus=_GPUS),
     _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
     _skip("framework_zero", AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),

@@ -115,7 +115,8 @@ def _layout_words(layout: dict) -> str:
     parts += [f"ckpt {layout['checkpointing']}" if layout["checkpointing"] != "none" else "",
               f"offload {layout['offload']}" if layout["offload"] != "none" else "",
               layout["optimizer"] if layout["optimizer"] != "adamw" else "",
-              layout["framework"] if layout["framework"] != "hf" else ""]
+              layout["framework"] if layout["framework"] != "hf" else "",
+              f"{layout['grad_accum_steps']} micro-batches" if layout.get("grad_accum_steps", 1) > 1 else ""]
     return " · ".join(x for x in parts if x)
 
 

@@ -1,0 +1,158 @@
+"""Conservation of sharded states (#32): over every catalogue model and every layout the plan searches,
+the per-GPU bytes of each model state, summed over the GPUs, equal the whole state times the number of
+copies the framework or engine keeps. The copies are stated here from how each one places tensors, not
+read from the estimator:
+
+- dense weights: one copy per data-parallel rank (n ÷ tp), one in all under ZeRO-3 (FSDP);
+- routed experts, training: ep_size GPUs of the data-parallel group hold num_experts ÷ ep each, split
+  over the tensor-parallel group (Megatron-Core: expert_tensor_parallel_size defaults to
+  tensor_model_parallel_size; expert data parallelism = world ÷ (ETP × EP × PP)), so n ÷ (tp × ep)
+  copies; one in all for a state ZeRO shards;
+- routed experts, serving: vLLM's EP is TP × DP with whole experts per GPU, SGLang's ep divides tp and
+  splits each expert over tp ÷ ep GPUs: n ÷ max(tp, ep) copies;
+- KV cache: each tensor-parallel GPU holds its KV heads, a copy of one head where tp exceeds them
+  (vLLM), and MLA's latent whole on every GPU.
+
+The DeepSeek-V3 fp8 case of #32 (TP4 EP4 on 4 GPUs: 45.6 GB of weights per GPU, 182 GB for a 671 GB
+model) fails the first of these."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator, Scenario
+from reportgen.goals import Goal
+from reportgen.plan import candidates, plan
+from reportgen.units import GiB
+
+EST = Estimator(load_models(), load_gpus())
+MODELS = EST.tables["Models"]
+H100 = "H100-80GB-SXM"
+MOE = sorted(m for m, row in MODELS.items() if row["is_moe"])
+DENSE = sorted(m for m, row in MODELS.items() if not row["is_moe"] and not row["is_generic"])
+# Of the frameworks with expert parallelism, each with the ZeRO stages it runs.
+FRAMEWORKS = {"deepspeed": (0, 1, 2, 3), "megatron": (0, 1), "fsdp2": (2, 3)}
+STATES = {"weights": 3, "gradients": 2, "optimizer_states": 1, "master_weights": 1}  # the ZeRO stage sharding each
+KEEP = ("checkpointing", "offload", "optimizer")
+
+
+def _whole(s: Scenario) -> dict[str, float]:
+    """Each state of the whole model: the scenario on one GPU, nothing sharded (estimated whatever the
+    framework's skip rules say of one GPU: only the bytes per element matter)."""
+    e = EST.estimate(replace(s, num_gpus=1, tp_size=1, pp_size=1, ep_size=1, zero_stage=0))
+    return {k: e[k] for k in STATES}
+
+
+def _copies(state: str, layout: Scenario, expert_share: float) -> float:
+    """How many copies of the whole state the GPUs hold together, by the placement stated above."""
+    n, tp, ep = layout.num_gpus, layout.tp_size, layout.ep_size
+    if layout.workload == "inference":
+        return (1 - expert_share) * n / tp + expert_share * n / max(tp, ep)
+    if layout.zero_stage >= STATES[state]:
+        return 1.0
+    return (1 - expert_share) * n / tp + expert_share * n / (tp * ep)
+
+
+def _layouts(s: Scenario, counts=(8, 16, 64)):
+    for n in counts:
+        for c in candidates(s, EST, n, fixed=KEEP):
+            if c.pp_size == 1 and EST.skip_check(c) is None:
+                yield c
+
+
+def _check(s: Scenario) -> int:
+    whole = _whole(s)
+    expert_share = MODELS[s.model]["expert_params"] / MODELS[s.model]["total_params"]
+    checked = 0
+    for layout in _layouts(s):
+        e = EST.estimate(layout)
+        for state, amount in whole.items():
+            expected = amount * _copies(state, layout, expert_share)
+            # ceil_div per GPU: at most one byte over per GPU
+            assert e[state] * layout.num_gpus == pytest.approx(expected, rel=1e-9, abs=layout.num_gpus), (
+                state, layout.label())
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+@pytest.mark.parametrize("model", MOE)
+def test_moe_training_states_are_conserved(model, framework):
+    s = Scenario(model=model, workload="full", framework=framework, seq_len=1024, prompt_len=0, gen_len=0,
+                 gpu=H100, checkpointing="full", offload="none")
+    assert _check(s) > 0
+
+
+@pytest.mark.parametrize("model", MOE + DENSE[::3])
+def test_serving_weights_are_conserved(model):
+    s = Scenario(model=model, workload="inference", prompt_len=512, gen_len=0, gpu=H100, serving_engine="vllm")
+    assert _check(s) > 0
+
+
+@pytest.mark.parametrize("model", DENSE[::2])
+def test_dense_training_states_are_conserved(model):
+    s = Scenario(model=model, workload="full", framework="deepspeed", seq_len=1024, prompt_len=0, gen_len=0,
+                 gpu=H100, checkpointing="full", offload="none")
+    assert _check(s) > 0
+
+
+@pytest.mark.parametrize("model", sorted(set(MOE + DENSE)))
+def test_kv_cache_is_split_over_the_kv_heads_and_mla_is_replicated(model):
+    row = MODELS[model]
+    s = Scenario(model=model, workload="inference", prompt_len=4096, gen_len=0, batch_size=4, gpu=H100)
+    whole = EST.estimate(s)["kv_cache"]
+    for tp in (1, 2, 4, 8):
+        layout = replace(s, num_gpus=tp, tp_size=tp)
+        if EST.skip_check(layout) is not None:
+            continue
+        held_per_gpu = 1.0 if row["is_mla"] else 1 / min(tp, row["num_key_value_heads"])
+        assert EST.estimate(layout)["kv_cache"] == pytest.approx(whole * held_per_gpu, rel=1e-9, abs=1), tp
+
+
+def test_the_deepseek_v3_case_of_issue_32():
+    """TP4 EP4 on 4 GPUs: each GPU holds a quarter of the routed experts, not a sixteenth."""
+    s = Scenario(model="DeepSeek-V3", workload="inference", weight_dtype="fp8", num_gpus=4, tp_size=4, ep_size=4,
+                 serving_engine="vllm", gpu=H100)
+    e = EST.estimate(s)
+    whole = EST.estimate(replace(s, num_gpus=1, tp_size=1, ep_size=1))["weights"]
+    assert e["weights"] * 4 == pytest.approx(whole, abs=4)
+    assert whole > 671e9  # 671 B parameters, fp8 with its scales and 16-bit embeddings
+
+
+def test_plan_for_deepseek_v3_fp8_serving_needs_the_weights_room():
+    """The weights alone are 671 GB or more: 8 × 80 GB cannot hold them with the safety factor, and the
+    plan says why at its largest count without an answer."""
+    s = Scenario(model="DeepSeek-V3", workload="inference", weight_dtype="fp8", serving_engine="vllm", gpu=H100)
+    option = plan(EST, s, [H100]).options[0]
+    assert option.total_gpus >= 16 and option.estimate["fits_recommended"]
+    miss = plan(EST, s, [H100], counts=(8,)).misses[0]
+    assert miss.nearest is not None and miss.nearest["fits_recommended"] == 0
+
+
+def test_mixtral_8x22b_full_fine_tune_needs_what_its_states_need():
+    """Without offload the GPUs hold every state: 141 B parameters × (2 weights + 2 gradients + 4 master
+    + 2 × 1 (8-bit Adam) at least) bytes, over 80 GB GPUs."""
+    s = Scenario(model="Mixtral-8x22B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, gpu=H100,
+                 offload="none")
+    params = MODELS["Mixtral-8x22B"]["total_params"]
+    for framework in ("hf", "deepspeed", "megatron"):
+        option = plan(EST, replace(s, framework=framework), [H100], fixed=("offload",)).options[0]
+        assert option.total_gpus * load_gpus()[H100].memory_mib * 2**20 >= params * 10, framework
+
+
+@pytest.mark.parametrize("model,workload", [("Mixtral-8x7B", "full"), ("Qwen3-30B-A3B", "full"),
+                                            ("DeepSeek-V3", "inference"), ("Llama-3.1-70B", "full"),
+                                            ("Qwen3-235B-A22B", "inference")])
+def test_plan_never_recommends_states_larger_than_the_gpu(model, workload):
+    s = Scenario(model=model, workload=workload, seq_len=4096, prompt_len=512 if workload == "inference" else 0,
+                 gen_len=0, gpu=H100, framework="deepspeed" if workload == "full" else "hf")
+    result = plan(EST, s, [H100, "A100-80GB", "L40S"], goal=Goal())
+    assert result.options
+    for option in result.options:
+        e = option.estimate
+        states = e["weights"] + e["gradients"] + e["optimizer_states"] + e["master_weights"]
+        assert states <= e["gpu_memory_bytes"], (option.gpu, option.layout)
+        assert np.isfinite(states / GiB)
