@@ -124,6 +124,9 @@ def _pair_count(block: SweepBlock, expansion: Expansion) -> int:
 
 def _pairs(part, expansion: Expansion) -> set[tuple]:
     """A part's (requirement, GPU type) pairs."""
+    if isinstance(part, SweepBlock) and part.size == 1:  # without arrays, as _pair_count
+        one = part.scenario(0)
+        return {(single_requirement(one, expansion.interchangeable.get(part.matrix, ())), one.gpu)}
     if isinstance(part, SweepBlock):
         needs, _, of = block_requirements(part, expansion.interchangeable.get(part.matrix, ()))
         gpu, _ = part.axis_codes(["gpu"])
