@@ -78,6 +78,7 @@ SKIP_REASONS = {
     "framework_zero": "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, Megatron's "
                    "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
     "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
+    "sp_tp": "sequence parallelism splits what tensor parallelism leaves whole: it needs tp_size > 1",
     "offload_inference": "CPU offload applies to training",
     "fp8_gpu": "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
     "lora_arch": "LoRA is not modelled for {model_type} models",

@@ -154,6 +154,11 @@ INPUTS: tuple[Input, ...] = (
           limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
           limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
+    Input("sequence_parallel", "Sequence parallelism", "with tensor parallelism, split the norms, dropouts and "
+          "layer inputs along the sequence too (Korthikanti et al. 2022): on, off, or auto (the framework's way: on "
+          "under megatron and fsdp2, whose recipes and torchtitan's TP plan turn it on; off under hf, deepspeed and "
+          "litgpt)", "auto", choices=tb.SEQUENCE_PARALLEL, option="--sequence-parallel", applies=_TRAINING,
+          layout=True),
     Input("offload", "CPU offload", "none, optimizer, or all (optimizer and parameters)", "none", choices=tb.OFFLOAD,
           option="--offload", applies=_TRAINING, layout=True),
     Input("lora_rank", "LoRA rank", "LoRA rank r", 16, limits=(1, 65536), option="--lora-rank",

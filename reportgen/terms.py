@@ -236,6 +236,13 @@ TERMS: tuple[Term, ...] = (
          + V("litgpt") * V("tied_embeddings") * V("vocab_size") * V("hidden_size"),
          "a value head replaces the LM head with hidden_size × 1; LitGPT's GPT keeps a separate lm_head even "
          "where the checkpoint ties it to the embedding"),
+    Term("sp_on", "Sequence parallelism on (1/0)", "flag",
+         IF(AND(V("is_train").eq(1), V("tp_size").gt(1),
+                OR(V("sequence_parallel").eq("on"),
+                   AND(V("sequence_parallel").eq("auto"), is_one_of(V("framework"), "megatron", "fsdp2")))), 1, 0),
+         "auto: Megatron's --sequence-parallel, which NeMo and Megatron-Bridge recipes set with TP, and torchtitan's "
+         "FSDP2 + TP plan (SequenceParallel on the norms); the HF Trainer, DeepSpeed and LitGPT leave it off",
+         "derived"),
     Term("stage_params", "Parameters on the busiest pipeline stage", "count",
          IF(V("pp_stages").eq(1), V("model_params"),
             (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
@@ -558,6 +565,13 @@ TERMS: tuple[Term, ...] = (
             V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
             V("num_layers") * V("layer_saved_per_token")),
          "full checkpointing keeps each layer's input only", "activation"),
+    Term("layer_replicated_per_token", "One layer, saved per token outside the tensor-parallel regions", "bytes",
+         (2 * V("norm_saved_bytes") + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
+          + 2 * V("norm_fp32_scale_bytes") + 2 * V("resid_dropout_on")) * V("hidden_size"),
+         "the norms' inputs and outputs (the outputs are what the column-parallel projections save) and the "
+         "residual dropouts' masks: every tensor-parallel GPU holds them whole unless sequence parallelism splits "
+         "them (Korthikanti et al. 2022, §4.2: 10·s·b·h of a layer's 34·s·b·h with 16-bit LayerNorms and "
+         "dropout)", "activation"),
     Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
          V("layers_saved_per_token")
          + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
@@ -570,6 +584,15 @@ TERMS: tuple[Term, ...] = (
          "LoRA's saved modules: the LM head's copy keeps its input for its weight gradient and a "
          "trainable embedding makes the first layer keep its input norm's tensors (3 hidden-sized 16-bit tensors "
          "per token; under full checkpointing the LM head's input only: oracle_arch.json modules_to_save records)", "activation"),
+    Term("replicated_saved_per_token", "Saved per token outside the tensor-parallel regions (all layers + head)",
+         "bytes",
+         IF(V("checkpointing").eq("full"), V("layers_saved_per_token"), V("num_layers") * V("layer_replicated_per_token"))
+         + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size"),
+         "full checkpointing keeps only each layer's input, which is outside them; the final norm and the "
+         "embedding dropout's mask", "activation"),
+    Term("tp_replicas_outside", "Copies of those tensors per tensor-parallel group", "count",
+         IF(V("sp_on").eq(1), 1, V("tp_size")),
+         "without sequence parallelism every GPU of the group holds them; with it each holds 1 ÷ tp", "activation"),
     Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
     Term("autocast_cache_bytes", "Autocast bf16 weight copies during forward", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
@@ -583,9 +606,12 @@ TERMS: tuple[Term, ...] = (
          "backward keeps every copy, only the LM head's under checkpointing (the layers cast again when they "
          "recompute); " + _MEASURED, "activation"),
     Term("training_activations", "Saved activations (training)", "bytes",
-         IF(V("is_train").eq(1), ceil_div(V("tokens") * V("saved_per_token") * V("pp_layer_share") * V("pp_in_flight"),
+         IF(V("is_train").eq(1), ceil_div(V("tokens") * V("pp_layer_share") * V("pp_in_flight")
+                                          * (V("saved_per_token")
+                                             + (V("tp_replicas_outside") - 1) * V("replicated_saved_per_token")),
                                           V("tp_size")) + V("autocast_copies_bytes"), 0),
-         _KORTHIKANTI, "activation"),
+         _KORTHIKANTI + "; tensor parallelism splits the rest, sequence parallelism also the norms, dropouts and "
+         "layer inputs", "activation"),
     Term("forward_end_bytes", "End of forward: the loss's logits and autocast's unsaved weight copies", "bytes",
          IF(V("is_train").eq(1),
             ceil_div((V("act_bytes") + IF(AND(OR(V("loss").eq("fp32"), V("loss").eq("compute")),
@@ -606,7 +632,8 @@ TERMS: tuple[Term, ...] = (
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
-            ceil_div(V("tokens") * V("layer_saved_per_token")
+            ceil_div(V("tokens") * (V("layer_saved_per_token")
+                                    + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token"))
                      * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
                           IF(V("is_full").eq(1), 0.92, 1.35), 2), V("tp_size")), 0),
          "one layer's activations rebuilt, plus its backward's gradients. Full checkpointing with flash "
@@ -617,8 +644,8 @@ TERMS: tuple[Term, ...] = (
          "saved bytes", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").eq("full")),
-            ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight"),
-                     V("tp_size")), 0),
+            ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight")
+                     * V("tp_replicas_outside"), V("tp_size")), 0),
          "full checkpointing: backward rebuilds the last layer first, while every layer's saved input is still "
          "held (the loss's log-probabilities and logit gradients are freed by then)", "activation"),
     Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
@@ -1118,6 +1145,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     # data parallelism has nothing to shard.
     _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("framework").eq("hf")),
           zero=V("zero_stage")),
+    _skip("sp_tp", AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
     _skip("fp8_gpu", AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
     _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),

@@ -10,7 +10,8 @@ from reportgen.plan import candidates
 
 EST = Estimator(load_models(), load_gpus())
 BASE = Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=64,
-                tp_size=8, zero_stage=1, checkpointing="full", grad_accum_steps=8, gpu="H100-80GB-SXM")
+                tp_size=8, zero_stage=1, checkpointing="full", grad_accum_steps=8, gpu="H100-80GB-SXM",
+                sequence_parallel="on")  # TP splits every saved tensor (test_sharding.py: without)
 
 
 def test_a_stage_holds_its_layers_and_the_embedding_or_head():

@@ -59,13 +59,15 @@ def test_offload_needs_the_host_ram_a_node_has():
 
 def test_a_deadline_buys_gpus_instead_of_slow_layouts():
     """Offload and recompute save memory but cost time: a deadline the fewest GPUs miss buys more GPUs,
-    and a tight one (10^10 tokens in a week) leaves neither offload nor recompute."""
+    and a tight one (10^10 tokens in a week, FSDP2 with tensor and sequence parallelism) leaves neither
+    offload nor recompute (the HF Trainer's TP, without sequence parallelism, keeps full recompute)."""
     tokens = replace(FULL_70B, train_tokens=10**9)
     slow = plan(EST, tokens, [H100]).options[0]
     half = slow.estimate["time_to_train_seconds"] / 2
     fast = plan(EST, tokens, [H100], Goal(within_seconds=half)).options[0]
     assert fast.estimate["time_to_train_seconds"] <= half and fast.total_gpus > slow.total_gpus
-    week = plan(EST, replace(FULL_70B, train_tokens=10**10), [H100], Goal(within_seconds=7 * 86400)).options[0]
+    week = plan(EST, replace(FULL_70B, train_tokens=10**10, framework="fsdp2"), [H100], Goal(within_seconds=7 * 86400),
+                fixed=("framework",)).options[0]
     assert week.estimate["time_to_train_seconds"] <= 7 * 86400
     assert week.layout["offload"] == "none" and week.layout["checkpointing"] == "none"
 
@@ -182,12 +184,13 @@ def test_plan_buys_whole_nodes_not_powers_of_two():
     assert fewer.options[0].total_gpus == 32  # 24 is the cheaper purchase
 
 
-def test_plan_finds_a_48_gpu_answer_where_it_is_cheapest():
-    """70B without offload on L4 (22.5 GiB): six 8-GPU servers; the power-of-two search bought 64."""
-    kept = replace(FULL_70B, offload="none")
-    found = plan(EST, kept, ["L4"], fixed=("offload",))
-    assert found.options[0].total_gpus == 48
-    powers = plan(EST, kept, ["L4"], counts=(1, 2, 4, 8, 16, 32, 64, 128), fixed=("offload",))
+def test_plan_finds_a_56_gpu_answer_where_it_is_cheapest():
+    """70B without offload on L4 (22.5 GiB) under FSDP2 (TP with sequence parallelism): seven 8-GPU servers;
+    the power-of-two search buys 64."""
+    kept = replace(FULL_70B, offload="none", framework="fsdp2")
+    found = plan(EST, kept, ["L4"], fixed=("offload", "framework"))
+    assert found.options[0].total_gpus == 56
+    powers = plan(EST, kept, ["L4"], counts=(1, 2, 4, 8, 16, 32, 64, 128), fixed=("offload", "framework"))
     assert powers.options[0].total_gpus == 64 and powers.options[0].key(("purchase_usd",)) > found.options[0].key(
         ("purchase_usd",))
 

@@ -156,3 +156,37 @@ def test_plan_never_recommends_states_larger_than_the_gpu(model, workload):
         states = e["weights"] + e["gradients"] + e["optimizer_states"] + e["master_weights"]
         assert states <= e["gpu_memory_bytes"], (option.gpu, option.layout)
         assert np.isfinite(states / GiB)
+
+
+# ---- sequence parallelism (Korthikanti et al. 2022) -------------------------------------------------
+
+SP_BASE = Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=8,
+                   tp_size=8, gpu=H100, framework="megatron", zero_stage=1)
+
+
+def test_what_tensor_parallelism_leaves_whole_is_korthikantis_10_sbh():
+    """GPT-2 (16-bit LayerNorms, dropout as configured): the norms' inputs and outputs and the two dropout
+    masks, 10 bytes per hidden element per layer (Korthikanti et al. 2022, §4.2: 10·s·b·h of 34·s·b·h)."""
+    e = EST.estimate(Scenario(model="GPT-2", workload="full", seq_len=1024, prompt_len=0, gen_len=0, dropout="config",
+                              num_gpus=4, tp_size=4, framework="megatron"))
+    assert e["layer_replicated_per_token"] == 10 * e["hidden_size"]
+
+
+@pytest.mark.parametrize("checkpointing", ["none", "selective", "full"])
+def test_sequence_parallelism_splits_every_saved_tensor_and_without_it_the_rest_is_whole(checkpointing):
+    one = EST.estimate(replace(SP_BASE, num_gpus=1, tp_size=1, zero_stage=0, checkpointing=checkpointing))
+    on = EST.estimate(replace(SP_BASE, checkpointing=checkpointing, sequence_parallel="on"))
+    off = EST.estimate(replace(SP_BASE, checkpointing=checkpointing, sequence_parallel="off"))
+    tokens = SP_BASE.seq_len * SP_BASE.batch_size
+    assert on["training_activations"] * 8 == pytest.approx(one["training_activations"], abs=8)
+    whole = tokens * on["replicated_saved_per_token"]
+    assert off["training_activations"] - on["training_activations"] == pytest.approx(whole * 7 / 8, abs=1)
+    assert 0 < whole < one["training_activations"]
+
+
+def test_each_framework_sets_sequence_parallelism_its_own_way():
+    on = {f for f in ("hf", "deepspeed", "fsdp2", "megatron", "litgpt")
+          if EST.estimate(replace(SP_BASE, framework=f, zero_stage=3 if f == "fsdp2" else 0))["sp_on"]}
+    assert on == {"fsdp2", "megatron"}
+    assert EST.estimate(replace(SP_BASE, num_gpus=1, tp_size=1))["sp_on"] == 0
+    assert "tp_size > 1" in EST.skip_reason(replace(SP_BASE, num_gpus=1, tp_size=1, sequence_parallel="on"))
