@@ -39,6 +39,7 @@ class GpuSpec:
     memory_bandwidth_gbps: float
     fp32_tflops: float
     fp8_dense_tflops: float  # 0: no FP8 tensor cores
+    bf16: int  # 1: runs bfloat16; 0: not (Volta)
     link_gbps: float  # GPU to GPU inside a node, per direction
     nvls: int  # 1: NVSwitch with NVLink SHARP (Hopper and later HGX), where NCCL allocates NVLS buffers
     pcie_gbps: float  # host link, per direction
@@ -85,8 +86,9 @@ class GpuSpec:
             if fields[name] > 1:
                 raise InputError(f"a fraction of the peak is at most 1, got {fields[name]!r}", source=source,
                                  key_path=f"{key_path}.{name}")
-        if fields["nvls"] not in (0, 1):
-            raise InputError(f"expected 0 or 1, got {fields['nvls']!r}", source=source, key_path=f"{key_path}.nvls")
+        for name in ("nvls", "bf16"):
+            if fields[name] not in (0, 1):
+                raise InputError(f"expected 0 or 1, got {fields[name]!r}", source=source, key_path=f"{key_path}.{name}")
         fields["gpus_per_node"] = int(fields["gpus_per_node"])
         if fields["memory_mib"] <= 0 or not float(fields["memory_mib"]).is_integer():
             raise InputError(f"expected a positive whole number of MiB, got {fields['memory_mib']!r}",
@@ -360,7 +362,7 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
     raise unknown_name("model", name_or_path, models, source=source, key_path=key_path)
 
 
-GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "memory_bandwidth_gbps",
+GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "bf16", "memory_bandwidth_gbps",
                "link_gbps", "nvls", "pcie_gbps", "gpus_per_node", "inter_node_gbps", "tdp_watts", "train_efficiency",
                "attention_efficiency",
                "price_purchase_usd", "price_per_hour_usd")

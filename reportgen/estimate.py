@@ -80,6 +80,8 @@ SKIP_REASONS = {
     "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
     "sp_tp": "sequence parallelism splits what tensor parallelism leaves whole: it needs tp_size > 1",
     "offload_inference": "CPU offload applies to training",
+    "bf16_gpu": "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
+                "KV cache",
     "fp8_gpu": "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
     "lora_arch": "LoRA is not modelled for {model_type} models",
     "empty_context": "inference needs prompt_len + gen_len > 0",

@@ -1116,6 +1116,11 @@ def _skip(code: str, when: Expr, **values: Expr) -> SkipRule:
 _TP, _GPUS = V("tp_size"), V("num_gpus")
 # In order: the first rule that holds is the reason. Read after the role terms (they use its lookups).
 SKIP_RULES: tuple[SkipRule, ...] = (
+    # What the GPU type cannot run whatever the layout: first, so that a plan names it alone.
+    _skip("bf16_gpu", AND(_g("bf16").eq(0),
+                          IF(V("is_train").eq(1), is_one_of(V("precision"), "amp-bf16", "bf16-mixed", "bf16", "fp8-te"),
+                             OR(V("weight_dtype").eq("bf16"), V("kv_dtype").eq("bf16")))), gpu=V("gpu")),
+    _skip("fp8_gpu", AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
     _skip("tp_gpus", MOD(_GPUS, _TP).ne(0), tp=_TP, gpus=_GPUS),
     _skip("tp_heads", MOD(V("num_heads"), _TP).ne(0), tp=_TP, heads=V("num_heads")),
     _skip("tp_kv", AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
@@ -1147,7 +1152,6 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           zero=V("zero_stage")),
     _skip("sp_tp", AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
-    _skip("fp8_gpu", AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
     _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
     _skip("empty_context", AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
