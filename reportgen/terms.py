@@ -990,6 +990,31 @@ TIME_TERMS: tuple[Term, ...] = (
                / V("tp_link_bytes_per_s") + V("collective_latency_us") / 1e6), 0),
          "Megatron-style TP all-reduces the activations twice per layer forward and twice backward (twice more "
          "when a checkpointed forward is repeated); on the critical path", "time"),
+    Term("moe_a2a_calls", "MoE all-to-alls per micro-batch on a stage", "count",
+         IF(AND(_TRAIN, V("num_experts").gt(0), V("ep_size").gt(1)),
+            IF(V("checkpointing").eq("full"), 6, 4) * _m("num_moe_layers") * V("pp_layer_share"), 0),
+         "each MoE layer dispatches its tokens to their experts and combines the outputs: forward and backward, "
+         "and the forward again under full recompute", "time"),
+    Term("moe_a2a_bytes", "MoE token traffic per micro-batch, per GPU", "bytes",
+         V("moe_a2a_calls") * V("tokens") / V("tp_size") * _m("num_experts_per_tok") * V("hidden_size")
+         * V("act_bytes") * (V("ep_size") - 1) / V("ep_size"),
+         "every routed token sends its hidden vector to each of its top-k experts (and gets one back), of which "
+         "(ep − 1) ÷ ep leave the GPU with balanced routing; a tensor-parallel group dispatches its sequence "
+         "shards (Megatron-Core's alltoall token dispatcher)", "time"),
+    Term("ep_ranks_in_node", "Expert-parallel ranks inside one node", "count",
+         MIN(V("ep_size"), MAX(1, FLOOR(_g("gpus_per_node") / V("tp_size")))), "", "time"),
+    Term("moe_a2a_bytes_per_s", "MoE all-to-all bandwidth per GPU", "bytes_per_s",
+         IF(V("ep_size").gt(1),
+            V("comm_efficiency") * 1e9 / ((V("ep_ranks_in_node") - 1) / (V("ep_size") - 1) / _g("link_gbps")
+                                          + (V("ep_size") - V("ep_ranks_in_node")) / (V("ep_size") - 1)
+                                          / _g("inter_node_gbps")), 0),
+         "the traffic to the ep ranks of the same node crosses NVLink (or PCIe), to the others the GPU's own "
+         "network link: an all-to-all over more than a node is bound by the network per GPU (GPUs sheet)", "time"),
+    Term("moe_a2a_seconds", "MoE all-to-all per micro-batch", "seconds",
+         IF(V("moe_a2a_calls").gt(0),
+            V("moe_a2a_bytes") / V("moe_a2a_bytes_per_s") + V("moe_a2a_calls") * V("collective_latency_us") / 1e6, 0),
+         "on the critical path, as Megatron-Core's dispatcher runs it without overlap; expert load imbalance and "
+         "the grouped GEMMs' efficiency are not modelled", "time"),
     Term("offload_seconds", "CPU-offload traffic per step", "seconds",
          IF(AND(_TRAIN, V("offload").ne("none")),
             (V("gradients") + V("weight_bytes_unsharded") / V("weight_shards")
@@ -1004,9 +1029,9 @@ TIME_TERMS: tuple[Term, ...] = (
          "al. 2021, §2.2); without pipelining (p = 1) the m micro-batches themselves", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("train_compute_seconds") / V("pp_stages"), V("dp_comm_seconds"))
-            + V("pipeline_slots") * V("tp_comm_seconds") + V("offload_seconds"), 0),
-         "compute and data-parallel communication overlap (the longer counts); tensor-parallel and offload "
-         "transfers add; a pipeline stage computes its share of each micro-batch", "time"),
+            + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds")) + V("offload_seconds"), 0),
+         "compute and data-parallel communication overlap (the longer counts); tensor-parallel, MoE all-to-all "
+         "and offload transfers add; a pipeline stage computes its share of each micro-batch", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0), "", "time"),
     Term("train_tokens_per_s_per_gpu", "Training tokens per second per GPU", "tokens_per_s",
