@@ -13,14 +13,13 @@ import signal
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
 from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
-from .estimate import Estimator, RlhfScenario, Scenario, make_scenario
 from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
 from .limits import check_name
@@ -29,6 +28,9 @@ from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
 from .terms import ASSUMPTIONS, Assumption
 from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
 from .units import format_count, parse_count, parse_duration
+
+if TYPE_CHECKING:  # the estimator (and NumPy under it) loads with the commands that estimate: --help need not
+    from .estimate import Estimator, RlhfScenario, Scenario
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -299,6 +301,7 @@ def _estimator_for(model, config_path, options):
     """The estimator and the model name to use; a --config model joins the catalog for this run."""
     if bool(model) == bool(config_path):
         raise click.UsageError("give exactly one of --model or --config")
+    from .estimate import Estimator
     catalog = load_models()
     assumptions = {a.name: options.pop(a.name) for a in ASSUMPTIONS if a.option and options.get(a.name) is not None}
     estimator = Estimator(catalog, load_gpus(), assumptions)
@@ -312,6 +315,7 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_fre
                            ) -> Scenario | RlhfScenario:
     """The scenario the options describe. layout_free: without its layout inputs (plan.LAYOUT_INPUTS), which
     are then not checked as a layout: the plan lays the job out, keeping those given in every candidate."""
+    from .estimate import make_scenario
     given = _given_options()
     actor = o.get("actor_workload") or RLHF_INPUT_BY_NAME["actor_workload"].default
     for i in INPUTS:
@@ -346,6 +350,7 @@ def estimate(model, config_path, as_json, **options):
       reportgen estimate --model Llama-3-8B --workload inference --batch 16 --prompt-len 8192 --json
       reportgen estimate --model Llama-2-7B --workload ppo --critic-model Qwen2.5-0.5B --gpus 8 --zero 3
     """
+    from .estimate import RlhfScenario
     estimator, name = _estimator_for(model, config_path, options)
     scenario = _scenario_from_options(estimator, name, options)
     if isinstance(scenario, RlhfScenario):
@@ -384,6 +389,7 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
       reportgen plan --model Llama-3-8B --workload full --train-tokens 1e9 --within 7d
       reportgen plan --model Llama-3-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
     """
+    from .estimate import RlhfScenario
     from .goals import Goal
     from .plan import plan as make_plan
     from .plan import LAYOUT_INPUTS
@@ -488,6 +494,7 @@ def validate(measured, as_json):
       reportgen validate --measured my-measured-peaks.json
     """
     from .pipeline import validation_rows
+    from .estimate import Estimator
     from .validation import summary, validate as run_validation
     estimator = Estimator(load_models(), load_gpus())
     rows = run_validation(measured, estimator) if measured else validation_rows(estimator)
