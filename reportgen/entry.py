@@ -39,6 +39,7 @@ def run(args: list[str] | None = None, prog_name: str | None = None) -> None:
 def _invoke(args: list[str] | None, prog_name: str | None):
     """The command's exit status (Click ends every command with SystemExit)."""
     try:
+        _load_hashlib()
         from .cli import main
     except KeyboardInterrupt:
         interrupt = Interrupted()
@@ -49,6 +50,19 @@ def _invoke(args: list[str] | None, prog_name: str | None):
     except SystemExit as exc:
         return exc.code
     return 0
+
+
+def _load_hashlib() -> None:
+    """hashlib (which tempfile and the writers load) logs a traceback for each hash whose module it cannot
+    load, rather than raising: under a small address space (ulimit -v) that is every one. Loaded here with
+    those messages unseen, a hashlib without sha256 is the memory it lacked, said in one line."""
+    shown, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        import hashlib
+    finally:
+        sys.stderr = shown
+    if not hasattr(hashlib, "sha256"):
+        raise MemoryError
 
 
 def _stream_failed(exc: StreamError) -> int:
