@@ -61,6 +61,9 @@ class RlhfScenario:
 SKIP_REASONS = {
     "tp_gpus": "tp_size {tp} does not divide num_gpus {gpus}",
     "pp_gpus": "tp_size {tp} × pp_size {pp} does not divide num_gpus {gpus}",
+    "cp_gpus": "tp_size {tp} × pp_size {pp} × cp_size {cp} does not divide num_gpus {gpus}",
+    "cp_framework": "cp_size {cp}: framework {framework} has no context parallelism (megatron and fsdp2 have)",
+    "cp_seq": "cp_size {cp}: seq_len {seq} must split into 2 × cp_size equal chunks (the load-balanced causal split)",
     "pp_layers": "pp_size {pp} exceeds the {layers} layers",
     "pp_zero": "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the optimizer "
                "(ZeRO-1)",

@@ -341,8 +341,9 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
             return f"⌈{args[0]}⌉"
         if expr.name == "INT":
             return f"⌊{args[0]}⌋"
-        if expr.name == "MOD":
-            return f"({args[0]} mod {args[1]})"
+        if expr.name == "MOD":  # read back as a product-level operator: a compound operand keeps its brackets
+            a, b = (f"({x})" if isinstance(e, (Op, Cmp, Concat)) else x for e, x in zip(expr.args, args))
+            return f"({a} mod {b})"
         if expr.name == "IF":
             return f"({args[1]} if {args[0]} else {args[2]})"
         if expr.name == "NOT":

@@ -154,6 +154,9 @@ INPUTS: tuple[Input, ...] = (
           limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
           limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
+    Input("cp_size", "Context parallel", "training: GPUs one sequence is split over (ring attention: Megatron-Core's "
+          "and torchtitan's context parallelism); each holds seq_len ÷ cp_size tokens of every layer's activations",
+          1, limits=(1, 1024), unit="GPUs", option="--cp", applies=_TRAINING, layout=True),
     Input("sequence_parallel", "Sequence parallelism", "with tensor parallelism, split the norms, dropouts and "
           "layer inputs along the sequence too (Korthikanti et al. 2022): on, off, or auto (the framework's way: on "
           "under megatron and fsdp2, whose recipes and torchtitan's TP plan turn it on; off under hf, deepspeed and "
@@ -294,6 +297,8 @@ def default_label(s, word: Callable[[str, str], str] = lambda axis, value: value
         parts.append(f"TP{s.tp_size}")
     if s.pp_size > 1:
         parts.append(f"PP{s.pp_size}")
+    if s.cp_size > 1:
+        parts.append(f"CP{s.cp_size}")
     if s.ep_size > 1:
         parts.append(f"EP{s.ep_size}")
     return " · ".join(parts)

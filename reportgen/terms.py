@@ -215,7 +215,17 @@ TERMS: tuple[Term, ...] = (
          "derived"),
     Term("model_parallel_size", "GPUs holding one model replica (tensor × pipeline)", "count",
          V("tp_size") * V("pp_stages"), "", "derived"),
-    Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("model_parallel_size")),
+    Term("cp_degree", "Context-parallel degree (training only)", "count", IF(V("is_train").eq(1), V("cp_size"), 1),
+         "", "derived"),
+    Term("replica_gpus", "GPUs that train one set of sequences (tensor × pipeline × context)", "count",
+         V("model_parallel_size") * V("cp_degree"), "", "derived"),
+    Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("replica_gpus"),
+         "the GPUs over tensor, pipeline and context parallelism: each data-parallel rank trains its own sequences"),
+    Term("zero_group", "GPUs a data-parallel state is reduced and sharded over", "count",
+         V("dp_size") * V("cp_degree"),
+         "data and context parallelism: the context-parallel GPUs of one sequence hold the same weights and add "
+         "their gradients (Megatron-Core's data-parallel group with context parallelism; torchtitan's FSDP mesh "
+         "over dp_shard × cp)", "derived"),
     # Pipeline parallelism (1F1B, Narayanan et al. 2021): the busiest stage holds ⌈layers / pp⌉ layers,
     # the embedding or the LM head (the first and last stage), and the first stage keeps up to pp
     # micro-batches of activations in flight.
@@ -327,7 +337,7 @@ TERMS: tuple[Term, ...] = (
          "modules: a second copy beside the frozen original)", "state"),
     Term("fp8_gemms", "Linear layers in FP8 (1/0)", "flag", IF(V("is_full").eq(1), _p("fp8_gemms"), 0),
          "Precisions sheet: Transformer Engine's FP8 recipe for full training", "state"),
-    Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("dp_size"), 1),
+    Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("weights", "Weights", "bytes",
          IF(V("offload").eq("all"), 0, ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
@@ -337,7 +347,7 @@ TERMS: tuple[Term, ...] = (
          "layers' FP8 weight casts, row-wise and column-wise (the transpose Hopper's FP8 GEMMs need), 2 bytes "
          "per parameter, cached for the step (Transformer Engine docs: Performance considerations, Handling "
          "transposes; FP8 weight caching)", "state"),
-    Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("dp_size"), 1),
+    Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
     Term("grad_elem_bytes", "Bytes per gradient element", "count",
          IF(V("is_full").eq(1),
@@ -351,7 +361,7 @@ TERMS: tuple[Term, ...] = (
     Term("gradients", "Gradients", "bytes", ceil_div(V("gradient_bytes_unsharded"), V("gradient_shards")),
          _ZERO_PAPER, "state"),
     Term("ddp_bucket_bytes", "DDP gradient buckets", "bytes",
-         IF(AND(V("is_train").eq(1), V("zero_stage").eq(0), V("dp_size").gt(1),
+         IF(AND(V("is_train").eq(1), V("zero_stage").eq(0), V("zero_group").gt(1),
                 is_one_of(V("framework"), "hf", "litgpt")), V("gradients"), 0),
          "PyTorch DistributedDataParallel (the HF Trainer's and Lightning's data parallelism) copies each gradient "
          "into its all-reduce buckets, allocated once for the whole run: as much memory again as the gradients, "
@@ -377,7 +387,7 @@ TERMS: tuple[Term, ...] = (
          "ones run forward and backward (PyTorch adds each backward into them); LitGPT's FSDP skips the "
          "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded; a "
          "persistent buffer accumulates in place", "state"),
-    Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("dp_size"), 1),
+    Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
          IF(_o("state_bytes_override").gt(0), _o("state_bytes_override"),
@@ -593,7 +603,10 @@ TERMS: tuple[Term, ...] = (
     Term("tp_replicas_outside", "Copies of those tensors per tensor-parallel group", "count",
          IF(V("sp_on").eq(1), 1, V("tp_size")),
          "without sequence parallelism every GPU of the group holds them; with it each holds 1 ÷ tp", "activation"),
-    Term("tokens", "Tokens per micro-batch", "count", V("batch_size") * V("seq_len"), "", "activation"),
+    Term("tokens", "Tokens per micro-batch on one GPU's share of the sequence", "count",
+         V("batch_size") * V("seq_len") / V("cp_degree"),
+         "context parallelism gives each GPU of the group seq_len ÷ cp_size tokens of every sequence (every "
+         "activation, the logits included, shrinks with it)", "activation"),
     Term("autocast_cache_bytes", "Autocast bf16 weight copies during forward", "bytes",
          IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
             ceil_div(2 * (V("resident_params") - V("embedding_params")
@@ -975,8 +988,8 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("tp_link_bytes_per_s", "Tensor-parallel collective bandwidth", "bytes_per_s",
          _collective_bandwidth(V("tp_size")), _LINK, "time"),
     Term("dp_comm_bytes", "Data-parallel traffic per optimizer step, per GPU", "bytes",
-         IF(AND(_TRAIN, V("dp_size").gt(1)),
-            (V("dp_size") - 1) / V("dp_size")
+         IF(AND(_TRAIN, V("zero_group").gt(1)),
+            (V("zero_group") - 1) / V("zero_group")
             * (IF(V("zero_stage").eq(3), 1, 2) * V("gradient_bytes_unsharded") / V("tp_size")
                + IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("tp_size"),
                     0)), 0),
@@ -991,6 +1004,21 @@ TIME_TERMS: tuple[Term, ...] = (
                / V("tp_link_bytes_per_s") + V("collective_latency_us") / 1e6), 0),
          "Megatron-style TP all-reduces the activations twice per layer forward and twice backward (twice more "
          "when a checkpointed forward is repeated); on the critical path", "time"),
+    Term("cp_ring_bytes", "Context-parallel ring traffic per micro-batch, per GPU", "bytes",
+         IF(AND(_TRAIN, V("cp_degree").gt(1)),
+            IF(V("checkpointing").eq("full"), 4, 3) * V("pp_stage_layers") * (V("cp_degree") - 1) * V("tokens")
+            * 2 * V("kv_dim") * V("act_bytes") / V("tp_size"), 0),
+         "ring attention passes each GPU's keys and values around the cp GPUs of a sequence, cp − 1 hops per "
+         "layer: forward, backward (keys, values and their gradients: twice) and the recomputed forward "
+         "(Liu et al. 2023, Ring Attention; Megatron-Core's context parallelism)", "time"),
+    Term("cp_ring_seconds", "Context-parallel ring time not hidden behind attention, per micro-batch", "seconds",
+         IF(V("cp_ring_bytes").gt(0),
+            MAX(0, V("cp_ring_bytes") / (IF((V("tp_size") * V("cp_degree")).le(_g("gpus_per_node")), _g("link_gbps"),
+                                            _g("inter_node_gbps")) * 1e9 * V("comm_efficiency"))
+                - V("tokens") / V("tp_size") * V("train_attention_flops_per_token") * V("pp_layer_share")
+                / (V("peak_flops") * _g("attention_efficiency"))), 0),
+         "each hop overlaps the attention of the chunk already there: only what the attention kernels do not "
+         "cover adds; neighbours on NVLink inside a node, on the network across nodes", "time"),
     Term("moe_a2a_calls", "MoE all-to-alls per micro-batch on a stage", "count",
          IF(AND(_TRAIN, V("num_experts").gt(0), V("ep_size").gt(1)),
             IF(V("checkpointing").eq("full"), 6, 4) * _m("num_moe_layers") * V("pp_layer_share"), 0),
@@ -1030,11 +1058,14 @@ TIME_TERMS: tuple[Term, ...] = (
          "al. 2021, §2.2); without pipelining (p = 1) the m micro-batches themselves", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("train_compute_seconds") / V("pp_stages"), V("dp_comm_seconds"))
-            + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds")) + V("offload_seconds"), 0),
-         "compute and data-parallel communication overlap (the longer counts); tensor-parallel, MoE all-to-all "
-         "and offload transfers add; a pipeline stage computes its share of each micro-batch", "time"),
+            + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds") + V("cp_ring_seconds"))
+            + V("offload_seconds"), 0),
+         "compute and data-parallel communication overlap (the longer counts); tensor-parallel, MoE all-to-all, "
+         "the context-parallel ring's unhidden part and offload transfers add; a pipeline stage computes its "
+         "share of each micro-batch", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
-         IF(_TRAIN, V("tokens") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0), "", "time"),
+         IF(_TRAIN, V("tokens") * V("cp_degree") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0),
+         "", "time"),
     Term("train_tokens_per_s_per_gpu", "Training tokens per second per GPU", "tokens_per_s",
          V("train_tokens_per_s") / V("num_gpus"), "", "time"),
     Term("time_to_train_seconds", "Time to train on the tokens", "seconds",
@@ -1152,6 +1183,12 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("tp_kv", AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
           kv=V("num_kv_heads")),
     _skip("pp_gpus", MOD(_GPUS, V("model_parallel_size")).ne(0), tp=_TP, pp=V("pp_stages"), gpus=_GPUS),
+    _skip("cp_gpus", AND(V("cp_degree").gt(1), MOD(_GPUS, V("replica_gpus")).ne(0)),
+          tp=_TP, pp=V("pp_stages"), cp=V("cp_degree"), gpus=_GPUS),
+    _skip("cp_framework", AND(V("cp_degree").gt(1), is_one_of(V("framework"), "hf", "deepspeed", "litgpt")),
+          cp=V("cp_degree"), framework=V("framework")),
+    _skip("cp_seq", AND(V("cp_degree").gt(1), MOD(V("seq_len"), 2 * V("cp_degree")).ne(0)),
+          cp=V("cp_degree"), seq=V("seq_len")),
     _skip("pp_layers", V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
     _skip("pp_zero", AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
     _skip("ep_dense", AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
@@ -1160,8 +1197,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     # What each framework and engine can place (expert_shards says how they split the experts).
     _skip("ep_framework", AND(V("ep_size").gt(1), V("is_train").eq(1), is_one_of(V("framework"), "hf", "litgpt")),
           ep=V("ep_size"), framework=V("framework")),
-    _skip("ep_train_dp", AND(V("ep_size").gt(1), V("is_train").eq(1), MOD(V("dp_size"), V("ep_size")).ne(0)),
-          ep=V("ep_size"), dp=V("dp_size"), tp=_TP, pp=V("pp_stages")),
+    _skip("ep_train_dp", AND(V("ep_size").gt(1), V("is_train").eq(1), MOD(V("zero_group"), V("ep_size")).ne(0)),
+          ep=V("ep_size"), dp=V("zero_group"), tp=_TP, pp=V("pp_stages")),
     _skip("ep_serve_group", AND(V("ep_size").gt(1), V("is_train").eq(0),
                                 OR(MOD(_GPUS, V("ep_size")).ne(0),
                                    AND(MOD(V("ep_size"), _TP).ne(0), MOD(_TP, V("ep_size")).ne(0)))),
@@ -1174,7 +1211,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           framework=V("framework"), zero=V("zero_stage")),
     # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
     # data parallelism has nothing to shard.
-    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("dp_size").eq(1), V("framework").eq("hf")),
+    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("zero_group").eq(1), V("framework").eq("hf")),
           zero=V("zero_stage")),
     _skip("sp_tp", AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),

@@ -190,3 +190,37 @@ def test_each_framework_sets_sequence_parallelism_its_own_way():
     assert on == {"fsdp2", "megatron"}
     assert EST.estimate(replace(SP_BASE, num_gpus=1, tp_size=1))["sp_on"] == 0
     assert "tp_size > 1" in EST.skip_reason(replace(SP_BASE, num_gpus=1, tp_size=1, sequence_parallel="on"))
+
+
+# ---- context parallelism (ring attention) ------------------------------------------------------------
+
+CP_BASE = Scenario(model="Llama-3-8B", workload="full", seq_len=32768, prompt_len=0, gen_len=0, num_gpus=16,
+                   tp_size=2, gpu=H100, framework="megatron", zero_stage=1, checkpointing="selective")
+
+
+def test_context_parallelism_splits_every_activation_and_shards_states_over_data_and_context():
+    one = EST.estimate(CP_BASE)
+    four = EST.estimate(replace(CP_BASE, cp_size=4))
+    # every saved tensor is per token: a quarter of the tokens, a quarter of the bytes (autocast copies aside)
+    assert four["training_activations"] == pytest.approx(one["training_activations"] / 4, abs=1)
+    # ZeRO-1 shards the optimizer over data × context parallel GPUs: the same 8 ranks, whatever the split
+    assert four["dp_size"] == 2 and four["zero_group"] == one["zero_group"] == 8
+    assert four["optimizer_states"] == one["optimizer_states"]
+    # the throughput counts every token of the sequences, each GPU computing a quarter of them
+    assert four["train_tokens_per_s"] == pytest.approx(
+        CP_BASE.seq_len * CP_BASE.grad_accum_steps * four["dp_size"] / four["step_seconds"])
+
+
+def test_the_context_parallel_ring_is_counted_only_beyond_the_attention_it_overlaps():
+    four = EST.estimate(replace(CP_BASE, cp_size=4))
+    layers, tokens = four["pp_stage_layers"], CP_BASE.seq_len / 4
+    assert four["cp_ring_bytes"] == pytest.approx(3 * layers * 3 * tokens * 2 * four["kv_dim"] * 2 / 2)
+    assert four["cp_ring_seconds"] >= 0
+    assert EST.estimate(CP_BASE)["cp_ring_seconds"] == 0
+
+
+def test_what_context_parallelism_cannot_split_is_refused_with_its_reason():
+    assert "no context parallelism" in EST.skip_reason(replace(CP_BASE, cp_size=2, framework="deepspeed"))
+    assert "2 × cp_size" in EST.skip_reason(replace(CP_BASE, cp_size=4, seq_len=32764))
+    assert "does not divide num_gpus" in EST.skip_reason(replace(CP_BASE, cp_size=16))
+    assert EST.skip_reason(replace(CP_BASE, cp_size=8)) is None
