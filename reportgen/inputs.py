@@ -154,6 +154,10 @@ INPUTS: tuple[Input, ...] = (
           limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
           limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
+    Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
+          "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
+          "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",
+          option="--vp", applies=_TRAINING, layout=True),
     Input("cp_size", "Context parallel", "training: GPUs one sequence is split over (ring attention: Megatron-Core's "
           "and torchtitan's context parallelism); each holds seq_len ÷ cp_size tokens of every layer's activations",
           1, limits=(1, 1024), unit="GPUs", option="--cp", applies=_TRAINING, layout=True),
@@ -297,6 +301,8 @@ def default_label(s, word: Callable[[str, str], str] = lambda axis, value: value
         parts.append(f"TP{s.tp_size}")
     if s.pp_size > 1:
         parts.append(f"PP{s.pp_size}")
+    if s.vp_size > 1:
+        parts.append(f"VP{s.vp_size}")
     if s.cp_size > 1:
         parts.append(f"CP{s.cp_size}")
     if s.ep_size > 1:

@@ -34,7 +34,7 @@ PIPELINE_MICRO_BATCHES_PER_STAGE = 4
 EP_SIZES = tuple(2 ** k for k in range(MAX_GPUS.bit_length()))
 MEASURES = ("purchase", "hourly")
 # The inputs that lay a job out on its GPUs: a plan keeps those given and searches the others.
-LAYOUT_INPUTS = ("num_gpus", "tp_size", "pp_size", "cp_size", "ep_size", "zero_stage")
+LAYOUT_INPUTS = ("num_gpus", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size", "zero_stage")
 
 
 def buyable_counts(gpus_per_node: int, most: int = MAX_GPUS) -> tuple[int, ...]:

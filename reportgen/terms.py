@@ -233,10 +233,15 @@ TERMS: tuple[Term, ...] = (
          "", "derived"),
     Term("pp_layer_share", "Share of the layers on that stage", "count", V("pp_stage_layers") / V("num_layers"),
          "", "derived"),
+    Term("vp_degree", "Virtual pipeline stages (model chunks per GPU)", "count",
+         IF(V("pp_stages").gt(1), V("vp_size"), 1), "", "derived"),
     Term("pp_in_flight", "Micro-batches whose activations a stage holds", "count",
-         MIN(V("pp_stages"), V("grad_accum_steps")),
+         MIN(V("pp_stages"), V("grad_accum_steps"))
+         * IF(V("vp_degree").gt(1), 1 + (V("pp_stages") - 1) / (V("pp_stages") * V("vp_degree")), 1),
          "1F1B: the first stage runs pp forwards before its first backward (Narayanan et al. 2021, "
-         "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, §2.2)", "derived"),
+         "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, §2.2); the "
+         "interleaved schedule holds 1 + (pp − 1) ÷ (pp × vp) times as much (Korthikanti et al. 2022, §4.2.3)",
+         "derived"),
     # LitGPT trains its own model code whatever the checkpoint: fused qkv, rotary by torch.cat, grouped
     # keys and values copied to every head before SDPA, RMSNorm scaled in fp32, an LM head of its own.
     Term("litgpt", "LitGPT's model code (1/0)", "flag", IF(AND(V("framework").eq("litgpt"), V("is_train").eq(1)), 1, 0),
@@ -1053,9 +1058,10 @@ TIME_TERMS: tuple[Term, ...] = (
          "offload streams the weights in every forward and backward (Ren et al. 2021); host Adam time not modelled",
          "time"),
     Term("pipeline_slots", "Micro-batch slots per step, bubble included", "count",
-         V("grad_accum_steps") + V("pp_stages") - 1,
+         V("grad_accum_steps") + (V("pp_stages") - 1) / V("vp_degree"),
          "1F1B runs m micro-batches in m + p − 1 slots: the bubble is (p − 1) / m of the step (Narayanan et "
-         "al. 2021, §2.2); without pipelining (p = 1) the m micro-batches themselves", "time"),
+         "al. 2021, §2.2), (p − 1) ÷ (v × m) with v interleaved chunks per GPU (§2.2.1); without pipelining "
+         "(p = 1) the m micro-batches themselves", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("train_compute_seconds") / V("pp_stages"), V("dp_comm_seconds"))
             + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds") + V("cp_ring_seconds"))
@@ -1189,6 +1195,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           cp=V("cp_degree"), framework=V("framework")),
     _skip("cp_seq", AND(V("cp_degree").gt(1), MOD(V("seq_len"), 2 * V("cp_degree")).ne(0)),
           cp=V("cp_degree"), seq=V("seq_len")),
+    _skip("vp_pp", AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
+          vp=V("vp_size"), framework=V("framework")),
+    _skip("vp_layers", AND(V("vp_degree").gt(1), OR(MOD(V("num_layers"), V("pp_stages") * V("vp_degree")).ne(0),
+                                                    MOD(V("grad_accum_steps"), V("pp_stages")).ne(0))),
+          vp=V("vp_degree"), pp=V("pp_stages"), layers=V("num_layers"), accum=V("grad_accum_steps")),
     _skip("pp_layers", V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
     _skip("pp_zero", AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
     _skip("ep_dense", AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),

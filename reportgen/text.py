@@ -110,6 +110,7 @@ def _layout_words(layout: dict) -> str:
     parts = [" ".join(x for x in (f"ZeRO-{layout['zero_stage']}" if layout["zero_stage"] else "",
                                   f"TP{layout['tp_size']}" if layout["tp_size"] > 1 else "",
                                   f"PP{layout['pp_size']}" if layout["pp_size"] > 1 else "",
+                                  f"VP{layout['vp_size']}" if layout.get("vp_size", 1) > 1 else "",
                                   f"CP{layout['cp_size']}" if layout.get("cp_size", 1) > 1 else "",
                                   f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "") if x)
              or ("single GPU" if layout["num_gpus"] == 1 else "data parallel")]

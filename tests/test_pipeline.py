@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+
+import pytest
 from dataclasses import replace
 
 from reportgen.catalog import load_gpus, load_models
@@ -58,3 +60,35 @@ def test_the_layout_search_tries_pipelines_within_the_gpus():
     tried = {(c.tp_size, c.pp_size) for c in candidates(BASE, EST, 16)}
     assert (8, 2) in tried and (2, 8) in tried and all(tp * pp <= 16 for tp, pp in tried)
     assert max(pp for _, pp in tried) == 8
+
+
+# ---- virtual pipeline stages (Megatron's interleaved 1F1B) --------------------------------------------
+
+VP_BASE = replace(BASE, framework="megatron", pp_size=4, grad_accum_steps=8)  # 80 layers: 20 per stage
+
+
+def test_interleaving_shrinks_the_bubble_v_fold():
+    """Narayanan et al. 2021 §2.2.1: the bubble is (p − 1) ÷ (v × m) of the step; p = 4, m = 8: 3 slots of
+    bubble, 1.5 with two chunks per GPU, 0.6 with five."""
+    plain = EST.estimate(VP_BASE)
+    assert plain["pipeline_slots"] == 8 + 3
+    assert EST.estimate(replace(VP_BASE, vp_size=2))["pipeline_slots"] == 8 + 1.5
+    five = EST.estimate(replace(VP_BASE, vp_size=5))
+    assert five["pipeline_slots"] == pytest.approx(8 + 0.6)
+    assert five["step_seconds"] < plain["step_seconds"]
+
+
+def test_interleaving_holds_more_activations_on_the_first_stage():
+    """Korthikanti et al. 2022 §4.2.3: 1 + (p − 1) ÷ (p × v) times the 1F1B activations (p = 4, v = 2: 1.375)."""
+    plain, two = EST.estimate(VP_BASE), EST.estimate(replace(VP_BASE, vp_size=2))
+    assert two["pp_in_flight"] == pytest.approx(4 * 1.375)
+    assert (two["training_activations"] - two["autocast_copies_bytes"]) == pytest.approx(
+        1.375 * (plain["training_activations"] - plain["autocast_copies_bytes"]), rel=1e-9)
+
+
+def test_interleaving_refuses_what_megatron_refuses():
+    assert EST.skip_check(replace(VP_BASE, vp_size=2, framework="deepspeed")).code == "vp_pp"
+    assert EST.skip_check(replace(VP_BASE, vp_size=2, pp_size=1)).code == "vp_pp"
+    assert EST.skip_check(replace(VP_BASE, vp_size=3)).code == "vp_layers"  # 80 layers into 12 chunks
+    assert EST.skip_check(replace(VP_BASE, vp_size=2, grad_accum_steps=6)).code == "vp_layers"  # 6 micro-batches, pp 4
+    assert EST.skip_check(replace(VP_BASE, vp_size=2)) is None

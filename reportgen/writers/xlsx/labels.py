@@ -17,7 +17,7 @@ from .checks import message
 SEP = " · "
 # Shown in every label, in this order (the dtype and token slots pick an input by workload).
 ALWAYS = ("model", "workload", "batch_size", "num_gpus", "gpu")
-LAYOUT = ("zero_stage", "tp_size", "pp_size", "cp_size", "ep_size")  # last, after the GPUs, when not their default
+LAYOUT = ("zero_stage", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size")  # last, after the GPUs, when not their default
 
 
 def _default(name: str, workload: Expr) -> Expr:
