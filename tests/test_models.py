@@ -184,3 +184,15 @@ def test_bad_configs_name_the_field(mutate, path, message):
         spec_from_config(config, name="x", source="cfg.json")
     assert err.value.key_path == path and err.value.source == "cfg.json"
     assert message in err.value.message
+
+
+@pytest.mark.parametrize("model_type,why", [("nemotron_h", "Mamba-2"), ("gpt_oss", "sliding-window attention"),
+                                            ("qwen3_next", "Gated DeltaNet"), ("mamba", "state-space")])
+def test_architectures_it_cannot_build_are_named_with_why(model_type, why):
+    """#32: a Nemotron-H or GPT-OSS config says what is missing, not 'unknown' (nor 'did you mean gpt_neox')."""
+    config = {**_config("llama-2-7b"), "model_type": model_type}
+    with pytest.raises(InputError) as err:
+        spec_from_config(config, name="x", source="cfg.json")
+    assert err.value.key_path == "model_type"
+    assert f"'{model_type}' cannot be built yet: " in err.value.message and why in err.value.message
+    assert "did you mean" not in err.value.message
