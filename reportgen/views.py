@@ -604,7 +604,12 @@ def speed(r: Result, t: Catalogue, short: bool = False) -> str:
         return time if short else t("speed.iteration", v=time)
     if v["is_train"]:
         return duration(v["time_to_train_seconds"], t)
-    return t("speed.per_user_short" if short else "speed.per_user", v=f"{v['tokens_per_s_per_user']:,.0f}")
+    if short:
+        return t("speed.per_user_short", v=f"{v['tokens_per_s_per_user']:,.0f}")
+    if v["engine_mode"]:  # a serving buyer's first question: how many sequences the KV pool holds
+        return t("speed.per_user_pool", v=f"{v['tokens_per_s_per_user']:,.0f}", n=f"{math.floor(v['max_concurrency']):,}",
+                 tokens=f"{v['context_tokens']:,.0f}")
+    return t("speed.per_user", v=f"{v['tokens_per_s_per_user']:,.0f}")
 
 
 def _rent(r: Result) -> str:

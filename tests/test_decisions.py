@@ -111,3 +111,15 @@ def test_validate_counts_every_row_it_shows():
     lines = footer.splitlines()
     assert [int(line.split(": ")[1].split()[0]) for line in lines[:-1]] == [g["figures"] for g in groups]
     assert lines[-1] == f"{len(rows)} rows in all; accuracy is claimed on the held-out rows only."
+
+
+def test_a_served_models_summary_states_how_many_sequences_its_kv_pool_holds():
+    """#34: the KV pool's maximum concurrency, the figure a serving buyer asks first, is in the summary line of
+    an engine-served requirement: the estimator's max_concurrency, rounded down (in en and zh)."""
+    report = make_report(load(str(FIXTURES / "vllm-sensitivity.yaml")), WHEN)
+    best = report.recommendations[0].best.result.estimate
+    held = int(best["max_concurrency"])
+    assert held >= 1 and best["context_tokens"] == 4096 + 512
+    verdict = build_view(report, "en").verdicts[0].verdict
+    assert f"each replica's KV pool holds {held:,} sequences of 4,608 tokens" in verdict, verdict
+    assert f"KV 缓存池可容纳 {held:,} 条 4,608 token 的序列" in build_view(report, "zh").verdicts[0].verdict
