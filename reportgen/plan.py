@@ -30,6 +30,11 @@ TP_SIZES = (1, 2, 4, 8)
 # unless the gradient accumulation is given. 1F1B keeps at most p micro-batches in flight, so more costs
 # no activation memory.
 PIPELINE_MICRO_BATCHES_PER_STAGE = 4
+# Context parallelism for long sequences, where each GPU still keeps a chunk of at least this many tokens
+# (shorter chunks leave the ring's key/value hops too little attention to hide behind).
+CP_MIN_CHUNK_TOKENS = 4096
+CP_SIZES = (1, 2, 4, 8, 16, 32)
+CP_FRAMEWORKS = ("megatron", "fsdp2")
 # Expert parallelism may span nodes (vLLM's EP is TP × DP; Megatron's lives in the data-parallel group).
 EP_SIZES = tuple(2 ** k for k in range(MAX_GPUS.bit_length()))
 MEASURES = ("purchase", "hourly")
@@ -147,12 +152,16 @@ SEARCH = {
 
 def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> dict[str, tuple]:
     """The SEARCH choices for scenario s on n GPUs, less those in `fixed`: tensor parallelism inside
-    one node, expert parallelism only for MoE models and over a divisor of n."""
+    one node, expert parallelism only for MoE models and over a divisor of n, context parallelism under
+    the frameworks that have it for sequences of more than CP_MIN_CHUNK_TOKENS per GPU."""
     space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
     per_node = estimator.gpus[s.gpu].gpus_per_node
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
     moe = estimator.tables["Models"][s.model]["is_moe"]
     space["ep_size"] = tuple(ep for ep in space["ep_size"] if n % ep == 0 and (moe or ep == 1))
+    if s.workload != "inference" and s.framework in CP_FRAMEWORKS:
+        space["cp_size"] = tuple(cp for cp in CP_SIZES if n % cp == 0 and s.seq_len % (2 * cp) == 0
+                                 and (cp == 1 or s.seq_len // cp >= CP_MIN_CHUNK_TOKENS))
     if "optimizer" in space and s.optimizer not in space["optimizer"]:
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
@@ -172,11 +181,13 @@ def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable
     size = len(grids[0]) if grids else 1
     zero = np.asarray(columns.get("zero_stage", s.zero_stage))
     model_parallel = np.asarray(columns.get("tp_size", s.tp_size)) * np.asarray(columns.get("pp_size", s.pp_size))
+    context = np.asarray(columns.get("cp_size", s.cp_size if s.workload != "inference" else 1))
     # Layouts not worth estimating among those searched: more stages than GPUs, or a ZeRO stage without
-    # two data-parallel ranks to shard over. What the user fixed is estimated, or skipped with its reason.
+    # two ranks to shard over (data × context parallel). What the user fixed is estimated, or skipped with
+    # its reason.
     pruned = np.zeros(size, dtype=bool)
-    if not {"tp_size", "pp_size"} <= set(fixed):
-        pruned |= model_parallel > n
+    if not {"tp_size", "pp_size", "cp_size"} <= set(fixed):
+        pruned |= model_parallel * context > n
     if "zero_stage" not in fixed:
         pruned |= (zero != 0) & (n // model_parallel < 2)
     keep = np.flatnonzero(~pruned)
