@@ -86,6 +86,8 @@ SKIP_REASONS = {
                    "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
     "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
     "sp_tp": "sequence parallelism splits what tensor parallelism leaves whole: it needs tp_size > 1",
+    "offload_framework": "megatron offloads the optimizer only (--optimizer-cpu-offload), not the parameters: "
+                         "offload all needs DeepSpeed ZeRO-Infinity or FSDP2's CPU offload",
     "offload_inference": "CPU offload applies to training",
     "bf16_gpu": "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
                 "KV cache",

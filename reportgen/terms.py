@@ -1225,6 +1225,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("zero_group").eq(1), V("framework").eq("hf")),
           zero=V("zero_stage")),
     _skip("sp_tp", AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
+    _skip("offload_framework", AND(V("offload").eq("all"), V("is_train").eq(1), V("framework").eq("megatron"))),
     _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
     _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
