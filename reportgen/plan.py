@@ -26,7 +26,7 @@ MAX_GPUS = 512  # the largest purchase the search considers, per GPU type
 TP_SIZES = (1, 2, 4, 8)
 # A pipeline of p stages idles (p − 1) / m of each step with m micro-batches (Narayanan et al. 2021, §2.2):
 # the plan runs its pipeline layouts with at least this many micro-batches per stage (a bubble under 25 %,
-# as Megatron-LM's published runs do: GPT-3 175B, PP 16, 96 micro-batches of 1,536 sequences over DP 16),
+# published runs use more: Megatron-LM 2021's GPT-3 175B, PP 16 and DP 8, 192 micro-batches of one sequence),
 # unless the gradient accumulation is given. 1F1B keeps at most p micro-batches in flight, so more costs
 # no activation memory.
 PIPELINE_MICRO_BATCHES_PER_STAGE = 4
