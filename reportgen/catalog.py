@@ -40,6 +40,7 @@ class GpuSpec:
     fp32_tflops: float
     fp8_dense_tflops: float  # 0: no FP8 tensor cores
     bf16: int  # 1: runs bfloat16; 0: not (Volta)
+    datacenter: int  # 1: licensed for data-centre use; 0: GeForce (its driver licence forbids it)
     link_gbps: float  # GPU to GPU inside a node, per direction
     nvls: int  # 1: NVSwitch with NVLink SHARP (Hopper and later HGX), where NCCL allocates NVLS buffers
     pcie_gbps: float  # host link, per direction
@@ -86,7 +87,7 @@ class GpuSpec:
             if fields[name] > 1:
                 raise InputError(f"a fraction of the peak is at most 1, got {fields[name]!r}", source=source,
                                  key_path=f"{key_path}.{name}")
-        for name in ("nvls", "bf16"):
+        for name in ("nvls", "bf16", "datacenter"):
             if fields[name] not in (0, 1):
                 raise InputError(f"expected 0 or 1, got {fields[name]!r}", source=source, key_path=f"{key_path}.{name}")
         fields["gpus_per_node"] = int(fields["gpus_per_node"])
@@ -362,7 +363,8 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
     raise unknown_name("model", name_or_path, models, source=source, key_path=key_path)
 
 
-GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "bf16", "memory_bandwidth_gbps",
+GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "bf16", "datacenter",
+               "memory_bandwidth_gbps",
                "link_gbps", "nvls", "pcie_gbps", "gpus_per_node", "inter_node_gbps", "tdp_watts", "train_efficiency",
                "attention_efficiency",
                "price_purchase_usd", "price_per_hour_usd")

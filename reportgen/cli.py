@@ -372,9 +372,12 @@ def estimate(model, config_path, as_json, **options):
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
 @click.option("--min-tokens-per-s", type=Decimal(0, 1e6, min_open=True),
               help="Goal, serving: output tokens per second each user needs.")
+@click.option("--datacenter-only", is_flag=True,
+              help="Leave out GPU types not licensed for data-centre use (GeForce: its driver licence, §2.1.3).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
-def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, as_json, **options):
+def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, datacenter_only, as_json,
+         **options):
     """Per GPU type, the fewest GPUs and their layout that fit with the safety factor and meet a goal;
     ranked by purchase price and by hourly cost.
 
@@ -414,7 +417,12 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
         scenario = (scenario.relayout(**layout) if isinstance(scenario, RlhfScenario) else replace(scenario, **layout))
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
-    found = make_plan(estimator, scenario, gpu_types or list(estimator.gpus), goal, fixed=tuple(given))
+    candidates = gpu_types or list(estimator.gpus)
+    if datacenter_only:
+        candidates = [g for g in candidates if estimator.gpus[g].datacenter]
+        if not candidates:
+            raise click.UsageError("--datacenter-only leaves no GPU type: every one given is a GeForce card")
+    found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
     click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found, estimator.assumptions))
 
 

@@ -637,6 +637,8 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
                         gpu=r.gpu, layout=layout, device=gib_unit(v["device_total"]),
                         budget=gib_unit(v["recommended"]), k=f"{k:g}", capacity=gib_unit(v["gpu_memory_bytes"]),
                         price=usd(v["purchase_usd"]), unit=usd(unit), speed=speed(r, t), rent=_rent(r))
+            if not report.gpus[r.gpu].datacenter:
+                verdict += t("sentence.sep") + t("verdict.consumer_gpu", gpu=r.gpu)
             rent = rec.cheapest_to_rent.result
             if rent.index != r.index:
                 rent_layout = configuration(rent, need, t)

@@ -36,3 +36,36 @@ def test_the_plan_does_not_rank_a_v100_for_bf16_and_says_why():
     miss = found.misses[0]
     assert miss.gpu == V100 and miss.nearest is None and [r.code for r in miss.skipped] == ["bf16_gpu"]
     assert V100 in [o.gpu for o in plan(EST, replace(TRAIN, precision="fp16-mixed"), gpus).options]
+
+
+# ---- data-centre licensing: GeForce cards ----------------------------------------------------------
+
+def test_every_gpu_states_whether_it_may_run_in_a_data_centre():
+    """NVIDIA's GeForce driver licence, §2.1.3 'No Datacenter Deployment': the GeForce cards, and only they."""
+    gpus = load_gpus()
+    assert {name for name, g in gpus.items() if not g.datacenter} == {"RTX-4090", "RTX-3090"}
+
+
+def test_a_geforce_pick_says_so_in_the_summary():
+    from reportgen.pipeline import load, make_report
+    from reportgen.views import build_view
+    report = make_report(load("default"), "2026-01-01T00:00:00+00:00")
+    for lang, words in (("en", "is a GeForce card"), ("zh", "是 GeForce 消费级显卡")):
+        verdicts = build_view(report, lang).verdicts
+        picks = [rec.best.result.gpu if rec.best else None for rec in report.recommendations]
+        assert any(g in ("RTX-4090", "RTX-3090") for g in picks)
+        for gpu, v in zip(picks, verdicts):
+            assert (words in v.verdict) == (gpu in ("RTX-4090", "RTX-3090")), (gpu, v.verdict)
+
+
+def test_the_plan_can_leave_geforce_cards_out():
+    import json
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    args = ["plan", "--model", "Llama-2-7B", "--prompt-len", "2048", "--gen-len", "2048", "--json"]
+    every = json.loads(CliRunner().invoke(main, args).output)
+    datacenter = json.loads(CliRunner().invoke(main, args + ["--datacenter-only"]).output)
+    assert {"RTX-4090", "RTX-3090"} & {o["gpu"] for o in every["options"]}
+    assert not {"RTX-4090", "RTX-3090"} & {o["gpu"] for o in datacenter["options"]} and datacenter["options"]
+    refused = CliRunner().invoke(main, ["plan", "--model", "Llama-2-7B", "--gpu", "RTX-4090", "--datacenter-only"])
+    assert refused.exit_code == 2 and "leaves no GPU type" in refused.output

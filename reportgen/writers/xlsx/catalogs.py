@@ -164,6 +164,7 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
 
 def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
     gpu_help = {"memory_mib": "nvidia-smi total in MiB (2^20 bytes)",
+                "datacenter": "1: licensed for data-centre use; 0: a GeForce card (its driver licence forbids data-centre deployment)",
                 "bf16": "1: runs bfloat16; 0: no bf16 (Volta), so bf16 recipes and weights are refused on it",
                 "nvls": "1: an NVSwitch with NVLink SHARP (HGX Hopper, Blackwell); NCCL then allocates NVLS buffers at TP > 2",
                 "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
