@@ -35,6 +35,8 @@ PIPELINE_MICRO_BATCHES_PER_STAGE = 4
 CP_MIN_CHUNK_TOKENS = 4096
 CP_SIZES = (1, 2, 4, 8, 16, 32)
 CP_FRAMEWORKS = ("megatron", "fsdp2")
+# Megatron's interleaved 1F1B: model chunks per GPU the search tries on a pipeline.
+VP_SIZES = (1, 2, 4)
 # Expert parallelism may span nodes (vLLM's EP is TP × DP; Megatron's lives in the data-parallel group).
 EP_SIZES = tuple(2 ** k for k in range(MAX_GPUS.bit_length()))
 MEASURES = ("purchase", "hourly")
@@ -153,7 +155,8 @@ SEARCH = {
 def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> dict[str, tuple]:
     """The SEARCH choices for scenario s on n GPUs, less those in `fixed`: tensor parallelism inside
     one node, expert parallelism only for MoE models and over a divisor of n, context parallelism under
-    the frameworks that have it for sequences of more than CP_MIN_CHUNK_TOKENS per GPU."""
+    the frameworks that have it for sequences of more than CP_MIN_CHUNK_TOKENS per GPU, virtual pipeline
+    stages under Megatron."""
     space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
     per_node = estimator.gpus[s.gpu].gpus_per_node
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
@@ -162,6 +165,8 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
     if s.workload != "inference" and s.framework in CP_FRAMEWORKS:
         space["cp_size"] = tuple(cp for cp in CP_SIZES if n % cp == 0 and s.seq_len % (2 * cp) == 0
                                  and (cp == 1 or s.seq_len // cp >= CP_MIN_CHUNK_TOKENS))
+    if s.workload != "inference" and s.framework == "megatron":
+        space["vp_size"] = VP_SIZES
     if "optimizer" in space and s.optimizer not in space["optimizer"]:
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
@@ -190,6 +195,8 @@ def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable
         pruned |= model_parallel * context > n
     if "zero_stage" not in fixed:
         pruned |= (zero != 0) & (n // model_parallel < 2)
+    if "vp_size" in columns and "pp_size" not in fixed:  # chunks of a pipeline that is not there
+        pruned |= (np.asarray(columns.get("pp_size", s.pp_size)) == 1) & (columns["vp_size"] > 1)
     keep = np.flatnonzero(~pruned)
     columns = {k: take(v, keep) for k, v in columns.items()}
     columns["num_gpus"] = np.full(len(keep), n, dtype=np.int64)

@@ -271,3 +271,17 @@ def test_long_sequences_may_be_split_over_context_parallel_gpus():
     assert split.estimate["time_to_train_seconds"] < whole.estimate["time_to_train_seconds"]
     assert {c.cp_size for c in candidates(replace(s, seq_len=4096), EST, 64)} == {1}  # 4k: nothing to split
     assert {c.cp_size for c in candidates(replace(s, framework="deepspeed"), EST, 64)} == {1}
+
+
+def test_megatron_pipelines_may_interleave_their_stages():
+    """#32: under Megatron the search tries 2 and 4 model chunks per GPU on a pipeline (never without one):
+    Llama-3.1-70B on 16 H100 takes TP4 PP4 with interleaving, faster than the same purchase without."""
+    s = replace(FULL_70B, framework="megatron", offload="none")
+    keep = ("framework", "offload")
+    chunked = plan(EST, s, [H100], fixed=keep).options[0]
+    plain = plan(EST, s, [H100], fixed=keep + ("vp_size",)).options[0]
+    assert chunked.layout["vp_size"] > 1 and chunked.layout["pp_size"] > 1 and plain.layout["vp_size"] == 1
+    assert chunked.total_gpus == plain.total_gpus
+    assert chunked.estimate["time_to_train_seconds"] < plain.estimate["time_to_train_seconds"]
+    assert all(c.pp_size > 1 for c in candidates(s, EST, 16) if c.vp_size > 1)
+    assert {c.vp_size for c in candidates(replace(s, framework="deepspeed"), EST, 16)} == {1}
