@@ -228,32 +228,36 @@ def test_what_context_parallelism_cannot_split_is_refused_with_its_reason():
 
 @pytest.mark.parametrize("model", ["Llama-3.1-70B", "Mixtral-8x7B", "Qwen3-30B-A3B"])
 def test_a_pipeline_stage_holds_at_least_its_share_and_at_most_its_layers_plus_the_embedding(model):
-    """pp > 1: the estimator counts the busiest stage, so conservation is a bound. Over the GPUs, the weights
-    are at least the whole model's copies (the busiest stage holds no less than the mean) and at most what
-    every stage would hold with ⌈L ÷ pp⌉ layers and the larger of the embedding and the head."""
+    """pp > 1: the estimator counts the busiest stage, so conservation is a bound. Over the GPUs, each state
+    is at least the whole model's copies (the busiest stage holds no less than the mean) and at most what
+    every stage would hold with ⌈L ÷ pp⌉ layers and the larger of the embedding and the head. Copies of a
+    stage under Megatron's ZeRO-1: weights and gradients one per data-parallel rank (experts one per ep of
+    them); optimizer states and master weights one in all (the distributed optimizer shards them)."""
     s = Scenario(model=model, workload="full", framework="megatron", seq_len=1024, prompt_len=0, gen_len=0, gpu=H100,
                  checkpointing="full", offload="none", zero_stage=1)
     row = MODELS[model]
-    whole = _whole(s)["weights"]
-    per_param = whole / row["total_params"]
-    experts = row["expert_params"] * per_param
-    edges = (row["embedding_params"] + row["lm_head_params"]) * per_param
-    edge = max(row["embedding_params"], row["lm_head_params"]) * per_param
     checked = 0
-    for n in (16, 64):
-        for layout in candidates(s, EST, n, fixed=KEEP + ("zero_stage",)):
-            if layout.pp_size == 1 or EST.skip_check(layout) is not None:
-                continue
-            pp, layers = layout.pp_size, row["num_hidden_layers"]
-            dense_copies = n / (layout.tp_size * pp)  # copies of each stage's dense part
-            expert_copies = n / (layout.tp_size * layout.ep_size * pp)
-            held = EST.estimate(layout)["weights"] * n
-            assert held >= ((whole - experts) * dense_copies + experts * expert_copies) * (1 - 1e-9), layout.label()
-            busiest = -(-layers // pp) / layers
-            bound = pp * (((whole - experts - edges) * dense_copies + experts * expert_copies) * busiest
-                          + edge * dense_copies)
-            assert held <= bound * (1 + 1e-9) + n, layout.label()
-            checked += 1
+    for state, whole in _whole(s).items():
+        per_param = whole / row["total_params"]
+        experts = row["expert_params"] * per_param
+        edges = (row["embedding_params"] + row["lm_head_params"]) * per_param
+        edge = max(row["embedding_params"], row["lm_head_params"]) * per_param
+        for n in (16, 64):
+            for layout in candidates(s, EST, n, fixed=KEEP + ("zero_stage",)):
+                if layout.pp_size == 1 or EST.skip_check(layout) is not None:
+                    continue
+                pp, layers = layout.pp_size, row["num_hidden_layers"]
+                sharded = layout.zero_stage >= STATES[state]
+                dense_copies = 1 if sharded else n / (layout.tp_size * pp)
+                expert_copies = 1 if sharded else n / (layout.tp_size * layout.ep_size * pp)
+                held = EST.estimate(layout)[state] * n
+                assert held >= ((whole - experts) * dense_copies + experts * expert_copies) * (1 - 1e-9), (
+                    state, layout.label())
+                busiest = -(-layers // pp) / layers
+                bound = pp * (((whole - experts - edges) * dense_copies + experts * expert_copies) * busiest
+                              + edge * dense_copies)
+                assert held <= bound * (1 + 1e-9) + n, (state, layout.label())
+                checked += 1
     assert checked > 0
 
 
