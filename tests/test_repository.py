@@ -53,7 +53,7 @@ def _imports(path: Path) -> set[str]:
 
 
 CORE = {"units", "errors", "limits", "formulas", "tables", "inputs", "terms", "models", "shape", "catalog", "estimate",
-        "presets", "sweep", "goals", "plan", "ranking",
+        "presets", "sweep", "goals", "plan", "ranking", "fleet",
         "report", "notes", "validation", "charts", "views", "text", "i18n", "vector", "arrays"}
 RENDERING = {"jinja2", "markupsafe", "weasyprint", "cssselect2", "xlsxwriter", "cffi", "fontTools"}
 

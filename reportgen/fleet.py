@@ -1,0 +1,384 @@
+"""The period's purchase: one fleet for a portfolio of jobs, its schedule, and buying it against renting.
+
+A portfolio (a preset's `purchase:` section) states the work of a planning horizon: training runs with a
+token volume, a release and a deadline; RLHF runs with a number of iterations; served models with their
+users, context and speed, from a start date to the horizon's end. Each job is planned per GPU type by
+`plan.plan` (its smallest buyable layout that fits and meets its own window), so a job is a rectangle: a
+number of GPUs held for a time. The fleet is one or two GPU types (at most `max_types`), each a pool of a
+buyable count; a pool's jobs are scheduled on it (serving jobs hold their GPUs from their start to the
+horizon's end; training jobs are placed one at a time, each at the earliest time its GPUs are free, and
+must end by their deadline). The fleet chosen is the cheapest to buy (then the fewest GPUs, then the
+least owning cost over the horizon), found exactly over every assignment of jobs to GPU types, every
+buyable pool size and, for up to EXACT_ORDER_JOBS training jobs per pool, every order of placing them
+(earliest deadline first beyond that).
+
+Buying is then compared with renting the same GPU-hours (the GPUs' hourly prices): owning costs the
+horizon's share of straight-line depreciation (`amortisation_years`), hosting per GPU-year, and the energy
+of the busy GPU-hours (TDP × `server_power_factor` × `pue` at `electricity_usd_per_kwh`; idle draw is
+not counted). The break-even utilisation is the share of a GPU's hours it must be busy for owning to cost
+what renting does; the break-even month is when the purchase has paid for itself at the portfolio's rate
+of use. Nothing here reads files or knows a writer.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from .catalog import GpuSpec
+from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .goals import Goal
+from .plan import MAX_GPUS, Plan, PlanOption, buyable_counts, plan
+
+SECONDS_PER_HOUR = 3600
+HOURS_PER_YEAR = 365.25 * 24
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12
+# Every order of a pool's training jobs is tried up to this many (720 orders); beyond, earliest deadline first.
+EXACT_ORDER_JOBS = 6
+
+
+@dataclass(frozen=True)
+class JobOption:
+    """A job planned on one GPU type: `gpus` held for `seconds` (a run's time; a served model from its start
+    to the horizon's end), `busy_gpu_hours` of use (a served model's hours per day only), released at
+    `start_seconds`, due by `deadline_seconds`."""
+    job: str
+    kind: str  # "train", "rlhf" or "serve"
+    gpu: str
+    gpus: int
+    seconds: float
+    busy_gpu_hours: float
+    start_seconds: float
+    deadline_seconds: float
+
+    @property
+    def serving(self) -> bool:
+        return self.kind == "serve"
+
+
+@dataclass(frozen=True)
+class Slot:
+    job: str
+    gpus: int
+    start_seconds: float
+    end_seconds: float
+
+
+@dataclass(frozen=True)
+class Pool:
+    """num_gpus of one GPU type and the jobs scheduled on it."""
+    gpu: str
+    num_gpus: int
+    slots: tuple[Slot, ...]
+    busy_gpu_hours: float
+
+    def utilisation(self, horizon_seconds: float) -> float:
+        return self.busy_gpu_hours / (self.num_gpus * horizon_seconds / SECONDS_PER_HOUR)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    pools: tuple[Pool, ...]
+    purchase_usd: float
+    horizon_own_usd: float  # depreciation share + hosting + energy over the horizon
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(p.num_gpus for p in self.pools)
+
+    def key(self) -> tuple[float, int, float]:
+        """The fleet order: cheapest to buy, then fewest GPUs, then least owning cost over the horizon."""
+        return (self.purchase_usd, self.num_gpus, self.horizon_own_usd)
+
+
+def schedule(options: Sequence[JobOption], pool_gpus: int, order: Sequence[int] | None = None
+             ) -> tuple[Slot, ...] | None:
+    """The jobs on a pool of pool_gpus, or None where one cannot be placed: served models hold their GPUs
+    from their start on; training jobs are placed in `order` (indexes into options; default earliest
+    deadline first), each at the earliest time from its release when its GPUs are free for its whole run,
+    and must end by its deadline."""
+    slots: list[Slot] = []
+    for o in options:
+        if o.serving:
+            if o.gpus + _most_in_use(slots, o.start_seconds, o.start_seconds + o.seconds) > pool_gpus:
+                return None
+            slots.append(Slot(o.job, o.gpus, o.start_seconds, o.start_seconds + o.seconds))
+    runs = [i for i, o in enumerate(options) if not o.serving]
+    if order is None:
+        order = sorted(runs, key=lambda i: (options[i].deadline_seconds, options[i].start_seconds, i))
+    for i in order:
+        o = options[i]
+        if o.gpus > pool_gpus:
+            return None
+        starts = sorted({o.start_seconds} | {s.end_seconds for s in slots if s.end_seconds > o.start_seconds})
+        for start in starts:
+            if start + o.seconds > o.deadline_seconds:
+                return None  # later starts end later still
+            if o.gpus + _most_in_use(slots, start, start + o.seconds) <= pool_gpus:
+                slots.append(Slot(o.job, o.gpus, start, start + o.seconds))
+                break
+        else:
+            return None
+    return tuple(sorted(slots, key=lambda s: (s.start_seconds, s.job)))
+
+
+def _most_in_use(slots: Sequence[Slot], start: float, end: float) -> int:
+    """The most GPUs the slots hold at once during [start, end)."""
+    inside = [s for s in slots if s.start_seconds < end and s.end_seconds > start]
+    moments = [start] + [s.start_seconds for s in inside if s.start_seconds > start]
+    return max((sum(s.gpus for s in inside if s.start_seconds <= t < s.end_seconds) for t in moments), default=0)
+
+
+def smallest_pool(options: Sequence[JobOption], counts: Sequence[int]) -> Pool | None:
+    """The smallest count of `counts` (ascending) on which every option can be scheduled, with its schedule."""
+    runs = [i for i, o in enumerate(options) if not o.serving]
+    least = max((o.gpus for o in options), default=0)
+    for n in counts:
+        if n < least:
+            continue
+        orders: Sequence[Sequence[int] | None] = [None]
+        if len(runs) <= EXACT_ORDER_JOBS:
+            orders = [None] + list(itertools.permutations(runs))
+        for order in orders:
+            slots = schedule(options, n, order)
+            if slots is not None:
+                return Pool(options[0].gpu, n, slots, sum(o.busy_gpu_hours for o in options))
+    return None
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Buying a fleet against renting the same GPU-hours over the horizon (USD)."""
+    purchase_usd: float
+    depreciation_usd: float
+    hosting_usd: float
+    energy_usd: float
+    rent_usd: float
+    utilisation: float  # busy GPU-hours over the fleet's GPU-hours in the horizon
+    break_even_utilisation: float | None  # None: renting is cheaper at any use (hourly price below energy)
+    break_even_months: float | None  # None: at this use the purchase never pays for itself
+
+    @property
+    def own_usd(self) -> float:
+        return self.depreciation_usd + self.hosting_usd + self.energy_usd
+
+
+def energy_usd_per_gpu_hour(gpu: GpuSpec, assumptions: Mapping[str, float]) -> float:
+    """A busy GPU's energy per hour: its TDP, the server's share around it, the facility's overhead."""
+    kw = gpu.tdp_watts / 1000 * assumptions["server_power_factor"] * assumptions["pue"]
+    return kw * assumptions["electricity_usd_per_kwh"]
+
+
+def costs(fleet_pools: Sequence[Pool], horizon_seconds: float, gpus: Mapping[str, GpuSpec],
+          assumptions: Mapping[str, float]) -> Costs:
+    horizon_hours = horizon_seconds / SECONDS_PER_HOUR
+    years = horizon_hours / HOURS_PER_YEAR
+    purchase = sum(p.num_gpus * gpus[p.gpu].price_purchase_usd for p in fleet_pools)
+    depreciation = purchase * min(1.0, years / assumptions["amortisation_years"])
+    hosting = sum(p.num_gpus for p in fleet_pools) * assumptions["hosting_usd_per_gpu_year"] * years
+    energy = sum(p.busy_gpu_hours * energy_usd_per_gpu_hour(gpus[p.gpu], assumptions) for p in fleet_pools)
+    rent = sum(p.busy_gpu_hours * gpus[p.gpu].price_per_hour_usd for p in fleet_pools)
+    fleet_hours = sum(p.num_gpus for p in fleet_pools) * horizon_hours
+    busy = sum(p.busy_gpu_hours for p in fleet_pools)
+    # per GPU-hour of the fleet's year, owning's fixed part against renting's margin over energy
+    fixed_per_year = sum(p.num_gpus * (gpus[p.gpu].price_purchase_usd / assumptions["amortisation_years"]
+                                       + assumptions["hosting_usd_per_gpu_year"]) for p in fleet_pools)
+    margin_per_hour = sum(p.num_gpus * (gpus[p.gpu].price_per_hour_usd - energy_usd_per_gpu_hour(gpus[p.gpu], assumptions))
+                          for p in fleet_pools)
+    break_even_use = fixed_per_year / (HOURS_PER_YEAR * margin_per_hour) if margin_per_hour > 0 else None
+    monthly_saving = (rent - energy) / horizon_hours * HOURS_PER_MONTH - hosting / years / 12
+    break_even_months = purchase / monthly_saving if monthly_saving > 0 else None
+    return Costs(purchase, depreciation, hosting, energy, rent, busy / fleet_hours, break_even_use,
+                 break_even_months)
+
+
+@dataclass(frozen=True)
+class FleetChoice:
+    """The fleet to buy (None: no fleet of at most max_types GPU types runs every job), the cheapest fleet of
+    each single GPU type that runs every job (the alternatives a meeting compares), and the jobs no GPU type
+    could run."""
+    best: Fleet | None
+    single_type: tuple[Fleet, ...]
+    unplaced: tuple[str, ...]
+
+
+def choose_fleet(options: Mapping[str, Mapping[str, JobOption]], gpu_types: Sequence[str],
+                 counts: Callable[[str], Sequence[int]], own_usd: Callable[[Sequence[Pool]], float],
+                 prices: Mapping[str, float], max_types: int = 2) -> FleetChoice:
+    """options: per job, per GPU type where it can run, its plan. counts(gpu): the pool sizes a buyer can
+    buy, ascending; own_usd(pools): owning cost over the horizon; prices: purchase price per GPU type."""
+    jobs = list(options)
+    unplaced = tuple(j for j in jobs if not options[j])
+    if unplaced or not jobs:
+        return FleetChoice(None, (), unplaced)
+    pools: dict[tuple[str, tuple[str, ...]], Pool | None] = {}
+
+    def pool(gpu: str, members: tuple[str, ...]) -> Pool | None:
+        if (gpu, members) not in pools:
+            pools[(gpu, members)] = smallest_pool([options[j][gpu] for j in members], counts(gpu))
+        return pools[(gpu, members)]
+
+    def fleet(parts: Sequence[Pool]) -> Fleet:
+        return Fleet(tuple(parts), sum(p.num_gpus * prices[p.gpu] for p in parts), own_usd(parts))
+
+    single = []
+    for gpu in gpu_types:
+        if all(gpu in options[j] for j in jobs):
+            p = pool(gpu, tuple(jobs))
+            if p is not None:
+                single.append(fleet([p]))
+    best = min(single, key=Fleet.key, default=None)
+    for size in range(2, max_types + 1):
+        for types in itertools.combinations(gpu_types, size):
+            for assignment in itertools.product(range(size), repeat=len(jobs)):
+                if len(set(assignment)) < size:
+                    continue  # a type with no job: a fleet of fewer types, tried already
+                members = [tuple(j for j, a in zip(jobs, assignment) if a == k) for k in range(size)]
+                if not all(types[k] in options[j] for k in range(size) for j in members[k]):
+                    continue
+                parts = [pool(types[k], members[k]) for k in range(size)]
+                if any(p is None for p in parts):
+                    continue
+                candidate = fleet(parts)
+                if best is None or candidate.key() < best.key():
+                    best = candidate
+    return FleetChoice(best, tuple(sorted(single, key=Fleet.key)), ())
+
+
+# ---------------------------------------------------------------------------------------------
+# The jobs, planned per GPU type by the plan search
+
+@dataclass(frozen=True)
+class Job:
+    """One piece of the period's work (see the module's docstring). `fixed`: the inputs the preset gives,
+    which the plan keeps; `goal`: a served model's users, context and speed (a training run's window is
+    its deadline less its start)."""
+    name: str
+    scenario: Scenario | RlhfScenario
+    fixed: tuple[str, ...]
+    goal: Goal
+    start_seconds: float
+    deadline_seconds: float
+    steps: int = 0  # RLHF iterations
+    hours_per_day: float = 24.0  # a served model's hours of use per day (its GPUs are held all day)
+    name_zh: str = ""
+
+    @property
+    def kind(self) -> str:
+        if isinstance(self.scenario, RlhfScenario):
+            return "rlhf"
+        return "serve" if self.scenario.workload == "inference" else "train"
+
+    def name_in(self, lang: str) -> str:
+        return self.name_zh if lang == "zh" and self.name_zh else self.name
+
+
+@dataclass(frozen=True)
+class Portfolio:
+    horizon_seconds: float
+    gpu_types: tuple[str, ...]
+    jobs: tuple[Job, ...]
+    max_types: int = 2
+
+
+@dataclass(frozen=True)
+class JobMiss:
+    """Why a job cannot run on a GPU type: nothing fits up to most_gpus ("fit"), the fastest that fits
+    ends after the deadline ("deadline": best_seconds on best_gpus), or every layout is skipped ("skip")."""
+    gpu: str
+    reason: str
+    most_gpus: int
+    best_seconds: float = 0.0
+    best_gpus: int = 0
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    option: JobOption
+    estimate: Estimate | GroupEstimate
+
+
+def plan_jobs(estimator: Estimator, portfolio: Portfolio) -> dict[str, dict[str, PlannedJob | JobMiss]]:
+    """Per job, per GPU type of the portfolio: its plan (the smallest buyable layout that fits and meets the
+    job's own window) or why there is none."""
+    return {job.name: {gpu: _plan_job(estimator, job, gpu, portfolio.horizon_seconds) for gpu in portfolio.gpu_types}
+            for job in portfolio.jobs}
+
+
+def _plan_job(estimator: Estimator, job: Job, gpu: str, horizon_seconds: float) -> PlannedJob | JobMiss:
+    window = job.deadline_seconds - job.start_seconds
+    counts = buyable_counts(estimator.gpus[gpu].gpus_per_node)
+    if job.kind == "train":
+        found = plan(estimator, job.scenario, [gpu], Goal(within_seconds=window), fixed=job.fixed)
+        return _planned(job, found, gpu, lambda e: float(e["time_to_train_seconds"]), horizon_seconds)
+    if job.kind == "serve":
+        found = plan(estimator, job.scenario, [gpu], job.goal, fixed=job.fixed)
+        return _planned(job, found, gpu, lambda e: horizon_seconds - job.start_seconds, horizon_seconds)
+    # RLHF: the plan lays a group out by memory; more GPUs until its iterations end in its window
+    first = 0
+    while True:
+        found = plan(estimator, job.scenario, [gpu], Goal(), counts=counts[first:], fixed=job.fixed)
+        result = _planned(job, found, gpu, lambda e: job.steps * float(e["iteration_seconds"]), horizon_seconds)
+        if not isinstance(result, PlannedJob) or result.option.seconds <= window:
+            return result
+        lead = found.options[0].num_gpus
+        first = counts.index(lead) + 1 if lead in counts else len(counts)
+        if first >= len(counts) or "num_gpus" in job.fixed:
+            return JobMiss(gpu, "deadline", counts[-1], result.option.seconds, result.option.gpus)
+
+
+def _planned(job: Job, found: Plan, gpu: str, seconds: Callable[[Estimate | GroupEstimate], float],
+             horizon_seconds: float) -> PlannedJob | JobMiss:
+    if not found.options:
+        miss = found.misses[0]
+        nearest = miss.nearest
+        if nearest is not None and nearest["fits_recommended"] and job.kind == "train":
+            return JobMiss(gpu, "deadline", miss.most_gpus, float(nearest["time_to_train_seconds"]),
+                           PlanOption(gpu, nearest, 0).total_gpus)
+        return JobMiss(gpu, "skip" if miss.skipped and nearest is None else "fit", miss.most_gpus)
+    chosen = found.options[0]
+    held = seconds(chosen.estimate)
+    if job.kind == "serve":
+        busy = chosen.total_gpus * held / SECONDS_PER_HOUR * job.hours_per_day / 24
+    else:
+        busy = chosen.total_gpus * held / SECONDS_PER_HOUR
+    deadline = horizon_seconds if job.kind == "serve" else job.deadline_seconds
+    return PlannedJob(JobOption(job.name, job.kind, gpu, chosen.total_gpus, held, busy, job.start_seconds, deadline),
+                      chosen.estimate)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the decision page shows: the portfolio, each job's plans, the fleet chosen and the single-type
+    alternatives, each with its costs."""
+    portfolio: Portfolio
+    planned: Mapping[str, Mapping[str, PlannedJob | JobMiss]]
+    choice: FleetChoice
+    costs: Mapping[tuple[tuple[str, int], ...], Costs]  # per fleet (its pools' GPU types and counts)
+
+    def costs_of(self, fleet: Fleet) -> Costs:
+        return self.costs[fleet_id(fleet)]
+
+
+def fleet_id(fleet: Fleet) -> tuple[tuple[str, int], ...]:
+    return tuple((p.gpu, p.num_gpus) for p in fleet.pools)
+
+
+def decide(estimator: Estimator, portfolio: Portfolio, assumptions: Mapping[str, float]) -> Decision:
+    planned = plan_jobs(estimator, portfolio)
+    options = {job: {gpu: p.option for gpu, p in per_gpu.items() if isinstance(p, PlannedJob)}
+               for job, per_gpu in planned.items()}
+    gpus = estimator.gpus
+    horizon = portfolio.horizon_seconds
+
+    def own(pools: Sequence[Pool]) -> float:
+        return costs(pools, horizon, gpus, assumptions).own_usd
+
+    def counts(gpu: str) -> Sequence[int]:
+        most = max(MAX_GPUS, sum(o[gpu].gpus for o in options.values() if gpu in o))
+        return buyable_counts(gpus[gpu].gpus_per_node, most)
+
+    choice = choose_fleet(options, portfolio.gpu_types, counts, own,
+                          {g: gpus[g].price_purchase_usd for g in portfolio.gpu_types}, portfolio.max_types)
+    fleets = ([choice.best] if choice.best else []) + list(choice.single_type)
+    return Decision(portfolio, planned, choice, {fleet_id(f): costs(f.pools, horizon, gpus, assumptions) for f in fleets})
