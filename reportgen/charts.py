@@ -293,3 +293,60 @@ def line_chart(xs: Sequence[float], ys: Sequence[float], lines: Sequence[RefLine
     out.append(f'<path d="{markers}" fill="#ffffff" stroke="{INK}" stroke-width="1.2"/>')
     out.append("</svg>")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Span:
+    """One bar of a schedule: a row label, from start to end (in the chart's unit), with text on the bar."""
+    row: str
+    start: float
+    end: float
+    text: str
+    colour: int  # index into PALETTE (one per GPU type)
+
+
+def schedule_chart(spans: Sequence[Span], *, length: float, tick: float, tick_label: str, x_title: str,
+                   chart_id: str, font_family: str, title: str, legend: Sequence[Series] = (),
+                   legend_colours: Sequence[int] = (), width: float = 680) -> str:
+    """A Gantt-like chart: one row per span label, bars from start to end on an axis from 0 to `length`,
+    ticks every `tick` labelled tick_label.format(n=…) (week 1, week 2…)."""
+    size, row_h = 8.5, 18.0
+    rows = list(dict.fromkeys(s.row for s in spans))
+    label_w = min(220.0, max((text_width(r, size) for r in rows), default=0) + 8)
+    plot_w = width - label_w - 8
+    top = 4.0
+    height = top + row_h * len(rows) + 34
+    legend_parts, legend_h = _legend(legend, legend_colours, chart_id, width, height) if legend else ([], 0)
+    out = [_svg_open(chart_id, width, height + legend_h, font_family, title), _defs(chart_id)]
+    x_of = lambda v: label_w + plot_w * min(max(v / length, 0), 1)  # noqa: E731
+    n = 0
+    while n * tick <= length + 1e-9:
+        x = x_of(n * tick)
+        out.append(f'<line x1="{_f(x)}" y1="{_f(top)}" x2="{_f(x)}" y2="{_f(top + row_h * len(rows))}" '
+                   f'stroke="{GRID}" stroke-width="0.5"/>')
+        if n < length / tick:
+            out.append(f'<text x="{_f(x + 2)}" y="{_f(top + row_h * len(rows) + 11)}" font-size="7.5" '
+                       f'fill="{INK}">{_t(tick_label.format(n=n + 1))}</text>')
+        n += 1
+    for i, r in enumerate(rows):
+        y = top + row_h * i
+        out.append(f'<text x="{_f(label_w - 6)}" y="{_f(y + row_h / 2 + 3)}" font-size="{_f(size)}" '
+                   f'text-anchor="end" fill="{INK}">{_t(r)}</text>')
+        for s in (s for s in spans if s.row == r):
+            x0, x1 = x_of(s.start), max(x_of(s.end), x_of(s.start) + 1.5)
+            out.append(f'<rect x="{_f(x0)}" y="{_f(y + 3)}" width="{_f(x1 - x0)}" height="{_f(row_h - 6)}" '
+                       f'fill="{_fill(chart_id, s.colour)}" stroke="{INK}" stroke-width="0.5"/>')
+            fits_inside = text_width(s.text, 7.5) + 6 < x1 - x0
+            tx = x0 + 3 if fits_inside else x1 + 3
+            colour = "#ffffff" if fits_inside and s.colour < 4 else INK
+            if not fits_inside and tx + text_width(s.text, 7.5) > width:
+                tx, anchor = x0 - 3, "end"
+            else:
+                anchor = "start"
+            out.append(f'<text x="{_f(tx)}" y="{_f(y + row_h / 2 + 3)}" font-size="7.5" text-anchor="{anchor}" '
+                       f'fill="{colour}">{_t(s.text)}</text>')
+    out.append(f'<text x="{_f(label_w + plot_w / 2)}" y="{_f(top + row_h * len(rows) + 26)}" font-size="8.5" '
+               f'text-anchor="middle" fill="{INK}">{_t(x_title)}</text>')
+    out.extend(legend_parts)
+    out.append("</svg>")
+    return "".join(out)

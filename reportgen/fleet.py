@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from .catalog import GpuSpec
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
 from .goals import Goal
 from .plan import MAX_GPUS, Plan, PlanOption, buyable_counts, plan
 
@@ -284,12 +284,14 @@ class Portfolio:
 @dataclass(frozen=True)
 class JobMiss:
     """Why a job cannot run on a GPU type: nothing fits up to most_gpus ("fit"), the fastest that fits
-    ends after the deadline ("deadline": best_seconds on best_gpus), or every layout is skipped ("skip")."""
+    ends after the deadline ("deadline": best_seconds on best_gpus), or every layout is skipped ("skip":
+    the first rule's reason)."""
     gpu: str
     reason: str
     most_gpus: int
     best_seconds: float = 0.0
     best_gpus: int = 0
+    skipped: SkipReason | None = None
 
 
 @dataclass(frozen=True)
@@ -335,7 +337,9 @@ def _planned(job: Job, found: Plan, gpu: str, seconds: Callable[[Estimate | Grou
         if nearest is not None and nearest["fits_recommended"] and job.kind == "train":
             return JobMiss(gpu, "deadline", miss.most_gpus, float(nearest["time_to_train_seconds"]),
                            PlanOption(gpu, nearest, 0).total_gpus)
-        return JobMiss(gpu, "skip" if miss.skipped and nearest is None else "fit", miss.most_gpus)
+        if miss.skipped and nearest is None:
+            return JobMiss(gpu, "skip", miss.most_gpus, skipped=miss.skipped[0])
+        return JobMiss(gpu, "fit", miss.most_gpus)
     chosen = found.options[0]
     held = seconds(chosen.estimate)
     if job.kind == "serve":

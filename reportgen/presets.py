@@ -8,19 +8,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .catalog import data_dir, read_yaml
 from .errors import InputError, shown, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
+from .fleet import Job, Portfolio
 from .goals import GOAL_KEYS, Goal
 from .arrays import np
 from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
 from .limits import EXCLUDE_CHECKS, SCENARIOS, check_text
 from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
 from .terms import ASSUMPTION_BY_NAME
+from .units import SECONDS_PER, parse_duration
 
 # Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
 # varies the last axis fastest; the first ones keep the order scenarios have always been numbered in,
@@ -33,7 +35,13 @@ RLHF_KEYS = tuple(i.name for i in RLHF_INPUTS)
 WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
 MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interchangeable", "goal") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
-TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios")
+TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios",
+            "purchase")
+PURCHASE_KEYS = ("horizon", "gpus", "max_types", "jobs")
+# A job is an explicit scenario (its inputs, less the GPU type the fleet chooses) and when it runs.
+JOB_KEYS = tuple(k for k in SCENARIO_KEYS if k != "gpu") + ("name_zh", "start", "deadline", "steps", "serve")
+SERVE_KEYS = ("users", "context", "min_tokens_per_s", "hours_per_day")
+MAX_JOBS = 8  # a two-type fleet tries every assignment of jobs to types: 2^jobs per pair of types
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 SMALL_BLOCK_ROWS = 1024  # a sweep block with fewer rows has its skips computed with others (_skip_codes)
 
@@ -53,6 +61,7 @@ class Preset:
     title_zh: str = ""
     description_zh: str = ""
     matrix_names_zh: Mapping[str, str] = field(default_factory=dict)
+    purchase: Mapping[str, Any] | None = None  # the period's work (a fleet to choose), read by portfolio()
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
@@ -74,8 +83,9 @@ class Preset:
         description = raw.get("description", "")
         if not isinstance(description, str):
             raise InputError(f"expected text, got {description!r}", source=source, key_path="description")
-        if raw.get("matrices", []) == [] and raw.get("scenarios", []) == []:
-            raise InputError("a preset needs at least one matrix or scenario", source=source, key_path="matrices")
+        if raw.get("matrices", []) == [] and raw.get("scenarios", []) == [] and "purchase" not in raw:
+            raise InputError("a preset needs at least one matrix, scenario or purchase", source=source,
+                             key_path="matrices")
         matrices = _given(raw, "matrices", list, "matrix", source, "") or []
         scenarios = _given(raw, "scenarios", list, "scenario", source, "") or []
         for key, value in (("matrices", matrices), ("scenarios", scenarios)):
@@ -106,7 +116,8 @@ class Preset:
                    assumptions=_assumptions(_given(raw, "assumptions", Mapping, "assumption", source, "") or {},
                                             source),
                    prices=_prices(_given(raw, "prices", Mapping, "GPU", source, "") or {}, source),
-                   matrices=tuple(matrices), scenarios=tuple(scenarios))
+                   matrices=tuple(matrices), scenarios=tuple(scenarios),
+                   purchase=_given(raw, "purchase", Mapping, "key", source, ""))
 
 
 def _given(raw: Mapping, key: str, kind: type, item: str, source: str, path: str) -> Any:
@@ -256,6 +267,7 @@ class Expansion:
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # matrix name -> what its picks must meet besides fitting (matrices without a goal are absent)
     goals: Mapping[str, Goal] = field(default_factory=dict)
+    purchase: Portfolio | None = None  # the period's work, when the preset states it
 
 
 def _interchangeable(raw: Any, src: str, path: str) -> tuple[str, ...]:
@@ -350,29 +362,139 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
                 raise InputError("matches no combination of this matrix (check the values against its axes)",
                                  source=src, key_path=f"{path}.exclude[{j}]")
     for i, raw in enumerate(preset.scenarios):
-        path = f"scenarios[{i}]"
-        _check_keys(raw, SCENARIO_KEYS, src, path)
-        wpath = f"{path}.workload"
-        wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, wpath)[0]
-        _set_once(wparams, raw, src, wpath, path)
-        _no_nulls(raw, RLHF_KEYS, src, path)
-        values = {k: raw[k] for k in AXES if k in raw}
-        values.update({k: v for k, v in wparams.items() if k in AXES})
-        rlhf = {**{k: raw[k] for k in RLHF_KEYS if k in raw}, **{k: v for k, v in wparams.items() if k in RLHF_KEYS}}
-        name = raw.get("name", "")
-        if not isinstance(name, str):
-            raise InputError(f"expected text, got {name!r}", source=src, key_path=f"{path}.name")
-        item, reason = _make(values, wtype, rlhf, estimator, src, path, name=name)
+        _check_keys(raw, SCENARIO_KEYS, src, f"scenarios[{i}]")
+        item, reason, _ = _explicit(raw, estimator, src, f"scenarios[{i}]")
         if reason:
             skipped.append(Skipped("scenarios", item, reason))
         else:
             out.append(("scenarios", item))
     out, skipped = _skip_blocks(out, skipped, estimator)
-    if not out:
+    purchase = portfolio(preset, estimator)
+    if not out and purchase is None:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
                          key_path="matrices")
-    return Expansion(Expanded(out), tuple(skipped), interchangeable, goals)
+    return Expansion(Expanded(out), tuple(skipped), interchangeable, goals, purchase)
+
+
+def _explicit(raw: Mapping[str, Any], estimator: Estimator, src: str, path: str
+              ) -> tuple[Scenario | RlhfScenario, SkipReason | None, tuple[str, ...]]:
+    """An explicit scenario (a preset's `scenarios` entry, a purchase's job): (it, why it cannot run or None,
+    the inputs it gives)."""
+    wpath = f"{path}.workload"
+    wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, wpath)[0]
+    _set_once(wparams, raw, src, wpath, path)
+    _no_nulls(raw, RLHF_KEYS, src, path)
+    values = {k: raw[k] for k in AXES if k in raw}
+    values.update({k: v for k, v in wparams.items() if k in AXES})
+    rlhf = {**{k: raw[k] for k in RLHF_KEYS if k in raw}, **{k: v for k, v in wparams.items() if k in RLHF_KEYS}}
+    name = raw.get("name", "")
+    if not isinstance(name, str):
+        raise InputError(f"expected text, got {name!r}", source=src, key_path=f"{path}.name")
+    item, reason = _make(values, wtype, rlhf, estimator, src, path, name=name)
+    return item, reason, tuple(values)
+
+
+def _offset(raw: Any, src: str, path: str) -> float:
+    """A moment of the horizon as a duration from its start ('0d' is the first day)."""
+    try:
+        return 0.0 if str(raw).strip()[:-1].strip() in ("0", "0.0") and str(raw).strip()[-1:] in SECONDS_PER \
+            else parse_duration(raw)
+    except ValueError as exc:
+        raise InputError(str(exc), source=src, key_path=path) from None
+
+
+def portfolio(preset: Preset, estimator: Estimator) -> Portfolio | None:
+    """The preset's `purchase:` section as a Portfolio (None without one): each job checked as an explicit
+    scenario is, and its window inside the horizon."""
+    raw, src = preset.purchase, preset.source
+    if raw is None:
+        return None
+    _check_keys(raw, PURCHASE_KEYS, src, "purchase")
+    for key in ("horizon", "gpus", "jobs"):
+        if key not in raw:
+            raise InputError("missing required key", source=src, key_path=f"purchase.{key}")
+    horizon = _offset(raw["horizon"], src, "purchase.horizon")
+    if horizon <= 0:
+        raise InputError("expected a positive duration (13w, 90d)", source=src, key_path="purchase.horizon")
+    gpus = _given(raw, "gpus", list, "GPU type", src, "purchase")
+    _check_distinct(gpus, "GPU type", src, "purchase.gpus")
+    for i, gpu in enumerate(gpus):
+        check_input("gpu", gpu, models=estimator.specs, gpus=estimator.gpus, source=src, key_path=f"purchase.gpus[{i}]")
+    max_types = raw.get("max_types", 2)
+    if isinstance(max_types, bool) or max_types not in (1, 2):
+        raise InputError(f"expected 1 or 2 GPU types, got {shown(max_types)}", source=src, key_path="purchase.max_types")
+    jobs_raw = _given(raw, "jobs", list, "job", src, "purchase")
+    if len(jobs_raw) > MAX_JOBS:
+        raise InputError(f"{len(jobs_raw)} jobs: at most {MAX_JOBS} (the fleet search tries every assignment of jobs "
+                         "to GPU types)", source=src, key_path="purchase.jobs")
+    jobs, names = [], _Once("job name", src, "purchase.jobs")
+    for i, job in enumerate(jobs_raw):
+        path = f"purchase.jobs[{i}]"
+        if not isinstance(job, Mapping):
+            raise InputError(f"expected a mapping, got {shown(job)}", source=src, key_path=path)
+        _check_keys(job, JOB_KEYS, src, path)
+        if not isinstance(job.get("name"), str) or not job["name"].strip():
+            raise InputError(f"expected a job name (text), got {shown(job.get('name'))}", source=src,
+                             key_path=f"{path}.name")
+        names.add(i, job["name"])
+        jobs.append(_job(job, dict(raw_job_scenario(job), gpu=gpus[0]), estimator, src, path, horizon))
+    return Portfolio(horizon, tuple(gpus), tuple(jobs), max_types)
+
+
+def raw_job_scenario(job: Mapping[str, Any]) -> dict[str, Any]:
+    """A job's scenario keys (what it shares with an explicit scenario)."""
+    return {k: v for k, v in job.items() if k in SCENARIO_KEYS}
+
+
+def _job(raw: Mapping[str, Any], scenario_raw: Mapping[str, Any], estimator: Estimator, src: str, path: str,
+         horizon: float) -> Job:
+    # a layout that cannot run is the plan's to change; what no layout runs, each GPU type's plan says
+    item, _, given = _explicit(scenario_raw, estimator, src, path)
+    kind = "rlhf" if isinstance(item, RlhfScenario) else "serve" if item.workload == "inference" else "train"
+    allowed = {"serve": ("serve",), "train": ("deadline",), "rlhf": ("deadline", "steps")}[kind]
+    for key in ("serve", "deadline", "steps"):
+        if key in raw and key not in allowed:
+            raise InputError(f"does not apply to a {'served model' if kind == 'serve' else 'training run'}",
+                             source=src, key_path=f"{path}.{key}")
+    needed = {"serve": "serve", "train": "train_tokens", "rlhf": "steps"}[kind]
+    if needed not in raw and not (kind == "train" and "train_tokens" in raw.get("workload", {})):
+        raise InputError(f"missing required key: a job states its volume ({needed})", source=src,
+                         key_path=f"{path}.{needed}")
+    start = _offset(raw["start"], src, f"{path}.start") if "start" in raw else 0.0
+    deadline = _offset(raw["deadline"], src, f"{path}.deadline") if "deadline" in raw else horizon
+    if not start < deadline <= horizon:
+        raise InputError(f"the job must start before its deadline and end within the horizon "
+                         f"({horizon / SECONDS_PER['d']:g} days)", source=src,
+                         key_path=f"{path}.{'deadline' if 'deadline' in raw else 'start'}")
+    goal, hours = Goal(), 24.0
+    if kind == "serve":
+        serve = _given(raw, "serve", Mapping, "key", src, path)
+        _check_keys(serve, SERVE_KEYS, src, f"{path}.serve")
+        _no_nulls(serve, SERVE_KEYS, src, f"{path}.serve")
+        if "users" not in serve:
+            raise InputError("missing required key", source=src, key_path=f"{path}.serve.users")
+        goal = Goal.from_mapping({k: v for k, v in serve.items() if k != "hours_per_day"}, source=src,
+                                 key_path=f"{path}.serve")
+        for part in goal.sets("inference"):
+            if part.sets in given:
+                raise InputError(f"the serve goal sets {part.sets}: remove it from the job", source=src,
+                                 key_path=f"{path}.{part.sets}")
+        if goal.context is not None:
+            _goal_inputs(goal, item, src, f"{path}.serve")
+        hours = _number(serve.get("hours_per_day", 24), src, f"{path}.serve.hours_per_day", minimum=0.5, maximum=24)
+        item = replace(item, **goal.shape(item, item.num_gpus, item.tp_size))
+    steps = 0
+    if kind == "rlhf":
+        steps = raw["steps"]
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 10**9:
+            raise InputError(f"expected a whole number of iterations from 1 to 1,000,000,000, got {shown(steps)}",
+                             source=src, key_path=f"{path}.steps")
+    name_zh = raw.get("name_zh", "")
+    if not isinstance(name_zh, str):
+        raise InputError(f"expected text, got {shown(name_zh)}", source=src, key_path=f"{path}.name_zh")
+    fixed = tuple(k for k in given if k != "gpu")
+    return Job(raw["name"], item, fixed, goal, start, deadline, steps, float(hours), name_zh)
 
 
 def _columnar(sweep: "_Sweep") -> bool:

@@ -13,6 +13,7 @@ from .arrays import np
 
 from .catalog import GpuSpec
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from .fleet import Decision, PlannedJob, decide
 from .goals import GOAL_TERMS, Goal
 from .inputs import job_inputs
 from .models import ModelSpec
@@ -242,6 +243,7 @@ class Report:
     models: Mapping[str, ModelSpec] = field(repr=False, compare=False)
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # matrix -> inputs the plan picks
     goals: Mapping[str, Goal] = field(default_factory=dict)  # matrix -> what its picks must meet
+    decision: Decision | None = None  # the fleet for the preset's purchase section, if it has one
 
     def requirement_of(self, result: Result) -> Requirement:
         """The requirement a result answers, with its matrix's interchangeable inputs and goal."""
@@ -431,14 +433,37 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
             parts.append(tuple(Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario)
                                       else next(singles)) for i, (matrix, s) in enumerate(part, start=index)))
         index += len(parts[-1])
+    goals = dict(expansion.goals)
+    decision = decide(estimator, expansion.purchase, estimator.assumptions) if expansion.purchase else None
+    if decision is not None:  # each job's plan on the fleet's GPU type: the detail behind the decision page
+        jobs = [(job, planned) for job, planned in _fleet_plans(decision)]
+        parts.append(tuple(Result(i, job.name, planned.estimate) for i, (job, planned) in enumerate(jobs, start=index)))
+        goals.update({job.name: job.goal if job.kind == "serve" else
+                      Goal(within_seconds=job.deadline_seconds - job.start_seconds) if job.kind == "train" else Goal()
+                      for job, _ in jobs})
+        if not parts[-1]:
+            parts.pop()
     results = Results(parts)
     gpu_types = used_gpu_types(results, estimator.gpus)
-    recs = recommend(results, gpu_types, expansion.interchangeable, expansion.goals)
+    recs = recommend(results, gpu_types, expansion.interchangeable, goals)
     return Report(
         preset=preset, generated_at=generated_at, version=version, assumptions=dict(estimator.assumptions),
         gpus=estimator.gpus, results=results, skipped=expansion.skipped, recommendations=recs,
         sensitivity=_sensitivity(estimator, recs, estimator.gpus, gpu_types), notes=tuple(notes),
         validation=tuple(validation), validation_figures=tuple(validation_figures),
         validation_excluded=tuple(validation_excluded), tables=estimator.tables,
-        models=estimator.specs, interchangeable=dict(expansion.interchangeable), goals=dict(expansion.goals),
+        models=estimator.specs, interchangeable=dict(expansion.interchangeable), goals=goals, decision=decision,
     )
+
+
+def _fleet_plans(decision: Decision) -> list[tuple[Any, PlannedJob]]:
+    """Each job with its plan on the GPU type the fleet runs it on; without a fleet, on the first GPU type
+    where it can run at all (jobs that run nowhere are left out)."""
+    where = {s.job: p.gpu for p in (decision.choice.best.pools if decision.choice.best else ()) for s in p.slots}
+    out = []
+    for job in decision.portfolio.jobs:
+        per_gpu = decision.planned[job.name]
+        gpu = where.get(job.name) or next((g for g, p in per_gpu.items() if isinstance(p, PlannedJob)), None)
+        if gpu is not None:
+            out.append((job, per_gpu[gpu]))
+    return out

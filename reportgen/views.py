@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from . import charts
 from .catalog import slug
+from .fleet import Fleet, JobMiss
+from .plan import MAX_GPUS
 from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
 from .i18n import Catalogue, load_catalogue
@@ -27,7 +29,7 @@ from .tables import LOOKUP_TABLES
 from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
-from .units import GB, MB, GiB, MiB, format_count
+from .units import GB, MB, SECONDS_PER, GiB, MiB, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
 # Sweeps of thousands of scenarios: the appendix lists this many scenarios of each scenario group and
@@ -344,6 +346,20 @@ class PageStrings:
 
 
 @dataclass(frozen=True)
+class DecisionView:
+    """The decision page: the fleet to buy, buying against renting, the accuracy of the figures, the jobs
+    with when and where they run, the schedule, and the single-type fleets a meeting compares."""
+    intro: str
+    headline: str
+    own_vs_rent: str
+    accuracy: str
+    problems: tuple[str, ...]  # jobs no fleet runs, and why
+    jobs: Table
+    schedule: Figure | None
+    alternatives: Table
+
+
+@dataclass(frozen=True)
 class ReportView:
     lang: str
     html_lang: str
@@ -359,6 +375,7 @@ class ReportView:
     toc: tuple[TocEntry, ...]
     safety_factor: str  # k, as the report prints it
     summary_intro: str
+    decision: DecisionView | None
     verdicts: tuple[PlanGroup, ...]
     plan_headers: tuple[Cell, ...]
     capacity: Table
@@ -1228,6 +1245,100 @@ def _accuracy_table(groups: Sequence[ValidationGroup], t: Catalogue) -> Table:
 
 
 # ---------------------------------------------------------------------------------------------
+# The decision page (fleet.py)
+
+def _fleet_words(fleet: Fleet, t: Catalogue) -> str:
+    return t("decision.and").join(t("decision.pool", n=p.num_gpus, gpu=p.gpu) for p in fleet.pools)
+
+
+def _weeks(seconds: float) -> float:
+    return seconds / SECONDS_PER["w"]
+
+
+def _band(groups: Sequence[ValidationGroup], anchor: str, t: Catalogue) -> str:
+    """'median 4.7 %, largest 25 % over 9 held-out figures' for the first comparison of a validation section."""
+    for g in groups:
+        for sec in g.sections:
+            if sec.anchor == anchor and sec.accuracy:
+                st = error_stats(sec.accuracy[0].errors)
+                return t("decision.band", median=percent(st["median_abs_error"]), most=percent(st["max_abs_error"], 0),
+                         n=st["figures"])
+    return t("decision.no_band")
+
+
+def _miss_words(miss: JobMiss, t: Catalogue) -> str:
+    if miss.reason == "deadline":
+        return t("decision.miss.deadline", gpu=miss.gpu, time=duration(miss.best_seconds, t), n=miss.best_gpus)
+    if miss.reason == "skip" and miss.skipped is not None:
+        return t("decision.miss.skip", gpu=miss.gpu, why=t(f"skip.{miss.skipped.code}", **miss.skipped.params))
+    return t("decision.miss.fit", gpu=miss.gpu, most=miss.most_gpus)
+
+
+def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[ValidationGroup]) -> DecisionView | None:
+    d = report.decision
+    if d is None:
+        return None
+    pf, best = d.portfolio, d.choice.best
+    horizon_weeks = _weeks(pf.horizon_seconds)
+    intro = t("decision.intro", n=len(pf.jobs), weeks=f"{horizon_weeks:g}")
+    accuracy = t("decision.accuracy", time=_band(validation, "validation-training", t),
+                 speed=_band(validation, "validation-decode", t), memory=_band(validation, "validation-measured", t))
+    problems = tuple(t("decision.unplaced", job=job.name_in(lang),
+                       why="; ".join(_miss_words(m, t) for m in d.planned[job.name].values()))
+                     for job in pf.jobs if job.name in d.choice.unplaced)
+    alternatives = Table(
+        tuple(Cell(t(f"decision.alt.{c}"), "" if c == "fleet" else "num")
+              for c in ("fleet", "purchase", "own", "rent", "use", "break_even")),
+        tuple((Cell(_fleet_words(f, t)), Cell(usd(c.purchase_usd), "num"), Cell(usd(c.own_usd), "num"),
+               Cell(usd(c.rent_usd), "num"), Cell(percent(c.utilisation, 0), "num"),
+               Cell(percent(c.break_even_utilisation, 0) if c.break_even_utilisation is not None else "—", "num"))
+              for f in ([best] if best and len(best.pools) > 1 else []) + list(d.choice.single_type)
+              for c in (d.costs_of(f),)), "decision-alternatives")
+    if best is None:
+        return DecisionView(intro, t("decision.none", most=MAX_GPUS) if not problems else t("decision.none_unplaced"),
+                            "", accuracy, problems, Table((), ()), None, alternatives)
+    c = d.costs_of(best)
+    headline = t("decision.headline", fleet=_fleet_words(best, t), usd=usd(c.purchase_usd),
+                 weeks=f"{horizon_weeks:g}", n=len(pf.jobs))
+    cheaper = "decision.rent_cheaper" if c.rent_usd < c.own_usd else "decision.own_cheaper"
+    own_vs_rent = t(cheaper, own=usd(c.own_usd), rent=usd(c.rent_usd), weeks=f"{horizon_weeks:g}",
+                    depreciation=usd(c.depreciation_usd), hosting=usd(c.hosting_usd), energy=usd(c.energy_usd),
+                    use=percent(c.utilisation, 0))
+    if c.break_even_utilisation is not None:
+        own_vs_rent += " " + t("decision.break_even", use=percent(c.break_even_utilisation, 0))
+    if c.break_even_months is not None:
+        own_vs_rent += " " + t("decision.break_even_month", months=f"{c.break_even_months:,.0f}",
+                               years=f"{report.assumptions['amortisation_years']:g}")
+    pool_of = {s.job: (p, s) for p in best.pools for s in p.slots}
+    colours = {p.gpu: k * 2 for k, p in enumerate(best.pools)}
+    rows, spans = [], []
+    for job in pf.jobs:
+        pool, slot = pool_of[job.name]
+        option = d.planned[job.name][pool.gpu].option
+        gpu_price = report.gpus[pool.gpu].price_per_hour_usd
+        a, b = f"{_weeks(slot.start_seconds):.1f}", f"{_weeks(slot.end_seconds):.1f}"
+        when = t("decision.weeks", a=a, b=b) if a != b else t("decision.week_start", a=a)
+        time = (t("decision.serving_time", hours=f"{job.hours_per_day:g}") if job.kind == "serve"
+                else duration(option.seconds, t))
+        rows.append((Cell(job.name_in(lang)), Cell(t(f"decision.kind.{job.kind}")), Cell(pool.gpu),
+                     Cell(str(option.gpus), "num"), Cell(when), Cell(time, "num"),
+                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"), Cell(usd(option.busy_gpu_hours * gpu_price), "num")))
+        spans.append(charts.Span(job.name_in(lang), _weeks(slot.start_seconds), _weeks(slot.end_seconds),
+                                 t("decision.span", n=option.gpus, gpu=pool.gpu), colours[pool.gpu]))
+    jobs = Table(tuple(Cell(t(f"decision.col.{c}"), "num" if c in ("gpus", "time", "hours", "rent") else "")
+                       for c in ("job", "kind", "gpu", "gpus", "when", "time", "hours", "rent")), tuple(rows),
+                 "decision-jobs")
+    labels = [s.row for s in spans] + [s.text for s in spans]
+    svg = charts.schedule_chart(spans, length=horizon_weeks, tick=1, tick_label=t("decision.week_tick"),
+                                x_title=t("decision.axis"), chart_id="schedule", font_family=_svg_font(lang, labels),
+                                title=t("decision.chart"),
+                                legend=[charts.Series(p.gpu, p.gpu) for p in best.pools],
+                                legend_colours=[colours[p.gpu] for p in best.pools])
+    figure = Figure("decision-schedule", t("decision.chart"), svg, t("decision.chart_caption"))
+    return DecisionView(intro, headline, own_vs_rent, accuracy, problems, jobs, figure, alternatives)
+
+
+# ---------------------------------------------------------------------------------------------
 
 SECTIONS = ("summary", "capacity", "breakdowns", "sensitivity", "method", "notes", "appendix")
 
@@ -1263,7 +1374,8 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
         generated_at=report.generated_at, version=report.version,
         meta=meta, page=PageStrings(before, between, after), toc=toc,
         safety_factor=f"{report.assumptions['safety_factor']:g}",
-        summary_intro=t("summary.intro", k=f"{report.assumptions['safety_factor']:g}"), verdicts=_plan(report, t),
+        summary_intro=t("summary.intro", k=f"{report.assumptions['safety_factor']:g}"),
+        decision=_decision(report, t, lang, validation), verdicts=_plan(report, t),
         plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),
                                 "" if c in ("gpu", "layout", "mark") else "num")
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",

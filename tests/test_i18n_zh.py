@@ -143,8 +143,11 @@ def test_assumption_notes_keep_their_numbers():
 def test_bundled_presets_have_chinese_texts(name):
     p = load_preset(name)
     assert CJK.search(p.title_zh) and CJK.search(p.description_zh), name
-    matrices = [m["name"] for m in yaml.safe_load(bundled_presets()[name].read_text(encoding="utf-8"))["matrices"]]
+    raw = yaml.safe_load(bundled_presets()[name].read_text(encoding="utf-8"))
+    matrices = [m["name"] for m in raw.get("matrices", [])]
     assert sorted(p.matrix_names_zh) == sorted(matrices), name
+    for job in raw.get("purchase", {}).get("jobs", []):  # a purchase's jobs are named on the decision page
+        assert CJK.search(job.get("name_zh", "")), (name, job["name"])
     for text in (p.title_zh, *p.matrix_names_zh.values()):
         assert CJK.search(text), (name, text)
 

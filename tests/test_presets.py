@@ -90,7 +90,7 @@ scenarios:
     ("title: t\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    num_gpus: []\n",
      "matrices[0].num_gpus: empty list: give at least one value"),
     ("title: t\nmatrices:\n  - name: m\n    workload: full\n", "matrices[0].model: missing required key"),
-    ("title: t\nmatrices: []\n", "matrices: a preset needs at least one matrix or scenario"),
+    ("title: t\nmatrices: []\n", "matrices: a preset needs at least one matrix, scenario or purchase"),
     ("title: t\nmatrices:\n  - {name: a, model: Llama-2-7B}\n  - {name: a, model: Llama-2-7B}\n",
      "matrices[1].name: duplicate matrix name 'a'"),
     ("title: t\ncolour: blue\nmatrices:\n  - {name: a, model: Llama-2-7B}\n", "colour: unknown key 'colour'"),

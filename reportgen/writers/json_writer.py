@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterator
 
+from ..fleet import Decision, Fleet, JobMiss, PlannedJob
 from ..report import BlockResults, PlanEntry, Report
 from .json_columns import block_texts, dump, dump_bytes, scenario_json
 from ..validation import published_summary
@@ -46,6 +47,7 @@ def report_json(report: Report, scenarios: bool = True) -> dict[str, Any]:
                   "recommended": _entry(rec.best) if rec.best else None,
                   "cheapest_to_rent": _entry(rec.cheapest_to_rent) if rec.cheapest_to_rent else None,
                   "per_gpu_type": [_entry(e) for e in rec.entries]} for rec in report.recommendations],
+        "purchase": decision_json(report.decision) if report.decision else None,
         "notes": [note_json(n) for n in report.notes],
         "validation": {"summary": report.validation_summary,
                        "published_summary": published_summary(list(report.validation)),
@@ -58,6 +60,38 @@ def report_json(report: Report, scenarios: bool = True) -> dict[str, Any]:
                        "excluded": [{"id": x.id, "dataset": x.dataset, "source": x.source, "why": x.why}
                                     for x in report.validation_excluded]},
     }
+
+
+def decision_json(d: Decision) -> dict[str, Any]:
+    """The fleet decision: the portfolio, each job's plan per GPU type (or why none), the fleet and its schedule,
+    and buying against renting (seconds, USD; utilisation as a fraction)."""
+    def fleet(f: Fleet) -> dict[str, Any]:
+        c = d.costs_of(f)
+        return {"pools": [{"gpu": p.gpu, "num_gpus": p.num_gpus, "busy_gpu_hours": p.busy_gpu_hours,
+                           "schedule": [{"job": s.job, "gpus": s.gpus, "start_seconds": s.start_seconds,
+                                         "end_seconds": s.end_seconds} for s in p.slots]} for p in f.pools],
+                "purchase_usd": c.purchase_usd, "own_usd": c.own_usd, "depreciation_usd": c.depreciation_usd,
+                "hosting_usd": c.hosting_usd, "energy_usd": c.energy_usd, "rent_usd": c.rent_usd,
+                "utilisation": c.utilisation, "break_even_utilisation": c.break_even_utilisation,
+                "break_even_months": c.break_even_months}
+
+    def planned(p: PlannedJob | JobMiss) -> dict[str, Any]:
+        if isinstance(p, JobMiss):
+            return {"gpu": p.gpu, "fits": False, "reason": p.reason, "most_gpus": p.most_gpus,
+                    **({"best_seconds": p.best_seconds, "best_gpus": p.best_gpus} if p.reason == "deadline" else {}),
+                    **({"skip_code": p.skipped.code} if p.skipped else {})}
+        o = p.option
+        return {"gpu": o.gpu, "fits": True, "gpus": o.gpus, "seconds": o.seconds, "busy_gpu_hours": o.busy_gpu_hours}
+
+    pf = d.portfolio
+    return {"horizon_seconds": pf.horizon_seconds, "gpu_types": list(pf.gpu_types), "max_types": pf.max_types,
+            "jobs": [{"name": j.name, "kind": j.kind, "start_seconds": j.start_seconds,
+                      "deadline_seconds": j.deadline_seconds, "steps": j.steps, "hours_per_day": j.hours_per_day,
+                      "goal": j.goal.describe(), "per_gpu_type": [planned(p) for p in d.planned[j.name].values()]}
+                     for j in pf.jobs],
+            "fleet": fleet(d.choice.best) if d.choice.best else None,
+            "single_type_fleets": [fleet(f) for f in d.choice.single_type],
+            "unplaced_jobs": list(d.choice.unplaced)}
 
 
 def note_json(n) -> dict[str, Any]:

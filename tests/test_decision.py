@@ -1,0 +1,174 @@
+"""The decision page of a preset's `purchase:` section (fleet.py, presets.portfolio, views._decision): the
+section is read strictly, the bundled `procurement` preset's fleet is what a brute-force search over its
+jobs' plans finds, its schedule keeps every window, its costs add up, and page 1 of the PDF (read back by
+poppler) names the fleet, buying against renting and the accuracy bands, in English and Chinese."""
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import bundled_report
+from reportgen.cli import main
+from reportgen.fleet import HOURS_PER_YEAR, JobMiss, PlannedJob, energy_usd_per_gpu_hour, schedule
+from reportgen.plan import buyable_counts
+
+BASE = """title: t
+purchase:
+  horizon: 13w
+  gpus: [A100-80GB, H100-80GB-SXM]
+  jobs:
+    - name: ft
+      model: Llama-3.2-1B
+      workload: {type: full, seq_len: 2048}
+      train_tokens: 100000000
+"""
+
+
+def _check(tmp_path, text):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return CliRunner().invoke(main, ["check", str(path)]), path
+
+
+@pytest.mark.parametrize("change, message", [
+    (("  horizon: 13w\n", "  horizon: 13\n"), "purchase.horizon: a duration needs a unit"),
+    (("  horizon: 13w\n", ""), "purchase.horizon: missing required key"),
+    (("      train_tokens: 100000000\n", "      train_tokens: 100000000\n      deadline: 20w\n"),
+     "purchase.jobs[0].deadline: the job must start before its deadline and end within the horizon (91 days)"),
+    (("      train_tokens: 100000000\n", ""), "purchase.jobs[0].train_tokens: missing required key"),
+    (("      train_tokens: 100000000\n", "      train_tokens: 100000000\n      serve: {users: 4}\n"),
+     "purchase.jobs[0].serve: does not apply to a training run"),
+    (("      train_tokens: 100000000\n", "      train_tokens: 100000000\n      gpu: L4\n"),
+     "purchase.jobs[0].gpu: unknown key"),
+    (("[A100-80GB, H100-80GB-SXM]", "[A100-80GB, A100-80GB]"), "purchase.gpus[1]: GPU type 'A100-80GB' is listed twice"),
+    (("    - name: ft\n", "    - name: ft\n      start: 0\n"), "purchase.jobs[0].start: a duration needs a unit"),
+])
+def test_a_bad_purchase_section_is_one_line_naming_the_key(tmp_path, change, message):
+    result, path = _check(tmp_path, BASE.replace(*change))
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"Error: {path}: {message}"), result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_served_job_needs_its_users_and_may_not_set_what_its_goal_sets(tmp_path):
+    serve = BASE.replace("""      workload: {type: full, seq_len: 2048}
+      train_tokens: 100000000
+""", """      workload: {type: inference, gen_len: 128}
+      serve: {context: 4096}
+""")
+    result, path = _check(tmp_path, serve)
+    assert result.output.startswith(f"Error: {path}: purchase.jobs[0].serve.users: missing required key"), result.output
+    result, path = _check(tmp_path, serve.replace("{context: 4096}", "{users: 8}\n      batch_size: 4"))
+    assert "purchase.jobs[0].batch_size: the serve goal sets batch_size" in result.output
+    result, _ = _check(tmp_path, serve.replace("{context: 4096}", "{users: 8, context: 4096, hours_per_day: 8}"))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="module")
+def procurement():
+    return bundled_report("procurement")
+
+
+def test_the_fleet_is_what_a_brute_force_search_over_the_jobs_plans_finds(procurement):
+    d = procurement.decision
+    gpus = procurement.gpus
+    options = {job: {g: p.option for g, p in per.items() if isinstance(p, PlannedJob)} for job, per in d.planned.items()}
+    best = None
+    types = d.portfolio.gpu_types
+    for assignment in itertools.product(types, repeat=len(options)):
+        if len(set(assignment)) > d.portfolio.max_types or any(t not in options[j] for j, t in zip(options, assignment)):
+            continue
+        price, count = 0, 0
+        for t in set(assignment):
+            members = [options[j][t] for j, a in zip(options, assignment) if a == t]
+            runs = [i for i, o in enumerate(members) if not o.serving]
+            n = next((n for n in buyable_counts(gpus[t].gpus_per_node) for order in itertools.permutations(runs)
+                      if schedule(members, n, order) is not None), None)
+            if n is None:
+                break
+            price, count = price + n * gpus[t].price_purchase_usd, count + n
+        else:
+            best = min(best or (price, count), (price, count))
+    assert (d.choice.best.purchase_usd, d.choice.best.num_gpus) == best
+
+
+def test_every_job_runs_inside_its_window_and_the_pool_is_never_overbooked(procurement):
+    d = procurement.decision
+    jobs = {j.name: j for j in d.portfolio.jobs}
+    placed = set()
+    for pool in d.choice.best.pools:
+        for s in pool.slots:
+            job, option = jobs[s.job], d.planned[s.job][pool.gpu].option
+            placed.add(s.job)
+            assert s.start_seconds >= job.start_seconds
+            assert s.end_seconds <= (d.portfolio.horizon_seconds if job.kind == "serve" else job.deadline_seconds) + 1e-6
+            assert s.end_seconds - s.start_seconds == pytest.approx(option.seconds)
+            in_use = sum(o.gpus for o in pool.slots if o.start_seconds <= s.start_seconds < o.end_seconds)
+            assert in_use <= pool.num_gpus
+    assert placed == set(jobs)
+
+
+def test_owning_and_renting_add_up_from_the_catalogue_and_the_assumptions(procurement):
+    d, a, gpus = procurement.decision, procurement.assumptions, procurement.gpus
+    fleet = d.choice.best
+    c = d.costs_of(fleet)
+    years = d.portfolio.horizon_seconds / 3600 / HOURS_PER_YEAR
+    busy = {p.gpu: sum(d.planned[s.job][p.gpu].option.busy_gpu_hours for s in p.slots) for p in fleet.pools}
+    assert c.purchase_usd == sum(p.num_gpus * gpus[p.gpu].price_purchase_usd for p in fleet.pools)
+    assert c.depreciation_usd == pytest.approx(c.purchase_usd * years / a["amortisation_years"])
+    assert c.hosting_usd == pytest.approx(fleet.num_gpus * a["hosting_usd_per_gpu_year"] * years)
+    # a busy GPU-hour's energy: TDP (kW) × server factor × PUE × price per kWh
+    assert energy_usd_per_gpu_hour(gpus["A100-80GB"], a) == pytest.approx(0.4 * 1.82 * 1.58 * 0.10)
+    assert c.energy_usd == pytest.approx(sum(h * energy_usd_per_gpu_hour(gpus[g], a) for g, h in busy.items()))
+    assert c.rent_usd == pytest.approx(sum(h * gpus[g].price_per_hour_usd for g, h in busy.items()))
+    assert c.utilisation == pytest.approx(sum(busy.values()) / (fleet.num_gpus * d.portfolio.horizon_seconds / 3600))
+    # at the break-even utilisation owning a GPU-hour costs what renting it does
+    u, g = c.break_even_utilisation, gpus[fleet.pools[0].gpu]
+    if len(fleet.pools) == 1:
+        fixed = g.price_purchase_usd / a["amortisation_years"] + a["hosting_usd_per_gpu_year"]
+        assert fixed / (HOURS_PER_YEAR * u) + energy_usd_per_gpu_hour(g, a) == pytest.approx(g.price_per_hour_usd)
+
+
+def test_a_job_no_gpu_type_runs_is_named_with_why_per_gpu_type(tmp_path):
+    text = BASE.replace("model: Llama-3.2-1B", "model: Llama-3.1-405B\n      num_gpus: 1").replace("gpus: [A100-80GB, H100-80GB-SXM]",
+                                                                               "gpus: [L4]")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["build", str(path), "-o", str(out), "--format", "json,html"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "p.json").read_text())["purchase"]
+    assert data["fleet"] is None and data["unplaced_jobs"] == ["ft"]
+    assert data["jobs"][0]["per_gpu_type"][0]["reason"] == "fit"
+    html = (out / "p.html").read_text()
+    assert "ft runs on no GPU type offered: L4: does not fit on up to 1 × L4." in html
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils")
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_one_of_the_pdf_names_the_fleet_the_rent_comparison_and_the_accuracy(tmp_path, lang, procurement):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["build", "procurement", "-o", str(out), "--format", "pdf", "--lang", lang])
+    assert result.exit_code == 0, result.output
+    pdf = out / ("procurement.pdf" if lang == "en" else "procurement.zh.pdf")
+    page = subprocess.run(["pdftotext", "-f", "1", "-l", "1", "-layout", str(pdf), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    flat = " ".join(page.split())
+    fleet = procurement.decision.choice.best
+    c = procurement.decision.costs_of(fleet)
+    for p in fleet.pools:
+        assert f"{p.num_gpus} × {p.gpu}" in flat
+    for figure in (f"${c.purchase_usd:,.0f}", f"${c.rent_usd:,.0f}", f"${c.own_usd:,.0f}"):
+        assert figure in flat, figure
+    words = {"en": ("Buy", "renting", "Accuracy against held-out", "Week of the period"),
+             "zh": ("采购", "租用", "留出的公开数据", "本期的周次")}[lang]
+    for word in words:
+        assert word in flat, word
+    for job in procurement.decision.portfolio.jobs:
+        assert job.name_in(lang) in flat, job.name
