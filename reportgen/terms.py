@@ -138,18 +138,18 @@ ASSUMPTIONS = (
                "a purchased GPU's price spread over this many years of use (straight-line depreciation)",
                (0.1, 50)),
     # ---- owning a fleet against renting it (the decision page: fleet.py) ----------------------------------
-    Assumption("pue", "Power usage effectiveness", 1.58, "ratio",
+    Assumption("pue", "Power usage effectiveness", 1.58, "×",
                "facility power per watt of IT load: 1.58 is the global average of the Uptime Institute Global Data "
                "Center Survey 2023 (https://intelligence.uptimeinstitute.com/resource/uptime-institute-global-data-"
                "center-survey-2023); hyperscale halls reach 1.1-1.2", (1.0, 5.0)),
-    Assumption("server_power_factor", "Server power per watt of GPU TDP", 1.82, "ratio",
+    Assumption("server_power_factor", "Server power per watt of GPU TDP", 1.82, "×",
                "the CPUs, memory, network cards and fans around the GPUs: an NVIDIA DGX H100 draws at most 10.2 kW "
                "for 8 × 700 W GPUs (DGX H100/H200 user guide, power specifications: https://docs.nvidia.com/dgx/"
                "dgxh100-user-guide/introduction-to-dgxh100.html)", (1.0, 5.0)),
     Assumption("electricity_usd_per_kwh", "Electricity price", 0.10, "USD/kWh",
                "between the US averages for industrial (about 8 ¢) and commercial (about 12.7 ¢) customers in 2023 "
                "(EIA Electric Power Annual: https://www.eia.gov/electricity/annual/); edit for your site", (0, 10)),
-    Assumption("hosting_usd_per_gpu_year", "Hosting per GPU and year", 1500, "USD",
+    Assumption("hosting_usd_per_gpu_year", "Hosting per GPU and year", 1500, "USD per GPU-year",
                "rack space, network ports, support contracts and staff per GPU owned: a planning placeholder, edit "
                "before use", (0, 1e6)),
 )
