@@ -439,8 +439,8 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
         jobs = [(job, planned) for job, planned in _fleet_plans(decision)]
         parts.append(tuple(Result(i, job.name, planned.estimate) for i, (job, planned) in enumerate(jobs, start=index)))
         goals.update({job.name: job.goal if job.kind == "serve" else
-                      Goal(within_seconds=job.deadline_seconds - job.start_seconds) if job.kind == "train" else Goal()
-                      for job, _ in jobs})
+                      Goal(within_seconds=job.deadline_seconds - job.start_seconds)
+                      for job, _ in jobs if job.kind != "rlhf"})  # RLHF groups are planned by memory alone
         if not parts[-1]:
             parts.pop()
     results = Results(parts)
