@@ -163,6 +163,11 @@ class Costs:
         return self.depreciation_usd + self.hosting_usd + self.energy_usd
 
 
+def rent_usd(gpu: GpuSpec, gpu_hours: float) -> float:
+    """Renting GPU-hours at the catalogue's hourly price."""
+    return gpu_hours * gpu.price_per_hour_usd
+
+
 def energy_usd_per_gpu_hour(gpu: GpuSpec, assumptions: Mapping[str, float]) -> float:
     """A busy GPU's energy per hour: its TDP, the server's share around it, the facility's overhead."""
     kw = gpu.tdp_watts / 1000 * assumptions["server_power_factor"] * assumptions["pue"]
@@ -177,7 +182,7 @@ def costs(fleet_pools: Sequence[Pool], horizon_seconds: float, gpus: Mapping[str
     depreciation = purchase * min(1.0, years / assumptions["amortisation_years"])
     hosting = sum(p.num_gpus for p in fleet_pools) * assumptions["hosting_usd_per_gpu_year"] * years
     energy = sum(p.busy_gpu_hours * energy_usd_per_gpu_hour(gpus[p.gpu], assumptions) for p in fleet_pools)
-    rent = sum(p.busy_gpu_hours * gpus[p.gpu].price_per_hour_usd for p in fleet_pools)
+    rent = sum(rent_usd(gpus[p.gpu], p.busy_gpu_hours) for p in fleet_pools)
     fleet_hours = sum(p.num_gpus for p in fleet_pools) * horizon_hours
     busy = sum(p.busy_gpu_hours for p in fleet_pools)
     # per GPU-hour of the fleet's year, owning's fixed part against renting's margin over energy
@@ -265,12 +270,24 @@ class Job:
 
     @property
     def kind(self) -> str:
-        if isinstance(self.scenario, RlhfScenario):
-            return "rlhf"
-        return "serve" if self.scenario.workload == "inference" else "train"
+        return job_kind(self.scenario)
+
+    @property
+    def plan_goal(self) -> Goal:
+        """What its plan must meet: a served model its users' goal, a run its window (RLHF: memory alone)."""
+        if self.kind == "serve":
+            return self.goal
+        return Goal(within_seconds=self.deadline_seconds - self.start_seconds) if self.kind == "train" else Goal()
 
     def name_in(self, lang: str) -> str:
         return self.name_zh if lang == "zh" and self.name_zh else self.name
+
+
+def job_kind(scenario: Scenario | RlhfScenario) -> str:
+    """"rlhf", "serve" or "train"."""
+    if isinstance(scenario, RlhfScenario):
+        return "rlhf"
+    return "serve" if scenario.workload == "inference" else "train"
 
 
 @dataclass(frozen=True)
@@ -311,15 +328,15 @@ def _plan_job(estimator: Estimator, job: Job, gpu: str, horizon_seconds: float) 
     window = job.deadline_seconds - job.start_seconds
     counts = buyable_counts(estimator.gpus[gpu].gpus_per_node)
     if job.kind == "train":
-        found = plan(estimator, job.scenario, [gpu], Goal(within_seconds=window), fixed=job.fixed)
+        found = plan(estimator, job.scenario, [gpu], job.plan_goal, fixed=job.fixed)
         return _planned(job, found, gpu, lambda e: float(e["time_to_train_seconds"]), horizon_seconds)
     if job.kind == "serve":
-        found = plan(estimator, job.scenario, [gpu], job.goal, fixed=job.fixed)
+        found = plan(estimator, job.scenario, [gpu], job.plan_goal, fixed=job.fixed)
         return _planned(job, found, gpu, lambda e: horizon_seconds - job.start_seconds, horizon_seconds)
     # RLHF: the plan lays a group out by memory; more GPUs until its iterations end in its window
     first = 0
     while True:
-        found = plan(estimator, job.scenario, [gpu], Goal(), counts=counts[first:], fixed=job.fixed)
+        found = plan(estimator, job.scenario, [gpu], job.plan_goal, counts=counts[first:], fixed=job.fixed)
         result = _planned(job, found, gpu, lambda e: job.steps * float(e["iteration_seconds"]), horizon_seconds)
         if not isinstance(result, PlannedJob) or result.option.seconds <= window:
             return result

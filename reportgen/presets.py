@@ -15,7 +15,7 @@ from typing import Any
 from .catalog import data_dir, read_yaml
 from .errors import InputError, shown, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
-from .fleet import Job, Portfolio
+from .fleet import Job, Portfolio, job_kind
 from .goals import GOAL_KEYS, Goal
 from .arrays import np
 from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
@@ -395,11 +395,10 @@ def _explicit(raw: Mapping[str, Any], estimator: Estimator, src: str, path: str
     return item, reason, tuple(values)
 
 
-def _offset(raw: Any, src: str, path: str) -> float:
-    """A moment of the horizon as a duration from its start ('0d' is the first day)."""
+def _offset(raw: Any, src: str, path: str, zero: bool = True) -> float:
+    """A moment of the horizon as a duration from its start ('0d' is the first day), or (zero False) a length."""
     try:
-        return 0.0 if str(raw).strip()[:-1].strip() in ("0", "0.0") and str(raw).strip()[-1:] in SECONDS_PER \
-            else parse_duration(raw)
+        return parse_duration(raw, zero=zero)
     except ValueError as exc:
         raise InputError(str(exc), source=src, key_path=path) from None
 
@@ -414,9 +413,7 @@ def portfolio(preset: Preset, estimator: Estimator) -> Portfolio | None:
     for key in ("horizon", "gpus", "jobs"):
         if key not in raw:
             raise InputError("missing required key", source=src, key_path=f"purchase.{key}")
-    horizon = _offset(raw["horizon"], src, "purchase.horizon")
-    if horizon <= 0:
-        raise InputError("expected a positive duration (13w, 90d)", source=src, key_path="purchase.horizon")
+    horizon = _offset(raw["horizon"], src, "purchase.horizon", zero=False)
     gpus = _given(raw, "gpus", list, "GPU type", src, "purchase")
     _check_distinct(gpus, "GPU type", src, "purchase.gpus")
     for i, gpu in enumerate(gpus):
@@ -438,27 +435,22 @@ def portfolio(preset: Preset, estimator: Estimator) -> Portfolio | None:
             raise InputError(f"expected a job name (text), got {shown(job.get('name'))}", source=src,
                              key_path=f"{path}.name")
         names.add(i, job["name"])
-        jobs.append(_job(job, dict(raw_job_scenario(job), gpu=gpus[0]), estimator, src, path, horizon))
+        jobs.append(_job(job, gpus[0], estimator, src, path, horizon))
     return Portfolio(horizon, tuple(gpus), tuple(jobs), max_types)
 
 
-def raw_job_scenario(job: Mapping[str, Any]) -> dict[str, Any]:
-    """A job's scenario keys (what it shares with an explicit scenario)."""
-    return {k: v for k, v in job.items() if k in SCENARIO_KEYS}
-
-
-def _job(raw: Mapping[str, Any], scenario_raw: Mapping[str, Any], estimator: Estimator, src: str, path: str,
-         horizon: float) -> Job:
-    # a layout that cannot run is the plan's to change; what no layout runs, each GPU type's plan says
-    item, _, given = _explicit(scenario_raw, estimator, src, path)
-    kind = "rlhf" if isinstance(item, RlhfScenario) else "serve" if item.workload == "inference" else "train"
+def _job(raw: Mapping[str, Any], gpu: str, estimator: Estimator, src: str, path: str, horizon: float) -> Job:
+    """A job, its scenario laid out on `gpu` until the plan lays it out per GPU type: a layout that cannot
+    run is the plan's to change; what no layout runs, each GPU type's plan says."""
+    item, _, given = _explicit({**raw, "gpu": gpu}, estimator, src, path)
+    kind = job_kind(item)
     allowed = {"serve": ("serve",), "train": ("deadline",), "rlhf": ("deadline", "steps")}[kind]
     for key in ("serve", "deadline", "steps"):
         if key in raw and key not in allowed:
             raise InputError(f"does not apply to a {'served model' if kind == 'serve' else 'training run'}",
                              source=src, key_path=f"{path}.{key}")
     needed = {"serve": "serve", "train": "train_tokens", "rlhf": "steps"}[kind]
-    if needed not in raw and not (kind == "train" and "train_tokens" in raw.get("workload", {})):
+    if needed not in (given if kind == "train" else raw):
         raise InputError(f"missing required key: a job states its volume ({needed})", source=src,
                          key_path=f"{path}.{needed}")
     start = _offset(raw["start"], src, f"{path}.start") if "start" in raw else 0.0

@@ -438,9 +438,8 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
     if decision is not None:  # each job's plan on the fleet's GPU type: the detail behind the decision page
         jobs = [(job, planned) for job, planned in _fleet_plans(decision)]
         parts.append(tuple(Result(i, job.name, planned.estimate) for i, (job, planned) in enumerate(jobs, start=index)))
-        goals.update({job.name: job.goal if job.kind == "serve" else
-                      Goal(within_seconds=job.deadline_seconds - job.start_seconds)
-                      for job, _ in jobs if job.kind != "rlhf"})  # RLHF groups are planned by memory alone
+        # RLHF groups are planned by memory alone, as a matrix's are: no goal
+        goals.update({job.name: job.plan_goal for job, _ in jobs if job.kind != "rlhf"})
         if not parts[-1]:
             parts.pop()
     results = Results(parts)

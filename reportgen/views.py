@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from . import charts
 from .catalog import slug
-from .fleet import Fleet, JobMiss
+from .fleet import Fleet, JobMiss, rent_usd
 from .plan import MAX_GPUS
 from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
@@ -1315,14 +1315,13 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
     for job in pf.jobs:
         pool, slot = pool_of[job.name]
         option = d.planned[job.name][pool.gpu].option
-        gpu_price = report.gpus[pool.gpu].price_per_hour_usd
         a, b = f"{_weeks(slot.start_seconds):.1f}", f"{_weeks(slot.end_seconds):.1f}"
         when = t("decision.weeks", a=a, b=b) if a != b else t("decision.week_start", a=a)
         time = (t("decision.serving_time", hours=f"{job.hours_per_day:g}") if job.kind == "serve"
                 else duration(option.seconds, t))
         rows.append((Cell(job.name_in(lang)), Cell(t(f"decision.kind.{job.kind}")), Cell(pool.gpu),
                      Cell(str(option.gpus), "num"), Cell(when), Cell(time, "num"),
-                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"), Cell(usd(option.busy_gpu_hours * gpu_price), "num")))
+                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"), Cell(usd(rent_usd(report.gpus[pool.gpu], option.busy_gpu_hours)), "num")))
         spans.append(charts.Span(job.name_in(lang), _weeks(slot.start_seconds), _weeks(slot.end_seconds),
                                  t("decision.span", n=option.gpus, gpu=pool.gpu), colours[pool.gpu]))
     jobs = Table(tuple(Cell(t(f"decision.col.{c}"), "num" if c in ("gpus", "time", "hours", "rent") else "")
