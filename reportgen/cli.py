@@ -601,7 +601,8 @@ def check(preset):
     from .pipeline import load
     loaded = load(preset)
     exp = loaded.expansion
-    click.echo(f"{loaded.preset.source}: OK — {len(exp.scenarios)} scenarios, {len(exp.skipped)} skipped")
+    jobs = f", {len(exp.purchase.jobs)} purchase jobs (planned by build)" if exp.purchase else ""
+    click.echo(f"{loaded.preset.source}: OK — {len(exp.scenarios)} scenarios, {len(exp.skipped)} skipped{jobs}")
     for reason, count in Counter(s.reason_text for s in exp.skipped).most_common():
         click.echo(f"  skipped {count:>4} × {reason}")
 

@@ -65,8 +65,9 @@ def test_a_served_job_needs_its_users_and_may_not_set_what_its_goal_sets(tmp_pat
     assert result.output.startswith(f"Error: {path}: purchase.jobs[0].serve.users: missing required key"), result.output
     result, path = _check(tmp_path, serve.replace("{context: 4096}", "{users: 8}\n      batch_size: 4"))
     assert "purchase.jobs[0].batch_size: the serve goal sets batch_size" in result.output
-    result, _ = _check(tmp_path, serve.replace("{context: 4096}", "{users: 8, context: 4096, hours_per_day: 8}"))
+    result, path = _check(tmp_path, serve.replace("{context: 4096}", "{users: 8, context: 4096, hours_per_day: 8}"))
     assert result.exit_code == 0, result.output
+    assert result.output == f"{path}: OK — 0 scenarios, 0 skipped, 1 purchase jobs (planned by build)\n"
 
 
 @pytest.fixture(scope="module")
