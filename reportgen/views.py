@@ -1315,8 +1315,10 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
     for job in pf.jobs:
         pool, slot = pool_of[job.name]
         option = d.planned[job.name][pool.gpu].option
-        a, b = f"{_weeks(slot.start_seconds):.1f}", f"{_weeks(slot.end_seconds):.1f}"
-        when = t("decision.weeks", a=a, b=b) if a != b else t("decision.week_start", a=a)
+        # the weeks it runs in, counted from 1 as the chart's ticks are
+        a = math.floor(_weeks(slot.start_seconds)) + 1
+        b = max(a, math.ceil(_weeks(slot.end_seconds) - 1e-9))
+        when = t("decision.weeks", a=a, b=b) if a != b else t("decision.week", a=a)
         time = (t("decision.serving_time", hours=f"{job.hours_per_day:g}") if job.kind == "serve"
                 else duration(option.seconds, t))
         rows.append((Cell(job.name_in(lang)), Cell(t(f"decision.kind.{job.kind}")), Cell(pool.gpu),

@@ -173,3 +173,18 @@ def test_page_one_of_the_pdf_names_the_fleet_the_rent_comparison_and_the_accurac
         assert word in flat, word
     for job in procurement.decision.portfolio.jobs:
         assert job.name_in(lang) in flat, job.name
+
+
+def test_the_jobs_table_counts_weeks_from_one_as_the_chart_does(procurement):
+    """'weeks a–b' (or 'week a'): the job starts in week a and ends in week b, weeks counted from 1."""
+    import re
+    from reportgen.views import build_view
+    view = build_view(procurement, "en", pdf=True, appendix=False)
+    week = 7 * 86400
+    slots = {s.job: s for p in procurement.decision.choice.best.pools for s in p.slots}
+    for row in view.decision.jobs.rows:
+        numbers = [int(n) for n in re.findall(r"\d+", row[4].text)]
+        a, b = numbers[0], numbers[-1]
+        s = slots[row[0].text]
+        assert a - 1 <= s.start_seconds / week < a
+        assert b - 1 < s.end_seconds / week <= b or (a == b and s.end_seconds / week <= a)
