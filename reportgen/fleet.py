@@ -23,14 +23,19 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from .catalog import GpuSpec
+from .catalog import GpuSpec, gpu_row
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
+from .formulas import IF, MIN, Expr, Lookup, Var, compile_terms
 from .goals import Goal
 from .plan import MAX_GPUS, Plan, PlanOption, buyable_counts, plan
+from .terms import ASSUMPTION_DEFAULTS
+from .units import SECONDS_PER
 
 SECONDS_PER_HOUR = 3600
+SECONDS_PER_WEEK = SECONDS_PER["w"]
 HOURS_PER_YEAR = 365.25 * 24
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 # Every order of a pool's training jobs is tried up to this many (720 orders); beyond, earliest deadline first.
@@ -153,48 +158,103 @@ class Costs:
     depreciation_usd: float
     hosting_usd: float
     energy_usd: float
+    own_usd: float  # depreciation + hosting + energy
     rent_usd: float
     utilisation: float  # busy GPU-hours over the fleet's GPU-hours in the horizon
     break_even_utilisation: float | None  # None: renting is cheaper at any use (hourly price below energy)
     break_even_months: float | None  # None: at this use the purchase never pays for itself
 
-    @property
-    def own_usd(self) -> float:
-        return self.depreciation_usd + self.hosting_usd + self.energy_usd
+
+class CostTerm(NamedTuple):
+    """One figure of owning against renting, defined once: evaluated here (compile_terms) and written as a
+    formula on the workbook's Decision sheet (to_excel; its label is the workbook catalogue's decision.<name>)."""
+    name: str
+    unit: str  # a workbook number format: usd, fraction, count, gpu_hours
+    expr: Expr
 
 
-def rent_usd(gpu: GpuSpec, gpu_hours: float) -> float:
-    """Renting GPU-hours at the catalogue's hourly price."""
-    return gpu_hours * gpu.price_per_hour_usd
+def _gpu(column: str) -> Expr:
+    return Lookup("GPUs", column, Var("gpu"))
 
 
-def energy_usd_per_gpu_hour(gpu: GpuSpec, assumptions: Mapping[str, float]) -> float:
-    """A busy GPU's energy per hour: its TDP, the server's share around it, the facility's overhead."""
-    kw = gpu.tdp_watts / 1000 * assumptions["server_power_factor"] * assumptions["pue"]
-    return kw * assumptions["electricity_usd_per_kwh"]
+_V = Var
+# The period, from its length in weeks.
+HORIZON_TERMS = (
+    CostTerm("horizon_hours", "count", _V("horizon_weeks") * (7 * 24)),
+    CostTerm("horizon_years", "fraction", _V("horizon_hours") / HOURS_PER_YEAR),
+)
+# A pool: num_gpus of one GPU type bought, busy_gpu_hours used over the period.
+POOL_TERMS = (
+    CostTerm("purchase_usd", "usd", _V("num_gpus") * _gpu("price_purchase_usd")),
+    CostTerm("depreciation_usd", "usd",
+             _V("purchase_usd") * MIN(1, _V("horizon_years") / _V("amortisation_years"))),
+    CostTerm("hosting_usd", "usd",
+             _V("num_gpus") * _V("hosting_usd_per_gpu_year") * _V("horizon_years")),
+    # a busy GPU's energy per hour: its TDP, the server's share around it, the facility's overhead
+    CostTerm("energy_usd_per_gpu_hour", "usd",
+             _gpu("tdp_watts") / 1000 * _V("server_power_factor") * _V("pue") * _V("electricity_usd_per_kwh")),
+    CostTerm("energy_usd", "usd", _V("busy_gpu_hours") * _V("energy_usd_per_gpu_hour")),
+    CostTerm("own_usd", "usd", _V("depreciation_usd") + _V("hosting_usd") + _V("energy_usd")),
+    CostTerm("rent_usd", "usd", _V("busy_gpu_hours") * _gpu("price_per_hour_usd")),
+    # per year of the pool, owning's fixed part; per hour, renting's margin over energy
+    CostTerm("fixed_usd_per_year", "usd",
+             _V("num_gpus") * (_gpu("price_purchase_usd") / _V("amortisation_years") + _V("hosting_usd_per_gpu_year"))),
+    CostTerm("margin_usd_per_hour", "usd",
+             _V("num_gpus") * (_gpu("price_per_hour_usd") - _V("energy_usd_per_gpu_hour"))),
+)
+# The fleet: its pools' sums of these, then what follows from the sums.
+SUMMED = ("num_gpus", "busy_gpu_hours", "purchase_usd", "depreciation_usd", "hosting_usd", "energy_usd", "own_usd",
+          "rent_usd", "fixed_usd_per_year", "margin_usd_per_hour")
+FLEET_TERMS = (
+    CostTerm("utilisation", "percent", _V("busy_gpu_hours") / (_V("num_gpus") * _V("horizon_hours"))),
+    # owning a GPU-hour costs what renting it does at this share of the year busy
+    CostTerm("break_even_utilisation", "percent",
+             IF(_V("margin_usd_per_hour").gt(0), _V("fixed_usd_per_year") / (HOURS_PER_YEAR * _V("margin_usd_per_hour")),
+                "")),
+    CostTerm("monthly_saving_usd", "usd",
+             (_V("rent_usd") - _V("energy_usd")) / _V("horizon_hours") * HOURS_PER_MONTH
+             - _V("hosting_usd") / _V("horizon_years") / 12),
+    CostTerm("break_even_months", "decimal",
+             IF(_V("monthly_saving_usd").gt(0), _V("purchase_usd") / _V("monthly_saving_usd"), "")),
+)
+
+
+@lru_cache(maxsize=None)
+def _compiled(kind: str) -> Callable:
+    terms = {"pool": HORIZON_TERMS + POOL_TERMS, "fleet": HORIZON_TERMS + FLEET_TERMS}[kind]
+    return compile_terms(terms, lambda n: f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"I[{n!r}]", f"_{kind}")
+
+
+def evaluate(kind: str, inputs: Mapping[str, Any], assumptions: Mapping[str, float],
+             gpus: Mapping[str, GpuSpec]) -> dict[str, Any]:
+    """The cost terms of a pool (kind "pool": gpu, num_gpus, busy_gpu_hours, horizon_weeks) or of a fleet
+    ("fleet": the SUMMED sums and horizon_weeks): name -> value, "" where a break-even does not exist."""
+    terms = HORIZON_TERMS + (POOL_TERMS if kind == "pool" else FLEET_TERMS)
+    tables = {"GPUs": {inputs["gpu"]: gpu_row(gpus[inputs["gpu"]])}} if kind == "pool" else {}
+    return dict(zip((t.name for t in terms), _compiled(kind)(inputs, assumptions, tables, None)))
+
+
+def pool_costs(gpu: str, num_gpus: int, busy_gpu_hours: float, horizon_seconds: float, gpus: Mapping[str, GpuSpec],
+               assumptions: Mapping[str, float]) -> dict[str, Any]:
+    return evaluate("pool", {"gpu": gpu, "num_gpus": num_gpus, "busy_gpu_hours": busy_gpu_hours,
+                             "horizon_weeks": horizon_seconds / SECONDS_PER_WEEK}, assumptions, gpus)
+
+
+def cost_terms(fleet_pools: Sequence[Pool], horizon_seconds: float, gpus: Mapping[str, GpuSpec],
+               assumptions: Mapping[str, float]) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, Any]]:
+    """Each pool's cost terms, the fleet's sums of SUMMED, and the fleet's terms (the horizon's among them)."""
+    pools = [pool_costs(p.gpu, p.num_gpus, p.busy_gpu_hours, horizon_seconds, gpus, assumptions) for p in fleet_pools]
+    sums = {k: sum((p[k] if k in p else getattr(pool, k)) for p, pool in zip(pools, fleet_pools)) for k in SUMMED}
+    fleet = evaluate("fleet", {**sums, "horizon_weeks": horizon_seconds / SECONDS_PER_WEEK}, assumptions, gpus)
+    return pools, sums, fleet
 
 
 def costs(fleet_pools: Sequence[Pool], horizon_seconds: float, gpus: Mapping[str, GpuSpec],
           assumptions: Mapping[str, float]) -> Costs:
-    horizon_hours = horizon_seconds / SECONDS_PER_HOUR
-    years = horizon_hours / HOURS_PER_YEAR
-    purchase = sum(p.num_gpus * gpus[p.gpu].price_purchase_usd for p in fleet_pools)
-    depreciation = purchase * min(1.0, years / assumptions["amortisation_years"])
-    hosting = sum(p.num_gpus for p in fleet_pools) * assumptions["hosting_usd_per_gpu_year"] * years
-    energy = sum(p.busy_gpu_hours * energy_usd_per_gpu_hour(gpus[p.gpu], assumptions) for p in fleet_pools)
-    rent = sum(rent_usd(gpus[p.gpu], p.busy_gpu_hours) for p in fleet_pools)
-    fleet_hours = sum(p.num_gpus for p in fleet_pools) * horizon_hours
-    busy = sum(p.busy_gpu_hours for p in fleet_pools)
-    # per GPU-hour of the fleet's year, owning's fixed part against renting's margin over energy
-    fixed_per_year = sum(p.num_gpus * (gpus[p.gpu].price_purchase_usd / assumptions["amortisation_years"]
-                                       + assumptions["hosting_usd_per_gpu_year"]) for p in fleet_pools)
-    margin_per_hour = sum(p.num_gpus * (gpus[p.gpu].price_per_hour_usd - energy_usd_per_gpu_hour(gpus[p.gpu], assumptions))
-                          for p in fleet_pools)
-    break_even_use = fixed_per_year / (HOURS_PER_YEAR * margin_per_hour) if margin_per_hour > 0 else None
-    monthly_saving = (rent - energy) / horizon_hours * HOURS_PER_MONTH - hosting / years / 12
-    break_even_months = purchase / monthly_saving if monthly_saving > 0 else None
-    return Costs(purchase, depreciation, hosting, energy, rent, busy / fleet_hours, break_even_use,
-                 break_even_months)
+    _, sums, fleet = cost_terms(fleet_pools, horizon_seconds, gpus, assumptions)
+    return Costs(sums["purchase_usd"], sums["depreciation_usd"], sums["hosting_usd"], sums["energy_usd"],
+                 sums["own_usd"], sums["rent_usd"], fleet["utilisation"], fleet["break_even_utilisation"] or None,
+                 fleet["break_even_months"] or None)
 
 
 @dataclass(frozen=True)

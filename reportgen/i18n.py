@@ -88,8 +88,8 @@ def load_workbook_catalogue(lang: str) -> Catalogue:
     """The workbook's catalogue, `templates/i18n/xlsx.<lang>.json`: its own messages (sheet texts,
     column labels, check reasons) and labels of inputs and helper columns ("terms"), joined with the
     report's translations the workbook shares (term and assumption labels, "axis.*" formats of an
-    input's value, "skip.*" reasons), so each is translated once."""
+    input's value, "skip.*" reasons, "decision.kind.*" job kinds), so each is translated once."""
     report = load_catalogue(lang)
     raw = json.loads((data_dir("templates") / "i18n" / f"xlsx.{lang}.json").read_text(encoding="utf-8"))
-    shared = {k: v for k, v in report.messages.items() if k.startswith(("axis.", "skip."))}
+    shared = {k: v for k, v in report.messages.items() if k.startswith(("axis.", "skip.", "decision.kind."))}
     return Catalogue(lang, {**shared, **raw["messages"]}, {**report.terms, **raw.get("terms", {})}, report.sources)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from . import charts
 from .catalog import slug
-from .fleet import Fleet, JobMiss, rent_usd
+from .fleet import Fleet, JobMiss, pool_costs
 from .plan import MAX_GPUS
 from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
@@ -1323,7 +1323,8 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
                 else duration(option.seconds, t))
         rows.append((Cell(job.name_in(lang)), Cell(t(f"decision.kind.{job.kind}")), Cell(pool.gpu),
                      Cell(str(option.gpus), "num"), Cell(when), Cell(time, "num"),
-                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"), Cell(usd(rent_usd(report.gpus[pool.gpu], option.busy_gpu_hours)), "num")))
+                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"), Cell(usd(pool_costs(pool.gpu, option.gpus, option.busy_gpu_hours, pf.horizon_seconds, report.gpus,
+                                          report.assumptions)["rent_usd"]), "num")))
         spans.append(charts.Span(job.name_in(lang), _weeks(slot.start_seconds), _weeks(slot.end_seconds),
                                  t("decision.span", n=option.gpus, gpu=pool.gpu), colours[pool.gpu]))
     jobs = Table(tuple(Cell(t(f"decision.col.{c}"), "num" if c in ("gpus", "time", "hours", "rent") else "")

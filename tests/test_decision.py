@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from conftest import bundled_report
 from reportgen.cli import main
-from reportgen.fleet import HOURS_PER_YEAR, JobMiss, PlannedJob, energy_usd_per_gpu_hour, schedule
+from reportgen.fleet import HOURS_PER_YEAR, JobMiss, PlannedJob, pool_costs, schedule
 from reportgen.plan import buyable_counts
 
 BASE = """title: t
@@ -119,6 +119,9 @@ def test_owning_and_renting_add_up_from_the_catalogue_and_the_assumptions(procur
     fleet = d.choice.best
     c = d.costs_of(fleet)
     years = d.portfolio.horizon_seconds / 3600 / HOURS_PER_YEAR
+
+    def energy_usd_per_gpu_hour(gpu, a):
+        return pool_costs(gpu.name, 1, 0, d.portfolio.horizon_seconds, gpus, a)["energy_usd_per_gpu_hour"]
     busy = {p.gpu: sum(d.planned[s.job][p.gpu].option.busy_gpu_hours for s in p.slots) for p in fleet.pools}
     assert c.purchase_usd == sum(p.num_gpus * gpus[p.gpu].price_purchase_usd for p in fleet.pools)
     assert c.depreciation_usd == pytest.approx(c.purchase_usd * years / a["amortisation_years"])

@@ -1,7 +1,8 @@
 """The Excel workbook: every memory term as a live formula over editable inputs.
 
-Sheets: Guide, Plan, Charts, Scenarios, RLHF, Notes, NoteScenarios, Terms, Assumptions, Models,
-GPUs, Precisions, Dtypes, Optimizers, Choices (the Guide describes each).
+Sheets: Guide, Decision (a preset with a purchase section), Plan, Charts, Scenarios, RLHF, Notes,
+NoteScenarios, Terms, Assumptions, Models, GPUs, Precisions, Dtypes, Optimizers, Choices (the Guide
+describes each).
 
 Every term column is `formulas.to_excel(term.expr)` of the one term table (terms.py); the Models
 sheet's shape terms, RLHF group cells, note figures, checks and labels are expressions rendered the
@@ -39,6 +40,7 @@ from datetime import datetime, timezone
 from ...errors import OutputError
 from ...report import BlockResults, Report
 from .book import build_book
+from .decision import write_decision
 from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms
 from .guide import write_guide
 from . import layout
@@ -48,7 +50,7 @@ from .plan import write_charts, write_plan
 from .scenarios import write_note_scenarios, write_rlhf, write_scenarios
 from .stream import StreamingWorkbook
 
-SHEET_WRITERS = (write_guide, write_plan, write_charts, write_scenarios, write_rlhf, write_notes,
+SHEET_WRITERS = (write_guide, write_decision, write_plan, write_charts, write_scenarios, write_rlhf, write_notes,
                  write_note_scenarios, write_terms, write_assumptions, write_lookup_tables, write_choices)
 
 

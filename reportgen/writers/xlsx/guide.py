@@ -36,7 +36,8 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
         ("text", t("guide.counts", singles=n_single, groups=n_groups,
                    roles=len(book.scenario_rows) - n_single, skipped=len(rep.skipped))),
     ] + [(style, t(key, spare=SPARE_PICKS) if key == "guide.add_plan" else t(key)) for style, key in GUIDE
-         ] + ([("h", t("guide.h.goals")), ("text", t("guide.goals"))] if rep.goals else [])
+         ] + ([("h", t("guide.h.goals")), ("text", t("guide.goals"))] if rep.goals else []) + (
+        [("h", t("guide.h.decision")), ("text", t("guide.decision"))] if rep.decision and rep.decision.choice.best else [])
 
 
 def write_guide(wb, book: Book, styles: Styles) -> None:

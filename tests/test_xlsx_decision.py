@@ -1,0 +1,96 @@
+"""The workbook's Decision sheet, recalculated by LibreOffice: its figures are the Python decision's, and a
+planner's edits (a longer period, more GPUs in a pool, another GPU type, a PUE) recompute them as
+fleet.costs computes them for the edited pools."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from conftest import bundled_report
+from lo import recalculate, require_soffice
+from reportgen.fleet import Pool, costs
+from reportgen.i18n import load_workbook_catalogue
+from reportgen.writers import xlsx
+
+T = load_workbook_catalogue("en")
+
+
+@pytest.fixture(scope="module")
+def soffice():
+    require_soffice()
+
+
+@pytest.fixture(scope="module")
+def procurement():
+    return bundled_report("procurement")
+
+
+@pytest.fixture(scope="module")
+def book(procurement, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("decision") / "procurement.xlsx"
+    xlsx.write(procurement, path)
+    return path
+
+
+def _row(ws, label: str) -> int:
+    return next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == label)
+
+
+def _figures(path: Path) -> dict:
+    """The recalculated sheet's fleet figures (first pool row and the rows below the fleet's sums)."""
+    ws = openpyxl.load_workbook(path, data_only=True)["Decision"]
+    header = _row(ws, T("decision.gpu"))
+    names = {ws.cell(header, c).value: c for c in range(1, ws.max_column + 1)}
+    fleet = _row(ws, T("decision.fleet"))
+    out = {k: ws.cell(fleet, names[T(f"decision.{k}")]).value
+           for k in ("num_gpus", "busy_gpu_hours", "purchase_usd", "depreciation_usd", "hosting_usd", "energy_usd",
+                     "own_usd", "rent_usd")}
+    for k in ("utilisation", "break_even_utilisation", "break_even_months"):
+        out[k] = ws.cell(_row(ws, T(f"decision.{k}")), 2).value
+    out["verdict"] = ws.cell(_row(ws, T("decision.verdict")), 2).value
+    return out
+
+
+def _expected(c, pools) -> dict:
+    return {"num_gpus": sum(p.num_gpus for p in pools), "busy_gpu_hours": sum(p.busy_gpu_hours for p in pools),
+            "purchase_usd": c.purchase_usd, "depreciation_usd": c.depreciation_usd, "hosting_usd": c.hosting_usd,
+            "energy_usd": c.energy_usd, "own_usd": c.own_usd, "rent_usd": c.rent_usd, "utilisation": c.utilisation,
+            "break_even_utilisation": c.break_even_utilisation, "break_even_months": c.break_even_months,
+            "verdict": T("decision.owning_cheaper") if c.own_usd < c.rent_usd else T("decision.renting_cheaper")}
+
+
+def _same(got: dict, want: dict) -> None:
+    for k, v in want.items():
+        if isinstance(v, str) or v is None:
+            assert got[k] == (v if v is not None else ""), k
+        else:
+            assert got[k] == pytest.approx(v, rel=1e-9), k
+
+
+def test_the_recalculated_decision_is_the_reports(procurement, book, soffice, tmp_path):
+    d = procurement.decision
+    _same(_figures(recalculate(book, tmp_path)), _expected(d.costs_of(d.choice.best), d.choice.best.pools))
+
+
+def test_a_planners_edits_recompute_as_the_decision_computes_them(procurement, book, soffice, tmp_path):
+    d = procurement.decision
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Decision"]
+    ws.cell(_row(ws, T("decision.horizon_weeks")), 2).value = 26
+    first = _row(ws, T("decision.gpu")) + 1
+    pool = d.choice.best.pools[0]
+    edited = Pool("H200-141GB", pool.num_gpus * 2, (), pool.busy_gpu_hours * 1.5)
+    ws.cell(first, 1).value = edited.gpu
+    ws.cell(first, 2).value = edited.num_gpus
+    ws.cell(first, 3).value = edited.busy_gpu_hours
+    assumptions = wb["Assumptions"]
+    pue = next(r for r in range(1, assumptions.max_row + 1) if assumptions.cell(r, 1).value == "pue")
+    assumptions.cell(pue, 3).value = 1.2
+    edited_path = tmp_path / "edited.xlsx"
+    wb.save(edited_path)
+    a = {**procurement.assumptions, "pue": 1.2}
+    pools = [edited] + list(d.choice.best.pools[1:])
+    c = costs(pools, 26 * 7 * 86400, procurement.gpus, a)
+    _same(_figures(recalculate(edited_path, tmp_path / "out")), _expected(c, pools))
