@@ -153,8 +153,8 @@ def speed_of(r) -> tuple:
     iteration, or tokens per second per user."""
     v = r.estimate
     if r.is_group:
-        return v["iteration_seconds"], "—"
-    return (v["time_to_train_seconds"], "—") if v["is_train"] else ("—", v["tokens_per_s_per_user"])
+        return "—", v["iteration_seconds"], "—"
+    return (v["time_to_train_seconds"] / 3600, "—", "—") if v["is_train"] else ("—", "—", v["tokens_per_s_per_user"])
 
 
 def assert_plan(wb, recommendations, texts=None) -> None:
@@ -181,7 +181,7 @@ def assert_plan(wb, recommendations, texts=None) -> None:
                                    ("headroom_gib", "headroom_bytes")):
                     assert same(r.estimate[term] / GiB, cell(name)), (row, name)
                 figures = {"purchase_usd": r.purchase_usd, "hourly_usd": r.estimate["hourly_usd"],
-                           "rent_usd": r.rent_usd, **dict(zip(("time_seconds", "tokens_per_s_per_user"), speed_of(r)))}
+                           "rent_usd": r.rent_usd, **dict(zip(("train_hours", "iteration_seconds", "tokens_per_s_per_user"), speed_of(r)))}
                 for name, want in figures.items():
                     assert same(want, cell(name)), (row, name)
             rent = entry.rent

@@ -94,3 +94,19 @@ def test_a_planners_edits_recompute_as_the_decision_computes_them(procurement, b
     pools = [edited] + list(d.choice.best.pools[1:])
     c = costs(pools, 26 * 7 * 86400, procurement.gpus, a)
     _same(_figures(recalculate(edited_path, tmp_path / "out")), _expected(c, pools))
+
+
+def test_the_chinese_workbook_names_the_preset_and_the_decision_in_chinese(procurement, tmp_path):
+    path = tmp_path / "procurement.zh.xlsx"
+    xlsx.write(procurement, path, "zh")
+    wb = openpyxl.load_workbook(path)
+    guide = wb["Guide"]
+    assert guide["A1"].value == procurement.preset.title_zh
+    assert guide["A2"].value == procurement.preset.description_zh
+    assert wb.properties.title == procurement.preset.title_zh
+    zh = load_workbook_catalogue("zh")
+    ws = wb["Decision"]
+    assert ws["A1"].value == zh("decision.title")
+    labels = [ws.cell(r, 1).value for r in range(1, ws.max_row + 1) if isinstance(ws.cell(r, 1).value, str)]
+    for job in procurement.decision.portfolio.jobs:
+        assert job.name_zh in labels

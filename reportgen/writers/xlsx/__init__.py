@@ -82,7 +82,7 @@ def write(report: Report, path, lang: str = "en") -> None:
         # Belt and braces: text is written with write_string anyway, never parsed.
         "strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,
     })
-    wb.set_properties({"title": report.preset.title, "subject": book.t("workbook.subject"),
+    wb.set_properties({"title": report.preset.title_in(lang), "subject": book.t("workbook.subject"),
                        "author": f"reportgen {report.version}", "created": _created(report.generated_at),
                        "comments": f"preset {report.preset.name}"})
     styles = Styles(wb)

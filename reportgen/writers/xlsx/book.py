@@ -136,12 +136,13 @@ class PlanFields:
 SCENARIO_PLAN = PlanFields(
     {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "num_gpus", "plan_seconds": "plan_seconds",
      "index": "row_in_table"},
-    {"time_seconds": IF(Var("is_train").eq(1), Var("time_to_train_seconds"), DASH),
+    {"train_hours": IF(Var("is_train").eq(1), Var("time_to_train_seconds") / 3600, DASH),
+     "iteration_seconds": lift(DASH),
      "tokens_per_s_per_user": IF(Var("is_train").eq(1), DASH, Var("tokens_per_s_per_user"))})
 RLHF_PLAN = PlanFields(
     {"rent_usd": "rent_usd", "purchase_usd": "purchase_usd", "total_gpus": "total_gpus", "plan_seconds": "plan_seconds",
      "index": "row_in_table"},
-    {"time_seconds": Var("iteration_seconds"), "tokens_per_s_per_user": lift(DASH)})
+    {"train_hours": lift(DASH), "iteration_seconds": Var("iteration_seconds"), "tokens_per_s_per_user": lift(DASH)})
 
 
 def plan_key_column(key: str) -> str:

@@ -29,8 +29,8 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
     n_groups = len(book.group_rows)
     n_single = len(book.result_rows) - n_groups
     return [
-        ("title", p.title),
-        ("text", p.description),
+        ("title", p.title_in(t.lang)),
+        ("text", p.description_in(t.lang)),
         ("text", t("guide.preset", name=p.name, path=p.given_path or t("guide.bundled"), generated=rep.generated_at,
                    version=rep.version)),
         ("text", t("guide.counts", singles=n_single, groups=n_groups,

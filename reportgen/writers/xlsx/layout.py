@@ -35,6 +35,7 @@ NUMBER_FORMATS = {
     "fraction": "0.00", "ratio": "0.000", "percent": "0.00%", "decimal": "#,##0.000", "general": "General", "text": "@",
     "seconds": "#,##0.000", "tokens_per_s": "#,##0.0", "flops": "0.000E+00", "flop_per_s": "0.000E+00",
     "bytes_per_s": "0.000E+00", "gpu_hours": "#,##0.0",
+    "hours": "#,##0.0",
 }
 UNIT_SUFFIX = {"bytes": "bytes", "gib": "GiB", "usd": "USD"}  # shown in headers as "Label [unit]"
 HEADER_COLOURS = {"id": "#D9D9D9", "summary": "#E2EFDA", "input": "#FFF2CC", "formula": "#DDEBF7",

@@ -85,7 +85,8 @@ PLAN_DETAILS = (
     Column("headroom_gib", "Headroom per GPU", "gib", "formula", 10, Var("headroom_bytes") / GIB),
     Column("purchase_usd", "Purchase cost", "usd", "formula", 12, Var("purchase_usd")),
     Column("hourly_usd", "Cloud cost per hour", "usd", "formula", 10, Var("hourly_usd")),
-    Column("time_seconds", "Time to train, or per RLHF iteration (s)", "seconds", "formula", 12),
+    Column("train_hours", "Time to train (hours)", "hours", "formula", 10),
+    Column("iteration_seconds", "Time per RLHF iteration (s)", "seconds", "formula", 10),
     Column("tokens_per_s_per_user", "Output tokens per second per user (inference)", "tokens_per_s", "formula", 10),
     Column("rent_usd", "Cost to rent (training: the run; else an hour)", "usd", "formula", 12, Var("rent_usd")),
 )
