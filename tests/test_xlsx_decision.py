@@ -3,6 +3,8 @@ planner's edits (a longer period, more GPUs in a pool, another GPU type, a PUE) 
 fleet.costs computes them for the edited pools."""
 from __future__ import annotations
 
+import re
+import zipfile
 from pathlib import Path
 
 import openpyxl
@@ -110,3 +112,19 @@ def test_the_chinese_workbook_names_the_preset_and_the_decision_in_chinese(procu
     labels = [ws.cell(r, 1).value for r in range(1, ws.max_row + 1) if isinstance(ws.cell(r, 1).value, str)]
     for job in procurement.decision.portfolio.jobs:
         assert job.name_zh in labels
+
+
+def test_the_plan_and_the_decision_print_on_a4_landscape_with_their_key_columns(book):
+    wb = openpyxl.load_workbook(book)
+    plan, decision = wb["Plan"], wb["Decision"]
+    for ws in (plan, decision):
+        assert ws.page_setup.orientation == "landscape" and int(ws.page_setup.paperSize) == 9  # A4
+    header = [plan.cell(2, c).value for c in range(1, plan.max_column + 1)]
+    names = [plan.cell(1, c).value for c in range(1, plan.max_column + 1)]
+    last = names.index("cheapest_to_rent") + 1
+    with zipfile.ZipFile(book) as z:  # openpyxl does not read a print area of whole columns back
+        areas = dict(re.findall(r'<definedName name="_xlnm.Print_Area" localSheetId="\d+">(\w+)!([^<]+)<',
+                                z.read("xl/workbook.xml").decode()))
+    assert areas["Plan"] == f"$A:${openpyxl.utils.get_column_letter(last)}"  # every row, rows a planner adds too
+    assert last < len(names) and header[last - 1]  # the search's helper columns are not printed
+    assert areas["Decision"].startswith("$A$1:")

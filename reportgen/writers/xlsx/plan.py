@@ -418,7 +418,9 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
                               {"type": "cell", "criteria": "==", "value": 1, "format": styles.highlight})
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 3)
     ws.autofilter(1, 0, max(plan.last_row, plan.first_row) - 1, len(plan.columns) - 1)
-    page_setup(ws, header_rows=2)
+    # printed: the picks to buy and to rent with their figures (whole columns: rows a planner adds too),
+    # not the search's helper columns
+    page_setup(ws, header_rows=2, print_columns=plan.index["cheapest_to_rent"] + 1, print_rows=MAX_ROW + 1)
 
 
 # ---------------------------------------------------------------------------------------------
