@@ -935,7 +935,7 @@ def _explanation(text: str, figures: Mapping[str, str]) -> tuple[TextPart, ...]:
 
 def _notes(report: Report, t: Catalogue, full: bool = True) -> tuple[NoteCard, ...]:
     """The note cards. full=False (the management PDF): a card's figure table leaves out the figures its
-    explanation states (in bold), which is all of them in the bundled notes."""
+    explanation states (in bold), which is all of them in the bundled notes, and the card is brief (below)."""
     zh = t.lang == "zh"
     cards = []
     for n in report.notes:
@@ -943,12 +943,15 @@ def _notes(report: Report, t: Catalogue, full: bool = True) -> tuple[NoteCard, .
         views = {f.key: NoteFigureView(f.label_zh if zh else f.label_en, values[f.key]) for f in n.figures}
         explanation = n.explanation_zh if zh else n.explanation_en
         stated = set() if full else set(PLACEHOLDER.findall(explanation))
-        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh, "" if zh else n.claim_en,
-                              (n.article_zh or n.article) if zh else n.article, n.setting_zh if zh else n.setting_en,
+        # the management PDF's card is brief: the claim in the reader's language, without the article's title and
+        # the correction's sources (the HTML report's cards have them)
+        cards.append(NoteCard(f"note-{slug(n.id)}", n.id, n.claim_zh if zh or full else "", "" if zh else n.claim_en,
+                              ((n.article_zh or n.article) if zh else n.article) if full else "",
+                              n.setting_zh if zh else n.setting_en,
                               t(f"note_verdict.{n.verdict}"), f"badge verdict-{n.verdict}",
                               tuple(v for k, v in views.items() if k != n.error and k not in stated),
                               _explanation(explanation, values),
-                              (n.source_zh or n.source) if zh else n.source, views.get(n.error)))
+                              ((n.source_zh or n.source) if zh else n.source) if full else "", views.get(n.error)))
     return tuple(cards)
 
 
