@@ -41,7 +41,7 @@ MAX_BARS = 40
 
 # The term groups the management PDF's method prints: how the phases make the peak and the peak the
 # budget (the figures a meeting sees). The HTML and --pdf-appendix print every group.
-MANAGEMENT_TERM_GROUPS = ("phase", "total")
+MANAGEMENT_TERM_GROUPS = ("total",)
 
 # The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
 # Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
@@ -381,6 +381,7 @@ class ReportView:
     capacity: Table
     capacity_legend: tuple[Cell, ...]
     breakdowns: tuple[BreakdownSection, ...]
+    breakdowns_note: str  # '' or where the breakdown charts and tables are (the section is then this note)
     sensitivity: tuple[SensitivitySection, ...]
     sensitivity_note: str  # '' or where the sensitivity curves and tables are (the section is then this note)
     terms: tuple[TermGroup, ...]
@@ -876,8 +877,9 @@ def inputs_table(t: Catalogue) -> Table:
 
 def _method(report: Report, t: Catalogue, full: bool = True
             ) -> tuple[tuple[TermGroup, ...], Table, tuple[TermGroup, ...], Table]:
-    """Term groups, assumptions, lookup tables and GPU types. full=False (the management PDF): only the
-    MANAGEMENT_TERM_GROUPS and no lookup tables."""
+    """Term groups, assumptions, lookup tables and GPU types. full=False (the management PDF, the method on a
+    page): only the MANAGEMENT_TERM_GROUPS, no assumptions and no lookup tables, the GPU types without their
+    sources."""
     headers = tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "unit", "formula", "source"))
     groups: dict[str, list[Term]] = {}
     for term in ROLE_TERMS:
@@ -897,7 +899,7 @@ def _method(report: Report, t: Catalogue, full: bool = True
                                  Table(headers, _term_rows(group_terms(*key), t, "group."), "terms")))
     a_rows = tuple((Cell(breakable(a.name), "code"), Cell(t.label(a.name, a.label)),
                     Cell(format_assumption(report.assumptions[a.name], a.unit, t), "num"),
-                    Cell(t.label(a.name + ".help", a.help), "source")) for a in ASSUMPTIONS)
+                    Cell(t.label(a.name + ".help", a.help), "source")) for a in (ASSUMPTIONS if full else ()))
     assumptions = Table(tuple(Cell(t(f"method.col.{c}")) for c in ("name", "label", "value", "note")), a_rows,
                         "assumptions")
     lookups = []
@@ -908,12 +910,13 @@ def _method(report: Report, t: Catalogue, full: bool = True
                      + (Cell(t.source(f"{table.name}.{name}", table.notes.get(name, "")), "source"),)
                      for name, row in table.rows.items())
         lookups.append(TermGroup(table.name, Table(head, rows, "lookup")))
-    g_head = tuple(Cell(t(f"gpu.col.{c}"), "num" if c not in ("name", "source") else "")
-                   for c in ("name", "mib", "gib", "gb", "purchase", "hourly", "source"))
-    g_rows = tuple((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
-                    Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
-                    Cell(usd_hour(g.price_per_hour_usd), "num"),
-                    Cell(f"{g.memory_source} {t('gpu.price_source')}{t('punct.colon')}{g.price_source}", "source"))
+    columns = ("name", "mib", "gib", "gb", "purchase", "hourly") + (("source",) if full else ())
+    g_head = tuple(Cell(t(f"gpu.col.{c}"), "num" if c not in ("name", "source") else "") for c in columns)
+    g_rows = tuple(((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
+                     Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
+                     Cell(usd_hour(g.price_per_hour_usd), "num"))
+                    + ((Cell(f"{g.memory_source} {t('gpu.price_source')}{t('punct.colon')}{g.price_source}", "source"),)
+                       if full else ()))
                    for name, g in report.gpus.items() if name in report.gpu_types)
     return tuple(out), assumptions, tuple(lookups), Table(g_head, g_rows, "gpus")
 
@@ -1370,6 +1373,9 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
     # the management PDF leaves out the curves (a sixth of its render) and says where they are
     sensitivity_note = t("sens.elsewhere") if report.sensitivity and not appendix else ""
     sensitivity = () if sensitivity_note else _sensitivity(report, t, lang)
+    # and the breakdowns (#34: a meeting's PDF is the decision, the plan, the capacity matrix, the notes, the
+    # method on a page and the validation summary)
+    breakdowns_note = t("breakdown.elsewhere") if not appendix else ""
     meta = ((t("meta.preset"), report.preset.name), (t("meta.generated"), format_date(report.generated_at)),
             (t("meta.version"), f"reportgen {report.version}"),
             (t("meta.scenarios"), t("meta.scenarios_value", n=len(report.results), skipped=len(report.skipped))))
@@ -1385,7 +1391,8 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
                                 "" if c in ("gpu", "layout", "mark") else "num")
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",
                                      "hourly", "speed", "mark")),
-        capacity=capacity, capacity_legend=legend, breakdowns=_breakdowns(report, t, lang, pdf),
+        capacity=capacity, capacity_legend=legend,
+        breakdowns=() if breakdowns_note else _breakdowns(report, t, lang, pdf), breakdowns_note=breakdowns_note,
         sensitivity=sensitivity, sensitivity_note=sensitivity_note, terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, inputs=inputs_table(t) if appendix else None,
         method_note="" if appendix else t("method.elsewhere"), notes=_notes(report, t, appendix),

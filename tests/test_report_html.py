@@ -308,15 +308,22 @@ def test_html_appendix_of_a_large_sweep_lists_the_first_rows_of_each_group_and_s
 
 
 def test_management_view_keeps_what_a_meeting_reads(default_report):
-    """The management PDF's view: the method's peak and budget terms without the inputs or lookup
-    tables, note cards without the figure tables their explanations state, the validation summary
+    """The management PDF's view (#34: the decision, the plan, the capacity matrix, brief note cards, the method
+    on a page, the validation as one table): the method's budget terms and the GPU types without the inputs,
+    assumptions, lookup tables or sources; no breakdowns; brief note cards (claim in the reader's language,
+    no article title or sources) without the figure tables their explanations state, the validation summary
     without the validation rows, and a pointer where each of those is; the full view has them all."""
     t = load_catalogue("en")
     short = build_view(default_report, "en", pdf=True, appendix=False)
     full = build_view(default_report, "en", pdf=True)
     assert short.inputs is None and not short.lookup_tables and full.inputs.rows and full.lookup_tables
-    assert [g.title for g in short.terms] == [t(f"term_group.{g}") for g in ("phase", "total")]
+    assert [g.title for g in short.terms] == [t(f"term_group.{g}") for g in ("total",)]
     assert len(full.terms) > len(short.terms)
+    assert not short.assumptions.rows and full.assumptions.rows
+    assert len(short.gpu_table.headers) == len(full.gpu_table.headers) - 1  # without the sources
+    assert short.breakdowns == () and full.breakdowns and short.breakdowns_note == t("breakdown.elsewhere")
+    assert all(not (c.article or c.source or c.claim_original) and c.claim_translation for c in short.notes)
+    assert all(c.article and c.source and c.claim_original for c in full.notes)
     assert all(not c.figures for c in short.notes) and all(c.figures for c in full.notes)
     assert [c.explanation for c in short.notes] == [c.explanation for c in full.notes]
     assert short.validation == () and full.validation and short.accuracy == full.accuracy
@@ -324,7 +331,8 @@ def test_management_view_keeps_what_a_meeting_reads(default_report):
     assert short.method_note == t("method.elsewhere") and short.notes_note == t("notes.figures_elsewhere")
     assert short.validation_note == t("validation.elsewhere")
     assert short.skipped_note == t("appendix.skipped_elsewhere", n=len(default_report.skipped))
-    assert not (full.method_note or full.notes_note or full.validation_note or full.skipped_note)
+    assert not (full.method_note or full.notes_note or full.validation_note or full.skipped_note
+                or full.breakdowns_note)
 
 
 def test_validation_summary_rows_are_the_held_out_statistics(default_report):
