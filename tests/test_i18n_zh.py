@@ -210,3 +210,69 @@ def test_skipped_combinations_are_named_in_chinese():
     assert not any(f" · {w}" in label for label in zh_labels for w in english), zh_labels
     assert any(" · full fine-tuning · " in label for label in en_labels), en_labels
     assert len(zh_labels) == len(en_labels) and zh_labels != en_labels
+
+
+# What the zh management edition may spell in Latin letters besides ZH_LATIN_ALLOWED and the catalogue's names:
+# acronyms and identifiers (upper case, digits, _ . or inner capitals: FP32, NCCL, N5, head_dim, RMSNorm), single
+# letters (the notes' variables: r, q, v, in × out), units, and the terms of art and command words below.
+ZH_TERMS_OF_ART = {
+    "ms", "bit", "FLOPs",  # units
+    "rollout", "softmax", "logit", "logits", "autocast", "log-sum-exp", "beam", "search", "top-2",  # terms of art
+    "Cache", "head", "id", "RMSNorm",  # KV Cache, LM head, token id, a layer's name, as the Chinese literature writes them
+    "adamw-8bit",  # an optimizer's code value (as adamw)
+    "generate", "main", "ref", "inf",  # code the notes quote (generate(), def main, ref model, inf/NaN)
+    "gate", "up", "down",  # the MLP projections LoRA adapts (gate_proj, up_proj, down_proj)
+    "in", "out",  # a matrix's dimensions, in × out
+    "column", "key", "if", "else",  # the formulas' notation column(key) and (a if c else b), explained in the method
+    "build", "pdf-appendix",  # the command `reportgen build --pdf-appendix`
+    "Llama", "Mixtral", "Hugging", "Face", "FlashAttention", "PyTorch", "PEFT", "InstructGPT", "DeepSpeed-Chat",
+    "OpenRLHF", "Plan", "Charts",  # model families, libraries, products, workbook sheets
+}
+
+
+@pytest.mark.parametrize("preset", ["default", "procurement"])
+def test_the_chinese_management_edition_has_no_english_prose(preset):
+    """Every text of the zh management report (the PDF's HTML: summary, decision, capacity, method, notes,
+    validation) outside the citations (the articles' quoted claims), code cells (term names, formulas) and the
+    allowed kinds above is Chinese: any other English word is an untranslated string (#34)."""
+    from html.parser import HTMLParser
+    from test_report_pdf import ZH_LATIN_ALLOWED
+    from reportgen.writers.pdf import pdf_html
+    report = bundled_report(preset)
+
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.skip, self.parts = [], []
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            css = a.get("class") or ""
+            skipped = (tag in ("style", "script", "svg", "title") or (tag == "dd" and a.get("lang") == "zh-Hans")
+                       or any(c in css.split() for c in ("code", "formula")))
+            if tag not in ("br", "img", "meta", "link", "col", "wbr"):
+                self.skip.append(skipped or (self.skip[-1] if self.skip else False))
+
+        def handle_endtag(self, tag):
+            if tag not in ("br", "img", "meta", "link", "col", "wbr") and self.skip:
+                self.skip.pop()
+
+        def handle_data(self, data):
+            if not (self.skip and self.skip[-1]):
+                self.parts.append(data)
+
+    parser = Text()
+    parser.feed(pdf_html(report, "zh", appendix=False))
+    text = re.sub(r"https?://\S+|`[^`]*`", "", " ".join(parser.parts))  # links and `code` the notes quote
+    names = set()
+    for n in list(report.gpus) + [g.vendor for g in report.gpus.values()] + list(report.models) + list(bundled_presets()):
+        names |= set(re.findall(r"[A-Za-z][A-Za-z0-9_.\-]*", n))
+    words = re.findall(r"(?<![0-9A-Za-z])(?:[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9]|[A-Za-z])", text)
+
+    def allowed(w: str) -> bool:
+        return (w in ZH_LATIN_ALLOWED or w in names or w in ZH_TERMS_OF_ART or len(w) == 1
+                or re.fullmatch(r"[A-Z0-9][A-Z0-9\-]+", w) is not None  # acronyms, note ids
+                or re.search(r"[_.]|[a-z][A-Z]|\(", w) is not None  # identifiers
+                or re.fullmatch(r"(ZeRO|TP|EP)-?\d+", w) is not None)
+    stray = sorted({w for w in words if not allowed(w)})
+    assert len(words) > 1000 and not stray, " ".join(stray)  # the edition's Latin words were read, and all are allowed
