@@ -1311,9 +1311,9 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
                     depreciation=usd(c.depreciation_usd), hosting=usd(c.hosting_usd), energy=usd(c.energy_usd),
                     use=percent(c.utilisation, 0))
     if c.break_even_utilisation is not None:
-        own_vs_rent += " " + t("decision.break_even", use=percent(c.break_even_utilisation, 0))
+        own_vs_rent += t("punct.sentence") + t("decision.break_even", use=percent(c.break_even_utilisation, 0))
     if c.break_even_months is not None:
-        own_vs_rent += " " + t("decision.break_even_month", months=f"{c.break_even_months:,.0f}",
+        own_vs_rent += t("punct.sentence") + t("decision.break_even_month", months=f"{c.break_even_months:,.0f}",
                                years=f"{report.assumptions['amortisation_years']:g}")
     pool_of = {s.job: (p, s) for p in best.pools for s in p.slots}
     colours = {p.gpu: k * 2 for k, p in enumerate(best.pools)}
