@@ -605,6 +605,9 @@ def check(preset):
     click.echo(f"{loaded.preset.source}: OK — {len(exp.scenarios)} scenarios, {len(exp.skipped)} skipped{jobs}")
     for reason, count in Counter(s.reason_text for s in exp.skipped).most_common():
         click.echo(f"  skipped {count:>4} × {reason}")
+    for where, gpus, count in exp.left_out:
+        what = f"{count:,} combinations of {where}" if count else where
+        click.echo(f"  left out by datacenter_only (not licensed for data-centre use): {', '.join(gpus)} ({what})")
 
 
 @main.command("presets")

@@ -36,7 +36,7 @@ WORKLOAD_KEYS = ("type",) + AXES[1:] + RLHF_KEYS
 MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interchangeable", "goal") + AXES
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
 TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios",
-            "purchase")
+            "purchase", "datacenter_only")
 PURCHASE_KEYS = ("horizon", "gpus", "max_types", "jobs")
 # A job is an explicit scenario (its inputs, less the GPU type the fleet chooses) and when it runs.
 JOB_KEYS = tuple(k for k in SCENARIO_KEYS if k != "gpu") + ("name_zh", "start", "deadline", "steps", "serve")
@@ -62,6 +62,8 @@ class Preset:
     description_zh: str = ""
     matrix_names_zh: Mapping[str, str] = field(default_factory=dict)
     purchase: Mapping[str, Any] | None = None  # the period's work (a fleet to choose), read by portfolio()
+    # leave out GPU types not licensed for data-centre use (GeForce: the driver licence, §2.1.3)
+    datacenter_only: bool = False
 
     def title_in(self, lang: str) -> str:
         return self.title_zh if lang == "zh" and self.title_zh else self.title
@@ -98,6 +100,10 @@ class Preset:
                 raise InputError(f"expected a matrix name (text), got {n!r}", source=source, key_path=f"matrices[{i}].name")
             if first.setdefault(n, i) != i:
                 raise InputError(f"duplicate matrix name {n!r}", source=source, key_path=f"matrices[{i}].name")
+        datacenter_only = raw.get("datacenter_only", False)
+        if not isinstance(datacenter_only, bool):
+            raise InputError(f"expected true or false, got {shown(datacenter_only)}", source=source,
+                             key_path="datacenter_only")
         texts = {}
         for key in ("title_zh", "description_zh"):
             value = raw.get(key, "")
@@ -117,7 +123,7 @@ class Preset:
                                             source),
                    prices=_prices(_given(raw, "prices", Mapping, "GPU", source, "") or {}, source),
                    matrices=tuple(matrices), scenarios=tuple(scenarios),
-                   purchase=_given(raw, "purchase", Mapping, "key", source, ""))
+                   purchase=_given(raw, "purchase", Mapping, "key", source, ""), datacenter_only=datacenter_only)
 
 
 def _given(raw: Mapping, key: str, kind: type, item: str, source: str, path: str) -> Any:
@@ -268,6 +274,8 @@ class Expansion:
     # matrix name -> what its picks must meet besides fitting (matrices without a goal are absent)
     goals: Mapping[str, Goal] = field(default_factory=dict)
     purchase: Portfolio | None = None  # the period's work, when the preset states it
+    # what datacenter_only left out: (key path, the GPU types, how many combinations)
+    left_out: tuple[tuple[str, tuple[str, ...], int], ...] = ()
 
 
 def _interchangeable(raw: Any, src: str, path: str) -> tuple[str, ...]:
@@ -312,13 +320,15 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
     interchangeable: dict[str, tuple[str, ...]] = {}
     goals: dict[str, Goal] = {}
     src = preset.source
+    consumer = {n for n, g in estimator.gpus.items() if not g.datacenter} if preset.datacenter_only else set()
+    left_out: list[tuple[str, tuple[str, ...], int]] = []
     matrices = []
     for i, matrix in enumerate(preset.matrices):
         path = f"matrices[{i}]"
         _check_keys(matrix, MATRIX_KEYS, src, path)
         interchangeable[matrix["name"]] = (_interchangeable(matrix["interchangeable"], src, f"{path}.interchangeable")
                                            if "interchangeable" in matrix else ())
-        sweeps = _sweeps(matrix, src, path)
+        sweeps = [_datacenter(s, consumer, left_out, src, path) for s in _sweeps(matrix, src, path)]
         if "goal" in matrix:
             goals[matrix["name"]] = _goal(matrix["goal"], sweeps, src, f"{path}.goal")
         matrices.append((matrix["name"], path, sweeps,
@@ -363,19 +373,38 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
                                  source=src, key_path=f"{path}.exclude[{j}]")
     for i, raw in enumerate(preset.scenarios):
         _check_keys(raw, SCENARIO_KEYS, src, f"scenarios[{i}]")
+        if raw.get("gpu") in consumer:
+            raise InputError(f"{raw['gpu']} is not licensed for data-centre use (GeForce) and the preset sets "
+                             "datacenter_only: remove the scenario or the setting", source=src,
+                             key_path=f"scenarios[{i}].gpu")
         item, reason, _ = _explicit(raw, estimator, src, f"scenarios[{i}]")
         if reason:
             skipped.append(Skipped("scenarios", item, reason))
         else:
             out.append(("scenarios", item))
     out, skipped = _skip_blocks(out, skipped, estimator)
-    purchase = portfolio(preset, estimator)
+    purchase = portfolio(preset, estimator, consumer, left_out)
     if not out and purchase is None:
         raise InputError("every combination was skipped: nothing to estimate"
                          + (f" (first reason: {skipped[0].reason_text})" if skipped else ""), source=src,
                          key_path="matrices")
-    return Expansion(Expanded(out), tuple(skipped), interchangeable, goals, purchase)
+    return Expansion(Expanded(out), tuple(skipped), interchangeable, goals, purchase, tuple(left_out))
 
+
+def _datacenter(sweep: "_Sweep", consumer: set[str], left_out: list, src: str, path: str) -> "_Sweep":
+    """The sweep without the GPU types datacenter_only leaves out (each named in left_out with the combinations
+    it had); a matrix whose GPU types are all left out is an error."""
+    gpus = sweep.axes.get("gpu", [])
+    removed = tuple(g for g in gpus if g in consumer)
+    if not removed:
+        return sweep
+    kept = [g for g in gpus if g not in consumer]
+    if not kept:
+        raise InputError(f"datacenter_only leaves no GPU type: {', '.join(removed)} "
+                         f"{'is' if len(removed) == 1 else 'are'} not licensed for data-centre use (GeForce)",
+                         source=src, key_path=f"{path}.gpu")
+    left_out.append((sweep.where, removed, sweep.size * len(removed) // len(gpus)))
+    return replace(sweep, axes={**sweep.axes, "gpu": kept})
 
 def _explicit(raw: Mapping[str, Any], estimator: Estimator, src: str, path: str
               ) -> tuple[Scenario | RlhfScenario, SkipReason | None, tuple[str, ...]]:
@@ -403,9 +432,10 @@ def _offset(raw: Any, src: str, path: str, zero: bool = True) -> float:
         raise InputError(str(exc), source=src, key_path=path) from None
 
 
-def portfolio(preset: Preset, estimator: Estimator) -> Portfolio | None:
+def portfolio(preset: Preset, estimator: Estimator, consumer: set[str] = frozenset(),
+              left_out: list | None = None) -> Portfolio | None:
     """The preset's `purchase:` section as a Portfolio (None without one): each job checked as an explicit
-    scenario is, and its window inside the horizon."""
+    scenario is, and its window inside the horizon; the GPU types in `consumer` left out (named in left_out)."""
     raw, src = preset.purchase, preset.source
     if raw is None:
         return None
@@ -418,6 +448,14 @@ def portfolio(preset: Preset, estimator: Estimator) -> Portfolio | None:
     _check_distinct(gpus, "GPU type", src, "purchase.gpus")
     for i, gpu in enumerate(gpus):
         check_input("gpu", gpu, models=estimator.specs, gpus=estimator.gpus, source=src, key_path=f"purchase.gpus[{i}]")
+    removed = tuple(g for g in gpus if g in consumer)
+    if removed:
+        gpus = [g for g in gpus if g not in consumer]
+        if not gpus:
+            raise InputError(f"datacenter_only leaves no GPU type: {', '.join(removed)} not licensed for data-centre "
+                             "use (GeForce)", source=src, key_path="purchase.gpus")
+        if left_out is not None:
+            left_out.append(("purchase.gpus", removed, 0))
     max_types = raw.get("max_types", 2)
     if isinstance(max_types, bool) or max_types not in (1, 2):
         raise InputError(f"expected 1 or 2 GPU types, got {shown(max_types)}", source=src, key_path="purchase.max_types")

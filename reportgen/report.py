@@ -244,6 +244,8 @@ class Report:
     interchangeable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # matrix -> inputs the plan picks
     goals: Mapping[str, Goal] = field(default_factory=dict)  # matrix -> what its picks must meet
     decision: Decision | None = None  # the fleet for the preset's purchase section, if it has one
+    # GPU types the preset's datacenter_only left out, and how many combinations they had
+    left_out: tuple[tuple[str, tuple[str, ...], int], ...] = ()
 
     def requirement_of(self, result: Result) -> Requirement:
         """The requirement a result answers, with its matrix's interchangeable inputs and goal."""
@@ -452,6 +454,7 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
         validation=tuple(validation), validation_figures=tuple(validation_figures),
         validation_excluded=tuple(validation_excluded), tables=estimator.tables,
         models=estimator.specs, interchangeable=dict(expansion.interchangeable), goals=goals, decision=decision,
+        left_out=expansion.left_out,
     )
 
 

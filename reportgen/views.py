@@ -1385,7 +1385,10 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
         generated_at=report.generated_at, version=report.version,
         meta=meta, page=PageStrings(before, between, after), toc=toc,
         safety_factor=f"{report.assumptions['safety_factor']:g}",
-        summary_intro=t("summary.intro", k=f"{report.assumptions['safety_factor']:g}"),
+        summary_intro=t("summary.intro", k=f"{report.assumptions['safety_factor']:g}") + (
+            t("punct.sentence") + t("summary.datacenter_only", gpus=t("list.sep").join(
+                dict.fromkeys(g for _, gpus, _ in report.left_out for g in gpus)),
+                n=f"{sum(n for _, _, n in report.left_out):,}") if report.left_out else ""),
         decision=_decision(report, t, lang, validation), verdicts=_plan(report, t),
         plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),
                                 "" if c in ("gpu", "layout", "mark") else "num")

@@ -252,3 +252,63 @@ def test_merge_keys_may_override_what_they_merge(tmp_path):
                            "  - {<<: *b, name: n, gpu: A100-80GB}\n")
     result = run("check", str(path))
     assert (result.exit_code, result.output) == (0, f"{path}: OK — 2 scenarios, 0 skipped\n")
+
+
+DATACENTER = """
+title: t
+datacenter_only: true
+matrices:
+  - name: m
+    model: Llama-2-7B
+    workload: {type: inference, prompt_len: 512, gen_len: 128}
+    gpu: [RTX-4090, L40S, RTX-3090]
+    batch_size: [1, 2]
+"""
+
+
+def test_datacenter_only_leaves_out_geforce_cards_and_says_so(tmp_path):
+    from reportgen.pipeline import load, make_report
+    from reportgen.views import build_view
+    path = write(tmp_path, DATACENTER)
+    result = run("check", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"{path}: OK — 2 scenarios, 0 skipped",
+        "  left out by datacenter_only (not licensed for data-centre use): RTX-4090, RTX-3090 (4 combinations of "
+        "matrices[0])"]
+    report = make_report(load(str(path)), "2026-01-01T00:00:00+00:00")
+    assert {r.gpu for r in report.results} == {"L40S"}
+    for lang, words in (("en", "RTX-4090, RTX-3090, 4 combinations"), ("zh", "RTX-4090、RTX-3090，共 4 个组合")):
+        assert words in build_view(report, lang).summary_intro, lang
+    without = write(tmp_path, DATACENTER.replace("datacenter_only: true\n", ""), "p2.yaml")
+    assert "left out" not in run("check", str(without)).output  # the default keeps every listed GPU type
+
+
+@pytest.mark.parametrize("change, message", [
+    (("[RTX-4090, L40S, RTX-3090]", "[RTX-4090, RTX-3090]"),
+     "matrices[0].gpu: datacenter_only leaves no GPU type: RTX-4090, RTX-3090 are not licensed for data-centre use"),
+    (("datacenter_only: true", "datacenter_only: 1"), "datacenter_only: expected true or false, got 1"),
+    (("batch_size: [1, 2]\n", "batch_size: [1, 2]\nscenarios:\n  - {name: s, model: Llama-2-7B, gpu: RTX-4090}\n"),
+     "scenarios[0].gpu: RTX-4090 is not licensed for data-centre use (GeForce) and the preset sets datacenter_only"),
+])
+def test_datacenter_only_refuses_what_it_would_empty_or_an_explicit_geforce_scenario(tmp_path, change, message):
+    path = write(tmp_path, DATACENTER.replace(*change))
+    result = run("check", str(path))
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {path}: {message}"), result.output
+
+
+def test_datacenter_only_leaves_geforce_out_of_a_purchase(tmp_path):
+    from reportgen.pipeline import load
+    text = """title: t
+datacenter_only: true
+purchase:
+  horizon: 4w
+  gpus: [RTX-4090, A100-80GB]
+  jobs:
+    - {name: ft, model: Llama-3.2-1B, workload: {type: full, seq_len: 2048}, train_tokens: 100000000}
+"""
+    loaded = load(str(write(tmp_path, text)))
+    assert loaded.expansion.purchase.gpu_types == ("A100-80GB",)
+    assert loaded.expansion.left_out == (("purchase.gpus", ("RTX-4090",), 0),)
+    result = run("check", str(write(tmp_path, text.replace("RTX-4090, A100-80GB", "RTX-4090"), "p2.yaml")))
+    assert "purchase.gpus: datacenter_only leaves no GPU type: RTX-4090" in result.output and result.exit_code == 1
