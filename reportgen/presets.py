@@ -373,7 +373,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
                                  source=src, key_path=f"{path}.exclude[{j}]")
     for i, raw in enumerate(preset.scenarios):
         _check_keys(raw, SCENARIO_KEYS, src, f"scenarios[{i}]")
-        if raw.get("gpu") in consumer:
+        if isinstance(raw.get("gpu"), str) and raw["gpu"] in consumer:
             raise InputError(f"{raw['gpu']} is not licensed for data-centre use (GeForce) and the preset sets "
                              "datacenter_only: remove the scenario or the setting", source=src,
                              key_path=f"scenarios[{i}].gpu")
@@ -395,10 +395,11 @@ def _datacenter(sweep: "_Sweep", consumer: set[str], left_out: list, src: str, p
     """The sweep without the GPU types datacenter_only leaves out (each named in left_out with the combinations
     it had); a matrix whose GPU types are all left out is an error."""
     gpus = sweep.axes.get("gpu", [])
-    removed = tuple(g for g in gpus if g in consumer)
+    # values are checked later, with their key paths: a mapping or list given as a GPU is no GPU type here
+    removed = tuple(g for g in gpus if isinstance(g, str) and g in consumer)
     if not removed:
         return sweep
-    kept = [g for g in gpus if g not in consumer]
+    kept = [g for g in gpus if g not in removed]
     if not kept:
         raise InputError(f"datacenter_only leaves no GPU type: {', '.join(removed)} "
                          f"{'is' if len(removed) == 1 else 'are'} not licensed for data-centre use (GeForce)",

@@ -312,3 +312,14 @@ purchase:
     assert loaded.expansion.left_out == (("purchase.gpus", ("RTX-4090",), 0),)
     result = run("check", str(write(tmp_path, text.replace("RTX-4090, A100-80GB", "RTX-4090"), "p2.yaml")))
     assert "purchase.gpus: datacenter_only leaves no GPU type: RTX-4090" in result.output and result.exit_code == 1
+
+
+@pytest.mark.parametrize("gpu", ["{a: 1}", "[[L4]]", "[{a: 1}, L4]"])
+def test_datacenter_only_meets_a_malformed_gpu_value_with_the_usual_error(tmp_path, gpu):
+    """A mapping or list where a GPU name goes is refused with its key path, as without the option (the fuzz
+    suite found a TypeError: the filter ran before the values were checked)."""
+    for text in (DATACENTER, DATACENTER.replace("datacenter_only: true\n", "")):
+        path = write(tmp_path, text.replace("[RTX-4090, L40S, RTX-3090]", gpu))
+        result = run("check", str(path))
+        assert result.exit_code == 1 and result.output.startswith(f"Error: {path}: matrices[0].gpu"), result.output
+        assert "Traceback" not in result.output
