@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from conftest import bundled_report
 from reportgen.cli import main
-from reportgen.fleet import HOURS_PER_YEAR, JobMiss, PlannedJob, pool_costs, schedule
+from reportgen.fleet import HOURS_PER_YEAR, PlannedJob, pool_costs, schedule
 from reportgen.plan import buyable_counts
 
 BASE = """title: t
