@@ -372,12 +372,15 @@ def estimate(model, config_path, as_json, **options):
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
 @click.option("--min-tokens-per-s", type=Decimal(0, 1e6, min_open=True),
               help="Goal, serving: output tokens per second each user needs.")
+@click.option("--max-ttft", type=Duration(), metavar="DURATION",
+              help="Goal, serving: most time to a request's first token (500ms, 2s): its own prefill on the "
+                   "layout, not waiting behind other prompts.")
 @click.option("--datacenter-only", is_flag=True,
               help="Leave out GPU types not licensed for data-centre use (GeForce: its driver licence, §2.1.3).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
-def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, datacenter_only, as_json,
-         **options):
+def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, max_ttft, datacenter_only,
+         as_json, **options):
     """Per GPU type, the fewest GPUs and their layout that fit with the safety factor and meet a goal;
     ranked by purchase price and by hourly cost.
 
@@ -391,6 +394,7 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
       reportgen plan --model Llama-2-70B --workload full --checkpointing full
       reportgen plan --model Llama-3-8B --workload full --train-tokens 1e9 --within 7d
       reportgen plan --model Llama-3-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
+      reportgen plan --model Llama-3.1-70B --engine vllm --users 32 --context 8k --max-ttft 1s
     """
     from .estimate import RlhfScenario
     from .goals import Goal
@@ -402,14 +406,16 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     serving = options["workload"] == "inference"
     for option, name, for_this_kind in (("--within", "within", not serving), ("--users", "users", serving),
                                         ("--context", "context", serving),
-                                        ("--min-tokens-per-s", "min_tokens_per_s", serving)):
+                                        ("--min-tokens-per-s", "min_tokens_per_s", serving),
+                                        ("--max-ttft", "max_ttft", serving)):
         if name in given and not for_this_kind:
             raise click.UsageError(f"{option} is a goal of {'training' if serving else 'serving (inference)'}; "
                                    f"it does not apply to {_workload_words(options['workload'], options.get('actor_workload') or 'full')}")
     if options["workload"] in RLHF_ALGORITHMS and "within" in given:
         raise click.UsageError("--within does not apply to RLHF: its run length is not estimated yet")
     goal = Goal.from_mapping({"within": within, "users": users, "context": context,
-                              "min_tokens_per_s": min_tokens_per_s}, source=None, key_path="goal")
+                              "min_tokens_per_s": min_tokens_per_s, "max_ttft": max_ttft}, source=None,
+                             key_path="goal")
     estimator, name = _estimator_for(model, config_path, options)
     scenario = _scenario_from_options(estimator, name, options, layout_free=True)
     layout = {k: options[k] for k in LAYOUT_INPUTS if k in given}

@@ -1,6 +1,9 @@
 """What a buyer needs besides fitting in memory: a training run finished within a deadline, or serving
 a number of users at a context length and a decode speed. The plan search (`reportgen plan`) and the
-report's picks of a preset matrix (its `goal:` key) read the same definition."""
+report's picks of a preset matrix (its `goal:` key) read the same definition. A serving goal may also
+bound the time to first token: the term prefill_seconds, one request's prefill on the layout (its
+prompt is the goal's context less the generated tokens); waiting behind other requests' prefills is
+not counted."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,11 +26,12 @@ class GoalPart(NamedTuple):
 GOAL_PARTS = (GoalPart("within", "goal.within_seconds", "goal_within_days", ""),
               GoalPart("users", "goal.users", "goal_users", "batch_size"),
               GoalPart("context", "goal.context_tokens", "goal_context_tokens", "prompt_len"),
-              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s", ""))
+              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s", ""),
+              GoalPart("max_ttft", "goal.max_ttft_seconds", "goal_max_ttft_s", ""))
 GOAL_KEYS = tuple(p.key for p in GOAL_PARTS)
 GOAL_CELLS = {p.setting: p.cell for p in GOAL_PARTS}
 # the terms Goal.met reads
-GOAL_TERMS = ("is_train", "time_to_train_seconds", "tokens_per_s_per_user")
+GOAL_TERMS = ("is_train", "time_to_train_seconds", "tokens_per_s_per_user", "prefill_seconds")
 SECONDS_PER_DAY = SECONDS_PER["d"]
 
 
@@ -35,11 +39,12 @@ SECONDS_PER_DAY = SECONDS_PER["d"]
 class Goal:
     """What a plan must meet besides fitting. Training: `within_seconds` for the scenario's train_tokens.
     Serving: `users` sequences at once (the batch), `context` tokens each, at least
-    `min_tokens_per_s` output tokens per second per user."""
+    `min_tokens_per_s` output tokens per second per user, the first token within `max_ttft_seconds`."""
     within_seconds: float | None = None
     users: int | None = None
     context: int | None = None
     min_tokens_per_s: float | None = None
+    max_ttft_seconds: float | None = None
 
     @classmethod
     def from_mapping(cls, raw: Any, *, source: str | None, key_path: str) -> "Goal":
@@ -48,13 +53,13 @@ class Goal:
         for key in raw:
             if key not in GOAL_KEYS:
                 raise unknown_name("key", key, GOAL_KEYS, source=source, key_path=f"{key_path}.{key}")
-        within = raw.get("within")
-        if within is not None:
-            try:
-                within = parse_duration(within)
-            except ValueError as exc:
-                raise InputError(str(exc), source=source, key_path=f"{key_path}.within") from None
-        out = {"within_seconds": within}
+        out = {}
+        for key, field in (("within", "within_seconds"), ("max_ttft", "max_ttft_seconds")):
+            if raw.get(key) is not None:
+                try:
+                    out[field] = parse_duration(raw[key])
+                except ValueError as exc:
+                    raise InputError(str(exc), source=source, key_path=f"{key_path}.{key}") from None
         for key, spec in (("users", INPUT_BY_NAME["batch_size"]), ("context", INPUT_BY_NAME["prompt_len"])):
             if raw.get(key) is not None:
                 out[key] = spec.check(raw[key], source=source, key_path=f"{key_path}.{key}")
@@ -68,7 +73,7 @@ class Goal:
 
     @property
     def serving(self) -> bool:
-        return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s))
+        return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s, self.max_ttft_seconds))
 
     def sets(self, workload: str) -> tuple[GoalPart, ...]:
         """The goal's parts that set an input of a scenario of this workload (a preset may not also give it)."""
@@ -100,6 +105,8 @@ class Goal:
             ok &= ~train | (values["time_to_train_seconds"] <= self.within_seconds)
         if self.min_tokens_per_s is not None:
             ok &= train | (values["tokens_per_s_per_user"] >= self.min_tokens_per_s)
+        if self.max_ttft_seconds is not None:
+            ok &= train | (values["prefill_seconds"] <= self.max_ttft_seconds)
         return ok
 
     def meets(self, estimate: Mapping[str, float]) -> bool:
@@ -110,7 +117,7 @@ class Goal:
         """What the goal asks of a scenario of this workload, as requirement settings ('goal.' names)."""
         if workload == "inference":
             asked = (("goal.users", self.users), ("goal.context_tokens", self.context),
-                     ("goal.min_tokens_per_s", self.min_tokens_per_s))
+                     ("goal.min_tokens_per_s", self.min_tokens_per_s), ("goal.max_ttft_seconds", self.max_ttft_seconds))
         else:
             asked = (("goal.within_seconds", self.within_seconds),)
         return tuple((name, value) for name, value in asked if value is not None)
@@ -133,6 +140,8 @@ class Goal:
             parts.append(f"{self.context:,} tokens of context{split}")
         if self.min_tokens_per_s is not None:
             parts.append(f"≥ {self.min_tokens_per_s:g} tokens/s per user")
+        if self.max_ttft_seconds is not None:
+            parts.append(f"first token within {self.max_ttft_seconds:g} s")
         return ", ".join(parts) or "fits in memory"
 
 
@@ -144,7 +153,7 @@ def goal_cell_value(name: str) -> Expr:
 
 
 def goal_met_expr() -> Expr:
-    """Goal.met over a workbook row (1/0): its deadline and speed cells, blank where the goal asks
+    """Goal.met over a workbook row (1/0): its deadline, speed and first-token cells, blank where the goal asks
     nothing; a cell that is not a number meets nothing (its data validation refuses one typed)."""
     def condition(cell: str, applies: Expr, met: Expr) -> Expr:
         return IF(Var(cell).eq(""), 1, IF(ISNUMBER(Var(cell)), IF(applies, IF(met, 1, 0), 1), 0))
@@ -152,4 +161,6 @@ def goal_met_expr() -> Expr:
                        Var("time_to_train_seconds").le(Var("goal_within_days") * SECONDS_PER_DAY))
     speed = condition("goal_min_tokens_per_s", Var("is_train").eq(0),
                       Var("tokens_per_s_per_user").ge(Var("goal_min_tokens_per_s")))
-    return within * speed
+    first_token = condition("goal_max_ttft_s", Var("is_train").eq(0),
+                            Var("prefill_seconds").le(Var("goal_max_ttft_s")))
+    return within * speed * first_token

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from .arrays import np
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
-from .goals import Goal
+from .goals import GOAL_TERMS, Goal
 from .inputs import INPUT_NAMES
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from .vector import CHUNK_ROWS, Text, take, to_list
@@ -237,9 +237,8 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
 
 
 # The terms the search reads of each candidate: its orders' keys, the goal's and what a miss reports.
-_SEARCH_TERMS = tuple(dict.fromkeys((PLAN_FITS, "purchase_usd", "rent_usd", "plan_seconds", "is_train",
-                                     "time_to_train_seconds", "tokens_per_s_per_user", "recommended",
-                                     "gpu_memory_bytes")))
+_SEARCH_TERMS = tuple(dict.fromkeys((PLAN_FITS, "purchase_usd", "rent_usd", "plan_seconds", *GOAL_TERMS,
+                                     "recommended", "gpu_memory_bytes")))
 
 
 def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, counts: Sequence[int],

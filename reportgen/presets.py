@@ -40,7 +40,7 @@ TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions",
 PURCHASE_KEYS = ("horizon", "gpus", "max_types", "jobs")
 # A job is an explicit scenario (its inputs, less the GPU type the fleet chooses) and when it runs.
 JOB_KEYS = tuple(k for k in SCENARIO_KEYS if k != "gpu") + ("name_zh", "start", "deadline", "steps", "serve")
-SERVE_KEYS = ("users", "context", "min_tokens_per_s", "hours_per_day")
+SERVE_KEYS = ("users", "context", "min_tokens_per_s", "max_ttft", "hours_per_day")
 MAX_JOBS = 8  # a two-type fleet tries every assignment of jobs to types: 2^jobs per pair of types
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 SMALL_BLOCK_ROWS = 1024  # a sweep block with fewer rows has its skips computed with others (_skip_codes)

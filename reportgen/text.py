@@ -136,8 +136,12 @@ def miss_text(miss, goal, host_ram_per_node_gib: float) -> str:
     if e["is_train"]:
         return (f"fits, but the fastest layout up to {miss.most_gpus} GPUs trains in "
                 f"{e['time_to_train_seconds'] / 3600:,.1f} h (goal: {goal.within_seconds / 3600:,.1f} h)")
-    return (f"fits, but the fastest layout up to {miss.most_gpus} GPUs gives "
-            f"{e['tokens_per_s_per_user']:,.1f} output tokens/s per user (goal: {goal.min_tokens_per_s:g})")
+    missed = []  # what the nearest layout misses of a serving goal
+    if goal.min_tokens_per_s is not None and e["tokens_per_s_per_user"] < goal.min_tokens_per_s:
+        missed.append(f"{e['tokens_per_s_per_user']:,.1f} output tokens/s per user (goal: {goal.min_tokens_per_s:g})")
+    if goal.max_ttft_seconds is not None and e["prefill_seconds"] > goal.max_ttft_seconds:
+        missed.append(f"its first token in {e['prefill_seconds']:,.2f} s (goal: {goal.max_ttft_seconds:g} s)")
+    return f"fits, but the fastest layout up to {miss.most_gpus} GPUs gives " + "; ".join(missed)
 
 
 def plan_table(plan, assumptions) -> str:
@@ -147,19 +151,21 @@ def plan_table(plan, assumptions) -> str:
     words = {"purchase": "to buy", "hourly": "to rent"}
     train = any(o.is_train for o in plan.options) or plan.goal.within_seconds is not None
     group = any("iteration_seconds" in o.estimate.values for o in plan.options)
+    first_token = plan.goal.max_ttft_seconds is not None
     rows = []
     for o in plan.options:
         e = o.estimate
         time = (f"{e['iteration_seconds']:,.1f}" if group else f"{e['time_to_train_seconds'] / 3600:,.1f}" if train
                 else f"{e['tokens_per_s_per_user']:,.1f}")
         row = [o.gpu, o.total_gpus, _layout_words(o.layout), _gib(e["device_total"]), _gib(e["recommended"]), time,
-               f"{e['purchase_usd']:,.0f}", f"{e['hourly_usd']:,.2f}"]
+               *([f"{e['prefill_seconds']:,.2f}"] if first_token else []), f"{e['purchase_usd']:,.0f}",
+               f"{e['hourly_usd']:,.2f}"]
         if train and not group:
             row.append(f"{e['cost_usd']:,.0f}")
         rows.append(row + [", ".join(words[m] for m, c in cheapest.items() if c is o)])
     speed = ("s per iteration" if group else "time to train, h" if train else "output tokens/s per user")
-    head = (["GPU", "GPUs in all", "layout", "device total GiB/GPU", "recommended GiB/GPU", speed, "purchase USD",
-             "rent USD/h"] + (["run cost USD"] if train and not group else []) + ["cheapest"])
+    head = (["GPU", "GPUs in all", "layout", "device total GiB/GPU", "recommended GiB/GPU", speed]
+            + (["first token, s"] if first_token else []) + ["purchase USD", "rent USD/h"] + (["run cost USD"] if train and not group else []) + ["cheapest"])
     out = [f"goal: {plan.describe_goal()}; {plan.tried:,} candidate layouts estimated"]
     if rows:
         out.append(_table(head, rows, right=[False, True, False] + [True] * (len(head) - 4) + [False]))

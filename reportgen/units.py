@@ -17,21 +17,21 @@ def format_count(n: float) -> str:
     return f"{int(n):,}"
 
 
-SECONDS_PER = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+SECONDS_PER = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_duration(text: str, zero: bool = False) -> float:
-    """'7d', '36h', '90m', '600s' or '2w' -> seconds; ValueError saying what is wrong. A bare number
-    is refused: '7' could mean seven days as well as seven seconds. zero: '0d' is allowed (a moment
-    at the start of a period rather than a length)."""
+    """'7d', '36h', '90m', '600s', '2w' or '500ms' -> seconds; ValueError saying what is wrong. A bare
+    number is refused: '7' could mean seven days as well as seven seconds. zero: '0d' is allowed (a
+    moment at the start of a period rather than a length)."""
     given = str(text).strip()
-    unit = given[-1:].lower()
+    unit = "ms" if given[-2:].lower() == "ms" else given[-1:].lower()
     try:
-        number = float(given[:-1] if unit in SECONDS_PER else given)
+        number = float(given[:-len(unit)] if unit in SECONDS_PER else given)
     except ValueError:
         raise ValueError(f"expected a duration such as 7d, 36h or 90m, got {text!r}") from None
     if unit not in SECONDS_PER:
-        raise ValueError(f"a duration needs a unit (d, h, m, s or w, as in 7d or 36h), got {text!r}")
+        raise ValueError(f"a duration needs a unit (w, d, h, m, s or ms, as in 7d or 36h), got {text!r}")
     if not (0 <= number if zero else 0 < number) or number == float("inf"):
         raise ValueError(f"expected a {'non-negative' if zero else 'positive'} duration, got {text!r}")
     return number * SECONDS_PER[unit]

@@ -528,6 +528,8 @@ def _goal_words(name: str, value: float | int, t: Catalogue, need: Requirement |
     per user (31,744 prompt + 1,024 generated)': the split of a context decides the answer, so it is said."""
     if name == "goal.within_seconds":
         return t(name, v=duration(value, t))
+    if name == "goal.max_ttft_seconds":  # a few hundred milliseconds, as serving SLAs state it
+        return t(name, v=f"{value * 1000:,.0f} ms" if value < 1 else f"{value:g} s")
     if name == "goal.context_tokens" and need is not None and need.value("gen_len") is not None:
         gen = need.value("gen_len")
         return t("goal.context_split", v=format_count(value), prompt=format_count(value - gen), gen=format_count(gen))

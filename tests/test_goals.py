@@ -122,6 +122,41 @@ def test_a_serving_goal_sets_each_layouts_batch_and_prompt(tmp_path):
     assert slow.recommendations[0].best is None
 
 
+def test_a_first_token_goal_picks_the_cheapest_layout_that_meets_it(tmp_path):
+    """A serving goal's max_ttft gates the picks by the term prefill_seconds (under vLLM, one request's
+    prefill): the pick is the cheapest fitting result that meets it, and the summary says it in both
+    languages."""
+    text = """
+title: first token
+matrices:
+  - name: serve
+    workload: inference
+    model: Llama-3-8B
+    gpu: [A100-80GB, H100-80GB-SXM]
+    num_gpus: [1, 2]
+    tp_size: [1, 2]
+    gen_len: 512
+    serving_engine: vllm
+    goal: {users: 8, context: 8192GOAL}
+"""
+    plain = report_of(tmp_path, text.replace("GOAL", ""))
+    (before,) = plain.recommendations
+    limit = 0.9 * before.best.result.estimate["prefill_seconds"]
+    report = report_of(tmp_path, text.replace("GOAL", f", max_ttft: {limit * 1000:.0f}ms"), "ttft.yaml")
+    (rec,) = report.recommendations
+    limit = rec.requirement.value("goal.max_ttft_seconds")  # as parsed: whole milliseconds
+    meeting = [r for r in report.results if r.estimate["fits_recommended"] and meets(report, r)]
+    assert meeting and len(meeting) < len(report.results)
+    assert all(r.estimate["prefill_seconds"] <= limit for r in meeting)
+    assert rec.best.result.index == min(meeting, key=lambda r: (r.purchase_usd, r.total_gpus, r.estimate["plan_seconds"],
+                                                               r.index)).index
+    assert rec.best.result.index != before.best.result.index
+    words = "".join(p.text for p in build_view(report, "en").verdicts[0].settings)
+    assert f"first token within {limit * 1000:,.0f} ms" in words
+    assert f"首 token 时间不超过 {limit * 1000:,.0f} ms" in "".join(
+        p.text for p in build_view(report, "zh").verdicts[0].settings)
+
+
 @pytest.mark.parametrize("matrix_extra, goal, where, message", [
     ("batch_size: [1, 8]", "{users: 50}", "matrices[0].goal.users",
      "sets each scenario's batch_size: remove batch_size from the matrix"),
@@ -132,6 +167,8 @@ def test_a_serving_goal_sets_each_layouts_batch_and_prompt(tmp_path):
     ("", "{deadline: 7d}", "matrices[0].goal.deadline", "unknown key"),
     ("", "{within: soon}", "matrices[0].goal.within", "expected a duration such as 7d, 36h or 90m"),
     ("", "{min_tokens_per_s: -1}", "matrices[0].goal.min_tokens_per_s", "expected tokens per second"),
+    ("", "{max_ttft: 2}", "matrices[0].goal.max_ttft", "a duration needs a unit (w, d, h, m, s or ms"),
+    ("", "{max_ttft: 0ms}", "matrices[0].goal.max_ttft", "expected a positive duration"),
 ])
 def test_bad_goals_are_one_line_errors(tmp_path, matrix_extra, goal, where, message):
     path = tmp_path / "bad.yaml"

@@ -72,6 +72,49 @@ def test_a_deadline_buys_gpus_instead_of_slow_layouts():
     assert week.layout["offload"] == "none" and week.layout["checkpointing"] == "none"
 
 
+def test_a_first_token_goal_buys_the_prefill_it_needs():
+    """A time-to-first-token goal is met by the term prefill_seconds (one request's prefill under an engine):
+    it moves the pick to tensor parallelism wide enough, and where even a whole node's is too slow, the
+    GPU type has no answer, saying so. First principles: 70B at 7,680 prompt tokens is 2 × 70.6e9 × 7,680
+    ≈ 1.08e15 FLOPs before attention, so no layout on 8 A100s (312 TFLOPS bf16 at the assumed prefill
+    efficiency) reaches 0.5 s."""
+    serve = replace(SERVE_70B, serving_engine="vllm", gen_len=512)
+    users = Goal(users=32, context=8192)
+    plain = plan(EST, serve, [H100, "A100-80GB"], users)
+    ttft = {o.gpu: o.estimate["prefill_seconds"] for o in plain.options}
+    goal = Goal(users=32, context=8192, max_ttft_seconds=0.5)
+    fast = plan(EST, serve, [H100, "A100-80GB"], goal)
+    assert ttft[H100] > 0.5  # the cheapest H100 layout is too slow to its first token
+    (pick,) = fast.options
+    assert pick.gpu == H100 and pick.estimate["prefill_seconds"] <= 0.5 < ttft[H100]
+    cheaper = next(o for o in plain.options if o.gpu == H100)
+    assert pick.estimate.scenario.tp_size > cheaper.estimate.scenario.tp_size
+    e, tp = pick.estimate, pick.estimate.scenario.tp_size
+    dense = 2 * e["active_params"] * 7680 / (tp * e["peak_flops"] * EST.assumptions["prefill_efficiency"])
+    assert dense <= e["prefill_seconds"] <= 1.2 * dense  # causal attention adds under 20 % at 7,680 tokens
+    (miss,) = fast.misses
+    assert miss.gpu == "A100-80GB" and miss.nearest["prefill_seconds"] > 0.5
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    out = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--engine", "vllm", "--users", "32",
+                                    "--context", "8k", "--gen-len", "512", "--max-ttft", "500ms", "--gpu", H100,
+                                    "--gpu-type", "A100-80GB"]).output
+    assert "first token within 0.5 s" in out and "first token, s" in out.splitlines()[1]
+    assert "A100-80GB: fits, but the fastest layout up to 512 GPUs gives its first token in" in out
+
+
+def test_generate_makes_every_prompt_wait_for_the_whole_batchs_prefill():
+    """Under generate() the first token comes after every prompt of the batch is prefilled; an engine
+    serves a request's first token after its own prefill: a first-token goal reads the difference."""
+    one = EST.estimate(replace(SERVE_70B, gpu=H100, num_gpus=8, tp_size=8, batch_size=1))
+    for batch in (4, 16):
+        hf = EST.estimate(replace(SERVE_70B, gpu=H100, num_gpus=8, tp_size=8, batch_size=batch))
+        vllm = EST.estimate(replace(SERVE_70B, gpu=H100, num_gpus=8, tp_size=8, batch_size=batch,
+                                    serving_engine="vllm"))
+        assert hf["prefill_seconds"] == pytest.approx(batch * one["prefill_seconds"])
+        assert vllm["prefill_seconds"] == pytest.approx(one["prefill_seconds"])
+
+
 # ---- the array search against the plain one: each candidate a Scenario, estimated one at a time -------------
 
 def _reference(scenario, gpu, goal, counts, fixed=()):
@@ -104,6 +147,7 @@ SERVE_70B = Scenario(model="Llama-3.1-70B", workload="inference", prompt_len=204
     (replace(FULL_70B, model="Llama-3-8B", workload="lora"), Goal(within_seconds=3600), ()),
     (SERVE_70B, Goal(users=64, context=8192, min_tokens_per_s=20), ()),
     (replace(SERVE_70B, model="Mixtral-8x7B"), Goal(users=500, min_tokens_per_s=5), ()),
+    (replace(SERVE_70B, serving_engine="vllm"), Goal(users=32, context=8192, max_ttft_seconds=0.5), ()),
 ])
 def test_the_array_search_finds_what_the_plain_search_finds(scenario, goal, fixed):
     gpus = ["H100-80GB-SXM", "A100-40GB", "L4"]
@@ -224,7 +268,7 @@ def test_plan_labels_each_column_with_its_unit():
 
 
 @pytest.mark.parametrize("workload, option, value", [("full", "--users", "50"), ("full", "--context", "32k"),
-                                                     ("full", "--min-tokens-per-s", "20"),
+                                                     ("full", "--min-tokens-per-s", "20"), ("full", "--max-ttft", "1s"),
                                                      ("inference", "--within", "7d"), ("ppo", "--within", "7d")])
 def test_plan_refuses_a_goal_that_does_not_apply(workload, option, value):
     from click.testing import CliRunner

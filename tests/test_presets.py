@@ -205,7 +205,7 @@ MATRIX = "matrices:\n  - {name: m, model: Llama-2-7B}\n"
     ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, interchangeable: []}\n",
      "matrices[0].interchangeable: empty list: give at least one job input, or leave the key out"),
     ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, goal: {}}\n",
-     "matrices[0].goal: empty mapping: give at least one of within, users, context, min_tokens_per_s, or leave the "
+     "matrices[0].goal: empty mapping: give at least one of within, users, context, min_tokens_per_s, max_ttft, or leave the "
      "key out"),
     ("title: t\nmatrices:\n  - {name: m, model: Llama-2-7B, workload: full, goal: {within: null}}\n",
      "matrices[0].goal.within: expected a value, got null: give one, or leave the key out"),

@@ -46,7 +46,8 @@ def matrix(draw, k: int):
         out[name] = draw(axis_values(name))
     if draw(st.booleans()):
         if workload["type"] == "inference" and "batch_size" not in out:
-            out["goal"] = {"users": draw(st.sampled_from([4, 32])), "min_tokens_per_s": 10}
+            out["goal"] = {"users": draw(st.sampled_from([4, 32])), "min_tokens_per_s": 10,
+                           **({"max_ttft": draw(st.sampled_from(["200ms", "5s"]))} if draw(st.booleans()) else {})}
         elif workload["type"] in ("full", "lora", "qlora"):
             out["goal"] = {"within": draw(st.sampled_from(["1d", "12h"]))}
     return out

@@ -11,7 +11,7 @@ def run(*args):
 
 @pytest.mark.parametrize("args,message", [
     (["plan", "--model", "Llama-2-7B", "--workload", "full", "--within", "7"],
-     "Error: Invalid value for '--within': a duration needs a unit (d, h, m, s or w, as in 7d or 36h), got '7'\n"),
+     "Error: Invalid value for '--within': a duration needs a unit (w, d, h, m, s or ms, as in 7d or 36h), got '7'\n"),
     (["plan", "--model", "Llama-2-7B", "--workload", "full", "--within", "7x"],
      "Error: Invalid value for '--within': expected a duration such as 7d, 36h or 90m, got '7x'\n"),
     (["plan", "--model", "Llama-2-7B", "--workload", "full", "--within", "0d"],
@@ -40,9 +40,9 @@ def test_a_whole_number_of_many_digits_is_read_exactly():
 
 
 @pytest.mark.parametrize("within,message", [
-    ("0.5", "a duration needs a unit (d, h, m, s or w, as in 7d or 36h), got 0.5"),
-    ("7", "a duration needs a unit (d, h, m, s or w, as in 7d or 36h), got 7"),
-    ("'7'", "a duration needs a unit (d, h, m, s or w, as in 7d or 36h), got '7'"),
+    ("0.5", "a duration needs a unit (w, d, h, m, s or ms, as in 7d or 36h), got 0.5"),
+    ("7", "a duration needs a unit (w, d, h, m, s or ms, as in 7d or 36h), got 7"),
+    ("'7'", "a duration needs a unit (w, d, h, m, s or ms, as in 7d or 36h), got '7'"),
 ])
 def test_a_goal_deadline_needs_a_unit(tmp_path, within, message):
     path = tmp_path / "p.yaml"

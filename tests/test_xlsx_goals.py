@@ -117,6 +117,37 @@ def test_a_cleared_speed_goal_and_a_typo_break_nothing(book, soffice, tmp_path):
     assert serving.startswith("Llama-2-7B · inference") and serving.endswith(" · 1×A100-80GB"), serving
 
 
+def test_a_first_token_goal_typed_in_moves_the_serving_pick(book, report, soffice, tmp_path):
+    """goal_max_ttft_s typed on the serving rows, just under the pick's time to first token (generate():
+    16 prompts prefilled before the first token): LibreOffice's Plan moves to what report.recommend picks
+    for the same goal stated in the preset, a layout that prefills fewer prompts per replica or faster."""
+    (rec,) = [rec for rec in report.recommendations if rec.requirement.value("goal.min_tokens_per_s")]
+    limit = 0.9 * rec.best.result.estimate["prefill_seconds"]
+    want = report_with(tmp_path, serving={"users": 16, "context": 4096, "min_tokens_per_s": 40,
+                                          "max_ttft": f"{limit!r}s"})
+    (moved,) = [r for r in want.recommendations if r.requirement.value("goal.max_ttft_seconds")]
+    assert moved.best.result.label != rec.best.result.label
+    assert moved.best.result.estimate["prefill_seconds"] <= limit
+    edited = edit_goal_cells(book, tmp_path, "serving", goal_max_ttft_s=limit)
+    out = recalculate(edited, tmp_path / "out")
+    assert not formula_errors(out)
+    fresh = openpyxl.load_workbook(out, data_only=True)
+    ws = fresh["Scenarios"]
+    cols = columns(ws)
+    met = [ws.cell(r, cols["goal_met"]).value for r in range(FIRST_ROW, ws.max_row + 1)
+           if ws.cell(r, cols["matrix"]).value == "serving"]  # in the order of the results
+    assert met == [int(want.goals["serving"].meets(r.estimate)) for r in want.results if r.matrix == "serving"]
+    assert 0 < sum(met) < len(met)
+    plan = fresh["Plan"]
+    pcols = columns(plan)
+    (serving,) = [plan.cell(r, pcols["label"]).value for r in range(FIRST_ROW, plan.max_row + 1)
+                  if plan.cell(r, pcols["cheapest"]).value == 1 and plan.cell(r, pcols["workload"]).value == "inference"
+                  and plan.cell(r, pcols["model"]).value == "Llama-2-7B"]
+    layout = lambda label: label.split(" · bf16 · ")[-1]  # noqa: E731 (the workbook's label names the batch too)
+    assert serving.endswith(" · " + layout(moved.best.result.label)), serving
+    assert not serving.endswith(" · " + layout(rec.best.result.label))
+
+
 def test_the_guide_explains_goal_cells_only_when_there_are_goals(book, tmp_path):
     def guide(path):
         return [row[0] for row in openpyxl.load_workbook(path, read_only=True)["Guide"].iter_rows(values_only=True)

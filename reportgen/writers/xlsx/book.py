@@ -161,6 +161,9 @@ GOAL_COLUMNS = (
            help="serving: prompt + generated tokens per user; the row's prompt was set from it"),
     Column("goal_min_tokens_per_s", "Goal: output tokens/s per user (at least)", "tokens_per_s", "input", 9,
            help="serving: the decode speed each user needs; blank: none"),
+    Column("goal_max_ttft_s", "Goal: time to first token (s, at most)", "seconds", "input", 9,
+           help="serving: one request's prefill on the row's layout (queueing behind other prompts not counted); "
+                "blank: none"),
 )
 GOAL_MET = Column("goal_met", "Meets its goal (1/0)", "flag", "helper", 8, goal_met_expr(), gate="check",
                   help="1 when the row meets its goal cells (or has none): only such rows are plan candidates")
