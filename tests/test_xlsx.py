@@ -5,6 +5,7 @@ skipped formula check proves nothing. Install it with scripts/install-system-dep
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -349,31 +350,45 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         row = _find_row(fresh["Scenarios"], columns(fresh["Scenarios"]), index)
         assert expected["Scenarios"][row]["recommended"] != before["Scenarios"][row]["recommended"]
     assert expected["RLHF"][FIRST_ROW]["allocated_peak"] != before["RLHF"][FIRST_ROW]["allocated_peak"]
-    # A job input edited (batch, model) moves a row to another requirement, and the Plan row that
-    # links to it follows (its requirement is live); a layout edited (GPUs, ZeRO) keeps it in its own.
+    # A job input edited (batch, model) moves a row to another requirement; a layout edited (GPUs, ZeRO)
+    # keeps it in its own. The Plan rows keep the requirements they were written for (#34), even where
+    # the edited row was the one their search starts from: the requirement's other rows answer them.
     written = openpyxl.load_workbook(book, data_only=True)
     for r in report.results:
         moved = r.index in (1, 27, ppo.index)
         assert (row_value(fresh, r, "requirement") != row_value(written, r, "requirement")) == moved, r.index
     assert "batch_size=4 · " in row_value(fresh, report.results[0], "requirement")
     gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in results})
-    assert sum(rec.sample.index in (1, 27, ppo.index) for rec in report.recommendations) >= 2
-    assert_plan(fresh, *on_written_rows(report.recommendations, recommend(results, gpu_types, report.interchangeable),
-                                        fresh))
+    firsts_edited = [rec for rec in report.recommendations if rec.sample.index in (1, 27, ppo.index)]
+    assert len(firsts_edited) >= 2
+    fresh_recs = recommend(results, gpu_types, report.interchangeable)
+    expected_plan, texts = on_written_rows(report.recommendations, fresh_recs, fresh)
+    assert texts == [row_value(written, rec.sample, "requirement") for rec in report.recommendations]
+    kept = [e for rec, want in zip(report.recommendations, expected_plan) if rec in firsts_edited for e in want.entries]
+    assert any(e.num_scenarios > 0 for e in kept)  # an edited first row's requirement is still planned
+    assert_plan(fresh, expected_plan, texts)
 
 
 def on_written_rows(written, fresh, after):
-    """The fresh recommendations on the Plan's written rows, and those rows' requirement texts. A row
-    plans the candidates of its GPU type whose requirement is that of the row it links to (the
-    written recommendation's sample) in `after`, the recalculated workbook: an edited job input moves
-    the row to the sample's new requirement. A written GPU type of which no candidate is left shows 0
-    tried, nothing fits; the cheapest marks are among the written rows of one requirement."""
+    """The fresh recommendations on the Plan's written rows, and the requirement texts those rows plan.
+    A row plans the candidates of its GPU type whose requirement text is the one written (its
+    recommendation's) while some row of `after`, the recalculated workbook, shows it: a row whose edited
+    job input gives it another text leaves the requirement, which its other rows answer (#34). When no
+    row shows it, the row plans the text its first row (the recommendation's sample) now shows. A
+    written GPU type of which no candidate is left shows 0 tried, nothing fits; the cheapest marks are
+    among the written rows of one requirement."""
     by_text = {row_value(after, rec.sample, "requirement"): rec for rec in fresh}
-    texts = [row_value(after, rec.sample, "requirement") for rec in written]
+    shown = {after[sheet].cell(row, columns(after[sheet])["requirement"]).value
+             for sheet in ("Scenarios", "RLHF") for row in range(FIRST_ROW, after[sheet].max_row + 1)}
+    plan = after["Plan"]
+    column = columns(plan)["requirement_written"]
+    firsts = itertools.accumulate([FIRST_ROW] + [len(rec.entries) for rec in written[:-1]])
+    texts = [text if text in shown else row_value(after, rec.sample, "requirement")
+             for rec, text in zip(written, (plan.cell(row, column).value for row in firsts))]
     assert len(set(texts)) == len(texts), "two Plan rows of one GPU type would plan one requirement"
     out = []
     for rec, text in zip(written, texts):
-        match = by_text.get(text)  # None: the linked row is no candidate now (an invalid edit)
+        match = by_text.get(text)  # None: no row has the text now (each was edited, or is invalid)
         need = match.requirement if match else Requirement(*text.split(" · ")[:2], ())
         entries = {e.gpu: e for e in match.entries} if match else {}
         rows = tuple(entries.get(e.gpu) or PlanEntry(need, e.gpu, None, 0, 0) for e in rec.entries)

@@ -14,7 +14,6 @@ from pathlib import Path
 import openpyxl
 import pytest
 from openpyxl.formula.translate import Translator
-from openpyxl.utils import get_column_letter
 import yaml
 from click.testing import CliRunner
 
@@ -286,12 +285,12 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     plan = wb["Plan"]
     added = plan.max_row + 1
     copy_row(plan, plan.max_row, added)
-    # As the Guide says: the GPU type, and the requirement linked to a row of the job (the row switched
-    # to Qwen2.5-7B); its model and workload follow from the linked text.
+    # As the Guide says: the GPU type, and the new job's requirement text pasted as written (that of the
+    # row switched to Qwen2.5-7B); its model and workload follow from the text.
     switched = next(iter(edits))
     text = written_requirement(book, switched).replace("Llama-2-7B · ", "Qwen2.5-7B · ", 1)
     plan.cell(added, columns(plan)["gpu"]).value = "A100-80GB"
-    plan.cell(added, columns(plan)["requirement"]).value = f"=Scenarios!${get_column_letter(cols['requirement'])}${switched}"
+    plan.cell(added, columns(plan)["requirement_written"]).value = text
     (k_row,) = [r for r in wb["Assumptions"].iter_rows(min_row=2) if r[0].value == "safety_factor"]
     k_row[2].value = 1.4
     gpus = wb["GPUs"]
@@ -379,9 +378,9 @@ def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_p
     """A Plan pick's row copied over the table's first row (another requirement's): the pick's
     requirement now has a row above the one its Plan rows link to, so its first row is the copy
     (row 1, found by lookup, not the link), its rows no longer stand together, and the copy, tying
-    with its source, is the earlier and so the pick. (The overwritten requirement's Plan rows link
-    to row 1, so they now plan the copy's requirement too.) Every Plan row's count, first row and
-    `together` are those of the recalculated requirement texts."""
+    with its source, is the earlier and so the pick. (The overwritten requirement's Plan rows keep
+    its text: its other rows answer them.) Every Plan row's count, first row and `together` are those
+    of its requirement text in the recalculated rows."""
     wb = openpyxl.load_workbook(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
@@ -413,6 +412,42 @@ def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_p
             assert (cell("requirement"), cell("together"), cell("best_index")) == (texts[0], 0, 1)
             picked += 1
     assert moved >= 1 and picked == 1  # the copied requirement's first is not its link
+
+
+@pytest.mark.parametrize("edit", [{"model": "Llama-2-7X"}, {"model": "Qwen2.5-7B"}], ids=["typo", "other model"])
+def test_an_edited_first_row_leaves_its_requirement_planned(book, report, soffice, tmp_path, edit):
+    """#34: the first row of a requirement (the row its Plan rows' search starts from) given a typo in its
+    model, or another model: that row leaves the requirement (a typo makes it no candidate at all; another
+    model, a requirement no Plan row names), and the requirement's Plan rows stay, answered by its other
+    rows, as report.recommend answers without the edited row. No formula error anywhere."""
+    wb = openpyxl.load_workbook(book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    rec = next(rec for rec in report.recommendations if not rec.sample.is_group and rec.best
+               and rec.best.result.index != rec.sample.index and len(rec.entries) > 1)
+    first = next(row for row, values in scenario_rows(ws) if values["index"] == rec.sample.index)
+    for name, value in edit.items():
+        ws.cell(first, cols[name]).value = value
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+
+    fresh_path = recalculate(edited, tmp_path / "out")
+    assert formula_errors(fresh_path) == []
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    text = written_requirement(book, first)
+    assert fresh["Scenarios"].cell(first, cols["requirement"]).value != text  # the edited row left it
+    kept = [r for r in report.results if r.index != rec.sample.index]
+    gpu_types = tuple(g for g in report.gpus if g in {r.gpu for r in kept})
+    expected, texts = on_written_rows(report.recommendations, recommend(kept, gpu_types, report.interchangeable), fresh)
+    (still,) = [want for want, t in zip(expected, texts) if t == text]
+    assert still.best is not None and still.best.result.index == rec.best.result.index
+    assert sum(e.num_scenarios for e in still.entries) == sum(e.num_scenarios for e in rec.entries) - 1
+    assert_plan(fresh, expected, texts)
+    plan = fresh["Plan"]
+    pcols = columns(plan)
+    rows = [row for row in range(FIRST_ROW, plan.max_row + 1) if plan.cell(row, pcols["requirement"]).value == text]
+    assert len(rows) == len(rec.entries)  # every Plan row of the requirement is still there, with its text
+    assert {plan.cell(row, pcols["model"]).value for row in rows} == {rec.model}
 
 
 def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, soffice, tmp_path):

@@ -1,9 +1,13 @@
 """Plan and Charts: per requirement and GPU type, the cheapest fitting configuration to buy and the
 cheapest to rent, by formulas.
 
-A Plan row names a requirement (report.requirement: what the job is) by a link to the requirement
-cell (requirements.py) of one row of the job, so it follows that row's inputs, and a GPU type; its
-model and workload cells are read from the linked text. The rankings are
+A Plan row names a requirement (report.requirement: what the job is) and a GPU type. The requirement
+is written as its text, as the requirement cells (requirements.py) of the job's rows show it, and the
+Plan row plans that text while some row still shows it: a planner's edit of one of those rows (even
+the first, or a typo in its model) moves that row to another requirement and leaves the Plan row
+planning the rest. When no row shows it any more (every row's goal edited, or the job's only row),
+the Plan row follows the requirement's first row as written (LINK_ROW), as the planner's edit of the
+whole job asks. Its model and workload cells are read from the text it plans. The rankings are
 ranking.PLAN_ORDER (to buy) and RENT_ORDER (to rent), rendered here. Each candidate row carries its plan
 keys (NO_FIT unless it may be picked and fits); a Plan row takes, key by key, the minimum over the
 candidates of its requirement × GPU type among those that tie on the earlier keys: the
@@ -11,7 +15,7 @@ lexicographically first, as recommend() picks it. Across GPU types, the first of
 same order is marked (cheapest overall to buy, to rent).
 
 What a Plan row searches: the writer puts the rows of one requirement together (book.sheet_runs) and
-links each Plan row to the first of them, so a row counts its requirement's rows (COUNTIF), takes the
+links each Plan row's LINK_ROW to the first of them, so a row counts its requirement's rows (COUNTIF), takes the
 linked row as the first while all of them stand from there (else finds the first by MATCH), and, while
 they are still together, takes its minima over those rows alone; else (a planner moved a row to
 another requirement, or appended one below the table) over every filled row, which gives the same
@@ -23,8 +27,8 @@ with every row, 7 s of 19 s; LibreOffice 7.4's COUNTIF and MATCH scan the column
 The cheapest marks compare the Plan rows of the requirement the same way, known by a number
 (requirement_key) rather than by its text.
 
-Every formula of a Plan or Charts row reads its own row's cells and named columns (the link is
-absolute), so a planner may copy a Plan row and edit its GPU type and link; Charts show the Plan's
+Every formula of a Plan or Charts row reads its own row's cells and named columns (LINK_ROW's link is
+absolute), so a planner may copy a Plan row and edit its GPU type and requirement text; Charts show the Plan's
 picks to buy in Plan order.
 """
 from __future__ import annotations
@@ -66,10 +70,14 @@ TO_BUY, TO_RENT = Ranking("best", PLAN_ORDER), Ranking("rent", RENT_ORDER)
 FOUND = TO_BUY.found
 
 # The planner's keys: a Plan row plans the candidates of its GPU type whose requirement text is its
-# requirement cell's, a link to a row of the job (=Scenarios!$F$7): live, it follows that row's inputs.
+# requirement cell's: the text written while a row shows it, else its first row's (see above; a link
+# alone would follow an edit of the row it points at and take the Plan row away from the requirement
+# it was written for). A planner may paste another requirement's text.
+WRITTEN = Column("requirement_written", "Requirement as written (paste another job's requirement to plan it)",
+                 "text", "input", 40)
 PLAN_MATCH = (Column("gpu", "GPU type", "text", "input", 16),
-              Column("requirement", "Requirement (a link to a row of the job on Scenarios or RLHF)", "text", "input",
-                     40, special="link"))
+              Column("requirement", "Requirement planned: as written while a row shows it, else its first row's",
+                     "text", "formula", 40))
 # The requirement text's first two parts, for readers (and the candidate sheet the workload implies).
 PLAN_NAMES = (Column("model", "Model", "text", "formula", 16), Column("workload", "Workload", "text", "formula", 10))
 # The pick's figures, as expressions over the candidate table's columns (None: the table's own,
@@ -102,14 +110,16 @@ RANKING_LABELS = {
               "purchase_usd": "then lowest purchase cost", "total_gpus": "then fewest GPUs",
               "plan_seconds": "then fastest (s)", "index": "then first row in table: the pick to rent"},
 }
-# The row the requirement link pointed at when written, kept by a second link beside it: the search
-# tries the rows from it before looking the text up (see _search).
-LINK_ROW = Column("link_row", "Row its link was written to (in table): searched first", "count", "helper", 8,
+# The first row of the requirement when written, kept by a link (it follows rows inserted above): the
+# search tries the rows from it before looking the text up (see _search).
+LINK_ROW = Column("link_row", "Its first row when written (in table): searched first", "count", "helper", 8,
                   special="link",
-                  help="need not be edited with the link: when the linked text is no longer there, the search "
-                       "looks it up (slower on a large sweep)")
+                  help="need not be edited with the requirement: when that row no longer has its text, the search "
+                       "looks the text up (slower on a large sweep)")
 # Where a Plan row searches, in rows of its candidate table (1 = the first data row).
 SEARCH = (
+    Column("written_rows", "Rows showing the requirement as written", "count", "helper", 9,
+           help="0: no row shows it any more; the Plan row then plans its first row's requirement"),
     Column("requirement_rows", "Rows of this requirement (on its candidate sheet)", "count", "helper", 9),
     Column("requirement_first", "Its first row (in table)", "count", "helper", 8),
     Column("together", "Its rows stand together (1/0)", "flag", "helper", 8,
@@ -137,6 +147,7 @@ PLAN_TABLE_COLUMNS = (
     + (Column("cheapest", "Cheapest to buy for this requirement (1/0)", "flag", "helper", 12),)
     + RENT_DETAILS
     + (Column("cheapest_to_rent", "Cheapest to rent for this requirement (1/0)", "flag", "helper", 12),
+       WRITTEN,  # first after the printed columns: the planned requirement shows the same text
        Column("sheet", "Candidates on", "text", "helper", 10,
               help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
        Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
@@ -188,8 +199,16 @@ def _filled_rows(book: Book, table: Table) -> str:
     return f"({book.names.last_row(table)}-{table.first_row - 1})"
 
 
+def _count(text: str, name: str) -> str:
+    """The rows of `name` showing `text` (none for a blank one). Excel refuses a lookup text of 255 characters
+    or more, and a requirement text can be longer (RLHF's): those compare every row."""
+    literal = lookup_literal(text)
+    return (f'IF({text}="",0,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},COUNTIF({name},"="&{literal}),'
+            f'SUMPRODUCT(({name}={text})*1)))')
+
+
 def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
-    """Plan row formulas: its requirement's rows on the candidate table (none for a blank link), the
+    """Plan row formulas: its requirement's rows on the candidate table (none for a blank requirement), the
     first of them, whether they stand together, and so the rows its minima read."""
     text, name = f"${plan.ref('requirement')}", book.names.of(table, "requirement")
     count, first, together = (f"${plan.ref(c)}" for c in ("requirement_rows", "requirement_first", "together"))
@@ -201,15 +220,18 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     # rows from the linked row, that row (the writer links each requirement's first row); else
     # MATCH, about 2 s of LibreOffice's 9-10 s on that sweep, which scans the rows above the first.
     # Lookups take the text literally (~ escapes the wildcards both read); MATCH takes the cell itself
-    # when there is nothing to escape (LibreOffice's MATCH of a computed text took 5 s more). Excel
-    # refuses a lookup text of 255 characters or more, and a requirement text can be longer (RLHF's):
-    # those rows compare every row.
+    # when there is nothing to escape (LibreOffice's MATCH of a computed text took 5 s more); a text too
+    # long for them compares every row (_count).
     literal, linked = lookup_literal(text), f"MAX(${plan.ref('link_row')},1)"
+    written = f"${plan.ref(WRITTEN.name)}"
     # an error (the linked row is gone, or its rows run past the table) means: not there
     at_link = (f"IFERROR(AND(${plan.ref('link_row')}>=1,INDEX({name},{linked})={text},"
                f"SUMPRODUCT((INDEX({name},{linked}):INDEX({name},{linked}+{count}-1)={text})*1)={count}),FALSE)")
-    return {"requirement_rows": f'IF({text}="",0,IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},'
-                                f'COUNTIF({name},"="&{literal}),SUMPRODUCT(({name}={text})*1)))',
+    return {"written_rows": _count(written, name),
+            # no row shows the written text: the first row's (a deleted row's link is 0: the written text)
+            "requirement": f'IF(OR(${plan.ref("written_rows")}>0,${plan.ref("link_row")}<1),{written},'
+                           f'IFERROR(INDEX({name},${plan.ref("link_row")}),{written}))',
+            "requirement_rows": _count(text, name),
             "requirement_first": f"IF({count}=0,1,IF({at_link},{linked},IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},"
                                  f"IF({literal}={text},MATCH({text},{name},0),MATCH({literal},{name},0)),"
                                  f"{_least(f'({name}={text})', rows)})))",
@@ -276,13 +298,13 @@ def _first_of_requirement(book: Book, plan: Table, ranking: Ranking) -> str:
     return f"=IF(${plan.ref(ranking.found)}>={NO_FIT},0,IF(SUMPRODUCT({same}*{before})=0,1,0))"
 
 
-def _names(plan: Table) -> dict[str, str]:
-    """Model and workload: the requirement text's parts before its first and second separator."""
-    text, sep = f"${plan.ref('requirement')}", f'"{SEP}"'
+def _names(text: str) -> dict[str, str]:
+    """Model and workload: a requirement text's parts before its first and second separator."""
+    sep = f'"{SEP}"'
     first = f"FIND({sep},{text})"
     second = f"FIND({sep},{text}&{sep},{first}+{len(SEP)})"
-    return {"model": f'=IF({text}="","",LEFT({text},{first}-1))',
-            "workload": f'=IF({text}="","",MID({text},{first}+{len(SEP)},{second}-{first}-{len(SEP)}))'}
+    return {"model": f'IF({text}="","",LEFT({text},{first}-1))',
+            "workload": f'IF({text}="","",MID({text},{first}+{len(SEP)},{second}-{first}-{len(SEP)}))'}
 
 
 def plan_templates(book: Book, plan: Table) -> dict[str, str]:
@@ -290,8 +312,9 @@ def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     tables = _candidate_tables(book)
     per_table = [{**_search(book, plan, t), **_minima(book, plan, t)} for t, _ in tables]
     out = {n: "=" + _by_sheet(plan, [f[n] for f in per_table]) for n in per_table[0]}
-    out.update(_names(plan))
-    workload = plan.ref("workload")
+    out.update({k: "=" + v for k, v in _names(f"${plan.ref('requirement')}").items()})
+    # the candidate sheet by the text as written (the planned text is looked up on it)
+    workload = _names(f"${plan.ref(WRITTEN.name)}")["workload"]
     groups = ",".join(f'{workload}="{a}"' for a in RLHF_ALGORITHMS)
     out["sheet"] = f'=IF(OR({groups}),"RLHF","Scenarios")'
     # No pick's label says why while an assumption is invalid (every candidate's check then fails).
@@ -372,13 +395,15 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
         table, candidates, _ = book.candidates(rec.sample)
         if table.sheet not in texts:
             texts[table.sheet] = (search_index(candidates.column("requirement")), len(candidates))
-        search = dict(zip((c.name for c in SEARCH), search_values(*texts[table.sheet], text)))
+        search = dict(zip((c.name for c in SEARCH[1:]), search_values(*texts[table.sheet], text)))
+        search["written_rows"] = search["requirement_rows"]  # as written, the text planned
         search[LINK_ROW.name] = book.row_of(rec.sample)["row_in_table"]
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
             picks += cheapest and sheet == "Scenarios"
             row = {"model": entry.model, "workload": entry.workload, "gpu": entry.gpu, "requirement": text,
+                   WRITTEN.name: text,
                    "sheet": sheet, "scenarios_tried": entry.num_scenarios, "cheapest": cheapest,
                    "cheapest_to_rent": int(rec.cheapest_to_rent is not None and rec.cheapest_to_rent.gpu == entry.gpu),
                    "chart_order": picks, "requirement_key": key, **search}
@@ -392,12 +417,11 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
 
 
 def requirement_links(book: Book, r: Result) -> dict[str, str]:
-    """A Plan row's link formulas: its requirement, the requirement cell of the row of `r` (its
-    recommendation's sample), absolute, so a copied Plan row keeps it until the planner points it at
-    another row; and that row's number in its table (LINK_ROW)."""
+    """A Plan row's LINK_ROW formula: the number in its table of the row of `r` (its recommendation's
+    sample, the requirement's first row), by a link that follows rows inserted above it."""
     table, _, _ = book.candidates(r)
     cell = f"{table.sheet}!${table.letter('requirement')}${book.result_rows[r.index]}"
-    return {"requirement": f"={cell}", LINK_ROW.name: f"=IFERROR(ROW({cell})-{table.first_row - 1},0)"}
+    return {LINK_ROW.name: f"=IFERROR(ROW({cell})-{table.first_row - 1},0)"}
 
 
 def plan_table(book: Book) -> Table:
