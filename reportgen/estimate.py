@@ -94,6 +94,9 @@ SKIP_REASONS = {
     "fp8_gpu": "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
     "lora_arch": "LoRA is not modelled for {model_type} models",
     "empty_context": "inference needs prompt_len + gen_len > 0",
+    "lora_engine": "max_loras {loras}: generate() serves one adapter at a time; adapter slots need a serving engine "
+                   "(vllm or sglang)",
+    "lora_moe": "max_loras {loras}: adapters on an MoE model's experts are not modelled",
 }
 
 assert set(SKIP_REASONS) == {r.code for r in SKIP_RULES}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from . import tables as tb
 from .errors import InputError, unknown_name
@@ -41,7 +41,7 @@ class Input:
     applies: tuple[str, ...] = ()  # the workloads whose result it changes ("" = all)
     layout: bool = False  # how a job runs (GPUs, sharding, kernels), not what the job is: a plan may choose it
     headline: bool = False  # the summary names it in every requirement it applies to (dtype, batch, tokens…)
-    only_with: tuple[str, tuple[str, ...]] | None = None  # read only when another input has one of these values
+    only_with: tuple[str, Collection] | None = None  # read only when another input has one of these values
 
     def applies_to(self, workload: str) -> bool:
         return not self.applies or workload in self.applies
@@ -192,6 +192,13 @@ INPUTS: tuple[Input, ...] = (
           "back to the PyTorch-native implementation of top-p & top-k sampling': vLLM 0.16 and mid-2025 builds)",
           "fused",
           choices=tb.SAMPLERS, option="--engine-sampler", applies=_SERVING, layout=True, only_with=_ENGINES),
+    Input("max_loras", "LoRA adapters at once", "engines: LoRA adapters served on the one base model, each in a slot "
+          "the engine allocates at start-up on every linear layer at max_lora_rank (vLLM max_loras, SGLang "
+          "max_loras_per_batch); requests for other adapters wait for a slot; 0: the base model alone", 0,
+          limits=(0, 1024), unit="adapters", option="--max-loras", applies=_SERVING, only_with=_ENGINES),
+    Input("max_lora_rank", "Largest LoRA rank served", "engines with max_loras > 0: the rank every slot is allocated "
+          "at, and that the kernels compute over, padded (vLLM max_lora_rank, default 16)", 16, limits=(1, 512),
+          option="--max-lora-rank", applies=_SERVING, only_with=("max_loras", range(1, 1025))),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,
           limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
@@ -205,10 +212,11 @@ INPUT_NAMES = tuple(i.name for i in INPUTS)
 def job_inputs(workload: str, actor_workload: str = "full") -> tuple[str, ...]:
     """The inputs that say what a job of this workload is (not how it is laid out): two scenarios that
     differ in one of them answer different requirements. The model and workload say it too. An RLHF
-    algorithm's are those its group reads (applies): its actor's (actor_workload: how it trains), a PPO
-    or GRPO actor's rollouts, whose lengths set its sequence length, and its frozen roles'."""
+    algorithm's are those its group reads (_reads): its actor's (actor_workload: how it trains), a PPO
+    or GRPO actor's rollouts, whose lengths set its sequence length, and its frozen roles'. One read only
+    with another input's value (the adapters' rank, with adapters) is one of them whatever that value."""
     return tuple(i.name for i in INPUTS if not i.layout and i.preset_axis and i.catalog != "model"
-                 and applies(i, workload, actor_workload))
+                 and _reads(i, workload, actor_workload))
 INPUT_BY_NAME = {i.name: i for i in INPUTS}
 
 # What each workload changes from the inputs' defaults (presets and the CLI both start here).
@@ -256,7 +264,7 @@ RLHF_INPUT_BY_NAME = {i.name: i for i in RLHF_INPUTS}
 # timed per iteration: its tokens to train on are not read. A rollout engine counts as its whole budget
 # (gpu_memory_utilization): how it splits it (its profile, its pool) is not estimated.
 _ROLLOUT_WORKLOADS = {"ppo": ("inference",), "grpo": ("inference",), "dpo": ()}
-_ROLLOUT_ENGINE_SPLIT = ("max_num_batched_tokens", "engine_sampler")
+_ROLLOUT_ENGINE_SPLIT = ("max_num_batched_tokens", "engine_sampler", "max_loras", "max_lora_rank")
 _NOT_READ = {"ppo": ("seq_len", "train_tokens") + _ROLLOUT_ENGINE_SPLIT,
              "grpo": ("seq_len", "train_tokens") + _ROLLOUT_ENGINE_SPLIT, "dpo": ("train_tokens",)}
 
@@ -268,6 +276,12 @@ def applies(i: Input, workload: str, actor_workload: str = "full", values: Mappi
         other, wanted = i.only_with
         if values.get(other, INPUT_BY_NAME[other].default) not in wanted:
             return False
+    return _reads(i, workload, actor_workload)
+
+
+def _reads(i: Input, workload: str, actor_workload: str) -> bool:
+    """Whether input i changes a result of this workload (an RLHF algorithm: of its group) for some values
+    of the other inputs."""
     if workload not in RLHF_ROLES:
         return i.applies_to(workload)
     if i.name in _NOT_READ[workload]:

@@ -359,14 +359,30 @@ TERMS: tuple[Term, ...] = (
          "Precisions sheet: Transformer Engine's FP8 recipe for full training", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
+    Term("act_bytes", "Bytes per activation", "count",
+         IF(V("is_train").eq(1), _p("compute_bytes"), IF(V("weight_dtype").eq("fp32"), 4, 2)), "", "activation"),
+    Term("served_lora_params", "Served LoRA slots' parameters per GPU", "count",
+         IF(AND(V("workload").eq("inference"), V("serving_engine").ne("hf-generate"), V("max_loras").gt(0)),
+            V("max_loras") * V("max_lora_rank") * V("num_layers")
+            * (3 * V("hidden_size") + (V("q_dim") + 2 * V("kv_dim")) / V("tp_size")
+               + V("q_dim") / V("tp_size") + V("hidden_size")
+               + (1 + V("gated_mlp")) * (V("hidden_size") + V("mlp_width") / V("tp_size"))
+               + V("mlp_width") / V("tp_size") + V("hidden_size")), 0),
+         "per slot and layer, an A (rank × in) and a B (out × rank) for each of q, k, v, o, the MLP's gate and up "
+         "(each slice of a packed layer its own A) and down; a column-parallel layer's B and a row-parallel "
+         "layer's A split over the TP GPUs, the other whole (vLLM's LoRA layers without fully_sharded_loras); at "
+         "TP 1 this is PEFT's all-linear adapter at max_lora_rank", "state"),
+    Term("served_lora_bytes", "Served LoRA slots per GPU", "bytes", CEIL(V("served_lora_params") * V("act_bytes")),
+         "allocated with the model in its 16-bit dtype, before the engine profiles its KV pool", "state"),
     Term("weights", "Weights", "bytes",
          IF(V("offload").eq("all"), 0, ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
          + ceil_div(V("fp8_gemms") * 2 * (V("weight_params") - V("embedding_params") - V("lm_head_params")),
-                    V("weight_shards")),
+                    V("weight_shards"))
+         + V("served_lora_bytes"),
          "parameter offload streams weights from host memory layer by layer; FP8 training adds the decoder "
          "layers' FP8 weight casts, row-wise and column-wise (the transpose Hopper's FP8 GEMMs need), 2 bytes "
          "per parameter, cached for the step (Transformer Engine docs: Performance considerations, Handling "
-         "transposes; FP8 weight caching)", "state"),
+         "transposes; FP8 weight caching); an engine serving LoRA adapters holds their slots", "state"),
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
     Term("grad_elem_bytes", "Bytes per gradient element", "count",
@@ -483,8 +499,6 @@ TERMS: tuple[Term, ...] = (
          V("ds_fp32_grad_bytes") + IF(V("zero_stage").eq(3), V("ds_reduce_bucket_bytes"), 0),
          "ZeRO-3's bucket is allocated once and stays", "state"),
     # ---- activations (training) ----------------------------------------------------------------
-    Term("act_bytes", "Bytes per activation", "count",
-         IF(V("is_train").eq(1), _p("compute_bytes"), IF(V("weight_dtype").eq("fp32"), 4, 2)), "", "activation"),
     Term("vocab_out", "Output width (vocabulary, or 1 for a value head)", "count",
          IF(V("head").eq("value"), 1, V("vocab_size")), "", "activation"),
     Term("norm_saved_bytes", "Saved bytes per hidden element per norm", "count",
@@ -1104,11 +1118,16 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("decode_context_tokens", "Mean context length while generating", "count",
          V("prompt_len") + V("gen_len") / 2, "", "time"),
     Term("decode_weight_seconds", "Decode step: weight matrix multiplications", "seconds",
-         IF(_INFER, MAX(V("weights") / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")),
-                        V("batch_size") * 2 * V("active_params") / V("tp_size")
+         IF(_INFER, MAX((V("weights") - V("served_lora_bytes")
+                         + V("served_lora_bytes") * MIN(V("max_loras"), V("batch_size")) / MAX(V("max_loras"), 1))
+                        / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")),
+                        V("batch_size") * 2 * (V("active_params") / V("tp_size")
+                                               + V("served_lora_params") / MAX(V("max_loras"), 1))
                         / (V("peak_flops") * V("prefill_efficiency"))), 0),
          "every weight is read once per step (memory-bound at small batch) or the batch's 2N FLOPs per token "
-         "dominate (compute-bound at large batch)", "time"),
+         "dominate (compute-bound at large batch); with LoRA slots, the adapters of the batch's sequences (at "
+         "most one per sequence) are read too, and each token's adapter adds its FLOPs at max_lora_rank; a "
+         "prefill's adapter FLOPs (rank ÷ hidden of the layer's) are left out", "time"),
     Term("decode_attention_seconds", "Decode step: attention over the cache", "seconds",
          IF(_INFER, V("kv_cache") * V("decode_context_tokens") / V("context_tokens")
             / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
@@ -1245,6 +1264,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
     _skip("empty_context", AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
+    _skip("lora_engine", AND(V("max_loras").gt(0), V("engine_mode").eq(0)), loras=V("max_loras")),
+    _skip("lora_moe", AND(V("max_loras").gt(0), V("num_experts").gt(0)), loras=V("max_loras")),
 )
 
 

@@ -853,7 +853,8 @@ def _input_reads(i: Input, t: Catalogue) -> str:
                                    for w in i.applies) if i.applies else t("method.inputs.all")
     if i.only_with:
         name, values = i.only_with
-        words += t("punct.open") + f"{name} = {', '.join(values)}" + t("punct.close")
+        wanted = f"≥ {values.start}" if isinstance(values, range) else f"= {', '.join(values)}"
+        words += t("punct.open") + f"{name} {wanted}" + t("punct.close")
     return words
 
 

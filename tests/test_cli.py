@@ -292,6 +292,9 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
                                            **({"serving_engine": engine} if engine != "hf-generate" else {})},
                                           workload=workload, rlhf={}, estimator=est)
                 bases.append(s)
+        if workload == "inference":  # and adapter slots (their rank is read only with some)
+            bases.append(make_scenario({"model": "Llama-3-8B", "num_gpus": 2, "batch_size": 16, "max_loras": 4,
+                                        "serving_engine": "vllm"}, workload=workload, rlhf={}, estimator=est)[0])
         # and tensor parallel (sequence parallelism splits what TP alone leaves whole)
         bases.append(make_scenario({"model": "Llama-3-8B", "num_gpus": 2, "tp_size": 2, "batch_size": 1},
                                    workload=workload, rlhf={}, estimator=est)[0])
