@@ -20,19 +20,35 @@ class GoalPart(NamedTuple):
     key: str  # in a preset's goal mapping (the CLI option is --<key>)
     setting: str  # the requirement setting (Goal.settings)
     cell: str  # the workbook column that holds it per row (the deadline in days there: what a planner types)
-    sets: str  # the scenario input it sets for each layout (Goal.shape), or ""
+    sets: str = ""  # the scenario input it sets for each layout (Goal.shape), or ""
+    # A condition on a term (Goal.met and the workbook's goal_met, both from here): the term, "le" (at most
+    # the goal) or "ge" (at least), the workloads it is asked of ("train" or "serve"), the cell's unit in
+    # the setting's (the deadline is typed in days).
+    term: str = ""
+    bound: str = ""
+    of: str = ""
+    cell_scale: float = 1
+
+    @property
+    def field(self) -> str:
+        """The Goal attribute that holds it."""
+        return self.setting.removeprefix("goal.")
 
 
-GOAL_PARTS = (GoalPart("within", "goal.within_seconds", "goal_within_days", ""),
+SECONDS_PER_DAY = SECONDS_PER["d"]
+GOAL_PARTS = (GoalPart("within", "goal.within_seconds", "goal_within_days", term="time_to_train_seconds", bound="le",
+                       of="train", cell_scale=SECONDS_PER_DAY),
               GoalPart("users", "goal.users", "goal_users", "batch_size"),
               GoalPart("context", "goal.context_tokens", "goal_context_tokens", "prompt_len"),
-              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s", ""),
-              GoalPart("max_ttft", "goal.max_ttft_seconds", "goal_max_ttft_s", ""))
+              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s",
+                       term="tokens_per_s_per_user", bound="ge", of="serve"),
+              GoalPart("max_ttft", "goal.max_ttft_seconds", "goal_max_ttft_s", term="prefill_seconds", bound="le",
+                       of="serve"))
 GOAL_KEYS = tuple(p.key for p in GOAL_PARTS)
 GOAL_CELLS = {p.setting: p.cell for p in GOAL_PARTS}
+CONDITIONS = tuple(p for p in GOAL_PARTS if p.term)
 # the terms Goal.met reads
-GOAL_TERMS = ("is_train", "time_to_train_seconds", "tokens_per_s_per_user", "prefill_seconds")
-SECONDS_PER_DAY = SECONDS_PER["d"]
+GOAL_TERMS = ("is_train",) + tuple(p.term for p in CONDITIONS)
 
 
 @dataclass(frozen=True)
@@ -98,15 +114,15 @@ class Goal:
         return changes
 
     def met(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
-        """Which estimates meet the goal (values: term columns)."""
+        """Which estimates meet the goal (values: term columns): each CONDITIONS part it asks, on the
+        workloads it is asked of."""
         train = values["is_train"] != 0
         ok = np.ones(len(train), dtype=bool)
-        if self.within_seconds is not None:
-            ok &= ~train | (values["time_to_train_seconds"] <= self.within_seconds)
-        if self.min_tokens_per_s is not None:
-            ok &= train | (values["tokens_per_s_per_user"] >= self.min_tokens_per_s)
-        if self.max_ttft_seconds is not None:
-            ok &= train | (values["prefill_seconds"] <= self.max_ttft_seconds)
+        for part in CONDITIONS:
+            goal = getattr(self, part.field)
+            if goal is not None:
+                within = values[part.term] <= goal if part.bound == "le" else values[part.term] >= goal
+                ok &= (~train if part.of == "train" else train) | within
         return ok
 
     def meets(self, estimate: Mapping[str, float]) -> bool:
@@ -125,8 +141,7 @@ class Goal:
     def cells(self, workload: str) -> dict[str, float | int | str]:
         """A workbook row's goal cells for a scenario of this workload ('' where the goal asks nothing)."""
         asked = dict(self.settings(workload))
-        return {cell: (asked[name] / SECONDS_PER_DAY if name == "goal.within_seconds" else asked[name])
-                if name in asked else "" for name, cell in GOAL_CELLS.items()}
+        return {p.cell: asked[p.setting] / p.cell_scale if p.setting in asked else "" for p in GOAL_PARTS}
 
     def describe(self, gen_len: int | None = None) -> str:
         """The goal in English; a serving context with its prompt/generated split when gen_len is given."""
@@ -147,20 +162,21 @@ class Goal:
 
 def goal_cell_value(name: str) -> Expr:
     """A goal setting's value as the workbook computes it from the row's cell (Goal.cells inverted)."""
-    cell = Var(GOAL_CELLS[name])
+    (part,) = (p for p in GOAL_PARTS if p.setting == name)
+    cell = Var(part.cell)
     # a deadline typed as text ('7d') is shown as typed: the row then meets no deadline (goal_met_expr)
-    return IF(ISNUMBER(cell), cell * SECONDS_PER_DAY, cell) if name == "goal.within_seconds" else cell
+    return IF(ISNUMBER(cell), cell * part.cell_scale, cell) if part.cell_scale != 1 else cell
 
 
 def goal_met_expr() -> Expr:
-    """Goal.met over a workbook row (1/0): its deadline, speed and first-token cells, blank where the goal asks
+    """Goal.met over a workbook row (1/0): the product of its CONDITIONS cells, blank where the goal asks
     nothing; a cell that is not a number meets nothing (its data validation refuses one typed)."""
-    def condition(cell: str, applies: Expr, met: Expr) -> Expr:
-        return IF(Var(cell).eq(""), 1, IF(ISNUMBER(Var(cell)), IF(applies, IF(met, 1, 0), 1), 0))
-    within = condition("goal_within_days", Var("is_train").eq(1),
-                       Var("time_to_train_seconds").le(Var("goal_within_days") * SECONDS_PER_DAY))
-    speed = condition("goal_min_tokens_per_s", Var("is_train").eq(0),
-                      Var("tokens_per_s_per_user").ge(Var("goal_min_tokens_per_s")))
-    first_token = condition("goal_max_ttft_s", Var("is_train").eq(0),
-                            Var("prefill_seconds").le(Var("goal_max_ttft_s")))
-    return within * speed * first_token
+    out: Expr | None = None
+    for part in CONDITIONS:
+        cell, term = Var(part.cell), Var(part.term)
+        goal = cell * part.cell_scale if part.cell_scale != 1 else cell
+        met = term.le(goal) if part.bound == "le" else term.ge(goal)
+        applies = Var("is_train").eq(1 if part.of == "train" else 0)
+        condition = IF(cell.eq(""), 1, IF(ISNUMBER(cell), IF(applies, IF(met, 1, 0), 1), 0))
+        out = condition if out is None else out * condition
+    return out
