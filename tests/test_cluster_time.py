@@ -43,3 +43,20 @@ def test_no_all_to_all_without_expert_parallelism_or_experts():
     dense = Scenario(model="Llama-3-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=8,
                      framework="megatron", gpu=H100)
     assert EST.estimate(dense)["moe_a2a_seconds"] == 0
+
+
+def test_tensor_parallelism_over_pcie_is_priced_at_pcie_bandwidth():
+    """#34 item 3: a card without NVLink (L40S, RTX-4090: PCIe 4.0 x16, 32 GB/s per direction in the GPUs
+    sheet) moves TP's all-reduces at its PCIe figure, an H100 at NVLink's: the same layout's TP time is
+    larger by the links' ratio (serving's decode all-reduces are priced by their latency alone)."""
+    dense = Scenario(model="Llama-3-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=4,
+                     tp_size=4, checkpointing="full", gpu=H100)
+    nvlink = EST.estimate(dense)
+    for gpu in ("L40S", "RTX-4090"):
+        assert GPUS[gpu].link_gbps == 32
+        pcie = EST.estimate(replace(dense, gpu=gpu))
+        assert pcie["tp_link_bytes_per_s"] == pytest.approx(32e9 * EST.assumptions["comm_efficiency"])
+        latency = 6 * 32 * EST.assumptions["collective_latency_us"] / 1e6  # 6 all-reduces per layer, full recompute
+        ratio = (pcie["tp_comm_seconds"] - latency) / (nvlink["tp_comm_seconds"] - latency)
+        assert ratio == pytest.approx(GPUS[H100].link_gbps / 32)
+        assert pcie["tp_comm_seconds"] > 10 * nvlink["tp_comm_seconds"]
