@@ -89,6 +89,13 @@ ASSUMPTIONS = (
                "one GPU", (0, 65536)),
     # fitted: each read off the published log named in its help (a fit row of the serving validation,
     # scripts/annotate_serving.py)
+    Assumption("engine_profile_mlp_tensors", "Engine profile: MLP-wide tensors per token", 3, "tensors",
+               "what vLLM's start-up profiling forward holds at once per token of max_num_batched_tokens, in MLP "
+               "widths: the gate/up output (2) and the activated product (1); fitted with the next to vLLM's "
+               "Llama-3.1-8B log (pub-srv-013: 111 KB per token = (3 × 14,336 + 3 × 4,096) × 2 bytes)", (0, 20)),
+    Assumption("engine_profile_hidden_tensors", "Engine profile: hidden-wide tensors per token", 3, "tensors",
+               "the same in hidden widths: the layer's input, its norm and its output (fitted with the previous "
+               "to pub-srv-013)", (0, 20)),
     Assumption("sampler_fused_bytes", "Sampler bytes per element, fused kernels", 15, "bytes per element",
                "vLLM's sampler over max_num_seqs × the vocabulary with fused top-k/top-p kernels, beside the "
                "forward's hidden states: fitted to vLLM 0.19's Llama-3.1-8B log at 1,024 sequences (pub-srv-006)",
@@ -790,8 +797,9 @@ TERMS: tuple[Term, ...] = (
          "gpu_memory_utilization (SGLang: mem_fraction_static) × the memory CUDA reports", "activation"),
     Term("engine_activation_bytes", "Engine activation profile", "bytes",
          IF(V("engine_mode").eq(1),
-            MAX(ceil_div(V("max_num_batched_tokens") * (3 * V("mlp_width") + 3 * V("hidden_size")) * V("act_bytes"),
-                         V("tp_size")),
+            MAX(ceil_div(V("max_num_batched_tokens") * (V("engine_profile_mlp_tensors") * V("mlp_width")
+                                                         + V("engine_profile_hidden_tensors") * V("hidden_size"))
+                         * V("act_bytes"), V("tp_size")),
                 V("max_num_batched_tokens") * V("hidden_size") * V("act_bytes")
                 + CEIL(V("batch_size") * V("vocab_out") * IF(V("engine_sampler").eq("sort"), V("sampler_sort_bytes"),
                                                                  V("sampler_fused_bytes")))), 0),
