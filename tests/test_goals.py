@@ -169,6 +169,8 @@ matrices:
     ("", "{min_tokens_per_s: -1}", "matrices[0].goal.min_tokens_per_s", "expected tokens per second"),
     ("", "{max_ttft: 2}", "matrices[0].goal.max_ttft", "a duration needs a unit (w, d, h, m, s or ms"),
     ("", "{max_ttft: 0ms}", "matrices[0].goal.max_ttft", "expected a positive duration"),
+    # a part that no workload of the matrix reads would be ignored without a word (the matrix is inference)
+    ("", "{within: 2d}", "matrices[0].goal.within", "a goal of training: no workload of this matrix reads it"),
 ])
 def test_bad_goals_are_one_line_errors(tmp_path, matrix_extra, goal, where, message):
     path = tmp_path / "bad.yaml"
@@ -188,6 +190,21 @@ matrices:
     assert "\n" not in line and line.startswith(f"Error: {path}: {where}: ")
     assert message in line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_goal_part_is_refused_only_where_no_workload_reads_it(tmp_path):
+    """A serving goal on a training matrix is an error naming the part; a matrix of both workloads may give
+    each its part."""
+    path = tmp_path / "train.yaml"
+    path.write_text("title: t\nmatrices:\n  - {name: m, model: Llama-3-8B, workload: full, gpu: H100-80GB-SXM, "
+                    "goal: {max_ttft: 1s}}\n")
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code == 1 and result.output.strip() == (
+        f"Error: {path}: matrices[0].goal.max_ttft: a goal of serving (inference): no workload of this matrix reads it")
+    both = tmp_path / "both.yaml"
+    both.write_text("title: t\nmatrices:\n  - {name: m, model: Llama-3-8B, workload: [full, inference], "
+                    "gpu: H100-80GB-SXM, goal: {within: 30d, max_ttft: 1s}}\n")
+    assert CliRunner().invoke(main, ["check", str(both)]).exit_code == 0
 
 
 def test_an_rlhf_matrix_cannot_state_a_goal(tmp_path):
