@@ -1307,9 +1307,11 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
         return DecisionView(intro, t("decision.none", most=MAX_GPUS) if not problems else t("decision.none_unplaced"),
                             "", accuracy, problems, Table((), ()), None, alternatives)
     c = d.costs_of(best)
-    headline = t("decision.headline", fleet=_fleet_words(best, t), usd=usd(c.purchase_usd),
-                 weeks=f"{horizon_weeks:g}", n=len(pf.jobs))
-    cheaper = "decision.rent_cheaper" if c.rent_usd < c.own_usd else "decision.own_cheaper"
+    rent_cheaper = c.rent_usd < c.own_usd
+    # the headline says which is cheaper: "Buy …" alone would read as advice to buy where renting is cheaper
+    headline = t("decision.headline_rent" if rent_cheaper else "decision.headline", fleet=_fleet_words(best, t),
+                 usd=usd(c.purchase_usd), weeks=f"{horizon_weeks:g}", n=len(pf.jobs))
+    cheaper = "decision.rent_cheaper" if rent_cheaper else "decision.own_cheaper"
     own_vs_rent = t(cheaper, own=usd(c.own_usd), rent=usd(c.rent_usd), weeks=f"{horizon_weeks:g}",
                     depreciation=usd(c.depreciation_usd), hosting=usd(c.hosting_usd), energy=usd(c.energy_usd),
                     use=percent(c.utilisation, 0))

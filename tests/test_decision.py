@@ -170,12 +170,39 @@ def test_page_one_of_the_pdf_names_the_fleet_the_rent_comparison_and_the_accurac
         assert f"{p.num_gpus} × {p.gpu}" in flat
     for figure in (f"${c.purchase_usd:,.0f}", f"${c.rent_usd:,.0f}", f"${c.own_usd:,.0f}"):
         assert figure in flat, figure
-    words = {"en": ("Buy", "renting", "Accuracy against held-out", "Week of the period"),
+    words = {"en": ("renting", "Accuracy against held-out", "Week of the period"),
              "zh": ("采购", "租用", "留出的公开数据", "本期的周次")}[lang]
     for word in words:
         assert word in flat, word
     for job in procurement.decision.portfolio.jobs:
         assert job.name_in(lang) in flat, job.name
+
+
+def test_the_headline_says_whether_buying_or_renting_is_cheaper(procurement, tmp_path):
+    """A manager reads the first line: where renting the same GPU-hours costs less than owning over the period,
+    it must not read as advice to buy; where owning costs less, it says buy."""
+    import yaml
+    from reportgen.pipeline import load, make_report
+    from reportgen.presets import bundled_presets
+    from reportgen.views import build_view
+
+    def headline(report, lang="en"):
+        return build_view(report, lang, pdf=True, appendix=False).decision.headline
+
+    c = procurement.decision.costs_of(procurement.decision.choice.best)
+    assert c.rent_usd < c.own_usd  # the bundled quarter: its GPUs busy less than the break-even share
+    assert headline(procurement).startswith(f"The {len(procurement.decision.portfolio.jobs)} jobs of the next 13 weeks")
+    assert "renting it is cheaper than owning" in headline(procurement) and f"${c.purchase_usd:,.0f}" in headline(procurement)
+    assert "租用比自有更便宜" in headline(procurement, "zh")
+    # the same quarter with the GPUs depreciated over 10 years instead of 3: owning is cheaper, the line says buy
+    data = yaml.safe_load(bundled_presets()["procurement"].read_text(encoding="utf-8"))
+    data["assumptions"]["amortisation_years"] = 10
+    path = tmp_path / "ten-years.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    longer = make_report(load(str(path)), "2026-01-01T00:00:00+00:00")
+    c = longer.decision.costs_of(longer.decision.choice.best)
+    assert c.own_usd < c.rent_usd
+    assert headline(longer).startswith("Buy ") and headline(longer, "zh").startswith("采购")
 
 
 def test_the_jobs_table_counts_weeks_from_one_as_the_chart_does(procurement):
