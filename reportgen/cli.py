@@ -366,7 +366,8 @@ def estimate(model, config_path, as_json, **options):
 @click.option("--gpu-type", "gpu_types", multiple=True,
               help="More GPU types to consider (repeatable; with --gpu, both count; default: every GPU type).")
 @click.option("--within", type=Duration(), metavar="DURATION",
-              help="Goal, training: finish --train-tokens within this time (7d, 36h).")
+              help="Goal, training: finish --train-tokens (RLHF: --steps iterations) within this time (7d, 36h).")
+@click.option("--steps", type=WholeNumber(1, 10**9), help="RLHF: iterations the run takes (with --within).")
 @click.option("--users", type=WholeNumber(1, 1_000_000), help="Goal, serving: concurrent users (sequences at once).")
 @click.option("--context", type=WholeNumber(1, 10_000_000),
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
@@ -379,7 +380,7 @@ def estimate(model, config_path, as_json, **options):
               help="Leave out GPU types not licensed for data-centre use (GeForce: its driver licence, §2.1.3).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
-def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s, max_ttft, datacenter_only,
+def plan(model, config_path, gpu_types, within, steps, users, context, min_tokens_per_s, max_ttft, datacenter_only,
          as_json, **options):
     """Per GPU type, the fewest GPUs and their layout that fit with the safety factor and meet a goal;
     ranked by purchase price and by hourly cost.
@@ -399,6 +400,7 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
     from .estimate import RlhfScenario
     from .goals import Goal
     from .plan import plan as make_plan
+    from .plan import plan_run
     from .plan import LAYOUT_INPUTS
     given = _given_options()
     if "gpu" in given:
@@ -411,9 +413,10 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
         if name in given and not for_this_kind:
             raise click.UsageError(f"{option} is a goal of {'training' if serving else 'serving (inference)'}; "
                                    f"it does not apply to {_workload_words(options['workload'], options.get('actor_workload') or 'full')}")
-    if options["workload"] in RLHF_ALGORITHMS and "within" in given:
-        raise click.UsageError("--within does not apply to RLHF: its run length is not estimated yet")
-    goal = Goal.from_mapping({"within": within, "users": users, "context": context,
+    rlhf = options["workload"] in RLHF_ALGORITHMS
+    if ("steps" in given) != (rlhf and "within" in given):
+        raise click.UsageError("--steps (an RLHF run's iterations) and --within go together, for RLHF only")
+    goal = Goal.from_mapping({"within": None if rlhf else within, "users": users, "context": context,
                               "min_tokens_per_s": min_tokens_per_s, "max_ttft": max_ttft}, source=None,
                              key_path="goal")
     estimator, name = _estimator_for(model, config_path, options)
@@ -428,7 +431,10 @@ def plan(model, config_path, gpu_types, within, users, context, min_tokens_per_s
         candidates = [g for g in candidates if estimator.gpus[g].datacenter]
         if not candidates:
             raise click.UsageError("--datacenter-only leaves no GPU type: every one given is a GeForce card")
-    found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
+    if steps:  # an RLHF run of steps iterations within a time: the fewest GPUs that end it in time
+        found = plan_run(estimator, scenario, candidates, steps, parse_duration(within), goal, fixed=tuple(given))
+    else:
+        found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
     click.echo(json.dumps(found.to_json(), indent=2) if as_json else plan_table(found, estimator.assumptions))
 
 

@@ -30,7 +30,7 @@ from .catalog import GpuSpec, gpu_row
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
 from .formulas import IF, MIN, Expr, Lookup, Var, compile_terms
 from .goals import Goal
-from .plan import MAX_GPUS, Plan, PlanOption, buyable_counts, plan
+from .plan import MAX_GPUS, Plan, PlanOption, buyable_counts, plan, plan_run, run_seconds
 from .terms import ASSUMPTION_DEFAULTS
 from .units import SECONDS_PER
 
@@ -393,17 +393,12 @@ def _plan_job(estimator: Estimator, job: Job, gpu: str, horizon_seconds: float) 
     if job.kind == "serve":
         found = plan(estimator, job.scenario, [gpu], job.plan_goal, fixed=job.fixed)
         return _planned(job, found, gpu, lambda e: horizon_seconds - job.start_seconds, horizon_seconds)
-    # RLHF: the plan lays a group out by memory; more GPUs until its iterations end in its window
-    first = 0
-    while True:
-        found = plan(estimator, job.scenario, [gpu], job.plan_goal, counts=counts[first:], fixed=job.fixed)
-        result = _planned(job, found, gpu, lambda e: job.steps * float(e["iteration_seconds"]), horizon_seconds)
-        if not isinstance(result, PlannedJob) or result.option.seconds <= window:
-            return result
-        lead = found.options[0].num_gpus
-        first = counts.index(lead) + 1 if lead in counts else len(counts)
-        if first >= len(counts) or "num_gpus" in job.fixed:
-            return JobMiss(gpu, "deadline", counts[-1], result.option.seconds, result.option.gpus)
+    # RLHF: the fewest GPUs whose iterations end in its window
+    found = plan_run(estimator, job.scenario, [gpu], job.steps, window, job.plan_goal, fixed=job.fixed)
+    nearest = found.misses[0].nearest if found.misses else None
+    if nearest is not None and nearest["fits_recommended"]:
+        return JobMiss(gpu, "deadline", counts[-1], run_seconds(nearest, job.steps), PlanOption(gpu, nearest, 0).total_gpus)
+    return _planned(job, found, gpu, lambda e: run_seconds(e, job.steps), horizon_seconds)
 
 
 def _planned(job: Job, found: Plan, gpu: str, seconds: Callable[[Estimate | GroupEstimate], float],

@@ -21,6 +21,7 @@ from .goals import GOAL_TERMS, Goal
 from .inputs import INPUT_NAMES
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from .vector import CHUNK_ROWS, Text, take, to_list
+from .units import duration_words
 
 MAX_GPUS = 512  # the largest purchase the search considers, per GPU type
 TP_SIZES = (1, 2, 4, 8)
@@ -125,13 +126,18 @@ class Plan:
     misses: tuple[PlanMiss, ...] = ()  # the GPU types that cannot, in the order given
     tried: int = 0  # candidate layouts considered
     gen_len: int | None = None  # serving: the tokens each user generates (the goal's context is prompt + these)
-
-    def describe_goal(self) -> str:
-        return self.goal.describe(self.gen_len)
+    # RLHF with a run to finish: its iterations and the time they must end within (plan_run)
+    steps: int | None = None
+    within_seconds: float | None = None
 
     def cheapest(self, measure: str) -> PlanOption | None:
         order = PLAN_ORDER if measure == "purchase" else RENT_ORDER
         return min(self.options, key=lambda o: o.key(order), default=None)
+
+    def describe_goal(self) -> str:
+        if self.steps is not None:
+            return f"{self.steps:,} iterations within {duration_words(self.within_seconds)}"
+        return self.goal.describe(self.gen_len)
 
     def to_json(self) -> dict:
         return {"goal": self.describe_goal(),
@@ -234,6 +240,40 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
         (options if isinstance(found, PlanOption) else misses).append(found)
     return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses), tried,
                 lead.gen_len if lead.workload == "inference" else None)
+
+
+def run_seconds(estimate: GroupEstimate, steps: int) -> float:
+    """An RLHF run's length: its iterations, one after another."""
+    return steps * float(estimate["iteration_seconds"])
+
+
+def plan_run(estimator: Estimator, scenario: RlhfScenario, gpus: Sequence[str], steps: int, within_seconds: float,
+             goal: Goal = Goal(), fixed: Iterable[str] = ()) -> Plan:
+    """An RLHF run of `steps` iterations that must end within `within_seconds`: per GPU type, the plan's group
+    at the smallest GPU count whose iterations end in time. The plan lays a group out by memory, so the
+    counts above its first answer are tried in turn; a GPU type where none is fast enough is a miss whose
+    `nearest` is the answer at the most GPUs tried (it fits, and is too slow)."""
+    fixed = tuple(fixed)
+    options, misses, tried = [], [], 0
+    for k, gpu in enumerate(dict.fromkeys(gpus)):
+        counts = buyable_counts(estimator.gpus[gpu].gpus_per_node)
+        first, slow = 0, None  # slow: the answer found last, too slow
+        while True:
+            found = plan(estimator, scenario, [gpu], goal, counts=counts[first:], fixed=fixed)
+            tried += found.tried
+            if not found.options:  # nothing fits at these counts: the first count's miss, or the last answer
+                misses.append(found.misses[0] if slow is None else PlanMiss(gpu, counts[-1], (), slow.estimate))
+                break
+            option = slow = found.options[0]
+            if run_seconds(option.estimate, steps) <= within_seconds:
+                options.append(replace(option, index=k * 10**9 + option.index % 10**9))
+                break
+            first = counts.index(option.num_gpus) + 1 if option.num_gpus in counts else len(counts)
+            if first >= len(counts) or "num_gpus" in fixed:
+                misses.append(PlanMiss(gpu, option.num_gpus, (), option.estimate))
+                break
+    return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses), tried,
+                steps=steps, within_seconds=within_seconds)
 
 
 # The terms the search reads of each candidate: its orders' keys, the goal's and what a miss reports.

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
-from .units import GB, GiB, format_count
+from .units import GB, GiB, duration_words, format_count
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bool] | None = None) -> str:
@@ -122,10 +122,12 @@ def _layout_words(layout: dict) -> str:
     return " · ".join(x for x in parts if x)
 
 
-def miss_text(miss, goal, host_ram_per_node_gib: float) -> str:
-    """Why a GPU type has no answer, in English: every layout was skipped, nothing fits (what binds), or
-    nothing that fits meets the goal (the nearest figure)."""
+def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
+    """Why a GPU type has no answer in `plan`, in English: every layout was skipped, nothing fits (what binds),
+    or nothing that fits meets the goal (the nearest figure)."""
     from .i18n import fit_limit_text, load_catalogue
+    from .plan import run_seconds
+    goal = plan.goal
     if miss.nearest is None:
         return "no layout can run: " + "; ".join(r.text() for r in miss.skipped) if miss.skipped else "no layout to try"
     e = miss.nearest
@@ -133,6 +135,9 @@ def miss_text(miss, goal, host_ram_per_node_gib: float) -> str:
     if not e["fits_recommended"]:
         return (f"nothing fits up to {miss.most_gpus} GPUs; at {n} GPUs "
                 + fit_limit_text(e.values, host_ram_per_node_gib, load_catalogue("en")))
+    if plan.steps is not None:  # an RLHF run: the answer at the most GPUs that fit is still too slow
+        return (f"fits, but at {n} GPUs, the most tried that fit, its {plan.steps:,} iterations take "
+                f"{duration_words(run_seconds(e, plan.steps))} (goal: {duration_words(plan.within_seconds)})")
     if e["is_train"]:
         return (f"fits, but the fastest layout up to {miss.most_gpus} GPUs trains in "
                 f"{e['time_to_train_seconds'] / 3600:,.1f} h (goal: {goal.within_seconds / 3600:,.1f} h)")
@@ -147,6 +152,7 @@ def miss_text(miss, goal, host_ram_per_node_gib: float) -> str:
 def plan_table(plan, assumptions) -> str:
     """The options by the plan's order, each column with its unit, then the GPU types without an answer
     and why."""
+    from .plan import run_seconds
     cheapest = {m: plan.cheapest(m) for m in ("purchase", "hourly")}
     words = {"purchase": "to buy", "hourly": "to rent"}
     train = any(o.is_train for o in plan.options) or plan.goal.within_seconds is not None
@@ -162,10 +168,14 @@ def plan_table(plan, assumptions) -> str:
                f"{e['hourly_usd']:,.2f}"]
         if train and not group:
             row.append(f"{e['cost_usd']:,.0f}")
+        if plan.steps is not None:
+            row.append(f"{run_seconds(e, plan.steps) / 3600:,.1f}")
         rows.append(row + [", ".join(words[m] for m, c in cheapest.items() if c is o)])
     speed = ("s per iteration" if group else "time to train, h" if train else "output tokens/s per user")
     head = (["GPU", "GPUs in all", "layout", "device total GiB/GPU", "recommended GiB/GPU", speed]
-            + (["first token, s"] if first_token else []) + ["purchase USD", "rent USD/h"] + (["run cost USD"] if train and not group else []) + ["cheapest"])
+            + (["first token, s"] if first_token else []) + ["purchase USD", "rent USD/h"]
+            + (["run cost USD"] if train and not group else []) + (["run, h"] if plan.steps is not None else [])
+            + ["cheapest"])
     out = [f"goal: {plan.describe_goal()}; {plan.tried:,} candidate layouts estimated"]
     if rows:
         out.append(_table(head, rows, right=[False, True, False] + [True] * (len(head) - 4) + [False]))
@@ -173,7 +183,7 @@ def plan_table(plan, assumptions) -> str:
         out.append("No GPU type meets the goal.")
     if plan.misses:
         out.append("\nno answer on:\n" + "\n".join(
-            f"  {m.gpu}: {miss_text(m, plan.goal, assumptions['host_ram_per_node_gib'])}" for m in plan.misses))
+            f"  {m.gpu}: {miss_text(m, plan, assumptions['host_ram_per_node_gib'])}" for m in plan.misses))
     return "\n".join(out)
 
 

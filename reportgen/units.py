@@ -20,6 +20,20 @@ def format_count(n: float) -> str:
 SECONDS_PER = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+def duration_unit(seconds: float) -> tuple[str, float]:
+    """A length in the largest unit that keeps it readable: ("days" | "hours" | "minutes", how many)."""
+    for unit, size in (("days", 86400), ("hours", 3600)):
+        if seconds >= 2 * size:
+            return unit, seconds / size
+    return "minutes", max(seconds / 60, 0.1)
+
+
+def duration_words(seconds: float) -> str:
+    """duration_unit in English: '3.5 days', '36.0 hours', '12.0 minutes'."""
+    unit, value = duration_unit(seconds)
+    return f"{value:,.1f} {unit}"
+
+
 def parse_duration(text: str, zero: bool = False) -> float:
     """'7d', '36h', '90m', '600s', '2w' or '500ms' -> seconds; ValueError saying what is wrong. A bare
     number is refused: '7' could mean seven days as well as seven seconds. zero: '0d' is allowed (a

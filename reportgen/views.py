@@ -29,7 +29,7 @@ from .tables import LOOKUP_TABLES
 from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
 from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
-from .units import GB, MB, SECONDS_PER, GiB, MiB, format_count
+from .units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
 # Sweeps of thousands of scenarios: the appendix lists this many scenarios of each scenario group and
@@ -100,11 +100,9 @@ def count_words(n: float, lang: str) -> str:
 
 
 def duration(seconds: float, t: Catalogue) -> str:
-    """A run's length in the largest unit that keeps it readable: days, hours or minutes."""
-    for unit, size in (("days", 86400), ("hours", 3600)):
-        if seconds >= 2 * size:
-            return t(f"duration.{unit}", v=f"{seconds / size:,.1f}")
-    return t("duration.minutes", v=f"{max(seconds / 60, 0.1):,.1f}")
+    """A run's length in the largest unit that keeps it readable (units.duration_unit)."""
+    unit, value = duration_unit(seconds)
+    return t(f"duration.{unit}", v=f"{value:,.1f}")
 
 
 def breakable(name: str) -> str:

@@ -269,12 +269,46 @@ def test_plan_labels_each_column_with_its_unit():
 
 @pytest.mark.parametrize("workload, option, value", [("full", "--users", "50"), ("full", "--context", "32k"),
                                                      ("full", "--min-tokens-per-s", "20"), ("full", "--max-ttft", "1s"),
-                                                     ("inference", "--within", "7d"), ("ppo", "--within", "7d")])
+                                                     ("inference", "--within", "7d")])
 def test_plan_refuses_a_goal_that_does_not_apply(workload, option, value):
     from click.testing import CliRunner
     from reportgen.cli import main
     out = CliRunner().invoke(main, ["plan", "--model", "Llama-3-8B", "--workload", workload, option, value])
     assert out.exit_code == 2 and option in out.output and "does not apply" in out.output
+
+
+@pytest.mark.parametrize("args", [["--workload", "ppo", "--within", "7d"], ["--workload", "ppo", "--steps", "100"],
+                                  ["--workload", "full", "--steps", "100", "--within", "7d"]])
+def test_an_rlhf_run_needs_both_its_steps_and_its_deadline(args):
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    out = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", *args])
+    assert out.exit_code == 2 and "--steps (an RLHF run's iterations) and --within go together, for RLHF only" in out.output
+
+
+def test_an_rlhf_run_gets_the_fewest_gpus_that_end_it_in_time():
+    """#33 item 3 (part): `plan --steps N --within T` for RLHF. Without a deadline the plan lays the group out by
+    memory (one A100); with 80 % of that run's time, the answer is the smallest GPU count whose iterations end in
+    time: every smaller buyable count either does not fit or is too slow (checked count by count). (More GPUs
+    stop helping at 16: the rollout batch per rank does not shrink — #33's rollout model.)"""
+    from reportgen.estimate import rlhf_scenario
+    from reportgen.plan import plan_run, run_seconds
+    group = rlhf_scenario(name="", algorithm="ppo", placement="colocated",
+                          actor=Scenario(model="Qwen2.5-7B", workload="full", batch_size=8, prompt_len=512, gen_len=512))
+    a100, steps = "A100-80GB", 1000
+    plain = plan(EST, group, [a100]).options[0]
+    within = 0.8 * run_seconds(plain.estimate, steps)
+    run = plan_run(EST, group, [a100], steps, within)
+    (pick,) = run.options
+    assert run_seconds(pick.estimate, steps) <= within < run_seconds(plain.estimate, steps)
+    assert pick.total_gpus > plain.total_gpus
+    for n in buyable_counts(EST.gpus[a100].gpus_per_node):
+        if n >= pick.num_gpus:
+            break
+        at_n = plan(EST, group, [a100], counts=[n])
+        assert not at_n.options or run_seconds(at_n.options[0].estimate, steps) > within, n
+    never = plan_run(EST, group, [a100], steps, 1.0)  # one second: no count is fast enough
+    assert not never.options and never.misses[0].nearest["fits_recommended"]
 
 
 def test_plan_tries_checkpointing_and_offload_for_rlhf():
