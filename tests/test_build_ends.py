@@ -35,3 +35,42 @@ def test_a_pdf_alone_renders_in_the_child_so_its_crash_is_one_line(tmp_path):
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         1, "", f"Error: {out / 'ppo-rlhf.pdf'}: the renderer was killed by signal 11 (SIGSEGV; out of memory?)\n")
     assert list(out.iterdir()) == []
+
+
+def _build_with_pdf_writer(tmp_path, writer: str) -> subprocess.CompletedProcess:
+    """`reportgen build ppo-rlhf --format json,pdf` in a fresh interpreter whose PDF writer is `writer` (code)."""
+    out = tmp_path / "out"
+    code = ("import os, signal, sys\n"
+            "import reportgen.writers.pdf as pdf\n"
+            f"{writer}\n"
+            f"sys.argv = ['reportgen', 'build', 'ppo-rlhf', '--format', 'json,pdf', '-o', {str(out)!r}]\n"
+            "from reportgen.entry import run\n"
+            "run()\n")  # as the installed command runs (entry.run: memory errors, the exit status)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
+    env.update(PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_renderer_aborting_with_its_own_message_is_still_one_line(tmp_path):
+    """#36's full fuzz run, ulimit -v 500 MB: pango could not start a thread, GLib printed its error and raised
+    SIGTRAP in the renderer. Its message is not printed as it came: the one line quotes it."""
+    glib = "(process:1503): GLib-ERROR **: creating thread '[pango] FcFontSetSort': Resource temporarily unavailable"
+    proc = _build_with_pdf_writer(tmp_path, "def write(*args, **kwargs):\n"
+                                            f"    os.write(2, {(chr(10) + glib + chr(10)).encode()!r})\n"
+                                            "    os.kill(os.getpid(), signal.SIGTRAP)\n"
+                                            "pdf.write = write")
+    out = tmp_path / "out"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", f"Error: {out / 'ppo-rlhf.pdf'}: the renderer was killed by signal 5 (SIGTRAP; out of memory?); "
+               f"its last message: {glib}\n")
+    assert list(out.iterdir()) == []
+
+
+def test_a_renderer_failing_to_allocate_in_c_says_out_of_memory(tmp_path):
+    """#36's full fuzz run, ulimit -v 700 MB: a C extension in the renderer that could not allocate raised
+    SystemError ('error return without exception set'); it is the out-of-memory line, not a traceback."""
+    proc = _build_with_pdf_writer(tmp_path, "def write(*args, **kwargs):\n"
+                                            "    raise SystemError('error return without exception set')\n"
+                                            "pdf.write = write")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Error: out of memory\n")
+    assert list((tmp_path / "out").iterdir()) == []

@@ -28,6 +28,7 @@ import os
 import re
 import signal
 import stat
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -172,6 +173,9 @@ class Staging:
 
     def _fork(self, produce: Callable[[Path], None], tmp: Path, path: Path) -> "_Child":
         read_fd, write_fd = os.pipe()
+        # The child's own messages (GLib's, when the renderer's libraries abort) go to a file, not the terminal:
+        # a failed build says one line, which quotes the last of them.
+        stderr = tempfile.TemporaryFile()
         parent = os.getpid()
         # No interrupt between the fork and the bookkeeping that lets the parent clean up after it.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
@@ -179,9 +183,10 @@ class Staging:
             pid = os.fork()
             if pid == 0:
                 os.close(read_fd)
+                os.dup2(stderr.fileno(), 2)
                 _run_child(produce, tmp, path, write_fd, parent, blocked)
             os.close(write_fd)
-            return _Child(pid, read_fd, path)
+            return _Child(pid, read_fd, path, stderr)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
@@ -327,14 +332,15 @@ class _Child:
     """A forked producer: its pipe (the outcome) and whether it has been reaped (a reaped pid may be
     reused by another process, so it is never signalled again)."""
 
-    def __init__(self, pid: int, fd: int, path: Path):
-        self.pid, self.fd, self.path, self.reaped = pid, fd, path, False
+    def __init__(self, pid: int, fd: int, path: Path, stderr):
+        self.pid, self.fd, self.path, self.stderr, self.reaped = pid, fd, path, stderr, False
 
     def join(self) -> None:
         chunks = []
         while chunk := os.read(self.fd, 65536):
             chunks.append(chunk)
         _, status = os.waitpid(self.pid, 0)
+        said = self._last_message()
         self._reaped()
         message = b"".join(chunks).decode("utf-8", "replace")
         if os.WIFSIGNALED(status):
@@ -342,14 +348,23 @@ class _Child:
             if signum in INTERRUPTS:
                 raise Interrupted(signum)
             raise OutputError(f"the renderer was killed by signal {signum} ({signal.Signals(signum).name}; "
-                              "out of memory?)", source=str(self.path))
+                              f"out of memory?){f'; its last message: {said}' if said else ''}", source=str(self.path))
         if status:
             kind, _, text = message.partition("\t")
             if kind == "InputError":
                 raise InputError(text)
-            if kind == "MemoryError":  # reported as the parent's own would be (entry.run)
+            # reported as the parent's own would be (entry.run); a C extension that fails to allocate may raise
+            # SystemError ('error return without exception set': the fuzz's ulimit -v cases) instead
+            if kind in ("MemoryError", "SystemError"):
                 raise MemoryError(text)
             raise RuntimeError(f"writing {self.path.name} failed: {kind}: {text}")
+
+    def _last_message(self) -> str:
+        """The last line the child wrote to its standard error (GLib's abort message), shortened."""
+        self.stderr.seek(0)
+        lines = [line.strip() for line in self.stderr.read()[-4096:].decode("utf-8", "replace").splitlines()]
+        last = next((line for line in reversed(lines) if line), "")
+        return last if len(last) <= 200 else last[:199] + "…"
 
     def kill(self) -> None:
         if not self.reaped:
@@ -365,6 +380,7 @@ class _Child:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+            self.stderr.close()
 
 
 def _machine_errors_as_one_line(produce: Callable[[Path], None], tmp: Path, path: Path) -> None:
