@@ -142,9 +142,11 @@ class Plan:
     def to_json(self) -> dict:
         return {"goal": self.describe_goal(),
                 "cheapest": {m: (self.cheapest(m).gpu if self.cheapest(m) else None) for m in MEASURES},
-                "options": [o.to_json() for o in self.options],
+                "options": [o.to_json() | ({"run_seconds": run_seconds(o.estimate, self.steps)} if self.steps else {})
+                            for o in self.options],
                 "not_found": [{"gpu": m.gpu, "most_gpus": m.most_gpus} for m in self.misses],
-                "candidates_tried": self.tried}
+                "candidates_tried": self.tried,
+                **({"steps": self.steps, "within_seconds": self.within_seconds} if self.steps else {})}
 
 
 # What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training

@@ -307,6 +307,9 @@ def test_an_rlhf_run_gets_the_fewest_gpus_that_end_it_in_time():
             break
         at_n = plan(EST, group, [a100], counts=[n])
         assert not at_n.options or run_seconds(at_n.options[0].estimate, steps) > within, n
+    data = run.to_json()
+    assert (data["steps"], data["within_seconds"]) == (steps, within)
+    assert data["options"][0]["run_seconds"] == run_seconds(pick.estimate, steps)
     never = plan_run(EST, group, [a100], steps, 1.0)  # one second: no count is fast enough
     assert not never.options and never.misses[0].nearest["fits_recommended"]
 
