@@ -20,35 +20,35 @@ class GoalPart(NamedTuple):
     key: str  # in a preset's goal mapping (the CLI option is --<key>)
     setting: str  # the requirement setting (Goal.settings)
     cell: str  # the workbook column that holds it per row (the deadline in days there: what a planner types)
+    attr: str  # the Goal attribute that holds it
+    of: str  # the workloads it is asked of: "train" or "serve" (goal_kind)
     sets: str = ""  # the scenario input it sets for each layout (Goal.shape), or ""
     # A condition on a term (Goal.met and the workbook's goal_met, both from here): the term, "le" (at most
-    # the goal) or "ge" (at least), the workloads it is asked of ("train" or "serve"), the cell's unit in
-    # the setting's (the deadline is typed in days).
+    # the goal) or "ge" (at least), the cell's unit in the setting's (the deadline is typed in days).
     term: str = ""
     bound: str = ""
-    of: str = ""
     cell_scale: float = 1
-
-    @property
-    def field(self) -> str:
-        """The Goal attribute that holds it."""
-        return self.setting.removeprefix("goal.")
 
 
 SECONDS_PER_DAY = SECONDS_PER["d"]
-GOAL_PARTS = (GoalPart("within", "goal.within_seconds", "goal_within_days", term="time_to_train_seconds", bound="le",
-                       of="train", cell_scale=SECONDS_PER_DAY),
-              GoalPart("users", "goal.users", "goal_users", "batch_size"),
-              GoalPart("context", "goal.context_tokens", "goal_context_tokens", "prompt_len"),
-              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s",
-                       term="tokens_per_s_per_user", bound="ge", of="serve"),
-              GoalPart("max_ttft", "goal.max_ttft_seconds", "goal_max_ttft_s", term="prefill_seconds", bound="le",
-                       of="serve"))
+GOAL_PARTS = (GoalPart("within", "goal.within_seconds", "goal_within_days", "within_seconds", "train",
+                       term="time_to_train_seconds", bound="le", cell_scale=SECONDS_PER_DAY),
+              GoalPart("users", "goal.users", "goal_users", "users", "serve", sets="batch_size"),
+              GoalPart("context", "goal.context_tokens", "goal_context_tokens", "context", "serve", sets="prompt_len"),
+              GoalPart("min_tokens_per_s", "goal.min_tokens_per_s", "goal_min_tokens_per_s", "min_tokens_per_s", "serve",
+                       term="tokens_per_s_per_user", bound="ge"),
+              GoalPart("max_ttft", "goal.max_ttft_seconds", "goal_max_ttft_s", "max_ttft_seconds", "serve",
+                       term="prefill_seconds", bound="le"))
 GOAL_KEYS = tuple(p.key for p in GOAL_PARTS)
 GOAL_CELLS = {p.setting: p.cell for p in GOAL_PARTS}
 CONDITIONS = tuple(p for p in GOAL_PARTS if p.term)
 # the terms Goal.met reads
 GOAL_TERMS = ("is_train",) + tuple(p.term for p in CONDITIONS)
+
+
+def goal_kind(workload: str) -> str:
+    """The goal parts a scenario of this workload is asked ("serve" for inference, else "train")."""
+    return "serve" if workload == "inference" else "train"
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Goal:
 
     @property
     def serving(self) -> bool:
-        return any(v is not None for v in (self.users, self.context, self.min_tokens_per_s, self.max_ttft_seconds))
+        return any(getattr(self, p.attr) is not None for p in GOAL_PARTS if p.of == "serve")
 
     def sets(self, workload: str) -> tuple[GoalPart, ...]:
         """The goal's parts that set an input of a scenario of this workload (a preset may not also give it)."""
@@ -119,7 +119,7 @@ class Goal:
         train = values["is_train"] != 0
         ok = np.ones(len(train), dtype=bool)
         for part in CONDITIONS:
-            goal = getattr(self, part.field)
+            goal = getattr(self, part.attr)
             if goal is not None:
                 within = values[part.term] <= goal if part.bound == "le" else values[part.term] >= goal
                 ok &= (~train if part.of == "train" else train) | within
@@ -131,11 +131,7 @@ class Goal:
 
     def settings(self, workload: str) -> tuple[tuple[str, float | int], ...]:
         """What the goal asks of a scenario of this workload, as requirement settings ('goal.' names)."""
-        if workload == "inference":
-            asked = (("goal.users", self.users), ("goal.context_tokens", self.context),
-                     ("goal.min_tokens_per_s", self.min_tokens_per_s), ("goal.max_ttft_seconds", self.max_ttft_seconds))
-        else:
-            asked = (("goal.within_seconds", self.within_seconds),)
+        asked = ((p.setting, getattr(self, p.attr)) for p in GOAL_PARTS if p.of == goal_kind(workload))
         return tuple((name, value) for name, value in asked if value is not None)
 
     def cells(self, workload: str) -> dict[str, float | int | str]:

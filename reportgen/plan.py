@@ -268,7 +268,7 @@ def plan_run(estimator: Estimator, scenario: RlhfScenario, gpus: Sequence[str], 
                 break
             option = slow = found.options[0]
             if run_seconds(option.estimate, steps) <= within_seconds:
-                options.append(replace(option, index=k * 10**9 + option.index % 10**9))
+                options.append(replace(option, index=k * 10**9 + option.index))  # one GPU type's plan: k = 0
                 break
             first = counts.index(option.num_gpus) + 1 if option.num_gpus in counts else len(counts)
             if first >= len(counts) or "num_gpus" in fixed:

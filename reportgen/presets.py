@@ -16,7 +16,7 @@ from .catalog import data_dir, read_yaml
 from .errors import InputError, shown, unknown_name
 from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
 from .fleet import Job, Portfolio, job_kind
-from .goals import GOAL_KEYS, GOAL_PARTS, Goal
+from .goals import GOAL_KEYS, GOAL_PARTS, Goal, goal_kind
 from .arrays import np
 from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
 from .limits import EXCLUDE_CHECKS, SCENARIOS, check_text
@@ -618,11 +618,10 @@ def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:
             if part.sets in sweep.axes:
                 raise InputError(f"sets each scenario's {part.sets}: remove {part.sets} from the matrix", source=src,
                                  key_path=f"{path}.{part.key}")
-    asked = {name for w in ("inference", "full") for name, _ in goal.settings(w)}
-    read = {name for sweep in sweeps for name, _ in goal.settings(sweep.workload)}
+    read = {goal_kind(sweep.workload) for sweep in sweeps}
     for part in GOAL_PARTS:  # a part no workload of the matrix reads would be silently ignored
-        if part.setting in asked - read:
-            kind = "serving (inference)" if part.setting in dict(goal.settings("inference")) else "training"
+        if getattr(goal, part.attr) is not None and part.of not in read:
+            kind = "serving (inference)" if part.of == "serve" else "training"
             raise InputError(f"a goal of {kind}: no workload of this matrix reads it", source=src,
                              key_path=f"{path}.{part.key}")
     return goal

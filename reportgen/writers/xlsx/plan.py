@@ -117,9 +117,9 @@ LINK_ROW = Column("link_row", "Its first row when written (in table): searched f
                   help="need not be edited with the requirement: when that row no longer has its text, the search "
                        "looks the text up (slower on a large sweep)")
 # Where a Plan row searches, in rows of its candidate table (1 = the first data row).
+WRITTEN_ROWS = Column("written_rows", "Rows showing the requirement as written", "count", "helper", 9,
+                      help="0: no row shows it any more; the Plan row then plans its first row's requirement")
 SEARCH = (
-    Column("written_rows", "Rows showing the requirement as written", "count", "helper", 9,
-           help="0: no row shows it any more; the Plan row then plans its first row's requirement"),
     Column("requirement_rows", "Rows of this requirement (on its candidate sheet)", "count", "helper", 9),
     Column("requirement_first", "Its first row (in table)", "count", "helper", 8),
     Column("together", "Its rows stand together (1/0)", "flag", "helper", 8,
@@ -151,7 +151,7 @@ PLAN_TABLE_COLUMNS = (
        Column("sheet", "Candidates on", "text", "helper", 10,
               help="RLHF for the RLHF algorithms (their groups), else Scenarios"),
        Column("scenarios_tried", "Scenarios tried", "count", "helper", 9))
-    + (LINK_ROW,) + SEARCH + PLAN_SEARCH
+    + (LINK_ROW, WRITTEN_ROWS) + SEARCH + PLAN_SEARCH
     + tuple(Column(ranking.column(k), label, "usd" if k.endswith("_usd") else "count", "helper", 11)
             for ranking, labels in RANKING_LABELS.items() for k, label in labels.items())
     + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
@@ -227,9 +227,9 @@ def _search(book: Book, plan: Table, table: Table) -> dict[str, str]:
     # an error (the linked row is gone, or its rows run past the table) means: not there
     at_link = (f"IFERROR(AND(${plan.ref('link_row')}>=1,INDEX({name},{linked})={text},"
                f"SUMPRODUCT((INDEX({name},{linked}):INDEX({name},{linked}+{count}-1)={text})*1)={count}),FALSE)")
-    return {"written_rows": _count(written, name),
+    return {WRITTEN_ROWS.name: _count(written, name),
             # no row shows the written text: the first row's (a deleted row's link is 0: the written text)
-            "requirement": f'IF(OR(${plan.ref("written_rows")}>0,${plan.ref("link_row")}<1),{written},'
+            "requirement": f'IF(OR(${plan.ref(WRITTEN_ROWS.name)}>0,${plan.ref("link_row")}<1),{written},'
                            f'IFERROR(INDEX({name},${plan.ref("link_row")}),{written}))',
             "requirement_rows": _count(text, name),
             "requirement_first": f"IF({count}=0,1,IF({at_link},{linked},IF(LEN({literal})<{LOOKUP_TEXT_LIMIT},"
@@ -395,8 +395,8 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
         table, candidates, _ = book.candidates(rec.sample)
         if table.sheet not in texts:
             texts[table.sheet] = (search_index(candidates.column("requirement")), len(candidates))
-        search = dict(zip((c.name for c in SEARCH[1:]), search_values(*texts[table.sheet], text)))
-        search["written_rows"] = search["requirement_rows"]  # as written, the text planned
+        search = dict(zip((c.name for c in SEARCH), search_values(*texts[table.sheet], text)))
+        search[WRITTEN_ROWS.name] = search["requirement_rows"]  # as written, the text planned
         search[LINK_ROW.name] = book.row_of(rec.sample)["row_in_table"]
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
