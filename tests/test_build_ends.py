@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,9 +39,12 @@ def test_a_pdf_alone_renders_in_the_child_so_its_crash_is_one_line(tmp_path):
 
 
 def _build_with_pdf_writer(tmp_path, writer: str) -> subprocess.CompletedProcess:
-    """`reportgen build ppo-rlhf --format json,pdf` in a fresh interpreter whose PDF writer is `writer` (code)."""
+    """`reportgen build ppo-rlhf --format json,pdf` in a fresh interpreter whose PDF writer is `writer` (code),
+    with a renderer counted as stuck after 2 s without CPU."""
     out = tmp_path / "out"
-    code = ("import os, signal, sys\n"
+    code = ("import os, signal, sys, time\n"
+            "import reportgen.writers.atomic as atomic\n"
+            "atomic.RENDERER_STALL_SECONDS = 2\n"
             "import reportgen.writers.pdf as pdf\n"
             f"{writer}\n"
             f"sys.argv = ['reportgen', 'build', 'ppo-rlhf', '--format', 'json,pdf', '-o', {str(out)!r}]\n"
@@ -74,3 +78,32 @@ def test_a_renderer_failing_to_allocate_in_c_says_out_of_memory(tmp_path):
                                             "pdf.write = write")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Error: out of memory\n")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_renderer_stuck_without_using_cpu_is_ended_in_one_line(tmp_path):
+    """#36's full fuzz run had one build hang under ulimit -v (the parent waited on a renderer for ever): a
+    renderer sleeping without CPU is stuck, killed, and the build says so, changing nothing."""
+    started = time.monotonic()
+    proc = _build_with_pdf_writer(tmp_path, "def write(*args, **kwargs):\n"
+                                            "    os.write(2, b'waiting for a thread\\n')\n"
+                                            "    time.sleep(600)\n"
+                                            "pdf.write = write")
+    out = tmp_path / "out"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", f"Error: {out / 'ppo-rlhf.pdf'}: the renderer stopped: it used no CPU for 2 s (out of memory?); "
+               "its last message: waiting for a thread\n")
+    assert list(out.iterdir()) == []
+    assert time.monotonic() - started < 60
+
+
+def test_a_renderer_busy_for_longer_than_the_stall_limit_is_not_stopped(tmp_path):
+    """Only a renderer that uses no CPU is stuck: one computing for 5 s (beyond the 2 s limit) completes."""
+    proc = _build_with_pdf_writer(tmp_path, "real_write = pdf.write\n"
+                                            "def write(*args, **kwargs):\n"
+                                            "    end = time.process_time() + 5\n"
+                                            "    while time.process_time() < end:\n"
+                                            "        pass\n"
+                                            "    real_write(*args, **kwargs)\n"
+                                            "pdf.write = write")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ppo-rlhf.json", "ppo-rlhf.pdf"]

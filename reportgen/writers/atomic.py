@@ -14,7 +14,8 @@ SIGKILL cannot be blocked. Every file of a build stays flock()ed while its build
 build into the same folder knows what a dead build left behind: it completes the renames of a
 journal (the journal is written only once every temporary is complete, so the outputs become all
 new) and removes that build's temporaries and kept links. The PDF child is killed with its parent
-(PR_SET_PDEATHSIG) and never writes after the parent gave up.
+(PR_SET_PDEATHSIG) and never writes after the parent gave up; a child that sleeps without using CPU for
+RENDERER_STALL_SECONDS is stuck and killed (one Error: line), however long a busy render takes.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import signal
 import stat
 import tempfile
@@ -42,6 +44,10 @@ _MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.ERO
                    errno.ENAMETOOLONG}
 _PR_SET_PDEATHSIG = 1
 _NAME_MAX = 255  # where the folder does not say (pathconf)
+# A renderer that has used no CPU for this long while sleeping is stuck (a thread it waits for could not be
+# started: #36's fuzz under ulimit -v), not slow: a render is CPU-bound, and even at nice 19 beside busy cores
+# it gets clock ticks within seconds. Time alone bounds nothing: a large sweep's PDF legitimately takes minutes.
+RENDERER_STALL_SECONDS = 30.0
 
 Job = tuple[Path, Callable[[Path], None]]
 
@@ -337,7 +343,18 @@ class _Child:
 
     def join(self) -> None:
         chunks = []
-        while chunk := os.read(self.fd, 65536):
+        progress = _CpuProgress(self.pid)
+        while True:
+            if not select.select([self.fd], [], [], 1.0)[0]:
+                if progress.idle_seconds() >= RENDERER_STALL_SECONDS:
+                    said = self._last_message()
+                    self.kill()
+                    raise OutputError(f"the renderer stopped: it used no CPU for {RENDERER_STALL_SECONDS:g} s "
+                                      f"(out of memory?){f'; its last message: {said}' if said else ''}",
+                                      source=str(self.path))
+                continue
+            if not (chunk := os.read(self.fd, 65536)):
+                break
             chunks.append(chunk)
         _, status = os.waitpid(self.pid, 0)
         said = self._last_message()
@@ -381,6 +398,26 @@ class _Child:
             os.close(self.fd)
             self.fd = -1
             self.stderr.close()
+
+
+class _CpuProgress:
+    """How long a process has slept without using CPU (Linux's /proc; elsewhere never: no watchdog). A
+    stopped process (Ctrl-Z, a debugger) is not stuck: its time starts again when it runs."""
+
+    def __init__(self, pid: int):
+        self.path, self.cpu_ticks, self.since = f"/proc/{pid}/stat", None, time.monotonic()
+
+    def idle_seconds(self) -> float:
+        try:
+            with open(self.path) as stat_file:
+                fields = stat_file.read().rpartition(")")[2].split()
+        except OSError:
+            return 0.0
+        state, cpu_ticks = fields[0], int(fields[11]) + int(fields[12])  # state, utime + stime (all threads)
+        now = time.monotonic()
+        if cpu_ticks != self.cpu_ticks or state not in ("S", "D"):
+            self.cpu_ticks, self.since = cpu_ticks, now
+        return now - self.since
 
 
 def _machine_errors_as_one_line(produce: Callable[[Path], None], tmp: Path, path: Path) -> None:
