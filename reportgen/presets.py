@@ -37,11 +37,14 @@ MATRIX_KEYS = ("name", "name_zh", "description", "workload", "exclude", "interch
 SCENARIO_KEYS = ("name", "workload") + AXES + RLHF_KEYS
 TOP_KEYS = ("title", "title_zh", "description", "description_zh", "assumptions", "prices", "matrices", "scenarios",
             "purchase", "datacenter_only")
-PURCHASE_KEYS = ("horizon", "gpus", "max_types", "jobs")
+PURCHASE_KEYS = ("horizon", "gpus", "max_types", "owned", "jobs")
 # A job is an explicit scenario (its inputs, less the GPU type the fleet chooses) and when it runs.
 JOB_KEYS = tuple(k for k in SCENARIO_KEYS if k != "gpu") + ("name_zh", "start", "deadline", "steps", "serve")
 SERVE_KEYS = ("users", "context", "min_tokens_per_s", "max_ttft", "hours_per_day")
 MAX_JOBS = 8  # a two-type fleet tries every assignment of jobs to types: 2^jobs per pair of types
+# GPU types owned: each is one more type every job may be assigned to ((owned + 2)^jobs per pair bought)
+MAX_OWNED_TYPES = 2
+MAX_OWNED_GPUS = 100_000
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
 SMALL_BLOCK_ROWS = 1024  # a sweep block with fewer rows has its skips computed with others (_skip_codes)
 
@@ -460,6 +463,7 @@ def portfolio(preset: Preset, estimator: Estimator, consumer: set[str] = frozens
     max_types = raw.get("max_types", 2)
     if isinstance(max_types, bool) or max_types not in (1, 2):
         raise InputError(f"expected 1 or 2 GPU types, got {shown(max_types)}", source=src, key_path="purchase.max_types")
+    owned = _owned(raw, estimator, consumer, src, left_out)
     jobs_raw = _given(raw, "jobs", list, "job", src, "purchase")
     if len(jobs_raw) > MAX_JOBS:
         raise InputError(f"{len(jobs_raw)} jobs: at most {MAX_JOBS} (the fleet search tries every assignment of jobs "
@@ -475,7 +479,28 @@ def portfolio(preset: Preset, estimator: Estimator, consumer: set[str] = frozens
                              key_path=f"{path}.name")
         names.add(i, job["name"])
         jobs.append(_job(job, gpus[0], estimator, src, path, horizon))
-    return Portfolio(horizon, tuple(gpus), tuple(jobs), max_types)
+    return Portfolio(horizon, tuple(gpus), tuple(jobs), max_types, owned)
+
+
+def _owned(raw: Mapping[str, Any], estimator: Estimator, consumer: set[str], src: str,
+           left_out: list | None) -> tuple[tuple[str, int], ...]:
+    """`purchase.owned`: GPU type -> how many are already owned (the consumer types left out as offered ones are)."""
+    owned = _given(raw, "owned", Mapping, "GPU type and count", src, "purchase") or {}
+    if len(owned) > MAX_OWNED_TYPES:
+        raise InputError(f"{len(owned)} GPU types: at most {MAX_OWNED_TYPES} (each is one more type the fleet search "
+                         "assigns every job to)", source=src, key_path="purchase.owned")
+    out = []
+    for gpu, count in owned.items():
+        path = f"purchase.owned.{gpu}"
+        check_input("gpu", gpu, models=estimator.specs, gpus=estimator.gpus, source=src, key_path=path)
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_OWNED_GPUS:
+            raise InputError(f"expected a number of GPUs from 1 to {MAX_OWNED_GPUS:,}, got {shown(count)}",
+                             source=src, key_path=path)
+        out.append((gpu, count))
+    removed = tuple(g for g, _ in out if g in consumer)
+    if removed and left_out is not None:
+        left_out.append(("purchase.owned", removed, 0))
+    return tuple((g, n) for g, n in out if g not in consumer)
 
 
 def _job(raw: Mapping[str, Any], gpu: str, estimator: Estimator, src: str, path: str, horizon: float) -> Job:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from . import charts
 from .catalog import slug
-from .fleet import Fleet, JobMiss, pool_costs
+from .fleet import Fleet, JobMiss, Pool, fleet_id, pool_costs
 from .plan import MAX_GPUS
 from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
@@ -1255,7 +1255,13 @@ def _accuracy_table(groups: Sequence[ValidationGroup], t: Catalogue) -> Table:
 # The decision page (fleet.py)
 
 def _fleet_words(fleet: Fleet, t: Catalogue) -> str:
-    return t("decision.and").join(t("decision.pool", n=p.num_gpus, gpu=p.gpu) for p in fleet.pools)
+    return t("decision.and").join(t("decision.pool_owned", n=p.num_gpus, gpu=p.gpu, owned=p.owned_gpus) if p.owned_gpus
+                                  else t("decision.pool", n=p.num_gpus, gpu=p.gpu) for p in fleet.pools)
+
+
+def _gpus_words(pools: Sequence[tuple[str, int]], t: Catalogue) -> str:
+    """'8 × H100 and 4 × A100' for (GPU type, count) pairs, those of count 0 left out."""
+    return t("decision.and").join(t("decision.pool", n=n, gpu=gpu) for gpu, n in pools if n)
 
 
 def _weeks(seconds: float) -> float:
@@ -1288,31 +1294,47 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
     pf, best = d.portfolio, d.choice.best
     horizon_weeks = _weeks(pf.horizon_seconds)
     intro = t("decision.intro", n=len(pf.jobs), weeks=f"{horizon_weeks:g}")
+    owned = _gpus_words(pf.owned, t)  # "" where nothing is owned
+    if owned:
+        intro += t("decision.intro_owned", owned=owned, types=pf.max_types)
     accuracy = t("decision.accuracy", time=_band(validation, "validation-training", t),
                  speed=_band(validation, "validation-decode", t), memory=_band(validation, "validation-measured", t))
     problems = tuple(t("decision.unplaced", job=job.name_in(lang),
                        why="; ".join(_miss_words(m, t) for m in d.planned[job.name].values()))
                      for job in pf.jobs if job.name in d.choice.unplaced)
+    # beside owned GPUs the use that decides owning against renting is that of the GPUs bought
+    use = "new_use" if owned else "use"
     alternatives = Table(
         tuple(Cell(t(f"decision.alt.{c}"), "" if c == "fleet" else "num")
-              for c in ("fleet", "purchase", "own", "rent", "use", "break_even")),
+              for c in ("fleet", "purchase", "own", "rent", use, "break_even")),
         tuple((Cell(_fleet_words(f, t)), Cell(usd(c.purchase_usd), "num"), Cell(usd(c.own_usd), "num"),
-               Cell(usd(c.rent_usd), "num"), Cell(percent(c.utilisation, 0), "num"),
+               Cell(usd(c.rent_usd), "num"),
+               Cell(percent(c.new_utilisation if owned else c.utilisation, 0)
+                    if c.new_utilisation is not None or not owned else "—", "num"),
                Cell(percent(c.break_even_utilisation, 0) if c.break_even_utilisation is not None else "—", "num"))
-              for f in ([best] if best and len(best.pools) > 1 else []) + list(d.choice.single_type)
+              for f in ([best] if best and fleet_id(best) not in map(fleet_id, d.choice.single_type) else [])
+              + list(d.choice.single_type)
               for c in (d.costs_of(f),)), "decision-alternatives")
     if best is None:
         return DecisionView(intro, t("decision.none", most=MAX_GPUS) if not problems else t("decision.none_unplaced"),
                             "", accuracy, problems, Table((), ()), None, alternatives)
     c = d.costs_of(best)
     rent_cheaper = c.rent_usd < c.own_usd
+    bought = _gpus_words([(p.gpu, p.new_gpus) for p in best.pools], t)
     # the headline says which is cheaper: "Buy …" alone would read as advice to buy where renting is cheaper
-    headline = t("decision.headline_rent" if rent_cheaper else "decision.headline", fleet=_fleet_words(best, t),
-                 usd=usd(c.purchase_usd), weeks=f"{horizon_weeks:g}", n=len(pf.jobs))
-    cheaper = "decision.rent_cheaper" if rent_cheaper else "decision.own_cheaper"
-    own_vs_rent = t(cheaper, own=usd(c.own_usd), rent=usd(c.rent_usd), weeks=f"{horizon_weeks:g}",
-                    depreciation=usd(c.depreciation_usd), hosting=usd(c.hosting_usd), energy=usd(c.energy_usd),
-                    use=percent(c.utilisation, 0))
+    key = ("decision.headline_owned" if not bought else "decision.headline_rent" if rent_cheaper
+           else "decision.headline") + ("_beside" if owned and bought else "")
+    headline = t(key, fleet=bought, owned=owned, usd=usd(c.purchase_usd), weeks=f"{horizon_weeks:g}", n=len(pf.jobs))
+    if not bought:
+        own_vs_rent = t("decision.owned_use", use=percent(c.utilisation, 0))
+    else:
+        cheaper = "decision.rent_cheaper" if rent_cheaper else "decision.own_cheaper"
+        own_vs_rent = t(cheaper, own=usd(c.own_usd), rent=usd(c.rent_usd), weeks=f"{horizon_weeks:g}",
+                        depreciation=usd(c.depreciation_usd), hosting=usd(c.hosting_usd), energy=usd(c.energy_usd),
+                        use=percent(c.new_utilisation, 0))
+    if owned and bought:
+        own_vs_rent += t("punct.sentence") + t("decision.beyond_owned", owned=owned,
+                                               all=percent(c.utilisation, 0))
     if c.break_even_utilisation is not None:
         own_vs_rent += t("punct.sentence") + t("decision.break_even", use=percent(c.break_even_utilisation, 0))
     if c.break_even_months is not None:
@@ -1332,8 +1354,9 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
                 else duration(option.seconds, t))
         rows.append((Cell(job.name_in(lang)), Cell(t(f"decision.kind.{job.kind}")), Cell(pool.gpu),
                      Cell(str(option.gpus), "num"), Cell(when), Cell(time, "num"),
-                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"), Cell(usd(pool_costs(pool.gpu, option.gpus, option.busy_gpu_hours, pf.horizon_seconds, report.gpus,
-                                          report.assumptions)["rent_usd"]), "num")))
+                     Cell(f"{option.busy_gpu_hours:,.0f}", "num"),
+                     Cell(usd(pool_costs(Pool(pool.gpu, option.gpus, (), option.busy_gpu_hours), pf.horizon_seconds,
+                                         report.gpus, report.assumptions)["rent_usd"]), "num")))
         spans.append(charts.Span(job.name_in(lang), _weeks(slot.start_seconds), _weeks(slot.end_seconds),
                                  t("decision.span", n=option.gpus, gpu=pool.gpu), colours[pool.gpu]))
     jobs = Table(tuple(Cell(t(f"decision.col.{c}"), "num" if c in ("gpus", "time", "hours", "rent") else "")
@@ -1343,8 +1366,8 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
     svg = charts.schedule_chart(spans, length=horizon_weeks, tick=1, tick_label=t("decision.week_tick"),
                                 x_title=t("decision.axis"), chart_id="schedule", font_family=_svg_font(lang, labels),
                                 title=t("decision.chart"),
-                                legend=[charts.Series(p.gpu, p.gpu) for p in best.pools],
-                                legend_colours=[colours[p.gpu] for p in best.pools])
+                                legend=[charts.Series(p.gpu, p.gpu) for p in best.pools if p.slots],
+                                legend_colours=[colours[p.gpu] for p in best.pools if p.slots])
     figure = Figure("decision-schedule", t("decision.chart"), svg, t("decision.chart_caption"))
     return DecisionView(intro, headline, own_vs_rent, accuracy, problems, jobs, figure, alternatives)
 

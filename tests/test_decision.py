@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from conftest import bundled_report
 from reportgen.cli import main
-from reportgen.fleet import HOURS_PER_YEAR, PlannedJob, pool_costs, schedule
+from reportgen.fleet import HOURS_PER_YEAR, PlannedJob, Pool, pool_costs, schedule
 from reportgen.plan import buyable_counts
 
 BASE = """title: t
@@ -47,6 +47,15 @@ def _check(tmp_path, text):
      "purchase.jobs[0].gpu: unknown key"),
     (("[A100-80GB, H100-80GB-SXM]", "[A100-80GB, A100-80GB]"), "purchase.gpus[1]: GPU type 'A100-80GB' is listed twice"),
     (("    - name: ft\n", "    - name: ft\n      start: 0\n"), "purchase.jobs[0].start: a duration needs a unit"),
+    (("  jobs:\n", "  owned: {H100-80GB-SXM: 0}\n  jobs:\n"),
+     "purchase.owned.H100-80GB-SXM: expected a number of GPUs from 1 to 100,000, got 0"),
+    (("  jobs:\n", "  owned: {H100-80GB-SXM: 2.5}\n  jobs:\n"),
+     "purchase.owned.H100-80GB-SXM: expected a number of GPUs from 1 to 100,000, got 2.5"),
+    (("  jobs:\n", "  owned: [H100-80GB-SXM]\n  jobs:\n"), "purchase.owned: expected a mapping, got ['H100-80GB-SXM']"),
+    (("  jobs:\n", "  owned: {}\n  jobs:\n"), "purchase.owned: empty mapping"),
+    (("  jobs:\n", "  owned: {H100-80GB-SXM: 2, A100-80GB: 2, L4: 2}\n  jobs:\n"),
+     "purchase.owned: 3 GPU types: at most 2"),
+    (("  jobs:\n", "  owned: {H100-80GB: 2}\n  jobs:\n"), "purchase.owned.H100-80GB: unknown GPU"),
 ])
 def test_a_bad_purchase_section_is_one_line_naming_the_key(tmp_path, change, message):
     result, path = _check(tmp_path, BASE.replace(*change))
@@ -121,7 +130,7 @@ def test_owning_and_renting_add_up_from_the_catalogue_and_the_assumptions(procur
     years = d.portfolio.horizon_seconds / 3600 / HOURS_PER_YEAR
 
     def energy_usd_per_gpu_hour(gpu, a):
-        return pool_costs(gpu.name, 1, 0, d.portfolio.horizon_seconds, gpus, a)["energy_usd_per_gpu_hour"]
+        return pool_costs(Pool(gpu.name, 1, (), 0.0), d.portfolio.horizon_seconds, gpus, a)["energy_usd_per_gpu_hour"]
     busy = {p.gpu: sum(d.planned[s.job][p.gpu].option.busy_gpu_hours for s in p.slots) for p in fleet.pools}
     assert c.purchase_usd == sum(p.num_gpus * gpus[p.gpu].price_purchase_usd for p in fleet.pools)
     assert c.depreciation_usd == pytest.approx(c.purchase_usd * years / a["amortisation_years"])
@@ -218,3 +227,48 @@ def test_the_jobs_table_counts_weeks_from_one_as_the_chart_does(procurement):
         s = slots[row[0].text]
         assert a - 1 <= s.start_seconds / week < a
         assert b - 1 < s.end_seconds / week <= b or (a == b and s.end_seconds / week <= a)
+
+
+def _with_owned(procurement_path, tmp_path, owned):
+    import yaml
+    from reportgen.pipeline import load, make_report
+    data = yaml.safe_load(procurement_path.read_text(encoding="utf-8"))
+    data["purchase"]["owned"] = owned
+    path = tmp_path / "owned.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return make_report(load(str(path)), "2026-01-01T00:00:00+00:00")
+
+
+def test_gpus_already_owned_are_used_first_and_only_what_is_bought_is_costed(procurement, tmp_path):
+    """The bundled quarter with GPUs already owned: owning the fleet it would buy leaves nothing to buy (and the
+    page says so); owning part of it, only the rest is bought, and renting covers only the GPU-hours above the
+    owned GPUs."""
+    from reportgen.presets import bundled_presets
+    from reportgen.views import build_view
+    source = bundled_presets()["procurement"]
+    bought = procurement.decision.choice.best
+    assert len(bought.pools) == 1  # the bundled answer: one pool of one type
+    gpu, n = bought.pools[0].gpu, bought.pools[0].num_gpus
+    c0 = procurement.decision.costs_of(bought)
+
+    everything = _with_owned(source, tmp_path, {gpu: n})
+    best = everything.decision.choice.best
+    c = everything.decision.costs_of(best)
+    assert (c.purchase_usd, c.rent_usd, c.own_usd, best.num_gpus) == (0, 0, 0, n)
+    view = build_view(everything, "en", pdf=True, appendix=False).decision
+    assert view.headline == f"The {n} × {gpu} you own run the 4 jobs of the next 13 weeks: nothing to buy."
+    assert build_view(everything, "zh", pdf=True, appendix=False).decision.headline.endswith("无需采购。")
+
+    half = _with_owned(source, tmp_path, {gpu: n // 2})
+    best = half.decision.choice.best
+    c = half.decision.costs_of(best)
+    assert sum(p.owned_gpus for p in best.pools) == n // 2
+    assert 0 < c.purchase_usd < c0.purchase_usd and c.rent_usd < c0.rent_usd
+    # renting covers the busy GPU-hours above the owned GPUs, which are fewer than all the busy hours
+    above = sum(p.new_busy_gpu_hours for p in best.pools)
+    assert 0 < above < sum(p.busy_gpu_hours for p in best.pools)
+    assert c.rent_usd == pytest.approx(sum(p.new_busy_gpu_hours * half.gpus[p.gpu].price_per_hour_usd
+                                           for p in best.pools))
+    view = build_view(half, "en", pdf=True, appendix=False).decision
+    assert f"beside the {n // 2} × {gpu} you own" in view.headline
+    assert f"GPU-hours beyond the {n // 2} × {gpu} you own" in view.own_vs_rent

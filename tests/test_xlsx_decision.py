@@ -47,9 +47,9 @@ def _figures(path: Path) -> dict:
     names = {ws.cell(header, c).value: c for c in range(1, ws.max_column + 1)}
     fleet = _row(ws, T("decision.fleet"))
     out = {k: ws.cell(fleet, names[T(f"decision.{k}")]).value
-           for k in ("num_gpus", "busy_gpu_hours", "purchase_usd", "depreciation_usd", "hosting_usd", "energy_usd",
-                     "own_usd", "rent_usd")}
-    for k in ("utilisation", "break_even_utilisation", "break_even_months"):
+           for k in ("num_gpus", "owned_gpus", "new_gpus", "busy_gpu_hours", "new_busy_gpu_hours", "purchase_usd",
+                     "depreciation_usd", "hosting_usd", "energy_usd", "own_usd", "rent_usd")}
+    for k in ("utilisation", "new_utilisation", "break_even_utilisation", "break_even_months"):
         out[k] = ws.cell(_row(ws, T(f"decision.{k}")), 2).value
     out["verdict"] = ws.cell(_row(ws, T("decision.verdict")), 2).value
     return out
@@ -57,6 +57,8 @@ def _figures(path: Path) -> dict:
 
 def _expected(c, pools) -> dict:
     return {"num_gpus": sum(p.num_gpus for p in pools), "busy_gpu_hours": sum(p.busy_gpu_hours for p in pools),
+            "owned_gpus": sum(p.owned_gpus for p in pools), "new_gpus": sum(p.new_gpus for p in pools),
+            "new_busy_gpu_hours": sum(p.new_busy_gpu_hours for p in pools), "new_utilisation": c.new_utilisation,
             "purchase_usd": c.purchase_usd, "depreciation_usd": c.depreciation_usd, "hosting_usd": c.hosting_usd,
             "energy_usd": c.energy_usd, "own_usd": c.own_usd, "rent_usd": c.rent_usd, "utilisation": c.utilisation,
             "break_even_utilisation": c.break_even_utilisation, "break_even_months": c.break_even_months,
@@ -81,12 +83,14 @@ def test_a_planners_edits_recompute_as_the_decision_computes_them(procurement, b
     wb = openpyxl.load_workbook(book)
     ws = wb["Decision"]
     ws.cell(_row(ws, T("decision.horizon_weeks")), 2).value = 26
-    first = _row(ws, T("decision.gpu")) + 1
+    header = _row(ws, T("decision.gpu"))
+    column = {ws.cell(header, c).value: c for c in range(1, ws.max_column + 1)}
     pool = d.choice.best.pools[0]
-    edited = Pool("H200-141GB", pool.num_gpus * 2, (), pool.busy_gpu_hours * 1.5)
-    ws.cell(first, 1).value = edited.gpu
-    ws.cell(first, 2).value = edited.num_gpus
-    ws.cell(first, 3).value = edited.busy_gpu_hours
+    # a planner who already owns 3 of them, busy above those for a third of the pool's hours
+    edited = Pool("H200-141GB", pool.num_gpus * 2, (), pool.busy_gpu_hours * 1.5, owned_gpus=3,
+                  new_busy_gpu_hours=pool.busy_gpu_hours * 0.5)
+    for name in ("gpu", "num_gpus", "owned_gpus", "busy_gpu_hours", "new_busy_gpu_hours"):
+        ws.cell(header + 1, column[T(f"decision.{name}")]).value = getattr(edited, name)
     assumptions = wb["Assumptions"]
     pue = next(r for r in range(1, assumptions.max_row + 1) if assumptions.cell(r, 1).value == "pue")
     assumptions.cell(pue, 3).value = 1.2

@@ -67,12 +67,14 @@ def decision_json(d: Decision) -> dict[str, Any]:
     and buying against renting (seconds, USD; utilisation as a fraction)."""
     def fleet(f: Fleet) -> dict[str, Any]:
         c = d.costs_of(f)
-        return {"pools": [{"gpu": p.gpu, "num_gpus": p.num_gpus, "busy_gpu_hours": p.busy_gpu_hours,
+        return {"pools": [{"gpu": p.gpu, "num_gpus": p.num_gpus, "owned_gpus": p.owned_gpus,
+                           "busy_gpu_hours": p.busy_gpu_hours, "new_busy_gpu_hours": p.new_busy_gpu_hours,
                            "schedule": [{"job": s.job, "gpus": s.gpus, "start_seconds": s.start_seconds,
                                          "end_seconds": s.end_seconds} for s in p.slots]} for p in f.pools],
                 "purchase_usd": c.purchase_usd, "own_usd": c.own_usd, "depreciation_usd": c.depreciation_usd,
                 "hosting_usd": c.hosting_usd, "energy_usd": c.energy_usd, "rent_usd": c.rent_usd,
-                "utilisation": c.utilisation, "break_even_utilisation": c.break_even_utilisation,
+                "utilisation": c.utilisation, "new_utilisation": c.new_utilisation,
+                "break_even_utilisation": c.break_even_utilisation,
                 "break_even_months": c.break_even_months}
 
     def planned(p: PlannedJob | JobMiss) -> dict[str, Any]:
@@ -85,6 +87,7 @@ def decision_json(d: Decision) -> dict[str, Any]:
 
     pf = d.portfolio
     return {"horizon_seconds": pf.horizon_seconds, "gpu_types": list(pf.gpu_types), "max_types": pf.max_types,
+            "owned": dict(pf.owned),
             "jobs": [{"name": j.name, "kind": j.kind, "start_seconds": j.start_seconds,
                       "deadline_seconds": j.deadline_seconds, "steps": j.steps, "hours_per_day": j.hours_per_day,
                       "goal": j.goal.describe(), "per_gpu_type": [planned(p) for p in d.planned[j.name].values()]}

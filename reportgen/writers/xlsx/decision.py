@@ -14,9 +14,10 @@ from ...formulas import IF, Var, to_excel
 from .book import Book
 from .layout import Styles, Table, add_sheet, fit_row, page_setup, row_context, write_value
 
-INPUTS = ("gpu", "num_gpus", "busy_gpu_hours")  # a pool's editable cells, columns A-C
+INPUTS = ("gpu", "num_gpus", "owned_gpus", "busy_gpu_hours", "new_busy_gpu_hours")  # a pool's editable cells, A-E
 POOL_COLUMNS = INPUTS + tuple(t.name for t in POOL_TERMS)
-INPUT_UNITS = {"gpu": "text", "num_gpus": "count", "busy_gpu_hours": "gpu_hours"}
+INPUT_UNITS = {"gpu": "text", "num_gpus": "count", "owned_gpus": "count", "busy_gpu_hours": "gpu_hours",
+               "new_busy_gpu_hours": "gpu_hours"}
 
 
 def _letter(name: str) -> str:
@@ -60,11 +61,11 @@ def write_decision(wb, book: Book, styles: Styles) -> None:
         ws.write_string(r, 0, pool.gpu, styles.input["text"])
         ws.data_validation(r, 0, r, 0, {"validate": "list",
                                         "source": "=" + book.names.keys(book.lookups["GPUs"])})
-        ws.write_number(r, 1, pool.num_gpus, styles.input["count"])
-        ws.write_number(r, 2, pool.busy_gpu_hours, styles.input["gpu_hours"])
-        for name, validation in (("num_gpus", "integer"), ("busy_gpu_hours", "decimal")):
+        for name in INPUTS[1:]:
             c = POOL_COLUMNS.index(name)
-            ws.data_validation(r, c, r, c, {"validate": validation, "criteria": ">=", "value": 0})
+            ws.write_number(r, c, getattr(pool, name), styles.input[INPUT_UNITS[name]])
+            ws.data_validation(r, c, r, c, {"validate": "integer" if INPUT_UNITS[name] == "count" else "decimal",
+                                            "criteria": ">=", "value": 0})
         row_cell = lambda n, r=r: f"{_letter(n)}{r + 1}" if n in POOL_COLUMNS else cells.get(n)  # noqa: E731
         for term in POOL_TERMS:
             _formula(ws, book, r, POOL_COLUMNS.index(term.name), term, row_cell, values[term.name], styles)
