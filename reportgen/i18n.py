@@ -5,7 +5,9 @@
 - "terms": term or assumption name -> translated label. The English labels are the definitions
   in terms.py (one source of truth), so en.json's "terms" is empty and only other languages fill it;
 - "sources": the same for the source and explanation text of terms ("<name>", "group.<name>") and
-  of the lookup tables' rows ("<Table>.<row>").
+  of the lookup tables' rows ("<Table>.<row>");
+- "texts": catalogue data written in English (the GPU catalogue's sources) -> its translation, keyed by the
+  English itself, so that a source a planner edits shows as written rather than as a stale translation.
 Numbers and units are formatted by the caller, identically in every language.
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Catalogue:
     messages: Mapping[str, str]
     terms: Mapping[str, str]
     sources: Mapping[str, str] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
 
     def __call__(self, key: str, **values: object) -> str:
         """The message `key`, with `{name}` placeholders filled from `values`."""
@@ -49,6 +52,10 @@ class Catalogue:
         """A term's or table row's source text: the translation if this language has one."""
         return self.sources.get(name, english) if english else english
 
+    def text(self, english: str) -> str:
+        """Catalogue data written in English, translated where this language has that very text."""
+        return self.texts.get(english, english)
+
     @property
     def html_lang(self) -> str:
         return HTML_LANG[self.lang]
@@ -64,7 +71,8 @@ def load_catalogue(lang: str) -> Catalogue:
         raise InputError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})", key_path="lang")
     path = catalogue_path(lang)
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})), dict(raw.get("sources", {})))
+    return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})), dict(raw.get("sources", {})),
+                     dict(raw.get("texts", {})))
 
 
 def fit_limit_text(values: Mapping[str, float], host_ram_per_node_gib: float, t: Catalogue) -> str:
@@ -92,4 +100,5 @@ def load_workbook_catalogue(lang: str) -> Catalogue:
     report = load_catalogue(lang)
     raw = json.loads((data_dir("templates") / "i18n" / f"xlsx.{lang}.json").read_text(encoding="utf-8"))
     shared = {k: v for k, v in report.messages.items() if k.startswith(("axis.", "skip.", "decision.kind."))}
-    return Catalogue(lang, {**shared, **raw["messages"]}, {**report.terms, **raw.get("terms", {})}, report.sources)
+    return Catalogue(lang, {**shared, **raw["messages"]}, {**report.terms, **raw.get("terms", {})}, report.sources,
+                     report.texts)

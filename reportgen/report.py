@@ -247,6 +247,11 @@ class Report:
     # GPU types the preset's datacenter_only left out, and how many combinations they had
     left_out: tuple[tuple[str, tuple[str, ...], int], ...] = ()
 
+    def matrix_name_in(self, name: str, lang: str) -> str:
+        """A matrix's name in `lang`: a purchase job's (its scenarios form a matrix of its name), else the preset's."""
+        job = next((j for j in self.decision.portfolio.jobs if j.name == name), None) if self.decision else None
+        return job.name_in(lang) if job else self.preset.matrix_name_in(name, lang)
+
     def requirement_of(self, result: Result) -> Requirement:
         """The requirement a result answers, with its matrix's interchangeable inputs and goal."""
         return requirement(result, self.interchangeable.get(result.matrix, ()), self.goals.get(result.matrix))

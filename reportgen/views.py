@@ -740,7 +740,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
         matrices.setdefault(r.matrix, []).append(r)
     sections = []
     for m, (matrix_key, results) in enumerate(matrices.items(), start=1):
-        matrix = report.preset.matrix_name_in(matrix_key, lang)
+        matrix = report.matrix_name_in(matrix_key, lang)
         labels = _config_labels(results, t)
         configs: dict[tuple, Result] = {}
         gpus_used: dict[str, int] = {}
@@ -802,7 +802,8 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
             lines = [charts.RefLine(g, b / GiB) for g, b in s.gpu_limits]
             chart_id = f"sn{n}-{j + 1}"
             scenario = scenarios[s.result_index]
-            label = scenario.label(_words(t))
+            # a named scenario (a purchase job's) is named as its matrix is, in this language
+            label = report.matrix_name_in(scenario.name, lang) if scenario.name else scenario.label(_words(t))
             title = t("sens.chart_title", label=label, axis=x_title)
             texts = [l.label for l in lines] + [x_title, t("sens.y_title")]
             svg = charts.line_chart(s.xs, [y / GiB for y in s.recommended_bytes], lines,
@@ -916,7 +917,8 @@ def _method(report: Report, t: Catalogue, full: bool = True
     g_rows = tuple(((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
                      Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
                      Cell(usd_hour(g.price_per_hour_usd), "num"))
-                    + ((Cell(f"{g.memory_source} {t('gpu.price_source')}{t('punct.colon')}{g.price_source}", "source"),)
+                    + ((Cell(f"{t.text(g.memory_source)} {t('gpu.price_source')}{t('punct.colon')}{t.text(g.price_source)}",
+                             "source"),)
                        if full else ()))
                    for name, g in report.gpus.items() if name in report.gpu_types)
     return tuple(out), assumptions, tuple(lookups), Table(g_head, g_rows, "gpus")
@@ -1005,7 +1007,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
 
     columns = (
         Column(Cell("#", "num col-index"), lambda r: Cell(str(r.index), "num")),
-        Column(Cell(t("col.matrix")), lambda r: Cell(report.preset.matrix_name_in(r.matrix, t.lang)), "screen"),
+        Column(Cell(t("col.matrix")), lambda r: Cell(report.matrix_name_in(r.matrix, t.lang)), "screen"),
         Column(Cell(t("breakdown.config"), "col-config"),
                lambda r: Cell(labels[(r.matrix, _config_key(r))], title=r.label)),
         Column(Cell(t("col.gpus"), "col-gpus"),
@@ -1024,7 +1026,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
     shown = _first_of_each_group(report.results, limit) if listed else []
     groups, previous = [], None
     for r in shown:
-        groups.append(report.preset.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
+        groups.append(report.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")
         previous = r.matrix
     total = format_count(len(report.results))
     note = (t("appendix.elsewhere", total=total) if not listed
@@ -1041,7 +1043,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
         counts[key] = counts.get(key, 0) + 1
     skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
                      Cell(t("skipped.count"), "num")),
-                    tuple((Cell(report.preset.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
+                    tuple((Cell(report.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
                           for (m, label, reason), c in counts.items()), "skipped")
     skipped_note = t("appendix.skipped_elsewhere", n=len(report.skipped)) if report.skipped and not listed else ""
     return scenarios, note, skipped, skipped_note
@@ -1077,7 +1079,8 @@ def source_link(source: str) -> Cell:
 
 
 def run_name(name: RunName, t: Catalogue) -> str:
-    """'Llama-2-7b · LoRA · 1 × A10G · lit-gpt' as the source names the run, the workload translated."""
+    """'Llama-2-7b · LoRA · 1 × A10G · lit-gpt' as the source names the run, the workload translated (its cells
+    are marked "as-published": quoted as the source wrote them, in its language)."""
     parts = [name.model] + ([t(f"workload.{name.workload}")] if name.workload else []) + [name.setup]
     if name.seq_len:
         parts.append(t("validation.tokens", n=format_count(name.seq_len)))
@@ -1107,7 +1110,8 @@ def _excluded(excluded: Sequence[Excluded], t: Catalogue) -> Table:
     for x in excluded:
         by_reason.setdefault(t.source(x.why, x.why), []).append(run_name(x.name, t))
     return Table((Cell(t("validation.reason")), Cell(t("validation.figures"))),
-                 tuple((Cell(why, "source"), Cell(t("list.sep").join(names))) for why, names in by_reason.items()),
+                 tuple((Cell(why, "source"), Cell(t("list.sep").join(names), "as-published"))
+                       for why, names in by_reason.items()),
                  "excluded")
 
 
@@ -1160,7 +1164,7 @@ def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded
                       pdf: bool) -> ValidationSection:
     target = TARGETS["finetune"]
     columns = [
-        Column(Cell(t("validation.figure"), "col-figure"), lambda r: Cell(run_name(r.name, t))),
+        Column(Cell(t("validation.figure"), "col-figure"), lambda r: Cell(run_name(r.name, t), "as-published")),
         Column(Cell(t("validation.source"), "col-source"), lambda r: source_link(r.source)),
         Column(Cell(t("validation.level")), lambda r: Cell(t(f"validation.level.{r.level}"))),
         Column(Cell(t("validation.published_gib"), "num"), lambda r: Cell(gib(r.measured_bytes), "num")),
@@ -1191,7 +1195,7 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
     metrics = {f.metric for f in figures}
     one = t(f"validation.metric.{next(iter(metrics))}") if len(metrics) == 1 else ""
     columns = [
-        Column(Cell(t("validation.figure"), "col-figure"), lambda f: Cell(run_name(f.name, t))),
+        Column(Cell(t("validation.figure"), "col-figure"), lambda f: Cell(run_name(f.name, t), "as-published")),
         Column(Cell(t("validation.source"), "col-source"), lambda f: source_link(f.source)),
     ] + ([] if one else [
         Column(Cell(t("validation.metric"), "col-metric"), lambda f: Cell(t(f"validation.metric.{f.metric}")))]) + [

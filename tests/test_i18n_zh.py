@@ -124,6 +124,25 @@ def test_citations_are_kept_verbatim():
             assert citation in zh[key], (key, citation)
 
 
+def _catalogue_texts() -> set[str]:
+    """The GPU catalogue's English texts the zh report and workbook translate (zh.json "texts")."""
+    from reportgen.catalog import load_gpus
+    return {text for g in load_gpus().values() for text in (g.memory_source, g.price_source)}
+
+
+def test_the_gpu_catalogues_sources_are_translated_each_keeping_its_numbers_and_links():
+    texts = load_catalogue("zh").texts
+    assert _catalogue_texts() == set(texts)  # every one translated, none left from an edited source
+    for en, zh in texts.items():
+        assert CJK.search(zh) and numbers(zh) == numbers(en), (en, sorted(numbers(zh) ^ numbers(en)))
+        for link in re.findall(r"https?://[^\s()（）]+", en):
+            assert link.rstrip(".") in zh, (en, link)
+
+
+def test_an_edited_catalogue_source_shows_as_written():
+    assert load_catalogue("zh").text("measured on our own H100 node") == "measured on our own H100 node"
+
+
 def test_value_words_are_translated_and_leave_english_unchanged():
     en, zh = raw("en")["messages"], raw("zh")["messages"]
     for axis, values in VALUE_WORDS.items():
@@ -230,15 +249,44 @@ ZH_TERMS_OF_ART = {
 }
 
 
-@pytest.mark.parametrize("preset", ["default", "procurement"])
-def test_the_chinese_management_edition_has_no_english_prose(preset):
-    """Every text of the zh management report (the PDF's HTML: summary, decision, capacity, method, notes,
-    validation) outside the citations (the articles' quoted claims), code cells (term names, formulas) and the
-    allowed kinds above is Chinese: any other English word is an untranslated string (#34)."""
+# The full edition (HTML, --pdf-appendix) also cites: the libraries, projects, datasets and products its sources
+# name, the titles of the works it cites (below, each exactly), their authors ("Rajbhandari 等 2020"), what it
+# quotes ('…', “…”, 《…》: log lines, config values, section titles), record ids (pub-srv-013), and the validation
+# runs named as their sources name them (cells marked "as-published"); source links, paths and repository
+# references (a/b, a/b#123) are citations too. Its method tables add terms of art the Chinese literature writes
+# in English (all-reduce, top-k, roofline…) and the formulas' variables (tp, dp, pp, ep, cp, vp).
+ZH_CITED_NAMES = {
+    "transformers", "torchtune", "torchtitan", "litgpt", "lit-gpt", "llm-foundry", "mosaicml", "ms-swift", "swift",
+    "peft", "deepspeed", "pytorch", "torch", "bitsandbytes", "nccl-tests", "llm-d", "Megatron", "Megatron-Core",
+    "Megatron-LM", "Megatron-Bridge", "SGLang", "Lightning", "Fabric", "Trainer", "Gemini", "fms-hf-tuning", "liger",
+    "Ulysses", "youpingfang", "Databricks", "Uptime", "Institute", "Mistral", "Grand", "Teton", "Hopper", "NVLink", "NVSwitch", "PCIe", "HBM2e",
+    "Tensor", "Core", "Python", "autograd", "alpaca", "alpaca-cleaned", "Alpaca", "cls-fudan-news-zh", "Qwen",
+    "Gemma", "Gemma-2", "Phi", "Phi-2", "Phi-3", "Phi-4", "phi", "Falcon", "gpt-oss-20b", "gpt-oss-120b", "Instruct",
+    "base", "oracle", "GPUs", "Precisions", "Dtypes", "Optimizers",  # the workbook's sheet names, as Plan above
+}
+ZH_CITED_TITLES = (
+    "Reducing Activation Recomputation in Large Transformer Models", "Reducing Activation Recomputation",
+    "Attention Is All You Need", "Efficiently Scaling Transformer Inference",
+    "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+    "Training Deep Nets with Sublinear Memory Cost", "Sublinear Memory Cost", "Scaling Laws for Neural Language Models",
+    "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+    "Mastering LLM Techniques: Inference Optimization", "Mixed Precision Training", "Mixtral of Experts",
+    "Mixtral of experts", "Ring Attention", "Distributed Optimizer", "Performance considerations", "Handling transposes",
+    "FP8 weight caching", "Transformer Engine",
+)
+ZH_FULL_TERMS_OF_ART = {
+    "tp", "dp", "pp", "ep", "cp", "vp",  # the formulas' parallel degrees
+    "all-reduce", "all-gather", "all-to-all", "alltoall", "reduce-scatter", "ring", "top-k", "roofline", "matmul",
+    "tanh", "tanh-GELU", "fc1", "act", "proj", "qkv", "query", "Query", "Key", "hidden", "one-hot", "log-softmax",
+    "absmax", "int64", "bfloat16", "bf16-true", "float8", "compile", "chunk", "shell", "pull", "request", "ipg", "nvls",
+    "fused", "foreach", "auto", "None", "True", "bs", "grad", "loss", "scale", "unscale", "recompute", "rank",
+    "weight", "sequence-parallel", "query-gpu", "total", "free", "dropout",  # code the tables quote: options, flags, buffer and module names
+}
+
+
+def _zh_text(html: str, cited: bool) -> str:
+    """A zh edition's text less what it quotes or codes (and, `cited`: the full edition's citations)."""
     from html.parser import HTMLParser
-    from test_report_pdf import ZH_LATIN_ALLOWED
-    from reportgen.writers.pdf import pdf_html
-    report = bundled_report(preset)
 
     class Text(HTMLParser):
         def __init__(self):
@@ -247,9 +295,10 @@ def test_the_chinese_management_edition_has_no_english_prose(preset):
 
         def handle_starttag(self, tag, attrs):
             a = dict(attrs)
-            css = a.get("class") or ""
+            css = (a.get("class") or "").split()
             skipped = (tag in ("style", "script", "svg", "title") or (tag == "dd" and a.get("lang") == "zh-Hans")
-                       or any(c in css.split() for c in ("code", "formula")))
+                       or any(c in css for c in ("code", "formula"))
+                       or (cited and ("as-published" in css or (tag == "a" and a.get("href")))))
             if tag not in ("br", "img", "meta", "link", "col", "wbr"):
                 self.skip.append(skipped or (self.skip[-1] if self.skip else False))
 
@@ -262,8 +311,23 @@ def test_the_chinese_management_edition_has_no_english_prose(preset):
                 self.parts.append(data)
 
     parser = Text()
-    parser.feed(pdf_html(report, "zh", appendix=False))
-    text = re.sub(r"https?://\S+|`[^`]*`", "", " ".join(parser.parts))  # links and `code` the notes quote
+    parser.feed(html)
+    # links and `code` the notes quote; zero-width spaces are where code may break, not word boundaries
+    text = re.sub(r"https?://\S+|`[^`]*`", "", " ".join(parser.parts)).replace("\u200b", "")
+    if cited:
+        text = re.sub(r"'[^'\n]*'|“[^”]*”|《[^》]*》", " ", text)  # what it quotes
+        for title in ZH_CITED_TITLES:
+            text = text.replace(title, " ")
+        text = re.sub(r"[\w.\-]+(?:/[\w.\-]+)+(?:#\d+)?|#\d+", " ", text)  # paths, repositories, issues
+        text = re.sub(r"[A-Z][a-z]+(?:\s*(?:和|与)\s*[A-Z][a-z]+)?\s*等?\s*\d{4}", " ", text)  # Author (等) year
+    return text
+
+
+def _zh_stray_words(html: str, report, cited: bool) -> tuple[int, list[str]]:
+    """The Latin words of a zh edition's text and those not of an allowed kind (see ZH_TERMS_OF_ART; `cited`:
+    the full edition's citations too)."""
+    from test_report_pdf import ZH_LATIN_ALLOWED
+    text = _zh_text(html, cited)
     names = set()
     for n in list(report.gpus) + [g.vendor for g in report.gpus.values()] + list(report.models) + list(bundled_presets()):
         names |= set(re.findall(r"[A-Za-z][A-Za-z0-9_.\-]*", n))
@@ -271,8 +335,30 @@ def test_the_chinese_management_edition_has_no_english_prose(preset):
 
     def allowed(w: str) -> bool:
         return (w in ZH_LATIN_ALLOWED or w in names or w in ZH_TERMS_OF_ART or len(w) == 1
+                or (cited and (w in ZH_CITED_NAMES or w in ZH_FULL_TERMS_OF_ART
+                               or re.fullmatch(r"[a-z]+(?:-[a-z]+)*-\d+|[rv]\d+|zero\d", w) is not None))
                 or re.fullmatch(r"[A-Z0-9][A-Z0-9\-]+", w) is not None  # acronyms, note ids
                 or re.search(r"[_.]|[a-z][A-Z]|\(", w) is not None  # identifiers
                 or re.fullmatch(r"(ZeRO|TP|EP)-?\d+", w) is not None)
-    stray = sorted({w for w in words if not allowed(w)})
-    assert len(words) > 1000 and not stray, " ".join(stray)  # the edition's Latin words were read, and all are allowed
+    return len(words), sorted({w for w in words if not allowed(w)})
+
+
+@pytest.mark.parametrize("preset", ["default", "procurement"])
+def test_the_chinese_management_edition_has_no_english_prose(preset):
+    """Every text of the zh management report (the PDF's HTML: summary, decision, capacity, method, notes,
+    validation) outside the citations (the articles' quoted claims), code cells (term names, formulas) and the
+    allowed kinds above is Chinese: any other English word is an untranslated string (#34)."""
+    from reportgen.writers.pdf import pdf_html
+    report = bundled_report(preset)
+    n, stray = _zh_stray_words(pdf_html(report, "zh", appendix=False), report, cited=False)
+    assert n > 1000 and not stray, " ".join(stray)  # the edition's Latin words were read, and all are allowed
+
+
+@pytest.mark.parametrize("preset", ["default", "procurement"])
+def test_the_chinese_full_edition_has_no_english_prose_outside_its_citations(preset):
+    """The zh HTML (and --pdf-appendix) adds the method's tables, the GPU and assumption sources and the
+    validation records: their prose is Chinese too; what stays in Latin letters is what they cite (#34)."""
+    from reportgen.writers.html import render_html
+    report = bundled_report(preset)
+    n, stray = _zh_stray_words(render_html(report, "zh"), report, cited=True)
+    assert n > 3000 and not stray, " ".join(stray)

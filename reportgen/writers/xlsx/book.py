@@ -421,10 +421,11 @@ def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> 
     lookup rows), texts, and each row's check (the same expression as its formula)."""
     out = {"Models": {k: {**row, "model": k, "source": report.models[k].source}
                       for k, row in report.tables["Models"].items()},
-           "GPUs": {k: {**row, "gpu": k, **{f: getattr(report.gpus[k], f) for f in GPU_TEXT_FIELDS}}
+           "GPUs": {k: {**row, "gpu": k, **{f: t.text(getattr(report.gpus[k], f)) for f in GPU_TEXT_FIELDS}}
                     for k, row in report.tables["GPUs"].items()}}
     for lt in LOOKUP_TABLES:
-        out[lt.name] = {k: {**row, lt.key: k, "source": lt.notes.get(k, "")} for k, row in lt.rows.items()}
+        out[lt.name] = {k: {**row, lt.key: k, "source": t.source(f"{lt.name}.{k}", lt.notes.get(k, ""))}
+                        for k, row in lt.rows.items()}
     for name, rows in out.items():
         derived = derived_order(lookups[name].columns)
         fn = compiled_columns(derived)
