@@ -6,8 +6,9 @@
   in terms.py (one source of truth), so en.json's "terms" is empty and only other languages fill it;
 - "sources": the same for the source and explanation text of terms ("<name>", "group.<name>") and
   of the lookup tables' rows ("<Table>.<row>");
-- "texts": catalogue data written in English (the GPU catalogue's sources) -> its translation, keyed by the
-  English itself, so that a source a planner edits shows as written rather than as a stale translation.
+- "texts": catalogue data written in English (the GPU and model catalogues' sources) and explanations only the
+  workbook shows (the model shape terms' sources) -> the translation, keyed by the English itself, so that a
+  source a planner edits shows as written rather than as a stale translation.
 Numbers and units are formatted by the caller, identically in every language.
 """
 from __future__ import annotations
@@ -96,9 +97,11 @@ def load_workbook_catalogue(lang: str) -> Catalogue:
     """The workbook's catalogue, `templates/i18n/xlsx.<lang>.json`: its own messages (sheet texts,
     column labels, check reasons) and labels of inputs and helper columns ("terms"), joined with the
     report's translations the workbook shares (term and assumption labels, "axis.*" formats of an
-    input's value, "skip.*" reasons, "decision.kind.*" job kinds), so each is translated once."""
+    input's value, "skip.*" reasons, "decision.kind.*" job kinds, "note_verdict.*" and "unit.*"), so each is
+    translated once."""
     report = load_catalogue(lang)
     raw = json.loads((data_dir("templates") / "i18n" / f"xlsx.{lang}.json").read_text(encoding="utf-8"))
-    shared = {k: v for k, v in report.messages.items() if k.startswith(("axis.", "skip.", "decision.kind."))}
+    shared = {k: v for k, v in report.messages.items()
+              if k.startswith(("axis.", "skip.", "decision.kind.", "note_verdict.", "unit."))}
     return Catalogue(lang, {**shared, **raw["messages"]}, {**report.terms, **raw.get("terms", {})}, report.sources,
                      report.texts)

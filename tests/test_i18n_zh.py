@@ -17,7 +17,7 @@ from reportgen import tables
 from reportgen.estimate import group_terms
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator
-from reportgen.i18n import catalogue_path, load_catalogue
+from reportgen.i18n import catalogue_path, load_catalogue, load_workbook_catalogue
 from reportgen.pipeline import validation_figures, validation_rows
 from reportgen.presets import bundled_presets, load_preset
 from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
@@ -124,15 +124,20 @@ def test_citations_are_kept_verbatim():
             assert citation in zh[key], (key, citation)
 
 
-def _catalogue_texts() -> set[str]:
-    """The GPU catalogue's English texts the zh report and workbook translate (zh.json "texts")."""
+def test_the_catalogues_sources_are_translated_each_keeping_its_numbers_and_links():
+    """zh.json "texts" translates the GPU catalogue's memory and price sources, every catalogue or model-shape
+    source with an English phrase, and nothing else (no translation of a source since edited)."""
     from reportgen.catalog import load_gpus
-    return {text for g in load_gpus().values() for text in (g.memory_source, g.price_source)}
-
-
-def test_the_gpu_catalogues_sources_are_translated_each_keeping_its_numbers_and_links():
+    from reportgen.shape import MODEL_TERMS
+    gpus = load_gpus().values()
+    every = ({t for g in gpus for t in (g.memory_source, g.price_source, g.spec_source, g.marketed_memory)}
+             | {m.source for m in bundled_report("default").models.values()} | {s.source for s in MODEL_TERMS})
+    prose = {t for t in every if re.search(r"[A-Za-z]{3,}(?:[ ,;:]+[A-Za-z]{3,}){2,}", re.sub(r"https?://\S+", "", t))}
     texts = load_catalogue("zh").texts
-    assert _catalogue_texts() == set(texts)  # every one translated, none left from an edited source
+    assert {t for g in gpus for t in (g.memory_source, g.price_source)} <= set(texts)
+    assert prose - set(load_catalogue("zh").sources.values()) - set(texts) <= {
+        s.source for s in MODEL_TERMS if s.name in load_catalogue("zh").sources}  # translated by name instead
+    assert set(texts) <= every
     for en, zh in texts.items():
         assert CJK.search(zh) and numbers(zh) == numbers(en), (en, sorted(numbers(zh) ^ numbers(en)))
         for link in re.findall(r"https?://[^\s()（）]+", en):
@@ -237,7 +242,8 @@ def test_skipped_combinations_are_named_in_chinese():
 ZH_TERMS_OF_ART = {
     "ms", "bit", "FLOPs",  # units
     "rollout", "softmax", "logit", "logits", "autocast", "log-sum-exp", "beam", "search", "top-2",  # terms of art
-    "Cache", "head", "id", "RMSNorm",  # KV Cache, LM head, token id, a layer's name, as the Chinese literature writes them
+    # KV Cache, LM head, token id, a layer's name, as the Chinese literature writes them
+    "Cache", "head", "id", "RMSNorm",
     "adamw-8bit",  # an optimizer's code value (as adamw)
     "generate", "main", "ref", "inf",  # code the notes quote (generate(), def main, ref model, inf/NaN)
     "gate", "up", "down",  # the MLP projections LoRA adapts (gate_proj, up_proj, down_proj)
@@ -259,10 +265,16 @@ ZH_CITED_NAMES = {
     "transformers", "torchtune", "torchtitan", "litgpt", "lit-gpt", "llm-foundry", "mosaicml", "ms-swift", "swift",
     "peft", "deepspeed", "pytorch", "torch", "bitsandbytes", "nccl-tests", "llm-d", "Megatron", "Megatron-Core",
     "Megatron-LM", "Megatron-Bridge", "SGLang", "Lightning", "Fabric", "Trainer", "Gemini", "fms-hf-tuning", "liger",
-    "Ulysses", "youpingfang", "Databricks", "Uptime", "Institute", "Mistral", "Grand", "Teton", "Hopper", "NVLink", "NVSwitch", "PCIe", "HBM2e",
+    "Ulysses", "youpingfang", "Databricks", "Uptime", "Institute", "Mistral", "Grand", "Teton", "Hopper", "NVLink",
+    "NVSwitch", "PCIe", "HBM2e",
     "Tensor", "Core", "Python", "autograd", "alpaca", "alpaca-cleaned", "Alpaca", "cls-fudan-news-zh", "Qwen",
     "Gemma", "Gemma-2", "Phi", "Phi-2", "Phi-3", "Phi-4", "phi", "Falcon", "gpt-oss-20b", "gpt-oss-120b", "Instruct",
-    "base", "oracle", "GPUs", "Precisions", "Dtypes", "Optimizers",  # the workbook's sheet names, as Plan above
+    "base", "oracle",
+    # the workbook's sheet names (formulas name them), as Plan above; keys; the check's value
+    "GPUs", "Precisions", "Dtypes", "Optimizers", "Scenarios", "Terms", "Notes", "Assumptions", "Models", "Choices",
+    "Decision", "Ctrl", "Shift", "ok", "currency",
+    # products, PyTorch's meta device
+    "Volta", "Ada", "Blackwell", "Generation", "Instinct", "Tesla", "HBM3e", "Linux", "meta",
 }
 ZH_CITED_TITLES = (
     "Reducing Activation Recomputation in Large Transformer Models", "Reducing Activation Recomputation",
@@ -271,7 +283,8 @@ ZH_CITED_TITLES = (
     "Training Deep Nets with Sublinear Memory Cost", "Sublinear Memory Cost", "Scaling Laws for Neural Language Models",
     "Efficient Memory Management for Large Language Model Serving with PagedAttention",
     "Mastering LLM Techniques: Inference Optimization", "Mixed Precision Training", "Mixtral of Experts",
-    "Mixtral of experts", "Ring Attention", "Distributed Optimizer", "Performance considerations", "Handling transposes",
+    "Mixtral of experts", "Ring Attention", "Distributed Optimizer", "Performance considerations",
+    "Handling transposes",
     "FP8 weight caching", "Transformer Engine",
 )
 ZH_FULL_TERMS_OF_ART = {
@@ -280,7 +293,8 @@ ZH_FULL_TERMS_OF_ART = {
     "tanh", "tanh-GELU", "fc1", "act", "proj", "qkv", "query", "Query", "Key", "hidden", "one-hot", "log-softmax",
     "absmax", "int64", "bfloat16", "bf16-true", "float8", "compile", "chunk", "shell", "pull", "request", "ipg", "nvls",
     "fused", "foreach", "auto", "None", "True", "bs", "grad", "loss", "scale", "unscale", "recompute", "rank",
-    "weight", "sequence-parallel", "query-gpu", "total", "free", "dropout",  # code the tables quote: options, flags, buffer and module names
+    # code the tables quote: options, flags, buffer and module names
+    "weight", "sequence-parallel", "query-gpu", "total", "free", "dropout", "rocm-smi", "showmeminfo", "vram",
 }
 
 
@@ -312,22 +326,22 @@ def _zh_text(html: str, cited: bool) -> str:
 
     parser = Text()
     parser.feed(html)
-    # links and `code` the notes quote; zero-width spaces are where code may break, not word boundaries
-    text = re.sub(r"https?://\S+|`[^`]*`", "", " ".join(parser.parts)).replace("\u200b", "")
+    text = " ".join(parser.parts)
     if cited:
-        text = re.sub(r"'[^'\n]*'|“[^”]*”|《[^》]*》", " ", text)  # what it quotes
-        for title in ZH_CITED_TITLES:
-            text = text.replace(title, " ")
-        text = re.sub(r"[\w.\-]+(?:/[\w.\-]+)+(?:#\d+)?|#\d+", " ", text)  # paths, repositories, issues
-        text = re.sub(r"[A-Z][a-z]+(?:\s*(?:和|与)\s*[A-Z][a-z]+)?\s*等?\s*\d{4}", " ", text)  # Author (等) year
+        return _cited_text(text)
+    # links and `code` the notes quote; zero-width spaces are where code may break, not word boundaries
+    text = re.sub(r"https?://\S+|`[^`]*`", "", text).replace("\u200b", "")
     return text
 
 
 def _zh_stray_words(html: str, report, cited: bool) -> tuple[int, list[str]]:
     """The Latin words of a zh edition's text and those not of an allowed kind (see ZH_TERMS_OF_ART; `cited`:
     the full edition's citations too)."""
+    return _stray(_zh_text(html, cited), report, cited)
+
+
+def _stray(text: str, report, cited: bool) -> tuple[int, list[str]]:
     from test_report_pdf import ZH_LATIN_ALLOWED
-    text = _zh_text(html, cited)
     names = set()
     for n in list(report.gpus) + [g.vendor for g in report.gpus.values()] + list(report.models) + list(bundled_presets()):
         names |= set(re.findall(r"[A-Za-z][A-Za-z0-9_.\-]*", n))
@@ -341,6 +355,16 @@ def _zh_stray_words(html: str, report, cited: bool) -> tuple[int, list[str]]:
                 or re.search(r"[_.]|[a-z][A-Z]|\(", w) is not None  # identifiers
                 or re.fullmatch(r"(ZeRO|TP|EP)-?\d+", w) is not None)
     return len(words), sorted({w for w in words if not allowed(w)})
+
+
+def _cited_text(text: str) -> str:
+    """Text less what it cites and quotes (the full edition's rules above)."""
+    text = re.sub(r"https?://\S+|`[^`]*`", "", text).replace("\u200b", "")
+    text = re.sub(r"'[^'\n]*'|“[^”]*”|《[^》]*》", " ", text)
+    for title in ZH_CITED_TITLES:
+        text = text.replace(title, " ")
+    text = re.sub(r"[\w.\-]+(?:/[\w.\-]+)+(?:#\d+)?|#\d+", " ", text)  # paths, repositories, issues
+    return re.sub(r"[A-Z][a-z]+(?:\s*(?:和|与)\s*[A-Z][a-z]+)?\s*等?\s*\d{4}", " ", text)  # Author (等) year
 
 
 @pytest.mark.parametrize("preset", ["default", "procurement"])
@@ -362,3 +386,43 @@ def test_the_chinese_full_edition_has_no_english_prose_outside_its_citations(pre
     report = bundled_report(preset)
     n, stray = _zh_stray_words(render_html(report, "zh"), report, cited=True)
     assert n > 3000 and not stray, " ".join(stray)
+
+
+@pytest.mark.parametrize("preset", ["default", "procurement"])
+def test_the_chinese_workbook_has_no_english_prose(preset, tmp_path):
+    """The zh workbook's texts (sheet texts, column explanations and comments, notes, catalogue sources) are
+    Chinese outside what they cite, as the full edition's. Not read: formulas, the formula-name rows and the
+    Terms sheet's formula column (code), and cells without a sentence (names, input values, units: data)."""
+    import openpyxl
+    from reportgen.writers import xlsx
+    report = bundled_report(preset)
+    path = tmp_path / f"{preset}.zh.xlsx"
+    xlsx.write(report, path, "zh")
+    wb = openpyxl.load_workbook(path)
+    claim = load_workbook_catalogue("zh")("notes.claim")
+    texts = []
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                v = cell.value
+                if cell.comment is not None:
+                    texts.append(cell.comment.text)
+                if not isinstance(v, str) or v.startswith("=") or (ws.title == "Terms" and cell.column == 4):
+                    continue
+                if ws.title == "Notes" and ws.cell(cell.row, 1).value == claim:
+                    continue  # the article's own words (quoted as the HTML's claims are)
+                if CJK.search(v) or re.search(r"[A-Za-z]{2,}(?:[ ,;:]+[A-Za-z]{2,}){3,}", v):  # a sentence
+                    texts.append(v)
+    for dv in (dv for ws in wb.worksheets for dv in ws.data_validations.dataValidation):
+        texts += [dv.prompt or "", dv.error or ""]
+    # a note's figures are written [key] and its scenarios "key：NoteScenarios 第 n 行" (code)
+    text = re.sub(r"\[\w+\]|[\w.]+：NoteScenarios", " ", _cited_text("\n".join(texts)))
+    text = re.sub(r"--[\w-]+|\w+=\w+", " ", text)  # command-line options and name=value settings
+    # the inputs' values and the RLHF roles are code the formulas compare (listed in the input messages)
+    from reportgen.inputs import INPUTS, RLHF_ROLES
+    from reportgen.terms import ASSUMPTIONS
+    values = ({str(v) for i in INPUTS for v in (i.choices or ())} | {r for roles in RLHF_ROLES.values() for r in roles}
+              | {a.name for a in ASSUMPTIONS})
+    n, stray = _stray(text, report, cited=True)
+    stray = [w for w in stray if w not in values]
+    assert n > 1000 and not stray, " ".join(stray)

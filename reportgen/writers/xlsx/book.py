@@ -419,7 +419,7 @@ GPU_TEXT_FIELDS = ("vendor", "marketed_memory", "memory_source", "spec_source", 
 def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> dict[str, dict[str, dict[str, Any]]]:
     """Every catalog cell's value: the report's tables (config fields and shape terms, GPU figures,
     lookup rows), texts, and each row's check (the same expression as its formula)."""
-    out = {"Models": {k: {**row, "model": k, "source": report.models[k].source}
+    out = {"Models": {k: {**row, "model": k, "source": t.text(report.models[k].source)}
                       for k, row in report.tables["Models"].items()},
            "GPUs": {k: {**row, "gpu": k, **{f: t.text(getattr(report.gpus[k], f)) for f in GPU_TEXT_FIELDS}}
                     for k, row in report.tables["GPUs"].items()}}

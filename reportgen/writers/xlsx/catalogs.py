@@ -11,7 +11,7 @@ from .book import Book, compiled_columns
 from .checks import (LOOKUP_KEY_INPUTS, assumption_check, assumption_in_use, catalog_validation, first_failure,
                      skip_template)
 from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table,
-                     add_sheet, column_label, fit_row, mark_invalid_rows, page_setup, plain,
+                     add_sheet, column_label, column_text, fit_row, mark_invalid_rows, page_setup, plain,
                      text_lines, write_value)
 from .stream import ROW
 
@@ -42,7 +42,8 @@ def write_terms(wb, book: Book, styles: Styles) -> None:
         ws.write_string(0, c, head, styles.header["id"])
     cols = [c for c in book.scenarios.columns if c.is_formula]
     for r, col in enumerate(cols, start=1):
-        texts = (col.name, column_label(t, "Scenarios", col), col.unit, _prose(book, col), col.help)
+        texts = (col.name, column_label(t, "Scenarios", col), t.get(f"unit.{col.unit}", col.unit), _prose(book, col),
+                 column_text(t, col))
         fit_row(ws, r, [(text, w) for text, (_, w) in zip(texts, heads)])
         for c, text in enumerate(texts):
             write_value(ws, r, c, text, styles.wrap)
@@ -85,7 +86,7 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
         ws.write_string(r, 0, a.name, styles.text)
         ws.write_string(r, 1, label, styles.text)
         ws.write_number(r, 2, plain(value), value_format[a.whole])
-        ws.write_string(r, 3, a.unit, styles.text)
+        ws.write_string(r, 3, t.get(f"unit.{a.unit}", a.unit), styles.text)
         check = Column("check", "", "text", "summary", expr=assumption_check(t, a))
         in_use = Column("in_use", "", "general", "summary", expr=assumption_in_use(a))
         ctx = ExcelContext(lambda n, r=r: table.cell(n, r + 1) if n in ("value", "check") else n, None, None)
@@ -98,7 +99,7 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
         ws.data_validation(r, 2, r, 2, {
             "validate": "integer" if a.whole else "decimal", "criteria": "between", "minimum": lo, "maximum": hi,
             "show_error": True, "error_title": label[:32], "input_title": label[:32], "input_message": why[:255],
-            "error_message": t("assumptions.range", unit=a.unit, lo=f"{lo:g}", hi=f"{hi:g}")[:255]})
+            "error_message": t("assumptions.range", unit=t.get(f"unit.{a.unit}", a.unit), lo=f"{lo:g}", hi=f"{hi:g}")[:255]})
         book.names.add(a.name, f"=Assumptions!${table.letter('in_use')}${r + 1}")
     first = first_failure([Var(f"check{i}") for i in range(len(checks))])
     book.names.add(ASSUMPTIONS_CHECK, "=" + to_excel(first, ExcelContext(lambda n: checks[int(n[5:])], None, None)))
@@ -135,7 +136,10 @@ def _write_lookup_sheet(wb, book: Book, table: Table, rows: Mapping[str, Mapping
         ws.set_column(c, c, width)
         ws.write_string(0, c, head, styles.header[col.kind])
         label = column_label(book.t, table.sheet, col)
-        comment = column_help.get(col.name) or (f"{label}. {col.help}".strip(". ") if col.kind == "formula" else "")
+        # a column's own explanation (GPUs, lookup tables: translated as "<sheet>.<column>.help"), else a formula's
+        own = column_help.get(col.name, "")
+        comment = (book.t.terms.get(f"{table.sheet}.{col.name}.help", own) if own
+                   else f"{label}. {column_text(book.t, col)}".strip(". ") if col.kind == "formula" else "")
         if comment:
             ws.write_comment(0, c, comment, {"x_scale": 2})
     ctx = ExcelContext(table.ref, None, None)  # catalog formulas read their own row only

@@ -37,7 +37,7 @@ NUMBER_FORMATS = {
     "bytes_per_s": "0.000E+00", "gpu_hours": "#,##0.0",
     "hours": "#,##0.0",
 }
-UNIT_SUFFIX = {"bytes": "bytes", "gib": "GiB", "usd": "USD"}  # shown in headers as "Label [unit]"
+UNIT_SUFFIX = ("bytes", "gib", "usd")  # units shown in headers as "Label [unit]" (the catalogue's unit.<name>)
 HEADER_COLOURS = {"id": "#D9D9D9", "summary": "#E2EFDA", "input": "#FFF2CC", "formula": "#DDEBF7",
                   "helper": "#EDEDED"}
 
@@ -280,10 +280,16 @@ def column_label(t: Catalogue, sheet: str, col: Column) -> str:
     return next((t.terms[k] for k in keys if k in t.terms), col.label)
 
 
+def column_text(t: Catalogue, col: Column) -> str:
+    """A column's explanation in the workbook's language: the catalogue's "<name>.help", a term's translated
+    source, the translation of its very text, else the definition's."""
+    return t.terms.get(f"{col.name}.help") or ((t.sources.get(col.name) or t.text(col.help)) if col.help else "")
+
+
 def column_header(t: Catalogue, sheet: str, col: Column) -> str:
     """The label with its unit: "Label [unit]"."""
     label = column_label(t, sheet, col)
-    unit = UNIT_SUFFIX.get(col.unit)
+    unit = t.get(f"unit.{col.unit}", col.unit) if col.unit in UNIT_SUFFIX else None
     return f"{label} [{unit}]" if unit and unit not in label else label
 
 

@@ -8,7 +8,7 @@ from ...inputs import INPUT_BY_NAME
 from .checks import LOOKUP_KEY_INPUTS
 from .book import Book, row_templates
 from .catalogs import choices_table
-from .layout import (MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, column_label, mark_invalid_rows, page_setup,
+from .layout import (MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, column_label, column_text, mark_invalid_rows, page_setup,
                      write_header, write_rows)
 
 def _choice_sources(book: Book) -> dict[str, str]:
@@ -29,7 +29,7 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str], t: Catalogue)
             continue
         c = table.index[col.name]
         label = column_label(t, table.sheet, col)
-        common = {"input_title": label[:32], "input_message": t.terms.get(f"{col.name}.help", col.help)[:255],
+        common = {"input_title": label[:32], "input_message": column_text(t, col)[:255],
                   "show_input": True, "show_error": True, "error_title": t("validation.invalid", label=label)[:32]}
         if col.name in sources:
             rule = {"validate": "list", "source": "=" + sources[col.name],
