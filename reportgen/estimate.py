@@ -9,6 +9,7 @@ defined in one place.
 from __future__ import annotations
 
 import copy
+import functools
 import operator
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -146,17 +147,26 @@ def _role_var(n: str) -> str:
     raise KeyError(n)
 
 
-_ROLE_FN = compile_terms(ROLE_TERMS, _role_var)
+_ROLE_FN = compile_terms(ROLE_TERMS, _role_var, cache=True)
 # A sweep's innermost dimensions: the terms that do not read them (weights, states, sharding: most
 # of the table) are computed once per model × layout and reused across batch sizes and lengths.
 SWEEP_ROW_INPUTS = ("batch_size", "seq_len", "prompt_len", "gen_len")
 _INPUT_VALUES = operator.attrgetter(*INPUT_NAMES)  # a Scenario's inputs as a tuple, in table order
-_ROLE_VECTOR = VectorTerms(ROLE_TERMS, SWEEP_ROW_INPUTS, _ROLE_FN)
 _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 _SKIP_TERMS = _skip_terms()
-_SKIP_FN = compile_terms(_SKIP_TERMS, _role_var, "_skip")
-_SKIP_VECTOR = VectorTerms(_SKIP_TERMS, SWEEP_ROW_INPUTS, _SKIP_FN)
+_SKIP_FN = compile_terms(_SKIP_TERMS, _role_var, "_skip", cache=True)
 _SKIP_INDEX = {t.name: i for i, t in enumerate(_SKIP_TERMS)}
+
+
+# The tables' column forms, made at first use: a command that computes one scenario never needs them (#35).
+@functools.cache
+def _role_vector() -> VectorTerms:
+    return VectorTerms(ROLE_TERMS, SWEEP_ROW_INPUTS, _ROLE_FN)
+
+
+@functools.cache
+def _skip_vector() -> VectorTerms:
+    return VectorTerms(_SKIP_TERMS, SWEEP_ROW_INPUTS, _SKIP_FN)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,18 +476,19 @@ class Estimator:
     def estimate_columns(self, columns: Mapping[str, Any], size: int) -> TermColumns:
         """Every term of `size` scenarios given as input columns (name -> a constant, a NumPy array,
         vector.Text or a list; an input left out takes its default)."""
-        return TermColumns(_ROLE_VECTOR.names, tuple(self.estimate_chunks(columns, size)))
+        return TermColumns(_role_vector().names, tuple(self.estimate_chunks(columns, size)))
 
     def estimate_chunks(self, columns: Mapping[str, Any], size: int, chunk_rows: int = CHUNK_ROWS,
-                        vector: VectorTerms = _ROLE_VECTOR) -> Iterator[Chunk]:
-        """estimate_columns chunk by chunk: a writer streams rows while memory stays flat."""
-        return vector.chunks(self.input_columns(columns), size, self.assumptions, self.tables, chunk_rows)
+                        vector: VectorTerms | None = None) -> Iterator[Chunk]:
+        """estimate_columns chunk by chunk (of `vector`, by default the role terms): a writer streams rows while
+        memory stays flat."""
+        return (vector or _role_vector()).chunks(self.input_columns(columns), size, self.assumptions, self.tables, chunk_rows)
 
     def skip_codes(self, columns: Mapping[str, Any], size: int) -> np.ndarray:
         """skip_check's answer for `size` scenarios given as columns, as numbers: 0 where a scenario
         can run, else 1 + the index in terms.SKIP_RULES of the first rule that holds."""
         out = np.zeros(size, dtype=np.int64)
-        for chunk in self.estimate_chunks(columns, size, vector=_SKIP_VECTOR):
+        for chunk in self.estimate_chunks(columns, size, vector=_skip_vector()):
             codes = out[chunk.start:chunk.start + chunk.size]
             for k, rule in reversed(tuple(enumerate(SKIP_RULES, start=1))):  # the first rule that holds wins
                 codes[chunk.numbers(f"skip.{rule.code}").astype(bool)] = k

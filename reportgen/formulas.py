@@ -10,9 +10,14 @@ offered. Parentheses come from precedence; there is no unary minus and no `^`.
 """
 from __future__ import annotations
 
+import hashlib
+import marshal
 import math
+import os
 import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 # Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
@@ -415,10 +420,13 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
     raise TypeError(f"cannot compile {expr!r}")
 
 
-def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "_estimate") -> Callable:
+def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "_estimate", *,
+                  cache: bool = False) -> Callable:
     """Compile a term table into Python: def _estimate(I, A, T, R) -> tuple of every term's value, in
     table order. Inputs, assumptions and looked-up catalog rows are read once into locals at the top.
-    (Sweeps of many scenarios use the array rendering of the same table: vector.VectorTerms.)"""
+    (Sweeps of many scenarios use the array rendering of the same table: vector.VectorTerms.) cache: keep
+    the bytecode for the next run (the package's own tables, compiled at every start; not the tables a
+    preset makes, whose variety would fill the cache)."""
     local = {t.name: f"t_{i}" for i, t in enumerate(terms)}
     hoisted: dict[str, str] = {}  # local name -> how to read it once, at the top
 
@@ -444,8 +452,36 @@ def compile_terms(terms: Sequence, var_code: Callable[[str], str], name: str = "
     lines += [f"    {k} = {v}" for k, v in hoisted.items()] + [f"    {b}" for b in body]
     lines.append(f"    return ({', '.join(local[t.name] for t in terms)},)")
     namespace = dict(PYTHON_HELPERS)
-    exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own table
+    source = "\n".join(lines)
+    code = cached_compile(source, f"<{name}>") if cache else compile(source, f"<{name}>", "exec")
+    exec(code, namespace)  # noqa: S102 - our own table
     return namespace[name]
+
+
+# Compiling the term tables is most of their cost at every start (0.02 s of a command's 0.15, #35): their
+# bytecode is kept beside the package's own, named by a hash of the source, as Python keeps a module's.
+CODE_CACHE = Path(__file__).resolve().parent / "__pycache__"
+
+
+def cached_compile(source: str, filename: str):
+    """compile(source) from CODE_CACHE where an earlier run left it, else compiled and left there (unless
+    Python writes no bytecode here: PYTHONDONTWRITEBYTECODE, a read-only installation)."""
+    key = hashlib.sha256(f"{sys.version}\0{filename}\0{source}".encode()).hexdigest()[:24]
+    path = CODE_CACHE / f"terms-{key}.{sys.implementation.cache_tag}.marshal"
+    try:
+        return marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):  # none yet, or unreadable: compile again
+        pass
+    code = compile(source, filename, "exec")
+    if not sys.dont_write_bytecode:
+        try:
+            CODE_CACHE.mkdir(exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps(code))
+            os.replace(tmp, path)  # whole or not at all: another process may be reading it
+        except OSError:
+            pass
+    return code
 
 
 # ---------------------------------------------------------------------------------------------

@@ -249,7 +249,7 @@ def _field(n: str) -> str:
     raise KeyError(n)
 
 
-_EVALUATE = compile_terms(MODEL_TERMS, _field, "_model_terms")
+_EVALUATE = compile_terms(MODEL_TERMS, _field, "_model_terms", cache=True)
 
 
 def model_row(spec: ModelSpec) -> dict:

@@ -393,7 +393,7 @@ def _types(ta, tb):
     return np.where((ta == FLOAT) | (tb == FLOAT), np.int8(FLOAT), np.int8(INT))
 
 
-_NP_OP = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_NP_OP = {"+": "add", "-": "subtract", "*": "multiply"}  # NumPy's names: it is imported at first use
 
 
 def _arith(frame: _Frame, e: Op) -> Any:
@@ -411,7 +411,7 @@ def _arith(frame: _Frame, e: Op) -> Any:
             frame.check_exact(nb)
         return Nums(_full(frame, _as_float(frame, na, exact=False) / _as_float(frame, nb, exact=False)), FLOAT)
     t = _types(na.t, nb.t)
-    fn = _NP_OP[e.op]
+    fn = getattr(np, _NP_OP[e.op])
     if t is INT:
         va, vb = _as_int64(na), _as_int64(nb)
         bound = na.bound + nb.bound if e.op != "*" else na.bound * nb.bound
@@ -437,8 +437,7 @@ def _full(frame: _Frame, v) -> np.ndarray:
     return v if isinstance(v, np.ndarray) and v.shape == (frame.size,) else np.full(frame.size, v)
 
 
-_NP_CMP = {"=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
-           ">=": np.greater_equal}
+_NP_CMP = {"=": "equal", "<>": "not_equal", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
 
 
 def _compare(frame: _Frame, e: Cmp) -> Any:
@@ -453,7 +452,7 @@ def _compare_values(frame: _Frame, e: Cmp, a, b) -> Any:
             hits = np.array([w == b for w in a.vocab] + [False], dtype=bool)[a.codes]
             return Nums(hits if e.op == "=" else ~hits, BOOL, 1)
         return frame.python(e, [a, b])
-    fn = _NP_CMP[e.op]
+    fn = getattr(np, _NP_CMP[e.op])
     if _types(na.t, nb.t) is INT:  # ints (and bools) compare exactly in int64
         v = fn(_as_int64(na), _as_int64(nb))
     else:

@@ -254,7 +254,7 @@ def test_every_term_of_the_table_has_an_array_rendering():
     list to keep in step), and every kind of expression node the table uses has an array form."""
     from reportgen import estimate, formulas, vector
     from reportgen.terms import TERM_BY_NAME
-    assert estimate._ROLE_VECTOR.terms == ROLE_TERMS and set(estimate._ROLE_VECTOR.names) == set(TERM_BY_NAME)
+    assert estimate._role_vector().terms == ROLE_TERMS and set(estimate._role_vector().names) == set(TERM_BY_NAME)
     used = {type(node) for t in ROLE_TERMS + _SKIP_TERMS for node in _nodes(t.expr)}
     kinds = {c for c in vars(formulas).values() if isinstance(c, type) and issubclass(c, formulas.Expr)}
     assert used <= set(vector._EVAL) and kinds - {formulas.Expr} <= set(vector._EVAL)

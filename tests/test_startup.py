@@ -1,0 +1,70 @@
+"""Issue #35: what a command pays before it starts — NumPy only where arrays are read, the package's term
+tables compiled once and their bytecode kept (reportgen/formulas.py cached_compile)."""
+import builtins
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reportgen import formulas
+from reportgen.formulas import Var, compile_terms
+from reportgen.terms import Term
+
+REPO = Path(__file__).resolve().parent.parent
+TERMS = (Term("a", "a", "count", Var("x") * 2), Term("b", "b", "count", Var("a") + 1))
+
+
+def _table():
+    return compile_terms(TERMS, lambda n: f"I[{n!r}]", "_cached_test", cache=True)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(formulas, "CODE_CACHE", tmp_path)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    return tmp_path
+
+
+def test_a_cached_table_is_compiled_once_and_read_back(cache, monkeypatch):
+    assert _table()({"x": 3}, {}, {}, None) == (6, 7)
+    [kept] = cache.glob("terms-*.marshal")
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled again")
+    monkeypatch.setattr(builtins, "compile", no_compile)
+    assert _table()({"x": 5}, {}, {}, None) == (10, 11)
+    assert list(cache.glob("terms-*")) == [kept]  # nothing else left behind (no temporary)
+
+
+def test_an_unreadable_cache_file_is_compiled_again_and_replaced(cache):
+    _table()
+    [kept] = cache.glob("terms-*.marshal")
+    kept.write_bytes(b"\x00garbage")
+    assert _table()({"x": 1}, {}, {}, None) == (2, 3)
+    assert kept.read_bytes() != b"\x00garbage"
+
+
+def test_nothing_is_written_where_python_writes_no_bytecode(cache, monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert _table()({"x": 1}, {}, {}, None) == (2, 3)
+    assert list(cache.iterdir()) == []
+
+
+def test_a_table_a_preset_makes_is_not_cached(cache):
+    compile_terms(TERMS, lambda n: f"I[{n!r}]", "_preset_made")
+    assert list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["models"], ["estimate", "--model", "Llama-3-8B", "--workload", "inference"]])
+def test_a_command_that_reads_no_arrays_does_not_import_numpy(argv):
+    code = ("import sys\n"
+            f"sys.argv = ['reportgen', *{argv!r}]\n"
+            "from reportgen.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "sys.stderr.write('numpy' if 'numpy' in sys.modules else 'no numpy')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stderr.endswith("no numpy"), proc.stderr[-500:]
