@@ -8,7 +8,9 @@ on real stdout/stderr (strict UTF-8 on stdout as Python sets it up, or PYTHONIOE
 encoding), Click in standalone mode, an uncaught exception printed as a traceback. It gets an
 address-space cap above what it inherits (RLIMIT_AS: a run past it fails with MemoryError, which
 the entry point reports as `Error: out of memory` and the judgement counts as a finding unless the
-case is about memory) and is killed when the timeout passes.
+case is about memory) and is killed as hung when it and its children have used no CPU for the timeout
+(a busy loop ends at the CPU limit): a machine loaded by other work slows a command, it does not hang
+it (#36's full run counted a 1,000-scenario PDF needing 30 s of CPU, niced on a busy machine, as a hang).
 
 What a fork cannot show — the interpreter's start-up under LC_ALL or `ulimit -v`, its flush of the
 streams at exit — spawn shows: `python tests/guarded.py ARGS…` runs the same entry point in a new
@@ -66,7 +68,7 @@ class Outcome:
         no traceback, no hang, nothing past CPU_LIMIT_S; a stdout that cannot be written is one line
         and status 1, a closed pipe status 1 and nothing), or None."""
         if self.timed_out:
-            return f"no answer within the timeout ({self.seconds:.1f} s)"
+            return f"no answer: no CPU used for the timeout (after {self.seconds:.1f} s)"
         if self.cpu_s > CPU_LIMIT_S:
             return f"{self.cpu_s:.1f} s of CPU"
         if self.traceback:
@@ -124,6 +126,46 @@ def _point(fd: int, to: str, capture) -> None:
         os.close(write)
     else:
         os.close(fd)
+
+
+class _Watch:
+    """Whether a command is hung: it and its children have used no CPU for `idle_s` seconds (read from
+    /proc at most every half second), or it has run for 20 × idle_s in all."""
+
+    def __init__(self, pid: int, idle_s: float):
+        self.pid, self.idle_s = pid, idle_s
+        self.start = self.since = self.checked = time.monotonic()
+        self.ticks = -1
+
+    def hung(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked >= 0.5:
+            self.checked = now
+            ticks = _tree_ticks(self.pid)
+            if ticks != self.ticks:
+                self.ticks, self.since = ticks, now
+        return now - self.since >= self.idle_s or now - self.start >= 20 * self.idle_s
+
+
+def _tree_ticks(pid: int) -> int:
+    """CPU clock ticks of a process, its descendants and the children they reaped."""
+    stats = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))  # ppid; u, s, cu, cs
+    tree, total, grew = {pid}, 0, True
+    while grew:
+        grew = False
+        for p, (ppid, _) in stats.items():
+            if ppid in tree and p not in tree:
+                tree.add(p)
+                grew = True
+    return sum(stats[p][1] for p in tree if p in stats)
 
 
 def _limit(cpu_s: int, address_space: int | None, file_size: int | None) -> None:
@@ -192,7 +234,8 @@ def run(args, *, env: dict | None = None, cwd: Path | None = None, timeout: floa
             finally:
                 os._exit(status)
     status, cpu_s = None, 0.0
-    while time.monotonic() - start < timeout:
+    watch = _Watch(pid, timeout)
+    while not watch.hung():
         done, code, usage = os.wait4(pid, os.WNOHANG)
         if done:
             status, cpu_s = os.waitstatus_to_exitcode(code), usage.ru_utime + usage.ru_stime
@@ -224,12 +267,17 @@ def spawn(args, *, env: dict | None = None, cwd: Path | None = None, timeout: fl
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], cwd=cwd, preexec_fn=prepare,
                             env={**os.environ, "PYTHONPATH": str(REPO), **env}, stdin=subprocess.DEVNULL,
                             stdout=None, stderr=None, close_fds=True)
-    try:
-        status = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    watch = _Watch(proc.pid, timeout)
+    status = None
+    while not watch.hung():
+        try:
+            status = proc.wait(timeout=0.2)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
         proc.kill()
         proc.wait()
-        status = None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return _outcome(args, status, out, err, time.monotonic() - start, cpu_s, stdout, stderr,
