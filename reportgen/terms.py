@@ -106,6 +106,16 @@ ASSUMPTIONS = (
     Assumption("cuda_graph_mib", "CUDA graphs", 512, "MiB",
                "the CUDA-graph pool vLLM captures after sizing its KV pool, outside gpu_memory_utilization "
                "(0.5-1 GiB in published logs)", (0, 65536)),
+    # fitted: the oracle's ratios on Llama-2-7B-shaped layers (oracle_arch.json 'recompute' records, the fit
+    # rows; the other shapes held out: tests/test_oracle_arch.py)
+    Assumption("recompute_ratio_trained", "Recomputed layer, every weight trained", 0.92, "×",
+               "what backward holds while one fully checkpointed layer (flash attention) is rebuilt, in units of "
+               "that layer's saved bytes, when every weight trains: backward frees the saved tensors as it "
+               "consumes them; fitted to the oracle's Llama-2-7B-shaped layers (oracle_arch.json 'recompute')",
+               (0, 10)),
+    Assumption("recompute_ratio_frozen", "Recomputed layer, frozen base (LoRA)", 1.35, "×",
+               "the same with a frozen base (LoRA, QLoRA), whose weights keep no gradients; fitted to the same "
+               "oracle records", (0, 10)),
     # ---- training frameworks: buffer sizes users tune in their framework's config ----
     Assumption("ds_reduce_bucket_size", "DeepSpeed reduce_bucket_size", 500_000_000, "elements",
                "contiguous-gradient bucket of ZeRO-1/2/3 (contiguous_gradients, on by default): DeepSpeed's default "
@@ -689,13 +699,13 @@ TERMS: tuple[Term, ...] = (
             ceil_div(V("tokens") * (V("layer_saved_per_token")
                                     + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token"))
                      * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
-                          IF(V("is_full").eq(1), 0.92, 1.35), 2), V("tp_size")), 0),
+                          IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
+                     V("tp_size")), 0),
          "one layer's activations rebuilt, plus its backward's gradients. Full checkpointing with flash "
-         "attention: 1.35 × the layer's saved bytes with a frozen base (LoRA), 0.92 with every weight trained "
-         "(backward frees the saved tensors as it consumes them), the oracle's ratios on Llama-2-7B-shaped "
-         "layers, held out on other shapes (oracle_arch.json 'recompute' records); eager attention (whose "
-         "backward makes S × S gradients as large as the saved scores) and selective checkpointing: twice the "
-         "saved bytes", "activation"),
+         "attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
+         "recompute_ratio_trained with every weight trained (assumptions fitted to the oracle, held out on other "
+         "shapes); eager attention (whose backward makes S × S gradients as large as the saved scores) and "
+         "selective checkpointing: twice the saved bytes", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").eq("full")),
             ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight")
