@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Callable, Generic, Mapping, Sequence, TypeVar
+from typing import Callable, Container, Generic, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 
@@ -24,7 +24,7 @@ from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
-from .report import Recommendation, Report, Requirement, Result, SensitivitySeries
+from .report import Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
 from .tables import LOOKUP_TABLES
 from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
@@ -429,7 +429,7 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
     return out
 
 
-def _config_key(r: Result) -> tuple:
+def _config_key(r: Result | ScenarioRow) -> tuple:
     """What a configuration is, apart from the GPU type it runs on (its per-GPU bytes do not depend on it)."""
     if r.is_group:
         return tuple((name, tuple((k, v) for k, v in e.scenario.inputs().items() if k != "gpu"))
@@ -437,7 +437,7 @@ def _config_key(r: Result) -> tuple:
     return tuple((k, v) for k, v in r.lead.inputs().items() if k != "gpu")
 
 
-def _config_inputs(r: Result, t: Catalogue) -> dict[str, object]:
+def _config_inputs(r: Result | ScenarioRow, t: Catalogue) -> dict[str, object]:
     """What a label may mention: the lead scenario's inputs, GPUs in all, and for RLHF groups the
     placement and the other roles' models."""
     out: dict[str, object] = {**r.lead.inputs(), "num_gpus": r.total_gpus, "workload": r.workload}
@@ -449,26 +449,43 @@ def _config_inputs(r: Result, t: Catalogue) -> dict[str, object]:
     return out
 
 
-def _config_labels(results: Sequence[Result], t: Catalogue) -> dict[tuple, str]:
-    """Short labels from the inputs that vary within a group of results ('batch 8 · int4 · TP2').
+def _config_labels(rows: Callable[[], Iterable[Result | ScenarioRow]], t: Catalogue,
+                   wanted: Container[tuple] | None = None) -> dict[tuple, str]:
+    """Short labels from the inputs that vary within a group of results ('batch 8 · int4 · TP2'), for the
+    configurations `wanted` (all where None).
 
     The workload comes first when it varies; the other inputs are compared within one workload
     (workloads have different defaults, which are not variations the planner asked for). Labels
-    that still coincide get the scenario number."""
-    keys: dict[tuple, Result] = {}
-    for r in results:
-        keys.setdefault(_config_key(r), r)
-    inputs = {k: _config_inputs(r, t) for k, r in keys.items()}
-    workloads = {i["workload"] for i in inputs.values()}
-    extra = sorted({n for i in inputs.values() for n in i if n not in INPUT_NAMES})
-    varying: dict[str, list[str]] = {}
-    for w in workloads:
-        same = [i for i in inputs.values() if i["workload"] == w]
-        varying[w] = [n for n in list(INPUT_NAMES) + extra if n not in ("gpu", "workload", "model")
-                      and len({str(i.get(n)) for i in same}) > 1
-                      # a role's model is news only where it differs from the actor's
-                      and not (n.startswith("role.") and all(i.get(n) in (None, i["model"]) for i in same))]
-    models_vary = len({i["model"] for i in inputs.values()}) > 1
+    that still coincide get the scenario number. rows() gives the group's rows afresh: they are read
+    twice (what varies, then the labels), one at a time — a sweep's are not all held (#35)."""
+    # what varies: per workload, each name's first value (as text), whether another was seen, how many rows
+    # had it (a row without it counts as "None"), and whether a role's model differs from the actor's
+    first: dict[str, dict[str, str]] = {}
+    varies: dict[str, set[str]] = {}
+    present: dict[str, dict[str, int]] = {}
+    role_news: dict[str, set[str]] = {}
+    rows_of: dict[str, int] = {}
+    models: set[str] = set()
+    for r in rows():
+        i = _config_inputs(r, t)
+        w = i["workload"]
+        models.add(i["model"])
+        rows_of[w] = rows_of.get(w, 0) + 1
+        seen, moved, count = first.setdefault(w, {}), varies.setdefault(w, set()), present.setdefault(w, {})
+        for n, v in i.items():
+            text = str(v)
+            if seen.setdefault(n, text) != text:
+                moved.add(n)
+            count[n] = count.get(n, 0) + 1
+            if n.startswith("role.") and v not in (None, i["model"]):
+                role_news.setdefault(w, set()).add(n)
+    extra = sorted({n for seen in first.values() for n in seen if n not in INPUT_NAMES})
+    varying = {w: [n for n in list(INPUT_NAMES) + extra if n not in ("gpu", "workload", "model")
+                   and (n in varies[w] or (n in first[w] and present[w][n] < rows_of[w] and first[w][n] != "None"))
+                   # a role's model is news only where it differs from the actor's
+                   and not (n.startswith("role.") and n not in role_news.get(w, ()))]
+               for w in first}
+    models_vary, several = len(models) > 1, len(first) > 1
 
     def part(n: str, v: object) -> str:
         if n.startswith("role."):
@@ -478,19 +495,24 @@ def _config_labels(results: Sequence[Result], t: Catalogue) -> dict[tuple, str]:
         return t.get(f"axis.{n}", n + " {v}", v=t.get(f"value.{n}.{v}", str(v)))
 
     labels: dict[tuple, str] = {}
-    for key, r in keys.items():
-        i = inputs[key]
+    index: dict[tuple, int] = {}  # a wanted configuration's first scenario number
+    owner: dict[str, int] = {}  # a label's first configuration (its key's hash: keys are not all held)
+    shared: set[str] = set()  # labels two configurations have
+    for r in rows():
+        key = _config_key(r)
+        i = _config_inputs(r, t)
         parts = [i["model"]] if models_vary else []
-        if len(workloads) > 1:
+        if several:
             parts.append(t(f"workload.{i['workload']}"))
         parts += [part(n, i.get(n)) for n in varying[i["workload"]] if n in i]
-        if not parts or (len(parts) == 1 and len(workloads) > 1 and not varying[i["workload"]]):
+        if not parts or (len(parts) == 1 and several and not varying[i["workload"]]):
             parts.append(t("axis.num_gpus", v=r.total_gpus))
-        labels[key] = " · ".join(parts)
-    seen: dict[str, int] = {}
-    for label in labels.values():
-        seen[label] = seen.get(label, 0) + 1
-    return {key: (label if seen[label] == 1 else f"{label} (#{keys[key].index})") for key, label in labels.items()}
+        label = " · ".join(parts)
+        if owner.setdefault(label, hash(key)) != hash(key):
+            shared.add(label)
+        if (wanted is None or key in wanted) and key not in index:
+            labels[key], index[key] = label, r.index
+    return {key: (label if label not in shared else f"{label} (#{index[key]})") for key, label in labels.items()}
 
 
 def _svg_font(lang: str, texts: Sequence[str]) -> str:
@@ -735,19 +757,22 @@ def _segment_series(t: Catalogue, present: Sequence[str]) -> list[charts.Series]
 
 def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[BreakdownSection, ...]:
     k = report.assumptions["safety_factor"]
-    matrices: dict[str, list[Result]] = {}
-    for r in report.results:
-        matrices.setdefault(r.matrix, []).append(r)
     sections = []
-    for m, (matrix_key, results) in enumerate(matrices.items(), start=1):
+    for m, matrix_key in enumerate(report.results.matrices(), start=1):
         matrix = report.matrix_name_in(matrix_key, lang)
-        labels = _config_labels(results, t)
-        configs: dict[tuple, Result] = {}
+        configs: dict[tuple, Result | ScenarioRow] = {}  # the first MAX_BARS configurations
+        counted: set[int] = set()  # every configuration, by its key's hash (a sweep's keys are not all held)
         gpus_used: dict[str, int] = {}
-        for r in results:
-            configs.setdefault(_config_key(r), r)
-            gpus_used.setdefault(r.gpu, int(r.estimate["gpu_memory_bytes"]))
-        shown = list(configs.items())[:MAX_BARS]
+        for r in report.results.rows(matrix_key):
+            key = _config_key(r)
+            counted.add(hash(key))
+            if len(configs) < MAX_BARS:
+                configs.setdefault(key, r)
+            # a group's memory is that of its tightest pool (the term); a block row's, its GPU type's
+            gpus_used.setdefault(r.gpu, int(r.estimate["gpu_memory_bytes"]) if r.is_group
+                                 else report.gpus[r.gpu].memory_bytes)
+        shown = [(key, r.result()) for key, r in configs.items()]
+        labels = _config_labels(lambda: report.results.rows(matrix_key), t, wanted=configs)
         parts = {key: segments(r.estimate) for key, r in shown}
         present = [s for s in SEGMENTS if any(p[s] for p in parts.values())]
         colour_index = {s: SEGMENTS.index(s) for s in present}
@@ -772,7 +797,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
             rows.append((Cell(labels[key]),) + tuple(Cell(gib(parts[key][s]), "num") for s in present)
                         + (Cell(gib(r.estimate["device_total"]), "num strong"),)
                         + (() if pdf else (Cell(gib(r.estimate["recommended"]), "num screen-only"),)))
-        note = t("breakdown.truncated", n=len(shown), total=len(configs)) if len(configs) > len(shown) else ""
+        note = t("breakdown.truncated", n=len(shown), total=len(counted)) if len(counted) > len(shown) else ""
         sections.append(BreakdownSection(f"breakdown-{m}-{slug(matrix_key)}", matrix, figure,
                                          Table(headers, tuple(rows), "breakdown", t("breakdown.table_caption")), note))
     return tuple(sections)
@@ -789,7 +814,8 @@ def _runs_out(xs: Sequence[int], fits: Sequence[bool], t: Catalogue, fmt) -> Cel
 
 def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySection, ...]:
     by_result: dict[int, list[SensitivitySeries]] = {}
-    scenarios = {r.index: r.estimate.scenario for r in report.results}
+    wanted = {s.result_index for s in report.sensitivity}
+    scenarios = {r.index: r.lead for r in report.results.rows() if r.index in wanted}  # their rows are not groups
     for s in report.sensitivity:
         by_result.setdefault(s.result_index, []).append(s)
     sections = []
@@ -890,7 +916,7 @@ def _method(report: Report, t: Catalogue, full: bool = True
     out = [TermGroup(t.get(f"term_group.{g}", g), Table(headers, _term_rows(ts, t), "terms"))
            for g, ts in groups.items()]
     seen = set()
-    for r in report.results if full else ():
+    for r in report.results.rows() if full else ():
         if r.is_group:
             key = (tuple(n for n, _ in r.estimate.scenario.roles), r.estimate.scenario.placement)
             if key in seen:
@@ -966,14 +992,14 @@ def _words(t: Catalogue) -> Callable[[str, str], str]:
     return lambda axis, value: t(f"{axis}.{value}")
 
 
-def _first_of_each_group(results: Sequence[Result], limit: int) -> list[Result]:
-    """The first `limit` results of each scenario group, in the report's order."""
+def _first_of_each_group(report: Report, limit: int) -> list[Result]:
+    """The first `limit` results of each scenario group, in the report's order (only those estimated)."""
     seen: dict[str, int] = {}
     shown = []
-    for r in results:
+    for r in report.results.rows():
         seen[r.matrix] = seen.get(r.matrix, 0) + 1
         if seen[r.matrix] <= limit:
-            shown.append(r)
+            shown.append(r.result())
     return shown
 
 
@@ -986,13 +1012,13 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
     rows instead of a column, no peak-phase or budget (× k) column (the fit mark says whether the budget
     fits), the fit mark beside the headroom."""
     k = report.assumptions["safety_factor"]
+    limit = PDF_SCENARIO_ROWS if pdf else HTML_SCENARIO_ROWS
+    shown = _first_of_each_group(report, limit) if listed else []
     labels: dict[tuple, str] = {}
-    matrices: dict[str, list[Result]] = {}
-    for r in report.results:
-        matrices.setdefault(r.matrix, []).append(r)
-    for results in matrices.values():
-        for key, label in _config_labels(results, t).items():
-            labels[(results[0].matrix, key)] = label
+    for matrix in dict.fromkeys(r.matrix for r in shown):
+        wanted = {_config_key(r) for r in shown if r.matrix == matrix}
+        for key, label in _config_labels(lambda: report.results.rows(matrix), t, wanted).items():
+            labels[(matrix, key)] = label
 
     def fit_css(r: Result) -> str:
         state = _fit_state(r.estimate.values)
@@ -1022,8 +1048,6 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
         Column(Cell(t("col.fit"), "col-fit"), mark, "html"),
         Column(Cell(t("col.purchase"), "num"), lambda r: Cell(usd(r.estimate["purchase_usd"]), "num")),
     )
-    limit = PDF_SCENARIO_ROWS if pdf else HTML_SCENARIO_ROWS
-    shown = _first_of_each_group(report.results, limit) if listed else []
     groups, previous = [], None
     for r in shown:
         groups.append(report.matrix_name_in(r.matrix, t.lang) if r.matrix != previous else "")

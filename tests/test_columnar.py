@@ -204,3 +204,24 @@ def test_a_matrix_that_yields_nothing_fails_as_the_loop_does(matrix, default):
     preset = Preset.from_mapping({"title": "t", "matrices": [{"name": "m", **matrix}]}, name="t", source="t.yaml")
     messages = errors_of_both(preset, default.estimator)
     assert messages[0] == messages[1]
+
+
+def test_the_html_of_a_sweep_estimates_only_the_rows_it_shows():
+    """#35: the report's views read every row's inputs (labels, groups) but estimate only the rows they show
+    (1,000 per group in the appendix, a bar per configuration up to 40): a sweep's Results are never all
+    made. The labels are those the same rows give as Results."""
+    from reportgen.i18n import load_catalogue
+    from reportgen.views import HTML_SCENARIO_ROWS, _config_labels, build_view
+    matrix = {"name": "big", "model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": [{"type": "full"}, {"type": "lora"}],
+              "batch_size": list(range(1, 21)), "seq_len": [512, 1024, 2048, 4096], "num_gpus": [8, 16, 24, 32],
+              "zero_stage": [3], "gpu": ["H100-80GB-SXM", "A100-80GB"]}
+    report = make_report(from_mapping({"title": "t", "matrices": [matrix]}, load("default")), WHEN)
+    blocks = [p for p in report.results.parts if isinstance(p, BlockResults)]
+    assert blocks and sum(len(b) for b in blocks) == len(report.results) > 2 * HTML_SCENARIO_ROWS
+    view = build_view(report, "en")
+    assert all(b._made is None for b in blocks)  # no block was estimated whole
+    assert len(view.scenarios.rows) == HTML_SCENARIO_ROWS
+    t = load_catalogue("en")
+    streamed = _config_labels(lambda: report.results.rows("big"), t)
+    assert streamed == _config_labels(lambda: iter(report.results), t)  # now as Results, made and kept
+    assert len(set(streamed.values())) == len(streamed) == len(report.results) // 2  # two GPU types per label
