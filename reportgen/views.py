@@ -1387,8 +1387,10 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
                                          report.gpus, report.assumptions)["rent_usd"]), "num")))
         spans.append(charts.Span(job.name_in(lang), _weeks(slot.start_seconds), _weeks(slot.end_seconds),
                                  t("decision.span", n=option.gpus, gpu=pool.gpu), colours[pool.gpu]))
-    jobs = Table(tuple(Cell(t(f"decision.col.{c}"), "num" if c in ("gpus", "time", "hours", "rent") else "")
-                       for c in ("job", "kind", "gpu", "gpus", "when", "time", "hours", "rent")), tuple(rows),
+    # beside owned GPUs a job's own rent is not what renting instead of buying costs (the hours above them): said
+    rent = "rent_alone" if owned else "rent"
+    jobs = Table(tuple(Cell(t(f"decision.col.{c}"), "num" if c in ("gpus", "time", "hours", rent) else "")
+                       for c in ("job", "kind", "gpu", "gpus", "when", "time", "hours", rent)), tuple(rows),
                  "decision-jobs")
     labels = [s.row for s in spans] + [s.text for s in spans]
     svg = charts.schedule_chart(spans, length=horizon_weeks, tick=1, tick_label=t("decision.week_tick"),

@@ -272,3 +272,6 @@ def test_gpus_already_owned_are_used_first_and_only_what_is_bought_is_costed(pro
     view = build_view(half, "en", pdf=True, appendix=False).decision
     assert f"beside the {n // 2} × {gpu} you own" in view.headline
     assert f"GPU-hours beyond the {n // 2} × {gpu} you own" in view.own_vs_rent
+    # a job's own rent is not what renting instead of buying costs beside owned GPUs: its column says so
+    assert view.jobs.headers[-1].text == "Rent, the job alone (USD)"
+    assert build_view(procurement, "en", pdf=True, appendix=False).decision.jobs.headers[-1].text == "Rent (USD)"
