@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import copy
 import errno
+import itertools
 import json
 import math
 import os
@@ -26,6 +27,7 @@ import random
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +40,9 @@ from reportgen import catalog
 
 SEED = int(os.environ.get("FUZZ_SEED", "20"))
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
+# The full run's longest category can be shared by processes: FUZZ_SHARD="k/n" runs the cases whose number is k
+# modulo n, every case still drawn in order, so that the n shards together run exactly the unsharded cases.
+SHARD, SHARDS = (int(x) for x in os.environ.get("FUZZ_SHARD", "0/1").split("/"))
 # per case; the slowest legitimate case (a workbook build) takes about 2 s. The full run shares the
 # machine for an hour: there a case is stopped by its CPU limit (guarded.CPU_LIMIT_S) first.
 TIMEOUT_S = 20.0 if SCALE <= 1 else 120.0
@@ -203,13 +208,16 @@ def _alias_bomb(rng: random.Random) -> str:
 # Categories of issue #20
 
 def test_fuzz_bad_input_gives_one_line(tmp_path):
-    """Category 4 (tracebacks): mutated presets, configs, measured files and option values."""
+    """Category 4 (tracebacks): mutated presets, configs, measured files and option values (this process's
+    shard of them: FUZZ_SHARD)."""
     rng = random.Random(SEED)
-    found = Findings("bad input")
+    found = Findings("bad input" + (f" (shard {SHARD + 1} of {SHARDS})" if SHARDS > 1 else ""))
+    cases = itertools.count()
     for i in range(_n(200)):
         preset = tmp_path / f"p{i % 7}.yaml"
         preset.write_text(_dump_yaml(_mutate(rng, PRESET)))
-        found.check(_run(["check", preset]), preset.read_text()[:300])
+        if next(cases) % SHARDS == SHARD:
+            found.check(_run(["check", preset]), preset.read_text()[:300])
     for i in range(_n(120)):
         name, config = rng.choice(list(CONFIGS.items()))
         mutated = _mutate(rng, {"c": config}).get("c")
@@ -218,18 +226,22 @@ def test_fuzz_bad_input_gives_one_line(tmp_path):
         command = rng.choice([["params"], ["params", "--lora-rank", "8", "--lora-targets", "all-linear"],
                               ["estimate", "--workload", rng.choice(["inference", "full", "lora", "ppo"])],
                               ["plan", "--workload", "inference", "--gpu-type", "L4"]])
-        found.check(_run([*command, "--config", path]), f"{name}: {path.read_text()[:300]}")
+        if next(cases) % SHARDS == SHARD:
+            found.check(_run([*command, "--config", path]), f"{name}: {path.read_text()[:300]}")
     measured = json.loads((REPO / "presets/validation/measured.json").read_text())
     for i in range(_n(40)):
         path = tmp_path / "measured.json"
         path.write_text(json.dumps(_mutate(rng, {**measured, "cases": measured["cases"][:2]})))
-        found.check(_run(["validate", "--measured", path]))
+        if next(cases) % SHARDS == SHARD:
+            found.check(_run(["validate", "--measured", path]))
     options = ["--batch", "--seq", "--prompt-len", "--gen-len", "--gpus", "--zero", "--tp", "--lora-rank",
                "--safety-factor", "--gpu", "--precision", "--model", "--critic-model", "--role-gpus", "--group-size"]
     for _ in range(_n(90)):
         value = str(rng.choice([*STRINGS, "nan", "inf", "-inf", "-0", "1e400", "9" * 5000, "3.5", "2"]))
-        found.check(_run(["estimate", "--model", "Llama-2-7B", "--workload", rng.choice(["full", "ppo", "grpo"]),
-                          rng.choice(options), value]))
+        args = ["estimate", "--model", "Llama-2-7B", "--workload", rng.choice(["full", "ppo", "grpo"]),
+                rng.choice(options), value]
+        if next(cases) % SHARDS == SHARD:
+            found.check(_run(args))
     found.done()
 
 
@@ -895,3 +907,26 @@ def test_fuzz_memory_limits(tmp_path):
                                   ["params", "--config", REPO / "presets/models/mixtral-8x7b.json"]])
             found.check(guarded.spawn(command, address_space=limit, timeout=TIMEOUT_S * 3), f"ulimit -v {limit // 2**10}")
     found.done()
+
+
+def test_the_shards_of_bad_input_run_its_cases_once_each(tmp_path, monkeypatch):
+    """FUZZ_SHARD k/n: the n shards together run exactly the cases of the unsharded category, each once."""
+    module = sys.modules[__name__]
+    ran: dict[str, list] = {}
+
+    def run_for(label):
+        def fake(args, **kw):
+            ran.setdefault(label, []).append(tuple(str(a).replace(str(tmp_path), "") for a in args))
+            return guarded.Outcome(tuple(str(a) for a in args), 0, "", "", 0.0)
+        return fake
+    for label, shard in (("whole", (0, 1)), ("a", (0, 2)), ("b", (1, 2))):
+        monkeypatch.setattr(module, "_run", run_for(label))
+        monkeypatch.setattr(module, "SHARD", shard[0])
+        monkeypatch.setattr(module, "SHARDS", shard[1])
+        folder = tmp_path / label
+        folder.mkdir()
+        test_fuzz_bad_input_gives_one_line(folder)
+    whole = [tuple(a.replace("/whole", "") for a in args) for args in ran["whole"]]
+    halves = [tuple(a.replace("/a", "").replace("/b", "") for a in args) for args in ran["a"] + ran["b"]]
+    assert len(ran["a"]) + len(ran["b"]) == len(whole) > 400 and abs(len(ran["a"]) - len(ran["b"])) <= 1
+    assert sorted(halves) == sorted(whole)
