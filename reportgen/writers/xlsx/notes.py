@@ -38,7 +38,7 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
         ws.write_string(r, 0, note.id, styles.subtitle)
         ws.write_string(r, 1, t("notes.verdict", verdict=t(f"note_verdict.{note.verdict}")), styles.subtitle)
         r += 1
-        rows = "; ".join(t("notes.scenario_row", scenario=k, row=book.note_cells[(note.id, k)]) for k in note.scenarios)
+        rows = t("notes.sep").join(t("notes.scenario_row", scenario=k, row=book.note_cells[(note.id, k)]) for k in note.scenarios)
         # in the book's language; the claim as the article wrote it (Chinese), an English book adding its
         # translation in the same cell (both books keep one layout: their formulas sit in the same cells)
         texts = ((("article", note.article_zh), ("claim", note.claim_zh), ("setting", note.setting_zh),
