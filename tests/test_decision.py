@@ -275,3 +275,13 @@ def test_gpus_already_owned_are_used_first_and_only_what_is_bought_is_costed(pro
     # a job's own rent is not what renting instead of buying costs beside owned GPUs: its column says so
     assert view.jobs.headers[-1].text == "Rent, the job alone (USD)"
     assert build_view(procurement, "en", pdf=True, appendix=False).decision.jobs.headers[-1].text == "Rent (USD)"
+
+
+def test_owned_geforce_cards_are_left_out_under_datacenter_only(tmp_path):
+    """datacenter_only leaves out GeForce cards already owned as it does those offered, and says so."""
+    text = "datacenter_only: true\n" + BASE.replace("  jobs:\n", "  owned: {RTX-4090: 4, A100-80GB: 2}\n  jobs:\n")
+    result, path = _check(tmp_path, text)
+    assert result.exit_code == 0, result.output
+    assert "left out by datacenter_only (not licensed for data-centre use): RTX-4090 (purchase.owned)" in result.output
+    from reportgen.pipeline import load
+    assert load(str(path)).expansion.purchase.owned == (("A100-80GB", 2),)
