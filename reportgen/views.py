@@ -755,6 +755,17 @@ def _segment_series(t: Catalogue, present: Sequence[str]) -> list[charts.Series]
     return [charts.Series(k, t(f"part.{k}")) for k in present]
 
 
+def _reference_line(r: Result | ScenarioRow, report: Report) -> tuple[str, int]:
+    """The GPU type whose memory a breakdown bar is read against, and that memory: a row's own GPU type; an RLHF
+    group's on pools of several types is the one whose memory its term gpu_memory_bytes holds (the tightest
+    pool's), not its actor's (the line was labelled with the actor's GPU at the judges' card's memory)."""
+    if not r.is_group:
+        return r.gpu, report.gpus[r.gpu].memory_bytes
+    memory = int(r.estimate["gpu_memory_bytes"])
+    gpu = next((s.gpu for _, s in r.estimate.scenario.roles if report.gpus[s.gpu].memory_bytes == memory), r.gpu)
+    return gpu, memory
+
+
 def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[BreakdownSection, ...]:
     k = report.assumptions["safety_factor"]
     sections = []
@@ -768,9 +779,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
             counted.add(hash(key))
             if len(configs) < MAX_BARS:
                 configs.setdefault(key, r)
-            # a group's memory is that of its tightest pool (the term); a block row's, its GPU type's
-            gpus_used.setdefault(r.gpu, int(r.estimate["gpu_memory_bytes"]) if r.is_group
-                                 else report.gpus[r.gpu].memory_bytes)
+            gpus_used.setdefault(*_reference_line(r, report))
         shown = [(key, r.result()) for key, r in configs.items()]
         labels = _config_labels(lambda: report.results.rows(matrix_key), t, wanted=configs)
         parts = {key: segments(r.estimate) for key, r in shown}
