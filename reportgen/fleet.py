@@ -243,8 +243,9 @@ POOL_TERMS = (
              _V("new_gpus") * (_gpu("price_per_hour_usd") - _V("energy_usd_per_gpu_hour"))),
 )
 # The fleet: its pools' sums of these, then what follows from the sums.
-SUMMED = ("num_gpus", "owned_gpus", "busy_gpu_hours", "new_busy_gpu_hours", "new_gpus", "purchase_usd", "depreciation_usd", "hosting_usd", "energy_usd", "own_usd",
-          "rent_usd", "fixed_usd_per_year", "margin_usd_per_hour")
+SUMMED = ("num_gpus", "owned_gpus", "busy_gpu_hours", "new_busy_gpu_hours", "new_gpus", "purchase_usd",
+          "depreciation_usd", "hosting_usd", "energy_usd", "own_usd", "rent_usd", "fixed_usd_per_year",
+          "margin_usd_per_hour")
 FLEET_TERMS = (
     CostTerm("utilisation", "percent", _V("busy_gpu_hours") / (_V("num_gpus") * _V("horizon_hours"))),
     CostTerm("new_utilisation", "percent",

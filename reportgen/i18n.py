@@ -53,6 +53,10 @@ class Catalogue:
         """A term's or table row's source text: the translation if this language has one."""
         return self.sources.get(name, english) if english else english
 
+    def unit(self, name: str) -> str:
+        """A unit's name in this language ("unit.<name>"), else as the definition writes it."""
+        return self.get(f"unit.{name}", name)
+
     def text(self, english: str) -> str:
         """Catalogue data written in English, translated where this language has that very text."""
         return self.texts.get(english, english)

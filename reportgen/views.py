@@ -139,7 +139,7 @@ def format_assumption(value: float, unit: str, t: Catalogue) -> str:
         return format_count(value)
     if unit == "×":
         return f"{value:g}"
-    return f"{value:g} {t.get(f'unit.{unit}', unit)}"
+    return f"{value:g} {t.unit(unit)}"
 
 
 def format_date(iso: str) -> str:
@@ -859,7 +859,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
 
 def _term_rows(terms: Sequence[Term], t: Catalogue, prefix: str = "") -> tuple[tuple[Cell, ...], ...]:
     return tuple((Cell(breakable(term.name), "code"), Cell(t.label(prefix + term.name, term.label)),
-                  Cell(t.get(f"unit.{term.unit}", term.unit)), Cell(to_text(term.expr), "formula"),
+                  Cell(t.unit(term.unit)), Cell(to_text(term.expr), "formula"),
                   Cell(t.source(prefix + term.name, term.source), "source")) for term in terms)
 
 
@@ -952,8 +952,8 @@ def _method(report: Report, t: Catalogue, full: bool = True
     g_rows = tuple(((Cell(g.name), Cell(format_count(g.memory_mib), "num"), Cell(gib(g.memory_bytes), "num"),
                      Cell(f"{g.memory_bytes / GB:,.2f}", "num"), Cell(usd(g.price_purchase_usd), "num"),
                      Cell(usd_hour(g.price_per_hour_usd), "num"))
-                    + ((Cell(f"{t.text(g.memory_source)} {t('gpu.price_source')}{t('punct.colon')}{t.text(g.price_source)}",
-                             "source"),)
+                    + ((Cell(f"{t.text(g.memory_source)} {t('gpu.price_source')}{t('punct.colon')}"
+                             f"{t.text(g.price_source)}", "source"),)
                        if full else ()))
                    for name, g in report.gpus.items() if name in report.gpu_types)
     return tuple(out), assumptions, tuple(lookups), Table(g_head, g_rows, "gpus")
@@ -1346,8 +1346,8 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
               for c in ("fleet", "purchase", "own", "rent", use, "break_even")),
         tuple((Cell(_fleet_words(f, t)), Cell(usd(c.purchase_usd), "num"), Cell(usd(c.own_usd), "num"),
                Cell(usd(c.rent_usd), "num"),
-               Cell(percent(c.new_utilisation if owned else c.utilisation, 0)
-                    if c.new_utilisation is not None or not owned else "—", "num"),
+               # the use of the GPUs bought: all of the fleet's where nothing is owned
+               Cell(percent(c.new_utilisation, 0) if c.new_utilisation is not None else "—", "num"),
                Cell(percent(c.break_even_utilisation, 0) if c.break_even_utilisation is not None else "—", "num"))
               for f in ([best] if best and fleet_id(best) not in map(fleet_id, d.choice.single_type) else [])
               + list(d.choice.single_type)

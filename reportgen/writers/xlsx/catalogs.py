@@ -42,7 +42,7 @@ def write_terms(wb, book: Book, styles: Styles) -> None:
         ws.write_string(0, c, head, styles.header["id"])
     cols = [c for c in book.scenarios.columns if c.is_formula]
     for r, col in enumerate(cols, start=1):
-        texts = (col.name, column_label(t, "Scenarios", col), t.get(f"unit.{col.unit}", col.unit), _prose(book, col),
+        texts = (col.name, column_label(t, "Scenarios", col), t.unit(col.unit), _prose(book, col),
                  column_text(t, col))
         fit_row(ws, r, [(text, w) for text, (_, w) in zip(texts, heads)])
         for c, text in enumerate(texts):
@@ -86,7 +86,7 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
         ws.write_string(r, 0, a.name, styles.text)
         ws.write_string(r, 1, label, styles.text)
         ws.write_number(r, 2, plain(value), value_format[a.whole])
-        ws.write_string(r, 3, t.get(f"unit.{a.unit}", a.unit), styles.text)
+        ws.write_string(r, 3, t.unit(a.unit), styles.text)
         check = Column("check", "", "text", "summary", expr=assumption_check(t, a))
         in_use = Column("in_use", "", "general", "summary", expr=assumption_in_use(a))
         ctx = ExcelContext(lambda n, r=r: table.cell(n, r + 1) if n in ("value", "check") else n, None, None)
@@ -99,7 +99,8 @@ def write_assumptions(wb, book: Book, styles: Styles) -> None:
         ws.data_validation(r, 2, r, 2, {
             "validate": "integer" if a.whole else "decimal", "criteria": "between", "minimum": lo, "maximum": hi,
             "show_error": True, "error_title": label[:32], "input_title": label[:32], "input_message": why[:255],
-            "error_message": t("assumptions.range", unit=t.get(f"unit.{a.unit}", a.unit), lo=f"{lo:g}", hi=f"{hi:g}")[:255]})
+            "error_message": t("assumptions.range", unit=t.unit(a.unit), lo=f"{lo:g}",
+                               hi=f"{hi:g}")[:255]})
         book.names.add(a.name, f"=Assumptions!${table.letter('in_use')}${r + 1}")
     first = first_failure([Var(f"check{i}") for i in range(len(checks))])
     book.names.add(ASSUMPTIONS_CHECK, "=" + to_excel(first, ExcelContext(lambda n: checks[int(n[5:])], None, None)))

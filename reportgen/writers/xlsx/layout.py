@@ -289,7 +289,7 @@ def column_text(t: Catalogue, col: Column) -> str:
 def column_header(t: Catalogue, sheet: str, col: Column) -> str:
     """The label with its unit: "Label [unit]"."""
     label = column_label(t, sheet, col)
-    unit = t.get(f"unit.{col.unit}", col.unit) if col.unit in UNIT_SUFFIX else None
+    unit = t.unit(col.unit) if col.unit in UNIT_SUFFIX else None
     return f"{label} [{unit}]" if unit and unit not in label else label
 
 

@@ -38,7 +38,8 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
         ws.write_string(r, 0, note.id, styles.subtitle)
         ws.write_string(r, 1, t("notes.verdict", verdict=t(f"note_verdict.{note.verdict}")), styles.subtitle)
         r += 1
-        rows = t("notes.sep").join(t("notes.scenario_row", scenario=k, row=book.note_cells[(note.id, k)]) for k in note.scenarios)
+        rows = t("notes.sep").join(t("notes.scenario_row", scenario=k, row=book.note_cells[(note.id, k)])
+                                   for k in note.scenarios)
         # in the book's language; the claim as the article wrote it (Chinese), an English book adding its
         # translation in the same cell (both books keep one layout: their formulas sit in the same cells)
         texts = ((("article", note.article_zh), ("claim", note.claim_zh), ("setting", note.setting_zh),
@@ -68,7 +69,7 @@ def write_notes(wb, book: Book, styles: Styles) -> None:
             ws.write_string(r, 0, fig.key, styles.text)
             ws.write_string(r, 1, label, styles.wrap)
             ws.write_formula(r, 2, "=" + to_excel(IF(valid, fig.expr, ""), ctx), styles.value[unit], plain(fig.value))
-            ws.write_string(r, 3, t.get(f"unit.{fig.unit}", fig.unit), styles.text)
+            ws.write_string(r, 3, t.unit(fig.unit), styles.text)
             if fig.unit == "bytes":
                 in_gib = IF(Var("value").eq(""), "", Var("value") / GIB)
                 ws.write_formula(r, 4, "=" + to_excel(in_gib, value_ctx(r + 1)), styles.value["gib"], fig.value / GiB)
