@@ -19,7 +19,7 @@ from .arrays import np
 from . import tables as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from .errors import InputError, unknown_name
-from .formulas import IF, MAX, MIN, Var, compile_terms, specialise
+from .formulas import IF, MAX, MIN, Num, Var, compile_terms, specialise
 from .inputs import (FROZEN, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
 from .models import ModelSpec
@@ -48,10 +48,10 @@ class RlhfScenario:
         """'PPO · Llama-2-7B · colocated'; word(axis, value) as for a Scenario's label."""
         return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {word('placement', self.placement)}"
 
-    def relayout(self, **inputs: Any) -> "RlhfScenario":
-        """The same group with the actor's layout inputs changed (every role follows)."""
+    def relayout(self, settings: Mapping[str, Any] = {}, **inputs: Any) -> "RlhfScenario":
+        """The same group with the actor's layout inputs and these settings changed (every role follows)."""
         return rlhf_scenario(name=self.name, algorithm=self.algorithm, placement=self.placement,
-                             actor=replace(self.actor, **inputs), **dict(self.settings))
+                             actor=replace(self.actor, **inputs), **{**dict(self.settings), **settings})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,24 +315,30 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     def r(role: str, term: str) -> Var:
         return Var(f"{role}.{term}")
 
-    def total(term: str):
-        out = r(role_names[0], term)
-        for role in role_names[1:]:
+    def total(term: str, roles: Sequence[str] = role_names):
+        out = r(roles[0], term)
+        for role in roles[1:]:
             out = out + r(role, term)
         return out
 
     def largest(term: str):
         return MAX(*(r(role, term) for role in role_names))
 
-    # One iteration runs its phases one after another: the actor's rollouts, the frozen models'
-    # scoring, then every trained role's optimizer step (colocated or not: the phases depend on each other).
+    # One iteration runs its phases one after another: the actor's rollouts, the log-probabilities and
+    # values of the trained roles, the frozen models' scoring, then every trained role's optimizer step
+    # (colocated or not: the phases depend on each other). DPO's policy has no pass before its step.
+    before_training = [role for role in role_names if role in ("actor", "critic")]
     time = (
         Term("generation_seconds", "Rollout generation per iteration", "seconds", total("rollout_seconds"), "", "time"),
+        Term("log_prob_seconds", "Log-probabilities and values per iteration", "seconds",
+             total("forward_pass_seconds", before_training) if before_training else Num(0),
+             "the actor's log-probabilities of its own rollouts (PPO's and GRPO's ratio) and the critic's "
+             "values: a forward pass each before they train", "time"),
         Term("scoring_seconds", "Scoring per iteration", "seconds", total("scoring_seconds"), "", "time"),
         Term("training_seconds", "Training steps per iteration", "seconds", total("step_seconds"), "", "time"),
         Term("iteration_seconds", "Time per RLHF iteration", "seconds",
-             Var("generation_seconds") + Var("scoring_seconds") + Var("training_seconds"),
-             "rollouts, then scoring, then the trained roles' steps", "time"),
+             Var("generation_seconds") + Var("log_prob_seconds") + Var("scoring_seconds") + Var("training_seconds"),
+             "rollouts, then the log-probabilities, values and scores, then the trained roles' steps", "time"),
         Term("rent_usd", "Cost to rent for an hour", "usd", Var("hourly_usd"),
              "what the plan's cheapest to rent compares: an hour of every role's GPUs", "time"),
         Term("plan_seconds", "Time the plan ranks equals by", "seconds", Var("iteration_seconds"),
@@ -359,6 +365,10 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
             Term("allocated_peak", "Allocated peak", "bytes", Var("model_states") + Var("transient_peak"),
                  "persistent states of every role + the largest phase", "total"),
             Term("total_gpus", "GPUs in all", "count", Var("num_gpus"), "", "fit"),
+            Term("kv_pool_bytes", "Rollout engine's KV pool", "bytes", r(role_names[0], "kv_pool_bytes"),
+                 "the actor's engine's, where it generates with one", "phase"),
+            Term("kv_fits", "The rollout engine's pool holds a sequence (1/0)", "flag", r(role_names[0], "kv_fits"),
+                 "", "phase"),
         ]
         return tuple(core) + GROUP_TOTAL_TERMS + time
     # Separate pools: each role sized on its own GPUs; the group reports the tightest pool.
@@ -379,7 +389,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
 
 # RLHF roles train or score with a training framework, never a serving engine's pool: the shared
 # totals read, for a group, without the engine's branches.
-GROUP_CONSTANTS = {"engine_mode": 0, "kv_fits": 1, "engine_device_total": 0, "host_ram_fits": 1}
+GROUP_CONSTANTS = {"engine_mode": 0, "engine_device_total": 0, "host_ram_fits": 1}
 GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, GROUP_CONSTANTS)) for t in TOTAL_TERMS)
 
 _GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}
@@ -525,15 +535,21 @@ def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
 
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   critic_model: str | None = None, reward_model: str | None = None,
-                  reference_model: str | None = None, group_size: int = 1,
-                  role_gpus: Mapping[str, int] | None = None,
+                  reference_model: str | None = None, group_size: int = 1, prompts_per_iteration: int | None = None,
+                  micro_batch_size: int | None = None, role_gpus: Mapping[str, int] | None = None,
                   role_gpu_types: Mapping[str, str] | None = None) -> RlhfScenario:
     """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
 
     PPO: actor (trained, generates), critic (trained, value head), reference (frozen), reward (frozen,
     value head). DPO: policy and frozen reference over chosen + rejected sequences. GRPO: no critic; G
-    samples per prompt.
+    samples per prompt. The iteration's prompts (prompts_per_iteration, or the actor's batch on each of its
+    data-parallel ranks) are shared by every pool's ranks; each role takes its rank's sequences in
+    micro-batches of micro_batch_size (default: all at once): its batch is the micro-batch, its gradient
+    accumulation the actor's times the micro-batches.
     """
+    if prompts_per_iteration:
+        actor = replace(actor, batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
+    iteration_sequences = rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
     # Frozen roles are served at the actor scenario's weight dtype (a full actor does not read it: the
@@ -541,26 +557,62 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none")
     roles: list[tuple[str, Scenario]]
     if algorithm == "dpo":
-        pair = dict(batch_size=actor.batch_size * 2, seq_len=seq, prompt_len=0, gen_len=0)
+        pair = dict(seq_len=seq, prompt_len=0, gen_len=0)
         roles = [("policy", replace(actor, **pair)),
                  ("reference", replace(actor, model=reference_model or actor.model, **{**frozen, **pair}))]
     else:
-        batch = actor.batch_size * (group_size if algorithm == "grpo" else 1)
-        roles = [("actor", replace(actor, batch_size=batch, seq_len=seq))]
+        roles = [("actor", replace(actor, seq_len=seq))]
         if algorithm == "ppo":
-            roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", batch_size=batch,
-                                            seq_len=seq, prompt_len=0, gen_len=0)))
-        roles.append(("reference", replace(actor, model=reference_model or actor.model, batch_size=batch, **frozen)))
-        roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", batch_size=batch,
-                                        **frozen)))
+            roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", seq_len=seq,
+                                            prompt_len=0, gen_len=0)))
+        roles.append(("reference", replace(actor, model=reference_model or actor.model, **frozen)))
+        roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", **frozen)))
     if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
         roles = [(r, replace(s, num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
                  for r, s in roles]
+    roles = [(r, replace(s, zero_stage=role_zero_stage(s), **_role_batch(s, iteration_sequences, micro_batch_size,
+                                                                         actor.grad_accum_steps)))
+             for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
-                    group_size=group_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types)
-    return RlhfScenario(name=name, algorithm=algorithm, placement=placement,
-                        roles=tuple((r, replace(s, zero_stage=role_zero_stage(s))) for r, s in roles), actor=actor,
+                    group_size=group_size, prompts_per_iteration=prompts_per_iteration,
+                    micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types)
+    return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))
+
+
+def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:
+    """Sequences generated (or, DPO, given) and trained on for these prompts: times the group for GRPO;
+    DPO's pairs are two sequences each."""
+    return prompts * {"grpo": group_size, "dpo": 2}.get(algorithm, 1)
+
+
+def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(setting, what is wrong) where the iteration's prompts do not split evenly over the actor's data-parallel
+    ranks, or its micro-batch does not divide a rank's sequences (as veRL and OpenRLHF require); else None."""
+    ranks, prompts, micro = data_parallel_ranks(actor), settings.get("prompts_per_iteration"), settings.get("micro_batch_size")
+    if prompts and prompts % ranks:
+        return "prompts_per_iteration", (f"must split evenly over the actor's {ranks:,} data-parallel ranks (num_gpus "
+                                         f"{actor.num_gpus} ÷ tp × pp × cp), got {prompts:,}")
+    sequences = rollout_sequences(algorithm, prompts // ranks if prompts else actor.batch_size, settings["group_size"])
+    if micro and sequences % micro:
+        return "micro_batch_size", (f"must divide the {sequences:,} sequences each of the actor's data-parallel ranks "
+                                    f"takes per iteration, got {micro:,}")
+    return None
+
+
+def data_parallel_ranks(s: Scenario) -> int:
+    """The term dp_size of a role: its GPUs over tensor × pipeline × context parallelism (a frozen model is
+    served whole on each tensor-parallel group). tests/test_rlhf_phases.py holds the two equal."""
+    trained = s.workload != FROZEN
+    return max(1, s.num_gpus // (s.tp_size * (s.pp_size * s.cp_size if trained else 1)))
+
+
+def _role_batch(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> dict:
+    """A role's batch and accumulation: its rank's share of the iteration's sequences (a pool with fewer ranks
+    than the actor's takes more each), in micro-batches of at most micro_batch_size."""
+    sequences = -(-iteration_sequences // data_parallel_ranks(s))
+    micro = min(micro_batch_size or sequences, sequences)
+    return dict(batch_size=micro, grad_accum_steps=grad_accum_steps * -(-sequences // micro))
 
 
 def role_zero_stage(s: Scenario) -> int:
@@ -595,4 +647,8 @@ def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str
     reason = estimator.skip_check(scenario)
     if reason or workload not in RLHF_ALGORITHMS:
         return scenario, reason
+    reason = rlhf_batch_check(workload, scenario, settings)
+    if reason:
+        name, text = reason
+        raise InputError(text, source=source, key_path=key_path(name))
     return rlhf_scenario(name=name, algorithm=workload, actor=scenario, **settings), None

@@ -249,6 +249,15 @@ RLHF_INPUTS: tuple[Input, ...] = (
           choices=PLACEMENTS, option="--placement"),
     Input("group_size", "GRPO group size", "GRPO: samples per prompt", 8, limits=(1, 1024), unit="sequences",
           option="--group-size"),
+    Input("prompts_per_iteration", "Prompts per iteration", "prompts all data-parallel ranks take together per "
+          "iteration (veRL's data.train_batch_size, OpenRLHF's rollout_batch_size): each rank's batch is this "
+          "divided by its data-parallel ranks, so more GPUs end an iteration sooner; default: batch × the ranks",
+          None, limits=(1, 10**7), unit="prompts", option="--prompts-per-iteration"),
+    Input("micro_batch_size", "Micro-batch", "sequences per GPU in each training, log-probability and scoring "
+          "pass: an iteration's rollouts (batch × group size per data-parallel rank; DPO: its pairs' two sequences) "
+          "run in micro-batches of this size, their gradients accumulated into one optimizer step (veRL's "
+          "ppo_micro_batch_size_per_gpu, OpenRLHF's micro_train_batch_size); it divides them; default: all at once",
+          None, limits=(1, 65536), unit="sequences", option="--micro-batch"),
     Input("actor_workload", "Actor workload", "how the actor (DPO: policy) trains", "full",
           choices=TRAINED_WORKLOADS, option="--actor-workload"),
     Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count)", None),

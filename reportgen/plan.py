@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from .arrays import np
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
+from .estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check,
+                       rollout_sequences)
 from .goals import GOAL_TERMS, Goal
 from .inputs import INPUT_NAMES
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
@@ -83,9 +84,15 @@ class PlanOption:
 
     @property
     def layout(self) -> dict[str, Any]:
-        """What the plan chose: the lead scenario's layout and trade-off inputs."""
-        return {k: getattr(self.lead, k) for k in LAYOUT_INPUTS + ("framework", "checkpointing", "offload", "optimizer",
-                                                                   "grad_accum_steps")}
+        """What the plan chose: the lead scenario's layout and trade-off inputs; an RLHF group's sequences per GPU
+        and iteration, and the micro-batch its roles take them in."""
+        out = {k: getattr(self.lead, k) for k in LAYOUT_INPUTS + ("framework", "checkpointing", "offload", "optimizer",
+                                                                  "grad_accum_steps")}
+        if isinstance(self.estimate, GroupEstimate):
+            g = self.estimate.scenario
+            out["sequences_per_gpu"] = rollout_sequences(g.algorithm, g.actor.batch_size, dict(g.settings)["group_size"])
+            out["micro_batch_size"] = g.roles[0][1].batch_size
+        return out
 
     def to_json(self) -> dict:
         e = self.estimate
@@ -402,7 +409,7 @@ def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
                   fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
     """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, checkpointing,
-    offload and GPUs), one group at a time, in ascending GPU counts."""
+    offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts."""
     base = replace(scenario.actor, gpu=gpu)
     tried = 0
     nearest, skipped = None, {}
@@ -413,20 +420,54 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
             if reason:
                 skipped.setdefault(reason.code, reason)
                 continue
+            if rlhf_batch_check(scenario.algorithm, _relayout(scenario, gpu, candidate).actor, dict(scenario.settings)):
+                continue  # the iteration's prompts do not split over this count's data-parallel ranks
             layouts.append(candidate)
         least = _least_memory(layouts) if layouts else []
-        if least and not any(_group(estimator, scenario, gpu, c)["fits_recommended"] for c in least):
-            tried += len(least)
-            nearest = min((_group(estimator, scenario, gpu, c) for c in least),
-                          key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
-            continue
-        found = choose({gpu: [_group(estimator, scenario, gpu, c) for c in layouts]}, goal).options
+        if least:
+            smallest = [_group(estimator, scenario, gpu, c, _micro_batches(scenario, gpu, c, fixed)[-1]) for c in least]
+            if not any(g["fits_recommended"] for g in smallest):
+                tried += len(least)
+                nearest = min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
+                continue
+        found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed) for c in layouts]}, goal).options
         if found:
             return replace(found[0], index=gpu_order * 10**9 + tried + found[0].index), tried + len(layouts)
         tried += len(layouts)
     return PlanMiss(gpu, counts[-1] if counts else 0, () if nearest else tuple(skipped.values()), nearest), tried
 
 
-def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario) -> GroupEstimate:
-    return estimator.estimate_group(scenario.relayout(gpu=gpu, **{k: getattr(candidate, k) for k in (
-        "num_gpus", "zero_stage", "checkpointing", "offload")}))
+def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch_size: int | None = None
+              ) -> RlhfScenario:
+    return scenario.relayout({"micro_batch_size": micro_batch_size} if micro_batch_size else {}, gpu=gpu, **{
+        k: getattr(candidate, k) for k in ("num_gpus", "zero_stage", "checkpointing", "offload")})
+
+
+def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
+           micro_batch_size: int | None = None) -> GroupEstimate:
+    return estimator.estimate_group(_relayout(scenario, gpu, candidate, micro_batch_size))
+
+
+def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed: tuple[str, ...]) -> tuple[int, ...]:
+    """The micro-batches the plan tries for this layout, largest first: the one given, or the sequences of an
+    actor's rank per iteration split into powers of two (a smaller micro-batch needs less memory, and the
+    same compute in more passes: the plan takes the largest that fits)."""
+    given = dict(scenario.settings).get("micro_batch_size")
+    if given or "micro_batch_size" in fixed:
+        return (given,)
+    settings = dict(scenario.settings)
+    sequences = rollout_sequences(scenario.algorithm, _relayout(scenario, gpu, candidate).actor.batch_size,
+                                  settings["group_size"])
+    return tuple(sorted({sequences} | {2 ** k for k in range(sequences.bit_length()) if sequences % 2 ** k == 0},
+                        reverse=True))
+
+
+def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
+                   fixed: tuple[str, ...]) -> GroupEstimate:
+    """The group of this layout at the largest micro-batch that fits with the safety factor (or, where none
+    does, at the smallest)."""
+    for micro in _micro_batches(scenario, gpu, candidate, fixed):
+        group = _group(estimator, scenario, gpu, candidate, micro)
+        if group["fits_recommended"]:
+            break
+    return group

@@ -118,7 +118,9 @@ def _layout_words(layout: dict) -> str:
               f"offload {layout['offload']}" if layout["offload"] != "none" else "",
               layout["optimizer"] if layout["optimizer"] != "adamw" else "",
               layout["framework"] if layout["framework"] != "hf" else "",
-              f"{layout['grad_accum_steps']} micro-batches" if layout.get("grad_accum_steps", 1) > 1 else ""]
+              f"{layout['grad_accum_steps']} micro-batches" if layout.get("grad_accum_steps", 1) > 1 else "",
+              f"{layout['sequences_per_gpu']:,} sequences per GPU in micro-batches of {layout['micro_batch_size']:,}"
+              if "micro_batch_size" in layout else ""]
     return " · ".join(x for x in parts if x)
 
 

@@ -287,13 +287,13 @@ def test_an_rlhf_run_needs_both_its_steps_and_its_deadline(args):
 
 
 def test_an_rlhf_run_gets_the_fewest_gpus_that_end_it_in_time():
-    """#33 item 3 (part): `plan --steps N --within T` for RLHF. Without a deadline the plan lays the group out by
+    """#33 item 3 (part): `plan --steps N --within T` for RLHF. The iteration's 64 prompts are shared by the
+    data-parallel ranks, so more GPUs end an iteration sooner. Without a deadline the plan lays the group out by
     memory (one A100); with 80 % of that run's time, the answer is the smallest GPU count whose iterations end in
-    time: every smaller buyable count either does not fit or is too slow (checked count by count). (More GPUs
-    stop helping at 16: the rollout batch per rank does not shrink — #33's rollout model.)"""
+    time: every smaller buyable count either does not fit or is too slow (checked count by count)."""
     from reportgen.estimate import rlhf_scenario
     from reportgen.plan import plan_run, run_seconds
-    group = rlhf_scenario(name="", algorithm="ppo", placement="colocated",
+    group = rlhf_scenario(name="", algorithm="ppo", placement="colocated", prompts_per_iteration=64,
                           actor=Scenario(model="Qwen2.5-7B", workload="full", batch_size=8, prompt_len=512, gen_len=512))
     a100, steps = "A100-80GB", 1000
     plain = plan(EST, group, [a100]).options[0]

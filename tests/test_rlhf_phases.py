@@ -1,0 +1,155 @@
+"""#33: an RLHF iteration as frameworks run it. The iteration's prompts are shared by the data-parallel ranks of
+every pool; each role takes its rank's sequences in micro-batches; a rollout engine generates as many at once as
+its KV pool holds; the actor's log-probabilities and the critic's values are a phase of their own."""
+import json
+import math
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.cli import main
+from reportgen.estimate import Estimator, Scenario, data_parallel_ranks, rlhf_scenario
+from reportgen.plan import plan
+
+EST = Estimator(load_models(), load_gpus())
+PHASES = ("generation_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds")
+
+
+def grpo_8b(micro=None, engine="vllm", **actor):
+    """The issue's example: an 8B policy, group 8, 4k-token responses, on 8 H100 with ZeRO-3 and recompute."""
+    base = dict(model="Llama-3-8B", workload="full", batch_size=1, prompt_len=512, gen_len=4096, num_gpus=8,
+                zero_stage=3, checkpointing="full", serving_engine=engine, gpu_memory_utilization=0.5)
+    return rlhf_scenario(name="", algorithm="grpo", placement="colocated", group_size=8, micro_batch_size=micro,
+                         actor=Scenario(**{**base, **actor}))
+
+
+@pytest.mark.parametrize("layout", [dict(num_gpus=8), dict(num_gpus=16, tp_size=2), dict(num_gpus=16, pp_size=2),
+                                    dict(num_gpus=16, tp_size=2, cp_size=2, framework="megatron"),
+                                    dict(num_gpus=32, tp_size=2, pp_size=2, cp_size=2, framework="megatron")])
+@pytest.mark.parametrize("placement", ["colocated", "separate"])
+def test_the_ranks_a_role_splits_the_iteration_over_are_the_term_dp_size(layout, placement):
+    """data_parallel_ranks (Python, where the roles are made) and the term dp_size (every writer) agree."""
+    actor = Scenario(model="Llama-3-8B", workload="full", batch_size=2, prompt_len=256, gen_len=256, **layout)
+    group = rlhf_scenario(name="", algorithm="ppo", placement=placement, actor=actor,
+                          role_gpus={"critic": 4, "reward": 2} if placement == "separate" else None)
+    checked = 0
+    for role, s in group.roles:
+        if not EST.skip_check(s):  # a pool smaller than a replica is a layout that cannot run
+            assert data_parallel_ranks(s) == EST.estimate(s)["dp_size"], role
+            checked += 1
+    assert checked >= 3
+
+
+def test_a_micro_batch_changes_the_memory_not_the_work():
+    """The issue's GRPO 8B with 4k responses: its 8 sequences per GPU at once need more than an H100 holds; in
+    micro-batches of 2 the group fits, and every phase takes the same time (the same sequences, the same FLOPs)."""
+    whole, groups = EST.estimate_group(grpo_8b()), [EST.estimate_group(grpo_8b(m)) for m in (8, 4, 2, 1)]
+    assert not whole["fits"] and groups[2]["fits"]
+    peaks = [g["allocated_peak"] for g in groups]
+    assert peaks == sorted(peaks, reverse=True) and peaks[0] > 1.25 * peaks[-1]
+    for g in groups:
+        assert [g[p] for p in PHASES] == pytest.approx([whole[p] for p in PHASES], rel=1e-12)
+        assert dict(g.roles)["actor"].scenario.batch_size * dict(g.roles)["actor"].scenario.grad_accum_steps == 8
+
+
+def test_generate_takes_one_micro_batch_at_a_time_and_an_engine_the_whole_iteration():
+    """Without an engine the actor's generate() runs one round per micro-batch, each reading the weights once per
+    token: 8 rounds of 1 take longer than 1 round of 8. An engine's rounds do not depend on the micro-batch."""
+    hf = [EST.estimate_group(grpo_8b(m, engine="hf-generate", zero_stage=2))["generation_seconds"] for m in (8, 1)]
+    assert hf[1] > 4 * hf[0]
+    engine = [EST.estimate_group(grpo_8b(m))["generation_seconds"] for m in (8, 1)]
+    assert engine[0] == pytest.approx(engine[1], rel=1e-12)
+
+
+def test_an_engine_generates_what_its_pool_holds_and_the_rest_in_later_rounds():
+    """Sequences at once × one sequence's KV fit in the engine's pool (its budget less its weights), one more would
+    not; the rounds are the sequences over that; a pool smaller than one sequence is a group that does not fit."""
+    for prompts in (16, 64, 256):
+        group = grpo_8b(1).relayout({"prompts_per_iteration": prompts})
+        actor = EST.estimate(group.role("actor"))
+        at_once, sequences, pool = actor["rollout_batch"], actor["step_sequences"], actor["rollout_pool_bytes"]
+        one = actor["kv_cache"] / at_once  # one sequence's blocks
+        assert sequences == prompts * 8 // 8
+        assert pool == actor["engine_budget_bytes"] - actor["decode_weight_bytes"]
+        assert at_once * one <= pool and (at_once == sequences or pool < (at_once + 1) * one)
+        rounds = math.ceil(sequences / at_once)
+        assert (prompts, rounds) != (256, 1)  # 256 sequences of 4.6k tokens: more than one pool of 0.5 × 80 GB
+        per_round = actor["prefill_seconds"] + 4096 * actor["seconds_per_output_token"]
+        assert actor["rollout_seconds"] == pytest.approx(rounds * per_round, rel=1e-12)
+    tight = EST.estimate_group(rlhf_scenario(name="", algorithm="grpo", placement="colocated", group_size=8,
+                                             micro_batch_size=1,
+                                             actor=replace(grpo_8b().actor, gpu_memory_utilization=0.15)))
+    assert not tight["fits"] and tight["fit_limit"] in (1, 2, 3)
+    assert EST.estimate(tight.scenario.role("actor"))["kv_fits"] == 0
+
+
+@pytest.mark.parametrize("algorithm, passes", [("ppo", ("actor", "critic")), ("grpo", ("actor",)), ("dpo", ())])
+def test_the_log_probability_phase_is_the_trained_roles_forward_passes(algorithm, passes):
+    actor = Scenario(model="Qwen2.5-7B", workload="full", batch_size=4, prompt_len=512, gen_len=512, seq_len=1024,
+                     num_gpus=8, zero_stage=3, checkpointing="full")
+    group = EST.estimate_group(rlhf_scenario(name="", algorithm=algorithm, placement="colocated", group_size=4,
+                                             actor=actor, critic_model="Qwen2.5-0.5B", reward_model="Qwen2.5-0.5B"))
+    roles = dict(group.roles)
+    assert group["log_prob_seconds"] == pytest.approx(sum(roles[r]["forward_pass_seconds"] for r in passes), rel=1e-12)
+    assert group["scoring_seconds"] == pytest.approx(
+        sum(e["forward_pass_seconds"] for e in roles.values() if e.scenario.workload == "frozen"), rel=1e-12)
+    assert group["iteration_seconds"] == pytest.approx(sum(group[p] for p in PHASES), rel=1e-12)
+    if passes:  # a forward pass over the iteration's sequences: twice the prompts, twice the time
+        twice = EST.estimate_group(rlhf_scenario(name="", algorithm=algorithm, placement="colocated", group_size=4,
+                                                 actor=replace(actor, batch_size=8), critic_model="Qwen2.5-0.5B",
+                                                 reward_model="Qwen2.5-0.5B"))
+        assert twice["log_prob_seconds"] == pytest.approx(2 * group["log_prob_seconds"], rel=1e-9)
+
+
+def test_the_iterations_prompts_are_shared_by_the_ranks():
+    """With a fixed number of prompts per iteration, twice the GPUs give each rank half the sequences and end an
+    iteration sooner; without it, each rank keeps its batch (twice the prompts, the same time per rank)."""
+    times = []
+    for n in (8, 16, 32):
+        g = EST.estimate_group(grpo_8b(1, num_gpus=n).relayout({"prompts_per_iteration": 64}))
+        assert dict(g.roles)["actor"]["step_sequences"] == 64 * 8 // n
+        times.append(g["iteration_seconds"])
+    assert times[0] > times[1] > times[2]
+
+
+def test_a_pool_with_fewer_ranks_takes_more_of_the_iteration_per_rank():
+    actor = Scenario(model="Qwen2.5-7B", workload="full", batch_size=4, prompt_len=512, gen_len=512, num_gpus=8,
+                     zero_stage=3)
+    group = rlhf_scenario(name="", algorithm="ppo", placement="separate", actor=actor,
+                          role_gpus={"critic": 2, "reference": 4, "reward": 1})
+    sequences = {r: EST.estimate(s)["step_sequences"] for r, s in group.roles}
+    assert sequences == {"actor": 4, "critic": 16, "reference": 8, "reward": 32}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workload", "ppo", "--gpus", "8", "--prompts-per-iteration", "12"],
+     "Error: --prompts-per-iteration: must split evenly over the actor's 8 data-parallel ranks (num_gpus 8 ÷ tp × pp "
+     "× cp), got 12"),
+    (["--workload", "grpo", "--group-size", "8", "--micro-batch", "3"],
+     "Error: --micro-batch: must divide the 8 sequences each of the actor's data-parallel ranks takes per iteration, "
+     "got 3"),
+])
+def test_a_batch_that_does_not_split_is_one_error_line(args, message):
+    out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", *args])
+    # as a layout that cannot run (tp_size 3 on 8 GPUs): the values are well formed, their combination is not
+    assert out.exit_code == 1 and message in out.output and "Traceback" not in out.output, out.output
+
+
+def test_the_plan_finds_the_issues_grpo_on_a_few_h100s_at_the_largest_micro_batch_that_fits():
+    """'plan for GRPO with long generations (8B policy, group 8, 4k-token responses) says no GPU type meets the
+    goal within 512 GPUs. Real frameworks run this on 8–16 H100s.' The plan chooses the micro-batch: the one it
+    takes fits with the safety factor and the next larger one does not."""
+    found = plan(EST, grpo_8b(), ["H100-80GB-SXM"])
+    (option,) = found.options
+    assert option.total_gpus <= 16
+    micro = option.layout["micro_batch_size"]
+    assert option.estimate["fits_recommended"] and option.layout["sequences_per_gpu"] == 8
+    if micro < 8:
+        bigger = option.estimate.scenario.relayout({"micro_batch_size": micro * 2})
+        assert not EST.estimate_group(bigger)["fits_recommended"]
+    data = json.loads(CliRunner().invoke(main, [
+        "plan", "--model", "Llama-3-8B", "--workload", "grpo", "--group-size", "8", "--gen-len", "4096",
+        "--engine", "vllm", "--gpu-memory-utilization", "0.5", "--gpu-type", "H100-80GB-SXM", "--json"]).output)
+    assert data["options"][0]["layout"]["micro_batch_size"] == micro
