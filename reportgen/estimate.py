@@ -61,6 +61,8 @@ class RlhfScenario:
 
 SKIP_REASONS = {
     "tp_gpus": "tp_size {tp} does not divide num_gpus {gpus}",
+    "max_gen_len": "max_gen_len {longest} is shorter than gen_len {mean}, the responses' mean",
+    "rollout_tp": "rollout_tp_size {tp} must divide num_gpus {gpus} and the {heads} attention heads",
     "pp_gpus": "tp_size {tp} × pp_size {pp} does not divide num_gpus {gpus}",
     "cp_gpus": "tp_size {tp} × pp_size {pp} × cp_size {cp} does not divide num_gpus {gpus}",
     "cp_framework": "cp_size {cp}: framework {framework} has no context parallelism (megatron and fsdp2 have)",
@@ -535,7 +537,8 @@ def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
 
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   critic_model: str | None = None, reward_model: str | None = None,
-                  reference_model: str | None = None, group_size: int = 1, prompts_per_iteration: int | None = None,
+                  reference_model: str | None = None, reward: str = "model", group_size: int = 1,
+                  prompts_per_iteration: int | None = None,
                   micro_batch_size: int | None = None, role_gpus: Mapping[str, int] | None = None,
                   role_gpu_types: Mapping[str, str] | None = None) -> RlhfScenario:
     """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
@@ -566,7 +569,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
             roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", seq_len=seq,
                                             prompt_len=0, gen_len=0)))
         roles.append(("reference", replace(actor, model=reference_model or actor.model, **frozen)))
-        roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", **frozen)))
+        if reward == "model":  # a rule (a verifier) runs on the CPU
+            roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", **frozen)))
     if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
         roles = [(r, replace(s, num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
                  for r, s in roles]
@@ -574,7 +578,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                                                                          actor.grad_accum_steps)))
              for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
-                    group_size=group_size, prompts_per_iteration=prompts_per_iteration,
+                    reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
                     micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types)
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))

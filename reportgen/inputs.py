@@ -199,6 +199,14 @@ INPUTS: tuple[Input, ...] = (
     Input("max_lora_rank", "Largest LoRA rank served", "engines with max_loras > 0: the rank every slot is allocated "
           "at, and that the kernels compute over, padded (vLLM max_lora_rank, default 16)", 16, limits=(1, 512),
           option="--max-lora-rank", applies=_SERVING, only_with=("max_loras", range(1, 1025))),
+    Input("rollout_tp_size", "Rollout engine TP", "RLHF with a rollout engine: its own tensor-parallel degree "
+          "(veRL's rollout.tensor_model_parallel_size, OpenRLHF's vllm_tensor_parallel_size), whatever the "
+          "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING,
+          only_with=_ENGINES, layout=True),
+    Input("max_gen_len", "Longest response (tokens)", "RLHF rollouts: the longest response of an iteration, which "
+          "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
+          "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len", applies=_TRAINING,
+          only_with=("gen_len", range(1, _TOKENS[1] + 1))),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,
           limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),
@@ -245,6 +253,8 @@ RLHF_INPUTS: tuple[Input, ...] = (
           option="--reward-model"),
     Input("reference_model", "Reference model", "reference model (default: the actor's model)", None,
           catalog="model", option="--reference-model"),
+    Input("reward", "Reward", "PPO/GRPO: a reward model scores the rollouts, or a rule does (a verifier of math "
+          "answers or unit tests, on the CPU: no reward role)", "model", choices=("model", "rule"), option="--reward"),
     Input("placement", "Placement", "all roles on the same GPUs, or a GPU pool per role", "colocated",
           choices=PLACEMENTS, option="--placement"),
     Input("group_size", "GRPO group size", "GRPO: samples per prompt", 8, limits=(1, 1024), unit="sequences",
@@ -419,6 +429,13 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
             out[name] = dict(value)
         else:
             out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus)
+    if out["reward"] == "rule":
+        if algorithm == "dpo":
+            raise InputError("applies to PPO and GRPO (DPO scores nothing)", source=source, key_path=key_path("reward"))
+        for name in ("reward_model", "role_gpus", "role_gpu_types"):
+            if name == "reward_model" and out[name] or "reward" in (out[name] or {}):
+                raise InputError("a rule scores the rollouts (reward: rule): there is no reward model",
+                                 source=source, key_path=key_path(name))
     for name in ("role_gpus", "role_gpu_types"):
         if out[name] and out["placement"] != "separate":  # colocated roles share the actor's GPUs
             raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",

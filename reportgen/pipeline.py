@@ -164,7 +164,7 @@ def validation_paths() -> list[Path]:
 
 
 def published_path(name: str = "finetune") -> Path:
-    """A bundled set of published figures: finetune (peak memory), throughput (training, decode) or serving."""
+    """A bundled set of published figures: finetune (peak memory), throughput (training, decode), serving or rlhf."""
     return data_dir("presets") / "validation" / f"published_{name}.json"
 
 
@@ -181,7 +181,7 @@ def validation_figures(estimator: Estimator) -> tuple[list[PublishedFigure], lis
     """The published time and serving figures against their estimates, and every excluded published record
     (fine-tuning, training, decode, serving) with why."""
     figures, excluded = published_figures(read_json(published_path("throughput")), read_json(published_path("serving")),
-                                          estimator)
+                                          read_json(published_path("rlhf")), estimator)
     return figures, finetune_excluded(read_json(published_path())) + excluded
 
 

@@ -730,6 +730,10 @@ TERMS: tuple[Term, ...] = (
          "OpenRLHF and veRL generate PPO/GRPO rollouts with vLLM on the training GPUs, its share of memory set "
          "by gpu_memory_utilization (veRL's rollout default 0.5): the engine holds its own weights and KV pool "
          "beside the trainer's states", "activation"),
+    Term("decode_tp", "Tensor parallelism of the generation", "count",
+         IF(V("rollout_engine").eq(1), V("rollout_tp_size"), V("tp_size")),
+         "a rollout engine runs at its own tensor-parallel degree; generate() and a served model at tp_size",
+         "activation"),
     Term("engine_budget_bytes", "Engine memory budget", "bytes",
          IF(OR(V("engine_mode").eq(1), V("rollout_engine").eq(1)),
             FLOOR((_g("memory_mib") - V("driver_reserved_mib")) * MiB * V("gpu_memory_utilization")), 0),
@@ -742,7 +746,7 @@ TERMS: tuple[Term, ...] = (
     Term("context_tokens", "Tokens per sequence (prompt + generated)", "count",
          V("prompt_len") + V("gen_len"), "", "activation"),
     Term("kv_shards", "GPUs one sequence's KV cache is split over", "count",
-         IF(_m("is_mla").eq(1), 1, MIN(V("tp_size"), V("num_kv_heads"))),
+         IF(_m("is_mla").eq(1), 1, MIN(V("decode_tp"), V("num_kv_heads"))),
          "tensor parallelism gives each GPU its KV heads; with more GPUs than KV heads each keeps a copy of one "
          "(vLLM replicates them: Qwen3-235B-A22B's 4 KV heads at TP 8 hold twice the bytes); MLA's latent is one "
          "vector per token and layer that every tensor-parallel GPU keeps whole (vLLM and SGLang without "
@@ -750,7 +754,7 @@ TERMS: tuple[Term, ...] = (
     Term("kv_bytes_per_token", "KV cache per token, per GPU", "bytes",
          V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards"), "", "activation"),
     Term("decode_weight_bytes", "Weights a decode step reads, per GPU", "bytes",
-         IF(V("is_train").eq(1), V("weight_bytes_unsharded") / V("tp_size"), V("weights")),
+         IF(V("is_train").eq(1), V("weight_bytes_unsharded") / V("decode_tp"), V("weights")),
          "a served model its own; an RLHF actor the whole model over its tensor-parallel group, whatever its "
          "training shards: a rollout engine holds its own copy, and generate() under ZeRO-3 gathers every layer",
          "time"),
@@ -758,9 +762,13 @@ TERMS: tuple[Term, ...] = (
          IF(V("rollout_engine").eq(1), MAX(0, V("engine_budget_bytes") - V("decode_weight_bytes")), 0),
          "its budget less its own copy of the weights (its activation profile and CUDA graphs are left out)",
          "activation"),
+    Term("generator_sequences", "Sequences one generator takes per iteration", "count",
+         IF(V("rollout_engine").eq(1), V("step_sequences") * V("decode_tp") / V("replica_gpus"), V("step_sequences")),
+         "an engine spans decode_tp GPUs and generates for the data-parallel ranks on them; generate() for its rank",
+         "activation"),
     Term("rollout_batch", "Sequences generated at once", "count",
          IF(V("rollout_engine").eq(1),
-            MAX(1, MIN(V("step_sequences"), FLOOR(V("rollout_pool_bytes") / (CEIL(V("context_tokens") / V("kv_block_tokens"))
+            MAX(1, MIN(V("generator_sequences"), FLOOR(V("rollout_pool_bytes") / (CEIL(V("context_tokens") / V("kv_block_tokens"))
                                                                               * V("kv_block_tokens") * V("kv_bytes_per_token"))))),
             V("batch_size")),
          "a rollout engine takes the iteration's sequences together, as many as its pool holds at their full "
@@ -1151,7 +1159,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("prefill_sequence_seconds", "Prefill time of one prompt", "seconds",
          IF(_INFER, (2 * V("active_params") * V("prompt_len")
                      + 2 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
-            / V("tp_size") / (V("peak_flops") * V("prefill_efficiency")), 0),
+            / V("decode_tp") / (V("peak_flops") * V("prefill_efficiency")), 0),
          "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer), compute-bound", "time"),
     Term("prefill_seconds", "Time to first token", "seconds",
          IF(V("engine_mode").eq(1), 1, V("rollout_batch")) * V("prefill_sequence_seconds"),
@@ -1169,7 +1177,7 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(_INFER, MAX((V("decode_weight_bytes") - V("served_lora_bytes")
                          + V("served_lora_bytes") * MIN(V("max_loras"), V("batch_size")) / MAX(V("max_loras"), 1))
                         / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")),
-                        V("rollout_batch") * 2 * (V("active_params") / V("tp_size")
+                        V("rollout_batch") * 2 * (V("active_params") / V("decode_tp")
                                                + V("served_lora_params") / MAX(V("max_loras"), 1))
                         / (V("peak_flops") * V("prefill_efficiency"))), 0),
          "every weight is read once per step (memory-bound at small batch) or the batch's 2N FLOPs per token "
@@ -1183,7 +1191,7 @@ TIME_TERMS: tuple[Term, ...] = (
          "time"),
     Term("seconds_per_output_token", "Time per output token", "seconds",
          IF(_INFER, V("decode_weight_seconds") + V("decode_attention_seconds") + V("decode_gather_seconds")
-            + IF(V("tp_size").gt(1), 2 * V("num_layers") * V("collective_latency_us") / 1e6, 0)
+            + IF(V("decode_tp").gt(1), 2 * V("num_layers") * V("collective_latency_us") / 1e6, 0)
             + IF(AND(V("engine_mode").eq(1), V("gen_len").gt(0)),
                  (V("batch_size") - 1) * V("prefill_sequence_seconds") / V("gen_len"), 0), 0),
          "the weight and attention kernels run one after the other, each at its own roofline (ZeRO-3 "
@@ -1192,14 +1200,15 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("tokens_per_s_per_user", "Output tokens per second per sequence", "tokens_per_s",
          IF(_INFER, 1 / V("seconds_per_output_token"), 0), "", "time"),
     Term("tokens_per_s_per_gpu", "Output tokens per second per GPU", "tokens_per_s",
-         V("tokens_per_s_per_user") * V("rollout_batch") / V("tp_size"),
+         V("tokens_per_s_per_user") * V("rollout_batch") / V("decode_tp"),
          "each tensor-parallel group serves the batch; data-parallel replicas each serve their own", "time"),
     # ---- RLHF phases ---------------------------------------------------------------------------
     Term("rollout_seconds", "Rollout: prefill and generation by a training actor", "seconds",
-         IF(AND(_TRAIN, V("gen_len").gt(0)), CEIL(V("step_sequences") / V("rollout_batch"))
-            * (V("prefill_seconds") + V("gen_len") * V("seconds_per_output_token")), 0),
+         IF(AND(_TRAIN, V("gen_len").gt(0)), CEIL(V("generator_sequences") / V("rollout_batch"))
+            * (V("prefill_seconds") + MAX(V("gen_len"), V("max_gen_len")) * V("seconds_per_output_token")), 0),
          "an RLHF actor generates the iteration's responses before it trains on them: an engine in rounds of "
-         "what its pool holds, generate() in one round per micro-batch", "time"),
+         "what its pool holds, generate() in one round per micro-batch; each round decodes until its longest "
+         "response ends (max_gen_len; its sequences' cache and work are at the mean, gen_len)", "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",
          IF(OR(_TRAIN, V("workload").eq("frozen")),
             V("step_sequences") * (2 * V("active_params") * V("seq_len")
@@ -1275,6 +1284,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("fp8_gpu", AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
     _skip("tp_gpus", MOD(_GPUS, _TP).ne(0), tp=_TP, gpus=_GPUS),
     _skip("tp_heads", MOD(V("num_heads"), _TP).ne(0), tp=_TP, heads=V("num_heads")),
+    _skip("max_gen_len", AND(V("max_gen_len").gt(0), V("max_gen_len").lt(V("gen_len"))), longest=V("max_gen_len"),
+          mean=V("gen_len")),
+    _skip("rollout_tp", AND(V("rollout_engine").eq(1), OR(MOD(_GPUS, V("decode_tp")).ne(0),
+                                                           MOD(V("num_heads"), V("decode_tp")).ne(0))),
+          tp=V("decode_tp"), gpus=_GPUS, heads=V("num_heads")),
     _skip("tp_kv", AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
           kv=V("num_kv_heads")),
     _skip("pp_gpus", MOD(_GPUS, V("model_parallel_size")).ne(0), tp=_TP, pp=V("pp_stages"), gpus=_GPUS),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import InputError, unknown_name
-from .estimate import Estimator, Scenario
+from .estimate import Estimator, RlhfScenario, Scenario, rlhf_scenario
 from .models import ModelSpec, read_json, spec_from_config
 from .tables import EXPERTS_IMPLEMENTATIONS
 from .units import GiB
@@ -46,7 +46,7 @@ class ValidationRow:
 
 # Largest |error| each comparison aims at (issues #16, #17, #18): a figure beyond it carries its
 # reason in the data ("miss"), and the report marks it. Measured peaks: the report's ±10 % band.
-TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "decode": 0.25, "serving": 0.10}
+TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "decode": 0.25, "serving": 0.10, "rlhf": 0.25}
 
 
 def error_stats(errors: Sequence[float]) -> dict[str, float]:
@@ -409,12 +409,50 @@ def serving_cases(data: Mapping[str, Any]) -> list[ServingCase]:
     return out
 
 
-def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
+# RLHF frameworks' step times (presets/validation/published_rlhf.json): an iteration and its phases.
+
+@dataclass(frozen=True)
+class RlhfCase:
+    id: str
+    use: str  # "holdout" or "excluded"
+    why: str
+    name: RunName
+    spec: ModelSpec | None
+    scenario: RlhfScenario | None
+    published: Mapping[str, float]  # group time term (iteration_seconds, generation_seconds, …) -> seconds
+    source: str
+    miss: str = ""
+
+    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
+        group = (estimator.with_model(self.spec) if self.spec else estimator).estimate_group(self.scenario)
+        return {metric: (value, group[metric]) for metric, value in self.published.items()}
+
+
+def rlhf_cases(data: Mapping[str, Any]) -> list[RlhfCase]:
+    out = []
+    for r in data["records"]:
+        block = r["reportgen"]
+        algorithm = r["algorithm"].split(" ")[0]  # 'dapo (multi-turn …)': the name alone
+        known = algorithm in ("ppo", "grpo", "dpo")  # a workload the report names; others as published
+        name = RunName(r["actor_model"], _setup(r.get("num_gpus"), r["gpu"], r["framework"].split(" (")[0],
+                                                "" if known else algorithm.upper()), algorithm if known else "")
+        if block["use"] == "excluded":
+            out.append(RlhfCase(r["id"], "excluded", block["why"], name, None, None, {}, r["source"]))
+            continue
+        spec = _spec(block, r["id"])
+        actor = Scenario(model=spec.name if spec else block["model"], **block["scenario"])
+        group = rlhf_scenario(name="", actor=actor, **block["rlhf"])
+        out.append(RlhfCase(r["id"], block["use"], "", name, spec, group, block["published"], r["source"],
+                            block.get("miss", "")))
+    return out
+
+
+def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any], rlhf: Mapping[str, Any],
                       estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
     """Every compared time and serving figure against its estimate, and the excluded records with why."""
     figures, excluded = [], []
     datasets = (("training", throughput_cases(throughput)), ("decode", decode_cases(throughput)),
-                ("serving", serving_cases(serving)))
+                ("serving", serving_cases(serving)), ("rlhf", rlhf_cases(rlhf)))
     for dataset, cases in datasets:
         for c in cases:
             if c.use == "excluded":

@@ -1088,7 +1088,8 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
 # How each published metric is printed in the unit its label names: scale, decimals below 100.
 METRIC_FORMATS = {"train_tokens_per_s_per_gpu": (1, 0), "tpot_s": (1000, 1), "ttft_s": (1000, 1),
                   "output_tokens_per_s": (1, 1), "latency_s": (1, 3), "kv_tokens": (1, 0), "kv_gib": (1, 2),
-                  "gpu_blocks": (1, 0)}
+                  "gpu_blocks": (1, 0), "iteration_seconds": (1, 1), "generation_seconds": (1, 1),
+                  "log_prob_seconds": (1, 1), "scoring_seconds": (1, 1), "training_seconds": (1, 1)}
 
 
 def metric_value(value: float, metric: str) -> str:
@@ -1261,8 +1262,9 @@ def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGrou
     measured = [r for r in report.validation if r.kind == "measured"]
     published = [r for r in report.validation if r.kind == "published"]
     excluded = {d: [x for x in report.validation_excluded if x.dataset == d]
-                for d in ("finetune", "training", "decode", "serving")}
-    figures = {d: [f for f in report.validation_figures if f.dataset == d] for d in ("training", "decode", "serving")}
+                for d in ("finetune", "training", "decode", "serving", "rlhf")}
+    figures = {d: [f for f in report.validation_figures if f.dataset == d]
+               for d in ("training", "decode", "serving", "rlhf")}
     memory = (_measured_section(measured, t, pdf), _finetune_section(published, excluded["finetune"], t, pdf))
     time = tuple(_figures_section(d, figures[d], excluded[d], t, pdf) for d in figures if figures[d] or excluded[d])
     return (ValidationGroup("appendix-validation", t("appendix.validation"), memory),) + (
@@ -1335,7 +1337,8 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
     if owned:
         intro += t("decision.intro_owned", owned=owned, types=pf.max_types)
     accuracy = t("decision.accuracy", time=_band(validation, "validation-training", t),
-                 speed=_band(validation, "validation-decode", t), memory=_band(validation, "validation-measured", t))
+                 speed=_band(validation, "validation-decode", t), rlhf=_band(validation, "validation-rlhf", t),
+                 memory=_band(validation, "validation-measured", t))
     problems = tuple(t("decision.unplaced", job=job.name_in(lang),
                        why="; ".join(_miss_words(m, t) for m in d.planned[job.name].values()))
                      for job in pf.jobs if job.name in d.choice.unplaced)

@@ -269,7 +269,8 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
             return [c for c in i.user_choices if c != i.default]
         if i.decimal:
             return [0.5]
-        return [i.limits[0] + 1, i.limits[0] + 3] if i.limits else []
+        # and one far inside: a length past the 512 tokens of the bases' rollouts (max_gen_len is read above them)
+        return [i.limits[0] + 1, i.limits[0] + 3, min(i.limits[1], i.limits[0] + 4096)] if i.limits else []
 
     PHASES = ("total", "fit", "phase")
 

@@ -153,3 +153,48 @@ def test_the_plan_finds_the_issues_grpo_on_a_few_h100s_at_the_largest_micro_batc
         "plan", "--model", "Llama-3-8B", "--workload", "grpo", "--group-size", "8", "--gen-len", "4096",
         "--engine", "vllm", "--gpu-memory-utilization", "0.5", "--gpu-type", "H100-80GB-SXM", "--json"]).output)
     assert data["options"][0]["layout"]["micro_batch_size"] == micro
+
+
+def test_the_generation_waits_for_the_longest_response():
+    """With max_gen_len, each round decodes until its longest response ends while the cache and the work stay at
+    the mean (gen_len): twice the longest, twice the decode time per round, the same memory and the same rounds."""
+    mean = grpo_8b(1, gen_len=1024)
+    longest = grpo_8b(1, gen_len=1024, max_gen_len=2048)
+    a, b = EST.estimate(mean.role("actor")), EST.estimate(longest.role("actor"))
+    decode = [e["rollout_seconds"] / math.ceil(e["generator_sequences"] / e["rollout_batch"]) - e["prefill_seconds"]
+              for e in (a, b)]
+    assert decode[1] == pytest.approx(2 * decode[0], rel=1e-12)
+    assert (a["allocated_peak"], a["rollout_batch"]) == (b["allocated_peak"], b["rollout_batch"])
+    out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", "--workload", "ppo", "--gen-len", "512",
+                                    "--max-gen-len", "256"])
+    assert out.exit_code == 1 and "max_gen_len 256 is shorter than gen_len 512, the responses' mean" in out.output
+
+
+def test_a_rollout_engine_runs_at_its_own_tensor_parallelism():
+    """veRL and OpenRLHF set the engine's TP apart from the trainer's: an engine over 4 GPUs holds a quarter of the
+    weights per GPU and generates for the 4 data-parallel ranks on them."""
+    one, four = (EST.estimate(grpo_8b(1, rollout_tp_size=tp).role("actor")) for tp in (1, 4))
+    assert four["decode_weight_bytes"] == pytest.approx(one["decode_weight_bytes"] / 4, rel=1e-12)
+    assert (one["generator_sequences"], four["generator_sequences"]) == (8, 32)
+    assert four["rollout_pool_bytes"] > one["rollout_pool_bytes"]
+    assert four["kv_bytes_per_token"] == pytest.approx(one["kv_bytes_per_token"] / 4, rel=1e-12)  # 8 KV heads
+    out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", "--workload", "ppo", "--gpus", "8",
+                                    "--engine", "vllm", "--rollout-tp", "3"])
+    assert out.exit_code == 1 and "rollout_tp_size 3 must divide num_gpus 8 and the 32 attention heads" in out.output
+
+
+def test_a_rule_reward_has_no_reward_role():
+    """GSM8K, DAPO and code RL score with a verifier on the CPU: no reward model on the GPUs, no scoring time."""
+    actor = Scenario(model="Llama-3-8B", workload="full", batch_size=4, prompt_len=256, gen_len=256, num_gpus=8,
+                     zero_stage=3)
+    model, rule = (EST.estimate_group(rlhf_scenario(name="", algorithm="grpo", placement="colocated", actor=actor,
+                                                    reward=r)) for r in ("model", "rule"))
+    assert [r for r, _ in model.roles] == ["actor", "reference", "reward"]
+    assert [r for r, _ in rule.roles] == ["actor", "reference"]
+    assert rule["scoring_seconds"] == pytest.approx(dict(rule.roles)["reference"]["forward_pass_seconds"], rel=1e-12)
+    assert rule["allocated_peak"] < model["allocated_peak"]
+    for args, message in ((["--workload", "dpo", "--reward", "rule"], "Error: --reward: applies to PPO and GRPO"),
+                          (["--workload", "grpo", "--reward", "rule", "--reward-model", "Qwen2.5-0.5B"],
+                           "Error: --reward-model: a rule scores the rollouts (reward: rule): there is no reward model")):
+        out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", *args])
+        assert out.exit_code == 1 and message in out.output, out.output

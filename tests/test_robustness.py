@@ -588,14 +588,20 @@ def test_two_presets_with_one_file_name_are_refused(tmp_path):
     assert not (tmp_path / "out" / "p.json").exists()
 
 
-@pytest.mark.parametrize("formats, size, failing", [("json,html,xlsx", 100_000, "tiny.json"),
-                                                    ("json,pdf", 385_000, "tiny.pdf")])
-def test_a_full_disk_is_one_error_and_changes_nothing(tmp_path, formats, size, failing):
-    """RLIMIT_FSIZE makes every write past `size` fail with EFBIG, as a full disk fails with ENOSPC:
-    here the JSON (368 KB: the validation appendix's figures and reasons) in the builder, then the PDF
-    with its full appendices (400 KB; the management PDF is smaller than the JSON) in the forked child."""
+@pytest.mark.parametrize("formats, failing", [("json,html,xlsx", "tiny.json"), ("json,pdf", "tiny.pdf")])
+def test_a_full_disk_is_one_error_and_changes_nothing(tmp_path, formats, failing):
+    """RLIMIT_FSIZE makes every write past a size fail with EFBIG, as a full disk fails with ENOSPC: here
+    the JSON (400 KB: the validation appendix's figures and reasons) in the builder, then the PDF with its full
+    appendices (a little larger; the management PDF is smaller than the JSON) in the forked child. The size
+    is a quarter of the JSON, or halfway between the JSON and the PDF, as they are built now."""
     preset = tmp_path / "tiny.yaml"
     preset.write_text("title: tiny\nscenarios: [{model: Llama-3.2-1B, gpu: L4}]\n")
+    sizes = tmp_path / "sizes"
+    assert guarded.run(["build", preset, "--format", "json,pdf", "-o", sizes, "-q", "--pdf-appendix"],
+                       timeout=60).status == 0
+    json_bytes, pdf_bytes = ((sizes / f"tiny.{fmt}").stat().st_size for fmt in ("json", "pdf"))
+    assert json_bytes < pdf_bytes  # else the PDF case would fail on the JSON first
+    size = json_bytes // 4 if failing == "tiny.json" else (json_bytes + pdf_bytes) // 2
     out = tmp_path / "out"
     out.mkdir()
     for fmt in formats.split(","):

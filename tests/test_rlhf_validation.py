@@ -1,0 +1,53 @@
+"""#33 item 4: published RLHF step times (presets/validation/published_rlhf.json), every compared one held out."""
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.catalog import load_gpus, load_models
+from reportgen.estimate import Estimator, rlhf_batch_check
+from reportgen.validation import error_stats, rlhf_cases
+
+DATA = Path(__file__).resolve().parent.parent / "presets" / "validation" / "published_rlhf.json"
+EST = Estimator(load_models(), load_gpus())
+RECORDS = json.loads(DATA.read_text(encoding="utf-8"))["records"]
+CASES = [c for c in rlhf_cases(json.loads(DATA.read_text(encoding="utf-8"))) if c.use != "excluded"]
+
+
+def test_every_record_is_compared_held_out_or_left_out_with_why():
+    assert {r["reportgen"]["use"] for r in RECORDS} <= {"holdout", "excluded"}  # nothing here set a coefficient
+    assert all(r["reportgen"]["why"] for r in RECORDS if r["reportgen"]["use"] == "excluded")
+    assert all(r["source"].startswith("https://") and r["quote"] for r in RECORDS)
+    assert not any("nemo-rl" in r["source"].lower() or "megatron-bridge" in r["source"].lower() for r in RECORDS)
+    assert len(CASES) == 4 and len(RECORDS) == 31
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_a_compared_run_is_a_layout_that_runs_and_fits(case):
+    est = EST.with_model(case.spec)
+    group = case.scenario
+    assert not rlhf_batch_check(group.algorithm, group.actor, dict(group.settings))
+    assert not est.skip_check(group.actor)  # as make_scenario checks a group (its roles follow the actor)
+    assert est.estimate_group(group)["fits"]  # it ran: the estimate must not call it impossible
+
+
+@pytest.mark.parametrize("record", [r for r in RECORDS if r["reportgen"]["use"] == "holdout"], ids=lambda r: r["id"])
+def test_the_published_step_is_in_the_quote_or_derived_as_stated(record):
+    step = record["reportgen"]["published"]["iteration_seconds"]
+    assert step == record["step_seconds"]
+    assert str(step) in record["quote"] or (record["derived"] and str(step) in record["what"])
+
+
+def test_the_held_out_step_times_are_as_accurate_as_recorded():
+    """The level reached (#33's note): the estimate is short on every figure (median 50 %, largest 85 %: the
+    engine's fixed costs and short sequences' efficiency are not modelled). A change that widens it fails here."""
+    errors = [f.error for c in CASES for f in _figures(c)]
+    stats = error_stats(errors)
+    assert stats["figures"] == 12
+    assert stats["median_abs_error"] <= 0.51 and stats["max_abs_error"] <= 0.85
+
+
+def _figures(case):
+    from reportgen.validation import PublishedFigure
+    return [PublishedFigure(case.id, "rlhf", case.name, case.source, case.use, m, p, e)
+            for m, (p, e) in case.compared(EST).items()]
