@@ -332,6 +332,10 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     before_training = [role for role in role_names if role in ("actor", "critic")]
     time = (
         Term("generation_seconds", "Rollout generation per iteration", "seconds", total("rollout_seconds"), "", "time"),
+        Term("refit_seconds", "Weights into the rollout engine per iteration", "seconds",
+             r(role_names[0], "refit_seconds"),
+             "the actor's trained weights gathered into its rollout engine, which sleeps through training and wakes "
+             "for the rollouts", "time"),
         Term("log_prob_seconds", "Log-probabilities and values per iteration", "seconds",
              total("forward_pass_seconds", before_training) if before_training else Num(0),
              "the actor's log-probabilities of its own rollouts (PPO's and GRPO's ratio) and the critic's "
@@ -339,8 +343,10 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         Term("scoring_seconds", "Scoring per iteration", "seconds", total("scoring_seconds"), "", "time"),
         Term("training_seconds", "Training steps per iteration", "seconds", total("step_seconds"), "", "time"),
         Term("iteration_seconds", "Time per RLHF iteration", "seconds",
-             Var("generation_seconds") + Var("log_prob_seconds") + Var("scoring_seconds") + Var("training_seconds"),
-             "rollouts, then the log-probabilities, values and scores, then the trained roles' steps", "time"),
+             Var("generation_seconds") + Var("refit_seconds") + Var("log_prob_seconds") + Var("scoring_seconds")
+             + Var("training_seconds"),
+             "the engine woken and refitted, rollouts, then the log-probabilities, values and scores, then the "
+             "trained roles' steps", "time"),
         Term("rent_usd", "Cost to rent for an hour", "usd", Var("hourly_usd"),
              "what the plan's cheapest to rent compares: an hour of every role's GPUs", "time"),
         Term("plan_seconds", "Time the plan ranks equals by", "seconds", Var("iteration_seconds"),

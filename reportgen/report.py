@@ -203,7 +203,11 @@ def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal 
     extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.roles[1:]]
     if g.algorithm == "grpo":
         extra.append(("group_size", dict(g.settings)["group_size"]))
-    settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free]
+    prompts = dict(g.settings).get("prompts_per_iteration")
+    if prompts:  # the iteration's prompts, not a rank's share of them (which each layout sets)
+        extra.append(("prompts_per_iteration", prompts))
+    settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free
+                and not (prompts and n == "batch_size")]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 
 

@@ -1209,6 +1209,15 @@ TIME_TERMS: tuple[Term, ...] = (
          "an RLHF actor generates the iteration's responses before it trains on them: an engine in rounds of "
          "what its pool holds, generate() in one round per micro-batch; each round decodes until its longest "
          "response ends (max_gen_len; its sequences' cache and work are at the mean, gen_len)", "time"),
+    Term("refit_seconds", "Trained weights into the rollout engine, its sleep and wake-up", "seconds",
+         IF(AND(_TRAIN, V("rollout_engine").eq(1)),
+            IF(V("zero_stage").eq(3), (V("zero_group") - 1) / V("zero_group") * V("weight_bytes_unsharded")
+               / V("dp_link_bytes_per_s"), 0)
+            + 2 * V("decode_weight_bytes") / (_g("pcie_gbps") * 1e9), 0),
+         "once per iteration: the trainer's ZeRO-3/FSDP shards are all-gathered layer by layer before each engine "
+         "GPU loads its tensor-parallel slice (veRL's sharding manager); the engine sleeps through training (vLLM "
+         "sleep mode level 1: its weights to host memory, its KV pool freed) and wakes for the next rollout, its "
+         "weights over PCIe each way", "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",
          IF(OR(_TRAIN, V("workload").eq("frozen")),
             V("step_sequences") * (2 * V("active_params") * V("seq_len")
@@ -1256,7 +1265,8 @@ INFERENCE_TIME_KEYS = ("prefill_seconds", "seconds_per_output_token", "tokens_pe
 # A serving engine's answers: its KV block pool and what the pool holds.
 SERVING_KEYS = ("engine_budget_bytes", "kv_pool_bytes", "kv_pool_tokens", "kv_blocks", "max_concurrency",
                 "max_context_tokens")
-RLHF_TIME_KEYS = ("generation_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds", "iteration_seconds")
+RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds",
+                  "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
               "resident_kv_cache", "temporaries")

@@ -597,7 +597,7 @@ def _settings(need: Requirement, varying: Sequence[str], t: Catalogue) -> tuple[
     checkpointing), those that differ from the workload's defaults, and those that vary between
     requirements of the same model × workload."""
     shown = [(n, v) for n, v in need.settings
-             if n in varying or n.startswith(("role.", "goal.")) or n == "group_size"
+             if n in varying or n.startswith(("role.", "goal.")) or n in ("group_size", "prompts_per_iteration")
              or (n in INPUT_BY_NAME and (INPUT_BY_NAME[n].headline or v != _default(n, need.workload)))]
     goal = [(n, v) for n, v in shown if n.startswith("goal.")]
     words = [(setting_text(n, v, t), n in varying) for n, v in shown if not n.startswith("goal.")]

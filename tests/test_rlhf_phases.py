@@ -14,7 +14,7 @@ from reportgen.estimate import Estimator, Scenario, data_parallel_ranks, rlhf_sc
 from reportgen.plan import plan
 
 EST = Estimator(load_models(), load_gpus())
-PHASES = ("generation_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds")
+PHASES = ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds")
 
 
 def grpo_8b(micro=None, engine="vllm", **actor):
@@ -198,3 +198,36 @@ def test_a_rule_reward_has_no_reward_role():
                            "Error: --reward-model: a rule scores the rollouts (reward: rule): there is no reward model")):
         out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", *args])
         assert out.exit_code == 1 and message in out.output, out.output
+
+
+def test_the_engine_is_refitted_and_woken_once_per_iteration():
+    """ZeRO-3 shards are gathered before the engine loads them (ZeRO-2 keeps whole weights: nothing to gather);
+    the engine's weights go to the host and back each iteration; generate() on the trainer's weights has neither."""
+    z3, z2 = (EST.estimate_group(grpo_8b(1, zero_stage=z)) for z in (3, 2))
+    actor3, actor2 = dict(z3.roles)["actor"], dict(z2.roles)["actor"]
+    pcie = EST.gpus["H100-80GB-SXM"].pcie_gbps * 1e9
+    assert actor2["refit_seconds"] == pytest.approx(2 * actor2["decode_weight_bytes"] / pcie, rel=1e-12)
+    gathered = 7 / 8 * actor3["weight_bytes_unsharded"] / actor3["dp_link_bytes_per_s"]
+    assert actor3["refit_seconds"] == pytest.approx(actor2["refit_seconds"] + gathered, rel=1e-12)
+    assert z3["refit_seconds"] == actor3["refit_seconds"] > 0
+    assert EST.estimate_group(grpo_8b(1, engine="hf-generate"))["refit_seconds"] == 0
+
+
+def test_an_iterations_prompts_are_the_job_and_a_ranks_share_the_layout(tmp_path):
+    """With prompts_per_iteration, each layout gives a rank its share: the groups of one sweep over GPU counts
+    answer one requirement, which names the iteration's prompts (not a rank's batch); the plan's answer is the
+    fewest GPUs that fit."""
+    from reportgen.pipeline import load, make_report
+    from reportgen.views import build_view
+    preset = tmp_path / "grpo.yaml"
+    preset.write_text("title: GRPO with a global batch\nmatrices:\n  - name: GRPO 8B\n    model: Llama-3-8B\n"
+                      "    workload: {type: grpo, prompt_len: 512, gen_len: 1024, group_size: 8,"
+                      " prompts_per_iteration: 256, micro_batch_size: 4}\n"
+                      "    serving_engine: vllm\n    gpu_memory_utilization: 0.5\n    checkpointing: full\n"
+                      "    zero_stage: 3\n    num_gpus: [8, 16, 32]\n    gpu: H100-80GB-SXM\n")
+    report = make_report(load(str(preset)), "2026-12-04T00:00:00+00:00")
+    (rec,) = report.recommendations
+    assert rec.requirement.value("prompts_per_iteration") == 256 and rec.requirement.value("batch_size") is None
+    assert sum(e.num_scenarios for e in rec.entries) == 3
+    words = "".join(p.text for p in build_view(report, "en").verdicts[0].settings)
+    assert "256 prompts per iteration" in words and "batch 32" not in words
