@@ -19,7 +19,7 @@ from .arrays import np
 from .estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check,
                        rollout_sequences)
 from .goals import GOAL_TERMS, Goal
-from .inputs import INPUT_NAMES
+from .inputs import FROZEN, INPUT_NAMES
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from .vector import CHUNK_ROWS, Text, take, to_list
 from .units import duration_words
@@ -92,6 +92,8 @@ class PlanOption:
             g = self.estimate.scenario
             out["sequences_per_gpu"] = rollout_sequences(g.algorithm, g.actor.batch_size, dict(g.settings)["group_size"])
             out["micro_batch_size"] = g.roles[0][1].batch_size
+            if g.placement == "separate":
+                out["role_gpus"] = {role: s.num_gpus for role, s in g.roles}
         return out
 
     def to_json(self) -> dict:
@@ -445,7 +447,26 @@ def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch
 
 def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
            micro_batch_size: int | None = None) -> GroupEstimate:
-    return estimator.estimate_group(_relayout(scenario, gpu, candidate, micro_batch_size))
+    group = _relayout(scenario, gpu, candidate, micro_batch_size)
+    return estimator.estimate_group(_sized_pools(estimator, group) if group.placement == "separate" else group)
+
+
+def _sized_pools(estimator: Estimator, group: RlhfScenario) -> RlhfScenario:
+    """Separate pools the user did not size: each role on the fewest GPUs of its type that hold it with the safety
+    factor (buyable counts, ascending; a pool holds whole tensor-parallel groups, and whole pipelines of a trained
+    role). A role that fits on none keeps the actor's count, and the group does not fit."""
+    given = dict(group.settings).get("role_gpus") or {}
+    sizes = dict(given)
+    for role, s in group.roles[1:]:
+        if role in given:
+            continue
+        unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
+        for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node):
+            if n % unit == 0 and estimator.estimate(group.relayout({"role_gpus": {**sizes, role: n}}).role(role))[
+                    "fits_recommended"]:
+                sizes[role] = n
+                break
+    return group.relayout({"role_gpus": sizes}) if sizes != given else group
 
 
 def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed: tuple[str, ...]) -> tuple[int, ...]:

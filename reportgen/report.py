@@ -192,6 +192,10 @@ class Requirement:
         return dict(self.settings).get(name)
 
 
+# How an RLHF group splits its rank's sequences into passes: how it runs, not what the job is.
+GROUP_SPLIT = ("grad_accum_steps",)
+
+
 def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
     """A goal joins the requirement; the inputs it sets per layout (a serving goal's batch and prompt) leave it."""
     if not result.is_group:
@@ -206,7 +210,10 @@ def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal 
     prompts = dict(g.settings).get("prompts_per_iteration")
     if prompts:  # the iteration's prompts, not a rank's share of them (which each layout sets)
         extra.append(("prompts_per_iteration", prompts))
-    settings = [(n, getattr(s, n)) for n in job_inputs(result.workload, s.workload) if n not in free
+    # A rank's prompts per iteration are its batch × accumulation, however the roles' micro-batches split them.
+    values = {**{n: getattr(s, n) for n in job_inputs(result.workload, s.workload)},
+              "batch_size": s.batch_size * s.grad_accum_steps}
+    settings = [(n, v) for n, v in values.items() if n not in free and n not in GROUP_SPLIT
                 and not (prompts and n == "batch_size")]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 

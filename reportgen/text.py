@@ -119,8 +119,10 @@ def _layout_words(layout: dict) -> str:
               layout["optimizer"] if layout["optimizer"] != "adamw" else "",
               layout["framework"] if layout["framework"] != "hf" else "",
               f"{layout['grad_accum_steps']} micro-batches" if layout.get("grad_accum_steps", 1) > 1 else "",
-              f"{layout['sequences_per_gpu']:,} sequences per GPU in micro-batches of {layout['micro_batch_size']:,}"
-              if "micro_batch_size" in layout else ""]
+              f"{layout['sequences_per_gpu']:,} sequence{'s' if layout['sequences_per_gpu'] > 1 else ''} per GPU in "
+              f"micro-batches of {layout['micro_batch_size']:,}" if "micro_batch_size" in layout else "",
+              "pools: " + ", ".join(f"{role} {n}" for role, n in layout["role_gpus"].items())
+              if "role_gpus" in layout else ""]
     return " · ".join(x for x in parts if x)
 
 

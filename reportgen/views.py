@@ -24,7 +24,7 @@ from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from .formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from .presets import WORKLOAD_TYPES
-from .report import Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
+from .report import GROUP_SPLIT, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
 from .tables import LOOKUP_TABLES
 from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
@@ -622,11 +622,15 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
     group's placement."""
     s = r.lead
     chosen = set(job_inputs(r.workload, s.workload)) - {n for n, _ in need.settings}
+    if r.is_group:  # a role's batch and accumulation split the rank's sequences: said as its micro-batch
+        chosen -= {"batch_size", *GROUP_SPLIT}
     parts = [setting_text(n, getattr(s, n), t) for n in INPUT_NAMES
              if n in chosen or (n in _CHOICE_INPUTS and INPUT_BY_NAME[n].applies_to(s.workload)
                                 and getattr(s, n) != _default(n, s.workload))]
     if r.is_group:
         g = r.estimate.scenario
+        if s.grad_accum_steps > g.actor.grad_accum_steps:
+            parts.append(t("setting.micro_batch_size", v=format_count(s.batch_size)))
         parts.append(t(f"placement.{g.placement}"))
         if g.placement == "separate":  # each other role's pool, where it differs from the actor's
             parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)

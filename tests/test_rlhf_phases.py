@@ -231,3 +231,29 @@ def test_an_iterations_prompts_are_the_job_and_a_ranks_share_the_layout(tmp_path
     assert sum(e.num_scenarios for e in rec.entries) == 3
     words = "".join(p.text for p in build_view(report, "en").verdicts[0].settings)
     assert "256 prompts per iteration" in words and "batch 32" not in words
+
+
+def test_the_plan_sizes_each_separate_pool_to_the_fewest_gpus_that_hold_its_role():
+    """#33 item 3 (per-role pools): without role_gpus, a separate pool was the actor's count (a 70B actor's 4 GPUs
+    for a 0.5B reward model); now each role gets the fewest buyable GPUs of its type that hold it with k, and a
+    pool the user sized is kept."""
+    from reportgen.plan import buyable_counts
+    actor = Scenario(model="Llama-2-70B", workload="full", batch_size=1, prompt_len=512, gen_len=512,
+                     checkpointing="full")
+    for given in ({}, {"critic": 2}):
+        group = rlhf_scenario(name="", algorithm="ppo", placement="separate", actor=actor, critic_model="Llama-2-13B",
+                              reward_model="Qwen2.5-0.5B", role_gpus=given or None)
+        (option,) = plan(EST, group, ["H100-80GB-SXM"]).options
+        chosen = option.estimate.scenario
+        pools = {role: s.num_gpus for role, s in chosen.roles}
+        assert option.layout["role_gpus"] == pools and option.total_gpus == sum(pools.values())
+        assert pools["reward"] == 1 and all(pools[r] == n for r, n in given.items())
+        for role in ("critic", "reference", "reward"):
+            if role in given:
+                continue
+            counts = buyable_counts(8)
+            assert EST.estimate(chosen.role(role))["fits_recommended"]
+            smaller = [n for n in counts if n < pools[role]]
+            if smaller:  # the next smaller buyable pool does not hold it
+                fewer = chosen.relayout({"role_gpus": {**pools, role: smaller[-1]}})
+                assert not EST.estimate(fewer.role(role))["fits_recommended"], role

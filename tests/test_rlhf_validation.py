@@ -19,12 +19,18 @@ def test_every_record_is_compared_held_out_or_left_out_with_why():
     assert all(r["reportgen"]["why"] for r in RECORDS if r["reportgen"]["use"] == "excluded")
     assert all(r["source"].startswith("https://") and r["quote"] for r in RECORDS)
     assert not any("nemo-rl" in r["source"].lower() or "megatron-bridge" in r["source"].lower() for r in RECORDS)
-    assert len(CASES) == 4 and len(RECORDS) == 31
+    assert len(CASES) == 8 and len(RECORDS) == 41
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+# rlhf-104 ran with the engine's 0.6 of an H100 beside 32 GiB of trainer states: the estimate counts the budget on
+# top of them (its vLLM subtracted what the process held), so it calls that run impossible (its note says so).
+_DOES_NOT_FIT = {"rlhf-104": "the rollout engine's budget counted on top of the trainer's states"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_DOES_NOT_FIT[c.id]))
+                                  if c.id in _DOES_NOT_FIT else c for c in CASES], ids=lambda c: c.id)
 def test_a_compared_run_is_a_layout_that_runs_and_fits(case):
-    est = EST.with_model(case.spec)
+    est = EST.with_model(case.spec) if case.spec else EST
     group = case.scenario
     assert not rlhf_batch_check(group.algorithm, group.actor, dict(group.settings))
     assert not est.skip_check(group.actor)  # as make_scenario checks a group (its roles follow the actor)
@@ -39,12 +45,12 @@ def test_the_published_step_is_in_the_quote_or_derived_as_stated(record):
 
 
 def test_the_held_out_step_times_are_as_accurate_as_recorded():
-    """The level reached (#33's note): the estimate is short on every figure (median 50 %, largest 85 %: the
-    engine's fixed costs and short sequences' efficiency are not modelled). A change that widens it fails here."""
+    """The level reached (#33's note): 7 of 31 figures within ±25 %, median 54 %, largest 98 %, nearly all short
+    (fixed costs of small models, short sequences' efficiency, a padded critic). A change that widens it fails."""
     errors = [f.error for c in CASES for f in _figures(c)]
     stats = error_stats(errors)
-    assert stats["figures"] == 12
-    assert stats["median_abs_error"] <= 0.51 and stats["max_abs_error"] <= 0.85
+    assert stats["figures"] == 31 and sum(abs(e) <= 0.25 for e in errors) >= 7
+    assert stats["median_abs_error"] <= 0.55 and stats["max_abs_error"] <= 0.98
 
 
 def _figures(case):

@@ -4,9 +4,10 @@ its inputs, so an edited batch or dtype moves the row to another requirement and
 
 "model · workload · name=value · …": inputs.job_inputs of the row's workload, in the input table's
 order, less those its matrix (the row's matrix cell) declares interchangeable, which the plan may
-choose. An RLHF group's reads its actor's (DPO: policy's) row as the group computes with it (GRPO's
-batch is prompts × group size, DPO's chosen + rejected pairs), then the settings report.requirement
-adds for a group: how the actor trains and the other roles' models (live, from their rows) and GRPO's
+choose. An RLHF group's reads its actor's (DPO: policy's) row as the group computes with it: its batch
+is a rank's prompts per iteration, the row's micro-batch × accumulation over the sequences per prompt
+(GRPO's group size, DPO's pair), and none where the iteration's prompts are given; then the settings
+report.requirement adds for a group: how the actor trains and the other roles' models (live, from their rows) and GRPO's
 group size. Two candidate rows show the same text exactly when report.requirement gives them the
 same requirement; the Plan's requirement cells are matched against it. Names and values, not words:
 the same text in every language.
@@ -18,7 +19,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from ...formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
 from ...goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
 from ...inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
-from ...report import Requirement
+from ...report import GROUP_SPLIT, Requirement
 
 SEP = " · "
 
@@ -69,9 +70,16 @@ def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: 
     """An RLHF group's requirement over its role rows (Var("actor.batch_size"): the actor row's cell).
     `need` (report.requirement of the group) says which group settings follow the actor's inputs;
     those with a cell are read live, GRPO's group size (no cell) is its value."""
+    given = dict(need.settings)
+    sequences_per_prompt = {"grpo": given.get("group_size", 1), "dpo": 2}.get(need.workload, 1)
+
     def actor(name: str) -> Expr:
+        if name == "batch_size":  # a rank's prompts per iteration: its sequences, however micro-batched
+            return Var(f"{roles[0]}.batch_size") * Var(f"{roles[0]}.grad_accum_steps") / sequences_per_prompt
         return Var(f"{roles[0]}.{name}")
     live = {"actor_workload": actor("workload"), **{f"role.{r}": Var(f"{r}.model") for r in roles[1:]}}
     extras = [_setting(n, live.get(n, lift(v))) for n, v in need.settings if n not in INPUT_BY_NAME]
-    asked = {w: job_inputs(need.workload, w) for w in TRAINED_WORKLOADS}  # w: how the actor trains
+    left_out = GROUP_SPLIT + (("batch_size",) if "prompts_per_iteration" in given else ())
+    asked = {w: tuple(n for n in job_inputs(need.workload, w) if n not in left_out)  # w: how the actor trains
+             for w in TRAINED_WORKLOADS}
     return concat(actor("model"), SEP, need.workload, _job_settings(asked, interchangeable, actor), *extras)
