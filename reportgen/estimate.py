@@ -543,7 +543,8 @@ def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
 
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   critic_model: str | None = None, reward_model: str | None = None,
-                  reference_model: str | None = None, reward: str = "model", group_size: int = 1,
+                  reference_model: str | None = None, reference: str = "model", reward: str = "model",
+                  group_size: int = 1,
                   prompts_per_iteration: int | None = None,
                   micro_batch_size: int | None = None, role_gpus: Mapping[str, int] | None = None,
                   role_gpu_types: Mapping[str, str] | None = None) -> RlhfScenario:
@@ -574,7 +575,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
         if algorithm == "ppo":
             roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", seq_len=seq,
                                             prompt_len=0, gen_len=0)))
-        roles.append(("reference", replace(actor, model=reference_model or actor.model, **frozen)))
+        if reference == "model":  # without a KL term there is no reference
+            roles.append(("reference", replace(actor, model=reference_model or actor.model, **frozen)))
         if reward == "model":  # a rule (a verifier) runs on the CPU
             roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", **frozen)))
     if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
@@ -584,7 +586,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                                                                          actor.grad_accum_steps)))
              for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
-                    reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
+                    reference=reference, reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
                     micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types)
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))

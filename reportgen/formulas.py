@@ -151,8 +151,8 @@ class Fn(Expr):
 
 
 def IF(cond, then, otherwise) -> Expr: return Fn("IF", (lift(cond), lift(then), lift(otherwise)))
-def MAX(*args) -> Expr: return Fn("MAX", tuple(lift(a) for a in args))
-def MIN(*args) -> Expr: return Fn("MIN", tuple(lift(a) for a in args))
+def MAX(*args) -> Expr: return lift(args[0]) if len(args) == 1 else Fn("MAX", tuple(lift(a) for a in args))
+def MIN(*args) -> Expr: return lift(args[0]) if len(args) == 1 else Fn("MIN", tuple(lift(a) for a in args))
 def CEIL(x) -> Expr: return Fn("ROUNDUP", (lift(x), Num(0)))
 def FLOOR(x) -> Expr: return Fn("INT", (lift(x),))  # round down (INT in Excel)
 def MOD(a, b) -> Expr: return Fn("MOD", (lift(a), lift(b)))

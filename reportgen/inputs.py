@@ -253,6 +253,9 @@ RLHF_INPUTS: tuple[Input, ...] = (
           option="--reward-model"),
     Input("reference_model", "Reference model", "reference model (default: the actor's model)", None,
           catalog="model", option="--reference-model"),
+    Input("reference", "Reference", "PPO/GRPO: a frozen reference model gives the KL term, or none (no KL "
+          "penalty: veRL's use_kl_loss and use_kl_in_reward off)", "model", choices=("model", "none"),
+          option="--reference"),
     Input("reward", "Reward", "PPO/GRPO: a reward model scores the rollouts, or a rule does (a verifier of math "
           "answers or unit tests, on the CPU: no reward role)", "model", choices=("model", "rule"), option="--reward"),
     Input("placement", "Placement", "all roles on the same GPUs, or a GPU pool per role", "colocated",
@@ -429,13 +432,15 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
             out[name] = dict(value)
         else:
             out[name] = spec.check(value, source=source, key_path=key_path(name), gpus=gpus)
-    if out["reward"] == "rule":
+    for setting, role, without, dpo in (("reward", "reward", "rule", "DPO scores nothing"),
+                                        ("reference", "reference", "none", "DPO's loss needs its reference")):
+        if out[setting] != without:
+            continue
         if algorithm == "dpo":
-            raise InputError("applies to PPO and GRPO (DPO scores nothing)", source=source, key_path=key_path("reward"))
-        for name in ("reward_model", "role_gpus", "role_gpu_types"):
-            if name == "reward_model" and out[name] or "reward" in (out[name] or {}):
-                raise InputError("a rule scores the rollouts (reward: rule): there is no reward model",
-                                 source=source, key_path=key_path(name))
+            raise InputError(f"applies to PPO and GRPO ({dpo})", source=source, key_path=key_path(setting))
+        for name in (f"{role}_model", "role_gpus", "role_gpu_types"):
+            if name == f"{role}_model" and out[name] or role in (out[name] or {}):
+                raise InputError(f"{setting}: {without} leaves no {role} model", source=source, key_path=key_path(name))
     for name in ("role_gpus", "role_gpu_types"):
         if out[name] and out["placement"] != "separate":  # colocated roles share the actor's GPUs
             raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",

@@ -578,8 +578,9 @@ def _subject(rec: Recommendation, sample: Result, varying: Sequence[str], t: Cat
     workload = t(f"workload.{rec.workload}")
     if sample.is_group:
         roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.roles]
-        text = t("subject.group", model=rec.model, workload=workload, count=len(roles),
-                 roles=t("list.sep").join(roles))
+        text = (t("subject.group", model=rec.model, workload=workload, count=len(roles),
+                  roles=t("list.sep").join(roles)) if len(roles) > 1
+                else t("subject.group_alone", model=rec.model, workload=workload, role=roles[0]))
     else:
         text = t("subject.single", model=rec.model, workload=workload)
     return text + variant_text(rec.requirement, varying, t)

@@ -195,7 +195,7 @@ def test_a_rule_reward_has_no_reward_role():
     assert rule["allocated_peak"] < model["allocated_peak"]
     for args, message in ((["--workload", "dpo", "--reward", "rule"], "Error: --reward: applies to PPO and GRPO"),
                           (["--workload", "grpo", "--reward", "rule", "--reward-model", "Qwen2.5-0.5B"],
-                           "Error: --reward-model: a rule scores the rollouts (reward: rule): there is no reward model")):
+                           "Error: --reward-model: reward: rule leaves no reward model")):
         out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", *args])
         assert out.exit_code == 1 and message in out.output, out.output
 
@@ -257,3 +257,18 @@ def test_the_plan_sizes_each_separate_pool_to_the_fewest_gpus_that_hold_its_role
             if smaller:  # the next smaller buyable pool does not hold it
                 fewer = chosen.relayout({"role_gpus": {**pools, role: smaller[-1]}})
                 assert not EST.estimate(fewer.role(role))["fits_recommended"], role
+
+
+def test_without_a_kl_term_there_is_no_reference():
+    """veRL with use_kl_loss and use_kl_in_reward off (rlhf-102) runs no reference: with a rule reward too, GRPO is
+    the actor alone, and its group is the actor's figures."""
+    actor = Scenario(model="Llama-3-8B", workload="full", batch_size=4, prompt_len=256, gen_len=256, num_gpus=8,
+                     zero_stage=3, serving_engine="vllm", gpu_memory_utilization=0.5)
+    alone = EST.estimate_group(rlhf_scenario(name="", algorithm="grpo", placement="colocated", actor=actor,
+                                             reference="none", reward="rule"))
+    (name, role), = alone.roles
+    assert name == "actor" and alone["scoring_seconds"] == 0
+    assert alone["allocated_peak"] == role["allocated_peak"]
+    out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", "--workload", "ppo", "--reference", "none",
+                                    "--reference-model", "Qwen2.5-0.5B"])
+    assert out.exit_code == 1 and "Error: --reference-model: reference: none leaves no reference model" in out.output
