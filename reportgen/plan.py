@@ -92,6 +92,8 @@ class PlanOption:
             g = self.estimate.scenario
             out["sequences_per_gpu"] = rollout_sequences(g.algorithm, g.actor.batch_size, dict(g.settings)["group_size"])
             out["micro_batch_size"] = g.roles[0][1].batch_size
+            if g.actor.serving_engine != "hf-generate":
+                out["rollout_tp_size"] = g.actor.rollout_tp_size
             if g.placement == "separate":
                 out["role_gpus"] = {role: s.num_gpus for role, s in g.roles}
         return out
@@ -151,7 +153,8 @@ class Plan:
     def to_json(self) -> dict:
         return {"goal": self.describe_goal(),
                 "cheapest": {m: (self.cheapest(m).gpu if self.cheapest(m) else None) for m in MEASURES},
-                "options": [o.to_json() | ({"run_seconds": run_seconds(o.estimate, self.steps)} if self.steps else {})
+                "options": [o.to_json() | ({"run_seconds": run_seconds(o.estimate, self.steps),
+                                            "run_usd": run_usd(o.estimate, self.steps)} if self.steps else {})
                             for o in self.options],
                 "not_found": [{"gpu": m.gpu, "most_gpus": m.most_gpus} for m in self.misses],
                 "candidates_tried": self.tried,
@@ -256,6 +259,11 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
 def run_seconds(estimate: GroupEstimate, steps: int) -> float:
     """An RLHF run's length: its iterations, one after another."""
     return steps * float(estimate["iteration_seconds"])
+
+
+def run_usd(estimate: GroupEstimate, steps: int) -> float:
+    """An RLHF run's cost rented: every role's GPUs for the run's length at the hourly price."""
+    return run_seconds(estimate, steps) / 3600 * float(estimate["hourly_usd"])
 
 
 def plan_run(estimator: Estimator, scenario: RlhfScenario, gpus: Sequence[str], steps: int, within_seconds: float,
@@ -401,11 +409,13 @@ _GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "optimizer")
 
 def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
     """The layouts of one GPU count that need the least memory per GPU: the highest ZeRO stage and full
-    recompute, every offload. If none fits, no layout of that count does (sharding, recompute and offload
-    never raise per-GPU memory), and the search passes the count over."""
+    recompute, every offload, the rollout engine's widest TP. If none fits, no layout of that count does
+    (sharding, recompute and offload never raise per-GPU memory), and the search passes the count over."""
     zero = max(c.zero_stage for c in layouts)
     recompute = "full" if any(c.checkpointing == "full" for c in layouts) else None
-    return [c for c in layouts if c.zero_stage == zero and recompute in (None, c.checkpointing)]
+    engine_tp = max(c.rollout_tp_size for c in layouts)  # a rollout engine's weights are spread widest
+    return [c for c in layouts if c.zero_stage == zero and recompute in (None, c.checkpointing)
+            and c.rollout_tp_size == engine_tp]
 
 
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
@@ -417,14 +427,16 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     nearest, skipped = None, {}
     for n in counts:
         layouts = []
-        for candidate in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
-            reason = estimator.skip_check(candidate)
-            if reason:
-                skipped.setdefault(reason.code, reason)
-                continue
-            if rlhf_batch_check(scenario.algorithm, _relayout(scenario, gpu, candidate).actor, dict(scenario.settings)):
-                continue  # the iteration's prompts do not split over this count's data-parallel ranks
-            layouts.append(candidate)
+        for trainer in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
+            for candidate in _rollout_layouts(trainer, estimator, n, fixed):
+                reason = estimator.skip_check(candidate)
+                if reason:
+                    skipped.setdefault(reason.code, reason)
+                    continue
+                if rlhf_batch_check(scenario.algorithm, _relayout(scenario, gpu, candidate).actor,
+                                    dict(scenario.settings)):
+                    continue  # the iteration's prompts do not split over this count's data-parallel ranks
+                layouts.append(candidate)
         least = _least_memory(layouts) if layouts else []
         if least:
             smallest = [_group(estimator, scenario, gpu, c, _micro_batches(scenario, gpu, c, fixed)[-1]) for c in least]
@@ -439,10 +451,23 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     return PlanMiss(gpu, counts[-1] if counts else 0, () if nearest else tuple(skipped.values()), nearest), tried
 
 
+def _rollout_layouts(trainer: Scenario, estimator: Estimator, n: int, fixed: tuple[str, ...]) -> list[Scenario]:
+    """A trainer layout with each tensor-parallel degree its rollout engine may take (inside a node, dividing the
+    GPUs; the heads are the skip rules'): an engine's TP is its own (veRL, OpenRLHF), and a model whose weights
+    pass the engine's share of one GPU needs it. generate() and a TP given keep theirs."""
+    if trainer.serving_engine == "hf-generate" or "rollout_tp_size" in fixed:
+        return [trainer]
+    per_node = estimator.gpus[trainer.gpu].gpus_per_node
+    return [replace(trainer, rollout_tp_size=tp) for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0]
+
+
+_ACTOR_LAYOUT = ("num_gpus", "zero_stage", "checkpointing", "offload", "rollout_tp_size")
+
+
 def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch_size: int | None = None
               ) -> RlhfScenario:
-    return scenario.relayout({"micro_batch_size": micro_batch_size} if micro_batch_size else {}, gpu=gpu, **{
-        k: getattr(candidate, k) for k in ("num_gpus", "zero_stage", "checkpointing", "offload")})
+    return scenario.relayout({"micro_batch_size": micro_batch_size} if micro_batch_size else {}, gpu=gpu,
+                             **{k: getattr(candidate, k) for k in _ACTOR_LAYOUT})
 
 
 def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,

@@ -121,6 +121,7 @@ def _layout_words(layout: dict) -> str:
               f"{layout['grad_accum_steps']} micro-batches" if layout.get("grad_accum_steps", 1) > 1 else "",
               f"{layout['sequences_per_gpu']:,} sequence{'s' if layout['sequences_per_gpu'] > 1 else ''} per GPU in "
               f"micro-batches of {layout['micro_batch_size']:,}" if "micro_batch_size" in layout else "",
+              f"rollout engine TP{layout['rollout_tp_size']}" if "rollout_tp_size" in layout else "",
               "pools: " + ", ".join(f"{role} {n}" for role, n in layout["role_gpus"].items())
               if "role_gpus" in layout else ""]
     return " · ".join(x for x in parts if x)
@@ -156,7 +157,7 @@ def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
 def plan_table(plan, assumptions) -> str:
     """The options by the plan's order, each column with its unit, then the GPU types without an answer
     and why."""
-    from .plan import run_seconds
+    from .plan import run_seconds, run_usd
     cheapest = {m: plan.cheapest(m) for m in ("purchase", "hourly")}
     words = {"purchase": "to buy", "hourly": "to rent"}
     train = any(o.is_train for o in plan.options) or plan.goal.within_seconds is not None
@@ -173,12 +174,12 @@ def plan_table(plan, assumptions) -> str:
         if train and not group:
             row.append(f"{e['cost_usd']:,.0f}")
         if plan.steps is not None:
-            row.append(f"{run_seconds(e, plan.steps) / 3600:,.1f}")
+            row += [f"{run_seconds(e, plan.steps) / 3600:,.1f}", f"{run_usd(e, plan.steps):,.0f}"]
         rows.append(row + [", ".join(words[m] for m, c in cheapest.items() if c is o)])
     speed = ("s per iteration" if group else "time to train, h" if train else "output tokens/s per user")
     head = (["GPU", "GPUs in all", "layout", "device total GiB/GPU", "recommended GiB/GPU", speed]
             + (["first token, s"] if first_token else []) + ["purchase USD", "rent USD/h"]
-            + (["run cost USD"] if train and not group else []) + (["run, h"] if plan.steps is not None else [])
+            + (["run cost USD"] if train and not group else []) + (["run, h", "run rented, USD"] if plan.steps is not None else [])
             + ["cheapest"])
     out = [f"goal: {plan.describe_goal()}; {plan.tried:,} candidate layouts estimated"]
     if rows:

@@ -272,3 +272,34 @@ def test_without_a_kl_term_there_is_no_reference():
     out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", "--workload", "ppo", "--reference", "none",
                                     "--reference-model", "Qwen2.5-0.5B"])
     assert out.exit_code == 1 and "Error: --reference-model: reference: none leaves no reference model" in out.output
+
+
+def _plan_json(*args):
+    out = CliRunner().invoke(main, ["plan", "--engine", "vllm", "--gpu-memory-utilization", "0.5", "--gpu-type",
+                                    "H100-80GB-SXM", "--json", *args])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+def test_the_plan_answers_the_issues_three_rlhf_questions():
+    """#33 'done means': GPU counts per role, step time and job cost for PPO 7B with a critic and a reward model,
+    GRPO 8B with 4k responses and group 8, and GRPO on a 30B-A3B MoE (whose 61 GB of weights pass an engine's half
+    of one H100: the plan spreads the engine over more GPUs)."""
+    ppo = _plan_json("--model", "Qwen2.5-7B", "--workload", "ppo", "--prompts-per-iteration", "512",
+                     "--steps", "500", "--within", "3d")
+    (option,) = ppo["options"]
+    assert set(option["gpus_per_role"]) == {"actor", "critic", "reference", "reward"}
+    assert option["run_seconds"] == pytest.approx(500 * option["iteration_seconds"], rel=1e-12)
+    assert option["run_seconds"] <= 3 * 86400
+    assert option["run_usd"] == pytest.approx(option["run_seconds"] / 3600 * option["hourly_usd"], rel=1e-12)
+    grpo = _plan_json("--model", "Llama-3-8B", "--workload", "grpo", "--group-size", "8", "--gen-len", "4096",
+                      "--prompts-per-iteration", "128", "--reward", "rule")
+    assert grpo["options"][0]["total_gpus"] <= 16
+    moe = _plan_json("--model", "Qwen3-30B-A3B", "--workload", "grpo", "--group-size", "8", "--gen-len", "2048",
+                     "--prompts-per-iteration", "128", "--reward", "rule")
+    (option,) = moe["options"]
+    engine_tp = option["layout"]["rollout_tp_size"]
+    assert option["total_gpus"] <= 16 and engine_tp > 1
+    at_one = _plan_json("--model", "Qwen3-30B-A3B", "--workload", "grpo", "--group-size", "8", "--gen-len", "2048",
+                        "--prompts-per-iteration", "128", "--reward", "rule", "--rollout-tp", "1")
+    assert not at_one["options"]  # one GPU's half cannot hold the engine's weights: TP 1 fits nowhere
