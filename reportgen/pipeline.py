@@ -24,8 +24,8 @@ from .presets import Expansion, Preset, expand, load_preset
 from .report import Report, block_requirements, build_report, priced_gpus, requirement_inputs, single_requirement
 from .sweep import SweepBlock
 from .units import GiB, KiB, MiB
-from .validation import (Excluded, PublishedFigure, ValidationRow, finetune_excluded, published_figures, published_rows,
-                         validate)
+from .validation import (Excluded, PublishedFigure, ValidationRow, compared_figures, error_stats, finetune_excluded,
+                         published_figures, published_rows, rlhf_cases, validate)
 from .writers.atomic import Staging
 
 # format -> writer module (each has write(report, path, lang, **options)); imported only when asked for.
@@ -183,6 +183,14 @@ def validation_figures(estimator: Estimator) -> tuple[list[PublishedFigure], lis
     figures, excluded = published_figures(read_json(published_path("throughput")), read_json(published_path("serving")),
                                           read_json(published_path("rlhf")), estimator)
     return figures, finetune_excluded(read_json(published_path())) + excluded
+
+
+def rlhf_step_accuracy(estimator: Estimator) -> dict[str, float]:
+    """How the RLHF step times compare with the held-out published ones (validation's 'rlhf' figures): their
+    count, median and largest |error|, and how many the estimate puts short, for a plan to state beside its own."""
+    errors = [f.error for c in rlhf_cases(read_json(published_path("rlhf"))) if c.use == "holdout"
+              for f in compared_figures("rlhf", c, estimator)]
+    return {**error_stats(errors), "short": sum(e < 0 for e in errors)}
 
 
 def make_report(loaded: Loaded, generated_at: str) -> Report:

@@ -154,9 +154,9 @@ def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
     return f"fits, but the fastest layout up to {miss.most_gpus} GPUs gives " + "; ".join(missed)
 
 
-def plan_table(plan, assumptions) -> str:
+def plan_table(plan, assumptions, step_accuracy: dict | None = None) -> str:
     """The options by the plan's order, each column with its unit, then the GPU types without an answer
-    and why."""
+    and why; for RLHF, how its step times compare with published runs."""
     from .plan import run_seconds, run_usd
     cheapest = {m: plan.cheapest(m) for m in ("purchase", "hourly")}
     words = {"purchase": "to buy", "hourly": "to rent"}
@@ -186,6 +186,10 @@ def plan_table(plan, assumptions) -> str:
         out.append(_table(head, rows, right=[False, True, False] + [True] * (len(head) - 4) + [False]))
     else:
         out.append("No GPU type meets the goal.")
+    if step_accuracy:
+        out.append(f"RLHF step times against {step_accuracy['figures']} held-out published figures: median error "
+                   f"{step_accuracy['median_abs_error'] * 100:.0f} %, largest {step_accuracy['max_abs_error'] * 100:.0f} %, "
+                   f"{step_accuracy['short']} of them estimated short: read the iteration times as lower bounds")
     if plan.misses:
         out.append("\nno answer on:\n" + "\n".join(
             f"  {m.gpu}: {miss_text(m, plan, assumptions['host_ram_per_node_gib'])}" for m in plan.misses))

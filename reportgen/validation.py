@@ -458,9 +458,14 @@ def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
             if c.use == "excluded":
                 excluded.append(Excluded(c.id, dataset, c.name, c.source, c.why))
                 continue
-            figures += [PublishedFigure(c.id, dataset, c.name, c.source, c.use, metric, published, estimated, c.miss)
-                        for metric, (published, estimated) in c.compared(estimator).items()]
+            figures += compared_figures(dataset, c, estimator)
     return figures, excluded
+
+
+def compared_figures(dataset: str, case, estimator: Estimator) -> list[PublishedFigure]:
+    """A compared case's published figures, each against its estimate."""
+    return [PublishedFigure(case.id, dataset, case.name, case.source, case.use, metric, published, estimated, case.miss)
+            for metric, (published, estimated) in case.compared(estimator).items()]
 
 
 def finetune_excluded(data: Mapping[str, Any]) -> list[Excluded]:

@@ -303,3 +303,18 @@ def test_the_plan_answers_the_issues_three_rlhf_questions():
     at_one = _plan_json("--model", "Qwen3-30B-A3B", "--workload", "grpo", "--group-size", "8", "--gen-len", "2048",
                         "--prompts-per-iteration", "128", "--reward", "rule", "--rollout-tp", "1")
     assert not at_one["options"]  # one GPU's half cannot hold the engine's weights: TP 1 fits nowhere
+
+
+def test_an_rlhf_plan_says_how_its_step_times_compare_with_published_runs():
+    """The plan's iteration times rest on a model the validation finds short: the table says by how much (the
+    held-out figures of presets/validation/published_rlhf.json), and the JSON carries the same figures."""
+    from reportgen.pipeline import rlhf_step_accuracy
+    accuracy = rlhf_step_accuracy(EST)
+    assert accuracy["figures"] == 35 and accuracy["short"] >= 30
+    args = ["plan", "--model", "Qwen2.5-7B", "--workload", "grpo", "--gpu-type", "H100-80GB-SXM"]
+    text = CliRunner().invoke(main, args).output
+    assert (f"RLHF step times against 35 held-out published figures: median error "
+            f"{accuracy['median_abs_error'] * 100:.0f} %") in text and "lower bounds" in text
+    assert json.loads(CliRunner().invoke(main, args + ["--json"]).output)["step_time_accuracy"] == accuracy
+    single = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", "--workload", "full"]).output
+    assert "RLHF step times" not in single
