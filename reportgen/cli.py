@@ -75,6 +75,30 @@ def _committing():
         raise Interrupted(getattr(exc, "signum", signal.SIGINT), staging.written) from None
 
 
+class _OneValueCommand(click.Command):
+    """A command whose options that take one value refuse a second: Click would keep the last one silently
+    (`plan --gpu A --gpu B` planned for B alone). A flag given twice means the same and passes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        single = {name: p for p in self.params if isinstance(p, click.Option) and not p.multiple and not p.is_flag
+                  for name in p.opts}
+        seen: dict[str, str] = {}
+        for k, arg in enumerate(args):
+            if arg == "--":
+                break
+            typed, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+            option = single.get(typed)
+            if option is None:
+                continue
+            value = value if eq else (args[k + 1] if k + 1 < len(args) else "")
+            if option.name in seen:
+                raise click.UsageError(f"{typed} is given twice ({seen[option.name]}, then {value}): it takes one value"
+                                       + ("; compare GPU types with --gpu-type, once each" if option.name == "gpu"
+                                          else ""), ctx=ctx)
+            seen[option.name] = value
+        return super().parse_args(ctx, args)
+
+
 @click.group(context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, "--version", prog_name="reportgen")
 def main():
@@ -85,6 +109,9 @@ def main():
       reportgen build                 # the bundled default preset -> out/default.{json,xlsx,html,pdf}
       reportgen estimate --model Llama-2-7B --workload full --gpus 8 --zero 3
     """
+
+
+main.command_class = _OneValueCommand  # every command below refuses a second value of a one-value option
 
 
 # ---------------------------------------------------------------------------------------------

@@ -374,3 +374,22 @@ def test_pdf_appendix_option_reaches_the_pdf_writer(tmp_path, monkeypatch, flag,
     monkeypatch.setattr(pdf_writer, "write", record)
     result = run("build", "tests/fixtures/xlsx-small.yaml", "--format", "pdf", "-o", str(tmp_path), "-q", *flag)
     assert result.exit_code == 0 and json.loads((tmp_path / "xlsx-small.pdf").read_text()) == options
+
+
+@pytest.mark.parametrize("args, message", [
+    (["plan", "--model", "Llama-3-8B", "--gpu", "A100-80GB", "--gpu=H100-80GB-SXM"],
+     "Error: --gpu is given twice (A100-80GB, then H100-80GB-SXM): it takes one value; compare GPU types with "
+     "--gpu-type, once each"),
+    (["estimate", "--model", "Llama-3-8B", "--batch", "2", "--batch", "4"],
+     "Error: --batch is given twice (2, then 4): it takes one value"),
+])
+def test_an_option_of_one_value_given_twice_is_refused(args, message, tmp_path):
+    """Click keeps the last value silently: `plan --gpu A --gpu B` planned for B alone. A flag twice (-q -q) and a
+    repeatable option (--gpu-type) pass."""
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 2 and message in out.output, out.output
+    both = CliRunner().invoke(main, ["plan", "--model", "Llama-3-8B", "--gpu-type", "A100-80GB", "--gpu-type", "L4",
+                                     "--json"])
+    assert both.exit_code == 0 and {o["gpu"] for o in json.loads(both.output)["options"]} == {"A100-80GB", "L4"}
+    quiet = CliRunner().invoke(main, ["build", "default", "--format", "json", "-o", str(tmp_path), "-q", "-q"])
+    assert quiet.exit_code == 0 and (tmp_path / "default.json").exists()
