@@ -42,6 +42,8 @@ class Input:
     layout: bool = False  # how a job runs (GPUs, sharding, kernels), not what the job is: a plan may choose it
     headline: bool = False  # the summary names it in every requirement it applies to (dtype, batch, tokens…)
     only_with: tuple[str, Collection] | None = None  # read only when another input has one of these values
+    # who reads it, in the method table's words, where its workloads read it only as an RLHF role ("rollout")
+    readers: str = ""
 
     def applies_to(self, workload: str) -> bool:
         return not self.applies or workload in self.applies
@@ -202,11 +204,11 @@ INPUTS: tuple[Input, ...] = (
     Input("rollout_tp_size", "Rollout engine TP", "RLHF with a rollout engine: its own tensor-parallel degree "
           "(veRL's rollout.tensor_model_parallel_size, OpenRLHF's vllm_tensor_parallel_size), whatever the "
           "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING,
-          only_with=_ENGINES, layout=True),
+          only_with=_ENGINES, layout=True, readers="rollout"),
     Input("max_gen_len", "Longest response (tokens)", "RLHF rollouts: the longest response of an iteration, which "
           "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
           "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len", applies=_TRAINING,
-          only_with=("gen_len", range(1, _TOKENS[1] + 1))),
+          only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,
           limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),

@@ -890,7 +890,9 @@ def _input_reads(i: Input, t: Catalogue) -> str:
     """The workloads whose result the input changes (and the engine it needs)."""
     words = t("list.sep").join(t(f"method.inputs.{w}") if w == FROZEN else t(f"workload.{w}")
                                    for w in i.applies) if i.applies else t("method.inputs.all")
-    if i.only_with:
+    if i.readers:  # read by its workloads only as an RLHF role: said so, with the other input it needs
+        words = t(f"method.inputs.{i.readers}")
+    if i.only_with and not (i.readers and i.only_with[0] == "gen_len"):  # a rollout generates by definition
         name, values = i.only_with
         wanted = f"≥ {values.start}" if isinstance(values, range) else f"= {', '.join(values)}"
         words += t("punct.open") + f"{name} {wanted}" + t("punct.close")
