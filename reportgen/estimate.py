@@ -48,6 +48,11 @@ class RlhfScenario:
         """'PPO · Llama-2-7B · colocated'; word(axis, value) as for a Scenario's label."""
         return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {word('placement', self.placement)}"
 
+    @property
+    def rank_sequences(self) -> int:
+        """Sequences each of the actor's data-parallel ranks generates and trains on per iteration."""
+        return rollout_sequences(self.algorithm, self.actor.batch_size, dict(self.settings)["group_size"])
+
     def relayout(self, settings: Mapping[str, Any] = {}, **inputs: Any) -> "RlhfScenario":
         """The same group with the actor's layout inputs and these settings changed (every role follows)."""
         return rlhf_scenario(name=self.name, algorithm=self.algorithm, placement=self.placement,

@@ -16,8 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from .arrays import np
-from .estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check,
-                       rollout_sequences)
+from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check
 from .goals import GOAL_TERMS, Goal
 from .inputs import FROZEN, INPUT_NAMES
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
@@ -90,7 +89,7 @@ class PlanOption:
                                                                   "grad_accum_steps")}
         if isinstance(self.estimate, GroupEstimate):
             g = self.estimate.scenario
-            out["sequences_per_gpu"] = rollout_sequences(g.algorithm, g.actor.batch_size, dict(g.settings)["group_size"])
+            out["sequences_per_gpu"] = g.rank_sequences
             out["micro_batch_size"] = g.roles[0][1].batch_size
             if g.actor.serving_engine != "hf-generate":
                 out["rollout_tp_size"] = g.actor.rollout_tp_size
@@ -501,9 +500,7 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
     given = dict(scenario.settings).get("micro_batch_size")
     if given or "micro_batch_size" in fixed:
         return (given,)
-    settings = dict(scenario.settings)
-    sequences = rollout_sequences(scenario.algorithm, _relayout(scenario, gpu, candidate).actor.batch_size,
-                                  settings["group_size"])
+    sequences = _relayout(scenario, gpu, candidate).rank_sequences
     return tuple(sorted({sequences} | {2 ** k for k in range(sequences.bit_length()) if sequences % 2 ** k == 0},
                         reverse=True))
 

@@ -28,7 +28,7 @@ from .report import GROUP_SPLIT, Recommendation, Report, Requirement, Result, Sc
 from .tables import LOOKUP_TABLES
 from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
-from .terms import ASSUMPTIONS, PEAK_PARTS, ROLE_TERMS, Term
+from .terms import ASSUMPTIONS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
 from .units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
@@ -1095,8 +1095,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
 # How each published metric is printed in the unit its label names: scale, decimals below 100.
 METRIC_FORMATS = {"train_tokens_per_s_per_gpu": (1, 0), "tpot_s": (1000, 1), "ttft_s": (1000, 1),
                   "output_tokens_per_s": (1, 1), "latency_s": (1, 3), "kv_tokens": (1, 0), "kv_gib": (1, 2),
-                  "gpu_blocks": (1, 0), "iteration_seconds": (1, 1), "generation_seconds": (1, 1),
-                  "log_prob_seconds": (1, 1), "scoring_seconds": (1, 1), "training_seconds": (1, 1)}
+                  "gpu_blocks": (1, 0), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
 
 
 def metric_value(value: float, metric: str) -> str:
