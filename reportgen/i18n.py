@@ -21,6 +21,7 @@ from typing import Mapping
 
 from .catalog import data_dir
 from .errors import InputError
+from .inputs import INPUTS
 from .units import GiB
 
 LANGUAGES = ("en", "zh")
@@ -76,7 +77,9 @@ def load_catalogue(lang: str) -> Catalogue:
         raise InputError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})", key_path="lang")
     path = catalogue_path(lang)
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return Catalogue(lang, dict(raw["messages"]), dict(raw.get("terms", {})), dict(raw.get("sources", {})),
+    # a parallel layout's form ("TP{v}") is the input table's, in every language
+    tags = {f"axis.{i.name}": i.tag for i in INPUTS if i.tag}
+    return Catalogue(lang, {**tags, **raw["messages"]}, dict(raw.get("terms", {})), dict(raw.get("sources", {})),
                      dict(raw.get("texts", {})))
 
 

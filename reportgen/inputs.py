@@ -44,6 +44,8 @@ class Input:
     only_with: tuple[str, Collection] | None = None  # read only when another input has one of these values
     # who reads it, in the method table's words, where its workloads read it only as an RLHF role ("rollout")
     readers: str = ""
+    # a parallel layout's short form ("TP{v}"), shown after the GPUs in every label where it is not the default
+    tag: str = ""
 
     def applies_to(self, workload: str) -> bool:
         return not self.applies or workload in self.applies
@@ -148,21 +150,22 @@ INPUTS: tuple[Input, ...] = (
           applies=_TRAINING, layout=True),
     Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus",
           layout=True),
-    Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True),
+    Input("zero_stage", "ZeRO stage", "0-3", 0, limits=(0, 3), option="--zero", applies=_TRAINING, layout=True,
+          tag="ZeRO-{v}"),
     Input("tp_size", "Tensor parallel", "tensor-parallel degree (divides GPUs and heads)", 1, limits=(1, 1024),
-          unit="GPUs", option="--tp", layout=True),
+          unit="GPUs", option="--tp", layout=True, tag="TP{v}"),
     Input("pp_size", "Pipeline parallel", "pipeline stages (1F1B schedule): each holds its share of the layers and "
           "up to pp_size micro-batches of their activations; set --grad-accum ≥ pp_size to fill the pipeline", 1,
-          limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True),
+          limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True, tag="PP{v}"),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
-          limits=(1, 1024), unit="GPUs", option="--ep", layout=True),
+          limits=(1, 1024), unit="GPUs", option="--ep", layout=True, tag="EP{v}"),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",
-          option="--vp", applies=_TRAINING, layout=True),
+          option="--vp", applies=_TRAINING, layout=True, tag="VP{v}"),
     Input("cp_size", "Context parallel", "training: GPUs one sequence is split over (ring attention: Megatron-Core's "
           "and torchtitan's context parallelism); each holds seq_len ÷ cp_size tokens of every layer's activations",
-          1, limits=(1, 1024), unit="GPUs", option="--cp", applies=_TRAINING, layout=True),
+          1, limits=(1, 1024), unit="GPUs", option="--cp", applies=_TRAINING, layout=True, tag="CP{v}"),
     Input("sequence_parallel", "Sequence parallelism", "with tensor parallelism, split the norms, dropouts and "
           "layer inputs along the sequence too (Korthikanti et al. 2022): on, off, or auto (the framework's way: on "
           "under megatron and fsdp2, whose recipes and torchtitan's TP plan turn it on; off under hf, deepspeed and "
@@ -228,6 +231,9 @@ def job_inputs(workload: str, actor_workload: str = "full") -> tuple[str, ...]:
     return tuple(i.name for i in INPUTS if not i.layout and i.preset_axis and i.catalog != "model"
                  and _reads(i, workload, actor_workload))
 INPUT_BY_NAME = {i.name: i for i in INPUTS}
+# The parallel layout in the order labels show it (after the GPUs): the inputs with a tag.
+PARALLEL_LAYOUT = ("zero_stage", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size")
+assert set(PARALLEL_LAYOUT) == {i.name for i in INPUTS if i.tag}, "every tagged input has its place in labels"
 
 # What each workload changes from the inputs' defaults (presets and the CLI both start here).
 WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -324,6 +330,12 @@ def _label(self, word: Callable[[str, str], str] = lambda axis, value: value) ->
     return self.name or default_label(self, word)
 
 
+def layout_tags(layout: Mapping[str, int]) -> list[str]:
+    """['ZeRO-3', 'TP2', 'EP4']: the parallel layout's inputs that are not their default, in label order."""
+    return [INPUT_BY_NAME[n].tag.format(v=layout[n]) for n in PARALLEL_LAYOUT
+            if layout.get(n, INPUT_BY_NAME[n].default) != INPUT_BY_NAME[n].default]
+
+
 def default_label(s, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
     """'Llama-2-7B · full · bf16-mixed · 4×A100-80GB · ZeRO-1'; word(axis, value) names a value in words
     (a report in another language passes its words: word("workload", "full"))."""
@@ -333,18 +345,7 @@ def default_label(s, word: Callable[[str, str], str] = lambda axis, value: value
     else:
         parts.append(s.weight_dtype)
     parts.append(f"{s.num_gpus}×{s.gpu}")
-    if s.zero_stage:
-        parts.append(f"ZeRO-{s.zero_stage}")
-    if s.tp_size > 1:
-        parts.append(f"TP{s.tp_size}")
-    if s.pp_size > 1:
-        parts.append(f"PP{s.pp_size}")
-    if s.vp_size > 1:
-        parts.append(f"VP{s.vp_size}")
-    if s.cp_size > 1:
-        parts.append(f"CP{s.cp_size}")
-    if s.ep_size > 1:
-        parts.append(f"EP{s.ep_size}")
+    parts += layout_tags({n: getattr(s, n) for n in PARALLEL_LAYOUT})
     return " · ".join(parts)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from .arrays import np
 from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check
 from .goals import GOAL_TERMS, Goal
-from .inputs import FROZEN, INPUT_NAMES
+from .inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from .vector import CHUNK_ROWS, Text, take, to_list
 from .units import duration_words
@@ -42,7 +42,7 @@ VP_SIZES = (1, 2, 4)
 EP_SIZES = tuple(2 ** k for k in range(MAX_GPUS.bit_length()))
 MEASURES = ("purchase", "hourly")
 # The inputs that lay a job out on its GPUs: a plan keeps those given and searches the others.
-LAYOUT_INPUTS = ("num_gpus", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size", "zero_stage")
+LAYOUT_INPUTS = ("num_gpus",) + PARALLEL_LAYOUT
 
 
 def buyable_counts(gpus_per_node: int, most: int = MAX_GPUS) -> tuple[int, ...]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .inputs import layout_tags
 from .terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
 from .units import GB, GiB, duration_words, format_count
 
@@ -107,12 +108,7 @@ def gpus_table(rows: list[dict]) -> str:
 
 def _layout_words(layout: dict) -> str:
     """'ZeRO-3 TP2 PP2 EP4 · ckpt full · offload optimizer · adamw-8bit · megatron': what the plan chose."""
-    parts = [" ".join(x for x in (f"ZeRO-{layout['zero_stage']}" if layout["zero_stage"] else "",
-                                  f"TP{layout['tp_size']}" if layout["tp_size"] > 1 else "",
-                                  f"PP{layout['pp_size']}" if layout["pp_size"] > 1 else "",
-                                  f"VP{layout['vp_size']}" if layout.get("vp_size", 1) > 1 else "",
-                                  f"CP{layout['cp_size']}" if layout.get("cp_size", 1) > 1 else "",
-                                  f"EP{layout['ep_size']}" if layout["ep_size"] > 1 else "") if x)
+    parts = [" ".join(layout_tags(layout))
              or ("single GPU" if layout["num_gpus"] == 1 else "data parallel")]
     parts += [f"ckpt {layout['checkpointing']}" if layout["checkpointing"] != "none" else "",
               f"offload {layout['offload']}" if layout["offload"] != "none" else "",

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from ...formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
 from ...i18n import Catalogue
-from ...inputs import INPUT_BY_NAME, INPUTS, TRAINED_WORKLOADS, WORKLOAD_DEFAULTS
+from ...inputs import INPUT_BY_NAME, INPUTS, PARALLEL_LAYOUT as LAYOUT, TRAINED_WORKLOADS, WORKLOAD_DEFAULTS
 from .checks import message
 
 SEP = " · "
 # Shown in every label, in this order (the dtype and token slots pick an input by workload).
 ALWAYS = ("model", "workload", "batch_size", "num_gpus", "gpu")
-LAYOUT = ("zero_stage", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size")  # last, after the GPUs, when not their default
 
 
 def _default(name: str, workload: Expr) -> Expr:
