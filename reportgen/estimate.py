@@ -87,6 +87,10 @@ SKIP_REASONS = {
                     "have)",
     "ep_train_dp": "ep_size {ep} must divide the data-parallel degree {dp} (num_gpus ÷ (tp {tp} × pp {pp})): "
                    "training places experts inside data parallelism, each split over the tensor-parallel group",
+    "etp_megatron": "etp_size {etp}: expert tensor parallelism is Megatron-Core's, for training a mixture of experts "
+                    "(framework {framework}, workload {workload}, {experts} experts)",
+    "etp_group": "etp_size {etp} × ep_size {ep} must divide tp {tp} × dp {dp}, the GPUs of one pipeline stage: "
+                 "Megatron-Core folds the experts' TP × EP × data parallelism onto them",
     "ep_serve_group": "ep_size {ep} with tp_size {tp} on {gpus} GPUs: a serving EP group spans whole tensor-parallel "
                       "groups (vLLM: EP = TP × DP) or splits one (SGLang: ep divides tp), and divides num_gpus",
     "zero_inference": "ZeRO-{zero} applies to training; workload is {workload}",

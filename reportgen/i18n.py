@@ -77,9 +77,12 @@ def load_catalogue(lang: str) -> Catalogue:
         raise InputError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})", key_path="lang")
     path = catalogue_path(lang)
     raw = json.loads(path.read_text(encoding="utf-8"))
-    # a parallel layout's form ("TP{v}") is the input table's, in every language
-    tags = {f"axis.{i.name}": i.tag for i in INPUTS if i.tag}
-    return Catalogue(lang, {**tags, **raw["messages"]}, dict(raw.get("terms", {})), dict(raw.get("sources", {})),
+    from .estimate import SKIP_REASONS  # the estimator's own words: imported only where a report is written
+    # a parallel layout's form ("TP{v}") is the input table's in every language, and a skip rule's words the
+    # estimator's where the catalogue has no translation (English)
+    defaults = {**{f"axis.{i.name}": i.tag for i in INPUTS if i.tag},
+                **{f"skip.{code}": text for code, text in SKIP_REASONS.items()}}
+    return Catalogue(lang, {**defaults, **raw["messages"]}, dict(raw.get("terms", {})), dict(raw.get("sources", {})),
                      dict(raw.get("texts", {})))
 
 

@@ -159,6 +159,10 @@ INPUTS: tuple[Input, ...] = (
           limits=(1, 256), unit="stages", option="--pp", applies=_TRAINING, layout=True, tag="PP{v}"),
     Input("ep_size", "Expert parallel", "MoE: GPUs the routed experts are spread over (1 = every GPU holds all)", 1,
           limits=(1, 1024), unit="GPUs", option="--ep", layout=True, tag="EP{v}"),
+    Input("etp_size", "Expert tensor parallel", "MoE training under megatron: GPUs each routed expert is split over "
+          "(Megatron-Core's expert_tensor_parallel_size); 0 = tp_size, its default; 1 keeps every expert whole on "
+          "its GPU, as MoE recipes with tensor parallelism often set", 0, limits=(0, 1024), unit="GPUs",
+          option="--etp", applies=_TRAINING, layout=True, tag="ETP{v}"),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",
@@ -232,7 +236,7 @@ def job_inputs(workload: str, actor_workload: str = "full") -> tuple[str, ...]:
                  and _reads(i, workload, actor_workload))
 INPUT_BY_NAME = {i.name: i for i in INPUTS}
 # The parallel layout in the order labels show it (after the GPUs): the inputs with a tag.
-PARALLEL_LAYOUT = ("zero_stage", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size")
+PARALLEL_LAYOUT = ("zero_stage", "tp_size", "pp_size", "vp_size", "cp_size", "ep_size", "etp_size")
 assert set(PARALLEL_LAYOUT) == {i.name for i in INPUTS if i.tag}, "every tagged input has its place in labels"
 
 # What each workload changes from the inputs' defaults (presets and the CLI both start here).

@@ -38,6 +38,8 @@ CP_SIZES = (1, 2, 4, 8, 16, 32)
 CP_FRAMEWORKS = ("megatron", "fsdp2")
 # Megatron's interleaved 1F1B: model chunks per GPU the search tries on a pipeline.
 VP_SIZES = (1, 2, 4)
+# Megatron's expert tensor parallelism for MoE: as TP (0, its default) or whole experts (1, as MoE recipes set).
+ETP_SIZES = (0, 1)
 # Expert parallelism may span nodes (vLLM's EP is TP × DP; Megatron's lives in the data-parallel group).
 EP_SIZES = tuple(2 ** k for k in range(MAX_GPUS.bit_length()))
 MEASURES = ("purchase", "hourly")
@@ -186,6 +188,8 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
                                  and (cp == 1 or s.seq_len // cp >= CP_MIN_CHUNK_TOKENS))
     if s.workload != "inference" and s.framework == "megatron":
         space["vp_size"] = VP_SIZES
+        if moe:
+            space["etp_size"] = ETP_SIZES
     if "optimizer" in space and s.optimizer not in space["optimizer"]:
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
@@ -216,6 +220,8 @@ def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable
         pruned |= (zero != 0) & (n // model_parallel < 2)
     if "vp_size" in columns and "pp_size" not in fixed:  # chunks of a pipeline that is not there
         pruned |= (np.asarray(columns.get("pp_size", s.pp_size)) == 1) & (columns["vp_size"] > 1)
+    if "etp_size" in columns and "tp_size" not in fixed:  # whole experts beside no TP: the default layout again
+        pruned |= (np.asarray(columns.get("tp_size", s.tp_size)) == 1) & (columns["etp_size"] == 1)
     keep = np.flatnonzero(~pruned)
     columns = {k: take(v, keep) for k, v in columns.items()}
     columns["num_gpus"] = np.full(len(keep), n, dtype=np.int64)

@@ -297,11 +297,16 @@ TERMS: tuple[Term, ...] = (
          "a pipeline stage holds its layers and the embedding (first stage) or the LM head (last stage)"),
     Term("stage_expert_params", "Routed-expert parameters on that stage", "count",
          _m("expert_params") * V("pp_layer_share"), "", "derived"),
+    Term("expert_tp", "GPUs each routed expert is split over in training (expert tensor parallelism)", "count",
+         IF(V("etp_size").eq(0), V("tp_size"), V("etp_size")),
+         "Megatron-Core's expert_tensor_parallel_size, which defaults to tensor_model_parallel_size (etp_size 0); "
+         "its MoE parallel folding lays ETP × EP × expert data parallelism over the TP × CP × DP GPUs of a "
+         "pipeline stage, independently of the attention's TP", "derived"),
     Term("expert_shards", "GPUs one copy of the routed experts is split over", "count",
-         IF(V("is_train").eq(1), V("tp_size") * V("ep_size"), MAX(V("tp_size"), V("ep_size"))),
-         "training: ep_size GPUs of the data-parallel group each hold num_experts ÷ ep_size experts, split over "
-         "the tensor-parallel group (Megatron-Core: expert_tensor_parallel_size defaults to "
-         "tensor_model_parallel_size; expert data parallelism is world ÷ (ETP × EP × PP)); serving: vLLM's "
+         IF(V("is_train").eq(1), V("expert_tp") * V("ep_size"), MAX(V("tp_size"), V("ep_size"))),
+         "training: ep_size GPUs each hold num_experts ÷ ep_size experts, each expert split over expert_tp GPUs "
+         "(the tensor-parallel group unless etp_size says otherwise; expert data parallelism is world ÷ "
+         "(ETP × EP × PP)); serving: vLLM's "
          "expert parallelism spans TP × DP with whole experts on each GPU (EP = TP × DP), SGLang's ep_size "
          "divides tp_size and splits each expert over tp ÷ ep GPUs: either way the experts are divided once, "
          "by the larger of tp_size and ep_size", "derived"),
@@ -1321,8 +1326,16 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     # What each framework and engine can place (expert_shards says how they split the experts).
     _skip("ep_framework", AND(V("ep_size").gt(1), V("is_train").eq(1), is_one_of(V("framework"), "hf", "litgpt")),
           ep=V("ep_size"), framework=V("framework")),
-    _skip("ep_train_dp", AND(V("ep_size").gt(1), V("is_train").eq(1), MOD(V("zero_group"), V("ep_size")).ne(0)),
+    _skip("ep_train_dp", AND(V("ep_size").gt(1), V("is_train").eq(1), V("etp_size").eq(0),
+                             MOD(V("zero_group"), V("ep_size")).ne(0)),
           ep=V("ep_size"), dp=V("zero_group"), tp=_TP, pp=V("pp_stages")),
+    _skip("etp_megatron", AND(V("etp_size").gt(0), OR(V("is_train").eq(0), V("framework").ne("megatron"),
+                                                      V("num_experts").eq(0))),
+          etp=V("etp_size"), framework=V("framework"), workload=V("workload"), experts=V("num_experts")),
+    # MAX: a spreadsheet's AND computes every argument, and MOD by 0 would be its error (etp_size 0 is the default)
+    _skip("etp_group", AND(V("etp_size").gt(0),
+                           MOD(_TP * V("zero_group"), MAX(1, V("etp_size")) * V("ep_size")).ne(0)),
+          etp=V("etp_size"), ep=V("ep_size"), tp=_TP, dp=V("zero_group")),
     _skip("ep_serve_group", AND(V("ep_size").gt(1), V("is_train").eq(0),
                                 OR(MOD(_GPUS, V("ep_size")).ne(0),
                                    AND(MOD(V("ep_size"), _TP).ne(0), MOD(_TP, V("ep_size")).ne(0)))),

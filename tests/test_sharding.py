@@ -4,9 +4,9 @@ copies the framework or engine keeps. The copies are stated here from how each o
 read from the estimator:
 
 - dense weights: one copy per data-parallel rank (n ÷ tp), one in all under ZeRO-3 (FSDP);
-- routed experts, training: ep_size GPUs of the data-parallel group hold num_experts ÷ ep each, split
-  over the tensor-parallel group (Megatron-Core: expert_tensor_parallel_size defaults to
-  tensor_model_parallel_size; expert data parallelism = world ÷ (ETP × EP × PP)), so n ÷ (tp × ep)
+- routed experts, training: ep_size GPUs hold num_experts ÷ ep each, each expert split over the expert
+  tensor-parallel GPUs (Megatron-Core: expert_tensor_parallel_size defaults to tensor_model_parallel_size,
+  etp_size 1 keeps experts whole; expert data parallelism = world ÷ (ETP × EP × PP)), so n ÷ (etp × ep)
   copies; one in all for a state ZeRO shards;
 - routed experts, serving: vLLM's EP is TP × DP with whole experts per GPU, SGLang's ep divides tp and
   splits each expert over tp ÷ ep GPUs: n ÷ max(tp, ep) copies;
@@ -53,7 +53,7 @@ def _copies(state: str, layout: Scenario, expert_share: float) -> float:
         return (1 - expert_share) * n / tp + expert_share * n / max(tp, ep)
     if layout.zero_stage >= STATES[state]:
         return 1.0
-    return (1 - expert_share) * n / tp + expert_share * n / (tp * ep)
+    return (1 - expert_share) * n / tp + expert_share * n / ((layout.etp_size or tp) * ep)
 
 
 def _layouts(s: Scenario, counts=(8, 16, 64)):
@@ -84,6 +84,63 @@ def test_moe_training_states_are_conserved(model, framework):
     s = Scenario(model=model, workload="full", framework=framework, seq_len=1024, prompt_len=0, gen_len=0,
                  gpu=H100, checkpointing="full", offload="none")
     assert _check(s) > 0
+
+
+@pytest.mark.parametrize("model", MOE)
+def test_megatron_experts_kept_whole_by_etp_1_are_conserved(model):
+    """etp_size 1 beside tp > 1 (Megatron-Core's MoE parallel folding): every expert whole on its GPU, the
+    attention still split over TP; every such layout of the plan's search at 8, 16 and 64 GPUs."""
+    s = Scenario(model=model, workload="full", framework="megatron", seq_len=1024, prompt_len=0, gen_len=0,
+                 gpu=H100, checkpointing="full", offload="none")
+    whole = _whole(s)
+    expert_share = MODELS[model]["expert_params"] / MODELS[model]["total_params"]
+    checked = 0
+    for n in (8, 16, 64):
+        for c in candidates(s, EST, n, fixed=KEEP):
+            layout = replace(c, etp_size=1)
+            if c.pp_size > 1 or c.tp_size == 1 or EST.skip_check(layout) is not None:
+                continue
+            e = EST.estimate(layout)
+            for state, amount in whole.items():
+                expected = amount * _copies(state, layout, expert_share)
+                assert e[state] * n == pytest.approx(expected, rel=1e-9, abs=n), (state, layout.label())
+            checked += 1
+    assert checked > 0
+
+
+def test_etp_1_holds_an_expert_whole_and_lets_ep_span_the_tensor_parallel_gpus():
+    """Mixtral-8x7B under Megatron ZeRO-1 on 8 H100, TP2: with ETP = TP (the default) EP must divide the 4
+    data-parallel ranks; with etp_size 1 EP 8 folds over TP × DP, one whole expert per GPU. The weights per
+    GPU, counted by hand from the model's parameters: (total − experts) ÷ tp + experts ÷ (etp × ep)."""
+    s = Scenario(model="Mixtral-8x7B", workload="full", framework="megatron", zero_stage=1, num_gpus=8, tp_size=2,
+                 ep_size=8, seq_len=1024, prompt_len=0, gen_len=0, gpu=H100, checkpointing="full")
+    assert EST.skip_check(s).code == "ep_train_dp"
+    folded = replace(s, etp_size=1)
+    assert EST.skip_check(folded) is None
+    row = MODELS["Mixtral-8x7B"]
+    total, experts = row["total_params"], row["expert_params"]
+    bytes_per_weight = _whole(s)["weights"] / total
+    assert EST.estimate(folded)["weights"] == pytest.approx(
+        ((total - experts) / 2 + experts / 8) * bytes_per_weight, rel=1e-9, abs=1)
+    four = replace(s, ep_size=4)  # ETP = TP 2 × EP 4: two experts per GPU, each half of it: an eighth
+    assert EST.estimate(four)["weights"] == pytest.approx(
+        ((total - experts) / 2 + experts / 8) * bytes_per_weight, rel=1e-9, abs=1)
+    whole_experts = replace(four, etp_size=1)  # 2 whole experts per GPU: twice the expert bytes
+    assert EST.estimate(whole_experts)["weights"] == pytest.approx(
+        ((total - experts) / 2 + experts / 4) * bytes_per_weight, rel=1e-9, abs=1)
+
+
+@pytest.mark.parametrize("change, code", [
+    (dict(framework="deepspeed", zero_stage=1), "etp_megatron"),  # Megatron-Core's alone
+    (dict(model="Llama-3-8B", ep_size=1), "etp_megatron"),  # a dense model has no experts to split
+    (dict(etp_size=4), "etp_group"),  # 4 × EP 8 = 32 does not divide TP 2 × DP 4
+])
+def test_etp_is_refused_where_megatron_could_not_lay_it_out(change, code):
+    s = Scenario(model="Mixtral-8x7B", workload="full", framework="megatron", zero_stage=1, num_gpus=8, tp_size=2,
+                 ep_size=8, etp_size=1, seq_len=1024, prompt_len=0, gen_len=0, gpu=H100, checkpointing="full")
+    assert EST.skip_check(replace(s, **change)).code == code
+    served = Scenario(model="Mixtral-8x7B", workload="inference", num_gpus=2, tp_size=2, etp_size=1, gpu=H100)
+    assert EST.skip_check(served).code == "etp_megatron"
 
 
 @pytest.mark.parametrize("model", MOE + DENSE[::3])
@@ -249,7 +306,7 @@ def test_a_pipeline_stage_holds_at_least_its_share_and_at_most_its_layers_plus_t
                 pp, layers = layout.pp_size, row["num_hidden_layers"]
                 sharded = layout.zero_stage >= STATES[state]
                 dense_copies = 1 if sharded else n / (layout.tp_size * pp)
-                expert_copies = 1 if sharded else n / (layout.tp_size * layout.ep_size * pp)
+                expert_copies = 1 if sharded else n / ((layout.etp_size or layout.tp_size) * layout.ep_size * pp)
                 held = EST.estimate(layout)[state] * n
                 assert held >= ((whole - experts) * dense_copies + experts * expert_copies) * (1 - 1e-9), (
                     state, layout.label())

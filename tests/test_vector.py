@@ -178,14 +178,14 @@ def test_skip_codes_equal_skip_check():
 
 def _workbook_terms():
     from reportgen.writers.xlsx.book import key_row_columns
-    from reportgen.writers.xlsx.checks import INPUT_LISTS, checked, input_problems, rule_problems
+    from reportgen.writers.xlsx.checks import INPUT_LISTS, RULE_LISTS, checked, input_problems, rule_problems
     from reportgen.writers.xlsx.labels import scenario_label
     from reportgen.formulas import Var
     t = load_workbook_catalogue("en")
-    lists = INPUT_LISTS + ("rule_problems",)
+    lists = INPUT_LISTS + RULE_LISTS
     return (Term("label", "", "", scenario_label(t)), *(Term(c.name, "", "", c.expr) for c in key_row_columns()),
             *(Term(name, "", "", expr) for name, expr in zip(INPUT_LISTS, input_problems(t))),
-            Term("rule_problems", "", "", rule_problems(t)),
+            *(Term(name, "", "", expr) for name, expr in zip(RULE_LISTS, rule_problems(t))),
             Term("check", "", "", checked(*(Var(name) for name in lists))))
 
 

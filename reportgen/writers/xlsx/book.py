@@ -18,7 +18,7 @@ from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...tables import LOOKUP_TABLES
 from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .columns import BlockRows, TableColumns, TableRows
-from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, catalog_problems, checked, gated,
+from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, RULE_LISTS, catalog_problems, checked, gated,
                      group_check, input_problems, row_check, rule_problems, scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
@@ -75,8 +75,9 @@ def problem_columns(t: Catalogue) -> tuple[Column, ...]:
     inputs = "each input against its allowed values, range or catalog row"
     return (Column(INPUT_LISTS[0], "Input problems (first inputs)", "text", "helper", 12, first, help=inputs),
             Column(INPUT_LISTS[1], "Input problems (other inputs)", "text", "helper", 12, second, help=inputs),
-            Column("rule_problems", "Skip-rule problems", "text", "helper", 20, rule_problems(t),
-                   help="the skip rules the command line applies, once the inputs are valid"),
+            *(Column(name, f"Skip-rule problems ({which} rules)", "text", "helper", 20, expr,
+                     help="the skip rules the command line applies, once the inputs are valid")
+              for name, which, expr in zip(RULE_LISTS, ("first", "other"), rule_problems(t))),
             Column(ROW_CHECK, "Check of the row's inputs", "text", "helper", 20, row_check(),
                    help="ok, or the row's first problem (the check less the assumptions')"),
             Column(ROW_OK, "Row's inputs ok (1/0)", "flag", "helper", 7, IF(Var(ROW_CHECK).eq(OK), 1, 0),

@@ -14,7 +14,6 @@ from dataclasses import fields, replace
 from string import Formatter
 from typing import Sequence
 
-from ...estimate import SKIP_REASONS
 from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Concat, Expr, Fn, InTable, Lookup,
                          Num, Op, Str, Var, concat, is_one_of)
 from ...i18n import Catalogue
@@ -75,7 +74,7 @@ def quoted(x: Expr) -> Expr:
 
 def skip_template(t: Catalogue, code: str) -> str:
     """A skip rule's words: in English the CLI's own text; in other languages the report's translation."""
-    return SKIP_REASONS[code] if t.lang == "en" else t(f"skip.{code}")
+    return t(f"skip.{code}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,9 +146,15 @@ def input_problems(t: Catalogue) -> tuple[Expr, Expr]:
     return halves([_input_problem(t, i) for i in INPUTS])
 
 
-def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
+def in_two(parts: Sequence) -> tuple[Sequence, Sequence]:
+    """The first half (the larger where odd) and the rest: what two list columns take."""
     middle = (len(parts) + 1) // 2
-    return problem_list(parts[:middle]), problem_list(parts[middle:])
+    return parts[:middle], parts[middle:]
+
+
+def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
+    first, second = in_two(parts)
+    return problem_list(first), problem_list(second)
 
 
 INPUT_LISTS = ("input_problems_1", "input_problems_2")  # the columns input_problems' lists fill
@@ -213,16 +218,21 @@ def conditions_of(e: Expr) -> Expr:
     return e
 
 
-def rule_problems(t: Catalogue) -> Expr:
-    """The skip rules, each with its message, once the inputs are valid. A frozen role row is made
-    by the program from its actor's row, which carries the rules: they speak of the scenarios a
-    planner defines (ZeRO on a frozen model shards its weights)."""
-    rules = concat(*(_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
-                     for r in SKIP_RULES))
+RULE_LISTS = ("rule_problems_1", "rule_problems_2")  # the columns rule_problems' lists fill
+
+
+def rule_problems(t: Catalogue) -> tuple[Expr, Expr]:
+    """The skip rules, each with its message, once the inputs are valid, in two lists (one formula for
+    all passed Excel's 8,192 characters). A frozen role row is made by the program from its actor's
+    row, which carries the rules: they speak of the scenarios a planner defines (ZeRO on a frozen model
+    shards its weights)."""
+    rules = [_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
+             for r in SKIP_RULES]
     # A term cell left in would read the check that reads it: a circular reference.
-    assert rules.names() <= set(INPUT_NAMES), f"skip rules read {sorted(rules.names() - set(INPUT_NAMES))}"
-    inputs_fail = [Var(name).ne(END) for name in INPUT_LISTS]
-    return IF(OR(*inputs_fail, Var("workload").eq(FROZEN)), END, problem_list([rules]))
+    read = set().union(*(r.names() for r in rules))
+    assert read <= set(INPUT_NAMES), f"skip rules read {sorted(read - set(INPUT_NAMES))}"
+    skipped = OR(*(Var(name).ne(END) for name in INPUT_LISTS), Var("workload").eq(FROZEN))
+    return tuple(IF(skipped, END, half) for half in halves(rules))
 
 
 # A row's own check (its inputs and the rules), and as a 1/0 flag the gate of its terms: not the
@@ -236,7 +246,7 @@ GATE_OK = {"check": OK, ROW_OK: 1}  # what each gate column holds in a row that 
 
 def row_check() -> Expr:
     """A Scenarios (or NoteScenarios) row's inputs' and the rules' first problem, or ok."""
-    return checked(*(Var(name) for name in INPUT_LISTS + ("rule_problems",)))
+    return checked(*(Var(name) for name in INPUT_LISTS + RULE_LISTS))
 
 
 def unless_assumptions_fail(t: Catalogue, otherwise: Expr | str) -> Expr:
