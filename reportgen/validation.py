@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -46,7 +46,8 @@ class ValidationRow:
 
 # Largest |error| each comparison aims at (issues #16, #17, #18): a figure beyond it carries its
 # reason in the data ("miss"), and the report marks it. Measured peaks: the report's ±10 % band.
-TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "decode": 0.25, "serving": 0.10, "rlhf": 0.25}
+TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "decode": 0.25, "serving": 0.10, "rlhf": 0.25,
+           "rlhf_memory": 0.15}
 
 
 def error_stats(errors: Sequence[float]) -> dict[str, float]:
@@ -192,7 +193,7 @@ class RunName:
 @dataclass(frozen=True)
 class Excluded:
     id: str
-    dataset: str  # "finetune", "training", "decode" or "serving"
+    dataset: str  # "finetune", "training", "decode", "serving", "rlhf" or "rlhf_memory"
     name: RunName
     source: str
     why: str
@@ -268,12 +269,12 @@ def published_summary(rows: list[ValidationRow]) -> dict[str, dict[str, float]]:
 @dataclass(frozen=True)
 class PublishedFigure:
     id: str
-    dataset: str  # "training", "decode" or "serving"
+    dataset: str  # "training", "decode", "serving", "rlhf" or "rlhf_memory"
     name: RunName
     source: str
     use: str  # "fit" or "holdout"
     metric: str  # what was published: train_tokens_per_s_per_gpu, tpot_s, ttft_s, output_tokens_per_s,
-    # latency_s (seconds), kv_tokens, kv_gib or gpu_blocks
+    # latency_s (seconds), kv_tokens, kv_gib, gpu_blocks, an RLHF time term or allocated_peak_gib
     published: float
     estimated: float
     miss: str = ""
@@ -422,10 +423,24 @@ class RlhfCase:
     published: Mapping[str, float]  # group time term (iteration_seconds, generation_seconds, …) -> seconds
     source: str
     miss: str = ""
+    # the framework's logged allocator peak per GPU (allocated_peak_gib), its source, and why it is left out
+    published_memory: Mapping[str, float] = field(default_factory=dict)
+    memory_source: str = ""
+    memory_why: str = ""
+
+    def _group(self, estimator: Estimator):
+        return (estimator.with_model(self.spec) if self.spec else estimator).estimate_group(self.scenario)
 
     def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
-        group = (estimator.with_model(self.spec) if self.spec else estimator).estimate_group(self.scenario)
+        group = self._group(estimator)
         return {metric: (value, group[metric]) for metric, value in self.published.items()}
+
+    def compared_memory(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
+        """The logged allocator peak against the group's allocated peak, GiB per GPU."""
+        if not self.published_memory:
+            return {}
+        group = self._group(estimator)
+        return {metric: (value, group["allocated_peak"] / GiB) for metric, value in self.published_memory.items()}
 
 
 def rlhf_cases(data: Mapping[str, Any]) -> list[RlhfCase]:
@@ -443,23 +458,40 @@ def rlhf_cases(data: Mapping[str, Any]) -> list[RlhfCase]:
         actor = Scenario(model=spec.name if spec else block["model"], **block["scenario"])
         group = rlhf_scenario(name="", actor=actor, **block["rlhf"])
         out.append(RlhfCase(r["id"], block["use"], "", name, spec, group, block["published"], r["source"],
-                            block.get("miss", "")))
+                            block.get("miss", ""), block.get("published_memory", {}), r.get("memory_source", ""),
+                            block.get("memory_excluded", "")))
     return out
+
+
+def rlhf_memory_figures(cases: Sequence[RlhfCase], estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
+    """The compared runs' logged allocator peaks against the groups' allocated peaks, and the runs whose
+    logged figure is left out, with why."""
+    figures, excluded = [], []
+    for c in cases:
+        if c.use == "excluded":
+            continue
+        if c.memory_why:
+            excluded.append(Excluded(c.id, "rlhf_memory", c.name, c.memory_source, c.memory_why))
+        figures += [PublishedFigure(c.id, "rlhf_memory", c.name, c.memory_source, c.use, metric, published, estimated)
+                    for metric, (published, estimated) in c.compared_memory(estimator).items()]
+    return figures, excluded
 
 
 def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any], rlhf: Mapping[str, Any],
                       estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
     """Every compared time and serving figure against its estimate, and the excluded records with why."""
     figures, excluded = [], []
+    rlhf_runs = rlhf_cases(rlhf)
     datasets = (("training", throughput_cases(throughput)), ("decode", decode_cases(throughput)),
-                ("serving", serving_cases(serving)), ("rlhf", rlhf_cases(rlhf)))
+                ("serving", serving_cases(serving)), ("rlhf", rlhf_runs))
     for dataset, cases in datasets:
         for c in cases:
             if c.use == "excluded":
                 excluded.append(Excluded(c.id, dataset, c.name, c.source, c.why))
                 continue
             figures += compared_figures(dataset, c, estimator)
-    return figures, excluded
+    memory_figures, memory_excluded = rlhf_memory_figures(rlhf_runs, estimator)
+    return figures + memory_figures, excluded + memory_excluded
 
 
 def compared_figures(dataset: str, case, estimator: Estimator) -> list[PublishedFigure]:

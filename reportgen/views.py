@@ -1095,7 +1095,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
 # How each published metric is printed in the unit its label names: scale, decimals below 100.
 METRIC_FORMATS = {"train_tokens_per_s_per_gpu": (1, 0), "tpot_s": (1000, 1), "ttft_s": (1000, 1),
                   "output_tokens_per_s": (1, 1), "latency_s": (1, 3), "kv_tokens": (1, 0), "kv_gib": (1, 2),
-                  "gpu_blocks": (1, 0), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
+                  "gpu_blocks": (1, 0), "allocated_peak_gib": (1, 2), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
 
 
 def metric_value(value: float, metric: str) -> str:
@@ -1268,10 +1268,12 @@ def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGrou
     measured = [r for r in report.validation if r.kind == "measured"]
     published = [r for r in report.validation if r.kind == "published"]
     excluded = {d: [x for x in report.validation_excluded if x.dataset == d]
-                for d in ("finetune", "training", "decode", "serving", "rlhf")}
+                for d in ("finetune", "rlhf_memory", "training", "decode", "serving", "rlhf")}
     figures = {d: [f for f in report.validation_figures if f.dataset == d]
                for d in ("training", "decode", "serving", "rlhf")}
-    memory = (_measured_section(measured, t, pdf), _finetune_section(published, excluded["finetune"], t, pdf))
+    rlhf_memory = [f for f in report.validation_figures if f.dataset == "rlhf_memory"]
+    memory = (_measured_section(measured, t, pdf), _finetune_section(published, excluded["finetune"], t, pdf)) + (
+        (_figures_section("rlhf_memory", rlhf_memory, excluded["rlhf_memory"], t, pdf),) if rlhf_memory else ())
     time = tuple(_figures_section(d, figures[d], excluded[d], t, pdf) for d in figures if figures[d] or excluded[d])
     return (ValidationGroup("appendix-validation", t("appendix.validation"), memory),) + (
         (ValidationGroup("appendix-time", t("appendix.time"), time),) if time else ())
