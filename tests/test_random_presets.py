@@ -11,21 +11,33 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pytest
 from reportgen.cli import main
-from reportgen.inputs import INPUT_BY_NAME
+from reportgen.inputs import INPUT_BY_NAME, INPUTS
 
 MODELS = ("Llama-3.2-1B", "Qwen2.5-0.5B", "Mixtral-8x7B", "Llama-2-7B")
 GPUS = ("L4", "A100-80GB", "H100-80GB-SXM")
-# Axes a matrix sweeps, and the values drawn for them: an input's choices from the table, small whole numbers.
-CHOICE_AXES = ("precision", "weight_dtype", "kv_dtype", "optimizer", "checkpointing", "attention", "framework",
-               "offload", "serving_engine", "engine_sampler", "loss", "dropout")
-NUMBER_AXES = {"batch_size": (1, 2, 8), "num_gpus": (1, 2, 8), "tp_size": (1, 2), "zero_stage": (0, 1, 3),
-               "grad_accum_steps": (1, 4), "pp_size": (1, 2)}
+# The lengths and the token budget come with the workload (below); every other input a matrix may sweep is an
+# axis, generated from the input table: its choices, or for a number its default, its least value and the next
+# step up (small, so that a build stays quick; out-of-place values are the point: a build either runs or says why).
+WITH_WORKLOAD = ("model", "gpu", "seq_len", "prompt_len", "gen_len", "train_tokens")
+AXES = tuple(i.name for i in INPUTS if i.preset_axis and i.name not in WITH_WORKLOAD)
+
+
+def _numbers(i) -> tuple:
+    lo, hi = i.limits
+    step = max(2 * i.default, 2) if not i.decimal else (lo + hi) / 2
+    return tuple(sorted({i.default, lo, min(hi, step)}))
 
 
 def axis_values(name: str):
-    values = INPUT_BY_NAME[name].user_choices if name in CHOICE_AXES else NUMBER_AXES[name]
+    i = INPUT_BY_NAME[name]
+    values = i.user_choices if i.choices else _numbers(i)
     return st.lists(st.sampled_from(values), min_size=1, max_size=2, unique=True).map(
         lambda v: v[0] if len(v) == 1 else v)
+
+
+def test_the_axes_are_every_input_a_matrix_may_sweep():
+    assert len(AXES) == sum(i.preset_axis for i in INPUTS) - len(WITH_WORKLOAD) >= 37
+    assert all(INPUT_BY_NAME[n].choices or INPUT_BY_NAME[n].limits for n in AXES)
 
 
 workloads = st.one_of(
@@ -42,7 +54,7 @@ def matrix(draw, k: int):
     workload = draw(workloads)
     out = {"name": f"m{k}", "model": draw(st.sampled_from(MODELS)), "workload": workload,
            "gpu": draw(st.lists(st.sampled_from(GPUS), min_size=1, max_size=2, unique=True))}
-    for name in draw(st.lists(st.sampled_from(CHOICE_AXES + tuple(NUMBER_AXES)), max_size=4, unique=True)):
+    for name in draw(st.lists(st.sampled_from(AXES), max_size=4, unique=True)):
         out[name] = draw(axis_values(name))
     if draw(st.booleans()):
         if workload["type"] == "inference" and "batch_size" not in out:
