@@ -216,6 +216,12 @@ INPUTS: tuple[Input, ...] = (
           "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
           "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len", applies=_TRAINING,
           only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
+    Input("generation_factor", "Sequences generated per trained one", "RLHF rollouts with dynamic sampling (DAPO, "
+          "arXiv:2503.14476; veRL's algorithm.filter_groups): groups whose rewards are all equal teach nothing and "
+          "are dropped, so the rollout generates this many sequences for each one the iteration trains on (the "
+          "passes and updates see only those kept); 1: every generated sequence is trained on", 1.0,
+          limits=(1, 64), decimal=True, option="--generation-factor", applies=_TRAINING,
+          only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,
           limits=(1, 65536), unit="micro-batches", option="--grad-accum", applies=_TRAINING),

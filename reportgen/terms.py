@@ -771,9 +771,13 @@ TERMS: tuple[Term, ...] = (
          IF(V("rollout_engine").eq(1), V("step_sequences") * V("decode_tp") / V("replica_gpus"), V("step_sequences")),
          "an engine spans decode_tp GPUs and generates for the data-parallel ranks on them; generate() for its rank",
          "activation"),
+    Term("generated_sequences", "Sequences one generator generates per iteration", "count",
+         CEIL(V("generator_sequences") * V("generation_factor")),
+         "dynamic sampling (DAPO) generates generation_factor times the sequences trained on and keeps the groups "
+         "whose rewards differ; without it, the sequences trained on", "activation"),
     Term("rollout_batch", "Sequences generated at once", "count",
          IF(V("rollout_engine").eq(1),
-            MAX(1, MIN(V("generator_sequences"), FLOOR(V("rollout_pool_bytes") / (CEIL(V("context_tokens") / V("kv_block_tokens"))
+            MAX(1, MIN(V("generated_sequences"), FLOOR(V("rollout_pool_bytes") / (CEIL(V("context_tokens") / V("kv_block_tokens"))
                                                                               * V("kv_block_tokens") * V("kv_bytes_per_token"))))),
             V("batch_size")),
          "a rollout engine takes the iteration's sequences together, as many as its pool holds at their full "
@@ -1209,11 +1213,12 @@ TIME_TERMS: tuple[Term, ...] = (
          "each tensor-parallel group serves the batch; data-parallel replicas each serve their own", "time"),
     # ---- RLHF phases ---------------------------------------------------------------------------
     Term("rollout_seconds", "Rollout: prefill and generation by a training actor", "seconds",
-         IF(AND(_TRAIN, V("gen_len").gt(0)), CEIL(V("generator_sequences") / V("rollout_batch"))
+         IF(AND(_TRAIN, V("gen_len").gt(0)), CEIL(V("generated_sequences") / V("rollout_batch"))
             * (V("prefill_seconds") + MAX(V("gen_len"), V("max_gen_len")) * V("seconds_per_output_token")), 0),
-         "an RLHF actor generates the iteration's responses before it trains on them: an engine in rounds of "
-         "what its pool holds, generate() in one round per micro-batch; each round decodes until its longest "
-         "response ends (max_gen_len; its sequences' cache and work are at the mean, gen_len)", "time"),
+         "an RLHF actor generates the iteration's responses before it trains on them (with dynamic sampling, "
+         "generation_factor times as many): an engine in rounds of what its pool holds, generate() in one round "
+         "per micro-batch; each round decodes until its longest response ends (max_gen_len; its sequences' cache "
+         "and work are at the mean, gen_len)", "time"),
     Term("refit_seconds", "Trained weights into the rollout engine, its sleep and wake-up", "seconds",
          IF(AND(_TRAIN, V("rollout_engine").eq(1)),
             IF(V("zero_stage").eq(3), (V("zero_group") - 1) / V("zero_group") * V("weight_bytes_unsharded")

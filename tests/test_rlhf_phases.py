@@ -170,6 +170,28 @@ def test_the_generation_waits_for_the_longest_response():
     assert out.exit_code == 1 and "max_gen_len 256 is shorter than gen_len 512, the responses' mean" in out.output
 
 
+def test_dynamic_sampling_generates_more_than_the_iteration_trains_on():
+    """DAPO's dynamic sampling (generation_factor 3): the engine generates three times the sequences, in rounds of
+    what its pool holds; the log-probabilities, scoring and updates see only those kept."""
+    plain = grpo_8b(1).relayout({"prompts_per_iteration": 256})
+    sampled = plain.relayout(generation_factor=3.0)
+    a, b = EST.estimate(plain.role("actor")), EST.estimate(sampled.role("actor"))
+    assert a["generated_sequences"] == a["generator_sequences"] and b["generated_sequences"] == 3 * a["generated_sequences"]
+    assert b["rollout_batch"] == a["rollout_batch"] < a["generated_sequences"]  # the pool binds: same rounds' size
+    rounds = [math.ceil(e["generated_sequences"] / e["rollout_batch"]) for e in (a, b)]
+    assert b["rollout_seconds"] == pytest.approx(a["rollout_seconds"] * rounds[1] / rounds[0], rel=1e-12)
+    assert 3 * rounds[0] - 2 <= rounds[1] <= 3 * rounds[0]
+    ga, gb = EST.estimate_group(plain), EST.estimate_group(sampled)
+    assert gb["generation_seconds"] > 2.5 * ga["generation_seconds"]
+    for phase in ("log_prob_seconds", "scoring_seconds", "training_seconds"):
+        assert gb[phase] == ga[phase], phase
+    args = ["estimate", "--model", "Llama-3-8B", "--workload", "grpo", "--gen-len", "512"]
+    ok = CliRunner().invoke(main, args + ["--generation-factor", "2.5"])
+    assert ok.exit_code == 0, ok.output
+    low = CliRunner().invoke(main, args + ["--generation-factor", "0.5"])
+    assert low.exit_code == 2 and "'--generation-factor': 0.5 is not in the range 1<=x<=64" in low.output
+
+
 def test_a_rollout_engine_runs_at_its_own_tensor_parallelism():
     """veRL and OpenRLHF set the engine's TP apart from the trainer's: an engine over 4 GPUs holds a quarter of the
     weights per GPU and generates for the 4 data-parallel ranks on them."""
