@@ -426,7 +426,6 @@ def plan(model, config_path, gpu_types, within, steps, users, context, min_token
     """
     from .estimate import RlhfScenario
     from .goals import Goal
-    from .pipeline import rlhf_step_accuracy
     from .plan import plan as make_plan
     from .plan import plan_run
     from .plan import LAYOUT_INPUTS
@@ -464,7 +463,10 @@ def plan(model, config_path, gpu_types, within, steps, users, context, min_token
     else:
         found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
     # an RLHF plan states how its step times compare with published runs (they set no coefficient)
-    accuracy = rlhf_step_accuracy(estimator) if isinstance(scenario, RlhfScenario) else None
+    accuracy = None
+    if isinstance(scenario, RlhfScenario):  # the pipeline (presets, notes, report) is imported only for it
+        from .pipeline import rlhf_step_accuracy
+        accuracy = rlhf_step_accuracy(estimator)
     click.echo(json.dumps(found.to_json() | ({"step_time_accuracy": accuracy} if accuracy else {}), indent=2)
                if as_json else plan_table(found, estimator.assumptions, accuracy))
 

@@ -68,3 +68,21 @@ def test_a_command_that_reads_no_arrays_does_not_import_numpy(argv):
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=120)
     assert proc.stderr.endswith("no numpy"), proc.stderr[-500:]
+
+
+@pytest.mark.parametrize("argv, loaded", [
+    (["plan", "--model", "Llama-3-8B", "--workload", "lora", "--gpu-type", "L40S"], False),
+    (["plan", "--model", "Qwen2.5-0.5B", "--workload", "grpo", "--gpu-type", "H100-80GB-SXM"], True)])
+def test_a_plan_loads_the_report_pipeline_only_to_state_rlhf_accuracy(argv, loaded):
+    """The pipeline (presets, notes, the report's views) is a build's: a plan imports it only for an RLHF run,
+    whose step times it compares with the published ones (#35: about a third of a plan's 0.5 s CPU)."""
+    code = ("import sys\n"
+            f"sys.argv = ['reportgen', *{argv!r}]\n"
+            "from reportgen.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "sys.stderr.write(' '.join(m for m in ('reportgen.pipeline', 'reportgen.notes') if m in sys.modules))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert proc.stderr.endswith("reportgen.pipeline reportgen.notes") == loaded, proc.stderr[-500:]
