@@ -337,6 +337,11 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     # The labels follow the edits, and the copy is told apart from its source.
     labels = {row: ws.cell(row, cols["label"]).value for row in (*edits, source, copied)}
     assert labels[copied] != labels[source] and "batch 16" in labels[copied]
+    # "#" is the report's number while a row stays the row written (edited or not); the copy is not numbered
+    written = openpyxl.load_workbook(book, data_only=True)["Scenarios"]
+    assert ws.cell(copied, cols["index"]).value == "—"
+    for row in (source, *edits):
+        assert ws.cell(row, cols["index"]).value == written.cell(row, cols["index"]).value != "—", row
     for row, part in zip(edits, ("Qwen2.5-7B · ", " · 4×A100-80GB", " · ZeRO-2", " · 8×H100-80GB-SXM · TP8")):
         assert part in labels[row], (labels[row], part)
     assert_single_model_plan(fresh, candidates)
@@ -354,7 +359,7 @@ def test_a_row_appended_away_from_its_requirement_is_planned(book, report, soffi
     ws = wb["Scenarios"]
     cols = columns(ws)
     rec = next(rec for rec in report.recommendations if rec.best and not rec.best.result.is_group)
-    source = next(row for row, values in scenario_rows(ws) if values["index"] == rec.best.result.index)
+    source = next(row for row, values in scenario_rows(ws) if values["report_index"] == rec.best.result.index)
     copy_row(ws, source, ws.max_row + 1)
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
@@ -386,7 +391,7 @@ def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_p
     cols = columns(ws)
     rec = next(rec for rec in report.recommendations if rec.best and not rec.best.result.is_group
                and rec.requirement != report.requirement_of(report.results[0]))
-    source = next(row for row, values in scenario_rows(ws) if values["index"] == rec.best.result.index)
+    source = next(row for row, values in scenario_rows(ws) if values["report_index"] == rec.best.result.index)
     assert source > FIRST_ROW
     copy_row(ws, source, FIRST_ROW)
     edited = tmp_path / "edited.xlsx"
@@ -425,7 +430,7 @@ def test_an_edited_first_row_leaves_its_requirement_planned(book, report, soffic
     cols = columns(ws)
     rec = next(rec for rec in report.recommendations if not rec.sample.is_group and rec.best
                and rec.best.result.index != rec.sample.index and len(rec.entries) > 1)
-    first = next(row for row, values in scenario_rows(ws) if values["index"] == rec.sample.index)
+    first = next(row for row, values in scenario_rows(ws) if values["report_index"] == rec.sample.index)
     for name, value in edit.items():
         ws.cell(first, cols[name]).value = value
     edited = tmp_path / "edited.xlsx"

@@ -190,8 +190,15 @@ def plan_helpers(candidate: Expr, fields: PlanFields, goals: bool = False) -> tu
     ) + ((GOAL_MET,) if goals else ()) + keys
 
 
+# "#": the report's number of the scenario a row states, while the row stays the one written (it moves with rows
+# inserted or deleted above it); a copy elsewhere shows "—", a scenario the report does not number.
+REPORT_INDEX = "report_index"
+REPORT_INDEX_COLUMN = Column(REPORT_INDEX, "Report's number as written", "count", "id", 6,
+                             help="the number the report gives the scenario this row was written for; '#' shows it "
+                                  "while the row is that row")
 SCENARIO_IDS = (
-    Column("index", "#", "count", "id", 5),
+    Column("index", "#", "count", "id", 5, special="report_number",
+           help="the report's number of this scenario; a copied row shows —: the report does not number it"),
     Column("name", "Name (preset)", "text", "id", 12),
     Column("matrix", "Matrix", "text", "id", 14),
     Column("group", "RLHF group", "text", "id", 8, help="the RLHF sheet row this role belongs to"),
@@ -254,6 +261,9 @@ def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
             out[col.name] = "=" + to_excel(rendered(col), ctx)
         elif col.special == "position":
             out[col.name] = f"=ROW()-{table.first_row - 1}"
+        elif col.special == "report_number":  # the written row (absolute: it stays put when the row is copied)
+            number = table.letter(REPORT_INDEX)
+            out[col.name] = f'=IF(ROW(${number}${ROW})=ROW(),{number}{ROW},"{DASH}")'
     return out
 
 
@@ -445,7 +455,7 @@ def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[st
 
 def _single_ids(index, name: str, matrix: str) -> dict[str, Any]:
     """A single scenario's id cells on Scenarios (index: its result's, or each row's)."""
-    return {"index": index, "name": name, "matrix": matrix, "group": "", "role": ""}
+    return {"index": index, REPORT_INDEX: index, "name": name, "matrix": matrix, "group": "", "role": ""}
 
 
 def sheet_runs(report: Report) -> Iterator[tuple[Sequence[Result] | BlockResults, np.ndarray]]:
@@ -488,7 +498,8 @@ def build_book(report: Report, lang: str = "en") -> Book:
                 for role, est in r.estimate.roles:
                     role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + place + len(rows)
                     rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=r.estimate.scenario.name,
-                                                 matrix=r.matrix, group=f"G{r.index}", role=role))
+                                                 matrix=r.matrix, group=f"G{r.index}", role=role,
+                                                 **{REPORT_INDEX: r.index}))
             else:
                 result_rows[r.index] = SCENARIO_FIRST_ROW + place + len(rows)
                 goal = report.goals.get(r.matrix)
@@ -502,7 +513,8 @@ def build_book(report: Report, lang: str = "en") -> Book:
             rows[:] = [{**NO_GOAL, **row} for row in rows]
     book.scenario_rows = TableRows(runs)
     candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
-    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, plan_helpers(candidate, SCENARIO_PLAN, goals),
+    helpers = plan_helpers(candidate, SCENARIO_PLAN, goals) + (REPORT_INDEX_COLUMN,)
+    book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, helpers,
                                                          scenario_requirement(report.interchangeable, goals), goals),
                            SCENARIO_FIRST_ROW, place, count_column="check")
     fill_derived(book.scenarios, book.scenario_rows.objects(), book.book_values, book.catalog_rows)
@@ -538,7 +550,8 @@ def _block_columns(book: Book) -> TableColumns:
         return {**_single_ids(part.first_index + rows, part.block.scenario(0).name, part.block.matrix),
                 **dict.fromkeys(positions, places + 1)}
 
-    return TableColumns(ROLE_TERMS + column_terms(derived_columns(table)), book_var("I"), ids, ["index", *positions],
+    return TableColumns(ROLE_TERMS + column_terms(derived_columns(table)), book_var("I"), ids,
+                        ["index", REPORT_INDEX, *positions],
                         book.book_values, book.catalog_rows)
 
 

@@ -62,7 +62,7 @@ class Column:
     @property
     def is_formula(self) -> bool:
         """A formula cell; an input "link" is one too: a reference the planner points at a row."""
-        return self.kind in ("summary", "formula", "helper") or self.special == "link"
+        return self.kind in ("summary", "formula", "helper") or self.special in ("link", "report_number")
 
 
 @dataclass
