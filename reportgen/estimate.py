@@ -74,8 +74,9 @@ SKIP_REASONS = {
     "cp_seq": "cp_size {cp}: seq_len {seq} must split into 2 × cp_size equal chunks (the load-balanced causal split)",
     "vp_pp": "vp_size {vp} needs pipeline parallelism (pp_size > 1) under megatron, whose interleaved 1F1B it "
              "sets; framework {framework}",
-    "vp_layers": "vp_size {vp} with pp_size {pp}: the {layers} layers must split into pp × vp equal chunks and the "
-                 "{accum} micro-batches per step into whole rounds of pp (Megatron's interleaved schedule)",
+    "vp_layers": "vp_size {vp} with pp_size {pp}: each of the pp × vp model chunks needs a layer of the {layers} (or "
+                 "the embedding or the loss), and the {accum} micro-batches per step must make whole rounds of pp "
+                 "(Megatron's interleaved schedule)",
     "pp_layers": "pp_size {pp} exceeds the {layers} layers",
     "pp_zero": "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the optimizer "
                "(ZeRO-1)",

@@ -1320,7 +1320,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           cp=V("cp_degree"), seq=V("seq_len")),
     _skip("vp_pp", AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
           vp=V("vp_size"), framework=V("framework")),
-    _skip("vp_layers", AND(V("vp_degree").gt(1), OR(MOD(V("num_layers"), V("pp_stages") * V("vp_degree")).ne(0),
+    # Chunks may be uneven (Megatron-Core's --decoder-first/last-pipeline-num-layers and pipeline layouts: Qwen3-235B's
+    # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
+    # --account-for-embedding/loss-in-pipeline-split): each chunk needs one of the layers + 2; the busiest stage
+    # holds ⌈layers ÷ pp⌉ (pp_stage_layers).
+    _skip("vp_layers", AND(V("vp_degree").gt(1), OR((V("num_layers") + 2).lt(V("pp_stages") * V("vp_degree")),
                                                     MOD(V("grad_accum_steps"), V("pp_stages")).ne(0))),
           vp=V("vp_degree"), pp=V("pp_stages"), layers=V("num_layers"), accum=V("grad_accum_steps")),
     _skip("pp_layers", V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),

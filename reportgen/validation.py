@@ -46,8 +46,8 @@ class ValidationRow:
 
 # Largest |error| each comparison aims at (issues #16, #17, #18): a figure beyond it carries its
 # reason in the data ("miss"), and the report marks it. Measured peaks: the report's ±10 % band.
-TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "decode": 0.25, "serving": 0.10, "rlhf": 0.25,
-           "rlhf_memory": 0.15}
+TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "training_moe": 0.30, "decode": 0.25, "serving": 0.10,
+           "rlhf": 0.25, "rlhf_memory": 0.15}
 
 
 def error_stats(errors: Sequence[float]) -> dict[str, float]:
@@ -193,7 +193,7 @@ class RunName:
 @dataclass(frozen=True)
 class Excluded:
     id: str
-    dataset: str  # "finetune", "training", "decode", "serving", "rlhf" or "rlhf_memory"
+    dataset: str  # "finetune", "training", "training_moe", "decode", "serving", "rlhf" or "rlhf_memory"
     name: RunName
     source: str
     why: str
@@ -269,7 +269,7 @@ def published_summary(rows: list[ValidationRow]) -> dict[str, dict[str, float]]:
 @dataclass(frozen=True)
 class PublishedFigure:
     id: str
-    dataset: str  # "training", "decode", "serving", "rlhf" or "rlhf_memory"
+    dataset: str  # "training", "training_moe", "decode", "serving", "rlhf" or "rlhf_memory"
     name: RunName
     source: str
     use: str  # "fit" or "holdout"
@@ -296,6 +296,7 @@ class ThroughputCase:
     published_from: str
     source: str
     miss: str = ""
+    dataset: str = "training"  # or "training_moe": mixture-of-experts runs, stated apart
 
     def estimated(self, estimator: Estimator) -> float:
         est = estimator.with_model(self.spec) if self.spec else estimator
@@ -315,14 +316,16 @@ def throughput_cases(data: Mapping[str, Any]) -> list[ThroughputCase]:
     for r in data["training"]:
         block = r["reportgen"]
         name = RunName(r["model"], _setup(r["num_gpus"], r["gpu"]), seq_len=r.get("seq_len") or 0)
+        dataset = block.get("dataset", "training")
         if block["use"] == "excluded":
-            out.append(ThroughputCase(r["id"], "excluded", block["why"], name, None, None, 0.0, "", r["source"]))
+            out.append(ThroughputCase(r["id"], "excluded", block["why"], name, None, None, 0.0, "", r["source"],
+                                      dataset=dataset))
             continue
         spec = _spec(block, r["id"])
         model = spec.name if spec else block["model"]
         out.append(ThroughputCase(r["id"], block["use"], "", name, spec, Scenario(model=model, **block["scenario"]),
                                   float(block["published_tokens_per_s_per_gpu"]), block["published_from"], r["source"],
-                                  block.get("miss", "")))
+                                  block.get("miss", ""), dataset))
     return out
 
 
@@ -486,10 +489,11 @@ def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
                 ("serving", serving_cases(serving)), ("rlhf", rlhf_runs))
     for dataset, cases in datasets:
         for c in cases:
+            kind = getattr(c, "dataset", dataset)  # training runs of MoE models are a dataset of their own
             if c.use == "excluded":
-                excluded.append(Excluded(c.id, dataset, c.name, c.source, c.why))
+                excluded.append(Excluded(c.id, kind, c.name, c.source, c.why))
                 continue
-            figures += compared_figures(dataset, c, estimator)
+            figures += compared_figures(kind, c, estimator)
     memory_figures, memory_excluded = rlhf_memory_figures(rlhf_runs, estimator)
     return figures + memory_figures, excluded + memory_excluded
 

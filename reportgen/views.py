@@ -1268,9 +1268,9 @@ def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGrou
     measured = [r for r in report.validation if r.kind == "measured"]
     published = [r for r in report.validation if r.kind == "published"]
     excluded = {d: [x for x in report.validation_excluded if x.dataset == d]
-                for d in ("finetune", "rlhf_memory", "training", "decode", "serving", "rlhf")}
+                for d in ("finetune", "rlhf_memory", "training", "training_moe", "decode", "serving", "rlhf")}
     figures = {d: [f for f in report.validation_figures if f.dataset == d]
-               for d in ("training", "decode", "serving", "rlhf")}
+               for d in ("training", "training_moe", "decode", "serving", "rlhf")}
     rlhf_memory = [f for f in report.validation_figures if f.dataset == "rlhf_memory"]
     memory = (_measured_section(measured, t, pdf), _finetune_section(published, excluded["finetune"], t, pdf)) + (
         (_figures_section("rlhf_memory", rlhf_memory, excluded["rlhf_memory"], t, pdf),) if rlhf_memory else ())

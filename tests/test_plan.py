@@ -333,7 +333,7 @@ def test_pipeline_layouts_are_timed_with_the_micro_batches_that_fill_them():
     assert layout["pp_size"] > 1 and layout["grad_accum_steps"] >= 4 * layout["pp_size"]
     m = layout["grad_accum_steps"]
     assert (e["pipeline_slots"] - m) / e["pipeline_slots"] < 0.25  # the bubble's share of the step
-    one = EST.estimate(replace(option.lead, grad_accum_steps=1))
+    one = EST.estimate(replace(option.lead, grad_accum_steps=1, vp_size=1))  # plain 1F1B: interleaving needs m ≥ p
     assert one["time_to_train_seconds"] > 3 * e["time_to_train_seconds"]
     kept = plan(EST, replace(s, grad_accum_steps=2), [H100], fixed=("offload", "framework", "grad_accum_steps"))
     assert kept.options[0].layout["grad_accum_steps"] == 2

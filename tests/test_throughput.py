@@ -26,7 +26,8 @@ from reportgen.validation import TARGETS, decode_cases, throughput_cases
 DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validation" /
                    "published_throughput.json").read_text(encoding="utf-8"))
 EST = Estimator(load_models(), load_gpus())
-TRAINING = [c for c in throughput_cases(DATA) if c.use != "excluded"]
+TRAINING = [c for c in throughput_cases(DATA) if c.use != "excluded" and c.dataset == "training"]
+MOE_TRAINING = [c for c in throughput_cases(DATA) if c.use != "excluded" and c.dataset == "training_moe"]
 DECODE = [c for c in decode_cases(DATA) if c.use != "excluded"]
 
 
@@ -65,6 +66,19 @@ def test_fp8_training_timed_at_the_bf16_peak_on_two_held_out_runs():
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING if c.scenario and c.scenario.precision == "fp8-te"}
     assert sorted(errors) == ["pub-tr-010", "pub-tr-011"]
     assert all(abs(e) <= 0.17 for e in errors.values())
+
+
+def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
+    """#32 item 7: Qwen3-235B-A22B under Megatron-Core on 256 H100 (Megatron-MoE-ModelZoo: layouts with EP 8 in a
+    node and EP 32 over four, ETP 1, uneven interleaved pipelines), none fitted. The level reached: EP within a
+    node −7.4 % and −5.3 %; EP32 across nodes −40.6 % and −46.9 % (DeepEP and the all-to-all's overlap with 1F1B
+    are not modelled: the estimate puts the all-to-all on the critical path). All short. A change that widens
+    it fails; each run is a layout the estimator accepts (the uneven chunks and ETP 1 are what let it)."""
+    errors = {c.id: c.estimated(EST) / c.published - 1 for c in MOE_TRAINING}
+    assert len(errors) == 4 and all(EST.skip_check(c.scenario) is None for c in MOE_TRAINING)
+    assert all(e < 0 for e in errors.values())
+    assert abs(errors["pub-tr-036"]) <= 0.075 and abs(errors["pub-tr-037"]) <= 0.054
+    assert max(abs(e) for e in errors.values()) <= 0.47 and statistics.median(abs(e) for e in errors.values()) <= 0.241
 
 
 def test_decode_figures_meet_the_median_target():
