@@ -1320,9 +1320,13 @@ def _band(groups: Sequence[ValidationGroup], anchor: str, t: Catalogue) -> str:
     for g in groups:
         for sec in g.sections:
             if sec.anchor == anchor and sec.accuracy:
-                st = error_stats(sec.accuracy[0].errors)
-                return t("decision.band", median=percent(st["median_abs_error"]), most=percent(st["max_abs_error"], 0),
-                         n=st["figures"])
+                errors = sec.accuracy[0].errors
+                st = error_stats(errors)
+                short = sum(e < 0 for e in errors)
+                # nearly every estimate on one side: say so, or a median reads as a symmetric band
+                key = "decision.band_short" if len(errors) >= 5 and short >= 0.9 * len(errors) else "decision.band"
+                return t(key, median=percent(st["median_abs_error"]), most=percent(st["max_abs_error"], 0),
+                         n=st["figures"], short=short)
     return t("decision.no_band")
 
 

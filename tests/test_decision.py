@@ -187,6 +187,17 @@ def test_page_one_of_the_pdf_names_the_fleet_the_rent_comparison_and_the_accurac
         assert job.name_in(lang) in flat, job.name
 
 
+def test_the_accuracy_line_says_which_times_are_lower_bounds(procurement):
+    """RLHF step times are estimated short in nearly every held-out figure: the decision page says to read them as
+    lower bounds (a median alone reads as a symmetric band); training times, short and long alike, get no such
+    words."""
+    from reportgen.views import build_view
+    for lang, words in (("en", "estimated short: read these times as lower bounds"), ("zh", "请把这些时间视为下限")):
+        line = build_view(procurement, lang).decision.accuracy
+        rlhf = line.split("RLHF" if lang == "en" else "RLHF 单步时间")[1]
+        assert words in rlhf and line.count(words) == 1, line
+
+
 def test_the_headline_says_whether_buying_or_renting_is_cheaper(procurement, tmp_path):
     """A manager reads the first line: where renting the same GPU-hours costs less than owning over the period,
     it must not read as advice to buy; where owning costs less, it says buy."""
