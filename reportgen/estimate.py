@@ -60,59 +60,10 @@ class RlhfScenario:
 
 
 # ---------------------------------------------------------------------------------------------
-# Why a well-formed combination cannot run: the rules are terms.SKIP_RULES; each code's English
-# text is here, and the report's message catalogues translate the same codes (keys "skip.<code>",
-# with the same {placeholders}).
+# Why a well-formed combination cannot run: the rules and their English words are terms.SKIP_RULES; the
+# report's message catalogues translate the same codes (keys "skip.<code>", with the same {placeholders}).
 
-SKIP_REASONS = {
-    "tp_gpus": "tp_size {tp} does not divide num_gpus {gpus}",
-    "max_gen_len": "max_gen_len {longest} is shorter than gen_len {mean}, the responses' mean",
-    "rollout_tp": "rollout_tp_size {tp} must divide num_gpus {gpus} and the {heads} attention heads",
-    "pp_gpus": "tp_size {tp} × pp_size {pp} does not divide num_gpus {gpus}",
-    "cp_gpus": "tp_size {tp} × pp_size {pp} × cp_size {cp} does not divide num_gpus {gpus}",
-    "cp_framework": "cp_size {cp}: framework {framework} has no context parallelism (megatron and fsdp2 have)",
-    "cp_seq": "cp_size {cp}: seq_len {seq} must split into 2 × cp_size equal chunks (the load-balanced causal split)",
-    "vp_pp": "vp_size {vp} needs pipeline parallelism (pp_size > 1) under megatron, whose interleaved 1F1B it "
-             "sets; framework {framework}",
-    "vp_layers": "vp_size {vp} with pp_size {pp}: each of the pp × vp model chunks needs a layer of the {layers} (or "
-                 "the embedding or the loss), and the {accum} micro-batches per step must make whole rounds of pp "
-                 "(Megatron's interleaved schedule)",
-    "pp_layers": "pp_size {pp} exceeds the {layers} layers",
-    "pp_zero": "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the optimizer "
-               "(ZeRO-1)",
-    "tp_heads": "tp_size {tp} does not divide {heads} attention heads",
-    "tp_kv": "tp_size {tp} and {kv} KV heads do not divide each other",
-    "ep_dense": "ep_size {ep} needs a mixture-of-experts model",
-    "ep_divide": "ep_size {ep} must divide the {experts} experts",
-    "ep_framework": "ep_size {ep}: framework {framework} has no expert parallelism (deepspeed, fsdp2 and megatron "
-                    "have)",
-    "ep_train_dp": "ep_size {ep} must divide the data-parallel degree {dp} (num_gpus ÷ (tp {tp} × pp {pp})): "
-                   "training places experts inside data parallelism, each split over the tensor-parallel group",
-    "etp_megatron": "etp_size {etp}: expert tensor parallelism is Megatron-Core's, for training a mixture of experts "
-                    "(framework {framework}, workload {workload}, {experts} experts)",
-    "etp_group": "etp_size {etp} × ep_size {ep} must divide tp {tp} × dp {dp}, the GPUs of one pipeline stage: "
-                 "Megatron-Core folds the experts' TP × EP × data parallelism onto them",
-    "ep_serve_group": "ep_size {ep} with tp_size {tp} on {gpus} GPUs: a serving EP group spans whole tensor-parallel "
-                      "groups (vLLM: EP = TP × DP) or splits one (SGLang: ep divides tp), and divides num_gpus",
-    "zero_inference": "ZeRO-{zero} applies to training; workload is {workload}",
-    "framework_zero": "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, Megatron's "
-                   "distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
-    "zero_one_rank": "ZeRO-{zero} on one data-parallel rank shards nothing",
-    "sp_tp": "sequence parallelism splits what tensor parallelism leaves whole: it needs tp_size > 1",
-    "offload_framework": "megatron offloads the optimizer only (--optimizer-cpu-offload), not the parameters: "
-                         "offload all needs DeepSpeed ZeRO-Infinity or FSDP2's CPU offload",
-    "offload_inference": "CPU offload applies to training",
-    "bf16_gpu": "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
-                "KV cache",
-    "fp8_gpu": "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
-    "lora_arch": "LoRA is not modelled for {model_type} models",
-    "empty_context": "inference needs prompt_len + gen_len > 0",
-    "lora_engine": "max_loras {loras}: generate() serves one adapter at a time; adapter slots need a serving engine "
-                   "(vllm or sglang)",
-    "lora_moe": "max_loras {loras}: adapters on an MoE model's experts are not modelled",
-}
-
-assert set(SKIP_REASONS) == {r.code for r in SKIP_RULES}
+SKIP_REASONS = {r.code: r.text for r in SKIP_RULES}
 
 
 @dataclass(frozen=True)

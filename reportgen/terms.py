@@ -1284,89 +1284,137 @@ PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradien
 
 @dataclass(frozen=True)
 class SkipRule:
-    """A well-formed combination that cannot run: `when` holds; the message's {placeholders} are `values`."""
+    """A well-formed combination that cannot run: `when` holds. `text` is what the CLI and the English report
+    say, its {placeholders} the `values`; the other catalogues translate it as skip.<code>."""
     code: str
+    text: str
     when: Expr
     values: tuple[tuple[str, Expr], ...]
 
 
-def _skip(code: str, when: Expr, **values: Expr) -> SkipRule:
-    return SkipRule(code, when, tuple(values.items()))
+def _skip(code: str, text: str, when: Expr, **values: Expr) -> SkipRule:
+    return SkipRule(code, text, when, tuple(values.items()))
 
 
 _TP, _GPUS = V("tp_size"), V("num_gpus")
 # In order: the first rule that holds is the reason. Read after the role terms (they use its lookups).
 SKIP_RULES: tuple[SkipRule, ...] = (
     # What the GPU type cannot run whatever the layout: first, so that a plan names it alone.
-    _skip("bf16_gpu", AND(_g("bf16").eq(0),
-                          IF(V("is_train").eq(1), is_one_of(V("precision"), "amp-bf16", "bf16-mixed", "bf16", "fp8-te"),
-                             OR(V("weight_dtype").eq("bf16"), V("kv_dtype").eq("bf16")))), gpu=V("gpu")),
-    _skip("fp8_gpu", AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
-    _skip("tp_gpus", MOD(_GPUS, _TP).ne(0), tp=_TP, gpus=_GPUS),
-    _skip("tp_heads", MOD(V("num_heads"), _TP).ne(0), tp=_TP, heads=V("num_heads")),
-    _skip("max_gen_len", AND(V("max_gen_len").gt(0), V("max_gen_len").lt(V("gen_len"))), longest=V("max_gen_len"),
+    _skip("bf16_gpu", "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
+          "KV cache",
+          AND(_g("bf16").eq(0),
+              IF(V("is_train").eq(1), is_one_of(V("precision"), "amp-bf16", "bf16-mixed", "bf16", "fp8-te"),
+                 OR(V("weight_dtype").eq("bf16"), V("kv_dtype").eq("bf16")))), gpu=V("gpu")),
+    _skip("fp8_gpu", "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
+          AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
+    _skip("tp_gpus", "tp_size {tp} does not divide num_gpus {gpus}",
+          MOD(_GPUS, _TP).ne(0), tp=_TP, gpus=_GPUS),
+    _skip("tp_heads", "tp_size {tp} does not divide {heads} attention heads",
+          MOD(V("num_heads"), _TP).ne(0), tp=_TP, heads=V("num_heads")),
+    _skip("max_gen_len", "max_gen_len {longest} is shorter than gen_len {mean}, the responses' mean",
+          AND(V("max_gen_len").gt(0), V("max_gen_len").lt(V("gen_len"))), longest=V("max_gen_len"),
           mean=V("gen_len")),
-    _skip("rollout_tp", AND(V("rollout_engine").eq(1), OR(MOD(_GPUS, V("decode_tp")).ne(0),
-                                                           MOD(V("num_heads"), V("decode_tp")).ne(0))),
+    _skip("rollout_tp", "rollout_tp_size {tp} must divide num_gpus {gpus} and the {heads} attention heads",
+          AND(V("rollout_engine").eq(1), OR(MOD(_GPUS, V("decode_tp")).ne(0),
+                                             MOD(V("num_heads"), V("decode_tp")).ne(0))),
           tp=V("decode_tp"), gpus=_GPUS, heads=V("num_heads")),
-    _skip("tp_kv", AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
+    _skip("tp_kv", "tp_size {tp} and {kv} KV heads do not divide each other",
+          AND(MOD(V("num_kv_heads"), _TP).ne(0), MOD(_TP, V("num_kv_heads")).ne(0)), tp=_TP,
           kv=V("num_kv_heads")),
-    _skip("pp_gpus", MOD(_GPUS, V("model_parallel_size")).ne(0), tp=_TP, pp=V("pp_stages"), gpus=_GPUS),
-    _skip("cp_gpus", AND(V("cp_degree").gt(1), MOD(_GPUS, V("replica_gpus")).ne(0)),
+    _skip("pp_gpus", "tp_size {tp} × pp_size {pp} does not divide num_gpus {gpus}",
+          MOD(_GPUS, V("model_parallel_size")).ne(0), tp=_TP, pp=V("pp_stages"), gpus=_GPUS),
+    _skip("cp_gpus", "tp_size {tp} × pp_size {pp} × cp_size {cp} does not divide num_gpus {gpus}",
+          AND(V("cp_degree").gt(1), MOD(_GPUS, V("replica_gpus")).ne(0)),
           tp=_TP, pp=V("pp_stages"), cp=V("cp_degree"), gpus=_GPUS),
-    _skip("cp_framework", AND(V("cp_degree").gt(1), is_one_of(V("framework"), "hf", "deepspeed", "litgpt")),
+    _skip("cp_framework", "cp_size {cp}: framework {framework} has no context parallelism (megatron and fsdp2 have)",
+          AND(V("cp_degree").gt(1), is_one_of(V("framework"), "hf", "deepspeed", "litgpt")),
           cp=V("cp_degree"), framework=V("framework")),
-    _skip("cp_seq", AND(V("cp_degree").gt(1), MOD(V("seq_len"), 2 * V("cp_degree")).ne(0)),
+    _skip("cp_seq", "cp_size {cp}: seq_len {seq} must split into 2 × cp_size equal chunks (the load-balanced causal "
+          "split)",
+          AND(V("cp_degree").gt(1), MOD(V("seq_len"), 2 * V("cp_degree")).ne(0)),
           cp=V("cp_degree"), seq=V("seq_len")),
-    _skip("vp_pp", AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
+    _skip("vp_pp", "vp_size {vp} needs pipeline parallelism (pp_size > 1) under megatron, whose interleaved 1F1B it "
+          "sets; framework {framework}",
+          AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
           vp=V("vp_size"), framework=V("framework")),
     # Chunks may be uneven (Megatron-Core's --decoder-first/last-pipeline-num-layers and pipeline layouts: Qwen3-235B's
     # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
     # --account-for-embedding/loss-in-pipeline-split): each chunk needs one of the layers + 2; the busiest stage
     # holds ⌈layers ÷ pp⌉ (pp_stage_layers).
-    _skip("vp_layers", AND(V("vp_degree").gt(1), OR((V("num_layers") + 2).lt(V("pp_stages") * V("vp_degree")),
-                                                    MOD(V("grad_accum_steps"), V("pp_stages")).ne(0))),
+    _skip("vp_layers", "vp_size {vp} with pp_size {pp}: each of the pp × vp model chunks needs a layer of the "
+          "{layers} (or the embedding or the loss), and the {accum} micro-batches per step must make whole rounds of "
+          "pp (Megatron's interleaved schedule)",
+          AND(V("vp_degree").gt(1), OR((V("num_layers") + 2).lt(V("pp_stages") * V("vp_degree")),
+                                       MOD(V("grad_accum_steps"), V("pp_stages")).ne(0))),
           vp=V("vp_degree"), pp=V("pp_stages"), layers=V("num_layers"), accum=V("grad_accum_steps")),
-    _skip("pp_layers", V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
-    _skip("pp_zero", AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
-    _skip("ep_dense", AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
-    _skip("ep_divide", AND(V("ep_size").gt(1), MOD(V("num_experts"), V("ep_size")).ne(0)),
+    _skip("pp_layers", "pp_size {pp} exceeds the {layers} layers",
+          V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
+    _skip("pp_zero", "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the "
+          "optimizer (ZeRO-1)",
+          AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
+    _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
+          AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
+    _skip("ep_divide", "ep_size {ep} must divide the {experts} experts",
+          AND(V("ep_size").gt(1), MOD(V("num_experts"), V("ep_size")).ne(0)),
           ep=V("ep_size"), experts=V("num_experts")),
     # What each framework and engine can place (expert_shards says how they split the experts).
-    _skip("ep_framework", AND(V("ep_size").gt(1), V("is_train").eq(1), is_one_of(V("framework"), "hf", "litgpt")),
+    _skip("ep_framework", "ep_size {ep}: framework {framework} has no expert parallelism (deepspeed, fsdp2 and "
+          "megatron have)",
+          AND(V("ep_size").gt(1), V("is_train").eq(1), is_one_of(V("framework"), "hf", "litgpt")),
           ep=V("ep_size"), framework=V("framework")),
-    _skip("ep_train_dp", AND(V("ep_size").gt(1), V("is_train").eq(1), V("etp_size").eq(0),
-                             MOD(V("zero_group"), V("ep_size")).ne(0)),
+    _skip("ep_train_dp", "ep_size {ep} must divide the data-parallel degree {dp} (num_gpus ÷ (tp {tp} × pp {pp})): "
+          "training places experts inside data parallelism, each split over the tensor-parallel group",
+          AND(V("ep_size").gt(1), V("is_train").eq(1), V("etp_size").eq(0),
+              MOD(V("zero_group"), V("ep_size")).ne(0)),
           ep=V("ep_size"), dp=V("zero_group"), tp=_TP, pp=V("pp_stages")),
-    _skip("etp_megatron", AND(V("etp_size").gt(0), OR(V("is_train").eq(0), V("framework").ne("megatron"),
-                                                      V("num_experts").eq(0))),
+    _skip("etp_megatron", "etp_size {etp}: expert tensor parallelism is Megatron-Core's, for training a mixture of "
+          "experts (framework {framework}, workload {workload}, {experts} experts)",
+          AND(V("etp_size").gt(0), OR(V("is_train").eq(0), V("framework").ne("megatron"),
+                                      V("num_experts").eq(0))),
           etp=V("etp_size"), framework=V("framework"), workload=V("workload"), experts=V("num_experts")),
     # MAX: a spreadsheet's AND computes every argument, and MOD by 0 would be its error (etp_size 0 is the default)
-    _skip("etp_group", AND(V("etp_size").gt(0),
-                           MOD(_TP * V("zero_group"), MAX(1, V("etp_size")) * V("ep_size")).ne(0)),
+    _skip("etp_group", "etp_size {etp} × ep_size {ep} must divide tp {tp} × dp {dp}, the GPUs of one pipeline stage: "
+          "Megatron-Core folds the experts' TP × EP × data parallelism onto them",
+          AND(V("etp_size").gt(0),
+              MOD(_TP * V("zero_group"), MAX(1, V("etp_size")) * V("ep_size")).ne(0)),
           etp=V("etp_size"), ep=V("ep_size"), tp=_TP, dp=V("zero_group")),
-    _skip("ep_serve_group", AND(V("ep_size").gt(1), V("is_train").eq(0),
-                                OR(MOD(_GPUS, V("ep_size")).ne(0),
-                                   AND(MOD(V("ep_size"), _TP).ne(0), MOD(_TP, V("ep_size")).ne(0)))),
+    _skip("ep_serve_group", "ep_size {ep} with tp_size {tp} on {gpus} GPUs: a serving EP group spans whole "
+          "tensor-parallel groups (vLLM: EP = TP × DP) or splits one (SGLang: ep divides tp), and divides num_gpus",
+          AND(V("ep_size").gt(1), V("is_train").eq(0),
+              OR(MOD(_GPUS, V("ep_size")).ne(0),
+                 AND(MOD(V("ep_size"), _TP).ne(0), MOD(_TP, V("ep_size")).ne(0)))),
           ep=V("ep_size"), tp=_TP, gpus=_GPUS),
-    _skip("zero_inference", AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
+    _skip("zero_inference", "ZeRO-{zero} applies to training; workload is {workload}",
+          AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
-    _skip("framework_zero", AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),
-                                                    AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
-                                                    AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
+    _skip("framework_zero", "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, "
+          "Megatron's distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
+          AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),
+                                  AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
+                                  AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
           framework=V("framework"), zero=V("zero_stage")),
     # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
     # data parallelism has nothing to shard.
-    _skip("zero_one_rank", AND(V("zero_stage").gt(0), V("zero_group").eq(1), V("framework").eq("hf")),
+    _skip("zero_one_rank", "ZeRO-{zero} on one data-parallel rank shards nothing",
+          AND(V("zero_stage").gt(0), V("zero_group").eq(1), V("framework").eq("hf")),
           zero=V("zero_stage")),
-    _skip("sp_tp", AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
-    _skip("offload_framework", AND(V("offload").eq("all"), V("is_train").eq(1), V("framework").eq("megatron"))),
-    _skip("offload_inference", AND(V("offload").ne("none"), V("is_train").eq(0))),
-    _skip("lora_arch", AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
+    _skip("sp_tp", "sequence parallelism splits what tensor parallelism leaves whole: it needs tp_size > 1",
+          AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
+    _skip("offload_framework", "megatron offloads the optimizer only (--optimizer-cpu-offload), not the parameters: "
+          "offload all needs DeepSpeed ZeRO-Infinity or FSDP2's CPU offload",
+          AND(V("offload").eq("all"), V("is_train").eq(1), V("framework").eq("megatron"))),
+    _skip("offload_inference", "CPU offload applies to training",
+          AND(V("offload").ne("none"), V("is_train").eq(0))),
+    _skip("lora_arch", "LoRA is not modelled for {model_type} models",
+          AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
-    _skip("empty_context", AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
-    _skip("lora_engine", AND(V("max_loras").gt(0), V("engine_mode").eq(0)), loras=V("max_loras")),
-    _skip("lora_moe", AND(V("max_loras").gt(0), V("num_experts").gt(0)), loras=V("max_loras")),
+    _skip("empty_context", "inference needs prompt_len + gen_len > 0",
+          AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
+    _skip("lora_engine", "max_loras {loras}: generate() serves one adapter at a time; adapter slots need a serving "
+          "engine (vllm or sglang)",
+          AND(V("max_loras").gt(0), V("engine_mode").eq(0)), loras=V("max_loras")),
+    _skip("lora_moe", "max_loras {loras}: adapters on an MoE model's experts are not modelled",
+          AND(V("max_loras").gt(0), V("num_experts").gt(0)), loras=V("max_loras")),
 )
 
 

@@ -1,8 +1,8 @@
 """Per-row checks: "ok", or why a row cannot be computed, as formulas a planner's edits re-evaluate.
 
 Generated from the tables the command line validates with, never a second list: the scenario
-inputs' allowed values, ranges and catalogs (inputs.INPUTS), the skip rules (terms.SKIP_RULES, in
-the words of estimate.SKIP_REASONS), the assumptions' limits (terms.ASSUMPTIONS), and the rules
+inputs' allowed values, ranges and catalogs (inputs.INPUTS), the skip rules and their words (terms.SKIP_RULES),
+the assumptions' limits (terms.ASSUMPTIONS), and the rules
 the catalogs are loaded with (positive whole config fields, KV heads dividing the attention heads,
 GPU memory a positive number of MiB, non-negative prices and table entries). The first rule that
 fails is the reason; a check reads only cells its earlier rules have vouched for (IF evaluates the
