@@ -1092,11 +1092,16 @@ TIME_TERMS: tuple[Term, ...] = (
          V("dp_comm_bytes") / V("dp_link_bytes_per_s"), "overlaps with backward compute", "time"),
     Term("tp_comm_seconds", "Tensor-parallel communication per micro-batch", "seconds",
          IF(AND(_TRAIN, V("tp_size").gt(1)),
-            IF(V("checkpointing").eq("full"), 6, 4) * V("pp_stage_layers")
+            IF(V("checkpointing").eq("full"), 6, 4)
+            * (V("pp_stage_layers")
+               - IF(AND(V("expert_tp").eq(1), _m("shared_expert_intermediate_size").eq(0)),
+                    _m("num_moe_layers") * V("pp_layer_share"), 0) / 2)
             * (2 * (V("tp_size") - 1) / V("tp_size") * V("tokens") * V("hidden_size") * V("act_bytes")
                / V("tp_link_bytes_per_s") + V("collective_latency_us") / 1e6), 0),
          "Megatron-style TP all-reduces the activations twice per layer forward and twice backward (twice more "
-         "when a checkpointed forward is repeated); on the critical path", "time"),
+         "when a checkpointed forward is repeated), once each for attention and for the MLP; an MoE layer whose "
+         "experts are whole on their GPUs (expert_tp 1) and that has no shared expert skips the MLP's: its tokens "
+         "go to the experts by the all-to-all instead; on the critical path", "time"),
     Term("cp_ring_bytes", "Context-parallel ring traffic per micro-batch, per GPU", "bytes",
          IF(AND(_TRAIN, V("cp_degree").gt(1)),
             IF(V("checkpointing").eq("full"), 4, 3) * V("pp_stage_layers") * (V("cp_degree") - 1) * V("tokens")
