@@ -374,6 +374,7 @@ class ReportView:
     safety_factor: str  # k, as the report prints it
     summary_intro: str
     decision: DecisionView | None
+    accuracy_line: str  # the figures' held-out accuracy in a sentence (the decision page says it where there is one)
     verdicts: tuple[PlanGroup, ...]
     plan_headers: tuple[Cell, ...]
     capacity: Table
@@ -1324,7 +1325,8 @@ def _band(groups: Sequence[ValidationGroup], anchor: str, t: Catalogue) -> str:
                 st = error_stats(errors)
                 short = sum(e < 0 for e in errors)
                 # nearly every estimate on one side: say so, or a median reads as a symmetric band
-                key = "decision.band_short" if len(errors) >= 5 and short >= 0.9 * len(errors) else "decision.band"
+                key = ("decision.band_one" if len(errors) == 1 else
+                       "decision.band_short" if len(errors) >= 5 and short >= 0.9 * len(errors) else "decision.band")
                 return t(key, median=percent(st["median_abs_error"]), most=percent(st["max_abs_error"], 0),
                          n=st["figures"], short=short)
     return t("decision.no_band")
@@ -1338,6 +1340,14 @@ def _miss_words(miss: JobMiss, t: Catalogue) -> str:
     return t("decision.miss.fit", gpu=miss.gpu, most=miss.most_gpus)
 
 
+def accuracy_line(validation: Sequence[ValidationGroup], t: Catalogue) -> str:
+    """How the time, speed, RLHF and memory figures compare with held-out published ones, in a sentence: beside
+    the figures where a meeting reads them (the decision page, or the summary where there is none)."""
+    return t("decision.accuracy", time=_band(validation, "validation-training", t),
+             speed=_band(validation, "validation-decode", t), rlhf=_band(validation, "validation-rlhf", t),
+             memory=_band(validation, "validation-measured", t))
+
+
 def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[ValidationGroup]) -> DecisionView | None:
     d = report.decision
     if d is None:
@@ -1348,9 +1358,7 @@ def _decision(report: Report, t: Catalogue, lang: str, validation: Sequence[Vali
     owned = _gpus_words(pf.owned, t)  # "" where nothing is owned
     if owned:
         intro += t("decision.intro_owned", owned=owned, types=pf.max_types)
-    accuracy = t("decision.accuracy", time=_band(validation, "validation-training", t),
-                 speed=_band(validation, "validation-decode", t), rlhf=_band(validation, "validation-rlhf", t),
-                 memory=_band(validation, "validation-measured", t))
+    accuracy = accuracy_line(validation, t)
     problems = tuple(t("decision.unplaced", job=job.name_in(lang),
                        why="; ".join(_miss_words(m, t) for m in d.planned[job.name].values()))
                      for job in pf.jobs if job.name in d.choice.unplaced)
@@ -1469,7 +1477,8 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
             t("punct.sentence") + t("summary.datacenter_only", gpus=t("list.sep").join(
                 dict.fromkeys(g for _, gpus, _ in report.left_out for g in gpus)),
                 n=f"{sum(n for _, _, n in report.left_out):,}") if report.left_out else ""),
-        decision=_decision(report, t, lang, validation), verdicts=_plan(report, t),
+        decision=_decision(report, t, lang, validation), accuracy_line=accuracy_line(validation, t),
+        verdicts=_plan(report, t),
         plan_headers=tuple(Cell(t(f"plan.col.{c}", k=f"{report.assumptions['safety_factor']:g}"),
                                 "" if c in ("gpu", "layout", "mark") else "num")
                            for c in ("gpu", "gpus", "layout", "device", "budget", "capacity", "purchase",

@@ -524,3 +524,14 @@ def test_pdf_and_screen_variants_have_the_same_columns(name, lang):
             assert [h for h in printed if h not in p_head] == [load_catalogue(lang)("col.fit")], where
         for table in (s, p):
             assert all(len(row) == len(table.headers) for row in table.rows), where
+
+
+@pytest.mark.parametrize("name", ["default", "procurement"])
+def test_the_figures_accuracy_is_stated_once_beside_them(name):
+    """#34: the summary a manager reads states how the figures compare with held-out published ones (the decision
+    page does where there is one, the summary otherwise), with the RLHF times called lower bounds."""
+    html = render_html(_bundled_report(name), "en")
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    line = "Accuracy against held-out published figures"
+    assert text.count(line) == 1 and "read these times as lower bounds" in text
+    assert line in html.split('<section id="summary"')[1].split("<section")[0]  # in the summary section
