@@ -395,6 +395,9 @@ def estimate(model, config_path, as_json, **options):
 @click.option("--within", type=Duration(), metavar="DURATION",
               help="Goal, training: finish --train-tokens (RLHF: --steps iterations) within this time (7d, 36h).")
 @click.option("--steps", type=WholeNumber(1, 10**9), help="RLHF: iterations the run takes (with --within).")
+@click.option("--prompts", type=WholeNumber(1, 10**12),
+              help="RLHF: prompts the run trains on, instead of --steps (with --within and --prompts-per-iteration: "
+                   "⌈prompts ÷ prompts per iteration⌉ iterations).")
 @click.option("--users", type=WholeNumber(1, 1_000_000), help="Goal, serving: concurrent users (sequences at once).")
 @click.option("--context", type=WholeNumber(1, 10_000_000),
               help="Goal, serving: tokens per user, prompt + generated (e.g. 32k = 32,768).")
@@ -407,8 +410,8 @@ def estimate(model, config_path, as_json, **options):
               help="Leave out GPU types not licensed for data-centre use (GeForce: its driver licence, §2.1.3).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
-def plan(model, config_path, gpu_types, within, steps, users, context, min_tokens_per_s, max_ttft, datacenter_only,
-         as_json, **options):
+def plan(model, config_path, gpu_types, within, steps, prompts, users, context, min_tokens_per_s, max_ttft,
+         datacenter_only, as_json, **options):
     """Per GPU type, the fewest GPUs and their layout that fit with the safety factor and meet a goal;
     ranked by purchase price and by hourly cost.
 
@@ -441,8 +444,15 @@ def plan(model, config_path, gpu_types, within, steps, users, context, min_token
             raise click.UsageError(f"{option} is a goal of {'training' if serving else 'serving (inference)'}; "
                                    f"it does not apply to {_workload_words(options['workload'], options.get('actor_workload') or 'full')}")
     rlhf = options["workload"] in RLHF_ALGORITHMS
-    if ("steps" in given) != (rlhf and "within" in given):
-        raise click.UsageError("--steps (an RLHF run's iterations) and --within go together, for RLHF only")
+    if "steps" in given and "prompts" in given:
+        raise click.UsageError("--steps and --prompts both give the run's length: give one")
+    if ("steps" in given or "prompts" in given) != (rlhf and "within" in given):
+        raise click.UsageError("--steps or --prompts (an RLHF run's length) and --within go together, for RLHF only")
+    if prompts:
+        if "prompts_per_iteration" not in given:
+            raise click.UsageError("--prompts needs --prompts-per-iteration: the run's iterations are the prompts "
+                                   "divided by it")
+        steps = -(-prompts // options["prompts_per_iteration"])
     goal = Goal.from_mapping({"within": None if rlhf else within, "users": users, "context": context,
                               "min_tokens_per_s": min_tokens_per_s, "max_ttft": max_ttft}, source=None,
                              key_path="goal")
@@ -459,7 +469,8 @@ def plan(model, config_path, gpu_types, within, steps, users, context, min_token
         if not candidates:
             raise click.UsageError("--datacenter-only leaves no GPU type: every one given is a GeForce card")
     if steps:  # an RLHF run of steps iterations within a time: the fewest GPUs that end it in time
-        found = plan_run(estimator, scenario, candidates, steps, parse_duration(within), goal, fixed=tuple(given))
+        found = replace(plan_run(estimator, scenario, candidates, steps, parse_duration(within), goal,
+                                 fixed=tuple(given)), prompts=prompts)
     else:
         found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
     # an RLHF plan states how its step times compare with published runs (they set no coefficient)

@@ -141,6 +141,7 @@ class Plan:
     # RLHF with a run to finish: its iterations and the time they must end within (plan_run)
     steps: int | None = None
     within_seconds: float | None = None
+    prompts: int | None = None  # the run's length as prompts trained on, where it was given so (steps from it)
 
     def cheapest(self, measure: str) -> PlanOption | None:
         order = PLAN_ORDER if measure == "purchase" else RENT_ORDER
@@ -148,7 +149,8 @@ class Plan:
 
     def describe_goal(self) -> str:
         if self.steps is not None:
-            return f"{self.steps:,} iterations within {duration_words(self.within_seconds)}"
+            run = f"{self.prompts:,} prompts ({self.steps:,} iterations)" if self.prompts else f"{self.steps:,} iterations"
+            return f"{run} within {duration_words(self.within_seconds)}"
         return self.goal.describe(self.gen_len)
 
     def to_json(self) -> dict:
@@ -159,7 +161,8 @@ class Plan:
                             for o in self.options],
                 "not_found": [{"gpu": m.gpu, "most_gpus": m.most_gpus} for m in self.misses],
                 "candidates_tried": self.tried,
-                **({"steps": self.steps, "within_seconds": self.within_seconds} if self.steps else {})}
+                **({"steps": self.steps, "within_seconds": self.within_seconds} if self.steps else {}),
+                **({"prompts": self.prompts} if self.prompts else {})}
 
 
 # What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training

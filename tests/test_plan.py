@@ -278,12 +278,14 @@ def test_plan_refuses_a_goal_that_does_not_apply(workload, option, value):
 
 
 @pytest.mark.parametrize("args", [["--workload", "ppo", "--within", "7d"], ["--workload", "ppo", "--steps", "100"],
-                                  ["--workload", "full", "--steps", "100", "--within", "7d"]])
+                                  ["--workload", "full", "--steps", "100", "--within", "7d"],
+                                  ["--workload", "ppo", "--prompts", "1000", "--prompts-per-iteration", "100"]])
 def test_an_rlhf_run_needs_both_its_steps_and_its_deadline(args):
     from click.testing import CliRunner
     from reportgen.cli import main
     out = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", *args])
-    assert out.exit_code == 2 and "--steps (an RLHF run's iterations) and --within go together, for RLHF only" in out.output
+    assert out.exit_code == 2 and ("--steps or --prompts (an RLHF run's length) and --within go together, for RLHF "
+                                   "only") in out.output
 
 
 def test_an_rlhf_run_gets_the_fewest_gpus_that_end_it_in_time():

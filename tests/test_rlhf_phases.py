@@ -303,6 +303,23 @@ def _plan_json(*args):
     return json.loads(out.output)
 
 
+def test_a_run_given_as_prompts_is_its_iterations_of_the_prompts_per_iteration():
+    """#33 item 3: a run's length as a sample budget. 255,800 prompts at 512 per iteration are ⌈499.6⌉ = 500
+    iterations: the same plan as --steps 500, which the goal line names with its prompts; --prompts needs the
+    prompts per iteration, and replaces --steps rather than joining it (exit 2)."""
+    common = ("--model", "Qwen2.5-7B", "--workload", "ppo", "--prompts-per-iteration", "512", "--within", "3d")
+    by_prompts, by_steps = _plan_json(*common, "--prompts", "255800"), _plan_json(*common, "--steps", "500")
+    assert by_prompts["steps"] == 500 and by_prompts["prompts"] == 255_800 and "prompts" not in by_steps
+    assert by_prompts["options"] == by_steps["options"]
+    assert by_prompts["goal"] == "255,800 prompts (500 iterations) within 3.0 days"
+    for args, words in ((("--prompts", "2560", "--steps", "5"), "give one"),
+                        (("--model", "Qwen2.5-7B", "--workload", "ppo", "--prompts", "2560", "--within", "3d"),
+                         "--prompts needs --prompts-per-iteration")):
+        full = args if args[0] == "--model" else common + args
+        out = CliRunner().invoke(main, ["plan", *full])
+        assert out.exit_code == 2 and words in out.output, out.output
+
+
 def test_the_plan_answers_the_issues_three_rlhf_questions():
     """#33 'done means': GPU counts per role, step time and job cost for PPO 7B with a critic and a reward model,
     GRPO 8B with 4k responses and group 8, and GRPO on a 30B-A3B MoE (whose 61 GB of weights pass an engine's half
