@@ -7,6 +7,7 @@ from reportgen.units import GiB
 
 
 @pytest.mark.parametrize("preset", ["default", "ppo-rlhf", "procurement"])
+@pytest.mark.slow  # several seconds: the full run has it
 def test_each_reference_line_stands_at_the_memory_of_the_gpu_type_it_names(preset, monkeypatch):
     """An RLHF group on pools of two GPU types ('LoRA actor, judges on an inference card': the actor on A100 or
     H100, the judges on an L40S) is read against its tightest pool: the line was labelled with the actor's GPU

@@ -198,6 +198,7 @@ def test_the_accuracy_line_says_which_times_are_lower_bounds(procurement):
         assert words in rlhf and line.count(words) == 1, line
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_the_headline_says_whether_buying_or_renting_is_cheaper(procurement, tmp_path):
     """A manager reads the first line: where renting the same GPU-hours costs less than owning over the period,
     it must not read as advice to buy; where owning costs less, it says buy."""
@@ -250,6 +251,7 @@ def _with_owned(procurement_path, tmp_path, owned):
     return make_report(load(str(path)), "2026-01-01T00:00:00+00:00")
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_gpus_already_owned_are_used_first_and_only_what_is_bought_is_costed(procurement, tmp_path):
     """The bundled quarter with GPUs already owned: owning the fleet it would buy leaves nothing to buy (and the
     page says so); owning part of it, only the rest is bought, and renting covers only the GPU-hours above the

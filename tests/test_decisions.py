@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from reportgen.catalog import load_gpus, load_models
@@ -64,6 +65,7 @@ def test_rlhf_bars_show_gradient_buffers_as_gradients():
         assert sum(parts.values()) == result["device_total"]
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_a_requirement_with_and_without_a_goal_builds(tmp_path):
     preset = tmp_path / "goalmix.yaml"
     preset.write_text("""title: goal mix

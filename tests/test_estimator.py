@@ -114,6 +114,7 @@ def _runnable(s):
 
 @settings(max_examples=300, deadline=None)
 @given(scenarios)
+@pytest.mark.slow  # several seconds: the full run has it
 def test_peak_is_the_sum_of_its_parts(s):
     if not _runnable(s):
         return
@@ -125,6 +126,7 @@ def test_peak_is_the_sum_of_its_parts(s):
 
 @settings(max_examples=300, deadline=None)
 @given(scenarios, st.sampled_from(["batch_size", "seq_len", "prompt_len", "gen_len"]))
+@pytest.mark.slow  # several seconds: the full run has it
 def test_memory_never_falls_when_batch_or_length_grows(s, axis):
     if not _runnable(s):
         return
@@ -136,6 +138,7 @@ def test_memory_never_falls_when_batch_or_length_grows(s, axis):
 
 @settings(max_examples=300, deadline=None)
 @given(scenarios)
+@pytest.mark.slow  # several seconds: the full run has it
 def test_sharding_never_raises_per_gpu_memory(s):
     if not _runnable(s) or s.workload == "inference":
         return

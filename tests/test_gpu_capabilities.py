@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from reportgen.catalog import load_gpus, load_models
 from reportgen.estimate import Estimator, Scenario
 from reportgen.plan import plan
@@ -46,6 +48,7 @@ def test_every_gpu_states_whether_it_may_run_in_a_data_centre():
     assert {name for name, g in gpus.items() if not g.datacenter} == {"RTX-4090", "RTX-3090"}
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_a_geforce_pick_says_so_in_the_summary():
     from reportgen.pipeline import load, make_report
     from reportgen.views import build_view

@@ -389,6 +389,7 @@ def test_the_chinese_full_edition_has_no_english_prose_outside_its_citations(pre
 
 
 @pytest.mark.parametrize("preset", ["default", "procurement"])
+@pytest.mark.slow  # several seconds: the full run has it
 def test_the_chinese_workbook_has_no_english_prose(preset, tmp_path):
     """The zh workbook's texts (sheet texts, column explanations and comments, notes, catalogue sources) are
     Chinese outside what they cite, as the full edition's. Not read: formulas, the formula-name rows and the

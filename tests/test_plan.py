@@ -341,6 +341,7 @@ def test_pipeline_layouts_are_timed_with_the_micro_batches_that_fill_them():
     assert kept.options[0].layout["grad_accum_steps"] == 2
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_long_sequences_may_be_split_over_context_parallel_gpus():
     """#32: Llama-3.1-70B at 128k tokens under Megatron: the search tries context parallelism (chunks of at
     least 4k tokens per GPU) and takes it where it is faster at the same purchase; with cp_size fixed at 1

@@ -255,6 +255,7 @@ def test_an_iterations_prompts_are_the_job_and_a_ranks_share_the_layout(tmp_path
     assert "256 prompts per iteration" in words and "batch 32" not in words
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_the_plan_sizes_each_separate_pool_to_the_fewest_gpus_that_hold_its_role():
     """#33 item 3 (per-role pools): without role_gpus, a separate pool was the actor's count (a 70B actor's 4 GPUs
     for a 0.5B reward model); now each role gets the fewest buyable GPUs of its type that hold it with k, and a
@@ -320,6 +321,7 @@ def test_a_run_given_as_prompts_is_its_iterations_of_the_prompts_per_iteration()
         assert out.exit_code == 2 and words in out.output, out.output
 
 
+@pytest.mark.slow  # several seconds: the full run has it
 def test_the_plan_answers_the_issues_three_rlhf_questions():
     """#33 'done means': GPU counts per role, step time and job cost for PPO 7B with a critic and a reward model,
     GRPO 8B with 4k responses and group 8, and GRPO on a 30B-A3B MoE (whose 61 GB of weights pass an engine's half

@@ -203,6 +203,7 @@ def test_mixtral_8x22b_full_fine_tune_needs_what_its_states_need():
 @pytest.mark.parametrize("model,workload", [("Mixtral-8x7B", "full"), ("Qwen3-30B-A3B", "full"),
                                             ("DeepSeek-V3", "inference"), ("Llama-3.1-70B", "full"),
                                             ("Qwen3-235B-A22B", "inference")])
+@pytest.mark.slow  # several seconds: the full run has it
 def test_plan_never_recommends_states_larger_than_the_gpu(model, workload):
     s = Scenario(model=model, workload=workload, seq_len=4096, prompt_len=512 if workload == "inference" else 0,
                  gen_len=0, gpu=H100, framework="deepspeed" if workload == "full" else "hf")

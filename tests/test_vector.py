@@ -210,6 +210,7 @@ def _odd_input(i):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.fixed_dictionaries({i.name: _odd_input(i) for i in INPUTS}), min_size=1, max_size=30))
+@pytest.mark.slow  # several seconds: the full run has it
 def test_text_nodes_equal_the_scalar_path(rows):
     """Labels and checks read text, numbers written as text, text where numbers belong, fractions and
     out-of-range values: concatenation, LEFT, FIND, ISNUMBER, NOT, catalog membership and lookups of
@@ -296,6 +297,7 @@ def test_a_hoisted_subexpression_raises_only_for_the_rows_that_read_it():
 
 
 @pytest.mark.parametrize("name", sorted(__import__("reportgen.presets", fromlist=["x"]).bundled_presets()))
+@pytest.mark.slow  # several seconds: the full run has it
 def test_every_bundled_preset_estimates_as_the_scalar_path(name):
     """A build estimates its scenarios as arrays; every single scenario of every bundled preset has, term by
     term, the value and type the one-at-a-time estimator gives (so the JSON is the scalar path's)."""
