@@ -7,7 +7,8 @@ verbatim quote; its "reportgen" block maps the run to estimator inputs). Which d
   Megatron-LM) were never used for fitting;
 - the decode, prefill and communication efficiencies are assumptions with their own published
   sources (terms.ASSUMPTIONS); no decode record was fitted.
-Targets of issue #16: training within ±15 % median and ±30 % max; decode within ±25 % median.
+Targets of issue #16: training within ±15 % median and ±30 % max (not met since the 405B rows carry their
+pipeline: see below); decode within ±25 % median.
 """
 from __future__ import annotations
 
@@ -49,13 +50,20 @@ def test_training_fit_rows_at_the_level_reached():
     assert max(abs(e) for e in errors) <= 0.18
 
 
-def test_training_held_out_rows_meet_the_median_target():
-    """Nine runs never fitted to: median |error| 4.7 % today (target 15 %); the largest is the 2021
-    Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at +25.0 % (target 30 %)."""
-    errors = _training_errors("holdout")
+def test_training_held_out_rows_at_the_level_reached():
+    """Nine runs never fitted to: median |error| 16.7 % today, above issue #16's 15 % target, since the three
+    Llama 3 405B rows carry their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped
+    without it, at ±4 %): with their micro-batches (32 and 16, one sequence each) the plain 1F1B bubble of 16
+    stages makes them −34.6 %, −46.7 % and −46.7 %, short as a bubble makes them (Meta's interleaving depth is not
+    published). The other six are within ±25.0 % (median 11.6 %); the largest is the 2021 Megatron-LM GPT-3 175B
+    run (tensor 8 × pipeline 16 × data 8) at +25.0 %."""
+    errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
     assert len(errors) == 9
-    assert statistics.median(abs(e) for e in errors) <= 0.048
-    assert max(abs(e) for e in errors) <= 0.26
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.167
+    llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
+    assert len(llama3) == 3 and all(-0.468 <= e <= -0.345 for e in llama3.values()), llama3
+    others = [e for k, e in errors.items() if k not in llama3]
+    assert statistics.median(abs(e) for e in others) <= 0.116 and max(abs(e) for e in others) <= 0.251
 
 
 def test_fp8_training_timed_at_the_bf16_peak_on_two_held_out_runs():
