@@ -664,11 +664,15 @@ TERMS: tuple[Term, ...] = (
          "context parallelism gives each GPU of the group seq_len ÷ cp_size tokens of every sequence (every "
          "activation, the logits included, shrinks with it)", "activation"),
     Term("autocast_cache_bytes", "Autocast bf16 weight copies during forward", "bytes",
-         IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1)),
+         IF(AND(V("is_full").eq(1), _p("autocast_copies").eq(1),
+                OR(V("zero_stage").lt(3), V("framework").ne("hf"))),
             ceil_div(2 * (V("resident_params") - V("embedding_params")
                           + V("tied_embeddings") * V("vocab_size") * V("hidden_size")), V("tp_size")), 0),
          "autocast caches a bf16 copy of every linear weight until the forward leaves autocast (the loss "
-         "included); " + _MEASURED, "activation"),
+         "included); " + _MEASURED + "; it caches only a weight that is a leaf and not a view (PyTorch "
+         "aten/src/ATen/autocast_mode.cpp, cached_cast), so none under ZeRO-3 as the HF Trainer and Composer "
+         "run it, PyTorch FSDP's FULL_SHARD, whose layers' gathered weights are views of its flat parameter",
+         "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies saved for backward", "bytes",
          IF(AND(V("checkpointing").eq("full"), V("autocast_cache_bytes").gt(0)),
             ceil_div(2 * V("vocab_size") * V("hidden_size"), V("tp_size")), V("autocast_cache_bytes")),

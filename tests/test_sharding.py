@@ -324,3 +324,20 @@ def test_megatron_offloads_no_parameters():
     assert "optimizer only" in EST.skip_reason(s)
     assert EST.skip_reason(replace(s, offload="optimizer")) is None
     assert EST.skip_reason(replace(s, framework="deepspeed", zero_stage=3)) is None
+
+
+def test_autocast_keeps_no_whole_model_copy_under_fsdp_full_shard():
+    """Autocast caches the bf16 copy of a weight only if the weight is a leaf and not a view (PyTorch's
+    cached_cast). Under ZeRO-3 as the HF Trainer and Composer run it (FSDP FULL_SHARD) a layer's gathered weights
+    are views of the flat parameter, so no copy is cached: MPT-70B (llm-foundry's published 64 × H100 run) was
+    estimated at 212 GiB per GPU, 122 GiB of it a bf16 copy of the whole model. FSDP2 gathers into leaf
+    parameters, so its fp32 weights under autocast are still cached."""
+    s = Scenario(model="Llama-3.1-70B", workload="full", precision="amp-bf16", framework="hf", zero_stage=3,
+                 num_gpus=64, batch_size=1, seq_len=2048, checkpointing="full", gpu="H100-80GB-SXM")
+    params = EST.estimate(s)["trainable_params"]
+    fsdp1 = EST.estimate(s)
+    assert fsdp1["autocast_cache_bytes"] == 0 and fsdp1["allocated_peak"] < 2 * params / 4  # 30 GB of 141
+    fsdp2 = EST.estimate(replace(s, framework="fsdp2"))
+    assert 0.97 * 2 * params < fsdp2["autocast_cache_bytes"] < 2 * params  # every linear weight's bf16 copy
+    zero2 = EST.estimate(replace(s, zero_stage=2))
+    assert zero2["autocast_cache_bytes"] == fsdp2["autocast_cache_bytes"]
