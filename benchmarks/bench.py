@@ -54,9 +54,9 @@ def default_columns(size: int):
     generated length from a range (the row inputs a sweep varies fastest), in a shuffled order."""
     import numpy as np
 
-    from reportgen.estimate import RlhfScenario, scenario_columns
+    from reportgen.model.estimate import RlhfScenario, scenario_columns
     from reportgen.pipeline import load
-    from reportgen.vector import column_of, take
+    from reportgen.model.vector import column_of, take
     loaded = load("default")
     singles = [s for _, s in loaded.expansion.scenarios if not isinstance(s, RlhfScenario)]
     base = {n: column_of(v) for n, v in scenario_columns(singles).items()}
@@ -75,7 +75,7 @@ def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000
     each chunk dropped once computed, as a streaming writer does; best and median of `repeats`);
     the scalar rendering (the compiled term function, one row at a time, on `sample` rows); and
     estimate(), one Estimate object at a time."""
-    from reportgen.estimate import _ROLE_FN, Scenario
+    from reportgen.model.estimate import _ROLE_FN, Scenario
     estimator, columns, distinct = default_columns(size)
     rates = []
     for _ in range(repeats):
@@ -98,16 +98,16 @@ def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000
 
 
 def _row_lists(columns, n):
-    from reportgen.vector import take, to_list
+    from reportgen.model.vector import take, to_list
     return [to_list(take(c, slice(0, n)), n) for c in columns.values()]
 
 
 def plan_rate(counts: int = 120) -> dict:
     """The layout search for Mixtral-8x7B full fine-tuning over every GPU type and GPU counts
     1..counts, with a deadline no layout meets (every candidate is considered)."""
-    from reportgen.catalog import load_gpus, load_models
-    from reportgen.estimate import Estimator, Scenario
-    from reportgen.plan import Goal, plan
+    from reportgen.model.catalog import load_gpus, load_models
+    from reportgen.model.estimate import Estimator, Scenario
+    from reportgen.planning.plan import Goal, plan
     estimator = Estimator(load_models(), load_gpus())
     s = Scenario(model="Mixtral-8x7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0)
     t = cpu_seconds()

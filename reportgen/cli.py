@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__
-from .catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
+from .model.catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
-from .inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
+from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input)
 from .limits import check_name
-from .models import load_config_file, read_config_file
-from .shape import LORA_MODULES, lora_trainable, model_row, params_by_component
-from .terms import ASSUMPTIONS, Assumption
-from .text import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
-from .units import format_count, parse_count, parse_duration
+from .model.spec import load_config_file, read_config_file
+from .model.shape import LORA_MODULES, lora_trainable, model_row, params_by_component
+from .model.terms import ASSUMPTIONS, Assumption
+from .report.terminal import estimate_table, group_table, models_table, gpus_table, plan_table, validation_table
+from .model.units import format_count, parse_count, parse_duration
 
 if TYPE_CHECKING:  # the estimator (and NumPy under it) loads with the commands that estimate: --help need not
-    from .estimate import Estimator, RlhfScenario, Scenario
+    from .model.estimate import Estimator, RlhfScenario, Scenario
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -328,7 +328,7 @@ def _estimator_for(model, config_path, options):
     """The estimator and the model name to use; a --config model joins the catalog for this run."""
     if bool(model) == bool(config_path):
         raise click.UsageError("give exactly one of --model or --config")
-    from .estimate import Estimator
+    from .model.estimate import Estimator
     catalog = load_models()
     assumptions = {a.name: options.pop(a.name) for a in ASSUMPTIONS if a.option and options.get(a.name) is not None}
     estimator = Estimator(catalog, load_gpus(), assumptions)
@@ -342,7 +342,7 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_fre
                            ) -> Scenario | RlhfScenario:
     """The scenario the options describe. layout_free: without its layout inputs (plan.LAYOUT_INPUTS), which
     are then not checked as a layout: the plan lays the job out, keeping those given in every candidate."""
-    from .estimate import make_scenario
+    from .model.estimate import make_scenario
     given = _given_options()
     actor = o.get("actor_workload") or RLHF_INPUT_BY_NAME["actor_workload"].default
     for i in INPUTS:
@@ -352,7 +352,7 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_fre
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
     if layout_free:  # their values were checked by their options' types
-        from .plan import LAYOUT_INPUTS
+        from .planning.plan import LAYOUT_INPUTS
         values = {k: v for k, v in values.items() if k not in LAYOUT_INPUTS}
     rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
     rlhf["role_gpus"] = _role_pairs(o.get("role_gpus"), "--role-gpus", count=True)
@@ -377,7 +377,7 @@ def estimate(model, config_path, as_json, **options):
       reportgen estimate --model Llama-3-8B --workload inference --batch 16 --prompt-len 8192 --json
       reportgen estimate --model Llama-2-7B --workload ppo --critic-model Qwen2.5-0.5B --gpus 8 --zero 3
     """
-    from .estimate import RlhfScenario
+    from .model.estimate import RlhfScenario
     estimator, name = _estimator_for(model, config_path, options)
     scenario = _scenario_from_options(estimator, name, options)
     if isinstance(scenario, RlhfScenario):
@@ -427,11 +427,11 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
       reportgen plan --model Llama-3-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
       reportgen plan --model Llama-3.1-70B --engine vllm --users 32 --context 8k --max-ttft 1s
     """
-    from .estimate import RlhfScenario
-    from .goals import Goal
-    from .plan import plan as make_plan
-    from .plan import plan_run
-    from .plan import LAYOUT_INPUTS
+    from .model.estimate import RlhfScenario
+    from .planning.goals import Goal
+    from .planning.plan import plan as make_plan
+    from .planning.plan import plan_run
+    from .planning.plan import LAYOUT_INPUTS
     given = _given_options()
     if "gpu" in given:
         gpu_types = (options["gpu"],) + tuple(gpu_types)
@@ -558,8 +558,8 @@ def validate(measured, as_json):
       reportgen validate --measured my-measured-peaks.json
     """
     from .pipeline import validation_rows
-    from .estimate import Estimator
-    from .validation import summary, validate as run_validation
+    from .model.estimate import Estimator
+    from .report.validation import summary, validate as run_validation
     estimator = Estimator(load_models(), load_gpus())
     rows = run_validation(measured, estimator) if measured else validation_rows(estimator)
     groups = summary(rows)
@@ -675,7 +675,7 @@ def list_presets():
     Example:
       reportgen presets
     """
-    from .presets import bundled_presets, load_preset
+    from .scenarios.presets import bundled_presets, load_preset
     for name, path in bundled_presets().items():
         click.echo(f"{name:<20} {load_preset(name).title}")
 

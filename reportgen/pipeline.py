@@ -13,18 +13,18 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from . import __version__
-from .arrays import np
-from .catalog import data_dir, load_gpus, load_models
+from .model.arrays import np
+from .model.catalog import data_dir, load_gpus, load_models
 from .errors import InputError
-from .estimate import Estimator, RlhfScenario, Scenario
+from .model.estimate import Estimator, RlhfScenario, Scenario
 from .limits import BUILD_MEMORY
-from .models import read_json
-from .notes import build_notes
-from .presets import Expansion, Preset, expand, load_preset
-from .report import Report, block_requirements, build_report, priced_gpus, requirement_inputs, single_requirement
-from .sweep import SweepBlock
-from .units import GiB, KiB, MiB
-from .validation import (Excluded, PublishedFigure, ValidationRow, compared_figures, error_stats, finetune_excluded,
+from .model.spec import read_json
+from .report.notes import build_notes
+from .scenarios.presets import Expansion, Preset, expand, load_preset
+from .report.build import Report, block_requirements, build_report, priced_gpus, requirement_inputs, single_requirement
+from .scenarios.sweep import SweepBlock
+from .model.units import GiB, KiB, MiB
+from .report.validation import (Excluded, PublishedFigure, ValidationRow, compared_figures, error_stats, finetune_excluded,
                          published_figures, published_rows, rlhf_cases, validate)
 from .writers.atomic import Staging
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reportgen.notes import ARTICLES, claim_fragments  # noqa: E402
+from reportgen.report.notes import ARTICLES, claim_fragments  # noqa: E402
 
 # A heading: a Chinese ordinal section ("二、推理阶段显存"), a Markdown heading, the corrections list
 # ("⚠️ …"), a numbered sub-heading without sentence punctuation ("2. KV Cache 显存"), or a short line

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reportgen.catalog import load_gpus, load_models  # noqa: E402
-from reportgen.validation import throughput_cases  # noqa: E402
+from reportgen.model.catalog import load_gpus, load_models  # noqa: E402
+from reportgen.report.validation import throughput_cases  # noqa: E402
 
 
 CHIPS = {"A100": ("A100-40GB", "A100-80GB"), "H100": ("H100-80GB-SXM",)}

@@ -2,8 +2,8 @@
 import pytest
 
 from conftest import bundled_report
-from reportgen import charts, views
-from reportgen.units import GiB
+from reportgen.report import charts, views
+from reportgen.model.units import GiB
 
 
 @pytest.mark.parametrize("preset", ["default", "ppo-rlhf", "procurement"])

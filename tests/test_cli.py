@@ -4,9 +4,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from reportgen.catalog import load_gpus, load_models
+from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator, Scenario
+from reportgen.model.estimate import Estimator, Scenario
 
 
 def run(*args):
@@ -257,10 +257,10 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
     value (so a refused option would indeed have changed nothing, and an accepted one is never ignored)."""
     from dataclasses import replace
 
-    from reportgen.catalog import load_gpus, load_models
-    from reportgen.estimate import Estimator, make_scenario
-    from reportgen.inputs import INPUTS, applies
-    from reportgen.terms import ROLE_TERMS
+    from reportgen.model.catalog import load_gpus, load_models
+    from reportgen.model.estimate import Estimator, make_scenario
+    from reportgen.model.inputs import INPUTS, applies
+    from reportgen.model.terms import ROLE_TERMS
 
     est = Estimator(load_models(), load_gpus())
 
@@ -328,8 +328,8 @@ def test_experts_implementation_changes_an_moe_prefill_only():
     expert's tokens at a time: less than grouped_mm here), never a training estimate or a dense model's."""
     from dataclasses import replace
 
-    from reportgen.catalog import load_gpus, load_models
-    from reportgen.estimate import Estimator, make_scenario
+    from reportgen.model.catalog import load_gpus, load_models
+    from reportgen.model.estimate import Estimator, make_scenario
 
     est = Estimator(load_models(), load_gpus())
     for workload, model, differs in (("inference", "Mixtral-8x7B", True), ("full", "Mixtral-8x7B", False),

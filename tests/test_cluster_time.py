@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
 
 GPUS = load_gpus()
 EST = Estimator(load_models(), GPUS)

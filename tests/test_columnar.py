@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen.errors import InputError
-from reportgen.estimate import SWEEP_ROW_INPUTS, Scenario
+from reportgen.model.estimate import SWEEP_ROW_INPUTS, Scenario
 from reportgen.pipeline import Loaded, load, make_report
-from reportgen.presets import Preset, bundled_presets, expand
-from reportgen.report import BlockResults, Results
-from reportgen.sweep import SweepBlock
+from reportgen.scenarios.presets import Preset, bundled_presets, expand
+from reportgen.report.build import BlockResults, Results
+from reportgen.scenarios.sweep import SweepBlock
 from reportgen.writers.json_writer import json_chunks
 
 WHEN = "2026-01-01T00:00:00+00:00"
@@ -210,8 +210,8 @@ def test_the_html_of_a_sweep_estimates_only_the_rows_it_shows():
     """#35: the report's views read every row's inputs (labels, groups) but estimate only the rows they show
     (1,000 per group in the appendix, a bar per configuration up to 40): a sweep's Results are never all
     made. The labels are those the same rows give as Results."""
-    from reportgen.i18n import load_catalogue
-    from reportgen.views import HTML_SCENARIO_ROWS, _config_labels, build_view
+    from reportgen.report.i18n import load_catalogue
+    from reportgen.report.views import HTML_SCENARIO_ROWS, _config_labels, build_view
     matrix = {"name": "big", "model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": [{"type": "full"}, {"type": "lora"}],
               "batch_size": list(range(1, 21)), "seq_len": [512, 1024, 2048, 4096], "num_gpus": [8, 16, 24, 32],
               "zero_stage": [3], "gpu": ["H100-80GB-SXM", "A100-80GB"]}

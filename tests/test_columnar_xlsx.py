@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from test_columnar import BASE, WHEN, both, from_mapping, matrices
 from reportgen.errors import InputError
 from reportgen.pipeline import load, make_report
-from reportgen.presets import bundled_presets
+from reportgen.scenarios.presets import bundled_presets
 from reportgen.writers import xlsx
 from reportgen.writers.xlsx.book import build_book
 from reportgen.writers.xlsx.columns import BlockRows, TableColumns

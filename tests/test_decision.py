@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from conftest import bundled_report
 from reportgen.cli import main
-from reportgen.fleet import HOURS_PER_YEAR, PlannedJob, Pool, pool_costs, schedule
-from reportgen.plan import buyable_counts
+from reportgen.planning.fleet import HOURS_PER_YEAR, PlannedJob, Pool, pool_costs, schedule
+from reportgen.planning.plan import buyable_counts
 
 BASE = """title: t
 purchase:
@@ -191,7 +191,7 @@ def test_the_accuracy_line_says_which_times_are_lower_bounds(procurement):
     """RLHF step times are estimated short in nearly every held-out figure: the decision page says to read them as
     lower bounds (a median alone reads as a symmetric band); training times, short and long alike, get no such
     words."""
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     for lang, words in (("en", "estimated short: read these times as lower bounds"), ("zh", "请把这些时间视为下限")):
         line = build_view(procurement, lang).decision.accuracy
         rlhf = line.split("RLHF" if lang == "en" else "RLHF 单步时间")[1]
@@ -204,8 +204,8 @@ def test_the_headline_says_whether_buying_or_renting_is_cheaper(procurement, tmp
     it must not read as advice to buy; where owning costs less, it says buy."""
     import yaml
     from reportgen.pipeline import load, make_report
-    from reportgen.presets import bundled_presets
-    from reportgen.views import build_view
+    from reportgen.scenarios.presets import bundled_presets
+    from reportgen.report.views import build_view
 
     def headline(report, lang="en"):
         return build_view(report, lang, pdf=True, appendix=False).decision.headline
@@ -229,7 +229,7 @@ def test_the_headline_says_whether_buying_or_renting_is_cheaper(procurement, tmp
 def test_the_jobs_table_counts_weeks_from_one_as_the_chart_does(procurement):
     """'weeks a–b' (or 'week a'): the job starts in week a and ends in week b, weeks counted from 1."""
     import re
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     view = build_view(procurement, "en", pdf=True, appendix=False)
     week = 7 * 86400
     slots = {s.job: s for p in procurement.decision.choice.best.pools for s in p.slots}
@@ -256,8 +256,8 @@ def test_gpus_already_owned_are_used_first_and_only_what_is_bought_is_costed(pro
     """The bundled quarter with GPUs already owned: owning the fleet it would buy leaves nothing to buy (and the
     page says so); owning part of it, only the rest is bought, and renting covers only the GPU-hours above the
     owned GPUs."""
-    from reportgen.presets import bundled_presets
-    from reportgen.views import build_view
+    from reportgen.scenarios.presets import bundled_presets
+    from reportgen.report.views import build_view
     source = bundled_presets()["procurement"]
     bought = procurement.decision.choice.best
     assert len(bought.pools) == 1  # the bundled answer: one pool of one type

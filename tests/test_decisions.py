@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reportgen.catalog import load_gpus, load_models
+from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator, make_scenario
+from reportgen.model.estimate import Estimator, make_scenario
 from reportgen.pipeline import load, make_report
-from reportgen.views import build_view, segments, tokens_short
+from reportgen.report.views import build_view, segments, tokens_short
 
 WHEN = "2026-01-01T00:00:00+00:00"
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 
 from refdata import fact
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario, rlhf_scenario
-from reportgen.shape import model_row
-from reportgen.terms import ASSUMPTION_DEFAULTS
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario, rlhf_scenario
+from reportgen.model.shape import model_row
+from reportgen.model.terms import ASSUMPTION_DEFAULTS
 
 EST = Estimator(load_models(), load_gpus())
 PSI = 7_000_000_000  # Generic-7B: exactly 7e9 parameters

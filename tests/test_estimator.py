@@ -5,12 +5,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from refdata import VALIDATION, facts_of
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario, rlhf_scenario
-from reportgen.inputs import INPUTS, SINGLE_WORKLOADS
-from reportgen.shape import model_row, params_by_component
-from reportgen.terms import ROLE_TERMS
-from reportgen.validation import summary, validate
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario, rlhf_scenario
+from reportgen.model.inputs import INPUTS, SINGLE_WORKLOADS
+from reportgen.model.shape import model_row, params_by_component
+from reportgen.model.terms import ROLE_TERMS
+from reportgen.report.validation import summary, validate
 
 EST = Estimator(load_models(), load_gpus())
 PSI = model_row(EST.spec("Llama-2-7B"))["total_params"]  # 6,738,415,616 = 2^? × …, divisible by 8
@@ -273,8 +273,8 @@ def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits
                                                                  weights):
     """terms.TOTAL_TERMS specialised with constants (as RLHF groups use them) give the same numbers as
     the shared terms evaluated with those constants, and read none of the substituted names."""
-    from reportgen.formulas import compile_terms, specialise
-    from reportgen.terms import ASSUMPTION_DEFAULTS, TOTAL_TERMS
+    from reportgen.model.formulas import compile_terms, specialise
+    from reportgen.model.terms import ASSUMPTION_DEFAULTS, TOTAL_TERMS
     constants = {"engine_mode": engine, "kv_fits": kv_fits, "engine_device_total": budget, "host_ram_fits": host}
     special = tuple(replace(t, expr=specialise(t.expr, constants)) for t in TOTAL_TERMS)
     assert not any(set(constants) & t.expr.names() for t in special)

@@ -1,4 +1,4 @@
-"""The fleet of the decision page (reportgen/fleet.py): its schedules keep their promises, and its choice
+"""The fleet of the decision page (reportgen/planning/fleet.py): its schedules keep their promises, and its choice
 costs what a brute-force search over every fleet, pool size and order of jobs costs."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from reportgen.fleet import JobOption, Pool, Slot, choose_fleet, hours_above_owned, schedule, smallest_pool
+from reportgen.planning.fleet import JobOption, Pool, Slot, choose_fleet, hours_above_owned, schedule, smallest_pool
 
 DAY = 86400.0
 COUNTS = (1, 2, 4, 8, 16, 24, 32, 40, 48)

@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 import guarded
-from reportgen import catalog
+from reportgen.model import catalog
 
 SEED = int(os.environ.get("FUZZ_SEED", "20"))
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
@@ -446,9 +446,9 @@ def test_fuzz_import_config_destroys_nothing(tmp_path, catalog_copy):
 # ---------------------------------------------------------------------------------------------
 # Categories of issue #36
 
-from reportgen.inputs import INPUTS, RLHF_INPUTS  # noqa: E402
+from reportgen.model.inputs import INPUTS, RLHF_INPUTS  # noqa: E402
 from reportgen.limits import NUMBER_CHARS  # noqa: E402
-from reportgen.terms import ASSUMPTIONS  # noqa: E402
+from reportgen.model.terms import ASSUMPTIONS  # noqa: E402
 
 LIMIT_ENVS = ("REPORTGEN_MAX_FILE_BYTES", "REPORTGEN_MAX_NESTING", "REPORTGEN_MAX_YAML_VALUES",
               "REPORTGEN_MAX_YAML_EVENTS", "REPORTGEN_MAX_SCENARIOS", "REPORTGEN_MAX_EXCLUDE_CHECKS")

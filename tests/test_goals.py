@@ -1,6 +1,6 @@
 """A preset matrix may state a goal (issue #16): its picks must meet it as well as fit.
 
-The goal is the plan search's Goal (reportgen/goals.py): a training deadline for the job's tokens, or
+The goal is the plan search's Goal (reportgen/planning/goals.py): a training deadline for the job's tokens, or
 serving users at a context length and a decode speed. Checked here: the pick is the cheapest result
 that fits and meets it (against a brute-force pass over the results), the goal changes picks that it
 should, a serving goal sets each layout's batch and prompt, bad goals are one-line errors, and the
@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from reportgen.cli import main
 from reportgen.pipeline import load, make_report
-from reportgen.report import recommend
-from reportgen.views import build_view
+from reportgen.report.build import recommend
+from reportgen.report.views import build_view
 
 WHEN = "2026-01-01T00:00:00+00:00"
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.plan import plan
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.planning.plan import plan
 
 EST = Estimator(load_models(), load_gpus())
 V100 = "V100-32GB"
@@ -51,7 +51,7 @@ def test_every_gpu_states_whether_it_may_run_in_a_data_centre():
 @pytest.mark.slow  # several seconds: the full run has it
 def test_a_geforce_pick_says_so_in_the_summary():
     from reportgen.pipeline import load, make_report
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     report = make_report(load("default"), "2026-01-01T00:00:00+00:00")
     for lang, words in (("en", "is a GeForce card"), ("zh", "是 GeForce 消费级显卡")):
         verdicts = build_view(report, lang).verdicts

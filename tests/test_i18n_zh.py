@@ -13,14 +13,14 @@ import re
 import pytest
 import yaml
 
-from reportgen import tables
-from reportgen.estimate import group_terms
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator
-from reportgen.i18n import catalogue_path, load_catalogue, load_workbook_catalogue
+from reportgen.model import lookups
+from reportgen.model.estimate import group_terms
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator
+from reportgen.report.i18n import catalogue_path, load_catalogue, load_workbook_catalogue
 from reportgen.pipeline import validation_figures, validation_rows
-from reportgen.presets import bundled_presets, load_preset
-from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
+from reportgen.scenarios.presets import bundled_presets, load_preset
+from reportgen.model.terms import ASSUMPTIONS, ROLE_TERMS
 from conftest import bundled_report
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -32,8 +32,8 @@ GROUPS = ((("actor", "critic", "reference", "reward"), "colocated"),
           (("actor", "critic", "reference", "reward"), "separate"),
           (("policy", "reference"), "colocated"))
 # Value words the views insert into labels from scenario data (`value.<input>.<value>`).
-VALUE_WORDS = {"checkpointing": tables.CHECKPOINTING, "offload": tables.OFFLOAD, "head": tables.HEADS,
-               "logits": tables.LOGITS, "dropout": tables.DROPOUT, "lora_dropout": tables.LORA_DROPOUT,
+VALUE_WORDS = {"checkpointing": lookups.CHECKPOINTING, "offload": lookups.OFFLOAD, "head": lookups.HEADS,
+               "logits": lookups.LOGITS, "dropout": lookups.DROPOUT, "lora_dropout": lookups.LORA_DROPOUT,
                "adapter_dtype": ("model",)}  # fp32 stays a code value
 # Retired wording, replaced everywhere by 显存总占用, 已预留峰值, 条件, 原始材料 and 采购总价, and by the value
 # words of zh.json (完整重计算, 选择性重计算; 批量 as in the axes and charts).
@@ -47,7 +47,7 @@ def english_sources() -> dict[str, str]:
         for t in group_terms(roles, placement):
             if t.source:
                 assert out.setdefault("group." + t.name, t.source) == t.source, t.name
-    for table in tables.LOOKUP_TABLES:
+    for table in lookups.LOOKUP_TABLES:
         out.update({f"{table.name}.{row}": note for row, note in table.notes.items() if note})
     return out | validation_texts()
 
@@ -86,7 +86,7 @@ def zh_texts() -> dict[str, str]:
 def notes_zh_texts() -> dict[str, str]:
     """The Chinese texts of the error-correction notes (templates/notes.yaml) the report prints; the quoted
     claims stay verbatim, whatever their punctuation."""
-    from reportgen.notes import load_catalogue as load_notes
+    from reportgen.report.notes import load_catalogue as load_notes
     notes = load_notes()
     out = {f"notes.yaml:articles.{a}.{sec}": names["zh"] for a, meta in notes["articles"].items()
            for sec, names in meta["sections"].items()}
@@ -127,8 +127,8 @@ def test_citations_are_kept_verbatim():
 def test_the_catalogues_sources_are_translated_each_keeping_its_numbers_and_links():
     """zh.json "texts" translates the GPU catalogue's memory and price sources, every catalogue or model-shape
     source with an English phrase, and nothing else (no translation of a source since edited)."""
-    from reportgen.catalog import load_gpus
-    from reportgen.shape import MODEL_TERMS
+    from reportgen.model.catalog import load_gpus
+    from reportgen.model.shape import MODEL_TERMS
     gpus = load_gpus().values()
     every = ({t for g in gpus for t in (g.memory_source, g.price_source, g.spec_source, g.marketed_memory)}
              | {m.source for m in bundled_report("default").models.values()} | {s.source for s in MODEL_TERMS})
@@ -198,8 +198,8 @@ def test_every_workbook_input_column_is_labelled_and_explained_in_chinese():
     header from the workbook's or the report's catalogue, the prompt from the workbook's."""
     from types import SimpleNamespace
 
-    from reportgen.i18n import load_workbook_catalogue
-    from reportgen.inputs import INPUTS
+    from reportgen.report.i18n import load_workbook_catalogue
+    from reportgen.model.inputs import INPUTS
     from reportgen.writers.xlsx.layout import column_label
 
     t = load_workbook_catalogue("zh")
@@ -212,7 +212,7 @@ def test_every_workbook_input_column_is_labelled_and_explained_in_chinese():
 def test_sensitivity_titles_name_the_workload_in_chinese():
     """The sensitivity section titles a scenario in the report's language (the workload word), not by its
     English default label."""
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     report = bundled_report("default")
     zh = load_catalogue("zh")
     words = {w: zh(f"workload.{w}") for w in ("inference", "full", "lora", "qlora")}
@@ -225,7 +225,7 @@ def test_sensitivity_titles_name_the_workload_in_chinese():
 def test_skipped_combinations_are_named_in_chinese():
     """The appendix's skipped combinations name their workload (and an RLHF group its placement) in the
     report's language, as the English edition does in its words."""
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     report = bundled_report("default")
     assert report.skipped
     zh, en = build_view(report, "zh").skipped, build_view(report, "en").skipped
@@ -420,8 +420,8 @@ def test_the_chinese_workbook_has_no_english_prose(preset, tmp_path):
     text = re.sub(r"\[\w+\]|[\w.]+：NoteScenarios", " ", _cited_text("\n".join(texts)))
     text = re.sub(r"--[\w-]+|\w+=\w+", " ", text)  # command-line options and name=value settings
     # the inputs' values and the RLHF roles are code the formulas compare (listed in the input messages)
-    from reportgen.inputs import INPUTS, RLHF_ROLES
-    from reportgen.terms import ASSUMPTIONS
+    from reportgen.model.inputs import INPUTS, RLHF_ROLES
+    from reportgen.model.terms import ASSUMPTIONS
     values = ({str(v) for i in INPUTS for v in (i.choices or ())} | {r for roles in RLHF_ROLES.values() for r in roles}
               | {a.name for a in ASSUMPTIONS})
     n, stray = _stray(text, report, cited=True)

@@ -1,4 +1,4 @@
-"""One input table (reportgen/inputs.py) and every place that reads it.
+"""One input table (reportgen/model/inputs.py) and every place that reads it.
 
 Adding an input is one entry in INPUTS (or RLHF_INPUTS): the Scenario class, the command-line options of
 `estimate` and `plan`, the workbook's input columns and the report's method table are all made from it.
@@ -10,9 +10,9 @@ import pytest
 
 from conftest import bundled_report
 from reportgen import cli
-from reportgen.i18n import LANGUAGES, load_catalogue
-from reportgen.inputs import INPUT_NAMES, INPUTS, RLHF_INPUTS, Scenario
-from reportgen.views import CLI_OWN, build_view, inputs_table
+from reportgen.report.i18n import LANGUAGES, load_catalogue
+from reportgen.model.inputs import INPUT_NAMES, INPUTS, RLHF_INPUTS, Scenario
+from reportgen.report.views import CLI_OWN, build_view, inputs_table
 from reportgen.writers.xlsx.book import build_book
 
 ALL = INPUTS + RLHF_INPUTS

@@ -4,10 +4,10 @@ import json
 import pytest
 
 from refdata import REPO, facts_of, measured
-from reportgen.catalog import load_models
-from reportgen.shape import lora_trainable, model_row, params_by_component
+from reportgen.model.catalog import load_models
+from reportgen.model.shape import lora_trainable, model_row, params_by_component
 from reportgen.errors import InputError
-from reportgen.models import SUPPORTED_MODEL_TYPES, spec_from_config
+from reportgen.model.spec import SUPPORTED_MODEL_TYPES, spec_from_config
 
 CATALOG = load_models()
 

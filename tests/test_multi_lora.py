@@ -14,11 +14,11 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from reportgen.catalog import load_gpus, load_models
+from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator, Scenario
-from reportgen.goals import Goal
-from reportgen.plan import plan
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.planning.goals import Goal
+from reportgen.planning.plan import plan
 
 EST = Estimator(load_models(), load_gpus())
 H100 = "H100-80GB-SXM"

@@ -19,17 +19,17 @@ import refdata
 import yaml
 from click.testing import CliRunner
 
-from reportgen.catalog import load_gpus, load_models
+from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator
-from reportgen.inputs import INPUT_BY_NAME
-from reportgen.formulas import Expr, Lookup, Num, Str, Var
+from reportgen.model.estimate import Estimator
+from reportgen.model.inputs import INPUT_BY_NAME
+from reportgen.model.formulas import Expr, Lookup, Num, Str, Var
 from reportgen.errors import InputError
-from reportgen.i18n import load_catalogue as load_messages
-from reportgen.notes import ARTICLES, VERDICTS, build_note, build_notes, load_catalogue
-from reportgen.terms import TERM_BY_NAME
-from reportgen.units import GB, GiB, KiB, MB, MiB
-from reportgen.views import _notes, format_figure
+from reportgen.report.i18n import load_catalogue as load_messages
+from reportgen.report.notes import ARTICLES, VERDICTS, build_note, build_notes, load_catalogue
+from reportgen.model.terms import TERM_BY_NAME
+from reportgen.model.units import GB, GiB, KiB, MB, MiB
+from reportgen.report.views import _notes, format_figure
 
 REPO = Path(__file__).resolve().parents[1]
 COUNTS = REPO / "tests" / "data" / "transformers_counts.json"

@@ -11,9 +11,9 @@ import pytest
 
 from conftest import bundled_report
 from lo import recalculate, require_soffice
-from reportgen.goals import Goal
-from reportgen.plan import choose
-from reportgen.presets import bundled_presets
+from reportgen.planning.goals import Goal
+from reportgen.planning.plan import choose
+from reportgen.scenarios.presets import bundled_presets
 from reportgen.writers import xlsx
 from test_xlsx import assert_plan
 

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator
-from reportgen.models import spec_from_config
-from reportgen.validation import scenario_for_case
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator
+from reportgen.model.spec import spec_from_config
+from reportgen.report.validation import scenario_for_case
 
 DATA = Path(__file__).resolve().parent.parent / "presets" / "validation" / "oracle_arch.json"
 CASES = json.loads(DATA.read_text(encoding="utf-8"))["cases"]

@@ -3,7 +3,7 @@
 presets/validation/oracle_extra.json holds peaks measured with the project's memory oracle (real
 transformers models under fake tensors, the protocol of measured.json) for Qwen2.5-0.5B, GPT-2 (with and
 without its default dropout), an untied Llama-3.2-1B, a tiny untied Llama and a Qwen3-0.6B-shaped qk-norm
-model. See tests/data/README.md. Each case is compared exactly as reportgen.validation.validate compares
+model. See tests/data/README.md. Each case is compared exactly as reportgen.report.validation.validate compares
 measured.json.
 
 Which data the terms were derived from: the activation coefficients come from the 54 Llama-3.2-1B
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator
-from reportgen.models import spec_from_config
-from reportgen.validation import scenario_for_case
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator
+from reportgen.model.spec import spec_from_config
+from reportgen.report.validation import scenario_for_case
 
 DATA = Path(__file__).resolve().parent.parent / "presets" / "validation" / "oracle_extra.json"
 CASES = json.loads(DATA.read_text(encoding="utf-8"))["cases"]

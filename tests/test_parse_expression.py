@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, _role_var, group_terms
-from reportgen.formulas import (Cmp, Const, Expr, ExpressionError, Fn, Lookup, Num, Op, Str, Var, compile_terms,
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, _role_var, group_terms
+from reportgen.model.formulas import (Cmp, Const, Expr, ExpressionError, Fn, Lookup, Num, Op, Str, Var, compile_terms,
                                 parse_expression, to_text)
-from reportgen.inputs import RLHF_ROLES, Scenario
-from reportgen.shape import MODEL_TERMS
-from reportgen.terms import ROLE_TERMS, SKIP_RULES, Term
-from reportgen.units import GB, MiB
+from reportgen.model.inputs import RLHF_ROLES, Scenario
+from reportgen.model.shape import MODEL_TERMS
+from reportgen.model.terms import ROLE_TERMS, SKIP_RULES, Term
+from reportgen.model.units import GB, MiB
 
 
 @pytest.fixture(scope="module")

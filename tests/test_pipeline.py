@@ -6,9 +6,9 @@ import math
 import pytest
 from dataclasses import replace
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.plan import candidates
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.planning.plan import candidates
 
 EST = Estimator(load_models(), load_gpus())
 BASE = Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=64,

@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.goals import Goal
-from reportgen.plan import buyable_counts, candidates, plan
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.planning.goals import Goal
+from reportgen.planning.plan import buyable_counts, candidates, plan
 
 EST = Estimator(load_models(), load_gpus())
 H100 = "H100-80GB-SXM"
@@ -293,8 +293,8 @@ def test_an_rlhf_run_gets_the_fewest_gpus_that_end_it_in_time():
     data-parallel ranks, so more GPUs end an iteration sooner. Without a deadline the plan lays the group out by
     memory (one A100); with 80 % of that run's time, the answer is the smallest GPU count whose iterations end in
     time: every smaller buyable count either does not fit or is too slow (checked count by count)."""
-    from reportgen.estimate import rlhf_scenario
-    from reportgen.plan import plan_run, run_seconds
+    from reportgen.model.estimate import rlhf_scenario
+    from reportgen.planning.plan import plan_run, run_seconds
     group = rlhf_scenario(name="", algorithm="ppo", placement="colocated", prompts_per_iteration=64,
                           actor=Scenario(model="Qwen2.5-7B", workload="full", batch_size=8, prompt_len=512, gen_len=512))
     a100, steps = "A100-80GB", 1000

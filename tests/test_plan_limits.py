@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from reportgen.cli import main
-from reportgen.estimate import RlhfScenario
+from reportgen.model.estimate import RlhfScenario
 from reportgen.pipeline import load, make_report, plan_entries
 
 

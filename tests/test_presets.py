@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from reportgen.inputs import INPUT_BY_NAME, applies
+from reportgen.model.inputs import INPUT_BY_NAME, applies
 from click.testing import CliRunner
 
 from reportgen.cli import main
-from reportgen.presets import bundled_presets
+from reportgen.scenarios.presets import bundled_presets
 
 EPOCH = {"SOURCE_DATE_EPOCH": "1767225600"}
 
@@ -268,7 +268,7 @@ matrices:
 
 def test_datacenter_only_leaves_out_geforce_cards_and_says_so(tmp_path):
     from reportgen.pipeline import load, make_report
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     path = write(tmp_path, DATACENTER)
     result = run("check", str(path))
     assert result.exit_code == 0, result.output

@@ -17,9 +17,9 @@ import statistics
 import pytest
 
 from refdata import VALIDATION
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator
-from reportgen.validation import TARGETS, finetune_cases, published_rows, published_summary
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator
+from reportgen.report.validation import TARGETS, finetune_cases, published_rows, published_summary
 
 DATA = json.loads((VALIDATION / "published_finetune.json").read_text(encoding="utf-8"))
 CASES = finetune_cases(DATA)

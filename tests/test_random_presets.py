@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pytest
 from reportgen.cli import main
-from reportgen.inputs import INPUT_BY_NAME, INPUTS
+from reportgen.model.inputs import INPUT_BY_NAME, INPUTS
 
 MODELS = ("Llama-3.2-1B", "Qwen2.5-0.5B", "Mixtral-8x7B", "Llama-2-7B")
 GPUS = ("L4", "A100-80GB", "H100-80GB-SXM")

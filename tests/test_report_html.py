@@ -18,18 +18,18 @@ from hypothesis import given, settings, strategies as st
 
 import refdata
 
-from reportgen.catalog import data_dir
-from reportgen.estimate import group_terms
-from reportgen.formulas import Num
-from reportgen.i18n import LANGUAGES, load_catalogue
-from reportgen.notes import Note, NoteFigure
+from reportgen.model.catalog import data_dir
+from reportgen.model.estimate import group_terms
+from reportgen.model.formulas import Num
+from reportgen.report.i18n import LANGUAGES, load_catalogue
+from reportgen.report.notes import Note, NoteFigure
 from reportgen.pipeline import load, make_report
-from reportgen.presets import bundled_presets
-from reportgen.report import build_report
-from reportgen.terms import ASSUMPTIONS, ROLE_TERMS
-from reportgen.units import GiB
-from reportgen.validation import Excluded, PublishedFigure, RunName, ValidationRow
-from reportgen.views import SEGMENTS, build_view, gib, segments, usd
+from reportgen.scenarios.presets import bundled_presets
+from reportgen.report.build import build_report
+from reportgen.model.terms import ASSUMPTIONS, ROLE_TERMS
+from reportgen.model.units import GiB
+from reportgen.report.validation import Excluded, PublishedFigure, RunName, ValidationRow
+from reportgen.report.views import SEGMENTS, build_view, gib, segments, usd
 from reportgen.writers.html import render_html
 
 GOLD = Path(__file__).parent / "gold"
@@ -292,7 +292,7 @@ def test_pdf_variant_keeps_every_scenario_of_the_default_preset(default_report):
 def test_html_appendix_of_a_large_sweep_lists_the_first_rows_of_each_group_and_says_so(small, monkeypatch):
     """A sweep of 100,000 scenarios would make a 50 MB page: each scenario group lists its first
     HTML_SCENARIO_ROWS scenarios (here 2) and the page says so and where the rest are."""
-    from reportgen import views
+    from reportgen.report import views
     monkeypatch.setattr(views, "HTML_SCENARIO_ROWS", 2)
     groups: dict[str, list[int]] = {}
     for r in small.results:
@@ -337,8 +337,8 @@ def test_management_view_keeps_what_a_meeting_reads(default_report):
 
 def test_validation_summary_rows_are_the_held_out_statistics(default_report):
     """One row per comparison: held-out figures only, counted against the comparison's target."""
-    from reportgen.validation import TARGETS, error_stats
-    from reportgen.views import percent
+    from reportgen.report.validation import TARGETS, error_stats
+    from reportgen.report.views import percent
     t = load_catalogue("en")
     rows = {r[0].text: [c.text for c in r[1:]] for r in build_view(default_report, "en").accuracy.rows}
     measured = [r.error for r in default_report.validation if r.kind == "measured" and r.split == "holdout"]
@@ -377,8 +377,8 @@ def test_every_red_validation_error_carries_its_reason(small, default_report, la
 def test_validation_appendix_states_the_medians_the_tests_assert(default_report):
     """The summary lines print the medians of validation.py's own statistics, on held-out data only: a
     fit's residuals are not stated as accuracy."""
-    from reportgen.validation import error_stats, published_summary
-    from reportgen.views import percent
+    from reportgen.report.validation import error_stats, published_summary
+    from reportgen.report.views import percent
     html = render_html(default_report, "en")
     measured = [r.error for r in default_report.validation if r.kind == "measured"]
     held_out = [r.error for r in default_report.validation if r.kind == "measured" and r.split == "holdout"]
@@ -420,7 +420,7 @@ def test_chinese_catalogue_names_every_term_and_assumption():
 def test_every_message_key_used_by_the_code_exists():
     """Literal keys in views.py and the template exist in the catalogue (derived keys are checked by use)."""
     messages = load_catalogue("en").messages
-    sources = (Path(__file__).parents[1] / "reportgen" / "views.py").read_text(encoding="utf-8") + (
+    sources = (Path(__file__).parents[1] / "reportgen" / "report" / "views.py").read_text(encoding="utf-8") + (
         data_dir("templates") / "report.html.j2").read_text(encoding="utf-8")
     used = set(re.findall(r"""\bt\(\s*["']([a-z_]+\.[a-z_.]+)["']""", sources))
     assert used and not sorted(used - set(messages)), sorted(used - set(messages))
@@ -466,9 +466,9 @@ def test_skip_reasons_are_translated_from_the_estimators_codes():
     """The English report says the estimator's own skip texts (en.json does not copy them); zh.json translates
     every code with the same placeholders."""
     import json as _json
-    from reportgen.catalog import data_dir
-    from reportgen.estimate import SKIP_REASONS
-    from reportgen.i18n import load_catalogue
+    from reportgen.model.catalog import data_dir
+    from reportgen.model.estimate import SKIP_REASONS
+    from reportgen.report.i18n import load_catalogue
     en = load_catalogue("en")
     zh = _json.loads((data_dir("templates") / "i18n" / "zh.json").read_text(encoding="utf-8"))["messages"]
     for code, text in SKIP_REASONS.items():
@@ -483,7 +483,7 @@ def test_skip_reasons_are_translated_from_the_estimators_codes():
 def _tables(obj, path="v"):
     """Every Table of a view, with where it sits (fields in order, tuples by index)."""
     from dataclasses import fields as dc_fields, is_dataclass
-    from reportgen.views import Table
+    from reportgen.report.views import Table
     if isinstance(obj, Table):
         yield path, obj
     elif is_dataclass(obj):

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.catalog import data_dir
-from reportgen.i18n import load_catalogue
+from reportgen.model.catalog import data_dir
+from reportgen.report.i18n import load_catalogue
 from conftest import bundled_report
 from reportgen.pipeline import write_outputs
-from reportgen.views import SECTIONS, build_view
+from reportgen.report.views import SECTIONS, build_view
 from reportgen.writers.json_writer import report_json
 from reportgen.writers.pdf import (RefusedURL, font_css, gc_paused, pdf_html, report_document, report_html_class,
                                    svg_text_in_runs, templates_url, url_fetcher)
@@ -128,8 +128,8 @@ def test_summary_numbers_equal_the_json_plan(report, pdfs):
 def test_summary_lines_name_the_settings_that_differ(report, pdfs):
     """Each summary line names the weight dtype, precision, batch, tokens and checkpointing wherever
     they differ across the requirements the summary lists, in the PDF's own words."""
-    from reportgen.i18n import load_catalogue
-    from reportgen.views import setting_text
+    from reportgen.report.i18n import load_catalogue
+    from reportgen.report.views import setting_text
     headline = ("weight_dtype", "precision", "batch_size", "seq_len", "prompt_len", "gen_len", "checkpointing",
                 "train_tokens")
     plan = report_json(report)["plan"]
@@ -468,7 +468,7 @@ ZH_LATIN_ALLOWED = {
 
 
 def test_zh_summary_page_has_no_english_outside_names_units_and_code(report, pdfs):
-    from reportgen.i18n import load_catalogue
+    from reportgen.report.i18n import load_catalogue
     t = load_catalogue("zh")
     text = pages(pdfs["zh"])
     toc_page = next(i for i, p in enumerate(text) if re.search(rf"^\s*{t('toc.title')}\s*$", p, re.M))

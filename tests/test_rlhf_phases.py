@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from reportgen.catalog import load_gpus, load_models
+from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator, Scenario, data_parallel_ranks, rlhf_scenario
-from reportgen.plan import plan
+from reportgen.model.estimate import Estimator, Scenario, data_parallel_ranks, rlhf_scenario
+from reportgen.planning.plan import plan
 
 EST = Estimator(load_models(), load_gpus())
 PHASES = ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds")
@@ -240,7 +240,7 @@ def test_an_iterations_prompts_are_the_job_and_a_ranks_share_the_layout(tmp_path
     answer one requirement, which names the iteration's prompts (not a rank's batch); the plan's answer is the
     fewest GPUs that fit."""
     from reportgen.pipeline import load, make_report
-    from reportgen.views import build_view
+    from reportgen.report.views import build_view
     preset = tmp_path / "grpo.yaml"
     preset.write_text("title: GRPO with a global batch\nmatrices:\n  - name: GRPO 8B\n    model: Llama-3-8B\n"
                       "    workload: {type: grpo, prompt_len: 512, gen_len: 1024, group_size: 8,"
@@ -260,7 +260,7 @@ def test_the_plan_sizes_each_separate_pool_to_the_fewest_gpus_that_hold_its_role
     """#33 item 3 (per-role pools): without role_gpus, a separate pool was the actor's count (a 70B actor's 4 GPUs
     for a 0.5B reward model); now each role gets the fewest buyable GPUs of its type that hold it with k, and a
     pool the user sized is kept."""
-    from reportgen.plan import buyable_counts
+    from reportgen.planning.plan import buyable_counts
     actor = Scenario(model="Llama-2-70B", workload="full", batch_size=1, prompt_len=512, gen_len=512,
                      checkpointing="full")
     for given in ({}, {"critic": 2}):

@@ -6,9 +6,9 @@ import json
 
 from click.testing import CliRunner
 
-from reportgen.catalog import load_gpus, load_models
+from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
-from reportgen.estimate import Estimator, make_scenario
+from reportgen.model.estimate import Estimator, make_scenario
 from reportgen.pipeline import load, make_report
 
 EST = Estimator(load_models(), load_gpus())

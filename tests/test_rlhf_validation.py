@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, rlhf_batch_check
-from reportgen.validation import error_stats, rlhf_cases
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, rlhf_batch_check
+from reportgen.report.validation import error_stats, rlhf_cases
 
 DATA = Path(__file__).resolve().parent.parent / "presets" / "validation" / "published_rlhf.json"
 EST = Estimator(load_models(), load_gpus())
@@ -54,7 +54,7 @@ def test_the_held_out_step_times_are_as_accurate_as_recorded():
 
 
 def _figures(case):
-    from reportgen.validation import PublishedFigure
+    from reportgen.report.validation import PublishedFigure
     return [PublishedFigure(case.id, "rlhf", case.name, case.source, case.use, m, p, e)
             for m, (p, e) in case.compared(EST).items()]
 
@@ -62,7 +62,7 @@ def _figures(case):
 # ---- #33: the phase memory of colocated vLLM + FSDP steps against veRL's logged allocator peaks -------------
 
 def test_the_logged_allocator_peaks_are_quoted_and_each_compared_run_says_whether_it_has_one():
-    from reportgen.validation import rlhf_memory_figures
+    from reportgen.report.validation import rlhf_memory_figures
     figures, excluded = rlhf_memory_figures(CASES, EST)
     by_id = {r["id"]: r for r in RECORDS}
     assert len(figures) >= 3 and {f.use for f in figures} == {"holdout"}  # nothing fitted to them
@@ -80,7 +80,7 @@ def test_the_colocated_groups_allocated_peak_is_as_close_to_the_logs_as_recorded
     """The level reached (held out: 3 veRL runs of Qwen2.5-0.5B GRPO and PPO and Qwen2-7B PPO on 8 H100,
     vLLM 0.8 colocated with FSDP): −6.3 %, −5.4 %, −12.9 %, all short (what the worker holds beyond the roles'
     states and the engine's budget is not counted). A change that widens it fails."""
-    from reportgen.validation import rlhf_memory_figures
+    from reportgen.report.validation import rlhf_memory_figures
     errors = [f.error for f in rlhf_memory_figures(CASES, EST)[0]]
     stats = error_stats(errors)
     assert stats["figures"] == 3 and stats["max_abs_error"] <= 0.13 and stats["median_abs_error"] <= 0.064

@@ -319,7 +319,7 @@ def test_a_one_megabyte_bad_value_is_not_repeated_in_full(tmp_path):
 
 @pytest.mark.parametrize("name", [["Llama-2-7B"], "llama-2-7b"])
 def test_a_bad_or_duplicate_catalog_name_is_one_error(tmp_path, name):
-    from reportgen.catalog import load_models
+    from reportgen.model.catalog import load_models
     from reportgen.errors import InputError
     for stem, entry_name in (("a", "Llama-2-7B"), ("b", name)):
         (tmp_path / f"{stem}.json").write_text(json.dumps({"name": entry_name, "config": LLAMA}))
@@ -453,7 +453,7 @@ import errno  # noqa: E402
 import fcntl  # noqa: E402
 import stat  # noqa: E402
 
-from reportgen import catalog  # noqa: E402
+from reportgen.model import catalog  # noqa: E402
 from reportgen.writers import atomic  # noqa: E402
 
 

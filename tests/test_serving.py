@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.units import GiB
-from reportgen.validation import TARGETS, serving_cases, serving_metrics
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.units import GiB
+from reportgen.report.validation import TARGETS, serving_cases, serving_metrics
 
 DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validation" /
                    "published_serving.json").read_text(encoding="utf-8"))

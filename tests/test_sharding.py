@@ -22,11 +22,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.goals import Goal
-from reportgen.plan import candidates, plan
-from reportgen.units import GiB
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.planning.goals import Goal
+from reportgen.planning.plan import candidates, plan
+from reportgen.model.units import GiB
 
 EST = Estimator(load_models(), load_gpus())
 MODELS = EST.tables["Models"]

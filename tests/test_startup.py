@@ -1,5 +1,5 @@
 """Issue #35: what a command pays before it starts — NumPy only where arrays are read, the package's term
-tables compiled once and their bytecode kept (reportgen/formulas.py cached_compile)."""
+tables compiled once and their bytecode kept (reportgen/model/formulas.py cached_compile)."""
 import builtins
 import os
 import subprocess
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import formulas
-from reportgen.formulas import Var, compile_terms
-from reportgen.terms import Term
+from reportgen.model import formulas
+from reportgen.model.formulas import Var, compile_terms
+from reportgen.model.terms import Term
 
 REPO = Path(__file__).resolve().parent.parent
 TERMS = (Term("a", "a", "count", Var("x") * 2), Term("b", "b", "count", Var("a") + 1))
@@ -82,5 +82,5 @@ def test_a_command_that_reads_no_arrays_does_not_import_numpy(argv):
 def test_a_plan_loads_the_report_pipeline_only_to_state_rlhf_accuracy(argv, loaded):
     """The pipeline (presets, notes, the report's views) is a build's: a plan imports it only for an RLHF run,
     whose step times it compares with the published ones (#35: about a third of a plan's 0.5 s CPU)."""
-    modules = _modules_after(argv, ("reportgen.pipeline", "reportgen.notes"))
-    assert modules == ("reportgen.pipeline reportgen.notes" if loaded else "")
+    modules = _modules_after(argv, ("reportgen.pipeline", "reportgen.report.notes"))
+    assert modules == ("reportgen.pipeline reportgen.report.notes" if loaded else "")

@@ -34,7 +34,7 @@ def test_command_line_values_are_refused_as_typed(args, message):
 
 
 def test_a_whole_number_of_many_digits_is_read_exactly():
-    from reportgen.units import parse_count
+    from reportgen.model.units import parse_count
     assert parse_count("99999999999999999999999") == 99999999999999999999999
     assert parse_count("32k") == 32768 and parse_count("1e9") == 10**9
 
@@ -52,6 +52,6 @@ def test_a_goal_deadline_needs_a_unit(tmp_path, within, message):
 
 
 def test_a_deadline_with_its_unit_is_read_in_that_unit():
-    from reportgen.units import parse_duration
+    from reportgen.model.units import parse_duration
     assert [parse_duration(t) for t in ("7d", "36h", "90m", "600s", "2w", "1.5D")] == [
         7 * 86400, 36 * 3600, 90 * 60, 600, 14 * 86400, 1.5 * 86400]

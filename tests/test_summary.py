@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.inputs import INPUT_BY_NAME
+from reportgen.model.inputs import INPUT_BY_NAME
 from reportgen.pipeline import load, make_report
-from reportgen.presets import bundled_presets
-from reportgen.report import recommend
-from reportgen.views import build_view, setting_text
+from reportgen.scenarios.presets import bundled_presets
+from reportgen.report.build import recommend
+from reportgen.report.views import build_view, setting_text
 from conftest import bundled_report
 
 WHEN = "2026-01-01T00:00:00+00:00"
@@ -134,8 +134,8 @@ def test_an_rlhf_requirement_is_its_actors_job(tmp_path):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_input_a_user_sets_has_words(lang):
     """The summary and configuration columns name any input in words (a new input needs them)."""
-    from reportgen.i18n import load_catalogue
-    from reportgen.inputs import INPUTS
+    from reportgen.report.i18n import load_catalogue
+    from reportgen.model.inputs import INPUTS
     t = load_catalogue(lang)
     missing = [i.name for i in INPUTS if i.option and i.name not in ("gpu", "num_gpus")
                and f"setting.{i.name}" not in t.messages]

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.validation import TARGETS, decode_cases, throughput_cases
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.report.validation import TARGETS, decode_cases, throughput_cases
 
 DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validation" /
                    "published_throughput.json").read_text(encoding="utf-8"))

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reportgen.catalog import load_gpus, load_models
-from reportgen.estimate import _ROLE_FN, _SKIP_FN, _SKIP_TERMS, SWEEP_ROW_INPUTS, Estimator, Scenario, _role_var
-from reportgen.formulas import ROW_FIELD, compile_terms
-from reportgen.i18n import load_workbook_catalogue
-from reportgen.inputs import INPUT_NAMES, INPUTS
-from reportgen.terms import ROLE_TERMS, SKIP_RULES, Term
-from reportgen.vector import Text, VectorTerms
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import _ROLE_FN, _SKIP_FN, _SKIP_TERMS, SWEEP_ROW_INPUTS, Estimator, Scenario, _role_var
+from reportgen.model.formulas import ROW_FIELD, compile_terms
+from reportgen.report.i18n import load_workbook_catalogue
+from reportgen.model.inputs import INPUT_NAMES, INPUTS
+from reportgen.model.terms import ROLE_TERMS, SKIP_RULES, Term
+from reportgen.model.vector import Text, VectorTerms
 
 EST = Estimator(load_models(), load_gpus())
 MODELS, GPUS = sorted(EST.specs), sorted(EST.gpus)
@@ -180,7 +180,7 @@ def _workbook_terms():
     from reportgen.writers.xlsx.book import key_row_columns
     from reportgen.writers.xlsx.checks import INPUT_LISTS, RULE_LISTS, checked, input_problems, rule_problems
     from reportgen.writers.xlsx.labels import scenario_label
-    from reportgen.formulas import Var
+    from reportgen.model.formulas import Var
     t = load_workbook_catalogue("en")
     lists = INPUT_LISTS + RULE_LISTS
     return (Term("label", "", "", scenario_label(t)), *(Term(c.name, "", "", c.expr) for c in key_row_columns()),
@@ -253,8 +253,8 @@ def _nodes(expr):
 def test_every_term_of_the_table_has_an_array_rendering():
     """The estimator's array rendering evaluates the very Term objects of terms.ROLE_TERMS (no second
     list to keep in step), and every kind of expression node the table uses has an array form."""
-    from reportgen import estimate, formulas, vector
-    from reportgen.terms import TERM_BY_NAME
+    from reportgen.model import estimate, formulas, vector
+    from reportgen.model.terms import TERM_BY_NAME
     assert estimate._role_vector().terms == ROLE_TERMS and set(estimate._role_vector().names) == set(TERM_BY_NAME)
     used = {type(node) for t in ROLE_TERMS + _SKIP_TERMS for node in _nodes(t.expr)}
     kinds = {c for c in vars(formulas).values() if isinstance(c, type) and issubclass(c, formulas.Expr)}
@@ -264,7 +264,7 @@ def test_every_term_of_the_table_has_an_array_rendering():
 
 def test_a_term_added_to_the_table_is_rendered_without_code():
     """A new term (any expression over inputs and earlier terms) is an array column at once."""
-    from reportgen.formulas import IF, MAX, Var
+    from reportgen.model.formulas import IF, MAX, Var
     extra = Term("pp_probe", "", "", IF(Var("is_train").eq(1), MAX(Var("weights") / 3, Var("batch_size")),
                                          Var("kv_cache") * 2))
     terms = ROLE_TERMS + (extra,)
@@ -277,7 +277,7 @@ def test_a_hoisted_subexpression_raises_only_for_the_rows_that_read_it():
     """weights / (lora_rank - 16) reads no row input: it is computed once per layout, and divides by
     zero for lora_rank 16. Rows of that layout that do not take its branch (batch ≤ 8) keep the
     array path's value; one that takes it raises, as the scalar path does."""
-    from reportgen.formulas import IF, Var
+    from reportgen.model.formulas import IF, Var
     extra = Term("hoist_probe", "", "", IF(Var("batch_size").gt(8), Var("weights") / (Var("lora_rank") - 16), 0))
     terms = ROLE_TERMS + (extra,)
     fn = compile_terms(terms, _role_var, "_hoist_probe")
@@ -296,7 +296,7 @@ def test_a_hoisted_subexpression_raises_only_for_the_rows_that_read_it():
         vector.evaluate({n: [r[n] for r in raising] for n in raising[0]}, len(raising), EST.assumptions, EST.tables)
 
 
-@pytest.mark.parametrize("name", sorted(__import__("reportgen.presets", fromlist=["x"]).bundled_presets()))
+@pytest.mark.parametrize("name", sorted(__import__("reportgen.scenarios.presets", fromlist=["x"]).bundled_presets()))
 @pytest.mark.slow  # several seconds: the full run has it
 def test_every_bundled_preset_estimates_as_the_scalar_path(name):
     """A build estimates its scenarios as arrays; every single scenario of every bundled preset has, term by

@@ -22,13 +22,13 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
 from lo import recalculate, require_soffice
-from reportgen.estimate import Estimator, RlhfScenario
-from reportgen.formulas import EXCEL_FUNCTIONS
+from reportgen.model.estimate import Estimator, RlhfScenario
+from reportgen.model.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
-from reportgen.ranking import PLAN_ORDER, RENT_ORDER
-from reportgen.report import PlanEntry, Recommendation, Requirement, Result, recommend
-from reportgen.terms import TERM_BY_NAME
-from reportgen.units import GiB
+from reportgen.planning.ranking import PLAN_ORDER, RENT_ORDER
+from reportgen.report.build import PlanEntry, Recommendation, Requirement, Result, recommend
+from reportgen.model.terms import TERM_BY_NAME
+from reportgen.model.units import GiB
 from reportgen.writers.xlsx.book import sheet_runs
 from reportgen.writers.xlsx.plan import lookup_literal
 from reportgen.writers.xlsx.stream import SheetRows, StreamColumn, StreamingWorkbook, shareable, sheet_parts

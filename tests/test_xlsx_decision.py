@@ -12,8 +12,8 @@ import pytest
 
 from conftest import bundled_report
 from lo import recalculate, require_soffice
-from reportgen.fleet import Pool, costs
-from reportgen.i18n import load_workbook_catalogue
+from reportgen.planning.fleet import Pool, costs
+from reportgen.report.i18n import load_workbook_catalogue
 from reportgen.writers import xlsx
 
 T = load_workbook_catalogue("en")

@@ -19,13 +19,13 @@ from click.testing import CliRunner
 
 from lo import recalculate, require_soffice
 from reportgen.cli import main
-from reportgen.i18n import load_catalogue
-from reportgen.catalog import load_models
-from reportgen.estimate import Estimator, Scenario
-from reportgen.inputs import INPUT_NAMES, INPUTS, applies
+from reportgen.report.i18n import load_catalogue
+from reportgen.model.catalog import load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.inputs import INPUT_NAMES, INPUTS, applies
 from reportgen.pipeline import load, make_report, write_outputs
-from reportgen.report import recommend
-from reportgen.terms import ASSUMPTIONS, PER_GPU_KEYS
+from reportgen.report.build import recommend
+from reportgen.model.terms import ASSUMPTIONS, PER_GPU_KEYS
 from test_xlsx import FIRST_ROW, FIXTURE, STAMP, assert_plan, book, columns, on_written_rows, same  # noqa: F401 (book: a fixture)
 
 REPO = Path(__file__).resolve().parent.parent

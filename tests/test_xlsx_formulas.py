@@ -11,11 +11,11 @@ import pytest
 import xlsxwriter
 
 from lo import recalculate, require_soffice
-from reportgen.formulas import (FIND, ISNUMBER, LEFT, NOT, Const, ExcelContext, InTable, Var, compile_terms, concat,
+from reportgen.model.formulas import (FIND, ISNUMBER, LEFT, NOT, Const, ExcelContext, InTable, Var, compile_terms, concat,
                                 spreadsheet_text, to_excel, to_text)
-from reportgen.i18n import load_workbook_catalogue
-from reportgen.inputs import INPUT_BY_NAME, INPUTS, Scenario
-from reportgen.terms import Term
+from reportgen.report.i18n import load_workbook_catalogue
+from reportgen.model.inputs import INPUT_BY_NAME, INPUTS, Scenario
+from reportgen.model.terms import Term
 from reportgen.writers.xlsx.labels import scenario_label
 
 CTX = ExcelContext(lambda n: {"x": "A1", "y": "B1"}[n], lambda t, c: f"{t}_{c}", lambda t: f"{t}_keys",

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.formulas import compile_terms, spreadsheet_text
-from reportgen.inputs import INPUTS, Scenario, job_inputs
+from reportgen.model.formulas import compile_terms, spreadsheet_text
+from reportgen.model.inputs import INPUTS, Scenario, job_inputs
 from reportgen.pipeline import load, make_report
-from reportgen.presets import bundled_presets
-from reportgen.report import recommend
-from reportgen.terms import Term
+from reportgen.scenarios.presets import bundled_presets
+from reportgen.report.build import recommend
+from reportgen.model.terms import Term
 from reportgen.writers.xlsx.book import build_book
 from reportgen.writers.xlsx.plan import plan_rows
 from reportgen.writers.xlsx.requirements import scenario_requirement

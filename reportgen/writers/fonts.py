@@ -18,7 +18,7 @@ from html import unescape
 from pathlib import Path
 from typing import Iterable
 
-from ..catalog import data_dir
+from ..model.catalog import data_dir
 
 # (family, weight, file): plain OpenType (CFF for SC, TrueType for the supplement).
 FONT_FILES = (("Report Sans SC", 400, "ReportSansSC-Regular.otf"), ("Report Sans SC", 700, "ReportSansSC-Bold.otf"),

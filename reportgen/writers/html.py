@@ -14,9 +14,9 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from ..catalog import data_dir
-from ..report import Report
-from ..views import build_view
+from ..model.catalog import data_dir
+from ..report.build import Report
+from ..report.views import build_view
 from .fonts import embedded_font_css
 
 TEMPLATE = "report.html.j2"

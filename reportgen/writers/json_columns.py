@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterator, Mapping
 
-from ..arrays import np
-from ..estimate import PHASE_NAMES, SWEEP_ROW_INPUTS, estimate_json_layout
-from ..inputs import INPUT_NAMES
-from ..report import BlockResults, Result
-from ..sweep import SweepBlock
-from ..vector import BOOL, INT, Chunk, Nums, is_const, to_list
+from ..model.arrays import np
+from ..model.estimate import PHASE_NAMES, SWEEP_ROW_INPUTS, estimate_json_layout
+from ..model.inputs import INPUT_NAMES
+from ..report.build import BlockResults, Result
+from ..scenarios.sweep import SweepBlock
+from ..model.vector import BOOL, INT, Chunk, Nums, is_const, to_list
 
 _NONFINITE = {b"inf", b"-inf", b"nan"}  # repr of what JSON spells Infinity, -Infinity, NaN
 _BOOL_TEXT = {False: b"false", True: b"true"}

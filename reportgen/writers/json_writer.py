@@ -8,10 +8,10 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterator
 
-from ..fleet import Decision, Fleet, JobMiss, PlannedJob
-from ..report import BlockResults, PlanEntry, Report
+from ..planning.fleet import Decision, Fleet, JobMiss, PlannedJob
+from ..report.build import BlockResults, PlanEntry, Report
 from .json_columns import block_texts, dump, dump_bytes, scenario_json
-from ..validation import published_summary
+from ..report.validation import published_summary
 
 
 def _entry(e: PlanEntry) -> dict[str, Any]:

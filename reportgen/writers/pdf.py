@@ -23,8 +23,8 @@ from xml.etree import ElementTree
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
-from ..catalog import data_dir
-from ..report import Report
+from ..model.catalog import data_dir
+from ..report.build import Report
 from .fonts import FONT_FILES, FONT_FORMATS, FONT_STACKS, face_rule, font_path
 from .html import render_html
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ...errors import OutputError
-from ...report import BlockResults, Report
+from ...report.build import BlockResults, Report
 from .book import build_book
 from .decision import write_decision
 from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms

@@ -4,19 +4,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ...arrays import np
-from ...catalog import GPU_COLUMNS
-from ...estimate import GroupEstimate, Scenario, group_terms
-from ...formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
+from ...model.arrays import np
+from ...model.catalog import GPU_COLUMNS
+from ...model.estimate import GroupEstimate, Scenario, group_terms
+from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
                          to_excel)
-from ...goals import goal_met_expr
-from ...i18n import Catalogue, load_workbook_catalogue
-from ...inputs import INPUT_BY_NAME, INPUTS
-from ...ranking import PLAN_FITS, PLAN_ORDER, RENT_ORDER
-from ...report import BlockResults, Report, Result, requirement_numbers
-from ...shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
-from ...tables import LOOKUP_TABLES
-from ...terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
+from ...planning.goals import goal_met_expr
+from ...report.i18n import Catalogue, load_workbook_catalogue
+from ...model.inputs import INPUT_BY_NAME, INPUTS
+from ...planning.ranking import PLAN_FITS, PLAN_ORDER, RENT_ORDER
+from ...report.build import BlockResults, Report, Result, requirement_numbers
+from ...model.shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
+from ...model.lookups import LOOKUP_TABLES
+from ...model.terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .columns import BlockRows, TableColumns, TableRows
 from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, RULE_LISTS, catalog_problems, checked, gated,
                      group_check, input_problems, row_check, rule_problems, scenario_check)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ...formulas import ExcelContext, Var, to_excel, to_text
-from ...inputs import INPUT_BY_NAME, INPUTS
-from ...tables import LOOKUP_TABLES
-from ...terms import ASSUMPTIONS, SKIP_RULES
+from ...model.formulas import ExcelContext, Var, to_excel, to_text
+from ...model.inputs import INPUT_BY_NAME, INPUTS
+from ...model.lookups import LOOKUP_TABLES
+from ...model.terms import ASSUMPTIONS, SKIP_RULES
 from .book import Book, compiled_columns
 from .checks import (LOOKUP_KEY_INPUTS, RULE_LISTS, in_two, assumption_check, assumption_in_use, catalog_validation, first_failure,
                      skip_template)

@@ -14,12 +14,12 @@ from dataclasses import fields, replace
 from string import Formatter
 from typing import Sequence
 
-from ...formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Concat, Expr, Fn, InTable, Lookup,
+from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Concat, Expr, Fn, InTable, Lookup,
                          Num, Op, Str, Var, concat, is_one_of)
-from ...i18n import Catalogue
-from ...inputs import FROZEN, INPUT_NAMES, INPUTS, Input
-from ...models import ModelSpec
-from ...terms import ROLE_TERMS, SKIP_RULES, TERM_BY_NAME, Assumption
+from ...report.i18n import Catalogue
+from ...model.inputs import FROZEN, INPUT_NAMES, INPUTS, Input
+from ...model.spec import ModelSpec
+from ...model.terms import ROLE_TERMS, SKIP_RULES, TERM_BY_NAME, Assumption
 from .layout import ASSUMPTIONS_CHECK, OK
 
 def _lookup_key_inputs() -> dict[str, str]:

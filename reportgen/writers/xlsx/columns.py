@@ -15,13 +15,13 @@ import bisect
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ...arrays import np
-from ...estimate import SWEEP_ROW_INPUTS, needed_terms
-from ...formulas import compile_terms
-from ...report import BlockResults
-from ...sweep import Parts
-from ...terms import Term
-from ...vector import Chunk, VectorTerms, column_of, take, to_list
+from ...model.arrays import np
+from ...model.estimate import SWEEP_ROW_INPUTS, needed_terms
+from ...model.formulas import compile_terms
+from ...report.build import BlockResults
+from ...scenarios.sweep import Parts
+from ...model.terms import Term
+from ...model.vector import Chunk, VectorTerms, column_of, take, to_list
 from .stream import CellColumns, ColumnRun
 
 Ids = Callable[[BlockResults, np.ndarray, np.ndarray], Mapping[str, Any]]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...fleet import FLEET_TERMS, HORIZON_TERMS, POOL_TERMS, SECONDS_PER_WEEK, SUMMED, CostTerm, cost_terms
-from ...formulas import IF, Var, to_excel
+from ...planning.fleet import FLEET_TERMS, HORIZON_TERMS, POOL_TERMS, SECONDS_PER_WEEK, SUMMED, CostTerm, cost_terms
+from ...model.formulas import IF, Var, to_excel
 from .book import Book
 from .layout import Styles, Table, add_sheet, fit_row, page_setup, row_context, write_value
 

@@ -9,9 +9,9 @@ format for it (the catalogue's "axis.<input>").
 """
 from __future__ import annotations
 
-from ...formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
-from ...i18n import Catalogue
-from ...inputs import INPUT_BY_NAME, INPUTS, PARALLEL_LAYOUT as LAYOUT, TRAINED_WORKLOADS, WORKLOAD_DEFAULTS
+from ...model.formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
+from ...report.i18n import Catalogue
+from ...model.inputs import INPUT_BY_NAME, INPUTS, PARALLEL_LAYOUT as LAYOUT, TRAINED_WORKLOADS, WORKLOAD_DEFAULTS
 from .checks import message
 
 SEP = " · "

@@ -9,10 +9,10 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
-from ...formulas import Const, Expr, ExcelContext, Var
-from ...i18n import Catalogue
-from ...terms import ASSUMPTION_DEFAULTS
-from ...units import GiB
+from ...model.formulas import Const, Expr, ExcelContext, Var
+from ...report.i18n import Catalogue
+from ...model.terms import ASSUMPTION_DEFAULTS
+from ...model.units import GiB
 from .stream import ROW, SheetRows, StreamColumn, StreamingWorkbook
 
 # Cost (and every other plan key) of a row that cannot be picked: above any real value, and no

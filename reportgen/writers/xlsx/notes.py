@@ -5,8 +5,8 @@ import re
 
 from dataclasses import replace
 
-from ...formulas import AND, IF, ExcelContext, Var, to_excel
-from ...units import GiB
+from ...model.formulas import AND, IF, ExcelContext, Var, to_excel
+from ...model.units import GiB
 from .book import Book
 from .layout import GIB, OK, Styles, add_sheet, fit_row, page_setup, plain, write_value
 

@@ -36,12 +36,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ...formulas import ExcelContext, Var, to_excel
-from ...i18n import Catalogue
-from ...inputs import RLHF_ALGORITHMS
-from ...ranking import PLAN_ORDER, RENT_ORDER
-from ...report import Result
-from ...terms import PEAK_PARTS, TERM_BY_NAME
+from ...model.formulas import ExcelContext, Var, to_excel
+from ...report.i18n import Catalogue
+from ...model.inputs import RLHF_ALGORITHMS
+from ...planning.ranking import PLAN_ORDER, RENT_ORDER
+from ...report.build import Result
+from ...model.terms import PEAK_PARTS, TERM_BY_NAME
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .checks import unless_assumptions_fail
 from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet,

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ...formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
-from ...goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
-from ...inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
-from ...report import GROUP_SPLIT, Requirement
+from ...model.formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
+from ...planning.goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
+from ...model.inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
+from ...report.build import GROUP_SPLIT, Requirement
 
 SEP = " · "
 

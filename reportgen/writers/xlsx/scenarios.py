@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...i18n import Catalogue
-from ...inputs import INPUT_BY_NAME
+from ...report.i18n import Catalogue
+from ...model.inputs import INPUT_BY_NAME
 from .checks import LOOKUP_KEY_INPUTS
 from .book import Book, row_templates
 from .catalogs import choices_table

@@ -43,8 +43,8 @@ from isal import isal_zlib
 from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_cell
 
-from ...arrays import np
-from ...vector import BOOL, INT, Nums, Text, is_const, to_list
+from ...model.arrays import np
+from ...model.vector import BOOL, INT, Nums, Text, is_const, to_list
 from ..json_columns import FLOAT_TEXT as _FLOAT_TEXT, INT_TEXT as _INT_TEXT, distinct_texts
 
 ROW = "\x00"  # a template's row number (the same placeholder as the formula templates')

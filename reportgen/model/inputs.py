@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from functools import lru_cache
 from typing import Any, Callable, Collection, Iterable, Mapping
 
-from . import tables as tb
-from .errors import InputError, unknown_name
+from . import lookups as tb
+from ..errors import InputError, unknown_name
 
 # The workloads: single models, the role a frozen RLHF model plays, and the RLHF algorithms.
 TRAINED_WORKLOADS = ("full", "lora", "qlora")

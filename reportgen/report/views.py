@@ -17,19 +17,19 @@ from urllib.parse import urlsplit
 
 
 from . import charts
-from .catalog import slug
-from .fleet import Fleet, JobMiss, Pool, fleet_id, pool_costs
-from .plan import MAX_GPUS
-from .estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
-from .formulas import to_text
+from ..model.catalog import slug
+from ..planning.fleet import Fleet, JobMiss, Pool, fleet_id, pool_costs
+from ..planning.plan import MAX_GPUS
+from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
+from ..model.formulas import to_text
 from .i18n import Catalogue, load_catalogue
-from .presets import WORKLOAD_TYPES
-from .report import GROUP_SPLIT, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
-from .tables import LOOKUP_TABLES
-from .inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
+from ..scenarios.presets import WORKLOAD_TYPES
+from .build import GROUP_SPLIT, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
+from ..model.lookups import LOOKUP_TABLES
+from ..model.inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
-from .terms import ASSUMPTIONS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
-from .units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
+from ..model.terms import ASSUMPTIONS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
+from ..model.units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
 # Sweeps of thousands of scenarios: the appendix lists this many scenarios of each scenario group and

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import InputError
-from .limits import FILE_BYTES, check_document, check_name, number_literal
+from ..errors import InputError
+from ..limits import FILE_BYTES, check_document, check_name, number_literal
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -387,7 +387,7 @@ def spec_from_config(raw: Any, *, name: str, source: str) -> ModelSpec:
         raise InputError(f"model_type {model_type!r} cannot be built yet: {UNBUILT_MODEL_TYPES[model_type]} (it "
                          f"builds {', '.join(SUPPORTED_MODEL_TYPES)})", source=source, key_path="model_type")
     if not isinstance(model_type, str) or model_type not in _BUILDERS:
-        from .errors import unknown_name
+        from ..errors import unknown_name
         raise unknown_name("model_type", model_type, _BUILDERS, source=source, key_path="model_type")
     spec = _BUILDERS[model_type](f, name, model_type)
     if spec.num_experts_per_tok > spec.num_experts:

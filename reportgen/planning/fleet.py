@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
-from .catalog import GpuSpec, gpu_row
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
-from .formulas import IF, MIN, Expr, Lookup, Var, compile_terms
+from ..model.catalog import GpuSpec, gpu_row
+from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason
+from ..model.formulas import IF, MIN, Expr, Lookup, Var, compile_terms
 from .goals import Goal
 from .plan import MAX_GPUS, Plan, PlanOption, buyable_counts, plan, plan_run, run_seconds
-from .terms import ASSUMPTION_DEFAULTS
-from .units import SECONDS_PER
+from ..model.terms import ASSUMPTION_DEFAULTS
+from ..model.units import SECONDS_PER
 
 SECONDS_PER_HOUR = 3600
 SECONDS_PER_WEEK = SECONDS_PER["w"]

@@ -12,12 +12,12 @@ from typing import Any, Mapping
 import yaml
 from yaml.constructor import SafeConstructor
 
-from .errors import InputError, unknown_name
-from .limits import NESTING, YAML_EVENTS, YAML_VALUES, check_document, number_literal
-from .models import ModelSpec, load_config_file, read_json, read_text, spec_from_config
+from ..errors import InputError, unknown_name
+from ..limits import NESTING, YAML_EVENTS, YAML_VALUES, check_document, number_literal
+from .spec import ModelSpec, load_config_file, read_json, read_text, spec_from_config
 from .units import MiB
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reportgen package
 
 
 def data_dir(name: str) -> Path:

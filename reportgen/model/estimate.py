@@ -16,13 +16,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 
 from .arrays import np
-from . import tables as tb
+from . import lookups as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
-from .errors import InputError, unknown_name
+from ..errors import InputError, unknown_name
 from .formulas import IF, MAX, MIN, Num, Var, compile_terms, specialise
 from .inputs import (FROZEN, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
-from .models import ModelSpec
+from .spec import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
                     SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, Term)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .arrays import np
+from ..model.arrays import np
 
 PLAN_FITS = "fits_recommended"
 PLAN_ORDER = ("purchase_usd", "total_gpus", "plan_seconds", "index")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InputError
+from ..errors import InputError
 from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
 from .inputs import INPUT_NAMES
 from .units import GiB as _GIB, MiB as _MIB

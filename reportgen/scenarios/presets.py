@@ -12,17 +12,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .catalog import data_dir, read_yaml
-from .errors import InputError, shown, unknown_name
-from .estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
-from .fleet import Job, Portfolio, job_kind
-from .goals import GOAL_KEYS, GOAL_PARTS, Goal, goal_kind
-from .arrays import np
-from .inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
-from .limits import EXCLUDE_CHECKS, SCENARIOS, check_text
+from ..model.catalog import data_dir, read_yaml
+from ..errors import InputError, shown, unknown_name
+from ..model.estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
+from ..planning.fleet import Job, Portfolio, job_kind
+from ..planning.goals import GOAL_KEYS, GOAL_PARTS, Goal, goal_kind
+from ..model.arrays import np
+from ..model.inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
+from ..limits import EXCLUDE_CHECKS, SCENARIOS, check_text
 from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
-from .terms import ASSUMPTION_BY_NAME
-from .units import SECONDS_PER, parse_duration
+from ..model.terms import ASSUMPTION_BY_NAME
+from ..model.units import SECONDS_PER, parse_duration
 
 # Axes a matrix may sweep (each a scalar or a list): every input a user sets. The Cartesian product
 # varies the last axis fastest; the first ones keep the order scenarios have always been numbered in,

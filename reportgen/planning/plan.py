@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
-from .arrays import np
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check
+from ..model.arrays import np
+from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check
 from .goals import GOAL_TERMS, Goal
-from .inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
+from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
-from .vector import CHUNK_ROWS, Text, take, to_list
-from .units import duration_words
+from ..model.vector import CHUNK_ROWS, Text, take, to_list
+from ..model.units import duration_words
 
 MAX_GPUS = 512  # the largest purchase the search considers, per GPU type
 TP_SIZES = (1, 2, 4, 8)

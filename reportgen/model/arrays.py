@@ -13,7 +13,7 @@ when the mask is restored.)
 import signal
 from types import ModuleType
 
-from .errors import INTERRUPTS
+from ..errors import INTERRUPTS
 
 
 class _NumPy:

@@ -18,12 +18,12 @@ from typing import Any, Mapping
 
 import yaml
 
-from .catalog import data_dir, load_gpus, load_models
-from .errors import InputError, unknown_name
-from .estimate import Estimator, RlhfScenario, make_scenario
-from .formulas import Expr, ExpressionError, Var, compile_terms, parse_expression
-from .inputs import INPUT_NAMES, RLHF_INPUT_BY_NAME, Scenario
-from .terms import TERM_BY_NAME, Term
+from ..model.catalog import data_dir, load_gpus, load_models
+from ..errors import InputError, unknown_name
+from ..model.estimate import Estimator, RlhfScenario, make_scenario
+from ..model.formulas import Expr, ExpressionError, Var, compile_terms, parse_expression
+from ..model.inputs import INPUT_NAMES, RLHF_INPUT_BY_NAME, Scenario
+from ..model.terms import TERM_BY_NAME, Term
 
 NOTES_FILE = data_dir("templates") / "notes.yaml"
 # The scale, worst first: the claim is false; true in substance but its numbers are off; true only under

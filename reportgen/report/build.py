@@ -9,19 +9,19 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
-from .arrays import np
+from ..model.arrays import np
 
-from .catalog import GpuSpec
-from .estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
-from .fleet import Decision, PlannedJob, decide
-from .goals import GOAL_TERMS, Goal
-from .inputs import job_inputs
-from .models import ModelSpec
+from ..model.catalog import GpuSpec
+from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from ..planning.fleet import Decision, PlannedJob, decide
+from ..planning.goals import GOAL_TERMS, Goal
+from ..model.inputs import job_inputs
+from ..model.spec import ModelSpec
 from .notes import Note
-from .presets import Expansion, Preset, Skipped
-from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
-from .sweep import Parts, SweepBlock
-from .vector import CHUNK_ROWS, Chunk
+from ..scenarios.presets import Expansion, Preset, Skipped
+from ..planning.ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
+from ..scenarios.sweep import Parts, SweepBlock
+from ..model.vector import CHUNK_ROWS, Chunk
 from .validation import Excluded, PublishedFigure, ValidationRow, summary
 
 SENSITIVITY_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -339,7 +339,7 @@ def priced_gpus(gpus: Mapping[str, GpuSpec], preset: Preset) -> dict[str, GpuSpe
     out = dict(gpus)
     for name, prices in preset.prices.items():
         if name not in out:
-            from .errors import unknown_name
+            from ..errors import unknown_name
             raise unknown_name("GPU", name, gpus, source=preset.source, key_path=f"prices.{name}")
         out[name] = replace(out[name], **prices)
     return out

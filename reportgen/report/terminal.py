@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .inputs import layout_tags
-from .terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
-from .units import GB, GiB, duration_words, format_count
+from ..model.inputs import layout_tags
+from ..model.terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
+from ..model.units import GB, GiB, duration_words, format_count
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bool] | None = None) -> str:
@@ -72,7 +72,7 @@ def _time_value(unit: str, value: float) -> str:
 
 
 def _phase(est) -> str:
-    from .estimate import PHASE_NAMES
+    from ..model.estimate import PHASE_NAMES
     return PHASE_NAMES[int(est["peak_phase"])].replace("_", " ")
 
 
@@ -127,7 +127,7 @@ def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
     """Why a GPU type has no answer in `plan`, in English: every layout was skipped, nothing fits (what binds),
     or nothing that fits meets the goal (the nearest figure)."""
     from .i18n import fit_limit_text, load_catalogue
-    from .plan import run_seconds
+    from ..planning.plan import run_seconds
     goal = plan.goal
     if miss.nearest is None:
         return "no layout can run: " + "; ".join(r.text() for r in miss.skipped) if miss.skipped else "no layout to try"
@@ -153,7 +153,7 @@ def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
 def plan_table(plan, assumptions, step_accuracy: dict | None = None) -> str:
     """The options by the plan's order, each column with its unit, then the GPU types without an answer
     and why; for RLHF, how its step times compare with published runs."""
-    from .plan import run_seconds, run_usd
+    from ..planning.plan import run_seconds, run_usd
     cheapest = {m: plan.cheapest(m) for m in ("purchase", "hourly")}
     words = {"purchase": "to buy", "hourly": "to rent"}
     train = any(o.is_train for o in plan.options) or plan.goal.within_seconds is not None

@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .arrays import np
-from .inputs import WORKLOAD_DEFAULTS, Scenario
-from .vector import as_numbers, column_of, take
+from ..model.arrays import np
+from ..model.inputs import WORKLOAD_DEFAULTS, Scenario
+from ..model.vector import as_numbers, column_of, take
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .errors import InputError
+from ..errors import InputError
 from .formulas import AND, FLOOR, IF, MAX, OR, Expr, Var, compile_terms
-from .models import ModelSpec
+from .spec import ModelSpec
 
 V = Var
 TEXT_FIELDS = ("name", "model_type", "hidden_act", "source")

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
-from .arrays import np
-from .errors import InputError, unknown_name
-from .estimate import Scenario
-from .formulas import IF, ISNUMBER, Expr, Var
-from .inputs import INPUT_BY_NAME
-from .units import SECONDS_PER, parse_duration
+from ..model.arrays import np
+from ..errors import InputError, unknown_name
+from ..model.estimate import Scenario
+from ..model.formulas import IF, ISNUMBER, Expr, Var
+from ..model.inputs import INPUT_BY_NAME
+from ..model.units import SECONDS_PER, parse_duration
 
 class GoalPart(NamedTuple):
     key: str  # in a preset's goal mapping (the CLI option is --<key>)

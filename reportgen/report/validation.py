@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import InputError, unknown_name
-from .estimate import Estimator, RlhfScenario, Scenario, rlhf_scenario
-from .models import ModelSpec, read_json, spec_from_config
-from .tables import EXPERTS_IMPLEMENTATIONS
-from .units import GiB
+from ..errors import InputError, unknown_name
+from ..model.estimate import Estimator, RlhfScenario, Scenario, rlhf_scenario
+from ..model.spec import ModelSpec, read_json, spec_from_config
+from ..model.lookups import EXPERTS_IMPLEMENTATIONS
+from ..model.units import GiB
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16"}
 _ATTENTION = {"sdpa": "flash", "eager": "eager"}

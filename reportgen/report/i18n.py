@@ -19,10 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
-from .catalog import data_dir
-from .errors import InputError
-from .inputs import INPUTS
-from .units import GiB
+from ..model.catalog import data_dir
+from ..errors import InputError
+from ..model.inputs import INPUTS
+from ..model.units import GiB
 
 LANGUAGES = ("en", "zh")
 HTML_LANG = {"en": "en", "zh": "zh-Hans"}
@@ -77,7 +77,7 @@ def load_catalogue(lang: str) -> Catalogue:
         raise InputError(f"unknown language {lang!r} (known: {', '.join(LANGUAGES)})", key_path="lang")
     path = catalogue_path(lang)
     raw = json.loads(path.read_text(encoding="utf-8"))
-    from .estimate import SKIP_REASONS  # the estimator's own words: imported only where a report is written
+    from ..model.estimate import SKIP_REASONS  # the estimator's own words: imported only where a report is written
     # a parallel layout's form ("TP{v}") is the input table's in every language, and a skip rule's words the
     # estimator's where the catalogue has no translation (English)
     defaults = {**{f"axis.{i.name}": i.tag for i in INPUTS if i.tag},

@@ -1,0 +1,1 @@
+"""The Report (everything a writer needs, computed once), its notes and validation, its view models, charts, message catalogues and the terminal's tables."""

@@ -1,0 +1,1 @@
+"""Preset files into scenarios: the bounded preset loader and sweep blocks (scenarios as columns)."""
