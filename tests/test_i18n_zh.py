@@ -57,7 +57,8 @@ def validation_texts() -> dict[str, str]:
     """The reasons the validation appendix prints from the data, keyed by themselves."""
     estimator = Estimator(load_models(), load_gpus())
     figures, excluded = validation_figures(estimator)
-    texts = [r.miss for r in validation_rows(estimator)] + [f.miss for f in figures] + [x.why for x in excluded]
+    texts = ([r.miss for r in validation_rows(estimator)] + [f.miss for f in figures]
+             + [f.memory_miss for f in figures] + [x.why for x in excluded])
     return {text: text for text in texts if text}
 
 

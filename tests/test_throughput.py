@@ -66,6 +66,25 @@ def test_training_held_out_rows_at_the_level_reached():
     assert statistics.median(abs(e) for e in others) <= 0.116 and max(abs(e) for e in others) <= 0.251
 
 
+def test_each_published_training_run_fits_in_the_estimate_or_says_why():
+    """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
+    GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
+    level reached: 8 of 28 fit (6 before the autocast cache under FSDP FULL_SHARD was mended). The misses:
+    llm-foundry's own MPT code (13), the Llama 3 405B runs (3) and the Qwen3-235B Megatron-Core runs (4)."""
+    figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
+    assert len(figures) == 28
+    for f in figures:
+        assert f.fits == (not f.memory_miss), f.id
+        assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
+            "gpu_memory_bytes"]
+    assert sorted(f.id for f in figures if f.fits) == [
+        "pub-tr-004", "pub-tr-011", "pub-tr-012", "pub-tr-016", "pub-tr-022", "pub-tr-023", "pub-tr-027", "pub-tr-028"]
+
+
+def _case(record_id: str):
+    return next(c for c in TRAINING + MOE_TRAINING if c.id == record_id)
+
+
 def test_fp8_training_timed_at_the_bf16_peak_on_two_held_out_runs():
     """llm-foundry's two Transformer Engine FP8 runs (MPT-3B at 2k, MPT-1B at 8k, 8 × H100), which no
     coefficient was read from: −16.7 % and +4.7 % today. FP8 gains little at these sizes (MPT-3B: 1.27× the

@@ -278,10 +278,17 @@ class PublishedFigure:
     published: float
     estimated: float
     miss: str = ""
+    # a published training run ran: does the estimate fit it? (device total, the GPU's memory, why not)
+    memory: tuple[int, int] | None = None
+    memory_miss: str = ""
 
     @property
     def error(self) -> float:
         return self.estimated / self.published - 1
+
+    @property
+    def fits(self) -> bool:
+        return self.memory is not None and self.memory[0] <= self.memory[1]
 
 
 @dataclass(frozen=True)
@@ -297,10 +304,13 @@ class ThroughputCase:
     source: str
     miss: str = ""
     dataset: str = "training"  # or "training_moe": mixture-of-experts runs, stated apart
+    memory_miss: str = ""  # why the estimate does not fit the run's memory on its GPUs
+
+    def estimate(self, estimator: Estimator):
+        return (estimator.with_model(self.spec) if self.spec else estimator).estimate(self.scenario)
 
     def estimated(self, estimator: Estimator) -> float:
-        est = estimator.with_model(self.spec) if self.spec else estimator
-        return est.estimate(self.scenario)["train_tokens_per_s_per_gpu"]
+        return self.estimate(estimator)["train_tokens_per_s_per_gpu"]
 
     def error(self, gpus, models) -> float:
         """(estimated − published) ÷ published with these catalogs."""
@@ -309,6 +319,14 @@ class ThroughputCase:
     def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
         """metric -> (published, estimated)"""
         return {"train_tokens_per_s_per_gpu": (self.published, self.estimated(estimator))}
+
+    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
+        """Its throughput against the estimate, with the estimate's memory per GPU beside the GPU's: a published
+        run ran, so an estimate over the GPU is a miss of the memory model, and says why."""
+        e = self.estimate(estimator)
+        return [PublishedFigure(self.id, self.dataset, self.name, self.source, self.use, "train_tokens_per_s_per_gpu",
+                                self.published, e["train_tokens_per_s_per_gpu"], self.miss,
+                                (int(e["device_total"]), int(e["gpu_memory_bytes"])), self.memory_miss)]
 
 
 def throughput_cases(data: Mapping[str, Any]) -> list[ThroughputCase]:
@@ -325,7 +343,7 @@ def throughput_cases(data: Mapping[str, Any]) -> list[ThroughputCase]:
         model = spec.name if spec else block["model"]
         out.append(ThroughputCase(r["id"], block["use"], "", name, spec, Scenario(model=model, **block["scenario"]),
                                   float(block["published_tokens_per_s_per_gpu"]), block["published_from"], r["source"],
-                                  block.get("miss", ""), dataset))
+                                  block.get("miss", ""), dataset, block.get("memory_miss", "")))
     return out
 
 
@@ -493,7 +511,7 @@ def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
             if c.use == "excluded":
                 excluded.append(Excluded(c.id, kind, c.name, c.source, c.why))
                 continue
-            figures += compared_figures(kind, c, estimator)
+            figures += c.figures(estimator) if isinstance(c, ThroughputCase) else compared_figures(kind, c, estimator)
     memory_figures, memory_excluded = rlhf_memory_figures(rlhf_runs, estimator)
     return figures + memory_figures, excluded + memory_excluded
 

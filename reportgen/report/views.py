@@ -1246,6 +1246,13 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
                lambda f: Cell(metric_value(f.estimated, f.metric), "num")),
         Column(Cell(t("validation.error"), "num col-error"), lambda f: _error_cell(f.error, target)),
     ]
+    ran = [f for f in figures if f.memory]  # published training runs ran: does the estimate fit them?
+    if ran:
+        columns.append(Column(Cell(t("validation.memory_gib"), "num col-value"), lambda f: Cell(
+            t("validation.memory_of", total=gib(f.memory[0]), gpu=gib(f.memory[1])), "num" if f.fits else "num fit-no")))
+    if any(not f.fits for f in ran):
+        columns.append(Column(Cell(t("validation.memory_note"), "col-note"),
+                              lambda f: Cell("" if f.fits else t.source(f.memory_miss, f.memory_miss), "source")))
     summary: tuple[str, ...] = ()
     held_out = [f for f in figures if f.use == "holdout"]
     if dataset == "decode":  # the first token is a prefill: compared apart from the decode figures
@@ -1257,6 +1264,8 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
     if figures:
         summary = (t(f"validation.targets.{dataset}", target=percent(target, 0)),)
         summary += tuple(_stats(a.label, a.errors, t) for a in accuracy)
+    if ran:
+        summary += (t("validation.memory_summary", fit=sum(f.fits for f in ran), runs=len(ran)),)
     table = _validation_table(columns, figures, lambda f: f.use, lambda f: f.error, target, lambda f: f.miss, t, pdf,
                               "validation timing" + (" one-metric" if one else ""))
     return ValidationSection(f"validation-{dataset}", t(f"validation.{dataset}_title"),
