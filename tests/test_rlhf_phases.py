@@ -359,3 +359,16 @@ def test_an_rlhf_plan_says_how_its_step_times_compare_with_published_runs():
     assert json.loads(CliRunner().invoke(main, args + ["--json"]).output)["step_time_accuracy"] == accuracy
     single = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", "--workload", "full"]).output
     assert "RLHF step times" not in single
+
+
+def test_the_plan_gives_a_colocated_rollout_engine_the_share_of_each_gpu_that_fits():
+    """A colocated vLLM engine takes gpu_memory_utilization of each GPU beside the trainer's states. At its default
+    0.9 no colocated PPO of Qwen2.5-7B fits on up to 512 H100 (the plan said so); the plan now tries the shares
+    0.9 … 0.3 (veRL's guide: 0.5-0.7), the largest that fits first among equals, and keeps one that is given."""
+    base = ["plan", "--model", "Qwen2.5-7B", "--workload", "ppo", "--prompt-len", "93", "--gen-len", "172",
+            "--max-gen-len", "1024", "--gpu", "H100-80GB-SXM", "--engine", "vllm", "--gpus", "8", "--json"]
+    found = json.loads(CliRunner().invoke(main, base).output)["options"][0]
+    assert found["total_gpus"] == 8 and found["layout"]["gpu_memory_utilization"] == 0.5
+    assert found["per_gpu_bytes"]["recommended"] <= EST.gpus["H100-80GB-SXM"].memory_bytes
+    kept = json.loads(CliRunner().invoke(main, base + ["--gpu-memory-utilization", "0.9"]).output)
+    assert not kept["options"] and kept["not_found"]

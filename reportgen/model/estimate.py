@@ -508,7 +508,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   group_size: int = 1,
                   prompts_per_iteration: int | None = None,
                   micro_batch_size: int | None = None, role_gpus: Mapping[str, int] | None = None,
-                  role_gpu_types: Mapping[str, str] | None = None) -> RlhfScenario:
+                  role_gpu_types: Mapping[str, str] | None = None, padded_roles: str = "none",
+                  padded_len: int | None = None) -> RlhfScenario:
     """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
 
     PPO: actor (trained, generates), critic (trained, value head), reference (frozen), reward (frozen,
@@ -516,13 +517,19 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     samples per prompt. The iteration's prompts (prompts_per_iteration, or the actor's batch on each of its
     data-parallel ranks) are shared by every pool's ranks; each role takes its rank's sequences in
     micro-batches of micro_batch_size (default: all at once): its batch is the micro-batch, its gradient
-    accumulation the actor's times the micro-batches.
+    accumulation the actor's times the micro-batches. Padded roles (veRL without padding removal) pass over
+    every sequence padded to padded_len tokens (default: the prompt and the longest response), their memory
+    and their time; the others over the mean prompt + response.
     """
     if prompts_per_iteration:
         actor = replace(actor, batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
     iteration_sequences = rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
+    padded = padded_len or actor.prompt_len + max(actor.gen_len, actor.max_gen_len)
+    critic_seq = padded if padded_roles in ("critic", "all") and algorithm != "dpo" else seq
+    if padded_roles == "all" and algorithm != "dpo":
+        seq = padded
     # Frozen roles are served at the actor scenario's weight dtype (a full actor does not read it: the
     # judges may then run at int8/fp8 on their own); a QLoRA group's reference is its quantised base.
     frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none")
@@ -534,7 +541,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     else:
         roles = [("actor", replace(actor, seq_len=seq))]
         if algorithm == "ppo":
-            roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", seq_len=seq,
+            roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", seq_len=critic_seq,
                                             prompt_len=0, gen_len=0)))
         if reference == "model":  # without a KL term there is no reference
             roles.append(("reference", replace(actor, model=reference_model or actor.model, **frozen)))
@@ -548,7 +555,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
              for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
                     reference=reference, reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
-                    micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types)
+                    micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types,
+                    padded_roles=padded_roles, padded_len=padded_len)
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))
 
@@ -566,6 +574,9 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
     if prompts and prompts % ranks:
         return "prompts_per_iteration", (f"must split evenly over the actor's {ranks:,} data-parallel ranks (num_gpus "
                                          f"{actor.num_gpus} ÷ tp × pp × cp), got {prompts:,}")
+    if settings.get("padded_len") and settings["padded_len"] < actor.prompt_len + actor.gen_len:
+        return "padded_len", (f"is the length every sequence is padded to: at least the prompt and the mean response "
+                              f"({actor.prompt_len + actor.gen_len:,} tokens), got {settings['padded_len']:,}")
     sequences = rollout_sequences(algorithm, prompts // ranks if prompts else actor.batch_size, settings["group_size"])
     if micro and sequences % micro:
         return "micro_batch_size", (f"must divide the {sequences:,} sequences each of the actor's data-parallel ranks "

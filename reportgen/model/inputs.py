@@ -260,6 +260,7 @@ WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
 # RLHF groups: the settings around the actor scenario
 
 PLACEMENTS = ("colocated", "separate")
+PADDED_ROLES = ("none", "critic", "all")  # which RLHF roles keep their padding (veRL use_remove_padding off)
 RLHF_ROLES = {"ppo": ("actor", "critic", "reference", "reward"), "grpo": ("actor", "reference", "reward"),
               "dpo": ("policy", "reference")}
 ALL_ROLES = tuple(dict.fromkeys(r for roles in RLHF_ROLES.values() for r in roles))
@@ -289,6 +290,14 @@ RLHF_INPUTS: tuple[Input, ...] = (
           "run in micro-batches of this size, their gradients accumulated into one optimizer step (veRL's "
           "ppo_micro_batch_size_per_gpu, OpenRLHF's micro_train_batch_size); it divides them; default: all at once",
           None, limits=(1, 65536), unit="sequences", option="--micro-batch"),
+    Input("padded_roles", "Padded roles", "PPO/GRPO: the roles whose log-probability, value, scoring and training "
+          "passes run on padded sequences of padded_len tokens (veRL without padding removal: use_remove_padding "
+          "off), instead of the mean prompt + gen_len: none, the critic (critic.model.use_remove_padding off), or "
+          "every role", "none", choices=PADDED_ROLES, option="--padded-roles"),
+    Input("padded_len", "Padded length", "PPO/GRPO with padded roles: the tokens every sequence is padded to (veRL: "
+          "data.max_prompt_length + data.max_response_length, the prompt and response caps); default: the prompt "
+          "length + the longest response", None, limits=(1, 10**7), unit="tokens", option="--padded-len",
+          only_with=("padded_roles", ("critic", "all"))),
     Input("actor_workload", "Actor workload", "how the actor (DPO: policy) trains", "full",
           choices=TRAINED_WORKLOADS, option="--actor-workload"),
     Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count)", None),
@@ -454,6 +463,12 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
         for name in (f"{role}_model", "role_gpus", "role_gpu_types"):
             if name == f"{role}_model" and out[name] or role in (out[name] or {}):
                 raise InputError(f"{setting}: {without} leaves no {role} model", source=source, key_path=key_path(name))
+    if out["padded_roles"] != "none" and algorithm == "dpo":
+        raise InputError("applies to PPO and GRPO (DPO's pairs are given, not generated)", source=source,
+                         key_path=key_path("padded_roles"))
+    if out["padded_len"] is not None and out["padded_roles"] == "none":
+        raise InputError("applies with padded_roles critic or all (a pass without padding reads the mean lengths)",
+                         source=source, key_path=key_path("padded_len"))
     for name in ("role_gpus", "role_gpu_types"):
         if out[name] and out["placement"] != "separate":  # colocated roles share the actor's GPUs
             raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",

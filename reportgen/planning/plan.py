@@ -95,6 +95,7 @@ class PlanOption:
             out["micro_batch_size"] = g.roles[0][1].batch_size
             if g.actor.serving_engine != "hf-generate":
                 out["rollout_tp_size"] = g.actor.rollout_tp_size
+                out["gpu_memory_utilization"] = g.actor.gpu_memory_utilization
             if g.placement == "separate":
                 out["role_gpus"] = {role: s.num_gpus for role, s in g.roles}
         return out
@@ -422,8 +423,9 @@ def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
     zero = max(c.zero_stage for c in layouts)
     recompute = "full" if any(c.checkpointing == "full" for c in layouts) else None
     engine_tp = max(c.rollout_tp_size for c in layouts)  # a rollout engine's weights are spread widest
+    budget = min(c.gpu_memory_utilization for c in layouts)  # and its budget is the smallest
     return [c for c in layouts if c.zero_stage == zero and recompute in (None, c.checkpointing)
-            and c.rollout_tp_size == engine_tp]
+            and c.rollout_tp_size == engine_tp and c.gpu_memory_utilization == budget]
 
 
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
@@ -459,17 +461,26 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     return PlanMiss(gpu, counts[-1] if counts else 0, () if nearest else tuple(skipped.values()), nearest), tried
 
 
+# The shares of a GPU a colocated rollout engine may take beside the trainer (veRL's performance guide
+# recommends 0.5-0.7; a small share leaves room for the trainer's states, a large one a bigger KV pool).
+ENGINE_BUDGETS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
+
+
 def _rollout_layouts(trainer: Scenario, estimator: Estimator, n: int, fixed: tuple[str, ...]) -> list[Scenario]:
     """A trainer layout with each tensor-parallel degree its rollout engine may take (inside a node, dividing the
     GPUs; the heads are the skip rules'): an engine's TP is its own (veRL, OpenRLHF), and a model whose weights
-    pass the engine's share of one GPU needs it. generate() and a TP given keep theirs."""
-    if trainer.serving_engine == "hf-generate" or "rollout_tp_size" in fixed:
+    pass the engine's share of one GPU needs it; and each share of the GPU the engine may take. generate() and a
+    TP or share given keep theirs."""
+    if trainer.serving_engine == "hf-generate":
         return [trainer]
     per_node = estimator.gpus[trainer.gpu].gpus_per_node
-    return [replace(trainer, rollout_tp_size=tp) for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0]
+    tps = ([trainer.rollout_tp_size] if "rollout_tp_size" in fixed else
+           [tp for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0])
+    budgets = [trainer.gpu_memory_utilization] if "gpu_memory_utilization" in fixed else ENGINE_BUDGETS
+    return [replace(trainer, rollout_tp_size=tp, gpu_memory_utilization=b) for tp in tps for b in budgets]
 
 
-_ACTOR_LAYOUT = ("num_gpus", "zero_stage", "checkpointing", "offload", "rollout_tp_size")
+_ACTOR_LAYOUT = ("num_gpus", "zero_stage", "checkpointing", "offload", "rollout_tp_size", "gpu_memory_utilization")
 
 
 def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch_size: int | None = None

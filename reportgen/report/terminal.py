@@ -117,7 +117,8 @@ def _layout_words(layout: dict) -> str:
               f"{layout['grad_accum_steps']} micro-batches" if layout.get("grad_accum_steps", 1) > 1 else "",
               f"{layout['sequences_per_gpu']:,} sequence{'s' if layout['sequences_per_gpu'] > 1 else ''} per GPU in "
               f"micro-batches of {layout['micro_batch_size']:,}" if "micro_batch_size" in layout else "",
-              f"rollout engine TP{layout['rollout_tp_size']}" if "rollout_tp_size" in layout else "",
+              f"rollout engine TP{layout['rollout_tp_size']} on {layout['gpu_memory_utilization']:.0%} of each GPU"
+              if "rollout_tp_size" in layout else "",
               "pools: " + ", ".join(f"{role} {n}" for role, n in layout["role_gpus"].items())
               if "role_gpus" in layout else ""]
     return " · ".join(x for x in parts if x)

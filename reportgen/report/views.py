@@ -634,6 +634,10 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
         if s.grad_accum_steps > g.actor.grad_accum_steps:
             parts.append(t("setting.micro_batch_size", v=format_count(s.batch_size)))
         parts.append(t(f"placement.{g.placement}"))
+        padded = dict(g.settings).get("padded_roles", "none")
+        if padded != "none":  # how the framework runs the passes: it costs, so it is said
+            parts.append(t("setting.padded", roles=t(f"value.padded_roles.{padded}"),
+                           v=format_count(max(role.seq_len for _, role in g.roles))))
         if g.placement == "separate":  # each other role's pool, where it differs from the actor's
             parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
                       for name, role in g.roles[1:] if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu)]
@@ -1333,9 +1337,10 @@ def _band(groups: Sequence[ValidationGroup], anchor: str, t: Catalogue) -> str:
                 errors = sec.accuracy[0].errors
                 st = error_stats(errors)
                 short = sum(e < 0 for e in errors)
-                # nearly every estimate on one side: say so, or a median reads as a symmetric band
+                # most estimates on one side (four in five of five or more: a symmetric band would put about
+                # half there): say so, or a median reads as a symmetric band
                 key = ("decision.band_one" if len(errors) == 1 else
-                       "decision.band_short" if len(errors) >= 5 and short >= 0.9 * len(errors) else "decision.band")
+                       "decision.band_short" if len(errors) >= 5 and short >= 0.8 * len(errors) else "decision.band")
                 return t(key, median=percent(st["median_abs_error"]), most=percent(st["max_abs_error"], 0),
                          n=st["figures"], short=short)
     return t("decision.no_band")
