@@ -423,9 +423,8 @@ def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
     zero = max(c.zero_stage for c in layouts)
     recompute = "full" if any(c.checkpointing == "full" for c in layouts) else None
     engine_tp = max(c.rollout_tp_size for c in layouts)  # a rollout engine's weights are spread widest
-    budget = min(c.gpu_memory_utilization for c in layouts)  # and its budget is the smallest
     return [c for c in layouts if c.zero_stage == zero and recompute in (None, c.checkpointing)
-            and c.rollout_tp_size == engine_tp and c.gpu_memory_utilization == budget]
+            and c.rollout_tp_size == engine_tp]
 
 
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
@@ -449,7 +448,8 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                 layouts.append(candidate)
         least = _least_memory(layouts) if layouts else []
         if least:
-            smallest = [_group(estimator, scenario, gpu, c, _micro_batches(scenario, gpu, c, fixed)[-1]) for c in least]
+            smallest = [_group(estimator, scenario, gpu, replace(c, gpu_memory_utilization=_engine_shares(c, fixed)[-1]),
+                               _micro_batches(scenario, gpu, c, fixed)[-1]) for c in least]
             if not any(g["fits_recommended"] for g in smallest):
                 tried += len(least)
                 nearest = min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
@@ -469,15 +469,20 @@ ENGINE_BUDGETS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 def _rollout_layouts(trainer: Scenario, estimator: Estimator, n: int, fixed: tuple[str, ...]) -> list[Scenario]:
     """A trainer layout with each tensor-parallel degree its rollout engine may take (inside a node, dividing the
     GPUs; the heads are the skip rules'): an engine's TP is its own (veRL, OpenRLHF), and a model whose weights
-    pass the engine's share of one GPU needs it; and each share of the GPU the engine may take. generate() and a
-    TP or share given keep theirs."""
-    if trainer.serving_engine == "hf-generate":
+    pass the engine's share of one GPU needs it. generate() and a TP given keep theirs."""
+    if trainer.serving_engine == "hf-generate" or "rollout_tp_size" in fixed:
         return [trainer]
     per_node = estimator.gpus[trainer.gpu].gpus_per_node
-    tps = ([trainer.rollout_tp_size] if "rollout_tp_size" in fixed else
-           [tp for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0])
-    budgets = [trainer.gpu_memory_utilization] if "gpu_memory_utilization" in fixed else ENGINE_BUDGETS
-    return [replace(trainer, rollout_tp_size=tp, gpu_memory_utilization=b) for tp in tps for b in budgets]
+    return [replace(trainer, rollout_tp_size=tp) for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0]
+
+
+def _engine_shares(candidate: Scenario, fixed: tuple[str, ...]) -> tuple[float, ...]:
+    """The shares of each GPU the plan offers a rollout engine, largest first (a larger KV pool generates in fewer
+    rounds; a smaller one leaves the trainer room): the one given, generate()'s (it has no budget), or
+    ENGINE_BUDGETS."""
+    if candidate.serving_engine == "hf-generate" or "gpu_memory_utilization" in fixed:
+        return (candidate.gpu_memory_utilization,)
+    return ENGINE_BUDGETS
 
 
 _ACTOR_LAYOUT = ("num_gpus", "zero_stage", "checkpointing", "offload", "rollout_tp_size", "gpu_memory_utilization")
@@ -527,10 +532,11 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
 
 def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
                    fixed: tuple[str, ...]) -> GroupEstimate:
-    """The group of this layout at the largest micro-batch that fits with the safety factor (or, where none
-    does, at the smallest)."""
-    for micro in _micro_batches(scenario, gpu, candidate, fixed):
-        group = _group(estimator, scenario, gpu, candidate, micro)
-        if group["fits_recommended"]:
-            break
+    """The group of this layout with its rollout engine's largest share of each GPU and then the largest
+    micro-batch that fit with the safety factor (or, where none do, the smallest of both)."""
+    for share in _engine_shares(candidate, fixed):
+        for micro in _micro_batches(scenario, gpu, candidate, fixed):
+            group = _group(estimator, scenario, gpu, replace(candidate, gpu_memory_utilization=share), micro)
+            if group["fits_recommended"]:
+                return group
     return group
