@@ -37,6 +37,15 @@ def test_a_compared_run_is_a_layout_that_runs_and_fits(case):
     assert est.estimate_group(group)["fits"]  # it ran: the estimate must not call it impossible
 
 
+def test_each_compared_run_fits_in_the_estimate_or_says_why():
+    """The report shows, on each compared run's first figure, the estimate's device total beside its GPU's memory; a
+    run the estimate does not fit carries its reason ("memory_miss"): rlhf-104 alone (see _DOES_NOT_FIT)."""
+    verdicts = [f for c in CASES for f in c.figures(EST) if f.memory]
+    assert len(verdicts) == len(CASES)
+    assert all(f.fits == (not f.memory_miss) for f in verdicts)
+    assert [f.id for f in verdicts if not f.fits] == list(_DOES_NOT_FIT)
+
+
 @pytest.mark.parametrize("record", [r for r in RECORDS if r["reportgen"]["use"] == "holdout"], ids=lambda r: r["id"])
 def test_the_published_step_is_in_the_quote_or_derived_as_stated(record):
     step = record["reportgen"]["published"]["iteration_seconds"]

@@ -448,6 +448,7 @@ class RlhfCase:
     published_memory: Mapping[str, float] = field(default_factory=dict)
     memory_source: str = ""
     memory_why: str = ""
+    fit_miss: str = ""  # why the estimate does not fit the run on its GPUs
 
     def _group(self, estimator: Estimator):
         return (estimator.with_model(self.spec) if self.spec else estimator).estimate_group(self.scenario)
@@ -455,6 +456,15 @@ class RlhfCase:
     def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
         group = self._group(estimator)
         return {metric: (value, group[metric]) for metric, value in self.published.items()}
+
+    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
+        """Its step and phase times against the estimate; the first carries the estimate's memory per GPU beside the
+        GPU's (the run ran: an estimate over the GPU is a miss of the memory model, and says why)."""
+        group = self._group(estimator)
+        memory = (int(group["device_total"]), int(group["gpu_memory_bytes"]))
+        return [PublishedFigure(self.id, "rlhf", self.name, self.source, self.use, metric, value, group[metric],
+                                self.miss, *((memory, self.fit_miss) if i == 0 else ()))
+                for i, (metric, value) in enumerate(self.published.items())]
 
     def compared_memory(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
         """The logged allocator peak against the group's allocated peak, GiB per GPU."""
@@ -480,7 +490,7 @@ def rlhf_cases(data: Mapping[str, Any]) -> list[RlhfCase]:
         group = rlhf_scenario(name="", actor=actor, **block["rlhf"])
         out.append(RlhfCase(r["id"], block["use"], "", name, spec, group, block["published"], r["source"],
                             block.get("miss", ""), block.get("published_memory", {}), r.get("memory_source", ""),
-                            block.get("memory_excluded", "")))
+                            block.get("memory_excluded", ""), block.get("memory_miss", "")))
     return out
 
 
@@ -511,7 +521,8 @@ def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
             if c.use == "excluded":
                 excluded.append(Excluded(c.id, kind, c.name, c.source, c.why))
                 continue
-            figures += c.figures(estimator) if isinstance(c, ThroughputCase) else compared_figures(kind, c, estimator)
+            figures += (c.figures(estimator) if isinstance(c, (ThroughputCase, RlhfCase))
+                        else compared_figures(kind, c, estimator))
     memory_figures, memory_excluded = rlhf_memory_figures(rlhf_runs, estimator)
     return figures + memory_figures, excluded + memory_excluded
 

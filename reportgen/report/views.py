@@ -1137,8 +1137,9 @@ def _error_cell(error: float, target: float) -> Cell:
     return Cell(percent(error, 2, signed=True), "num fit-no" if abs(error) > target else "num")
 
 
-def _miss_cell(error: float, target: float, miss: str, t: Catalogue) -> Cell:
-    return Cell(t.source(miss, miss) if abs(error) > target and miss else "", "source")
+def _miss(error: float, target: float, miss: str, t: Catalogue) -> str:
+    """What is known about a miss, where the error is beyond the target."""
+    return t.source(miss, miss) if abs(error) > target and miss else ""
 
 
 def _stats(label: str, errors: Sequence[float], t: Catalogue) -> str:
@@ -1172,12 +1173,12 @@ def _by_split(items: Sequence[Item], split: Callable[[Item], str], t: Catalogue)
     return ordered, groups
 
 
-def _validation_table(columns: list[Column], items: Sequence, split: Callable, errors: Callable, target: float,
-                      miss: Callable, t: Catalogue, pdf: bool, css: str) -> Table:
-    """Rows grouped by split; the reason column only where an error is beyond the target."""
-    if any(abs(errors(x)) > target for x in items):
-        columns = columns + [Column(Cell(t("validation.note"), "col-note"),
-                                    lambda x: _miss_cell(errors(x), target, miss(x), t))]
+def _validation_table(columns: list[Column], items: Sequence, split: Callable, note: Callable[[Item], str],
+                      t: Catalogue, pdf: bool, css: str) -> Table:
+    """Rows grouped by split; the reason column only where a row has one (an error beyond the target, a
+    published run the estimate does not fit)."""
+    if any(note(x) for x in items):
+        columns = columns + [Column(Cell(t("validation.note"), "col-note"), lambda x: Cell(note(x), "source"))]
     ordered, groups = _by_split(items, split, t)
     return build_table(columns, ordered, pdf, css, row_groups=groups)
 
@@ -1199,7 +1200,7 @@ def _measured_section(rows: Sequence[ValidationRow], t: Catalogue, pdf: bool) ->
                  within=sum(abs(e) <= target for e in holdout)),) if rows else (t("validation.none"),)
     summary += tuple(_stats(a.label, a.errors, t) for a in accuracy)
     models = len({r.case_id.split("/")[0] for r in rows})
-    table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
+    table = _validation_table(columns, rows, lambda r: r.split, lambda r: _miss(r.error, target, r.miss, t), t, pdf,
                               "validation measured")
     return ValidationSection("validation-measured", t("validation.measured_title"),
                              t("validation.measured_intro", models=models), summary, table, _excluded((), t), accuracy)
@@ -1225,7 +1226,7 @@ def _finetune_section(rows: Sequence[ValidationRow], excluded: Sequence[Excluded
             _stats(t("validation.at_level", level=t(f"validation.level.{level}")),
                    [r.error for r in held_out if r.level == level], t)
             for level in dict.fromkeys(r.level for r in held_out))
-    table = _validation_table(columns, rows, lambda r: r.split, lambda r: r.error, target, lambda r: r.miss, t, pdf,
+    table = _validation_table(columns, rows, lambda r: r.split, lambda r: _miss(r.error, target, r.miss, t), t, pdf,
                               "validation published")
     return ValidationSection("validation-finetune", t("validation.finetune_title"),
                              t("validation.finetune_intro", compared=len(rows), excluded=len(excluded)),
@@ -1253,10 +1254,8 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
     ran = [f for f in figures if f.memory]  # published training runs ran: does the estimate fit them?
     if ran:
         columns.append(Column(Cell(t("validation.memory_gib"), "num col-value"), lambda f: Cell(
-            t("validation.memory_of", total=gib(f.memory[0]), gpu=gib(f.memory[1])), "num" if f.fits else "num fit-no")))
-    if any(not f.fits for f in ran):
-        columns.append(Column(Cell(t("validation.memory_note"), "col-note"),
-                              lambda f: Cell("" if f.fits else t.source(f.memory_miss, f.memory_miss), "source")))
+            t("validation.memory_of", total=gib(f.memory[0]), gpu=gib(f.memory[1])), "num" if f.fits else "num fit-no")
+            if f.memory else Cell("", "num")))  # an RLHF run's verdict stands on its first figure
     summary: tuple[str, ...] = ()
     held_out = [f for f in figures if f.use == "holdout"]
     if dataset == "decode":  # the first token is a prefill: compared apart from the decode figures
@@ -1268,9 +1267,14 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
     if figures:
         summary = (t(f"validation.targets.{dataset}", target=percent(target, 0)),)
         summary += tuple(_stats(a.label, a.errors, t) for a in accuracy)
-    if ran:
+    if ran:  # one verdict per run
         summary += (t("validation.memory_summary", fit=sum(f.fits for f in ran), runs=len(ran)),)
-    table = _validation_table(columns, figures, lambda f: f.use, lambda f: f.error, target, lambda f: f.miss, t, pdf,
+    def note(f: PublishedFigure) -> str:  # the time's miss, then why the run does not fit the estimate's memory
+        memory = "" if not f.memory or f.fits else t("validation.memory_miss", why=t.source(f.memory_miss, f.memory_miss))
+        time = _miss(f.error, target, f.miss, t)
+        return t("validation.miss_and_memory", miss=time, memory=memory) if time and memory else time or memory
+
+    table = _validation_table(columns, figures, lambda f: f.use, note, t, pdf,
                               "validation timing" + (" one-metric" if one else ""))
     return ValidationSection(f"validation-{dataset}", t(f"validation.{dataset}_title"),
                              t(f"validation.{dataset}_intro", compared=len({f.id for f in figures}),
