@@ -146,7 +146,7 @@ INPUTS: tuple[Input, ...] = (
           "the logits' gradient is materialised whole", "fp32", choices=tb.LOSSES, option="--loss", applies=_TRAINING),
     Input("framework", "Training framework", "hf (Trainer/plain PyTorch; ZeRO counted as the paper does), deepspeed, fsdp2, "
           "megatron (each adds its buffers: Assumptions sheet) or litgpt (LitGPT's own model code; FSDP for "
-          "ZeRO-2/3)", "hf", choices=tb.ENGINES, option="--framework",
+          "ZeRO-2/3)", "hf", choices=tb.FRAMEWORKS, option="--framework",
           applies=_TRAINING, layout=True),
     Input("num_gpus", "GPUs", "GPUs serving this model", 1, limits=(1, 1_000_000), unit="GPUs", option="--gpus",
           layout=True),
