@@ -1176,10 +1176,13 @@ def _by_split(items: Sequence[Item], split: Callable[[Item], str], t: Catalogue)
 def _validation_table(columns: list[Column], items: Sequence, split: Callable, note: Callable[[Item], str],
                       t: Catalogue, pdf: bool, css: str) -> Table:
     """Rows grouped by split; the reason column only where a row has one (an error beyond the target, a
-    published run the estimate does not fit)."""
-    if any(note(x) for x in items):
-        columns = columns + [Column(Cell(t("validation.note"), "col-note"), lambda x: Cell(note(x), "source"))]
+    published run the estimate does not fit): a reason the row above gave in full reads 'As above'."""
     ordered, groups = _by_split(items, split, t)
+    notes = [note(x) for x in ordered]
+    if any(notes):
+        shown = {id(x): t("validation.as_above") if i and n and n == notes[i - 1] and not groups[i] else n
+                 for i, (x, n) in enumerate(zip(ordered, notes))}
+        columns = columns + [Column(Cell(t("validation.note"), "col-note"), lambda x: Cell(shown[id(x)], "source"))]
     return build_table(columns, ordered, pdf, css, row_groups=groups)
 
 
