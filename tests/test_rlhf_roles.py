@@ -104,11 +104,13 @@ def test_padded_roles_pass_over_padded_sequences():
     assert critic_roles["critic"]["activations"] > plain_roles["critic"]["activations"]
 
 
-def test_padding_settings_that_change_nothing_or_cannot_be_are_refused():
+def test_rlhf_settings_that_change_nothing_or_cannot_be_are_refused():
     base = ["estimate", "--model", "Qwen2.5-7B", "--gpus", "8", "--zero", "3"]
     for args, words in ((["--workload", "ppo", "--padded-len", "1536"], "applies with padded_roles critic or all"),
                         (["--workload", "dpo", "--padded-roles", "all"], "applies to PPO and GRPO"),
                         (["--workload", "ppo", "--padded-roles", "all", "--prompt-len", "600", "--gen-len", "100",
-                          "--padded-len", "512"], "at least the prompt and the mean response (700 tokens)")):
+                          "--padded-len", "512"], "at least the prompt and the mean response (700 tokens)"),
+                        (["--workload", "ppo", "--group-size", "4"], "applies to GRPO only (PPO has no groups)"),
+                        (["--workload", "grpo", "--critic-model", "Qwen2.5-0.5B"], "applies to PPO only (GRPO has no critic)")):
         out = CliRunner().invoke(main, base + args)
         assert out.exit_code == 1 and words in out.output, out.output  # as every combination the estimator refuses

@@ -463,6 +463,11 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
         for name in (f"{role}_model", "role_gpus", "role_gpu_types"):
             if name == f"{role}_model" and out[name] or role in (out[name] or {}):
                 raise InputError(f"{setting}: {without} leaves no {role} model", source=source, key_path=key_path(name))
+    for name, only in (("group_size", "grpo"), ("critic_model", "ppo")):  # what only one algorithm has
+        if raw.get(name) is not None and algorithm != only:
+            raise InputError(f"applies to {only.upper()} only ({algorithm.upper()} has no "
+                             f"{'groups' if only == 'grpo' else 'critic'}): it would change nothing",
+                             source=source, key_path=key_path(name))
     if out["padded_roles"] != "none" and algorithm == "dpo":
         raise InputError("applies to PPO and GRPO (DPO's pairs are given, not generated)", source=source,
                          key_path=key_path("padded_roles"))
