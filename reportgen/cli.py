@@ -21,7 +21,7 @@ from . import __version__
 from .model.catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
 from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
-                     WORKLOAD_TYPES, Input)
+                     WORKLOAD_TYPES, Input, rlhf_setting_unused)
 from .limits import check_name
 from .model.spec import load_config_file, read_config_file
 from .model.shape import LORA_MODULES, lora_trainable, model_row, params_by_component
@@ -349,6 +349,9 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_fre
         if i.name in given and not applies(i, o["workload"], actor, {k: v for k, v in o.items() if v is not None}):
             raise click.UsageError(f"{i.option} does not apply to {_workload_words(o['workload'], actor)}: "
                                    "it would change nothing")
+    for i in RLHF_INPUTS:
+        if i.name in given and rlhf_setting_unused(i.name, o["workload"]):
+            raise click.UsageError(f"{i.option} {rlhf_setting_unused(i.name, o['workload'])}")
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
     if layout_free:  # their values were checked by their options' types

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from reportgen.model.catalog import load_gpus, load_models
@@ -110,7 +111,16 @@ def test_rlhf_settings_that_change_nothing_or_cannot_be_are_refused():
                         (["--workload", "dpo", "--padded-roles", "all"], "applies to PPO and GRPO"),
                         (["--workload", "ppo", "--padded-roles", "all", "--prompt-len", "600", "--gen-len", "100",
                           "--padded-len", "512"], "at least the prompt and the mean response (700 tokens)"),
-                        (["--workload", "ppo", "--group-size", "4"], "applies to GRPO only (PPO has no groups)"),
-                        (["--workload", "grpo", "--critic-model", "Qwen2.5-0.5B"], "applies to PPO only (GRPO has no critic)")):
+                        ):
         out = CliRunner().invoke(main, base + args)
         assert out.exit_code == 1 and words in out.output, out.output  # as every combination the estimator refuses
+    # a setting no part of the workload reads is bad usage, as an input's is (exit 2); a preset gets one Error line
+    for args, words in ((["--workload", "ppo", "--group-size", "4"], "applies to GRPO only (PPO has no groups)"),
+                        (["--workload", "grpo", "--critic-model", "Qwen2.5-0.5B"], "applies to PPO only (GRPO has no critic)"),
+                        (["--workload", "full", "--micro-batch", "2"], "applies to RLHF workloads (ppo, grpo, dpo)")):
+        out = CliRunner().invoke(main, base + args)
+        assert out.exit_code == 2 and words in out.output, out.output
+    from reportgen.model.estimate import make_scenario
+    from reportgen.errors import InputError
+    with pytest.raises(InputError, match="group_size: applies to GRPO only"):
+        make_scenario({"model": "Qwen2.5-7B"}, workload="ppo", rlhf={"group_size": 4}, estimator=EST, source="p.yaml")

@@ -431,6 +431,19 @@ Scenario = make_dataclass(
 assert tuple(f.name for f in fields(Scenario))[:-1] == INPUT_NAMES
 
 
+# Settings only one algorithm reads, and what the others lack.
+_ONE_ALGORITHM = {"group_size": ("grpo", "groups"), "critic_model": ("ppo", "critic")}
+
+
+def rlhf_setting_unused(name: str, algorithm: str) -> str:
+    """Why an RLHF setting changes nothing for this workload ('' where it is read)."""
+    if algorithm not in RLHF_ROLES:
+        return f"applies to RLHF workloads ({', '.join(RLHF_ROLES)}): it would change nothing"
+    only, lacked = _ONE_ALGORITHM.get(name, (algorithm, ""))
+    return "" if algorithm == only else (f"applies to {only.upper()} only ({algorithm.upper()} has no {lacked}): it "
+                                         "would change nothing")
+
+
 def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str], gpus: Iterable[str],
                source: str | None, key_path) -> dict[str, Any]:
     """Validated settings of an RLHF group (RLHF_INPUTS), with defaults for those not given."""
@@ -463,11 +476,9 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
         for name in (f"{role}_model", "role_gpus", "role_gpu_types"):
             if name == f"{role}_model" and out[name] or role in (out[name] or {}):
                 raise InputError(f"{setting}: {without} leaves no {role} model", source=source, key_path=key_path(name))
-    for name, only in (("group_size", "grpo"), ("critic_model", "ppo")):  # what only one algorithm has
-        if raw.get(name) is not None and algorithm != only:
-            raise InputError(f"applies to {only.upper()} only ({algorithm.upper()} has no "
-                             f"{'groups' if only == 'grpo' else 'critic'}): it would change nothing",
-                             source=source, key_path=key_path(name))
+    for name in raw:
+        if raw[name] is not None and rlhf_setting_unused(name, algorithm):
+            raise InputError(rlhf_setting_unused(name, algorithm), source=source, key_path=key_path(name))
     if out["padded_roles"] != "none" and algorithm == "dpo":
         raise InputError("applies to PPO and GRPO (DPO's pairs are given, not generated)", source=source,
                          key_path=key_path("padded_roles"))
