@@ -350,8 +350,8 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_fre
             raise click.UsageError(f"{i.option} does not apply to {_workload_words(o['workload'], actor)}: "
                                    "it would change nothing")
     for i in RLHF_INPUTS:
-        if i.name in given and rlhf_setting_unused(i.name, o["workload"]):
-            raise click.UsageError(f"{i.option} {rlhf_setting_unused(i.name, o['workload'])}")
+        if i.name in given and (unused := rlhf_setting_unused(i.name, o["workload"])):
+            raise click.UsageError(f"{i.option} {unused}")
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
     if layout_free:  # their values were checked by their options' types

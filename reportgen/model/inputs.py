@@ -476,9 +476,9 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
         for name in (f"{role}_model", "role_gpus", "role_gpu_types"):
             if name == f"{role}_model" and out[name] or role in (out[name] or {}):
                 raise InputError(f"{setting}: {without} leaves no {role} model", source=source, key_path=key_path(name))
-    for name in raw:
-        if raw[name] is not None and rlhf_setting_unused(name, algorithm):
-            raise InputError(rlhf_setting_unused(name, algorithm), source=source, key_path=key_path(name))
+    for name, value in raw.items():
+        if value is not None and (unused := rlhf_setting_unused(name, algorithm)):
+            raise InputError(unused, source=source, key_path=key_path(name))
     if out["padded_roles"] != "none" and algorithm == "dpo":
         raise InputError("applies to PPO and GRPO (DPO's pairs are given, not generated)", source=source,
                          key_path=key_path("padded_roles"))
