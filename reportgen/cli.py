@@ -463,7 +463,7 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
     scenario = _scenario_from_options(estimator, name, options, layout_free=True)
     layout = {k: options[k] for k in LAYOUT_INPUTS if k in given}
     if layout:
-        scenario = (scenario.relayout(**layout) if isinstance(scenario, RlhfScenario) else replace(scenario, **layout))
+        scenario = (scenario.relayout(**layout) if isinstance(scenario, RlhfScenario) else scenario.with_inputs(**layout))
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
     candidates = gpu_types or list(estimator.gpus)

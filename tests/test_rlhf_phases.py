@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
 from reportgen.model.estimate import Estimator, Scenario, data_parallel_ranks, rlhf_scenario
-from reportgen.planning.plan import plan
+from reportgen.planning.plan import ENGINE_BUDGETS, plan
 
 EST = Estimator(load_models(), load_gpus())
 PHASES = ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds")
@@ -372,3 +372,39 @@ def test_the_plan_gives_a_colocated_rollout_engine_the_share_of_each_gpu_that_fi
     assert found["per_gpu_bytes"]["recommended"] <= EST.gpus["H100-80GB-SXM"].memory_bytes
     kept = json.loads(CliRunner().invoke(main, base + ["--gpu-memory-utilization", "0.9"]).output)
     assert not kept["options"] and kept["not_found"]
+
+
+@pytest.mark.slow  # every pair of 261 layouts: 2 s
+def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_pair_does():
+    """The plan tries each engine share with the smallest micro-batch first and bisects the largest micro-batch that
+    fits, on the ground that a smaller micro-batch never needs more memory. Trying every (share, micro-batch) pair in
+    the plan's order must give the same group for every layout the plan considers on these GPU counts."""
+    from reportgen.planning.plan import _engine_shares, _fitting_group, _group, _micro_batches, _rollout_layouts, candidates
+    group = grpo_8b(batch_size=2)
+    compared = 0
+    for gpu, n in (("H100-80GB-SXM", 1), ("A100-40GB", 4), ("L40S", 8)):
+        base = group.actor.with_inputs(gpu=gpu)
+        for trainer in candidates(base, EST, n, ("tp_size", "pp_size", "ep_size", "optimizer")):
+            for layout in _rollout_layouts(trainer, EST, n, ()):
+                if EST.skip_check(layout):
+                    continue
+                pairs = [(share, micro) for share in _engine_shares(layout, ())
+                         for micro in _micro_batches(group, gpu, layout, ())]
+                every = [_group(EST, group, gpu, layout.with_inputs(gpu_memory_utilization=share), micro)
+                         for share, micro in pairs]
+                expected = next((g for g in every if g["fits_recommended"]), every[-1])
+                assert _fitting_group(EST, group, gpu, layout, ()).scenario == expected.scenario
+                compared += 1
+    assert compared > 200
+
+
+def test_a_gpu_count_is_passed_over_only_where_no_engine_share_fits():
+    """The plan passes a GPU count over when its least-memory layouts do not fit. With the engine's smallest share
+    alone, a small pool cannot hold one 4k-token sequence's KV cache, so 16 RTX 6000 Ada were passed over for GRPO on
+    Qwen3-30B-A3B (and no count up to 512 fitted); a larger share fits there."""
+    actor = Scenario(model="Qwen3-30B-A3B", workload="full", batch_size=1, prompt_len=512, gen_len=4096,
+                     serving_engine="vllm")
+    group = rlhf_scenario(name="", algorithm="grpo", placement="colocated", group_size=8, actor=actor)
+    (option,) = plan(EST, group, ["RTX-6000-Ada"], counts=[16]).options
+    assert option.estimate["fits_recommended"] and option.total_gpus == 16
+    assert option.estimate.scenario.actor.gpu_memory_utilization > min(ENGINE_BUDGETS)

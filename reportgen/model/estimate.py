@@ -56,7 +56,7 @@ class RlhfScenario:
     def relayout(self, settings: Mapping[str, Any] = {}, **inputs: Any) -> "RlhfScenario":
         """The same group with the actor's layout inputs and these settings changed (every role follows)."""
         return rlhf_scenario(name=self.name, algorithm=self.algorithm, placement=self.placement,
-                             actor=replace(self.actor, **inputs), **{**dict(self.settings), **settings})
+                             actor=self.actor.with_inputs(**inputs), **{**dict(self.settings), **settings})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,7 +522,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     and their time; the others over the mean prompt + response.
     """
     if prompts_per_iteration:
-        actor = replace(actor, batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
+        actor = actor.with_inputs(batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
     iteration_sequences = rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
@@ -536,21 +536,21 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     roles: list[tuple[str, Scenario]]
     if algorithm == "dpo":
         pair = dict(seq_len=seq, prompt_len=0, gen_len=0)
-        roles = [("policy", replace(actor, **pair)),
-                 ("reference", replace(actor, model=reference_model or actor.model, **{**frozen, **pair}))]
+        roles = [("policy", actor.with_inputs(**pair)),
+                 ("reference", actor.with_inputs(model=reference_model or actor.model, **{**frozen, **pair}))]
     else:
-        roles = [("actor", replace(actor, seq_len=seq))]
+        roles = [("actor", actor.with_inputs(seq_len=seq))]
         if algorithm == "ppo":
-            roles.append(("critic", replace(actor, model=critic_model or actor.model, head="value", seq_len=critic_seq,
+            roles.append(("critic", actor.with_inputs(model=critic_model or actor.model, head="value", seq_len=critic_seq,
                                             prompt_len=0, gen_len=0)))
         if reference == "model":  # without a KL term there is no reference
-            roles.append(("reference", replace(actor, model=reference_model or actor.model, **frozen)))
+            roles.append(("reference", actor.with_inputs(model=reference_model or actor.model, **frozen)))
         if reward == "model":  # a rule (a verifier) runs on the CPU
-            roles.append(("reward", replace(actor, model=reward_model or actor.model, head="value", **frozen)))
+            roles.append(("reward", actor.with_inputs(model=reward_model or actor.model, head="value", **frozen)))
     if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
-        roles = [(r, replace(s, num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
+        roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
                  for r, s in roles]
-    roles = [(r, replace(s, zero_stage=role_zero_stage(s), **_role_batch(s, iteration_sequences, micro_batch_size,
+    roles = [(r, s.with_inputs(zero_stage=role_zero_stage(s), **_role_batch(s, iteration_sequences, micro_batch_size,
                                                                          actor.grad_accum_steps)))
              for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,

@@ -342,7 +342,19 @@ def _reads(i: Input, workload: str, actor_workload: str) -> bool:
 # The Scenario class, made from the table
 
 def _inputs(self) -> dict[str, Any]:
-    return {n: getattr(self, n) for n in INPUT_NAMES}
+    values = self.__dict__
+    return {n: values[n] for n in INPUT_NAMES}
+
+
+def _with_inputs(self, **changes: Any):
+    """This scenario with these inputs changed: dataclasses.replace without re-running __init__ over every input
+    (a frozen dataclass's __init__ only sets them; the plan's searches make hundreds of thousands)."""
+    unknown = changes.keys() - _FIELD_NAMES
+    if unknown:
+        raise TypeError(f"Scenario has no input {', '.join(sorted(unknown))}")
+    other = object.__new__(type(self))
+    other.__dict__.update(self.__dict__, **changes)
+    return other
 
 
 def _label(self, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
@@ -423,12 +435,13 @@ Scenario = make_dataclass(
     "Scenario",
     [(i.name, type(i.default), field(default=i.default)) for i in INPUTS] + [("name", str, field(default=""))],
     frozen=True,
-    namespace={"inputs": _inputs, "label": _label, "from_mapping": classmethod(_from_mapping),
+    namespace={"inputs": _inputs, "with_inputs": _with_inputs, "label": _label, "from_mapping": classmethod(_from_mapping),
                "__doc__": "One model instance: the inputs of the term table (INPUTS), plus a name.",
                "__module__": __name__},
 )
 
 assert tuple(f.name for f in fields(Scenario))[:-1] == INPUT_NAMES
+_FIELD_NAMES = frozenset(f.name for f in fields(Scenario))
 
 
 # Settings only one algorithm reads, and what the others lack.

@@ -242,7 +242,7 @@ def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] =
     columns, size = candidate_columns(s, estimator, n, fixed)
     values = {k: to_list(v, size) for k, v in columns.items()}
     for i in range(size):
-        yield replace(s, **{k: v[i] for k, v in values.items()})
+        yield s.with_inputs(**{k: v[i] for k, v in values.items()})
 
 
 def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
@@ -313,7 +313,7 @@ def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, coun
             fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
     """(the option or the miss, candidates considered): GPU counts in ascending batches of about
     CHUNK_ROWS candidates, stopping at the first batch where a candidate fits and meets the goal."""
-    base = replace(scenario, gpu=gpu)
+    base = scenario.with_inputs(gpu=gpu)
     tried = 0
     nearest: dict[str, Any] | None = None  # the inputs of the candidate nearest to an answer so far
     nearest_fits, skipped = False, {}
@@ -346,7 +346,7 @@ def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, coun
     last = counts[-1] if counts else 0
     if nearest is None:
         return PlanMiss(gpu, last, tuple(skipped.values()), None), tried
-    return PlanMiss(gpu, last, (), estimator.estimate(replace(base, **nearest))), tried
+    return PlanMiss(gpu, last, (), estimator.estimate(base.with_inputs(**nearest))), tried
 
 
 def pick(values: dict[str, np.ndarray], goal: Goal) -> int | None:
@@ -402,7 +402,7 @@ def _row_inputs(columns: dict, row: int) -> dict[str, Any]:
 
 
 def _row_scenario(base: Scenario, columns: dict, row: int) -> Scenario:
-    return replace(base, **_row_inputs(columns, row))
+    return base.with_inputs(**_row_inputs(columns, row))
 
 
 def _concat(parts: list) -> Any:
@@ -418,8 +418,8 @@ _GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "optimizer")
 
 def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
     """The layouts of one GPU count that need the least memory per GPU: the highest ZeRO stage and full
-    recompute, every offload, the rollout engine's widest TP. If none fits, no layout of that count does
-    (sharding, recompute and offload never raise per-GPU memory), and the search passes the count over."""
+    recompute, every offload, the rollout engine's widest TP. If none fits at any engine share, no layout of that
+    count does (sharding, recompute and offload never raise per-GPU memory), and the search passes the count over."""
     zero = max(c.zero_stage for c in layouts)
     recompute = "full" if any(c.checkpointing == "full" for c in layouts) else None
     engine_tp = max(c.rollout_tp_size for c in layouts)  # a rollout engine's weights are spread widest
@@ -431,7 +431,7 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                   fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
     """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, checkpointing,
     offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts."""
-    base = replace(scenario.actor, gpu=gpu)
+    base = scenario.actor.with_inputs(gpu=gpu)
     tried = 0
     nearest, skipped = None, {}
     for n in counts:
@@ -442,14 +442,13 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                 if reason:
                     skipped.setdefault(reason.code, reason)
                     continue
-                if rlhf_batch_check(scenario.algorithm, _relayout(scenario, gpu, candidate).actor,
+                if rlhf_batch_check(scenario.algorithm, base.with_inputs(**_actor_layout(candidate)),
                                     dict(scenario.settings)):
                     continue  # the iteration's prompts do not split over this count's data-parallel ranks
                 layouts.append(candidate)
         least = _least_memory(layouts) if layouts else []
         if least:
-            smallest = [_group(estimator, scenario, gpu, replace(c, gpu_memory_utilization=_engine_shares(c, fixed)[-1]),
-                               _micro_batches(scenario, gpu, c, fixed)[-1]) for c in least]
+            smallest = [_fitting_group(estimator, scenario, gpu, c, fixed) for c in least]
             if not any(g["fits_recommended"] for g in smallest):
                 tried += len(least)
                 nearest = min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
@@ -473,7 +472,7 @@ def _rollout_layouts(trainer: Scenario, estimator: Estimator, n: int, fixed: tup
     if trainer.serving_engine == "hf-generate" or "rollout_tp_size" in fixed:
         return [trainer]
     per_node = estimator.gpus[trainer.gpu].gpus_per_node
-    return [replace(trainer, rollout_tp_size=tp) for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0]
+    return [trainer.with_inputs(rollout_tp_size=tp) for tp in TP_SIZES if tp <= min(n, per_node) and n % tp == 0]
 
 
 def _engine_shares(candidate: Scenario, fixed: tuple[str, ...]) -> tuple[float, ...]:
@@ -488,10 +487,14 @@ def _engine_shares(candidate: Scenario, fixed: tuple[str, ...]) -> tuple[float, 
 _ACTOR_LAYOUT = ("num_gpus", "zero_stage", "checkpointing", "offload", "rollout_tp_size", "gpu_memory_utilization")
 
 
+def _actor_layout(candidate: Scenario) -> dict[str, Any]:
+    return {k: getattr(candidate, k) for k in _ACTOR_LAYOUT}
+
+
 def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch_size: int | None = None
               ) -> RlhfScenario:
     return scenario.relayout({"micro_batch_size": micro_batch_size} if micro_batch_size else {}, gpu=gpu,
-                             **{k: getattr(candidate, k) for k in _ACTOR_LAYOUT})
+                             **_actor_layout(candidate))
 
 
 def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
@@ -533,10 +536,27 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
 def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
                    fixed: tuple[str, ...]) -> GroupEstimate:
     """The group of this layout with its rollout engine's largest share of each GPU and then the largest
-    micro-batch that fit with the safety factor (or, where none do, the smallest of both)."""
+    micro-batch that fit with the safety factor (or, where none do, the smallest of both).
+
+    A smaller micro-batch never needs more memory, so each share is tried first with the smallest (a share where
+    it does not fit is passed over) and its largest fitting micro-batch is then bisected. A share is tried each in
+    turn: a small one may not hold the engine's weights and one sequence's KV cache, a large one the trainer."""
+    micros = _micro_batches(scenario, gpu, candidate, fixed)
+
+    def group(share: float, micro: int) -> GroupEstimate:
+        return _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share), micro)
+
     for share in _engine_shares(candidate, fixed):
-        for micro in _micro_batches(scenario, gpu, candidate, fixed):
-            group = _group(estimator, scenario, gpu, replace(candidate, gpu_memory_utilization=share), micro)
-            if group["fits_recommended"]:
-                return group
-    return group
+        smallest = group(share, micros[-1])
+        if not smallest["fits_recommended"]:
+            continue
+        fitting, low, high = smallest, 0, len(micros) - 1  # micros[high] fits; find the first that does
+        while low < high:
+            middle = (low + high) // 2
+            tried = group(share, micros[middle])
+            if tried["fits_recommended"]:
+                fitting, high = tried, middle
+            else:
+                low = middle + 1
+        return fitting
+    return smallest

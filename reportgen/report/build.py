@@ -488,7 +488,7 @@ def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Map
         s = r.estimate.scenario
         axis = "prompt_len" if s.workload == "inference" else "seq_len"
         for name, xs in ((axis, SENSITIVITY_LENGTHS), ("batch_size", SENSITIVITY_BATCHES)):
-            points = {g: estimator.estimate_all([replace(s, gpu=g, **{name: x}) for x in xs]) for g in gpu_types}
+            points = {g: estimator.estimate_all([s.with_inputs(gpu=g, **{name: x}) for x in xs]) for g in gpu_types}
             ys = tuple(int(e["recommended"]) for e in points[s.gpu])
             fits = tuple((g, tuple(bool(e["fits_recommended"]) for e in points[g])) for g in gpu_types)
             series.append(SensitivitySeries(r.index, r.label, name, xs, ys, limits, fits))

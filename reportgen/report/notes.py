@@ -11,7 +11,7 @@ result is typed in as prose.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -233,7 +233,7 @@ def _scenarios(note_id: str, raw: Any, bases: Mapping[str, Any], estimator: Esti
         roles = scenario.roles if isinstance(scenario, RlhfScenario) else (("", scenario),)
         for role, s in roles:
             name = f"{key}_{role}" if role else key
-            out[name] = replace(s, name=f"{note_id} · {name}")
+            out[name] = s.with_inputs(name=f"{note_id} · {name}")
     return out
 
 

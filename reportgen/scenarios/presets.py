@@ -539,7 +539,7 @@ def _job(raw: Mapping[str, Any], gpu: str, estimator: Estimator, src: str, path:
         if goal.context is not None:
             _goal_inputs(goal, item, src, f"{path}.serve")
         hours = _number(serve.get("hours_per_day", 24), src, f"{path}.serve.hours_per_day", minimum=0.5, maximum=24)
-        item = replace(item, **goal.shape(item, item.num_gpus, item.tp_size))
+        item = item.with_inputs(**goal.shape(item, item.num_gpus, item.tp_size))
     steps = 0
     if kind == "rlhf":
         steps = raw["steps"]
