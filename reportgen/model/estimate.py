@@ -482,8 +482,10 @@ class Estimator:
             self.spec(name)
         return out
 
-    def estimate_group(self, g: RlhfScenario) -> GroupEstimate:
-        roles = tuple((name, self.estimate(s)) for name, s in g.roles)
+    def estimate_group(self, g: RlhfScenario, known: dict[Scenario, Estimate] | None = None) -> GroupEstimate:
+        """known: role estimates already made, filled as it goes (a search meets the same frozen roles many times)."""
+        roles = tuple((name, self.estimate(s) if known is None else known.get(s) or known.setdefault(s, self.estimate(s)))
+                      for name, s in g.roles)
         fn, terms = _group_fn(tuple(n for n, _ in g.roles), g.placement)
         first = g.roles[0][1]
         inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}

@@ -435,7 +435,7 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     tried = 0
     nearest, skipped = None, {}
     for n in counts:
-        layouts = []
+        layouts, known = [], {}  # known: this count's role estimates (its layouts share frozen roles)
         for trainer in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
             for candidate in _rollout_layouts(trainer, estimator, n, fixed):
                 reason = estimator.skip_check(candidate)
@@ -448,12 +448,12 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                 layouts.append(candidate)
         least = _least_memory(layouts) if layouts else []
         if least:
-            smallest = [_fitting_group(estimator, scenario, gpu, c, fixed) for c in least]
+            smallest = [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in least]
             if not any(g["fits_recommended"] for g in smallest):
                 tried += len(least)
                 nearest = min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
                 continue
-        found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed) for c in layouts]}, goal).options
+        found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in layouts]}, goal).options
         if found:
             return replace(found[0], index=gpu_order * 10**9 + tried + found[0].index), tried + len(layouts)
         tried += len(layouts)
@@ -498,9 +498,9 @@ def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch
 
 
 def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
-           micro_batch_size: int | None = None) -> GroupEstimate:
+           micro_batch_size: int | None = None, known: dict | None = None) -> GroupEstimate:
     group = _relayout(scenario, gpu, candidate, micro_batch_size)
-    return estimator.estimate_group(_sized_pools(estimator, group) if group.placement == "separate" else group)
+    return estimator.estimate_group(_sized_pools(estimator, group) if group.placement == "separate" else group, known)
 
 
 def _sized_pools(estimator: Estimator, group: RlhfScenario) -> RlhfScenario:
@@ -534,7 +534,7 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
 
 
 def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
-                   fixed: tuple[str, ...]) -> GroupEstimate:
+                   fixed: tuple[str, ...], known: dict | None = None) -> GroupEstimate:
     """The group of this layout with its rollout engine's largest share of each GPU and then the largest
     micro-batch that fit with the safety factor (or, where none do, the smallest of both).
 
@@ -544,7 +544,7 @@ def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candi
     micros = _micro_batches(scenario, gpu, candidate, fixed)
 
     def group(share: float, micro: int) -> GroupEstimate:
-        return _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share), micro)
+        return _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share), micro, known)
 
     for share in _engine_shares(candidate, fixed):
         smallest = group(share, micros[-1])
