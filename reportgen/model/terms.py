@@ -1175,8 +1175,8 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(_TRAIN, V("train_tokens") / V("train_tokens_per_s"), 0), "", "time"),
     # ---- inference -----------------------------------------------------------------------------
     Term("prefill_sequence_seconds", "Prefill time of one prompt", "seconds",
-         IF(_INFER, (2 * V("active_params") * V("prompt_len")
-                     + 2 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
+         IF(_INFER, (2.0 * V("active_params") * V("prompt_len")  # in floats: N × P² passes 2^53 at long prompts
+                     + 2.0 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
             / V("decode_tp") / (V("peak_flops") * V("prefill_efficiency")), 0),
          "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer), compute-bound", "time"),
     Term("prefill_seconds", "Time to first token", "seconds",
@@ -1239,8 +1239,8 @@ TIME_TERMS: tuple[Term, ...] = (
          "weights over PCIe each way", "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",
          IF(OR(_TRAIN, V("workload").eq("frozen")),
-            V("step_sequences") * (2 * V("active_params") * V("seq_len")
-                                   + 2 * V("num_layers") * V("q_dim") * V("seq_len") * V("seq_len"))
+            V("step_sequences") * (2.0 * V("active_params") * V("seq_len")  # in floats, as the prefill's
+                                   + 2.0 * V("num_layers") * V("q_dim") * V("seq_len") * V("seq_len"))
             / V("tp_size") / (V("peak_flops") * V("prefill_efficiency")), 0),
          "a prefill over every whole sequence, micro-batch after micro-batch: how an RLHF role scores the "
          "rollouts (reference log-probabilities, rewards) and how the actor and critic compute the old "
