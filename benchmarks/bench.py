@@ -6,7 +6,10 @@
     python3 benchmarks/bench.py --write-readme  # also replace the README's table with these figures
 
 Times are CPU seconds (user + system, a build's forked PDF child included), not wall-clock time: the
-reference machine is a shared 2-core VM whose other tenants change the wall clock, not the work.
+reference machine is a shared 2-core VM whose other tenants change the wall clock, not the work. Each
+estimator figure is paired with a baseline measured in the same run (baselines.py: llm-analysis on the
+same scenarios when it is importable, a NumPy floor of the dominant terms; start-up: `python -c pass`),
+and the README quotes the ratios.
 Each build runs in its own process; peak memory is that process's maximum resident set size. The
 machine, its load average and the library versions are printed with the figures.
 """
@@ -70,19 +73,32 @@ def default_columns(size: int):
     return loaded.estimator, columns, len(singles)
 
 
-def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000) -> dict:
-    """Scenarios per CPU second, every term of every scenario: the array rendering (estimate_chunks,
-    each chunk dropped once computed, as a streaming writer does; best and median of `repeats`);
-    the scalar rendering (the compiled term function, one row at a time, on `sample` rows); and
-    estimate(), one Estimate object at a time."""
-    from reportgen.model.estimate import _ROLE_FN, Scenario
-    estimator, columns, distinct = default_columns(size)
+def array_rate(estimator, columns: dict, size: int, repeats: int) -> list[float]:
+    """Scenarios per CPU second of the array rendering (estimate_chunks, each chunk dropped once computed, as a
+    streaming writer does), one figure per repeat."""
     rates = []
     for _ in range(repeats):
         t = cpu_seconds()
         for _chunk in estimator.estimate_chunks(columns, size):
             pass
         rates.append(size / (cpu_seconds() - t))
+    return rates
+
+
+def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000, small: int = 1_000) -> dict:
+    """Scenarios per CPU second, every term of every scenario: the array rendering (best and median of
+    `repeats`), beside the NumPy floor of the same columns; the same pair on the first `small` rows (best of
+    30); the scalar rendering (the compiled term function, one row at a time, on `sample` rows); and
+    estimate(), one Estimate object at a time."""
+    from baselines import floor_rate, plain_columns
+    from reportgen.model.estimate import _ROLE_FN, Scenario
+    from reportgen.model.vector import take
+    estimator, columns, distinct = default_columns(size)
+    rates = array_rate(estimator, columns, size, repeats)
+    floor = floor_rate(plain_columns(columns, size), size, estimator, repeats)
+    head = {n: take(c, slice(0, small)) for n, c in columns.items()}
+    small_rate = max(array_rate(estimator, head, small, 30))
+    small_floor = floor_rate(plain_columns(head, small), small, estimator, 30)
     rows = [dict(zip(columns, row)) for row in zip(*_row_lists(columns, sample))]
     assumptions, tables = estimator.assumptions, estimator.tables
     t = cpu_seconds()
@@ -94,7 +110,23 @@ def estimator_rate(size: int = 1_000_000, repeats: int = 3, sample: int = 20_000
     for s in one:
         estimator.estimate(s)
     return {"size": size, "layouts": distinct, "best": max(rates), "median": statistics.median(rates),
+            "floor": floor, "small": small, "small_rate": small_rate, "small_floor": small_floor,
             "scalar": scalar, "one_at_a_time": len(one) / (cpu_seconds() - t)}
+
+
+def presets_rate() -> dict:
+    """The estimator on the bundled presets' own single-model scenarios (an RLHF group's roles are left out:
+    llm-analysis has no such workload), paired with llm-analysis on the same scenarios when it is importable."""
+    from baselines import peer_rates
+    from reportgen.model.estimate import RlhfScenario
+    from reportgen.pipeline import load
+    from reportgen.scenarios.presets import bundled_presets
+    scenarios, estimator = [], None
+    for name in bundled_presets():
+        loaded = load(name)
+        estimator = estimator or loaded.estimator
+        scenarios += [s for _, s in loaded.expansion.scenarios if not isinstance(s, RlhfScenario)]
+    return peer_rates(estimator, scenarios)
 
 
 def _row_lists(columns, n):
@@ -187,21 +219,39 @@ def builds(out: Path, sweeps: list[int]) -> list[tuple[str, dict]]:
 
 # ---------------------------------------------------------------------------------------------
 
-def table(machine_line: str, est: dict, search: dict, build_rows: list[tuple[str, dict]]) -> str:
-    lines = [f"Measured by `python3 benchmarks/bench.py`: {machine_line}.", "",
-             "| what | CPU time | peak memory |", "|---|---|---|"]
+def table(machine_line: str, est: dict, presets: dict, search: dict, startup: dict,
+          build_rows: list[tuple[str, dict]]) -> str:
+    from startup import BASELINE
+    base = startup[BASELINE]
+    lines = [f"Measured by `python3 benchmarks/bench.py`: {machine_line}. Each rate is paired with a baseline "
+             f"measured in the same run (`benchmarks/baselines.py`).", "",
+             "| what | CPU time | paired baseline, same run | peak memory |", "|---|---|---|---|"]
+    for name, cost in startup.items():
+        if name.startswith(("reportgen --help", "reportgen estimate")):  # #35's start-up targets
+            lines.append(f"| start-up: {name} | {cost:.3f} s | {cost - base:+.3f} s above `python -c pass` "
+                         f"({base:.3f} s), median of 5 | |")
     for what, f in build_rows:
         pages = f" ({f['pages']} pages)" if "pages" in f else ""
-        lines.append(f"| {what}{pages} | {f['cpu']:.2f} s | {f['mib']:,.0f} MiB |")
-    lines.append(f"| estimator, array rendering (`estimate_chunks`/`estimate_many`): every term of {est['size']:,} "
-                 f"scenarios ({est['layouts']} layouts of the default preset × batch and lengths), best of 3 "
-                 f"(median) | {est['best']:,.0f} ({est['median']:,.0f}) scenarios/s | |")
-    lines.append(f"| estimator, scalar rendering (the compiled term function, one row at a time) | "
-                 f"{est['scalar']:,.0f} scenarios/s | |")
-    lines.append(f"| estimator: `estimate`, one Estimate object at a time | {est['one_at_a_time']:,.0f} scenarios/s | |")
+        lines.append(f"| {what}{pages} | {f['cpu']:.2f} s | | {f['mib']:,.0f} MiB |")
+    if presets["peer"]:
+        peer = f"{presets['array'] / presets['peer']:.1f}× llm-analysis {presets['peer_version']} ({presets['peer']:,.0f} scenarios/s)"
+    else:
+        peer = "llm-analysis not installed"
+    mine = (f"the {presets['answered']:,} of the bundled presets' {presets['scenarios']:,} single-model scenarios "
+            f"that llm-analysis answers" if presets["peer"] else
+            f"the bundled presets' {presets['scenarios']:,} single-model scenarios")
+    lines.append(f"| estimator on {mine}, array rendering (`estimate_many`), best of 3 | {presets['array']:,.0f} "
+                 f"scenarios/s | {peer} | |")
+    lines.append(f"| estimator, array rendering: every term of {est['small']:,} scenarios (rows of the next line), best of 30 | "
+                 f"{est['small_rate']:,.0f} scenarios/s | {est['small_floor'] / est['small_rate']:.1f}× below the NumPy "
+                 f"floor of the dominant terms ({est['small_floor']:,.0f}/s) | |")
+    lines.append(f"| estimator, array rendering (`estimate_chunks`): every term of {est['size']:,} scenarios "
+                 f"({est['layouts']} layouts of the default preset × batch and lengths), best of 3 (median) | "
+                 f"{est['best']:,.0f} ({est['median']:,.0f}) scenarios/s | {est['floor'] / est['best']:.1f}× below the "
+                 f"NumPy floor ({est['floor']:,.0f}/s) | |")
     lines.append(f"| plan search: Mixtral-8x7B full fine-tuning, {search['gpus']} GPU types, "
                  f"{search['candidates']:,} candidate layouts | {search['seconds']:.2f} s "
-                 f"({search['rate']:,.0f} candidates/s) | |")
+                 f"({search['rate']:,.0f} candidates/s) | {est['floor'] / search['rate']:.1f}× below the NumPy floor | |")
     return "\n".join(lines)
 
 
@@ -227,10 +277,18 @@ def main() -> None:
     for what, f in build_rows:
         print(f"{what}: {f['cpu']:.2f} s CPU ({f['wall']:.2f} s wall), peak {f['mib']:,.0f} MiB"
               + (f", {f['pages']} pages" if "pages" in f else ""))
+    from startup import startup_costs
+    startup = startup_costs(5)
+    for name, cost in startup.items():
+        print(f"start-up: {name}: {cost:.3f} s CPU (median of 5)")
     est = estimator_rate(args.estimator_size)
-    print(f"estimator: array rendering {est['best']:,.0f} scenarios/s best of 3, {est['median']:,.0f} median; "
-          f"scalar rendering {est['scalar']:,.0f} scenarios/s; {est['one_at_a_time']:,.0f} scenarios/s as "
-          f"Estimate objects one at a time")
+    print(f"estimator: array rendering {est['best']:,.0f} scenarios/s best of 3, {est['median']:,.0f} median "
+          f"(NumPy floor {est['floor']:,.0f}/s); at {est['small']:,} rows {est['small_rate']:,.0f}/s (floor "
+          f"{est['small_floor']:,.0f}/s); scalar rendering {est['scalar']:,.0f} scenarios/s; "
+          f"{est['one_at_a_time']:,.0f} scenarios/s as Estimate objects one at a time")
+    presets = presets_rate()
+    print(f"estimator on the presets' {presets['scenarios']:,} scenarios: {presets['array']:,.0f}/s; llm-analysis: "
+          + (f"{presets['peer']:,.0f}/s on the {presets['answered']:,} it answers" if presets["peer"] else "not installed"))
     search = plan_rate()
     print(f"plan search: {search['candidates']:,} candidates in {search['seconds']:.2f} s CPU "
           f"({search['rate']:,.0f} candidates/s)")
@@ -238,7 +296,7 @@ def main() -> None:
     line = line if line == before else f"{line} (at the start: load average {before.split('load average ')[1]})"
     print(line)
     if args.write_readme:
-        write_readme(table(line, est, search, build_rows))
+        write_readme(table(line, est, presets, search, startup, build_rows))
     print(f"this process: peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
 
 

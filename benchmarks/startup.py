@@ -20,8 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import REPO, machine  # noqa: E402
 
+BASELINE = "python -c pass (baseline)"
 COMMANDS = {
-    "python -c pass (baseline)": [sys.executable, "-c", "pass"],
+    BASELINE: [sys.executable, "-c", "pass"],
     "reportgen --help": [sys.executable, "-m", "reportgen", "--help"],
     "reportgen models": [sys.executable, "-m", "reportgen", "models"],
     "reportgen estimate (one inference scenario)": [sys.executable, "-m", "reportgen", "estimate", "--model",
@@ -44,21 +45,27 @@ def cpu_of(argv: list[str]) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def startup_costs(runs: int) -> dict[str, float]:
+    """Each command's CPU seconds, the median of `runs` runs interleaved with the others (each run once first,
+    unmeasured: every module's bytecode written)."""
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    for argv in COMMANDS.values():
+        cpu_of(argv)
+    for _ in range(runs):
+        for name, argv in COMMANDS.items():
+            times[name].append(cpu_of(argv))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     print(machine())
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for argv in COMMANDS.values():  # once unmeasured: each module's bytecode written
-        cpu_of(argv)
-    for _ in range(args.runs):
-        for name, argv in COMMANDS.items():
-            times[name].append(cpu_of(argv))
-    base = statistics.median(times["python -c pass (baseline)"])
+    costs = startup_costs(args.runs)
+    base = costs[BASELINE]
     print(f"\n| command | CPU s (median of {args.runs}) | above the baseline |\n|---|---|---|")
-    for name, values in times.items():
-        median = statistics.median(values)
+    for name, median in costs.items():
         print(f"| {name} | {median:.3f} | {median - base:+.3f} |")
     print(machine())
 
