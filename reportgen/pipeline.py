@@ -24,7 +24,7 @@ from .scenarios.presets import Expansion, Preset, expand, load_preset
 from .report.build import Report, block_requirements, build_report, priced_gpus, requirement_inputs, single_requirement
 from .scenarios.sweep import SweepBlock
 from .model.units import GiB, KiB, MiB
-from .report.validation import (Excluded, PublishedFigure, ValidationRow, compared_figures, error_stats, finetune_excluded,
+from .report.validation import (Excluded, PublishedFigure, ValidationRow, error_stats, finetune_excluded,
                          published_figures, published_rows, rlhf_cases, validate)
 from .writers.atomic import Staging
 
@@ -189,7 +189,7 @@ def rlhf_step_accuracy(estimator: Estimator) -> dict[str, float]:
     """How the RLHF step times compare with the held-out published ones (validation's 'rlhf' figures): their
     count, median and largest |error|, and how many the estimate puts short, for a plan to state beside its own."""
     errors = [f.error for c in rlhf_cases(read_json(published_path("rlhf"))) if c.use == "holdout"
-              for f in compared_figures("rlhf", c, estimator)]
+              for f in c.figures(estimator)]
     return {**error_stats(errors), "short": sum(e < 0 for e in errors)}
 
 

@@ -12,7 +12,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from ..errors import InputError, unknown_name
 from ..model.estimate import Estimator, RlhfScenario, Scenario, rlhf_scenario
@@ -366,6 +366,7 @@ class DecodeCase:
     note: str
     source: str
     miss: str = ""
+    dataset: ClassVar[str] = "decode"
 
     def estimated(self, estimator: Estimator) -> dict[str, float]:
         est = estimator.with_model(self.spec) if self.spec else estimator
@@ -374,6 +375,9 @@ class DecodeCase:
     def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
         estimated = self.estimated(estimator)
         return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
+
+    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
+        return compared_figures(self, estimator)
 
 
 def decode_cases(data: Mapping[str, Any]) -> list[DecodeCase]:
@@ -403,6 +407,7 @@ class ServingCase:
     published: Mapping[str, float]  # metric (kv_tokens, kv_gib or gpu_blocks) -> value
     source: str
     miss: str = ""
+    dataset: ClassVar[str] = "serving"
 
     def estimated(self, estimator: Estimator) -> dict[str, float]:
         return serving_metrics(estimator.estimate(self.scenario).values)
@@ -410,6 +415,9 @@ class ServingCase:
     def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
         estimated = self.estimated(estimator)
         return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
+
+    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
+        return compared_figures(self, estimator)
 
 
 def serving_metrics(values: Mapping[str, float]) -> dict[str, float]:
@@ -449,6 +457,7 @@ class RlhfCase:
     memory_source: str = ""
     memory_why: str = ""
     fit_miss: str = ""  # why the estimate does not fit the run on its GPUs
+    dataset: ClassVar[str] = "rlhf"
 
     def _group(self, estimator: Estimator):
         return (estimator.with_model(self.spec) if self.spec else estimator).estimate_group(self.scenario)
@@ -462,7 +471,7 @@ class RlhfCase:
         GPU's (the run ran: an estimate over the GPU is a miss of the memory model, and says why)."""
         group = self._group(estimator)
         memory = (int(group["device_total"]), int(group["gpu_memory_bytes"]))
-        return [PublishedFigure(self.id, "rlhf", self.name, self.source, self.use, metric, value, group[metric],
+        return [PublishedFigure(self.id, self.dataset, self.name, self.source, self.use, metric, value, group[metric],
                                 self.miss, *((memory, self.fit_miss) if i == 0 else ()))
                 for i, (metric, value) in enumerate(self.published.items())]
 
@@ -513,24 +522,19 @@ def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any],
     """Every compared time and serving figure against its estimate, and the excluded records with why."""
     figures, excluded = [], []
     rlhf_runs = rlhf_cases(rlhf)
-    datasets = (("training", throughput_cases(throughput)), ("decode", decode_cases(throughput)),
-                ("serving", serving_cases(serving)), ("rlhf", rlhf_runs))
-    for dataset, cases in datasets:
-        for c in cases:
-            kind = getattr(c, "dataset", dataset)  # training runs of MoE models are a dataset of their own
-            if c.use == "excluded":
-                excluded.append(Excluded(c.id, kind, c.name, c.source, c.why))
-                continue
-            figures += (c.figures(estimator) if isinstance(c, (ThroughputCase, RlhfCase))
-                        else compared_figures(kind, c, estimator))
+    for c in (*throughput_cases(throughput), *decode_cases(throughput), *serving_cases(serving), *rlhf_runs):
+        if c.use == "excluded":
+            excluded.append(Excluded(c.id, c.dataset, c.name, c.source, c.why))
+        else:
+            figures += c.figures(estimator)
     memory_figures, memory_excluded = rlhf_memory_figures(rlhf_runs, estimator)
     return figures + memory_figures, excluded + memory_excluded
 
 
-def compared_figures(dataset: str, case, estimator: Estimator) -> list[PublishedFigure]:
+def compared_figures(case, estimator: Estimator) -> list[PublishedFigure]:
     """A compared case's published figures, each against its estimate."""
-    return [PublishedFigure(case.id, dataset, case.name, case.source, case.use, metric, published, estimated, case.miss)
-            for metric, (published, estimated) in case.compared(estimator).items()]
+    return [PublishedFigure(case.id, case.dataset, case.name, case.source, case.use, metric, published, estimated,
+                            case.miss) for metric, (published, estimated) in case.compared(estimator).items()]
 
 
 def finetune_excluded(data: Mapping[str, Any]) -> list[Excluded]:
