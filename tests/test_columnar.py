@@ -211,7 +211,7 @@ def test_the_html_of_a_sweep_estimates_only_the_rows_it_shows():
     (1,000 per group in the appendix, a bar per configuration up to 40): a sweep's Results are never all
     made. The labels are those the same rows give as Results."""
     from reportgen.report.i18n import load_catalogue
-    from reportgen.report.views import HTML_SCENARIO_ROWS, _config_labels, build_view
+    from reportgen.report.views import HTML_SCENARIO_ROWS, _Configurations, build_view
     matrix = {"name": "big", "model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": [{"type": "full"}, {"type": "lora"}],
               "batch_size": list(range(1, 21)), "seq_len": [512, 1024, 2048, 4096], "num_gpus": [8, 16, 24, 32],
               "zero_stage": [3], "gpu": ["H100-80GB-SXM", "A100-80GB"]}
@@ -222,6 +222,8 @@ def test_the_html_of_a_sweep_estimates_only_the_rows_it_shows():
     assert all(b._made is None for b in blocks)  # no block was estimated whole
     assert len(view.scenarios.rows) == HTML_SCENARIO_ROWS
     t = load_catalogue("en")
-    streamed = _config_labels(lambda: report.results.rows("big"), t)
-    assert streamed == _config_labels(lambda: iter(report.results), t)  # now as Results, made and kept
-    assert len(set(streamed.values())) == len(streamed) == len(report.results) // 2  # two GPU types per label
+    configs = _Configurations(report, "big", t)
+    streamed = configs.labels(report.results.rows("big"))
+    assert all(b._made is None for b in blocks)  # labelling every row estimated none
+    assert streamed == configs.labels(iter(report.results))  # now as Results, made and kept
+    assert len(set(streamed.values())) == len(streamed) == configs.count == len(report.results) // 2  # two GPU types

@@ -72,13 +72,18 @@ presets = st.builds(lambda ms, extra: {"title": "random", "matrices": ms, **({"s
                                                     "gpu": st.sampled_from(GPUS)}), max_size=1))
 
 
+def preset_file(tmp_path, preset: dict):
+    path = tmp_path / "random.yaml"
+    path.write_text(yaml.safe_dump(preset, sort_keys=False), encoding="utf-8")
+    return path
+
+
 @pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(presets)
 def test_a_random_preset_builds_or_says_why(tmp_path, preset):
-    path = tmp_path / "random.yaml"
-    path.write_text(yaml.safe_dump(preset, sort_keys=False), encoding="utf-8")
-    out = CliRunner().invoke(main, ["build", str(path), "-o", str(tmp_path / "out"), "--format", "json,xlsx,html",
+    out = CliRunner().invoke(main, ["build", str(preset_file(tmp_path, preset)), "-o", str(tmp_path / "out"),
+                                    "--format", "json,xlsx,html",
                                     "-q"])
     if out.exit_code == 0:
         assert (tmp_path / "out" / "random.html").exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
 
@@ -107,6 +107,39 @@ class ScenarioRow:
         return self.part[self.index - self.part.first_index]
 
 
+# A row without this input in InputColumns: a single scenario has no RLHF group's placement or other roles.
+ABSENT = object()
+
+
+@dataclass(frozen=True)
+class InputColumns:
+    """One results part's rows of one matrix as dict-encoded columns: what labels and grouping read, without a
+    Scenario per row (a 1,000,000-row sweep's HTML made 1,000,000 of them per pass over its rows, #35)."""
+    indices: np.ndarray  # each row's Result.index, ascending
+    columns: Mapping[str, tuple[tuple, np.ndarray | None]]  # name -> (values, each row's position in them, or
+    # None: values[0] in every row)
+    keys: np.ndarray  # each row's configuration within the part: equal numbers for rows alike but for the GPU type
+    row: Callable[[int], "Result | ScenarioRow"]  # the part's k-th row
+    objects: bool  # the rows are Result objects (their estimates are at hand)
+
+    @property
+    def size(self) -> int:
+        return len(self.indices)
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Result], inputs_of: Callable[[Result], Mapping[str, Any]],
+                key_of: Callable[[Result], tuple]) -> "InputColumns":
+        dicts = [inputs_of(r) for r in rows]
+        columns = {}
+        for name in dict.fromkeys(n for d in dicts for n in d):
+            seen: dict = {}  # (type, value) -> position: 1 and True are different values here
+            codes = [seen.setdefault((type(v), v), len(seen)) for v in (d.get(name, ABSENT) for d in dicts)]
+            columns[name] = (tuple(v for _, v in seen), np.array(codes, dtype=np.int64))
+        known: dict = {}
+        keys = np.array([known.setdefault(key_of(r), len(known)) for r in rows], dtype=np.int64)
+        return cls(np.array([r.index for r in rows], dtype=np.int64), columns, keys, rows.__getitem__, True)
+
+
 class BlockResults:
     """The results of a SweepBlock, computed as term columns; a row becomes a Result when read."""
 
@@ -136,6 +169,22 @@ class BlockResults:
             yield from (ScenarioRow(self.first_index + k, self.block.matrix, s, self)
                         for k, s in enumerate(scenarios, start))
 
+    def row(self, k: int) -> ScenarioRow:
+        return ScenarioRow(self.first_index + k, self.block.matrix, self.block.scenario(k), self)
+
+    def input_columns(self) -> InputColumns:
+        """The block's rows as InputColumns (a single scenario's inputs: an axis's values and codes, the value every
+        row has for the rest), from its axes alone."""
+        b = self.block
+        columns: dict[str, tuple[tuple, np.ndarray | None]] = {
+            n: ((v,), None) for n, v in b.scenario(0).inputs().items()}
+        for j, (name, vals) in enumerate(zip(b.names, b.values)):
+            if len(vals) > 1:
+                columns[name] = (tuple(vals), b.codes(j))
+        keys, _ = b.axis_codes([n for n in b.names if n != "gpu"])
+        return InputColumns(np.arange(self.first_index, self.first_index + b.size, dtype=np.int64), columns, keys,
+                            self.row, False)
+
     def __iter__(self) -> Iterator[Result]:
         """Every row as a Result (kept: a writer that reads them once reads them again)."""
         if self._made is None:
@@ -160,6 +209,21 @@ class Results(Parts):
                     yield from part.rows()
             else:
                 yield from (r for r in part if matrix is None or r.matrix == matrix)
+
+    def input_columns(self, matrix: str, inputs_of: Callable[[Result], Mapping[str, Any]],
+                      key_of: Callable[[Result], tuple]) -> list[InputColumns]:
+        """`matrix`'s rows as InputColumns, part by part in order: a block's from its axes; Result objects' by
+        inputs_of(result) (a single scenario's must be its inputs, as a block's are) and key_of(result)."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, BlockResults):
+                if part.block.matrix == matrix and len(part):
+                    out.append(part.input_columns())
+            else:
+                rows = tuple(r for r in part if r.matrix == matrix)
+                if rows:
+                    out.append(InputColumns.of_rows(rows, inputs_of, key_of))
+        return out
 
     def matrices(self) -> list[str]:
         """The results' matrices, in order of their first result."""

@@ -8,15 +8,17 @@ escapes every string it places.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Callable, Container, Generic, Iterable, Mapping, Sequence, TypeVar
+from typing import Callable, Generic, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 
 from . import charts
+from ..model.arrays import np
 from ..model.catalog import slug
 from ..planning.fleet import Fleet, JobMiss, Pool, fleet_id, pool_costs
 from ..planning.plan import MAX_GPUS
@@ -24,7 +26,7 @@ from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from ..model.formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from ..scenarios.presets import WORKLOAD_TYPES
-from .build import GROUP_SPLIT, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
+from .build import ABSENT, GROUP_SPLIT, InputColumns, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
 from ..model.lookups import LOOKUP_TABLES
 from ..model.inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
@@ -450,70 +452,202 @@ def _config_inputs(r: Result | ScenarioRow, t: Catalogue) -> dict[str, object]:
     return out
 
 
-def _config_labels(rows: Callable[[], Iterable[Result | ScenarioRow]], t: Catalogue,
-                   wanted: Container[tuple] | None = None) -> dict[tuple, str]:
-    """Short labels from the inputs that vary within a group of results ('batch 8 · int4 · TP2'), for the
-    configurations `wanted` (all where None).
+class _Configurations:
+    """A matrix's configurations (its rows alike but for the GPU type), read from the results' input columns, not a
+    Scenario per row (#35): how many there are, and short labels from the inputs that vary within the matrix
+    ('batch 8 · int4 · TP2').
 
-    The workload comes first when it varies; the other inputs are compared within one workload
-    (workloads have different defaults, which are not variations the planner asked for). Labels
-    that still coincide get the scenario number. rows() gives the group's rows afresh: they are read
-    twice (what varies, then the labels), one at a time — a sweep's are not all held (#35)."""
-    # what varies: per workload, each name's first value (as text), whether another was seen, how many rows
-    # had it (a row without it counts as "None"), and whether a role's model differs from the actor's
-    first: dict[str, dict[str, str]] = {}
-    varies: dict[str, set[str]] = {}
-    present: dict[str, dict[str, int]] = {}
-    role_news: dict[str, set[str]] = {}
-    rows_of: dict[str, int] = {}
-    models: set[str] = set()
-    for r in rows():
-        i = _config_inputs(r, t)
-        w = i["workload"]
-        models.add(i["model"])
-        rows_of[w] = rows_of.get(w, 0) + 1
-        seen, moved, count = first.setdefault(w, {}), varies.setdefault(w, set()), present.setdefault(w, {})
-        for n, v in i.items():
-            text = str(v)
-            if seen.setdefault(n, text) != text:
-                moved.add(n)
-            count[n] = count.get(n, 0) + 1
-            if n.startswith("role.") and v not in (None, i["model"]):
-                role_news.setdefault(w, set()).add(n)
-    extra = sorted({n for seen in first.values() for n in seen if n not in INPUT_NAMES})
-    varying = {w: [n for n in list(INPUT_NAMES) + extra if n not in ("gpu", "workload", "model")
-                   and (n in varies[w] or (n in first[w] and present[w][n] < rows_of[w] and first[w][n] != "None"))
-                   # a role's model is news only where it differs from the actor's
-                   and not (n.startswith("role.") and n not in role_news.get(w, ()))]
-               for w in first}
-    models_vary, several = len(models) > 1, len(first) > 1
+    The workload comes first when it varies; the other inputs are compared within one workload (workloads have
+    different defaults, which are not variations the planner asked for). Labels that still coincide get the
+    configuration's first scenario number. Each value's words are made once per distinct value; a row is the
+    numbers of its words."""
 
-    def part(n: str, v: object) -> str:
+    def __init__(self, report: Report, matrix: str, t: Catalogue):
+        self.t = t
+        self.parts = report.results.input_columns(matrix, lambda r: _config_inputs(r, t), _config_key)
+        self._what_varies()
+        self._words_of_rows()
+        self._coinciding()
+
+    # what varies: per workload, each name's first value (as text), whether another was seen, how many rows had it
+    # (a row without it counts as "None"), and whether a role's model differs from the actor's
+    def _what_varies(self) -> None:
+        first: dict[str, dict[str, str]] = {}
+        varies: dict[str, set[str]] = {}
+        present: dict[str, dict[str, int]] = {}
+        role_news: dict[str, set[str]] = {}
+        rows_of: dict[str, int] = {}
+        models: set = set()
+        for p in self.parts:
+            for w, mask, count in _by_workload(p):
+                rows_of[w] = rows_of.get(w, 0) + count
+                seen, moved, counts = first.setdefault(w, {}), varies.setdefault(w, set()), present.setdefault(w, {})
+                for n, (values, codes) in p.columns.items():
+                    used, first_row = _used(values, codes, mask, count)
+                    texts = {i: str(values[i]) for i in used if values[i] is not ABSENT}
+                    if not texts:
+                        continue
+                    if any(x != seen.setdefault(n, texts[first_row]) for x in texts.values()):
+                        moved.add(n)
+                    counts[n] = counts.get(n, 0) + sum(used[i] for i in texts)
+                    if n == "model":
+                        models.update(values[i] for i in texts)
+                    elif n.startswith("role.") and self._role_is_news(p, n, mask):
+                        role_news.setdefault(w, set()).add(n)
+        extra = sorted({n for seen in first.values() for n in seen if n not in INPUT_NAMES})
+        self.varying = {w: [n for n in list(INPUT_NAMES) + extra if n not in ("gpu", "workload", "model")
+                            and (n in varies[w]
+                                 or (n in first[w] and present[w][n] < rows_of[w] and first[w][n] != "None"))
+                            # a role's model is news only where it differs from the actor's
+                            and not (n.startswith("role.") and n not in role_news.get(w, ()))]
+                        for w in first}
+        self.models_vary, self.several = len(models) > 1, len(first) > 1
+
+    @staticmethod
+    def _role_is_news(p: InputColumns, name: str, mask) -> bool:
+        """Whether a row of these has a role model (name: role.<role>) that is not the actor's."""
+        values, codes = p.columns[name]
+        models, model_codes = p.columns["model"]
+        rows = range(p.size) if mask is None else np.flatnonzero(mask).tolist()
+        role_models = (values[_code(codes, k)] for k in rows)
+        return any(v is not ABSENT and v not in (None, models[_code(model_codes, k)]) for k, v in zip(rows, role_models))
+
+    def _part_words(self, n: str, v: object) -> str:
+        t = self.t
+        if n == "model":
+            return v
         if n.startswith("role."):
             return f"{t(n)} {v}"
         if n == "placement":
             return str(v)
         return t.get(f"axis.{n}", n + " {v}", v=t.get(f"value.{n}.{v}", str(v)))
 
-    labels: dict[tuple, str] = {}
-    index: dict[tuple, int] = {}  # a wanted configuration's first scenario number
-    owner: dict[str, int] = {}  # a label's first configuration (its key's hash: keys are not all held)
-    shared: set[str] = set()  # labels two configurations have
-    for r in rows():
-        key = _config_key(r)
-        i = _config_inputs(r, t)
-        parts = [i["model"]] if models_vary else []
-        if several:
-            parts.append(t(f"workload.{i['workload']}"))
-        parts += [part(n, i.get(n)) for n in varying[i["workload"]] if n in i]
-        if not parts or (len(parts) == 1 and several and not varying[i["workload"]]):
-            parts.append(t("axis.num_gpus", v=r.total_gpus))
-        label = " · ".join(parts)
-        if owner.setdefault(label, hash(key)) != hash(key):
-            shared.add(label)
-        if (wanted is None or key in wanted) and key not in index:
-            labels[key], index[key] = label, r.index
-    return {key: (label if label not in shared else f"{label} (#{index[key]})") for key, label in labels.items()}
+    def _words_of_rows(self) -> None:
+        """Each row's label as numbers of words (self.words: one text per number), in label order: the model where
+        models vary, the workload where workloads do, each varying input the row has, and its GPUs in all where
+        nothing else would tell it (-1: no word); per part, one array of them per row."""
+        self.words: list[str] = []
+        number: dict[str, int] = {}
+        self.row_words: list[np.ndarray] = []
+        width = max(((1 if self.models_vary else 0) + len(v) + 2 for v in self.varying.values()), default=2)
+        for p in self.parts:
+            out = np.full((p.size, width), -1, dtype=np.int64)
+            for w, mask, count in _by_workload(p):
+                names = (["model"] if self.models_vary else []) + self.varying[w]
+                columns = [self._word_numbers(p, n, mask, count, number) for n in names]
+                if self.several:
+                    columns.insert(1 if self.models_vary else 0,
+                                   np.full(count, self._number(number, self.t(f"workload.{w}")), dtype=np.int64))
+                told = sum((c >= 0).astype(np.int64) for c in columns) if columns else np.zeros(count, dtype=np.int64)
+                alone = (told == 0) | ((told == 1) & self.several & (not self.varying[w]))
+                gpus = self._word_numbers(p, "num_gpus", mask, count, number, axis_words=True)
+                columns.append(np.where(alone, gpus, -1))
+                block = np.stack(columns, axis=1)
+                target = out if mask is None else out[mask]
+                target[:, :block.shape[1]] = block
+                if mask is not None:
+                    out[mask] = target
+            # the words in order, those a row lacks (-1) last: rows whose labels read alike are alike
+            self.row_words.append(np.take_along_axis(out, np.argsort(out < 0, axis=1, kind="stable"), axis=1))
+
+    def _number(self, number: dict[str, int], text: str) -> int:
+        if text not in number:
+            number[text] = len(self.words)
+            self.words.append(text)
+        return number[text]
+
+    def _word_numbers(self, p: InputColumns, n: str, mask, count: int, number: dict[str, int],
+                      axis_words: bool = False) -> np.ndarray:
+        if n not in p.columns:
+            return np.full(count, -1, dtype=np.int64)
+        values, codes = p.columns[n]
+        words = (lambda v: self.t("axis.num_gpus", v=v)) if axis_words else (lambda v: self._part_words(n, v))
+        lut = np.array([-1 if v is ABSENT else self._number(number, words(v)) for v in values], dtype=np.int64)
+        if codes is None:
+            return np.full(count, lut[0], dtype=np.int64)
+        return lut[codes if mask is None else codes[mask]]
+
+    def _coinciding(self) -> None:
+        """Which labels two configurations have, and the first scenario of each configuration (rows alike but for
+        the GPU type: equal keys within a part; across parts, compared where their labels coincide)."""
+        labels = np.unique(np.concatenate(self.row_words), axis=0, return_inverse=True)[1].ravel()
+        part_of = np.concatenate([np.full(p.size, i, dtype=np.int64) for i, p in enumerate(self.parts)])
+        keys = np.concatenate([p.keys for p in self.parts])
+        position = np.concatenate([np.arange(p.size, dtype=np.int64) for p in self.parts])
+        order = np.lexsort((position, keys, part_of, labels))
+        new = np.ones(len(order), dtype=bool)  # a configuration's first row (within its part), in label order
+        new[1:] = ((labels[order][1:] != labels[order][:-1]) | (part_of[order][1:] != part_of[order][:-1])
+                   | (keys[order][1:] != keys[order][:-1]))
+        firsts = order[new]
+        self.count = len(firsts)
+        self.shared: set[int] = set()
+        self.same: dict[tuple[int, int], tuple[int, int]] = {}  # (part, key) -> the first part's of its configuration
+        by_label: dict[int, list[int]] = {}
+        for row in firsts[np.isin(labels[firsts], np.flatnonzero(np.bincount(labels[firsts]) > 1))].tolist():
+            by_label.setdefault(int(labels[row]), []).append(row)
+        for label, rows in by_label.items():  # rare: the words of two values coincide, or parts repeat a configuration
+            distinct: dict[tuple, tuple[int, int]] = {}
+            for row in rows:
+                i, k = int(part_of[row]), int(position[row])
+                first = distinct.setdefault(_config_key(self.parts[i].row(k)), (i, int(keys[row])))
+                self.same[(i, int(keys[row]))] = first
+            self.count -= len(rows) - len(distinct)
+            if len(distinct) > 1:
+                self.shared.add(label)
+        self.label_of_row = labels
+        self.starts = np.cumsum([0] + [p.size for p in self.parts])
+
+    def labels(self, rows: Iterable[Result | ScenarioRow]) -> dict[tuple, str]:
+        """The labels of these rows' configurations, by _config_key: a label two configurations have ends with the
+        configuration's first scenario number."""
+        out: dict[tuple, str] = {}
+        for r in rows:
+            i = next(i for i, p in enumerate(self.parts) if p.indices[0] <= r.index <= p.indices[-1]
+                     and p.indices[np.searchsorted(p.indices, r.index)] == r.index)
+            k = int(np.searchsorted(self.parts[i].indices, r.index))
+            text = " · ".join(self.words[x] for x in self.row_words[i][k].tolist() if x >= 0)
+            if int(self.label_of_row[self.starts[i] + k]) in self.shared:
+                text = f"{text} (#{self._first_index(i, int(self.parts[i].keys[k]))})"
+            out[_config_key(r)] = text
+        return out
+
+    def _first_index(self, part: int, key: int) -> int:
+        """The first scenario number of the configuration of (part, key)."""
+        first = self.same.get((part, key), (part, key))
+        return min(int(self.parts[i].indices[np.flatnonzero(self.parts[i].keys == k)[0]])
+                   for (i, k) in [pk for pk, f in self.same.items() if f == first] or [first])
+
+
+def _by_workload(p: InputColumns):
+    """(workload, the rows of it: a mask, or None for all, how many) of a part's rows."""
+    values, codes = p.columns["workload"]
+    if codes is None:
+        yield values[0], None, p.size
+        return
+    for i, w in enumerate(values):
+        mask = codes == i
+        count = int(mask.sum())
+        if count:
+            yield w, mask, count
+
+
+def _used(values: tuple, codes, mask, count: int) -> tuple[dict[int, int], int]:
+    """The positions of the values these rows have -> how many rows have each, and the position of the first row's
+    value among those that have one (not ABSENT)."""
+    if codes is None:
+        return {0: count}, 0
+    chosen = codes if mask is None else codes[mask]
+    counts = np.bincount(chosen, minlength=len(values))
+    absent = next((i for i, v in enumerate(values) if v is ABSENT), -1)
+    if chosen[0] != absent or counts[absent] == count:
+        first = int(chosen[0])
+    else:
+        first = int(chosen[chosen != absent][0])
+    return {int(i): int(counts[i]) for i in np.flatnonzero(counts).tolist()}, first
+
+
+def _code(codes, k: int) -> int:
+    return 0 if codes is None else int(codes[k])
 
 
 def _svg_font(lang: str, texts: Sequence[str]) -> str:
@@ -776,22 +910,40 @@ def _reference_line(r: Result | ScenarioRow, report: Report) -> tuple[str, int]:
     return gpu, memory
 
 
+def _reference_lines(configs: _Configurations, report: Report) -> dict[str, int]:
+    """Each GPU type a matrix's bars are read against and its memory, in the order of their first rows: a sweep
+    block's from its GPU column, Result objects' by _reference_line."""
+    out: dict[str, int] = {}
+    for p in configs.parts:
+        if p.objects:
+            for k in range(p.size):
+                out.setdefault(*_reference_line(p.row(k), report))
+            continue
+        values, codes = p.columns["gpu"]
+        if codes is None:
+            order = [0]
+        else:
+            used, first = np.unique(codes, return_index=True)
+            order = used[np.argsort(first)].tolist()
+        for i in order:
+            out.setdefault(values[i], report.gpus[values[i]].memory_bytes)
+    return out
+
+
 def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[BreakdownSection, ...]:
     k = report.assumptions["safety_factor"]
     sections = []
     for m, matrix_key in enumerate(report.results.matrices(), start=1):
         matrix = report.matrix_name_in(matrix_key, lang)
+        every = _Configurations(report, matrix_key, t)
         configs: dict[tuple, Result | ScenarioRow] = {}  # the first MAX_BARS configurations
-        counted: set[int] = set()  # every configuration, by its key's hash (a sweep's keys are not all held)
-        gpus_used: dict[str, int] = {}
         for r in report.results.rows(matrix_key):
-            key = _config_key(r)
-            counted.add(hash(key))
-            if len(configs) < MAX_BARS:
-                configs.setdefault(key, r)
-            gpus_used.setdefault(*_reference_line(r, report))
+            configs.setdefault(_config_key(r), r)
+            if len(configs) == min(MAX_BARS, every.count):
+                break
         shown = [(key, r.result()) for key, r in configs.items()]
-        labels = _config_labels(lambda: report.results.rows(matrix_key), t, wanted=configs)
+        labels = every.labels(configs.values())
+        gpus_used = _reference_lines(every, report)
         parts = {key: segments(r.estimate) for key, r in shown}
         present = [s for s in SEGMENTS if any(p[s] for p in parts.values())]
         colour_index = {s: SEGMENTS.index(s) for s in present}
@@ -816,7 +968,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
             rows.append((Cell(labels[key]),) + tuple(Cell(gib(parts[key][s]), "num") for s in present)
                         + (Cell(gib(r.estimate["device_total"]), "num strong"),)
                         + (() if pdf else (Cell(gib(r.estimate["recommended"]), "num screen-only"),)))
-        note = t("breakdown.truncated", n=len(shown), total=len(counted)) if len(counted) > len(shown) else ""
+        note = t("breakdown.truncated", n=len(shown), total=every.count) if every.count > len(shown) else ""
         sections.append(BreakdownSection(f"breakdown-{m}-{slug(matrix_key)}", matrix, figure,
                                          Table(headers, tuple(rows), "breakdown", t("breakdown.table_caption")), note))
     return tuple(sections)
@@ -1015,13 +1167,8 @@ def _words(t: Catalogue) -> Callable[[str, str], str]:
 
 def _first_of_each_group(report: Report, limit: int) -> list[Result]:
     """The first `limit` results of each scenario group, in the report's order (only those estimated)."""
-    seen: dict[str, int] = {}
-    shown = []
-    for r in report.results.rows():
-        seen[r.matrix] = seen.get(r.matrix, 0) + 1
-        if seen[r.matrix] <= limit:
-            shown.append(r.result())
-    return shown
+    return [r.result() for matrix in report.results.matrices()
+            for r in itertools.islice(report.results.rows(matrix), limit)]
 
 
 def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> tuple[Table, str, Table, str]:
@@ -1037,8 +1184,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
     shown = _first_of_each_group(report, limit) if listed else []
     labels: dict[tuple, str] = {}
     for matrix in dict.fromkeys(r.matrix for r in shown):
-        wanted = {_config_key(r) for r in shown if r.matrix == matrix}
-        for key, label in _config_labels(lambda: report.results.rows(matrix), t, wanted).items():
+        for key, label in _Configurations(report, matrix, t).labels(r for r in shown if r.matrix == matrix).items():
             labels[(matrix, key)] = label
 
     def fit_css(r: Result) -> str:
