@@ -140,6 +140,56 @@ class InputColumns:
         return cls(np.array([r.index for r in rows], dtype=np.int64), columns, keys, rows.__getitem__, True)
 
 
+class ResultRun(tuple):
+    """Result objects in index order (explicit scenarios, RLHF groups, a fleet's jobs): a part of the Results with
+    the same questions as a sweep's BlockResults, answered from its objects."""
+
+    def rows(self, matrix: str | None = None) -> Iterator[Result]:
+        return (r for r in self if matrix is None or r.matrix == matrix)
+
+    def matrices(self) -> Iterable[str]:
+        return dict.fromkeys(r.matrix for r in self)
+
+    def gpu_names(self) -> set[str]:
+        return {r.gpu for r in self}
+
+    def input_columns(self, matrix: str, inputs_of: Callable[[Result], Mapping[str, Any]],
+                      key_of: Callable[[Result], tuple]) -> InputColumns | None:
+        rows = tuple(self.rows(matrix))
+        return InputColumns.of_rows(rows, inputs_of, key_of) if rows else None
+
+    def requirements(self, interchangeable: Mapping[str, Iterable[str]], goals: Mapping[str, Goal]
+                     ) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
+        """The distinct requirements, the first row of each, and each row's (an index into them)."""
+        distinct: dict[Requirement, int] = {}
+        first: list[int] = []
+        of = []
+        for k, r in enumerate(self):
+            need = requirement(r, interchangeable.get(r.matrix, ()), goals.get(r.matrix))
+            if need not in distinct:
+                distinct[need] = len(distinct)
+                first.append(k)
+            of.append(distinct[need])
+        return list(distinct), np.array(first, dtype=np.int64), np.array(of, dtype=np.int64)
+
+    def plan_columns(self) -> dict[str, np.ndarray]:
+        # an RLHF group has no goal (a preset refuses one), nor the terms a goal reads
+        columns = {k: np.array([r.estimate.values.get(k, 0) for r in self], dtype=float) for k in _PLAN_TERMS}
+        columns["total_gpus"] = np.array([r.total_gpus for r in self], dtype=np.int64)
+        columns["index"] = np.array([r.index for r in self], dtype=np.int64)
+        return columns
+
+    def gpu_positions(self, position: Mapping[str, int]) -> np.ndarray:
+        return np.array([position[r.gpu] for r in self], dtype=np.int64)
+
+    def goal_met(self, columns: Mapping[str, np.ndarray], goals: Mapping[str, Goal]) -> np.ndarray:
+        met = np.ones(len(self), dtype=bool)
+        for matrix in {r.matrix for r in self} & set(goals):
+            rows = np.array([r.matrix == matrix for r in self])
+            met[rows] = goals[matrix].met({k: v[rows] for k, v in columns.items()})
+        return met
+
+
 class BlockResults:
     """The results of a SweepBlock, computed as term columns; a row becomes a Result when read."""
 
@@ -159,8 +209,10 @@ class BlockResults:
             return self._made[k]
         return Result(self.first_index + k, self.block.matrix, self.estimator.estimate(self.block.scenario(k)))
 
-    def rows(self) -> Iterator[Result | ScenarioRow]:
-        """Every row as its inputs (its Results where they are already made), none of them kept."""
+    def rows(self, matrix: str | None = None) -> Iterator[Result | ScenarioRow]:
+        """Every row (of `matrix`) as its inputs (its Results where they are already made), none of them kept."""
+        if matrix is not None and matrix != self.block.matrix:
+            return
         if self._made is not None:
             yield from self._made
             return
@@ -172,10 +224,19 @@ class BlockResults:
     def row(self, k: int) -> ScenarioRow:
         return ScenarioRow(self.first_index + k, self.block.matrix, self.block.scenario(k), self)
 
-    def input_columns(self) -> InputColumns:
+    def matrices(self) -> Iterable[str]:
+        return (self.block.matrix,)
+
+    def gpu_names(self) -> set[str]:
+        return self.block.gpu_names()
+
+    def input_columns(self, matrix: str, inputs_of: Callable[[Result], Mapping[str, Any]] | None = None,
+                      key_of: Callable[[Result], tuple] | None = None) -> InputColumns | None:
         """The block's rows as InputColumns (a single scenario's inputs: an axis's values and codes, the value every
-        row has for the rest), from its axes alone."""
+        row has for the rest), from its axes alone (inputs_of and key_of are a ResultRun's)."""
         b = self.block
+        if matrix != b.matrix or not b.size:
+            return None
         columns: dict[str, tuple[tuple, np.ndarray | None]] = {
             n: ((v,), None) for n, v in b.scenario(0).inputs().items()}
         for j, (name, vals) in enumerate(zip(b.names, b.values)):
@@ -184,6 +245,26 @@ class BlockResults:
         keys, _ = b.axis_codes([n for n in b.names if n != "gpu"])
         return InputColumns(np.arange(self.first_index, self.first_index + b.size, dtype=np.int64), columns, keys,
                             self.row, False)
+
+    def requirements(self, interchangeable: Mapping[str, Iterable[str]], goals: Mapping[str, Goal]
+                     ) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
+        """As ResultRun.requirements, found on the block's axes (a block has no goal)."""
+        return block_requirements(self.block, interchangeable.get(self.block.matrix, ()))
+
+    def plan_columns(self) -> dict[str, np.ndarray]:
+        chunks = list(self.chunks())
+        columns = {k: np.concatenate([c.numbers(k) for c in chunks]) for k in _PLAN_TERMS}
+        columns["total_gpus"] = self.block.numbers("num_gpus")  # a single model's total
+        columns["index"] = self.first_index + np.arange(len(self), dtype=np.int64)
+        return columns
+
+    def gpu_positions(self, position: Mapping[str, int]) -> np.ndarray:
+        key, _ = self.block.axis_codes(("gpu",))
+        _, first, of = np.unique(key, return_index=True, return_inverse=True)
+        return np.array([position[self.block.scenario(int(k)).gpu] for k in first.tolist()], dtype=np.int64)[of]
+
+    def goal_met(self, columns: Mapping[str, np.ndarray], goals: Mapping[str, Goal]) -> np.ndarray:
+        return np.ones(len(self), dtype=bool)  # a block has no goal
 
     def __iter__(self) -> Iterator[Result]:
         """Every row as a Result (kept: a writer that reads them once reads them again)."""
@@ -204,41 +285,21 @@ class Results(Parts):
         """Every result (of `matrix`) in order, as what grouping and labels read: Result objects, and a block's
         rows unestimated (ScenarioRow.result() estimates one), none of them kept."""
         for part in self.parts:
-            if isinstance(part, BlockResults):
-                if matrix is None or part.block.matrix == matrix:
-                    yield from part.rows()
-            else:
-                yield from (r for r in part if matrix is None or r.matrix == matrix)
+            yield from part.rows(matrix)
 
     def input_columns(self, matrix: str, inputs_of: Callable[[Result], Mapping[str, Any]],
                       key_of: Callable[[Result], tuple]) -> list[InputColumns]:
         """`matrix`'s rows as InputColumns, part by part in order: a block's from its axes; Result objects' by
         inputs_of(result) (a single scenario's must be its inputs, as a block's are) and key_of(result)."""
-        out = []
-        for part in self.parts:
-            if isinstance(part, BlockResults):
-                if part.block.matrix == matrix and len(part):
-                    out.append(part.input_columns())
-            else:
-                rows = tuple(r for r in part if r.matrix == matrix)
-                if rows:
-                    out.append(InputColumns.of_rows(rows, inputs_of, key_of))
-        return out
+        return [c for c in (part.input_columns(matrix, inputs_of, key_of) for part in self.parts) if c is not None]
 
     def matrices(self) -> list[str]:
         """The results' matrices, in order of their first result."""
-        out: dict[str, None] = {}
-        for part in self.parts:
-            out.update(dict.fromkeys([part.block.matrix] if isinstance(part, BlockResults) else
-                                     (r.matrix for r in part)))
-        return list(out)
+        return list(dict.fromkeys(m for part in self.parts for m in part.matrices()))
 
     def gpu_names(self) -> set[str]:
         """The GPU types the results run on (a block's without making its Results)."""
-        out = set()
-        for part in self.parts:
-            out |= part.block.gpu_names() if isinstance(part, BlockResults) else {r.gpu for r in part}
-        return out
+        return set().union(*(part.gpu_names() for part in self.parts))
 
 
 @dataclass(frozen=True)
@@ -430,16 +491,11 @@ def requirement_numbers(results: Results, interchangeable: Mapping[str, Iterable
     numbers: dict[Requirement, int] = {}
     per_part = []
     for part in results.parts:
-        if isinstance(part, BlockResults):
-            distinct, first, of = block_requirements(part.block, interchangeable.get(part.block.matrix, ()))
-            number = np.empty(len(distinct), dtype=np.int64)
-            for d in np.argsort(first, kind="stable").tolist():
-                number[d] = numbers.setdefault(distinct[d], len(numbers))
-            per_part.append(number[of])
-        else:
-            per_part.append(np.array([numbers.setdefault(
-                requirement(r, interchangeable.get(r.matrix, ()), goals.get(r.matrix)), len(numbers)) for r in part],
-                dtype=np.int64))
+        distinct, first, of = part.requirements(interchangeable, goals)
+        number = np.empty(len(distinct), dtype=np.int64)
+        for d in np.argsort(first, kind="stable").tolist():
+            number[d] = numbers.setdefault(distinct[d], len(numbers))
+        per_part.append(number[of])
     return list(numbers), per_part
 
 
@@ -447,47 +503,23 @@ def requirement_numbers(results: Results, interchangeable: Mapping[str, Iterable
 _PLAN_TERMS = tuple(dict.fromkeys((PLAN_FITS, "purchase_usd", "rent_usd", "plan_seconds") + GOAL_TERMS))
 
 
-def _plan_columns(part: tuple[Result, ...] | BlockResults) -> dict[str, np.ndarray]:
-    """The columns ranking.first_rows reads of one part of the results (index: the 1-based result index)."""
-    if isinstance(part, BlockResults):
-        chunks = list(part.chunks())
-        columns = {k: np.concatenate([c.numbers(k) for c in chunks]) for k in _PLAN_TERMS}
-        columns["total_gpus"] = part.block.numbers("num_gpus")  # a single model's total
-        columns["index"] = part.first_index + np.arange(len(part), dtype=np.int64)
-        return columns
-    # an RLHF group has no goal (a preset refuses one), nor the terms a goal reads
-    columns = {k: np.array([r.estimate.values.get(k, 0) for r in part], dtype=float) for k in _PLAN_TERMS}
-    columns["total_gpus"] = np.array([r.total_gpus for r in part], dtype=np.int64)
-    columns["index"] = np.array([r.index for r in part], dtype=np.int64)
-    return columns
-
-
-def _gpu_positions(part: tuple[Result, ...] | BlockResults, gpu_types: Sequence[str]) -> np.ndarray:
-    """Each row's GPU type as its place in gpu_types."""
-    position = {g: i for i, g in enumerate(gpu_types)}
-    if isinstance(part, BlockResults):
-        key, _ = part.block.axis_codes(("gpu",))
-        codes, first, of = np.unique(key, return_index=True, return_inverse=True)
-        return np.array([position[part.block.scenario(int(k)).gpu] for k in first.tolist()], dtype=np.int64)[of]
-    return np.array([position[r.gpu] for r in part], dtype=np.int64)
-
-
 def recommend(results: Results | Sequence[Result], gpu_types: Sequence[str], interchangeable: Mapping[str, Iterable[str]] = {},
               goals: Mapping[str, Goal] = {}) -> tuple[Recommendation, ...]:
     """Per requirement × GPU type, the first fitting result by the plan's orders (ranking.py) among those
     that meet their matrix's goal, computed on columns. interchangeable: matrix name -> the job inputs
     its preset lets the plan choose; goals: matrix name -> its goal."""
-    results = results if isinstance(results, Results) else Results([tuple(results)])
+    results = results if isinstance(results, Results) else Results([ResultRun(results)])
     needs, per_part = requirement_numbers(results, interchangeable, goals)
     if not needs:
         return ()
-    parts = [_plan_columns(part) for part in results.parts]
+    parts = [part.plan_columns() for part in results.parts]
     columns = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     need_of = np.concatenate(per_part)
     fits = columns[PLAN_FITS] != 0
-    meets = np.concatenate([_goal_met(part, p, goals) for part, p in zip(results.parts, parts)])
+    meets = np.concatenate([part.goal_met(p, goals) for part, p in zip(results.parts, parts)])
     picked = fits & meets
-    cell = need_of * len(gpu_types) + np.concatenate([_gpu_positions(part, gpu_types) for part in results.parts])
+    position = {g: i for i, g in enumerate(gpu_types)}
+    cell = need_of * len(gpu_types) + np.concatenate([part.gpu_positions(position) for part in results.parts])
     n_cells = len(needs) * len(gpu_types)
     tried = np.bincount(cell, minlength=n_cells)
     most = np.zeros(n_cells, dtype=np.int64)
@@ -525,18 +557,6 @@ def recommend(results: Results | Sequence[Result], gpu_types: Sequence[str], int
     return tuple(recs)
 
 
-def _goal_met(part: tuple[Result, ...] | BlockResults, columns: Mapping[str, np.ndarray],
-              goals: Mapping[str, Goal]) -> np.ndarray:
-    """Per row, whether it meets its matrix's goal (a row without one meets it)."""
-    if isinstance(part, BlockResults):
-        return np.ones(len(part), dtype=bool)  # a block has no goal
-    met = np.ones(len(part), dtype=bool)
-    for matrix in {r.matrix for r in part} & set(goals):
-        rows = np.array([r.matrix == matrix for r in part])
-        met[rows] = goals[matrix].met({k: v[rows] for k, v in columns.items()})
-    return met
-
-
 def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Mapping[str, GpuSpec],
                  gpu_types: Sequence[str]) -> tuple[SensitivitySeries, ...]:
     """Per model × workload, its first requirement's pick as sequence length and batch vary, on its own GPU
@@ -563,21 +583,21 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
                  notes: Sequence[Note] = (), validation: Sequence[ValidationRow] = (),
                  validation_figures: Sequence[PublishedFigure] = (),
                  validation_excluded: Sequence[Excluded] = ()) -> Report:
-    parts: list[tuple[Result, ...] | BlockResults] = []
+    parts: list[ResultRun | BlockResults] = []
     index = 1
     for part in expansion.scenarios.blocks:
         if isinstance(part, SweepBlock):
             parts.append(BlockResults(index, part, estimator))
         else:
             singles = iter(estimator.estimate_all([s for _, s in part if not isinstance(s, RlhfScenario)]))
-            parts.append(tuple(Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario)
-                                      else next(singles)) for i, (matrix, s) in enumerate(part, start=index)))
+            parts.append(ResultRun(Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario)
+                                          else next(singles)) for i, (matrix, s) in enumerate(part, start=index)))
         index += len(parts[-1])
     goals = dict(expansion.goals)
     decision = decide(estimator, expansion.purchase, estimator.assumptions) if expansion.purchase else None
     if decision is not None:  # each job's plan on the fleet's GPU type: the detail behind the decision page
         jobs = [(job, planned) for job, planned in _fleet_plans(decision)]
-        parts.append(tuple(Result(i, job.name, planned.estimate) for i, (job, planned) in enumerate(jobs, start=index)))
+        parts.append(ResultRun(Result(i, job.name, planned.estimate) for i, (job, planned) in enumerate(jobs, start=index)))
         # RLHF groups are planned by memory alone, as a matrix's are: no goal
         goals.update({job.name: job.plan_goal for job, _ in jobs if job.kind != "rlhf"})
         if not parts[-1]:
