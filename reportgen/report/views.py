@@ -840,7 +840,8 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
                 rows.append(PlanRow(e.gpu, "", "", "", "", gib(report.gpus[e.gpu].memory_bytes), "", "", "", "", "",
                                     t("fit.goal_missed", speed=speed(e.closest, t)) if e.closest else t("fit.no"),
                                     "nofit", False,
-                                    t("plan.tried", n=e.num_scenarios)))
+                                    t("plan.tried", n=e.num_scenarios) if e.num_scenarios != 1
+                                    else t("plan.tried_one")))
                 continue
             r, v = e.result, e.result.estimate
             marks = ["★" if rec.best is not None and r.index == rec.best.result.index else "",
