@@ -51,7 +51,7 @@ class RlhfScenario:
     @property
     def rank_sequences(self) -> int:
         """Sequences each of the actor's data-parallel ranks generates and trains on per iteration."""
-        return rollout_sequences(self.algorithm, self.actor.batch_size, dict(self.settings)["group_size"])
+        return rank_sequences(self.algorithm, self.actor, dict(self.settings))
 
     def relayout(self, settings: Mapping[str, Any] = {}, **inputs: Any) -> "RlhfScenario":
         """The same group with the actor's layout inputs and these settings changed (every role follows)."""
@@ -523,8 +523,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     every sequence padded to padded_len tokens (default: the prompt and the longest response), their memory
     and their time; the others over the mean prompt + response.
     """
-    if prompts_per_iteration:
-        actor = actor.with_inputs(batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
+    actor = rank_actor(actor, prompts_per_iteration)
     iteration_sequences = rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
@@ -561,6 +560,21 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                     padded_roles=padded_roles, padded_len=padded_len)
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))
+
+
+def rank_actor(actor: Scenario, prompts_per_iteration: int | None) -> Scenario:
+    """The actor with its data-parallel rank's prompts as its batch: the iteration's prompts over its ranks (at least
+    one), or the batch it has."""
+    if prompts_per_iteration:
+        return actor.with_inputs(batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
+    return actor
+
+
+def rank_sequences(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> int:
+    """Sequences each of the actor's data-parallel ranks generates and trains on per iteration, for this actor's
+    layout and the group's settings (its prompts per iteration, GRPO's group)."""
+    return rollout_sequences(algorithm, rank_actor(actor, settings.get("prompts_per_iteration")).batch_size,
+                             settings["group_size"])
 
 
 def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:

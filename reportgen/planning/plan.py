@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..model.arrays import np
-from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rlhf_batch_check
+from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rank_sequences,
+                              rlhf_batch_check)
 from .goals import GOAL_TERMS, Goal
 from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
@@ -528,7 +529,8 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
     given = dict(scenario.settings).get("micro_batch_size")
     if given or "micro_batch_size" in fixed:
         return (given,)
-    sequences = _relayout(scenario, gpu, candidate).rank_sequences
+    sequences = rank_sequences(scenario.algorithm, scenario.actor.with_inputs(gpu=gpu, **_actor_layout(candidate)),
+                               dict(scenario.settings))
     return tuple(sorted({sequences} | {2 ** k for k in range(sequences.bit_length()) if sequences % 2 ** k == 0},
                         reverse=True))
 
