@@ -443,7 +443,7 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                 if reason:
                     skipped.setdefault(reason.code, reason)
                     continue
-                if rlhf_batch_check(scenario.algorithm, base.with_inputs(**_actor_layout(candidate)),
+                if rlhf_batch_check(scenario.algorithm, _laid_out_actor(scenario, gpu, candidate),
                                     dict(scenario.settings)):
                     continue  # the iteration's prompts do not split over this count's data-parallel ranks
                 layouts.append(candidate)
@@ -492,6 +492,11 @@ def _actor_layout(candidate: Scenario) -> dict[str, Any]:
     return {k: getattr(candidate, k) for k in _ACTOR_LAYOUT}
 
 
+def _laid_out_actor(scenario: RlhfScenario, gpu: str, candidate: Scenario) -> Scenario:
+    """The group's actor on this GPU type with the candidate's layout (before its rank's share of the prompts)."""
+    return scenario.actor.with_inputs(gpu=gpu, **_actor_layout(candidate))
+
+
 def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch_size: int | None = None
               ) -> RlhfScenario:
     return scenario.relayout({"micro_batch_size": micro_batch_size} if micro_batch_size else {}, gpu=gpu,
@@ -529,8 +534,7 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
     given = dict(scenario.settings).get("micro_batch_size")
     if given or "micro_batch_size" in fixed:
         return (given,)
-    sequences = rank_sequences(scenario.algorithm, scenario.actor.with_inputs(gpu=gpu, **_actor_layout(candidate)),
-                               dict(scenario.settings))
+    sequences = rank_sequences(scenario.algorithm, _laid_out_actor(scenario, gpu, candidate), dict(scenario.settings))
     return tuple(sorted({sequences} | {2 ** k for k in range(sequences.bit_length()) if sequences % 2 ** k == 0},
                         reverse=True))
 

@@ -602,14 +602,20 @@ class _Configurations:
         configuration's first scenario number."""
         out: dict[tuple, str] = {}
         for r in rows:
-            i = next(i for i, p in enumerate(self.parts) if p.indices[0] <= r.index <= p.indices[-1]
-                     and p.indices[np.searchsorted(p.indices, r.index)] == r.index)
-            k = int(np.searchsorted(self.parts[i].indices, r.index))
+            i, k = self._place(r.index)
             text = " · ".join(self.words[x] for x in self.row_words[i][k].tolist() if x >= 0)
             if int(self.label_of_row[self.starts[i] + k]) in self.shared:
                 text = f"{text} (#{self._first_index(i, int(self.parts[i].keys[k]))})"
             out[_config_key(r)] = text
         return out
+
+    def _place(self, index: int) -> tuple[int, int]:
+        """(part, position in it) of the row with this scenario number."""
+        for i, p in enumerate(self.parts):
+            k = int(np.searchsorted(p.indices, index))
+            if k < p.size and p.indices[k] == index:
+                return i, k
+        raise KeyError(index)
 
     def _first_index(self, part: int, key: int) -> int:
         """The first scenario number of the configuration of (part, key)."""
