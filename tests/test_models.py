@@ -77,19 +77,21 @@ def _transformers_counts():
 def test_catalog_count_equals_transformers_meta_device_count(name, record):
     """Every supported model_type, built by transformers on the meta device (tests/data/README.md)."""
     spec = CATALOG[name].spec
-    # transformers 5.24 registers DeepSeek-V3's e_score_correction_bias as a buffer, not a parameter.
-    buffers = spec.num_moe_layers * spec.num_experts if spec.router_bias else 0
+    # transformers 5.24 registers DeepSeek-V3's e_score_correction_bias as a buffer, not a parameter (GPT-OSS's
+    # router bias is a parameter).
+    buffers = spec.num_moe_layers * spec.num_experts if spec.router_bias and spec.model_type == "deepseek_v3" else 0
     assert model_row(spec)["total_params"] == record["total"] + buffers
     assert sum(params_by_component(model_row(spec)).values()) == model_row(spec)["total_params"]
 
 
 def _transformers_lora_cases():
     """PEFT counts on dense models whose module names matched the requested targets exactly
-    (MoE expert wrapping differs between transformers/PEFT versions; see tests/data/README.md)."""
+    (MoE expert wrapping differs between transformers/PEFT versions; see tests/data/README.md), and on GPT-OSS,
+    whose experts and router no target reaches (bare parameters)."""
     cases = []
     for name, record in _transformers_counts():
         spec = CATALOG[name].spec
-        if (spec.num_experts > 0) or spec.kv_lora_rank or not spec.gated_mlp:
+        if (spec.num_experts > 0 and not spec.experts_as_parameters) or spec.kv_lora_rank or not spec.gated_mlp:
             continue
         for lora in record.get("lora", []):
             if isinstance(lora.get("trainable"), int) and lora.get("targets_used", lora["targets"]) == lora["targets"]:
@@ -186,13 +188,22 @@ def test_bad_configs_name_the_field(mutate, path, message):
     assert message in err.value.message
 
 
-@pytest.mark.parametrize("model_type,why", [("nemotron_h", "Mamba-2"), ("gpt_oss", "sliding-window attention"),
-                                            ("qwen3_next", "Gated DeltaNet"), ("mamba", "state-space")])
+@pytest.mark.parametrize("model_type,why", [("nemotron_h", "Mamba-2"), ("qwen3_next", "Gated DeltaNet"),
+                                            ("mamba", "state-space")])
 def test_architectures_it_cannot_build_are_named_with_why(model_type, why):
-    """#32: a Nemotron-H or GPT-OSS config says what is missing, not 'unknown' (nor 'did you mean gpt_neox')."""
+    """#32: a Nemotron-H config says what is missing, not 'unknown' (nor 'did you mean gpt_neox')."""
     config = {**_config("llama-2-7b"), "model_type": model_type}
     with pytest.raises(InputError) as err:
         spec_from_config(config, name="x", source="cfg.json")
     assert err.value.key_path == "model_type"
     assert f"'{model_type}' cannot be built yet: " in err.value.message and why in err.value.message
     assert "did you mean" not in err.value.message
+
+
+@pytest.mark.parametrize("name,record", _transformers_counts(), ids=[n for n, _ in _transformers_counts()])
+def test_sliding_window_layers_are_those_transformers_caches(name, record):
+    """Which layers keep a sliding window (Mistral-7B-v0.1 and Phi-3 every layer, Gemma-2 and GPT-OSS every other
+    one), as transformers 5.24's DynamicCache builds them from the config (tests/data/transformers_counts.json)."""
+    spec, cache = CATALOG[name].spec, record["cache_layers"]
+    assert cache["layers"] == spec.num_hidden_layers
+    assert (spec.num_sliding_layers, spec.sliding_window) == (cache["sliding_layers"], cache["sliding_window"] or 0)

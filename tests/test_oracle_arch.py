@@ -6,8 +6,9 @@ GPT-2-medium attention/residual/embedding dropout), LoRA with adapters in the mo
 as LitGPT and torchtune compute it (16-bit, chunked), PEFT's lora_dropout, LitGPT's own training code
 (engine litgpt: its model, LoRA and loss code run on the oracle), LoRA with PEFT's modules_to_save
 (embedding and LM head trained as copies; each measured with and without), MoE (Mixtral-, Qwen3-MoE- and Qwen2-MoE-shaped, real
-tensors, grouped_mm and eager experts), and gradient accumulation (2 to 8 micro-batches per optimizer step, HF
-and LitGPT). Each record has a split:
+tensors, grouped_mm and eager experts), gradient accumulation (2 to 8 micro-batches per optimizer step, HF
+and LitGPT), and generate() with sliding-window layers (Mistral-, Gemma-2- and Phi-3-shaped, prefilling or
+generating past the window). Each record has a split:
 
 - "fit": the shapes the new terms were derived from (Gemma2-small, Phi3-small, Llama-tiny with and
   without attention dropout, GPT-2 124M, Llama-tiny LoRA in bf16 and with other losses, Mixtral-tiny, the
@@ -60,6 +61,8 @@ def _error(case) -> float:
 
 
 def _family(case) -> str:
+    if "measure_sliding_window" in case.get("notes", ""):
+        return "sliding_window"
     if "measure_recompute" in case.get("notes", ""):
         return "recompute"
     if case["setting"].get("grad_accum", 1) > 1:
@@ -90,12 +93,12 @@ FIT = [c for c in CASES if c["split"] == "fit" and not _cpu_dispatch(c)]
 # training records are within 1.5 %).
 FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
                  "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026, "modules_to_save": 0.004,
-                 "eager_prefill": 0.059, "grad_accum": 0.0005, "recompute": 0.011}
+                 "eager_prefill": 0.059, "grad_accum": 0.0005, "recompute": 0.011, "sliding_window": 0.029}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 212
+    assert len(ids) == len(set(ids)) == 218
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -144,10 +147,15 @@ def test_holdout_summary_per_family():
     for case in HOLDOUT:
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
-                              "modules_to_save", "grad_accum", "recompute"}
+                              "modules_to_save", "grad_accum", "recompute", "sliding_window"}
     for family, errors in by_family.items():
-        assert statistics.median(errors) <= 0.005, family  # 0.30 % at most today (LitGPT)
-        assert max(errors) <= 0.016, family  # 1.56 % at most today (Phi-3-mini's last-position prefill)
+        # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
+        # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
+        assert statistics.median(errors) <= (0.0095 if family == "sliding_window" else 0.005), family
+        # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
+        # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
+        # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
+        assert max(errors) <= 0.018, family
 
 
 def test_modules_to_save_add_what_peft_trains():
@@ -260,3 +268,20 @@ def test_first_recomputed_layer_peaks_where_the_oracle_peaks(case):
         assert est["resident_activations"] == est["recompute_start_activations"]
         assert est["recompute_start_activations"] == pytest.approx(breakdown["activations_saved"], rel=0.01)
         assert est["recompute_bytes"] == pytest.approx(breakdown["backward_temporaries"], rel=0.10)
+
+
+def test_sliding_window_cache_is_what_transformers_holds():
+    """kv_cache of generate() with sliding-window layers is, per layer, the most that layer's cache storage
+    ever holds: the whole prompt after the prefill (a view keeps the full keys and values), the window once
+    decoding passes it. The oracle's two snapshots (after the prefill, after the last token) bound it: it equals
+    the larger where every layer peaks at the same moment, and holds at most 1 % more where full layers peak at
+    the end and sliding ones after the prefill (Gemma-2's alternation with a long prompt)."""
+    cases = [c for c in CASES if _family(c) == "sliding_window"]
+    assert len(cases) == 6
+    exact = 0
+    for case in cases:
+        measured = max(case["kv_cache_bytes_after_prefill"], case["kv_cache_bytes_end"])
+        estimated = int(_estimate(case)["kv_cache"])
+        assert measured <= estimated <= 1.01 * measured, case["id"]
+        exact += estimated == measured
+    assert exact == 5

@@ -5,8 +5,8 @@ Published logs: presets/validation/published_serving.json (each with its source,
 and a "reportgen" block mapping the start-up to estimator inputs). Fitted, on the four logs marked "fit":
 driver_reserved_mib (what CUDA hides below nvidia-smi's total: pub-srv-006 and 013), the profiling forward's
 bytes per token (013), the fused sampler's bytes per element (006) and engine_tp_non_torch_mib (025); the
-sort-based sampler's bytes per element were read off pub-srv-027 to 029 (028 is compared, as a fit; 027 and
-029 are models outside the catalog). engine_non_torch_mib and cuda_graph_mib are the ranges the logs print. Everything
+sort-based sampler's bytes per element were read off pub-srv-027 to 029 (028 and 029 are compared, as fits; 027
+is a model outside the catalog). engine_non_torch_mib and cuda_graph_mib are the ranges the logs print. Everything
 else is held out. Target of issue #17: within ±10 %.
 """
 from __future__ import annotations
@@ -56,18 +56,36 @@ def test_kv_pool_of_held_out_logs_within_ten_percent(case):
 
 
 def test_held_out_median_and_largest():
-    errors = [abs(_estimated(s, m) / v - 1) for _, s, m, v in _cases("holdout")]
-    assert len(errors) == 17
-    assert statistics.median(errors) <= 0.008  # 0.8 % today (3.3 % over 19 logs before the sampler and TP terms)
-    assert max(errors) <= 0.084  # 8.3 % today (pub-srv-020, whose sampler is inferred from pub-srv-024)
+    errors = {(c, m): abs(_estimated(s, m) / v - 1) for c, s, m, v in _cases("holdout")}
+    assert len(errors) == 19
+    # 0.8 % today without gpt-oss-120b (3.3 % over 19 logs before the sampler and TP terms); its two figures, 3.5 %
+    # over (the checkpoint's weights where vLLM's Marlin kernels hold 2 GiB more per GPU), move it to 2.3 %
+    assert statistics.median(e for (c, _), e in errors.items() if c != "pub-srv-005") <= 0.008
+    assert statistics.median(errors.values()) <= 0.024
+    assert max(errors.values()) <= 0.084  # 8.3 % today (pub-srv-020, whose sampler is inferred from pub-srv-024)
+
+
+def test_sliding_window_layers_take_what_vllm_reserves_per_request():
+    """gpt-oss-120b alternates 18 sliding-window layers (128 tokens) with 18 full ones. vLLM 0.10 logs the pool as
+    tokens over every layer's bytes (2,640,144) and its concurrency at 16,384 tokens (284.25x): their ratio is the
+    blocks one request takes, 1,024 in the full layers and ceil((128 - 1 + 2,048) / 16) + 1 = 137 in the sliding
+    ones, halved over the two layer groups (580.5 blocks of 16 tokens). The estimate's ratio is the log's to 0.01 %
+    (counting every layer at the full context would give 1,024); its pool is compared above."""
+    case = _case("pub-srv-005")
+    values = EST.estimate(case.scenario).values
+    logged = case.published["kv_tokens"] / case.published["max_concurrency"]
+    assert logged == pytest.approx(580.5 * 16, rel=2e-4)
+    assert values["kv_pool_tokens"] / values["max_concurrency"] == pytest.approx(logged, rel=1e-4)
+    assert values["kv_window_tokens"] == (math.ceil((128 - 1 + 2048) / 16) + 1) * 16
 
 
 def test_fit_logs_at_the_level_reached():
     errors = {c: abs(_estimated(s, metric) / published - 1) for c, s, metric, published in _cases("fit")}
-    assert sorted(errors) == ["pub-srv-006", "pub-srv-013", "pub-srv-025", "pub-srv-028"]
-    # 0.1 %, 3.2 %, 0.3 % and 1.5 % today; pub-srv-013 logs 0.35 GiB outside PyTorch where engine_non_torch_mib has
-    # 0.25; pub-srv-028's pool is 4.45 GiB beside 61 GiB of weights, so 0.07 GiB is 1.5 %
-    assert errors["pub-srv-013"] <= 0.033 and errors["pub-srv-028"] <= 0.015
+    assert sorted(errors) == ["pub-srv-006", "pub-srv-013", "pub-srv-025", "pub-srv-028", "pub-srv-029"]
+    # 0.1 %, 3.2 %, 0.3 %, 1.5 % and 1.1 % today; pub-srv-013 logs 0.35 GiB outside PyTorch where engine_non_torch_mib
+    # has 0.25; pub-srv-028's pool is 4.45 GiB beside 61 GiB of weights, so 0.07 GiB is 1.5 %; pub-srv-029's weights
+    # are the checkpoint's 12.82 GiB where vLLM logs 13.47
+    assert errors["pub-srv-013"] <= 0.033 and errors["pub-srv-028"] <= 0.015 and errors["pub-srv-029"] <= 0.011
     assert max(errors["pub-srv-006"], errors["pub-srv-025"]) <= 0.004
 
 

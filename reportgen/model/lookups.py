@@ -71,15 +71,16 @@ PRECISIONS = Table(
 DTYPES = Table(
     name="Dtypes",
     key="dtype",
-    columns=("bits", "embed_bits"),
+    columns=("bits", "embed_bits", "experts_only"),
     rows={
-        "fp32": dict(bits=32, embed_bits=32),
-        "bf16": dict(bits=16, embed_bits=16),
-        "fp16": dict(bits=16, embed_bits=16),
-        "fp8": dict(bits=8, embed_bits=16),
-        "int8": dict(bits=8, embed_bits=16),
-        "int4": dict(bits=4.15625, embed_bits=16),
-        "nf4": dict(bits=4.126953125, embed_bits=16),
+        "fp32": dict(bits=32, embed_bits=32, experts_only=0),
+        "bf16": dict(bits=16, embed_bits=16, experts_only=0),
+        "fp16": dict(bits=16, embed_bits=16, experts_only=0),
+        "fp8": dict(bits=8, embed_bits=16, experts_only=0),
+        "int8": dict(bits=8, embed_bits=16, experts_only=0),
+        "int4": dict(bits=4.15625, embed_bits=16, experts_only=0),
+        "nf4": dict(bits=4.126953125, embed_bits=16, experts_only=0),
+        "mxfp4": dict(bits=4.25, embed_bits=16, experts_only=1),
     },
     notes={
         "fp32": "IEEE single precision.",
@@ -91,8 +92,12 @@ DTYPES = Table(
                 "4 + 20/128 = 4.15625 bits (GPTQ/AWQ layout).",
         "nf4": "QLoRA NF4 with double quantisation: 4 bits + 8-bit absmax per 64 weights + fp32 constant per 256 "
                "blocks = 4 + 8/64 + 32/16384 = 4.127 bits (Dettmers et al. 2023).",
+        "mxfp4": "OCP Microscaling MXFP4: FP4 (E2M1) elements with one 8-bit (E8M0) scale per 32: 4 + 8/32 = 4.25 bits; "
+                 "as GPT-OSS ships it, on the MoE experts' weight matrices only (attention, router, biases, "
+                 "embeddings and head stay 16-bit: its quantization_config's modules_to_not_convert).",
     },
-    column_help={"bits": "bits per weight, scales included", "embed_bits": "bits per embedding/LM-head weight"},
+    column_help={"bits": "bits per weight, scales included", "embed_bits": "bits per embedding/LM-head weight",
+                 "experts_only": "1 if only the MoE experts' weight matrices take this dtype (the rest embed_bits)"},
 )
 
 OPTIMIZERS = Table(

@@ -63,7 +63,9 @@ _EXPERT_LAYERS = V("num_moe_layers") * V("num_experts")
 
 def _mlp_modules(named: bool) -> list[tuple[Expr, Expr]]:
     """(width, count) of the gated MLP blocks an MLP-named target reaches."""
-    experts = V("num_experts").gt(0) if not named else AND(V("num_experts").gt(0), V("experts_named_like_mlp").eq(1))
+    # all-linear reaches nn.Linear experts only (GPT-OSS keeps its experts as bare parameters)
+    experts = (AND(V("num_experts").gt(0), V("experts_as_parameters").eq(0)) if not named
+               else AND(V("num_experts").gt(0), V("experts_named_like_mlp").eq(1)))
     return [(V("intermediate_size"), V("num_dense_layers")),
             (V("moe_intermediate_size"), IF(experts, _EXPERT_LAYERS, 0)),
             (V("shared_expert_intermediate_size"), IF(experts, V("num_moe_layers"), 0))]
@@ -107,7 +109,7 @@ LORA_SET_SUFFIX = {"q_proj,v_proj": "qv", "q_proj,k_proj,v_proj,o_proj": "qkvo",
 
 def _all_linear(kind: str) -> Expr:
     """all-linear: every attention projection, every MLP of every layer (experts and shared experts
-    whatever their names), and the router."""
+    whatever their names), and the router, where they are nn.Linear layers."""
     h, moe = _H, V("num_moe_layers")
     out: Expr = V(f"lora_o_proj_{kind}") + V(f"lora_q_proj_{kind}") + V(f"lora_k_proj_{kind}") + V(
         f"lora_v_proj_{kind}") + V(f"lora_qkv_proj_{kind}") + V(f"lora_gate_up_proj_{kind}")
@@ -115,7 +117,8 @@ def _all_linear(kind: str) -> Expr:
         per = {"count": 3, "params": 3 * (h + width), "inputs": 2 * h + width}[kind]
         out = out + IF(_SPLIT, _adapted(width, n, per), 0)
     router = {"count": moe, "params": moe * (h + V("num_experts")), "inputs": moe * h}[kind]
-    return out + IF(AND(_SPLIT, V("num_experts").gt(0)), router, 0) + IF(_FUSED, V(f"lora_down_proj_{kind}"), 0)
+    return (out + IF(AND(_SPLIT, V("num_experts").gt(0), V("experts_as_parameters").eq(0)), router, 0)
+            + IF(_FUSED, V(f"lora_down_proj_{kind}"), 0))
 
 
 def _set(kind: str, modules: tuple[str, ...]) -> Expr:
@@ -157,6 +160,9 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
     ShapeTerm("kv_elements_per_token", "KV-cache values per token (all layers)", "elements",
               IF(V("is_mla").eq(1), _L * (V("kv_lora_rank") + V("qk_rope_head_dim")), 2 * _L * V("kv_dim")),
               "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)"),
+    ShapeTerm("kv_window_elements_per_token", "KV-cache values per token in sliding-window layers", "elements",
+              IF(V("sliding_window").gt(0), 2 * V("num_sliding_layers") * V("kv_dim"), 0),
+              "2 × sliding layers × KV heads × head_dim (transformers' layer_types)"),
     ShapeTerm("num_dense_layers", "Layers with a dense MLP", "count", _L - V("num_moe_layers")),
     ShapeTerm("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count",
               IF(V("is_moe").eq(1),
@@ -186,7 +192,8 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
                  + V("kv_lora_rank") * V("num_attention_heads") * (V("qk_nope_head_dim") + V("v_head_dim"))
                  + V("attn_out_dim") * _h,
                  _h * _q + 2 * _h * _kv + V("attn_out_dim") * _h
-                 + V("qkv_bias") * (_q + 2 * _kv) + V("o_bias") * _h), _HF),
+                 + V("qkv_bias") * (_q + 2 * _kv) + V("o_bias") * _h + V("attention_sinks") * V("num_attention_heads")),
+              _HF),
     ShapeTerm("attention_params", "Attention parameters", "count",
               IF(V("is_generic").eq(1), 0, _L * V("attention_params_per_layer")), _HF),
     ShapeTerm("mlp_params", "Dense MLP parameters (and shared experts)", "count",
@@ -196,6 +203,10 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
                       V("num_moe_layers") * _mlp(V("shared_expert_intermediate_size")), 0)), _HF),
     ShapeTerm("expert_params", "Routed-expert parameters", "count",
               IF(V("is_generic").eq(1), 0, _EXPERT_LAYERS * _mlp(V("moe_intermediate_size"))), _HF),
+    ShapeTerm("expert_matrix_params", "Routed-expert weight matrices (biases left out)", "count",
+              IF(V("is_generic").eq(1), 0,
+                 _EXPERT_LAYERS * IF(V("gated_mlp").eq(1), 3, 2) * _h * V("moe_intermediate_size")),
+              "what a quantisation of the experts alone (MXFP4) stores in 4 bits"),
     ShapeTerm("router_params", "Router parameters", "count",
               IF(V("is_generic").eq(1), 0,
                  V("num_moe_layers") * (_h * V("num_experts") + V("router_bias") * V("num_experts")

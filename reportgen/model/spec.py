@@ -61,6 +61,7 @@ class ModelSpec:
     # PEFT module names: Phi-3 fuses q/k/v and gate/up; Mixtral's experts are w1/w2/w3, not MLP names.
     fused_projections: bool = False
     experts_named_like_mlp: bool = True
+    experts_as_parameters: bool = False  # GPT-OSS: experts and router are bare 3-D/2-D parameters, no nn.Linear
     # What training saves for backward beyond the Llama layout (activation terms of terms.py).
     norm_scale_fp32: bool = False  # Gemma: RMSNorm scales by (1 + weight) in fp32 and keeps that fp32 product
     attn_logit_softcapping: float = 0.0  # Gemma-2: tanh soft-cap on the attention scores (eager attention)
@@ -71,6 +72,11 @@ class ModelSpec:
     embd_dropout: float = 0.0
     norm_topk_prob: bool = False  # MoE: the top-k routing weights are renormalised (Mixtral always)
     routing_weights_fp32: bool = False  # MoE: the router hands the experts fp32 weights (Mixtral, DeepSeek)
+    # Sliding-window attention (Mistral-7B-v0.1, Gemma-2, Phi-3): the layers that attend to the last
+    # sliding_window tokens only, whose KV cache an engine can keep to that window.
+    sliding_window: int = 0  # tokens; 0 = no layer slides
+    num_sliding_layers: int = 0
+    attention_sinks: bool = False  # GPT-OSS: one learned sink logit per head and layer
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
 
@@ -91,7 +97,7 @@ FIELD_MAXIMA = {
                      "num_kv_heads", "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace"), 2**14),
     **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "num_experts",
                      "num_local_experts", "n_routed_experts", "num_experts_per_tok", "n_shared_experts"), 2**16),
-    **dict.fromkeys(("n_positions", "max_position_embeddings"), 2**27),
+    **dict.fromkeys(("n_positions", "max_position_embeddings", "sliding_window", "max_window_layers"), 2**27),
     "num_params": 10**16,
 }
 
@@ -171,6 +177,7 @@ def _llama_like(f: _Fields, name: str, model_type: str, **overrides) -> ModelSpe
         attention_dropout=f.number("attention_dropout", 0.0),
         source=f.source,
     )
+    kw.update(_sliding(f, model_type, kw["num_hidden_layers"]))
     kw.update(overrides)
     if kw["num_attention_heads"] % kw["num_key_value_heads"]:
         raise f._error("num_key_value_heads", f"{kw['num_key_value_heads']} does not divide num_attention_heads {nh}")
@@ -184,6 +191,47 @@ def _moe_layer_count(f: _Fields, num_layers: int) -> int:
         raise f._error("mlp_only_layers", f"expected a list of layer indices, got {mlp_only!r}")
     mlp_only = set(mlp_only)
     return sum(1 for i in range(num_layers) if i not in mlp_only and (i + 1) % step == 0)
+
+
+# Which layers slide when a config gives no layer_types, as transformers 5 decides it per model type:
+# every layer (Mistral, Mixtral, Phi-3: one window for the model), every other layer from the first
+# (Gemma-2, GPT-OSS), or Qwen's layers from max_window_layers on when use_sliding_window is set.
+_SLIDING_RULES = {"mistral": "all", "mixtral": "all", "phi3": "all", "gemma2": "alternate",
+                  "qwen2": "qwen", "qwen3": "qwen", "qwen3_moe": "all_if_used", "qwen2_moe": "qwen_moe",
+                  "gpt_oss": "alternate"}
+# transformers' MistralConfig slides over 4,096 tokens when the field is absent (null turns it off),
+# GptOssConfig over 128.
+_DEFAULT_WINDOW = {"mistral": 4096, "gpt_oss": 128}
+
+
+def _sliding(f: _Fields, model_type: str, num_layers: int) -> dict:
+    """The sliding window and how many layers use it (transformers' layer_types, explicit or implied)."""
+    rule = _SLIDING_RULES.get(model_type)
+    if rule is None:
+        return {}
+    if rule in ("qwen", "qwen_moe", "all_if_used") and not f.bool("use_sliding_window", False):
+        return {}
+    key_present = "sliding_window" in f.raw
+    default = _DEFAULT_WINDOW.get(model_type, 4096 if rule != "all" else 0)
+    window = f.int("sliding_window", default=0, minimum=0) if key_present else default
+    if window == 0:
+        return {}
+    layer_types = f.raw.get("layer_types")
+    if layer_types is not None:
+        if (not isinstance(layer_types, list) or len(layer_types) != num_layers
+                or not all(isinstance(t, str) for t in layer_types)):
+            raise f._error("layer_types", f"expected a list of {num_layers} layer type names, got {layer_types!r}")
+        count = sum(1 for t in layer_types if t == "sliding_attention")
+    elif rule == "alternate":
+        count = (num_layers + 1) // 2
+    elif rule == "qwen":
+        count = max(0, num_layers - f.int("max_window_layers", default=28, minimum=0))
+    elif rule == "qwen_moe":
+        cap = f.int("max_window_layers", default=28, minimum=0)
+        count = sum(1 for i in range(min(num_layers, cap)) if i % 2 == 0)
+    else:
+        count = num_layers
+    return dict(sliding_window=window, num_sliding_layers=count) if count else {}
 
 
 def _spec_llama(f, name, mt):
@@ -261,6 +309,17 @@ def _spec_deepseek(f, name, mt):
         router_bias=(mt == "deepseek_v3"), num_moe_layers=moe_layers,
         norm_topk_prob=f.bool("norm_topk_prob", mt == "deepseek_v3"), routing_weights_fp32=True, source=f.source,
     )
+
+
+def _spec_gpt_oss(f, name, mt):
+    # Every layer is MoE; experts and router carry biases (gate_up: 2 x width, down: hidden; router: one
+    # per expert), the attention projections too, and each head a learned sink logit.
+    return _llama_like(f, name, mt, intermediate_size=0, experts_named_like_mlp=False, mlp_bias=True,
+                       qkv_bias=f.bool("attention_bias", True), o_bias=f.bool("attention_bias", True),
+                       num_experts=f.int("num_local_experts"), num_experts_per_tok=f.int("num_experts_per_tok",
+                                                                                        "experts_per_token"),
+                       moe_intermediate_size=f.int("intermediate_size"), num_moe_layers=f.int("num_hidden_layers"),
+                       router_bias=True, attention_sinks=True, experts_as_parameters=True)
 
 
 def _spec_gpt2(f, name, mt):
@@ -353,7 +412,7 @@ _BUILDERS = {
     "llama": _spec_llama, "mistral": _spec_llama, "qwen2": _spec_qwen2, "qwen3": _spec_qwen3,
     "gemma": _spec_gemma, "gemma2": _spec_gemma, "phi3": _spec_phi3, "mixtral": _spec_mixtral,
     "qwen2_moe": _spec_qwen_moe, "qwen3_moe": _spec_qwen_moe,
-    "deepseek_v2": _spec_deepseek, "deepseek_v3": _spec_deepseek,
+    "deepseek_v2": _spec_deepseek, "deepseek_v3": _spec_deepseek, "gpt_oss": _spec_gpt_oss,
     "gpt2": _spec_gpt2, "gpt_neox": _spec_gpt_neox, "falcon": _spec_falcon, "opt": _spec_opt, "bloom": _spec_bloom,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
@@ -368,7 +427,6 @@ UNBUILT_MODEL_TYPES = {
     "mamba2": "a state-space model without attention: its SSM state is not modelled",
     "rwkv": "a recurrent model without attention: its state is not modelled",
     "qwen3_next": "a hybrid of Gated DeltaNet and gated attention layers: the linear-attention state is not modelled",
-    "gpt_oss": "sliding-window attention with attention sinks and MXFP4 experts are not modelled",
 }
 
 

@@ -237,6 +237,10 @@ TERMS: tuple[Term, ...] = (
     Term("tied_embeddings", "Tied embeddings (1/0)", "flag", _m("tie_word_embeddings"), "", "lookup"),
     Term("kv_elements_per_token", "KV-cache values per token (all layers)", "count", _m("kv_elements_per_token"),
          "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)", "lookup"),
+    Term("kv_window_elements_per_token", "KV-cache values per token in sliding-window layers", "count",
+         _m("kv_window_elements_per_token"), "2 × sliding layers × KV heads × head_dim", "lookup"),
+    Term("sliding_window", "Sliding window", "count", _m("sliding_window"),
+         "the tokens a sliding-window layer attends to (0: no layer slides)", "lookup"),
     Term("largest_layer_params", "Largest layer (ZeRO-3 gather unit)", "count", _m("largest_layer_params"), "", "lookup"),
     # ---- workload switches ---------------------------------------------------------------------
     Term("is_full", "Full fine-tuning (1/0)", "flag", IF(V("workload").eq("full"), 1, 0)),
@@ -315,6 +319,9 @@ TERMS: tuple[Term, ...] = (
          V("stage_params") - V("stage_expert_params") + V("stage_expert_params") * V("tp_size") / V("expert_shards"),
          "the stage's parameters, its routed experts divided over expert_shards GPUs; counted per tensor-parallel "
          "group, so that ÷ tp_size is one GPU's share; every other weight is replicated", "derived"),
+    Term("weight_expert_params", "Routed-expert parameters among them", "count",
+         IF(V("zero_stage").eq(3), V("stage_expert_params"),
+            V("stage_expert_params") * V("tp_size") / V("expert_shards")), "", "derived"),
     Term("weight_params", "Parameters whose weights a tensor-parallel group holds before ZeRO-3 sharding", "count",
          IF(V("zero_stage").eq(3), V("stage_params"), V("resident_params")),
          "ZeRO-3 (FSDP) shards every parameter of the stage over its tp × dp GPUs, the routed experts included: "
@@ -352,6 +359,15 @@ TERMS: tuple[Term, ...] = (
     Term("weight_bits", "Bits per frozen/served weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "bits", Str("nf4")), Lookup("Dtypes", "bits", V("weight_dtype"))),
          "Dtypes sheet (scales included)", "state"),
+    Term("experts_only_dtype", "The weight dtype quantises the experts alone (1/0)", "flag",
+         IF(V("workload").eq("qlora"), 0, Lookup("Dtypes", "experts_only", V("weight_dtype"))),
+         "Dtypes sheet (QLoRA's NF4 quantises every linear layer)", "state"),
+    Term("quantised_params", "Parameters stored at weight_bits", "count",
+         IF(V("experts_only_dtype").eq(1),
+            V("weight_expert_params") * _m("expert_matrix_params") / MAX(_m("expert_params"), 1),
+            V("weight_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params"))),
+         "every layer but the embeddings and the LM head; a dtype of the experts alone (MXFP4): the experts' "
+         "weight matrices, their biases, the attention and the router at embed_bits", "state"),
     Term("embed_bits", "Bits per embedding/LM-head weight", "count",
          IF(V("workload").eq("qlora"), Lookup("Dtypes", "embed_bits", Str("nf4")),
             Lookup("Dtypes", "embed_bits", V("weight_dtype"))), "", "state"),
@@ -371,9 +387,8 @@ TERMS: tuple[Term, ...] = (
          "adapters at adapter_bytes, saved modules at saved_module_bytes", "state"),
     Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
          IF(V("is_full").eq(1), V("weight_params") * _p("weight_bytes"),
-            CEIL(((V("weight_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
-                  * V("weight_bits")
-                  + (V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params"))) * V("embed_bits")) / 8))
+            CEIL((V("quantised_params") * V("weight_bits")
+                  + (V("weight_params") - V("quantised_params")) * V("embed_bits")) / 8))
          + V("lora_copy_bytes"),
          "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes (saved "
          "modules: a second copy beside the frozen original)", "state"),
@@ -779,21 +794,43 @@ TERMS: tuple[Term, ...] = (
          CEIL(V("generator_sequences") * V("generation_factor")),
          "dynamic sampling (DAPO) generates generation_factor times the sequences trained on and keeps the groups "
          "whose rewards differ; without it, the sequences trained on", "activation"),
+    Term("kv_window_tokens", "Tokens a sliding-window layer keeps per sequence", "count",
+         IF(V("sliding_window").eq(0), 0,
+            IF(V("serving_engine").eq("sglang"), CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens"),
+            IF(OR(V("engine_mode").eq(1), V("rollout_engine").eq(1)),
+               (CEIL(MIN(V("sliding_window") - 1 + IF(V("engine_mode").eq(1), V("max_num_batched_tokens"),
+                                                      V("prompt_len")), V("context_tokens"))
+                     / V("kv_block_tokens")) + 1) * V("kv_block_tokens"),
+               CEIL(MAX(V("prompt_len"), MIN(V("context_tokens"), V("sliding_window"))) / V("kv_block_tokens"))
+               * V("kv_block_tokens")))),
+         "vLLM (SlidingWindowSpec): the window less one token plus a step's new tokens (max_num_batched_tokens; "
+         "a rollout engine's step is a prompt), in whole blocks and one more, never beyond the context: what it "
+         "reserves per request; generate() (transformers' DynamicCache): the window, but the whole prompt after "
+         "the prefill, whose cache keeps a view of the full keys and values until the next token (the oracle "
+         "measures it), in blocks as the full layers; SGLang's separate window pool is not modelled: its sliding layers count as full ones",
+         "activation"),
+    Term("kv_seq_elements", "KV-cache values per sequence (whole blocks)", "count",
+         CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
+         * (V("kv_elements_per_token") - V("kv_window_elements_per_token"))
+         + V("kv_window_tokens") * V("kv_window_elements_per_token"),
+         "full-attention layers hold the whole context, sliding-window layers kv_window_tokens", "activation"),
+    Term("kv_seq_bytes", "KV cache per sequence, per GPU", "bytes",
+         V("kv_seq_elements") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards"), "", "activation"),
     Term("rollout_batch", "Sequences generated at once", "count",
          IF(V("rollout_engine").eq(1),
-            MAX(1, MIN(V("generated_sequences"), FLOOR(V("rollout_pool_bytes") / (CEIL(V("context_tokens") / V("kv_block_tokens"))
-                                                                              * V("kv_block_tokens") * V("kv_bytes_per_token"))))),
+            MAX(1, MIN(V("generated_sequences"), FLOOR(V("rollout_pool_bytes") / V("kv_seq_bytes")))),
             V("batch_size")),
          "a rollout engine takes the iteration's sequences together, as many as its pool holds at their full "
          "length (the rest wait for the next round); generate() takes one micro-batch at a time; a served model "
          "its batch", "activation"),
     Term("kv_cache", "KV cache", "bytes",
          IF(OR(V("workload").eq("inference"), AND(V("gen_len").gt(0), V("workload").ne("frozen"))),
-            ceil_div(V("rollout_batch") * CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
-                     * V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8, V("kv_shards")), 0),
+            ceil_div(V("rollout_batch") * V("kv_seq_elements") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8,
+                     V("kv_shards")), 0),
          "2 (K and V) × layers × KV heads × head_dim × bytes × tokens × sequences, rounded up to whole "
-         "blocks (vLLM, Kwon et al. 2023); GQA/MQA through the KV heads, MLA through the latent; in training "
-         "only a role that generates (the RLHF actor) holds one", "activation"),
+         "blocks (vLLM, Kwon et al. 2023); GQA/MQA through the KV heads, MLA through the latent, sliding-window "
+         "layers through kv_window_tokens; in training only a role that generates (the RLHF actor) holds one",
+         "activation"),
     Term("forward_tokens", "Tokens in one forward pass", "count",
          V("rollout_batch") * IF(V("workload").eq("frozen"), V("seq_len"), V("prompt_len")), "", "activation"),
     Term("forward_length", "Sequence length of that pass", "count",
@@ -894,8 +931,10 @@ TERMS: tuple[Term, ...] = (
     Term("kv_blocks", "KV blocks in the pool", "count", V("kv_pool_tokens") / V("kv_block_tokens"),
          "vLLM: '# GPU blocks'", "activation"),
     Term("max_concurrency", "Sequences the pool holds at this context", "count",
-         IF(V("engine_mode").eq(1), V("kv_pool_tokens") / V("context_tokens"), 0),
-         "vLLM: 'Maximum concurrency for N tokens per request'", "activation"),
+         IF(V("engine_mode").eq(1),
+            V("kv_blocks") * V("kv_block_tokens") * V("kv_elements_per_token") / V("kv_seq_elements"), 0),
+         "vLLM: 'Maximum concurrency for N tokens per request': the pool's blocks over the blocks one request "
+         "takes in every layer", "activation"),
     Term("max_context_tokens", "Context each sequence may have at this concurrency", "count",
          IF(V("engine_mode").eq(1), FLOOR(V("kv_pool_tokens") / V("batch_size")), 0), "", "activation"),
     Term("kv_fits", "The pool holds every sequence (1/0)", "flag",
@@ -1203,9 +1242,15 @@ TIME_TERMS: tuple[Term, ...] = (
          "most one per sequence) are read too, and each token's adapter adds its FLOPs at max_lora_rank; a "
          "prefill's adapter FLOPs (rank ÷ hidden of the layer's) are left out", "time"),
     Term("decode_attention_seconds", "Decode step: attention over the cache", "seconds",
-         IF(_INFER, V("kv_cache") * V("decode_context_tokens") / V("context_tokens")
+         IF(_INFER, V("rollout_batch") * (CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
+                                          * (V("kv_elements_per_token") - V("kv_window_elements_per_token"))
+                                          * V("decode_context_tokens") / V("context_tokens")
+                                          + V("kv_window_elements_per_token")
+                                          * MIN(V("decode_context_tokens"), V("sliding_window")))
+            * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards")
             / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
-         "each sequence's cache so far is read once per step (mean context: prompt + half the generated tokens)",
+         "each sequence's cache so far is read once per step (mean context: prompt + half the generated tokens, "
+         "its whole blocks in full-attention layers; a sliding-window layer reads its window at most)",
          "time"),
     Term("seconds_per_output_token", "Time per output token", "seconds",
          IF(_INFER, V("decode_weight_seconds") + V("decode_attention_seconds") + V("decode_gather_seconds")
@@ -1314,6 +1359,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(_g("bf16").eq(0),
               IF(V("is_train").eq(1), is_one_of(V("precision"), "amp-bf16", "bf16-mixed", "bf16", "fp8-te"),
                  OR(V("weight_dtype").eq("bf16"), V("kv_dtype").eq("bf16")))), gpu=V("gpu")),
+    _skip("mxfp4_gpu", "MXFP4 weights need an Ampere GPU or later (vLLM's Marlin and Triton kernels); {gpu} is older",
+          AND(_g("bf16").eq(0), V("experts_only_dtype").eq(1), V("is_full").eq(0)), gpu=V("gpu")),
     _skip("fp8_gpu", "FP8 training needs FP8 tensor cores (Ada, Hopper, Blackwell); {gpu} has none",
           AND(V("fp8_gemms").eq(1), _g("fp8_dense_tflops").eq(0)), gpu=V("gpu")),
     _skip("tp_gpus", "tp_size {tp} does not divide num_gpus {gpus}",
@@ -1363,6 +1410,9 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
     _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
           AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
+    _skip("dtype_experts", "weight_dtype {dtype} quantises the experts of a mixture-of-experts model; {model} has none",
+          AND(V("experts_only_dtype").eq(1), V("num_experts").eq(0), V("is_full").eq(0)),
+          dtype=V("weight_dtype"), model=V("model")),
     _skip("ep_divide", "ep_size {ep} must divide the {experts} experts",
           AND(V("ep_size").gt(1), MOD(V("num_experts"), V("ep_size")).ne(0)),
           ep=V("ep_size"), experts=V("num_experts")),

@@ -404,7 +404,7 @@ class ServingCase:
     why: str
     name: RunName
     scenario: Scenario | None
-    published: Mapping[str, float]  # metric (kv_tokens, kv_gib or gpu_blocks) -> value
+    published: Mapping[str, float]  # metric (kv_tokens, kv_gib, gpu_blocks or max_concurrency) -> value
     source: str
     miss: str = ""
     dataset: ClassVar[str] = "serving"
@@ -421,9 +421,9 @@ class ServingCase:
 
 
 def serving_metrics(values: Mapping[str, float]) -> dict[str, float]:
-    """The pool as an engine logs it: tokens, GiB per GPU, blocks of 16 tokens."""
+    """The pool as an engine logs it: tokens, GiB per GPU, blocks of 16 tokens, requests it holds."""
     return {"kv_tokens": values["kv_pool_tokens"], "kv_gib": values["kv_pool_bytes"] / GiB,
-            "gpu_blocks": values["kv_pool_tokens"] / 16}
+            "gpu_blocks": values["kv_pool_tokens"] / 16, "max_concurrency": values["max_concurrency"]}
 
 
 def serving_cases(data: Mapping[str, Any]) -> list[ServingCase]:

@@ -1253,7 +1253,7 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
 # How each published metric is printed in the unit its label names: scale, decimals below 100.
 METRIC_FORMATS = {"train_tokens_per_s_per_gpu": (1, 0), "tpot_s": (1000, 1), "ttft_s": (1000, 1),
                   "output_tokens_per_s": (1, 1), "latency_s": (1, 3), "kv_tokens": (1, 0), "kv_gib": (1, 2),
-                  "gpu_blocks": (1, 0), "allocated_peak_gib": (1, 2), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
+                  "gpu_blocks": (1, 0), "max_concurrency": (1, 2), "allocated_peak_gib": (1, 2), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
 
 
 def metric_value(value: float, metric: str) -> str:
