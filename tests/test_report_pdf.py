@@ -16,7 +16,7 @@ import pytest
 
 from reportgen.model.catalog import data_dir
 from reportgen.report.i18n import load_catalogue
-from conftest import bundled_report
+from conftest import WHEN, bundled_report
 from reportgen.pipeline import write_outputs
 from reportgen.report.views import SECTIONS, build_view
 from reportgen.writers.json_writer import report_json
@@ -480,3 +480,16 @@ def test_zh_summary_page_has_no_english_outside_names_units_and_code(report, pdf
     stray = sorted({w for w in words if w not in ZH_LATIN_ALLOWED and w not in names
                     and not re.fullmatch(r"(ZeRO|TP|EP)-?\d+", w)})
     assert not stray, stray
+
+
+def test_a_model_name_keeps_its_case(tmp_path):
+    """A requirement's heading starts with the model's name, which is printed as the catalogue spells it (the
+    plan table's group rows once upper-cased their first letter: 'Gpt-oss-20b')."""
+    from reportgen.pipeline import load, make_report
+    preset = tmp_path / "oss.yaml"
+    preset.write_text("title: gpt-oss\nmatrices:\n  - name: serving\n    model: gpt-oss-20b\n"
+                      "    workload: {type: inference, prompt_len: 8192, gen_len: 512, batch_size: 16}\n"
+                      "    weight_dtype: mxfp4\n    serving_engine: vllm\n    gpu: [H100-80GB-SXM, L40S]\n")
+    (path,) = write_outputs(make_report(load(str(preset)), WHEN), tmp_path, ["pdf"], "en")
+    text = "".join(pages(path))
+    assert "gpt-oss-20b inference" in text and "Gpt-oss" not in text

@@ -80,3 +80,16 @@ def test_mxfp4_needs_an_ampere_gpu():
     assert EST.skip_reason(s) == "MXFP4 weights need an Ampere GPU or later (vLLM's Marlin and Triton kernels); " \
                                  "V100-32GB is older"
     assert EST.skip_reason(replace(s, gpu="A100-80GB")) is None
+
+
+@pytest.mark.parametrize("context", [96, 128, 4096, 32768])
+def test_attention_flops_count_the_keys_each_query_sees(context):
+    """gpt-oss-20b: 12 full layers, 12 sliding over 128 tokens. Query i of a causal sequence sees i keys in a full
+    layer and min(i, 128) in a sliding one; the term's average is that count's to 1 / S (it takes S / 2 for
+    (S + 1) / 2), and below the window the two kinds of layer cost the same."""
+    s = _scenario(model="gpt-oss-20b", workload="inference", weight_dtype="mxfp4", prompt_len=context, gen_len=0)
+    v = EST.estimate(s).values
+    keys = sum(12 * i + 12 * min(i, 128) for i in range(1, context + 1)) / context
+    assert v["attention_flops_per_token"] == pytest.approx(4 * 64 * 64 * keys, rel=1 / context)
+    full = _without_window("gpt-oss-20b").estimate(replace(s, model="gpt-oss-20b (no window)")).values
+    assert (v["attention_flops_per_token"] == full["attention_flops_per_token"]) == (context <= 128)

@@ -241,6 +241,8 @@ TERMS: tuple[Term, ...] = (
          _m("kv_window_elements_per_token"), "2 × sliding layers × KV heads × head_dim", "lookup"),
     Term("sliding_window", "Sliding window", "count", _m("sliding_window"),
          "the tokens a sliding-window layer attends to (0: no layer slides)", "lookup"),
+    Term("sliding_layers", "Sliding-window layers", "count", _m("num_sliding_layers"),
+         "transformers' layer_types", "lookup"),
     Term("largest_layer_params", "Largest layer (ZeRO-3 gather unit)", "count", _m("largest_layer_params"), "", "lookup"),
     # ---- workload switches ---------------------------------------------------------------------
     Term("is_full", "Full fine-tuning (1/0)", "flag", IF(V("workload").eq("full"), 1, 0)),
@@ -1075,6 +1077,15 @@ TOTAL_TERMS: tuple[Term, ...] = (
 _TRAIN = V("is_train").eq(1)
 # Prefill and decode terms apply to a served model and to an RLHF actor generating its rollouts.
 _INFER = OR(V("workload").eq("inference"), AND(V("is_train").eq(1), V("gen_len").gt(0)))
+
+
+def _keys_attended(length: Expr) -> Expr:
+    """Keys one query of a causal sequence of `length` tokens attends to, on average, summed over the layers:
+    length ÷ 2 in a full-attention layer; in a sliding-window layer the window once the sequence is longer
+    (W − W² ÷ 2·length: the first W tokens see fewer)."""
+    window = V("sliding_window")
+    return ((V("num_layers") - V("sliding_layers")) * length / 2
+            + V("sliding_layers") * IF(length.le(window), length / 2, window - window * window / (2 * length)))
 _KAPLAN = "Kaplan et al. 2020 (arXiv:2001.08361) §2.1: 2N FLOPs per token forward, 4N backward"
 _LINK = ("GPUs sheet: the NVLink/PCIe link inside a node; across nodes NCCL runs a collective over every "
          "rail at once (one NIC per GPU), so the bus bandwidth is the node's network (GPUs per node × NIC "
@@ -1096,9 +1107,13 @@ TIME_TERMS: tuple[Term, ...] = (
          "casts stay in 16-bit, and llm-foundry's FP8 runs gain little (MPT-3B: 1.27× its BF16 tokens per GPU; "
          "the two held-out FP8 runs are within −16.7 % and +4.7 % so counted)", "time"),
     # ---- training ------------------------------------------------------------------------------
+    Term("attention_length", "Tokens of the sequence attention runs over", "count",
+         IF(_TRAIN, V("seq_len"), V("context_tokens")), "a trained sequence; a generated one's prompt and response",
+         "time"),
     Term("attention_flops_per_token", "Attention-score FLOPs per token (forward)", "flops",
-         2 * V("num_layers") * V("q_dim") * IF(_TRAIN, V("seq_len"), V("context_tokens")),
-         "the Q·K scores and their product with V over a causal context: 2 × 2 × q_dim × S/2 per layer (what FlashAttention executes)", "time"),
+         4 * V("q_dim") * _keys_attended(V("attention_length")),
+         "the Q·K scores and their product with V over a causal context: 2 × 2 × q_dim × S/2 per layer (what "
+         "FlashAttention executes); a sliding-window layer's queries see the window at most", "time"),
     Term("train_flops_per_token", "Training FLOPs per token", "flops",
          IF(V("is_full").eq(1), 6 * V("active_params"),
             4 * V("active_params") + 6 * V("adapter_params") + 2 * V("saved_module_params"))
@@ -1215,9 +1230,10 @@ TIME_TERMS: tuple[Term, ...] = (
     # ---- inference -----------------------------------------------------------------------------
     Term("prefill_sequence_seconds", "Prefill time of one prompt", "seconds",
          IF(_INFER, (2.0 * V("active_params") * V("prompt_len")  # in floats: N × P² passes 2^53 at long prompts
-                     + 2.0 * V("num_layers") * V("q_dim") * V("prompt_len") * V("prompt_len"))
+                     + 4.0 * V("q_dim") * V("prompt_len") * _keys_attended(V("prompt_len")))
             / V("decode_tp") / (V("peak_flops") * V("prefill_efficiency")), 0),
-         "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer), compute-bound", "time"),
+         "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer; a sliding-window layer's "
+         "queries see the window at most), compute-bound", "time"),
     Term("prefill_seconds", "Time to first token", "seconds",
          IF(V("engine_mode").eq(1), 1, V("rollout_batch")) * V("prefill_sequence_seconds"),
          "generate() prefills every prompt of the batch before the first token; an engine serves a request's "
