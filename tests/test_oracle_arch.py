@@ -46,8 +46,14 @@ def _cpu_dispatch(case) -> bool:
     return case["setting"].get("dropout_dispatch") == "cpu"
 
 
-# Holdout records outside the criterion, with the reason (none today).
-KNOWN_MISSES: dict[str, str] = {}
+# Holdout records outside the criterion, with the reason.
+_FSDP2_ROOT_END = ("FSDP2's end of backward with Llama-3.2-1B's tied 262M-parameter root unit: the estimate adds the root's "
+                   "unsharded gradients and fp32 reduce-scatter input to the tied embedding's dense gradient, which "
+                   "FSDP2 frees before it reduces (+7.07 %; the oracle's peak is the loss's backward)")
+KNOWN_MISSES: dict[str, str] = {
+    "Llama-3.2-1B/train/bf16/sdpa/b1/s2048/gc/fused/fsdp2-2": _FSDP2_ROOT_END,
+    "Llama-3.2-1B/train/bf16/sdpa/b4/s512/gc/fused/fsdp2-2": _FSDP2_ROOT_END,
+}
 
 
 def _estimate(case, source: Path = DATA):
@@ -61,6 +67,8 @@ def _error(case) -> float:
 
 
 def _family(case) -> str:
+    if "measure_fsdp2" in case.get("notes", ""):
+        return "fsdp2"
     if "measure_sliding_window" in case.get("notes", ""):
         return "sliding_window"
     if "measure_recompute" in case.get("notes", ""):
@@ -93,12 +101,15 @@ FIT = [c for c in CASES if c["split"] == "fit" and not _cpu_dispatch(c)]
 # training records are within 1.5 %).
 FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
                  "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026, "modules_to_save": 0.004,
-                 "eager_prefill": 0.059, "grad_accum": 0.0005, "recompute": 0.011, "sliding_window": 0.029}
+                 "eager_prefill": 0.059, "grad_accum": 0.0005, "recompute": 0.011, "sliding_window": 0.029,
+                 # Llama-2-7B's layers under FSDP2 with checkpointing at 8 ranks: -6.94 % (the layer rebuilt beside
+                 # the sharded gradients is not the single-GPU recompute_bytes); the others within 4.3 %
+                 "fsdp2": 0.07}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 218
+    assert len(ids) == len(set(ids)) == 242
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -147,7 +158,7 @@ def test_holdout_summary_per_family():
     for case in HOLDOUT:
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
-                              "modules_to_save", "grad_accum", "recompute", "sliding_window"}
+                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2"}
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
@@ -155,7 +166,8 @@ def test_holdout_summary_per_family():
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
-        assert max(errors) <= 0.018, family
+        # FSDP2's two known misses (+7.07 %) apart: its twelve other held-out ranks are within 0.02 %
+        assert max(errors) <= (0.071 if family == "fsdp2" else 0.018), family
 
 
 def test_modules_to_save_add_what_peft_trains():
@@ -285,3 +297,19 @@ def test_sliding_window_cache_is_what_transformers_holds():
         assert measured <= estimated <= 1.01 * measured, case["id"]
         exact += estimated == measured
     assert exact == 5
+
+
+def test_fsdp2_ranks_keep_the_sharded_states_and_the_unsharded_working_set():
+    """One rank of FSDP2 (tools/oracle/measure_fsdp2.py): the sharded parameters and AdamW states shrink with the
+    world, the working set does not (the activations, the loss's backward, the root unit and a decoder layer
+    gathered); the estimate follows the oracle across 2, 4 and 8 ranks to 0.05 % where the loss's backward peaks."""
+    tiny = sorted((c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024" and not c["setting"]["grad_ckpt"]),
+                  key=lambda c: c["setting"]["fsdp_world"])
+    assert [c["setting"]["fsdp_world"] for c in tiny] == [2, 4, 8]
+    states = [c["steady_peak_breakdown"]["parameters"] + c["steady_peak_breakdown"]["optimizer_states"] for c in tiny]
+    rest = [c["peak_bytes"] - st for c, st in zip(tiny, states)]
+    # (to 0.1 %: each shard is rounded up to 512 bytes, as the CUDA caching allocator does)
+    assert states[0] == pytest.approx(2 * states[1], rel=1e-3) == pytest.approx(4 * states[2], rel=1e-3)
+    assert rest[0] == pytest.approx(rest[1], rel=1e-3) == pytest.approx(rest[2], rel=1e-3)
+    for c in tiny:
+        assert abs(_error(c)) <= 0.0005, c["id"]

@@ -88,10 +88,12 @@ def test_the_logged_allocator_peaks_are_quoted_and_each_compared_run_says_whethe
 
 def test_the_colocated_groups_allocated_peak_is_as_close_to_the_logs_as_recorded():
     """The level reached (held out: 3 veRL runs of Qwen2.5-0.5B GRPO and PPO and Qwen2-7B PPO on 8 H100,
-    vLLM 0.8 colocated with FSDP): −6.3 %, −5.4 %, −12.9 %, all short (what the worker holds beyond the roles'
-    states and the engine's budget is not counted). A change that widens it fails."""
+    vLLM 0.8 colocated with FSDP): −7.2 %, −6.3 %, −10.5 %, all short (what the worker holds beyond the roles'
+    states and the engine's budget is not counted). They were −6.3 %, −5.4 %, −12.9 % while ZeRO-3's gathered
+    buffer was two of the largest unit (the embedding of these tied models); the FSDP2 oracle's ranks measure
+    the root unit and one decoder layer instead (tests/test_oracle_arch.py). A change that widens it fails."""
     from reportgen.report.validation import rlhf_memory_figures
     errors = [f.error for f in rlhf_memory_figures(CASES, EST)[0]]
     stats = error_stats(errors)
-    assert stats["figures"] == 3 and stats["max_abs_error"] <= 0.13 and stats["median_abs_error"] <= 0.064
+    assert stats["figures"] == 3 and stats["max_abs_error"] <= 0.1051 and stats["median_abs_error"] <= 0.072
     assert all(e < 0 for e in errors)

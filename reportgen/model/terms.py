@@ -244,6 +244,9 @@ TERMS: tuple[Term, ...] = (
     Term("sliding_layers", "Sliding-window layers", "count", _m("num_sliding_layers"),
          "transformers' layer_types", "lookup"),
     Term("largest_layer_params", "Largest layer (ZeRO-3 gather unit)", "count", _m("largest_layer_params"), "", "lookup"),
+    Term("decoder_layer_params", "One decoder layer", "count", _m("decoder_layer_params"), "", "lookup"),
+    Term("root_unit_params", "Embedding, LM head and final norm", "count", _m("root_unit_params"),
+         "FSDP2's root unit (fully_shard(model) after each decoder layer)", "lookup"),
     # ---- workload switches ---------------------------------------------------------------------
     Term("is_full", "Full fine-tuning (1/0)", "flag", IF(V("workload").eq("full"), 1, 0)),
     Term("is_lora", "LoRA or QLoRA (1/0)", "flag", IF(is_one_of(V("workload"), "lora", "qlora"), 1, 0)),
@@ -495,12 +498,15 @@ TERMS: tuple[Term, ...] = (
          IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
-            ceil_div((V("largest_layer_params")
-                      + IF(V("framework").eq("deepspeed"), MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")),
-                           V("largest_layer_params")))
+            ceil_div(IF(V("framework").eq("fsdp2"), V("root_unit_params") + V("decoder_layer_params"),
+                        V("largest_layer_params")
+                        + IF(V("framework").eq("deepspeed"),
+                             MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")), V("largest_layer_params")))
                      * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
-         "the layer being computed plus the prefetched next one (FSDP2's implicit prefetching, PyTorch FSDP2 "
-         "tutorial; DeepSpeed prefetches at most stage3_prefetch_bucket_size elements)", "state"),
+         "the layer being computed plus the prefetched next one (DeepSpeed prefetches at most "
+         "stage3_prefetch_bucket_size elements); FSDP2 keeps its root unit (embedding, LM head, final norm) "
+         "unsharded from the forward to the end of backward, beside the decoder layer it gathers (one rank of "
+         "FSDP2 on a fake process group: tools/oracle/measure_fsdp2.py)", "state"),
     # ---- training frameworks: their buffers besides the model states (Assumptions sheet) ----------
     Term("ds_reduce_bucket_bytes", "DeepSpeed contiguous-gradient bucket", "bytes",
          IF(AND(V("framework").eq("deepspeed"), V("zero_stage").ge(1), V("is_train").eq(1)),
@@ -532,8 +538,12 @@ TERMS: tuple[Term, ...] = (
          "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
          "unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own stream, overlapping the next "
          "unit's backward)", "state"),
+    Term("framework_backward_start_bytes", "Training framework buffers when backward starts", "bytes",
+         V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes"),
+         "FSDP2's reduce-scatter buffers come with the first decoder layer's gradients, after the loss's "
+         "backward (tools/oracle/measure_fsdp2.py)", "state"),
     Term("framework_backward_bytes", "Training framework buffers during backward", "bytes",
-         V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes") + V("fsdp_reduce_scatter_bytes"), "", "state"),
+         V("framework_backward_start_bytes") + V("fsdp_reduce_scatter_bytes"), "", "state"),
     Term("framework_step_bytes", "Training framework buffers at the optimizer step", "bytes",
          V("ds_fp32_grad_bytes") + IF(V("zero_stage").eq(3), V("ds_reduce_bucket_bytes"), 0),
          "ZeRO-3's bucket is allocated once and stays", "state"),
@@ -961,9 +971,13 @@ TERMS: tuple[Term, ...] = (
          V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("ddp_bucket_bytes")
          + V("zero3_buffer"),
          "what stays allocated between steps", "phase"),
+    Term("backward_start_bytes", "Temporaries when backward starts", "bytes",
+         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes")),
+         "the loss's logit gradients, or, where FSDP2 shards the gradients, the first decoder layers' backward if "
+         "larger: the last layer's gradients in the reduce-scatter, the next layer gathered (one rank of FSDP2 on a "
+         "fake process group: tools/oracle/measure_fsdp2.py)", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
-         V("model_states") + V("accumulated_gradients") + V("training_activations") + V("loss_backward_bytes")
-         + V("framework_backward_bytes"),
+         V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes"),
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
          "earlier micro-batches; the training framework's backward buffers", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
@@ -1027,7 +1041,7 @@ TERMS: tuple[Term, ...] = (
          IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
             IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
-         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("loss_backward_bytes") + V("framework_backward_bytes"),
+         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("framework_backward_bytes"),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),

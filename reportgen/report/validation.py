@@ -60,7 +60,7 @@ def error_stats(errors: Sequence[float]) -> dict[str, float]:
 # The file's setting keys for the scenario inputs they give (error messages name the file's key).
 _FILE_KEYS = {"framework": "engine", "batch_size": "batch", "prompt_len": "seq", "seq_len": "seq", "gen_len": "new_tokens",
               "optimizer_impl": "optim", "lora_rank": "lora.r", "lora_targets": "lora.targets",
-              "grad_accum_steps": "grad_accum"}
+              "grad_accum_steps": "grad_accum", "num_gpus": "fsdp_world"}
 _REQUIRED = object()
 
 
@@ -107,6 +107,9 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
                       lora_targets="all-linear" if targets in _ALL_LINEAR else targets,
                       adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32",
                       lora_modules_to_save="embed-head" if lora.get("modules_to_save") else "none")
+        world = get("fsdp_world", default=0)
+        if world:  # one rank of PyTorch FSDP2 (fully_shard per decoder layer) over `world` GPUs
+            values.update(framework="fsdp2", zero_stage=3, num_gpus=world)
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 

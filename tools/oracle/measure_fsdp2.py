@@ -1,0 +1,53 @@
+#!/usr/bin/env python
+"""Per-rank peaks of PyTorch FSDP2 (fully_shard per decoder layer, then the model) on a fake process group:
+one rank of a data-parallel world of 2 to 8, in this process, with fake tensors (memoracle.run_case's
+fsdp_world). Pure bf16 (parameters, gradients and AdamW states), fused AdamW, two steps.
+
+    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout]
+"""
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import memoracle as M  # noqa: E402
+import oracle_configs as C  # noqa: E402
+
+LLAMA_1024 = dict(C.LLAMA_TINY, hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                  num_key_value_heads=16)
+# (config name, config, world, batch, length, checkpointing)
+# Llama-2-7B's layers with a 512-token vocabulary: the loss never peaks, the layers' backward does
+LLAMA_7B_4L_V512 = dict(C.LLAMA_2_7B, num_hidden_layers=4, vocab_size=512)
+FIT = ([("Llama-tiny-4L-1024", LLAMA_1024, w, 2, 512, gc) for w in (2, 4, 8) for gc in (False, True)]
+       + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, w, 1, 2048, gc) for w in (2, 8) for gc in (False, True)])
+HOLDOUT = ([("Llama-3.2-1B", C.LLAMA_3_2_1B, w, b, s, gc) for w in (2, 8) for b, s in ((1, 2048), (4, 512))
+            for gc in (False, True)]
+           + [("Qwen2.5-0.5B", C.QWEN2_5_0_5B, w, b, s, gc) for w in (4,) for b, s in ((2, 1024), (1, 4096))
+              for gc in (False, True)]
+           + [("Llama-tiny-4L-512", C.LLAMA_TINY, w, 4, 1024, False) for w in (2, 4)])
+
+
+def main(out_path, split):
+    out = []
+    for name, cfg, world, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]:
+        t = time.time()
+        r = M.run_case(cfg, mode="train", precision="bf16", attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
+                       use_memtracker=False, optim="fused", fsdp_world=world)
+        rec = {"id": f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/fsdp2-{world}",
+               "config_name": name, "split": split, "config": cfg, "workload": "full",
+               "setting": {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq,
+                           "grad_ckpt": gc, "optim": "fused", "fsdp_world": world},
+               "peak_bytes": r["peak_bytes"], "first_step_peak_bytes": r["first_step_peak_bytes"],
+               "params": r["params"], "trainable_params": r["trainable_params"],
+               "steady_peak_breakdown": r["steady_peak_breakdown"], "peak_phase": r["steps"][-1]["peak_phase"],
+               "peak_op": r["steps"][-1]["peak_op"], "notes": "measure_fsdp2: one rank of FSDP2 on a fake process group"}
+        out.append(rec)
+        print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - t, 1), flush=True)
+    json.dump(out, open(out_path, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "fit")
