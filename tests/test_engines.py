@@ -211,3 +211,16 @@ def test_an_engine_whose_weights_pass_its_budget_shows_what_it_needs_and_does_no
     assert e["allocated_peak"] <= e["reserved_peak"] <= e["device_total"] <= e["recommended"]
     assert e["device_total"] >= e["engine_needed_bytes"] > e["engine_budget_bytes"]
     assert (e["fits"], e["fits_recommended"], e["fit_limit"]) == (0, 0, 3)  # no pool for the one sequence
+
+
+def test_fsdp_mixed_precision_is_fsdp2s_alone():
+    s = Scenario(model="Llama-2-7B", workload="full", precision="fsdp-bf16", seq_len=512, num_gpus=8, zero_stage=3,
+                 framework="fsdp2")
+    assert EST.skip_check(s) is None
+    assert EST.skip_reason(replace(s, framework="deepspeed")) == (
+        "precision fsdp-bf16 is FSDP2's mixed-precision policy: framework fsdp2 with ZeRO-2 or 3, not deepspeed")
+    assert EST.skip_check(replace(s, zero_stage=0, framework="fsdp2")).code in ("precision_fsdp", "framework_zero")
+    # fp32 states sharded, the gathered unit and its unsharded gradients in bf16
+    e, amp = EST.estimate(s), EST.estimate(replace(s, precision="amp-bf16"))
+    assert e["optimizer_states"] == amp["optimizer_states"] and e["weights"] == amp["weights"]
+    assert 2 * e["zero3_buffer"] == amp["zero3_buffer"]

@@ -27,6 +27,7 @@ estimator models the CUDA dispatch, which each of them was re-measured with ("/c
 records). The CPU-dispatch records are checked only as upper bounds.
 """
 import json
+from dataclasses import replace
 import statistics
 from pathlib import Path
 
@@ -53,6 +54,10 @@ _FSDP2_ROOT_END = ("FSDP2's end of backward with Llama-3.2-1B's tied 262M-parame
 KNOWN_MISSES: dict[str, str] = {
     "Llama-3.2-1B/train/bf16/sdpa/b1/s2048/gc/fused/fsdp2-2": _FSDP2_ROOT_END,
     "Llama-3.2-1B/train/bf16/sdpa/b4/s512/gc/fused/fsdp2-2": _FSDP2_ROOT_END,
+    "Llama-2-7B-4L-v512/train/fsdp-mixed/sdpa/b1/s2048/gc/fused/fsdp2-2":
+        "FSDP2 with checkpointing on Llama-2-7B-wide layers: the estimate's end of backward (every sharded fp32 "
+        "gradient, the rebuilt layer, the reduce-scatter buffers) is above the oracle's peak (+6.36 %); a layer rebuilt "
+        "beside sharded gradients is not the single-GPU recompute_bytes (its bf16 fit shape at 8 ranks: -6.94 %)",
 }
 
 
@@ -109,7 +114,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 242
+    assert len(ids) == len(set(ids)) == 248
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -166,8 +171,10 @@ def test_holdout_summary_per_family():
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
-        # FSDP2's two known misses (+7.07 %) apart: its twelve other held-out ranks are within 0.02 %
+        # FSDP2's three known misses (+7.07 %, +7.07 %, +6.36 %) apart, its held-out ranks are within 2.4 %
         assert max(errors) <= (0.071 if family == "fsdp2" else 0.018), family
+    fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
+    assert len(fsdp2) == 16 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
 
 
 def test_modules_to_save_add_what_peft_trains():
@@ -303,8 +310,8 @@ def test_fsdp2_ranks_keep_the_sharded_states_and_the_unsharded_working_set():
     """One rank of FSDP2 (tools/oracle/measure_fsdp2.py): the sharded parameters and AdamW states shrink with the
     world, the working set does not (the activations, the loss's backward, the root unit and a decoder layer
     gathered); the estimate follows the oracle across 2, 4 and 8 ranks to 0.05 % where the loss's backward peaks."""
-    tiny = sorted((c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024" and not c["setting"]["grad_ckpt"]),
-                  key=lambda c: c["setting"]["fsdp_world"])
+    tiny = sorted((c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024" and not c["setting"]["grad_ckpt"]
+                   and c["setting"]["precision"] == "bf16"), key=lambda c: c["setting"]["fsdp_world"])
     assert [c["setting"]["fsdp_world"] for c in tiny] == [2, 4, 8]
     states = [c["steady_peak_breakdown"]["parameters"] + c["steady_peak_breakdown"]["optimizer_states"] for c in tiny]
     rest = [c["peak_bytes"] - st for c, st in zip(tiny, states)]
@@ -313,3 +320,20 @@ def test_fsdp2_ranks_keep_the_sharded_states_and_the_unsharded_working_set():
     assert rest[0] == pytest.approx(rest[1], rel=1e-3) == pytest.approx(rest[2], rel=1e-3)
     for c in tiny:
         assert abs(_error(c)) <= 0.0005, c["id"]
+
+
+def test_fsdp2_mixed_precision_shards_fp32_states_and_computes_in_bf16():
+    """FSDP2's MixedPrecisionPolicy (fp32 parameters, bf16 compute; the estimator's fsdp-bf16): the same shape and
+    world as pure bf16 holds twice the sharded parameters and AdamW states and the same working set (gathered in
+    bf16, no autocast); counted as amp-bf16 (fp32 gathered, autocast's copies) it would be 26 % over."""
+    pair = {c["setting"]["precision"]: c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024"
+            and c["setting"].get("fsdp_world") == 2 and not c["setting"]["grad_ckpt"]}
+    bf16, mixed = pair["bf16"], pair["fsdp-mixed"]
+    states = {k: c["steady_peak_breakdown"]["parameters"] + c["steady_peak_breakdown"]["optimizer_states"]
+              for k, c in pair.items()}
+    assert states["fsdp-mixed"] == pytest.approx(2 * states["bf16"], rel=1e-3)
+    assert mixed["peak_bytes"] - states["fsdp-mixed"] == pytest.approx(bf16["peak_bytes"] - states["bf16"], rel=1e-3)
+    assert abs(_error(mixed)) <= 0.0005
+    as_amp = EST.with_model(spec_from_config(mixed["config"], name="m", source="x")).estimate(
+        replace(scenario_for_case(mixed, "m"), precision="amp-bf16"))["allocated_peak"]
+    assert as_amp / mixed["peak_bytes"] - 1 > 0.25

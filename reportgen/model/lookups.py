@@ -23,20 +23,22 @@ PRECISIONS = Table(
     name="Precisions",
     key="precision",
     columns=("weight_bytes", "grad_bytes", "master_bytes", "state_bytes", "compute_bytes",
-             "norm_saved_bytes", "residual_bytes", "autocast_copies", "fp8_gemms"),
+             "norm_saved_bytes", "residual_bytes", "autocast_copies", "fp8_gemms", "gather_bytes"),
     rows={
         "fp32": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=4,
-                     norm_saved_bytes=12, residual_bytes=4, autocast_copies=0, fp8_gemms=0),
+                     norm_saved_bytes=12, residual_bytes=4, autocast_copies=0, fp8_gemms=0, gather_bytes=4),
         "amp-bf16": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=2,
-                         norm_saved_bytes=14, residual_bytes=4, autocast_copies=1, fp8_gemms=0),
+                         norm_saved_bytes=14, residual_bytes=4, autocast_copies=1, fp8_gemms=0, gather_bytes=4),
         "bf16-mixed": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
-                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0),
+                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
         "fp16-mixed": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
-                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0),
+                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
         "bf16": dict(weight_bytes=2, grad_bytes=2, master_bytes=0, state_bytes=2, compute_bytes=2,
-                     norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0),
+                     norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
         "fp8-te": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
-                       norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=1),
+                       norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=1, gather_bytes=2),
+        "fsdp-bf16": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=2,
+                          norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
     },
     notes={
         "fp32": "Everything in fp32: weights, gradients and Adam states 4 bytes each (the 16N of pure fp32 training).",
@@ -47,6 +49,10 @@ PRECISIONS = Table(
         "fp16-mixed": "As bf16-mixed with fp16 working copies and a loss scaler (negligible memory).",
         "bf16": "Pure bf16: weights, gradients and AdamW states all bf16, as torch.optim.AdamW keeps them for "
                 "bf16 parameters: 8 bytes per parameter.",
+        "fsdp-bf16": "FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), torchtitan's default: fp32 "
+                     "parameters, gradients and AdamW states, sharded; each unit's parameters gathered in bf16 and "
+                     "computed in bf16 without autocast; gradients reduce-scattered in fp32 (one rank of FSDP2 on a "
+                     "fake process group: tools/oracle/measure_fsdp2.py).",
         "fp8-te": "FP8 training with NVIDIA Transformer Engine on bf16-mixed states (bf16 weights and gradients, fp32 "
                   "master weights and Adam states): the linear layers' GEMMs run in FP8, each layer weight is cast "
                   "to FP8 twice (row-wise and its transpose, kept for the step) and the GEMM inputs are saved in FP8; "
@@ -62,6 +68,8 @@ PRECISIONS = Table(
                             "scaled outputs; measured with transformers)",
         "residual_bytes": "bytes per element of the residual stream (what full checkpointing keeps per layer)",
         "autocast_copies": "1 if autocast keeps bf16 copies of the weights alive during forward and backward",
+        "gather_bytes": "bytes per element of the weights ZeRO-3/FSDP gathers to compute with, and of their "
+                        "unsharded gradients",
         "fp8_gemms": "1 if the linear layers' GEMMs run in FP8 (Transformer Engine)",
     },
 )

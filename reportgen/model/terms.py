@@ -502,7 +502,7 @@ TERMS: tuple[Term, ...] = (
                         V("largest_layer_params")
                         + IF(V("framework").eq("deepspeed"),
                              MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")), V("largest_layer_params")))
-                     * IF(V("is_full").eq(1), _p("weight_bytes"), 2), V("tp_size")), 0),
+                     * IF(V("is_full").eq(1), _p("gather_bytes"), 2), V("tp_size")), 0),
          "the layer being computed plus the prefetched next one (DeepSpeed prefetches at most "
          "stage3_prefetch_bucket_size elements); FSDP2 keeps its root unit (embedding, LM head, final norm) "
          "unsharded from the forward to the end of backward, beside the decoder layer it gathers (one rank of "
@@ -533,11 +533,12 @@ TERMS: tuple[Term, ...] = (
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
          IF(AND(OR(V("framework").eq("fsdp2"), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
-            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params"), V("adapter_params") / V("num_layers"))
-                     * (V("grad_elem_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
-         "during backward one unit's (decoder layer's) unsharded gradients and the reduce-scatter input of the "
-         "unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own stream, overlapping the next "
-         "unit's backward)", "state"),
+            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params") * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
+                        V("adapter_params") / V("num_layers") * (V("grad_elem_bytes") + V("fsdp_reduce_bytes"))),
+                     V("tp_size")), 0),
+         "during backward one unit's (decoder layer's) unsharded gradients, in the gathered weights' dtype, and the "
+         "reduce-scatter input of the unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own "
+         "stream, overlapping the next unit's backward)", "state"),
     Term("framework_backward_start_bytes", "Training framework buffers when backward starts", "bytes",
          V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes"),
          "FSDP2's reduce-scatter buffers come with the first decoder layer's gradients, after the loss's "
@@ -1438,6 +1439,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("pp_zero", "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the "
           "optimizer (ZeRO-1)",
           AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
+    _skip("precision_fsdp", "precision fsdp-bf16 is FSDP2's mixed-precision policy: framework fsdp2 with ZeRO-2 or 3, "
+          "not {framework}",
+          AND(V("is_full").eq(1), V("precision").eq("fsdp-bf16"),
+              OR(V("framework").ne("fsdp2"), V("zero_stage").lt(2))), framework=V("framework")),
     _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
           AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
     _skip("dtype_experts", "weight_dtype {dtype} quantises the experts of a mixture-of-experts model; {model} has none",

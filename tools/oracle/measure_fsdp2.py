@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Per-rank peaks of PyTorch FSDP2 (fully_shard per decoder layer, then the model) on a fake process group:
 one rank of a data-parallel world of 2 to 8, in this process, with fake tensors (memoracle.run_case's
-fsdp_world). Pure bf16 (parameters, gradients and AdamW states), fused AdamW, two steps.
+fsdp_world). Pure bf16 (parameters, gradients and AdamW states), and FSDP2's mixed precision (fp32 parameters,
+bf16 compute: 'fsdp-mixed'); fused AdamW, two steps.
 
     /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout]
 """
@@ -28,17 +29,24 @@ HOLDOUT = ([("Llama-3.2-1B", C.LLAMA_3_2_1B, w, b, s, gc) for w in (2, 8) for b,
            + [("Qwen2.5-0.5B", C.QWEN2_5_0_5B, w, b, s, gc) for w in (4,) for b, s in ((2, 1024), (1, 4096))
               for gc in (False, True)]
            + [("Llama-tiny-4L-512", C.LLAMA_TINY, w, 4, 1024, False) for w in (2, 4)])
+# FSDP2's mixed precision (fp32 parameters, bf16 compute): the probe shape fit, the others held out
+MIXED_FIT = [("Llama-tiny-4L-1024", LLAMA_1024, 2, 2, 512, False)]
+MIXED_HOLDOUT = ([("Llama-3.2-1B", C.LLAMA_3_2_1B, 8, 1, 2048, gc) for gc in (False, True)]
+                 + [("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 2, 1024, False)]
+                 + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 2, 1, 2048, gc) for gc in (False, True)])
 
 
 def main(out_path, split):
     out = []
-    for name, cfg, world, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]:
+    sets = {"fit": [("bf16", c) for c in FIT] + [("fsdp-mixed", c) for c in MIXED_FIT],
+            "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT]}
+    for precision, (name, cfg, world, batch, seq, gc) in sets[split]:
         t = time.time()
-        r = M.run_case(cfg, mode="train", precision="bf16", attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
+        r = M.run_case(cfg, mode="train", precision=precision, attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
                        use_memtracker=False, optim="fused", fsdp_world=world)
-        rec = {"id": f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/fsdp2-{world}",
+        rec = {"id": f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/fsdp2-{world}",
                "config_name": name, "split": split, "config": cfg, "workload": "full",
-               "setting": {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq,
+               "setting": {"mode": "train", "precision": precision, "attn": "sdpa", "batch": batch, "seq": seq,
                            "grad_ckpt": gc, "optim": "fused", "fsdp_world": world},
                "peak_bytes": r["peak_bytes"], "first_step_peak_bytes": r["first_step_peak_bytes"],
                "params": r["params"], "trainable_params": r["trainable_params"],
