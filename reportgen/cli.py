@@ -354,14 +354,15 @@ def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_fre
             raise click.UsageError(f"{i.option} {unused}")
     values = {i.name: o[i.name] for i in INPUTS if i.option and o.get(i.name) is not None}
     values["model"] = model
+    undecided = ()
     if layout_free:  # their values were checked by their options' types
-        from .planning.plan import LAYOUT_INPUTS
-        values = {k: v for k, v in values.items() if k not in LAYOUT_INPUTS}
+        from .planning.plan import LAYOUT_INPUTS as undecided
+        values = {k: v for k, v in values.items() if k not in undecided}
     rlhf = {i.name: o.get(i.name) for i in RLHF_INPUTS if i.option}
     rlhf["role_gpus"] = _role_pairs(o.get("role_gpus"), "--role-gpus", count=True)
     rlhf["role_gpu_types"] = _role_pairs(o.get("role_gpu_types"), "--role-gpu-types", count=False)
     scenario, reason = make_scenario(values, workload=o["workload"], rlhf=rlhf, estimator=estimator,
-                                     key_path=_option_name)
+                                     key_path=_option_name, undecided=undecided)
     if reason:
         raise InputError(reason.text())
     return scenario

@@ -199,6 +199,10 @@ def _cli_plan(*args):
     (("--pp", "2"), {"pp_size": 2}),
     (("--gpus", "24"), {"num_gpus": 24}),  # ignored before
     (("--framework", "megatron"), {"framework": "megatron"}),
+    # refused before: the pre-check ran the fsdp2 framework at ZeRO-0 ("does not run ZeRO-0")
+    (("--framework", "fsdp2"), {"framework": "fsdp2"}),
+    (("--framework", "fsdp2", "--zero", "3"), {"framework": "fsdp2", "zero_stage": 3}),
+    (("--framework", "fsdp2", "--precision", "fsdp-bf16"), {"framework": "fsdp2"}),
     (("--checkpointing", "full"), {"checkpointing": "full"}),
     (("--offload", "none"), {"offload": "none"}),
     (("--gpus", "16", "--tp", "4", "--pp", "2", "--zero", "1", "--framework", "megatron", "--checkpointing", "full"),

@@ -25,7 +25,7 @@ from .inputs import (FROZEN, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLO
 from .spec import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
-                    SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, Term)
+                    SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term)
 from .vector import CHUNK_ROWS, Chunk, TermColumns, Text, VectorTerms, column_of, to_list
 
 
@@ -119,6 +119,15 @@ _ROLE_INDEX = {t.name: i for i, t in enumerate(ROLE_TERMS)}
 _SKIP_TERMS = _skip_terms()
 _SKIP_FN = compile_terms(_SKIP_TERMS, _role_var, "_skip", cache=True)
 _SKIP_INDEX = {t.name: i for i, t in enumerate(_SKIP_TERMS)}
+
+
+def _rule_inputs(rule: SkipRule) -> frozenset[str]:
+    """The inputs a skip rule's condition reads, directly or through the role terms."""
+    read = rule.when.names()
+    return frozenset((read | {n for t in needed_terms(ROLE_TERMS, read) for n in t.expr.names()}) & set(INPUT_NAMES))
+
+
+_SKIP_RULE_INPUTS = {rule.code: _rule_inputs(rule) for rule in SKIP_RULES}
 
 
 # The tables' column forms, made at first use: a command that computes one scenario never needs them (#35).
@@ -419,13 +428,15 @@ class Estimator:
         self.spec(s.model)
         return self.estimate_row(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
 
-    def skip_check(self, s: Scenario) -> SkipReason | None:
+    def skip_check(self, s: Scenario, undecided: Iterable[str] = ()) -> SkipReason | None:
         """Why a well-formed combination cannot run (a sweep skips it), or None: the first of
-        terms.SKIP_RULES that holds."""
+        terms.SKIP_RULES that holds. undecided: inputs whose values are still to be chosen (a plan's
+        layout); the rules that read them are not checked."""
         self.spec(s.model)
         values = _SKIP_FN(s.inputs(), self.assumptions, self.tables, None)
+        undecided = set(undecided)
         for rule in SKIP_RULES:
-            if values[_SKIP_INDEX[f"skip.{rule.code}"]]:
+            if values[_SKIP_INDEX[f"skip.{rule.code}"]] and not _SKIP_RULE_INPUTS[rule.code] & undecided:
                 return SkipReason(rule.code, {k: _plain(values[_SKIP_INDEX[f"skip.{rule.code}.{k}"]])
                                               for k, _ in rule.values})
         return None
@@ -625,10 +636,12 @@ def role_zero_stage(s: Scenario) -> int:
 
 def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str, Any], estimator: "Estimator",
                   source: str | None = None, key_path=lambda name: name, name: str = "",
-                  checked: dict | None = None) -> tuple[Scenario | RlhfScenario, SkipReason | None]:
+                  checked: dict | None = None, undecided: Iterable[str] = ()
+                  ) -> tuple[Scenario | RlhfScenario, SkipReason | None]:
     """A scenario (or RLHF group) from input values, as a preset or the command line gives them:
-    validated by the input tables, then checked against the skip rules. Returns (scenario, None), or
-    (the scenario or RLHF actor that cannot run, reason). checked: see check_inputs."""
+    validated by the input tables, then checked against the skip rules (but those reading `undecided`
+    inputs, see skip_check). Returns (scenario, None), or (the scenario or RLHF actor that cannot run,
+    reason). checked: see check_inputs."""
     if workload not in SINGLE_WORKLOADS + RLHF_ALGORITHMS:
         raise unknown_name("workload", workload, SINGLE_WORKLOADS + RLHF_ALGORITHMS, source=source,
                            key_path=key_path("workload"))
@@ -644,7 +657,7 @@ def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str
     inputs = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
                           key_path=key_path, checked=checked)
     scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **inputs)
-    reason = estimator.skip_check(scenario)
+    reason = estimator.skip_check(scenario, undecided)
     if reason or workload not in RLHF_ALGORITHMS:
         return scenario, reason
     reason = rlhf_batch_check(workload, scenario, settings)
