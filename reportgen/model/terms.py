@@ -319,14 +319,17 @@ TERMS: tuple[Term, ...] = (
          "expert parallelism spans TP × DP with whole experts on each GPU (EP = TP × DP), SGLang's ep_size "
          "divides tp_size and splits each expert over tp ÷ ep GPUs: either way the experts are divided once, "
          "by the larger of tp_size and ep_size", "derived"),
+    Term("resident_expert_params", "Routed-expert parameters held per tensor-parallel group", "count",
+         V("stage_expert_params") * V("tp_size") / V("expert_shards"),
+         "the stage's routed experts divided over expert_shards GPUs, counted per tensor-parallel group",
+         "derived"),
     Term("resident_params", "Parameters held per tensor-parallel group (after expert and pipeline parallelism)",
          "count",
-         V("stage_params") - V("stage_expert_params") + V("stage_expert_params") * V("tp_size") / V("expert_shards"),
+         V("stage_params") - V("stage_expert_params") + V("resident_expert_params"),
          "the stage's parameters, its routed experts divided over expert_shards GPUs; counted per tensor-parallel "
          "group, so that ÷ tp_size is one GPU's share; every other weight is replicated", "derived"),
     Term("weight_expert_params", "Routed-expert parameters among them", "count",
-         IF(V("zero_stage").eq(3), V("stage_expert_params"),
-            V("stage_expert_params") * V("tp_size") / V("expert_shards")), "", "derived"),
+         IF(V("zero_stage").eq(3), V("stage_expert_params"), V("resident_expert_params")), "", "derived"),
     Term("weight_params", "Parameters whose weights a tensor-parallel group holds before ZeRO-3 sharding", "count",
          IF(V("zero_stage").eq(3), V("stage_params"), V("resident_params")),
          "ZeRO-3 (FSDP) shards every parameter of the stage over its tp × dp GPUs, the routed experts included: "
@@ -807,9 +810,11 @@ TERMS: tuple[Term, ...] = (
          CEIL(V("generator_sequences") * V("generation_factor")),
          "dynamic sampling (DAPO) generates generation_factor times the sequences trained on and keeps the groups "
          "whose rewards differ; without it, the sequences trained on", "activation"),
+    Term("context_block_tokens", "Tokens per sequence in whole KV blocks", "count", CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens"),
+         "the context rounded up to whole kv_block_tokens blocks: what a paged cache holds of it", "activation"),
     Term("kv_window_tokens", "Tokens a sliding-window layer keeps per sequence", "count",
          IF(V("sliding_window").eq(0), 0,
-            IF(V("serving_engine").eq("sglang"), CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens"),
+            IF(V("serving_engine").eq("sglang"), V("context_block_tokens"),
             IF(OR(V("engine_mode").eq(1), V("rollout_engine").eq(1)),
                (CEIL(MIN(V("sliding_window") - 1 + IF(V("engine_mode").eq(1), V("max_num_batched_tokens"),
                                                       V("prompt_len")), V("context_tokens"))
@@ -823,7 +828,7 @@ TERMS: tuple[Term, ...] = (
          "measures it), in blocks as the full layers; SGLang's separate window pool is not modelled: its sliding layers count as full ones",
          "activation"),
     Term("kv_seq_elements", "KV-cache values per sequence (whole blocks)", "count",
-         CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
+         V("context_block_tokens")
          * (V("kv_elements_per_token") - V("kv_window_elements_per_token"))
          + V("kv_window_tokens") * V("kv_window_elements_per_token"),
          "full-attention layers hold the whole context, sliding-window layers kv_window_tokens", "activation"),
@@ -1273,7 +1278,7 @@ TIME_TERMS: tuple[Term, ...] = (
          "most one per sequence) are read too, and each token's adapter adds its FLOPs at max_lora_rank; a "
          "prefill's adapter FLOPs (rank ÷ hidden of the layer's) are left out", "time"),
     Term("decode_attention_seconds", "Decode step: attention over the cache", "seconds",
-         IF(_INFER, V("rollout_batch") * (CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens")
+         IF(_INFER, V("rollout_batch") * (V("context_block_tokens")
                                           * (V("kv_elements_per_token") - V("kv_window_elements_per_token"))
                                           * V("decode_context_tokens") / V("context_tokens")
                                           + V("kv_window_elements_per_token")
