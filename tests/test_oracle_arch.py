@@ -58,6 +58,10 @@ KNOWN_MISSES: dict[str, str] = {
         "FSDP2 with checkpointing on Llama-2-7B-wide layers: the estimate's end of backward (every sharded fp32 "
         "gradient, the rebuilt layer, the reduce-scatter buffers) is above the oracle's peak (+6.36 %); a layer rebuilt "
         "beside sharded gradients is not the single-GPU recompute_bytes (its bf16 fit shape at 8 ranks: -6.94 %)",
+    "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/nogc/fused/tp8":
+        "-3.08 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
+        "its activations are still saved) as the peak; without FSDP2 the estimate has no term for it (the loss's "
+        "backward is above it at any real vocabulary)",
 }
 
 
@@ -72,6 +76,8 @@ def _error(case) -> float:
 
 
 def _family(case) -> str:
+    if "measure_tp" in case.get("notes", ""):
+        return "tp"
     if "measure_fsdp2" in case.get("notes", ""):
         return "fsdp2"
     if "measure_sliding_window" in case.get("notes", ""):
@@ -109,12 +115,16 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  "eager_prefill": 0.059, "grad_accum": 0.0005, "recompute": 0.011, "sliding_window": 0.029,
                  # Llama-2-7B's layers under FSDP2 with checkpointing at 8 ranks: -6.94 % (the layer rebuilt beside
                  # the sharded gradients is not the single-GPU recompute_bytes); the others within 4.3 %
-                 "fsdp2": 0.07}
+                 "fsdp2": 0.07,
+                 # TP 2 x FSDP2 2 with checkpointing, -4.31 %: FSDP2's end of backward with an untied root unit (the
+                 # embedding's and LM head's unsharded gradients and their fp32 reduce-scatter input at once; the estimate
+                 # counts one matrix's); the other fit records within 1.3 %
+                 "tp": 0.044}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 248
+    assert len(ids) == len(set(ids)) == 262
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -163,18 +173,21 @@ def test_holdout_summary_per_family():
     for case in HOLDOUT:
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
-                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2"}
+                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp"}
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
-        assert statistics.median(errors) <= (0.0095 if family == "sliding_window" else 0.005), family
+        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.018}.get(family, 0.005), family
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
         # FSDP2's three known misses (+7.07 %, +7.07 %, +6.36 %) apart, its held-out ranks are within 2.4 %
-        assert max(errors) <= (0.071 if family == "fsdp2" else 0.018), family
+        # TP's known miss -3.08 % apart, its held-out ranks are within 2.1 %
+        assert max(errors) <= {"fsdp2": 0.071, "tp": 0.031}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     assert len(fsdp2) == 16 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
+    tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
+    assert len(tp) == 6 and max(tp) <= 0.021 and statistics.median(tp) <= 0.013
 
 
 def test_modules_to_save_add_what_peft_trains():
@@ -310,7 +323,8 @@ def test_fsdp2_ranks_keep_the_sharded_states_and_the_unsharded_working_set():
     """One rank of FSDP2 (tools/oracle/measure_fsdp2.py): the sharded parameters and AdamW states shrink with the
     world, the working set does not (the activations, the loss's backward, the root unit and a decoder layer
     gathered); the estimate follows the oracle across 2, 4 and 8 ranks to 0.05 % where the loss's backward peaks."""
-    tiny = sorted((c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024" and not c["setting"]["grad_ckpt"]
+    tiny = sorted((c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024" and _family(c) == "fsdp2"
+                   and not c["setting"]["grad_ckpt"]
                    and c["setting"]["precision"] == "bf16"), key=lambda c: c["setting"]["fsdp_world"])
     assert [c["setting"]["fsdp_world"] for c in tiny] == [2, 4, 8]
     states = [c["steady_peak_breakdown"]["parameters"] + c["steady_peak_breakdown"]["optimizer_states"] for c in tiny]
@@ -327,7 +341,7 @@ def test_fsdp2_mixed_precision_shards_fp32_states_and_computes_in_bf16():
     world as pure bf16 holds twice the sharded parameters and AdamW states and the same working set (gathered in
     bf16, no autocast); counted as amp-bf16 (fp32 gathered, autocast's copies) it would be 26 % over."""
     pair = {c["setting"]["precision"]: c for c in CASES if c["config_name"] == "Llama-tiny-4L-1024"
-            and c["setting"].get("fsdp_world") == 2 and not c["setting"]["grad_ckpt"]}
+            and _family(c) == "fsdp2" and c["setting"].get("fsdp_world") == 2 and not c["setting"]["grad_ckpt"]}
     bf16, mixed = pair["bf16"], pair["fsdp-mixed"]
     states = {k: c["steady_peak_breakdown"]["parameters"] + c["steady_peak_breakdown"]["optimizer_states"]
               for k, c in pair.items()}
@@ -337,3 +351,23 @@ def test_fsdp2_mixed_precision_shards_fp32_states_and_computes_in_bf16():
     as_amp = EST.with_model(spec_from_config(mixed["config"], name="m", source="x")).estimate(
         replace(scenario_for_case(mixed, "m"), precision="amp-bf16"))["allocated_peak"]
     assert as_amp / mixed["peak_bytes"] - 1 > 0.25
+
+
+def test_tp_ranks_split_the_states_and_run_unwrapped():
+    """One rank of torchtitan's TP + SP (tools/oracle/measure_tp.py): the parameters and AdamW states halve from TP 2
+    to TP 4, and the estimate follows both to 0.25 %. A tensor-parallel group alone runs without FSDP2 (no gathered
+    units, no reduce-scatter buffers): counted with them, as before, the TP 2 peak was 16 % over."""
+    tiny = sorted((c for c in CASES if _family(c) == "tp" and c["config_name"] == "Llama-tiny-4L-1024"
+                   and "fsdp_world" not in c["setting"] and not c["setting"]["grad_ckpt"]),
+                  key=lambda c: c["setting"]["tp_world"])
+    assert [c["setting"]["tp_world"] for c in tiny] == [2, 4]
+    states = [c["steady_peak_breakdown"]["parameters"] + c["steady_peak_breakdown"]["optimizer_states"] for c in tiny]
+    assert states[0] == pytest.approx(2 * states[1], rel=1e-3)
+    for c in tiny:
+        assert abs(_error(c)) <= 0.0025, c["id"]
+    alone = _estimate(tiny[0])
+    assert alone["fsdp2_wraps"] == 0 and alone["zero3_buffer"] == 0 and alone["fsdp_reduce_scatter_bytes"] == 0
+    wrapped = next(_estimate(c) for c in CASES if _family(c) == "tp" and c["config_name"] == "Llama-tiny-4L-1024"
+                   and c["setting"].get("fsdp_world") == 2 and not c["setting"]["grad_ckpt"])
+    assert wrapped["fsdp2_wraps"] == 1 and wrapped["zero3_buffer"] > 0
+    assert (alone["allocated_peak"] + wrapped["zero3_buffer"]) / tiny[0]["peak_bytes"] - 1 > 0.1

@@ -267,6 +267,12 @@ TERMS: tuple[Term, ...] = (
          "data and context parallelism: the context-parallel GPUs of one sequence hold the same weights and add "
          "their gradients (Megatron-Core's data-parallel group with context parallelism; torchtitan's FSDP mesh "
          "over dp_shard × cp)", "derived"),
+    Term("fsdp2_wraps", "FSDP2 wraps the model (1/0)", "flag",
+         IF(AND(V("framework").eq("fsdp2"), OR(V("zero_group").gt(1), V("offload").ne("none"))), 1, 0),
+         "torchtitan applies fully_shard only over a data-parallel (or context-parallel) mesh of more than one GPU "
+         "(ParallelDims.fsdp_enabled), or to offload: a tensor-parallel group alone trains unwrapped, without FSDP2's "
+         "gathered units and reduce-scatter buffers (one rank of TP on a fake process group: "
+         "tools/oracle/measure_tp.py)", "derived"),
     # Pipeline parallelism (1F1B, Narayanan et al. 2021): the busiest stage holds ⌈layers / pp⌉ layers,
     # the embedding or the LM head (the first and last stage), and the first stage keeps up to pp
     # micro-batches of activations in flight.
@@ -299,6 +305,11 @@ TERMS: tuple[Term, ...] = (
          "auto: Megatron's --sequence-parallel, which NeMo and Megatron-Bridge recipes set with TP, and torchtitan's "
          "FSDP2 + TP plan (SequenceParallel on the norms); the HF Trainer, DeepSpeed and LitGPT leave it off",
          "derived"),
+    Term("titan_tp", "torchtitan's DTensor tensor parallelism (1/0)", "flag",
+         IF(AND(V("framework").eq("fsdp2"), V("tp_size").gt(1), V("is_train").eq(1)), 1, 0),
+         "FSDP2 with tensor parallelism as torchtitan lays it out: DTensor's ColwiseParallel and RowwiseParallel, "
+         "the embedding split by vocabulary, the LM head's logits left split by vocabulary for loss_parallel "
+         "(one rank of TP on a fake process group: tools/oracle/measure_tp.py)", "derived"),
     Term("stage_params", "Parameters on the busiest pipeline stage", "count",
          IF(V("pp_stages").eq(1), V("model_params"),
             (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
@@ -501,7 +512,7 @@ TERMS: tuple[Term, ...] = (
          IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
-            ceil_div(IF(V("framework").eq("fsdp2"), V("root_unit_params") + V("decoder_layer_params"),
+            ceil_div(IF(V("framework").eq("fsdp2"), V("fsdp2_wraps") * (V("root_unit_params") + V("decoder_layer_params")),
                         V("largest_layer_params")
                         + IF(V("framework").eq("deepspeed"),
                              MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")), V("largest_layer_params")))
@@ -535,7 +546,7 @@ TERMS: tuple[Term, ...] = (
          "(stage_1_and_2.py and stage3.py); DeepSpeed's own estimator counts it: 16 and 18 bytes per parameter "
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
-         IF(AND(OR(V("framework").eq("fsdp2"), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
+         IF(AND(OR(V("fsdp2_wraps").eq(1), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
             ceil_div(IF(V("is_full").eq(1), V("largest_layer_params") * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
                         V("adapter_params") / V("num_layers") * (V("grad_elem_bytes") + V("fsdp_reduce_bytes"))),
                      V("tp_size")), 0),
@@ -687,6 +698,17 @@ TERMS: tuple[Term, ...] = (
          + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size"),
          "full checkpointing keeps only each layer's input, which is outside them; the final norm and the "
          "embedding dropout's mask", "activation"),
+    Term("sp_gathered_input_bytes", "A gathered input a column-parallel layer saves, per token", "bytes",
+         IF(AND(V("sp_on").eq(1), V("titan_tp").eq(1)), V("act_bytes") * V("hidden_size"), 0),
+         "torchtitan's sequence parallelism gathers each norm's sequence-split output into the attention's and the "
+         "MLP's column-parallel layers (DTensor's PrepareModuleInput) and the final norm's into the LM head, and "
+         "those layers save the whole gathered input for their weight gradients, where Megatron saves its split and "
+         "gathers it again in backward (one rank of TP on a fake process group: tools/oracle/measure_tp.py)",
+         "activation"),
+    Term("sp_gathered_saved_per_token", "Gathered inputs saved per token (all layers + head)", "bytes",
+         (IF(V("checkpointing").eq("full"), 0, 2 * V("num_layers")) + 1) * V("sp_gathered_input_bytes"),
+         "two per layer (attention, MLP) and the LM head's; full checkpointing keeps the LM head's only",
+         "activation"),
     Term("tp_replicas_outside", "Copies of those tensors per tensor-parallel group", "count",
          IF(V("sp_on").eq(1), 1, V("tp_size")),
          "without sequence parallelism every GPU of the group holds them; with it each holds 1 ÷ tp", "activation"),
@@ -712,7 +734,8 @@ TERMS: tuple[Term, ...] = (
     Term("training_activations", "Saved activations (training)", "bytes",
          IF(V("is_train").eq(1), ceil_div(V("tokens") * V("pp_layer_share") * V("pp_in_flight")
                                           * (V("saved_per_token")
-                                             + (V("tp_replicas_outside") - 1) * V("replicated_saved_per_token")),
+                                             + (V("tp_replicas_outside") - 1) * V("replicated_saved_per_token")
+                                             + (V("tp_size") - 1) * V("sp_gathered_saved_per_token")),
                                           V("tp_size")) + V("autocast_copies_bytes"), 0),
          _KORTHIKANTI + "; tensor parallelism splits the rest, sequence parallelism also the norms, dropouts and "
          "layer inputs", "activation"),
@@ -727,17 +750,19 @@ TERMS: tuple[Term, ...] = (
          "keep; oracle_arch.json gradient-accumulation records", "activation"),
     Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
          IF(V("is_train").eq(1),
-            ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), 2 * V("loss_bytes"),
+            ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), (2 - V("titan_tp")) * V("loss_bytes"),
                         V("act_bytes") + IF(V("loss").eq("fp32-chunked"), 4 / 8, 0))
                      * V("tokens") * V("vocab_out"), V("tp_size")), 0),
          "one cross-entropy: the gradients of the log-probabilities and of the logits, tokens × vocabulary × "
-         "loss_bytes each (" + _MEASURED + "); chunked: the 16-bit logits stay alive beside the saved "
+         "loss_bytes each (" + _MEASURED + "; one under torchtitan's loss_parallel, whose backward makes the logits' "
+         "gradient in one step from the saved log-probabilities); chunked: the 16-bit logits stay alive beside the saved "
          "log-probabilities, plus the fp32 copy of one of torchtune's 8 chunks (oracle_arch.json loss records)",
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
             ceil_div(V("tokens") * (V("layer_saved_per_token")
-                                    + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token"))
+                                    + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token")
+                                    + (V("tp_size") - 1) * 2 * V("sp_gathered_input_bytes"))
                      * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
                           IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
                      V("tp_size")), 0),
@@ -753,10 +778,15 @@ TERMS: tuple[Term, ...] = (
          "full checkpointing: backward rebuilds the last layer first, while every layer's saved input is still "
          "held (the loss's log-probabilities and logit gradients are freed by then)", "activation"),
     Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
-         IF(AND(V("is_full").eq(1), V("tied_embeddings").eq(1)),
-            ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0),
+         IF(V("is_full").eq(1),
+            IF(V("titan_tp").eq(1),
+               V("act_bytes") * V("vocab_size") * V("hidden_size") - ceil_div(V("act_bytes") * V("vocab_size")
+                                                                             * V("hidden_size"), V("tp_size")),
+               IF(V("tied_embeddings").eq(1), ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0)), 0),
          "tied embeddings: the embedding's dense fp32 gradient is added to the LM head's at the end of "
-         "backward; " + _MEASURED, "activation"),
+         "backward (" + _MEASURED + "); torchtitan's embedding split by vocabulary: DTensor has no vocabulary-split "
+         "rule for the embedding's backward, so each GPU makes the whole vocabulary's gradient and keeps its slice "
+         "(the whole less the slice, which is its gradient; tools/oracle/measure_tp.py)", "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
             ceil_div(V("state_copy_bytes"), V("optimizer_shards")), 0),

@@ -107,9 +107,10 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
                       lora_targets="all-linear" if targets in _ALL_LINEAR else targets,
                       adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32",
                       lora_modules_to_save="embed-head" if lora.get("modules_to_save") else "none")
-        world = get("fsdp_world", default=0)
-        if world:  # one rank of PyTorch FSDP2 (fully_shard per decoder layer) over `world` GPUs
-            values.update(framework="fsdp2", zero_stage=3, num_gpus=world)
+        world, tp = get("fsdp_world", default=0), get("tp_world", default=1)
+        if world or tp > 1:  # one rank of PyTorch FSDP2 (fully_shard per decoder layer) over `world` GPUs, each
+            # a torchtitan tensor-parallel group of tp GPUs (sequence parallel)
+            values.update(framework="fsdp2", zero_stage=3, num_gpus=max(world, 1) * tp, tp_size=tp)
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 
