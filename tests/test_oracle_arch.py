@@ -62,6 +62,10 @@ KNOWN_MISSES: dict[str, str] = {
         "-3.08 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
         "its activations are still saved) as the peak; without FSDP2 the estimate has no term for it (the loss's "
         "backward is above it at any real vocabulary)",
+    "Llama-3.2-1B-untied/train/bf16/sdpa/b1/s2048/gc/fused/tp2-fsdp2-2":
+        "-4.18 %: FSDP2's end of backward with an untied root unit under TP: the embedding's whole-vocabulary gradient, "
+        "the root's unsharded gradients (embedding and LM head) and their fp32 reduce-scatter input at once; the estimate "
+        "counts one matrix's (the same miss as the fit record Llama-tiny-4L-1024 TP 2 x FSDP2 2, -4.31 %)",
 }
 
 
@@ -124,7 +128,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 262
+    assert len(ids) == len(set(ids)) == 272
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -177,17 +181,17 @@ def test_holdout_summary_per_family():
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
-        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.018}.get(family, 0.005), family
+        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.008}.get(family, 0.005), family
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
         # FSDP2's three known misses (+7.07 %, +7.07 %, +6.36 %) apart, its held-out ranks are within 2.4 %
-        # TP's known miss -3.08 % apart, its held-out ranks are within 2.1 %
-        assert max(errors) <= {"fsdp2": 0.071, "tp": 0.031}.get(family, 0.018), family
+        # TP's two known misses (-3.08 %, -4.18 %) apart, its held-out ranks are within 2.5 %
+        assert max(errors) <= {"fsdp2": 0.071, "tp": 0.042}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     assert len(fsdp2) == 16 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
     tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
-    assert len(tp) == 6 and max(tp) <= 0.021 and statistics.median(tp) <= 0.013
+    assert len(tp) == 15 and max(tp) <= 0.025 and statistics.median(tp) <= 0.0036
 
 
 def test_modules_to_save_add_what_peft_trains():

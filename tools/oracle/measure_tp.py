@@ -17,6 +17,10 @@ sys.path.insert(0, HERE)
 import memoracle as M  # noqa: E402
 import oracle_configs as C  # noqa: E402
 from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512  # noqa: E402  (the FSDP2 probes' shapes)
+
+QWEN_7B_4L_V512 = dict(C.QWEN2_5_7B, num_hidden_layers=4, vocab_size=512)
+# torchtitan's plan splits the embedding and the LM head separately: a tied pair is not laid out by it
+LLAMA_1B_UNTIED = dict(C.LLAMA_3_2_1B, tie_word_embeddings=False)
 # (config name, config, dp world (0: TP alone), tp, batch, length, checkpointing)
 # Fit: the probe shape the TP terms were read from, and Llama-2-7B-wide layers at TP 8 with checkpointing (its
 # miss, -4.25 % before, set the rebuilt layer's gathered inputs); held out: the rest
@@ -25,7 +29,12 @@ FIT = ([("Llama-tiny-4L-1024", LLAMA_1024, dp, tp, 2, 512, gc) for dp, tp in ((0
        + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 0, 8, 1, 2048, True)])
 HOLDOUT = ([("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, dp, tp, 1, 2048, gc) for dp, tp in ((0, 2), (0, 8), (2, 4))
             for gc in (False, True) if (dp, tp, gc) != (0, 8, True)]
-           + [("Llama-tiny-4L-512", C.LLAMA_TINY, dp, 2, 4, 1024, False) for dp in (0, 2)])
+           + [("Llama-tiny-4L-512", C.LLAMA_TINY, dp, 2, 4, 1024, False) for dp in (0, 2)]
+           # grouped KV heads and q/k/v biases (Qwen2.5-7B's layers), and a 128k vocabulary (Llama-3.2-1B untied)
+           + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, dp, tp, 1, 2048, gc) for dp, tp in ((0, 4), (2, 2))
+              for gc in (False, True)]
+           + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, dp, tp, 1, 2048, gc) for dp, tp in ((0, 2), (0, 4), (2, 2))
+              for gc in (False, True)])
 
 
 def main(out_path, split):
