@@ -553,6 +553,12 @@ TERMS: tuple[Term, ...] = (
          "during backward one unit's (decoder layer's) unsharded gradients, in the gathered weights' dtype, and the "
          "reduce-scatter input of the unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own "
          "stream, overlapping the next unit's backward)", "state"),
+    Term("fsdp_root_reduce_bytes", "FSDP2's root unit reduced at the end of backward", "bytes",
+         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1)),
+            ceil_div(V("root_unit_params") * (_p("gather_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
+         "the last unit FSDP2 reduces is the root (embedding, LM head, final norm), once every unit's gathered "
+         "parameters are resharded: all its unsharded gradients and their reduce-scatter input at once, two "
+         "vocabulary matrices where the embedding is not tied (tools/oracle/measure_tp.py)", "state"),
     Term("framework_backward_start_bytes", "Training framework buffers when backward starts", "bytes",
          V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes"),
          "FSDP2's reduce-scatter buffers come with the first decoder layer's gradients, after the loss's "
@@ -1017,10 +1023,13 @@ TERMS: tuple[Term, ...] = (
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
          "earlier micro-batches; the training framework's backward buffers", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
-         V("model_states") + MAX(V("transient_gradients"), V("accumulated_gradients"))
-         + MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes"),
+         V("model_states") - V("zero3_buffer") + MAX(V("transient_gradients"), V("accumulated_gradients"))
+         + MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
+               + V("zero3_buffer"),
+               V("fsdp_root_reduce_bytes") + V("titan_tp") * V("embedding_backward_bytes")),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the training framework's "
-         "backward buffers", "phase"),
+         "backward buffers; or, later, FSDP2's root unit reduced with every unit resharded (beside torchtitan's "
+         "whole-vocabulary embedding gradient)", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
          IF(V("recompute_start_activations").gt(0),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
