@@ -48,12 +48,7 @@ def _cpu_dispatch(case) -> bool:
 
 
 # Holdout records outside the criterion, with the reason.
-_FSDP2_ROOT_END = ("FSDP2's end of backward with Llama-3.2-1B's tied 262M-parameter root unit: the estimate adds the root's "
-                   "unsharded gradients and fp32 reduce-scatter input to the tied embedding's dense gradient, which "
-                   "FSDP2 frees before it reduces (+7.07 %; the oracle's peak is the loss's backward)")
 KNOWN_MISSES: dict[str, str] = {
-    "Llama-3.2-1B/train/bf16/sdpa/b1/s2048/gc/fused/fsdp2-2": _FSDP2_ROOT_END,
-    "Llama-3.2-1B/train/bf16/sdpa/b4/s512/gc/fused/fsdp2-2": _FSDP2_ROOT_END,
     "Llama-2-7B-4L-v512/train/fsdp-mixed/sdpa/b1/s2048/gc/fused/fsdp2-2":
         "FSDP2 with checkpointing on Llama-2-7B-wide layers: the estimate's end of backward (every sharded fp32 "
         "gradient, the rebuilt layer, the reduce-scatter buffers) is above the oracle's peak (+6.36 %); a layer rebuilt "
@@ -180,11 +175,12 @@ def test_holdout_summary_per_family():
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
-        # FSDP2's three known misses (+7.07 %, +7.07 %, +6.36 %) apart, its held-out ranks are within 2.4 %
+        # FSDP2's known miss (+6.36 %) apart, its held-out ranks are within 2.4 % (Llama-3.2-1B's two checkpointed
+        # ranks at 2 were +7.07 % until FSDP2's units were its decoder layers and its root reduced last: -0.01 %)
         # TP's known miss (-3.08 %) apart, its held-out ranks are within 2.5 %
-        assert max(errors) <= {"fsdp2": 0.071, "tp": 0.031}.get(family, 0.018), family
+        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
-    assert len(fsdp2) == 16 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
+    assert len(fsdp2) == 18 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
     tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
     assert len(tp) == 16 and max(tp) <= 0.025 and statistics.median(tp) <= 0.0031
 

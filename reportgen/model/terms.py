@@ -547,7 +547,8 @@ TERMS: tuple[Term, ...] = (
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
          IF(AND(OR(V("fsdp2_wraps").eq(1), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
-            ceil_div(IF(V("is_full").eq(1), V("largest_layer_params") * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
+            ceil_div(IF(V("is_full").eq(1), IF(V("fsdp2_wraps").eq(1), V("decoder_layer_params"), V("largest_layer_params"))
+                                            * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
                         V("adapter_params") / V("num_layers") * (V("grad_elem_bytes") + V("fsdp_reduce_bytes"))),
                      V("tp_size")), 0),
          "during backward one unit's (decoder layer's) unsharded gradients, in the gathered weights' dtype, and the "
