@@ -92,6 +92,12 @@ def needed_terms(terms: Sequence[Term], names: Iterable[str]) -> tuple[Term, ...
     return tuple(t for t in terms if t.name in wanted)
 
 
+def first_skip_codes(flags: np.ndarray) -> np.ndarray:
+    """Per scenario (a column of Estimator.skip_flags): 0 where it can run, else 1 + the index in
+    terms.SKIP_RULES of the first rule that holds."""
+    return np.where(flags.any(axis=0), flags.argmax(axis=0) + 1, 0)
+
+
 def _skip_terms() -> tuple[Term, ...]:
     """The skip rules as terms after the role terms they read: a flag per rule, then its values."""
     out = []
@@ -428,15 +434,18 @@ class Estimator:
         self.spec(s.model)
         return self.estimate_row(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
 
-    def skip_check(self, s: Scenario, undecided: Iterable[str] = ()) -> SkipReason | None:
+    def skip_check(self, s: Scenario, undecided: Iterable[str] = (), among: Iterable[str] | None = None
+                   ) -> SkipReason | None:
         """Why a well-formed combination cannot run (a sweep skips it), or None: the first of
-        terms.SKIP_RULES that holds. undecided: inputs whose values are still to be chosen (a plan's
-        layout); the rules that read them are not checked."""
+        terms.SKIP_RULES that holds (of those whose codes are `among`). undecided: inputs whose values are
+        still to be chosen (a plan's layout); the rules that read them are not checked."""
         self.spec(s.model)
         values = _SKIP_FN(s.inputs(), self.assumptions, self.tables, None)
         undecided = set(undecided)
+        among = set(_SKIP_RULE_INPUTS if among is None else among)
         for rule in SKIP_RULES:
-            if values[_SKIP_INDEX[f"skip.{rule.code}"]] and not _SKIP_RULE_INPUTS[rule.code] & undecided:
+            if (values[_SKIP_INDEX[f"skip.{rule.code}"]] and rule.code in among
+                    and not _SKIP_RULE_INPUTS[rule.code] & undecided):
                 return SkipReason(rule.code, {k: _plain(values[_SKIP_INDEX[f"skip.{rule.code}.{k}"]])
                                               for k, _ in rule.values})
         return None
@@ -474,15 +483,19 @@ class Estimator:
         memory stays flat."""
         return (vector or _role_vector()).chunks(self.input_columns(columns), size, self.assumptions, self.tables, chunk_rows)
 
+    def skip_flags(self, columns: Mapping[str, Any], size: int) -> np.ndarray:
+        """Which of terms.SKIP_RULES hold for `size` scenarios given as columns: a row per rule, a column
+        per scenario."""
+        out = np.zeros((len(SKIP_RULES), size), dtype=bool)
+        for chunk in self.estimate_chunks(columns, size, vector=_skip_vector()):
+            for k, rule in enumerate(SKIP_RULES):
+                out[k, chunk.start:chunk.start + chunk.size] = chunk.numbers(f"skip.{rule.code}").astype(bool)
+        return out
+
     def skip_codes(self, columns: Mapping[str, Any], size: int) -> np.ndarray:
         """skip_check's answer for `size` scenarios given as columns, as numbers: 0 where a scenario
         can run, else 1 + the index in terms.SKIP_RULES of the first rule that holds."""
-        out = np.zeros(size, dtype=np.int64)
-        for chunk in self.estimate_chunks(columns, size, vector=_skip_vector()):
-            codes = out[chunk.start:chunk.start + chunk.size]
-            for k, rule in reversed(tuple(enumerate(SKIP_RULES, start=1))):  # the first rule that holds wins
-                codes[chunk.numbers(f"skip.{rule.code}").astype(bool)] = k
-        return out
+        return first_skip_codes(self.skip_flags(columns, size))
 
     def input_columns(self, columns: Mapping[str, Any]) -> dict[str, Any]:
         """Every input's column (an input left out: its default); an unknown model is an input

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..model.arrays import np
-from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, rank_sequences,
-                              rlhf_batch_check)
+from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason,
+                              first_skip_codes, rank_sequences, rlhf_batch_check)
+from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
 from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
@@ -318,14 +319,16 @@ def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, coun
     tried = 0
     nearest: dict[str, Any] | None = None  # the inputs of the candidate nearest to an answer so far
     nearest_fits, skipped = False, {}
+    everywhere: dict[str, SkipReason] | None = None  # the reasons that held for every candidate so far
     pending: list[tuple[dict, int]] = []
     for k, n in enumerate(counts):
         pending.append(candidate_columns(base, estimator, n, fixed))
         if sum(p[1] for p in pending) < CHUNK_ROWS and k < len(counts) - 1:
             continue
-        columns, values, reasons = _estimate_batch(estimator, base, goal, pending)
+        columns, values, reasons, always = _estimate_batch(estimator, base, goal, pending)
         pending = []
         skipped = {**reasons, **skipped}
+        everywhere = always if everywhere is None else {k: r for k, r in everywhere.items() if k in always}
         if not len(columns["num_gpus"]):
             continue
         values["total_gpus"] = columns["num_gpus"]
@@ -345,8 +348,8 @@ def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, coun
             row = first_rows(("share", "index"), values, ~fits, whole)[0]
             nearest = _row_inputs(columns, row)
     last = counts[-1] if counts else 0
-    if nearest is None:
-        return PlanMiss(gpu, last, tuple(skipped.values()), None), tried
+    if nearest is None:  # nothing could run: the reasons every candidate shares, else each rule's first
+        return PlanMiss(gpu, last, tuple((everywhere or skipped).values()), None), tried
     return PlanMiss(gpu, last, (), estimator.estimate(base.with_inputs(**nearest))), tried
 
 
@@ -376,25 +379,29 @@ def choose(candidates: dict[str, Sequence[Estimate | GroupEstimate]], goal: Goal
 
 
 def _estimate_batch(estimator: Estimator, base: Scenario, goal: Goal, batch: list[tuple[dict, int]]
-                    ) -> tuple[dict, dict[str, np.ndarray], dict[str, SkipReason]]:
+                    ) -> tuple[dict, dict[str, np.ndarray], dict[str, SkipReason], dict[str, SkipReason]]:
     """The candidates of several GPU counts that can run (skipped combinations are not estimated):
-    their input columns, their _SEARCH_TERMS columns, and the first skipped candidate's reason per rule."""
+    their input columns, their _SEARCH_TERMS columns, the first skipped candidate's reason per rule, and the
+    reasons of the rules that hold for every candidate (what the options given rule out, whatever the layout)."""
     chosen = {k: _concat([columns[k] for columns, _ in batch]) for k in batch[0][0]}
     size = sum(p[1] for p in batch)
     columns = {n: getattr(base, n) for n in INPUT_NAMES}
     columns.update(chosen)
     columns.update(goal.shape(base, columns["num_gpus"], np.asarray(columns["tp_size"])))
-    codes = estimator.skip_codes(columns, size)
+    flags = estimator.skip_flags(columns, size)
+    codes = first_skip_codes(flags)
     _, first = np.unique(codes, return_index=True)
     reasons = {r.code: r for r in (estimator.skip_check(_row_scenario(base, columns, int(row)))
                                    for row in first.tolist() if codes[row])}
+    always = [rule.code for rule, held in zip(SKIP_RULES, flags) if size and held.all()]
+    everywhere = {code: estimator.skip_check(_row_scenario(base, columns, 0), among=(code,)) for code in always}
     runs = np.flatnonzero(codes == 0)
     columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
     values = {k: np.empty(len(runs)) for k in _SEARCH_TERMS}
     for chunk in estimator.estimate_chunks(columns, len(runs)):
         for k in _SEARCH_TERMS:
             values[k][chunk.start:chunk.start + chunk.size] = chunk.numbers(k)
-    return columns, values, reasons
+    return columns, values, reasons, everywhere
 
 
 def _row_inputs(columns: dict, row: int) -> dict[str, Any]:
