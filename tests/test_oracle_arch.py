@@ -366,3 +366,19 @@ def test_tp_ranks_split_the_states_and_run_unwrapped():
                    and c["setting"].get("fsdp_world") == 2 and not c["setting"]["grad_ckpt"])
     assert wrapped["fsdp2_wraps"] == 1 and wrapped["zero3_buffer"] > 0
     assert (alone["allocated_peak"] + wrapped["zero3_buffer"]) / tiny[0]["peak_bytes"] - 1 > 0.1
+
+
+def test_torchtitan_rules_need_its_sequence_parallelism():
+    """torchtitan pairs TP with SP always (the oracle's plan cannot run without it: the norms' weights stay plain
+    tensors beside DTensors); FSDP2 with TP and sequence_parallel off is not its plan, and the generic rules apply:
+    the loss's two logit gradients, no whole-vocabulary embedding gradient, no gathered inputs saved."""
+    case = next(c for c in CASES if _family(c) == "tp" and c["setting"]["tp_world"] == 2 and "fsdp_world" not in c["setting"]
+                and c["config_name"] == "Llama-tiny-4L-1024" and not c["setting"]["grad_ckpt"])
+    name = f"measured:{case['config_name']}"
+    est = EST.with_model(spec_from_config(case["config"], name=name, source=str(DATA)))
+    titan = est.estimate(scenario_for_case(case, name))
+    plain = est.estimate(replace(scenario_for_case(case, name), sequence_parallel="off"))
+    assert titan["titan_tp"] == 1 and plain["titan_tp"] == 0
+    assert plain["loss_backward_bytes"] == 2 * titan["loss_backward_bytes"]
+    assert titan["embedding_backward_bytes"] > 0 == plain["embedding_backward_bytes"]
+    assert titan["sp_gathered_saved_per_token"] > 0 == plain["sp_gathered_saved_per_token"]

@@ -306,10 +306,11 @@ TERMS: tuple[Term, ...] = (
          "FSDP2 + TP plan (SequenceParallel on the norms); the HF Trainer, DeepSpeed and LitGPT leave it off",
          "derived"),
     Term("titan_tp", "torchtitan's DTensor tensor parallelism (1/0)", "flag",
-         IF(AND(V("framework").eq("fsdp2"), V("tp_size").gt(1), V("is_train").eq(1)), 1, 0),
-         "FSDP2 with tensor parallelism as torchtitan lays it out: DTensor's ColwiseParallel and RowwiseParallel, "
-         "the embedding split by vocabulary, the LM head's logits left split by vocabulary for loss_parallel "
-         "(one rank of TP on a fake process group: tools/oracle/measure_tp.py)", "derived"),
+         IF(AND(V("framework").eq("fsdp2"), V("sp_on").eq(1)), 1, 0),
+         "FSDP2 with tensor parallelism as torchtitan lays it out, always with sequence parallelism: DTensor's "
+         "ColwiseParallel and RowwiseParallel, the embedding split by vocabulary, the LM head's logits left split by "
+         "vocabulary for loss_parallel (one rank of TP on a fake process group: tools/oracle/measure_tp.py); "
+         "without sequence parallelism the plan is not torchtitan's, and Megatron's rules apply", "derived"),
     Term("stage_params", "Parameters on the busiest pipeline stage", "count",
          IF(V("pp_stages").eq(1), V("model_params"),
             (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
@@ -706,7 +707,7 @@ TERMS: tuple[Term, ...] = (
          "full checkpointing keeps only each layer's input, which is outside them; the final norm and the "
          "embedding dropout's mask", "activation"),
     Term("sp_gathered_input_bytes", "A gathered input a column-parallel layer saves, per token", "bytes",
-         IF(AND(V("sp_on").eq(1), V("titan_tp").eq(1)), V("act_bytes") * V("hidden_size"), 0),
+         V("titan_tp") * V("act_bytes") * V("hidden_size"),
          "torchtitan's sequence parallelism gathers each norm's sequence-split output into the attention's and the "
          "MLP's column-parallel layers (DTensor's PrepareModuleInput) and the final norm's into the LM head, and "
          "those layers save the whole gathered input for their weight gradients, where Megatron saves its split and "
