@@ -261,16 +261,16 @@ def test_plan_says_why_a_gpu_type_has_no_answer():
 
 
 @pytest.mark.parametrize("options, reason", [
-    (("--framework", "megatron", "--zero", "3"), "the megatron framework does not run ZeRO-3"),
-    (("--precision", "fsdp-bf16"), "precision fsdp-bf16 is FSDP2's mixed-precision policy"),
+    (("--workload", "full", "--framework", "megatron", "--zero", "3"), "the megatron framework does not run ZeRO-3"),
+    (("--workload", "full", "--precision", "fsdp-bf16"), "precision fsdp-bf16 is FSDP2's mixed-precision policy"),
+    (("--workload", "grpo", "--framework", "megatron", "--zero", "3"), "the megatron framework does not run ZeRO-3"),
 ])
 def test_plan_names_the_rule_every_layout_breaks(options, reason):
     """Options that rule out every layout: the miss names the rule they break, alone (it listed the first candidate
     skipped by each rule: 'tp_size 2 × pp_size 8 does not divide num_gpus 24; ZeRO-3 with pipeline parallelism …')."""
     from click.testing import CliRunner
     from reportgen.cli import main
-    text = CliRunner().invoke(main, ["plan", "--model", "Llama-2-7B", "--workload", "full", "--gpu", H100,
-                                     *options]).output
+    text = CliRunner().invoke(main, ["plan", "--model", "Llama-2-7B", "--gpu", H100, *options]).output
     (line,) = [t for t in text.splitlines() if t.strip().startswith(f"{H100}:")]
     assert line.split(": no layout can run: ", 1)[1].startswith(reason) and ";" not in line, line
 

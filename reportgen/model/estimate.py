@@ -434,21 +434,23 @@ class Estimator:
         self.spec(s.model)
         return self.estimate_row(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
 
-    def skip_check(self, s: Scenario, undecided: Iterable[str] = (), among: Iterable[str] | None = None
-                   ) -> SkipReason | None:
-        """Why a well-formed combination cannot run (a sweep skips it), or None: the first of
-        terms.SKIP_RULES that holds (of those whose codes are `among`). undecided: inputs whose values are
-        still to be chosen (a plan's layout); the rules that read them are not checked."""
+    def skip_reasons(self, s: Scenario, undecided: Iterable[str] = (), among: Iterable[str] | None = None
+                     ) -> list[SkipReason]:
+        """Why a well-formed combination cannot run (a sweep skips it): every rule of terms.SKIP_RULES that
+        holds, in order (of those whose codes are `among`). undecided: inputs whose values are still to be
+        chosen (a plan's layout); the rules that read them are not checked."""
         self.spec(s.model)
         values = _SKIP_FN(s.inputs(), self.assumptions, self.tables, None)
         undecided = set(undecided)
         among = set(_SKIP_RULE_INPUTS if among is None else among)
-        for rule in SKIP_RULES:
-            if (values[_SKIP_INDEX[f"skip.{rule.code}"]] and rule.code in among
-                    and not _SKIP_RULE_INPUTS[rule.code] & undecided):
-                return SkipReason(rule.code, {k: _plain(values[_SKIP_INDEX[f"skip.{rule.code}.{k}"]])
-                                              for k, _ in rule.values})
-        return None
+        return [SkipReason(rule.code, {k: _plain(values[_SKIP_INDEX[f"skip.{rule.code}.{k}"]]) for k, _ in rule.values})
+                for rule in SKIP_RULES if values[_SKIP_INDEX[f"skip.{rule.code}"]] and rule.code in among
+                and not _SKIP_RULE_INPUTS[rule.code] & undecided]
+
+    def skip_check(self, s: Scenario, undecided: Iterable[str] = (), among: Iterable[str] | None = None
+                   ) -> SkipReason | None:
+        """The first of skip_reasons, or None: the reason a sweep gives for skipping the scenario."""
+        return next(iter(self.skip_reasons(s, undecided, among)), None)
 
     def skip_reason(self, s: Scenario) -> str | None:
         """skip_check's reason as English text, or None."""

@@ -442,13 +442,16 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     base = scenario.actor.with_inputs(gpu=gpu)
     tried = 0
     nearest, skipped = None, {}
+    everywhere: dict[str, SkipReason] | None = None  # the reasons that held for every candidate so far
     for n in counts:
         layouts, known = [], {}  # known: this count's role estimates (its layouts share frozen roles)
         for trainer in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
             for candidate in _rollout_layouts(trainer, estimator, n, fixed):
-                reason = estimator.skip_check(candidate)
-                if reason:
-                    skipped.setdefault(reason.code, reason)
+                reasons = estimator.skip_reasons(candidate)
+                held = {r.code: r for r in reasons}
+                everywhere = held if everywhere is None else {k: r for k, r in everywhere.items() if k in held}
+                if reasons:
+                    skipped.setdefault(reasons[0].code, reasons[0])
                     continue
                 if rlhf_batch_check(scenario.algorithm, _laid_out_actor(scenario, gpu, candidate),
                                     dict(scenario.settings)):
@@ -465,7 +468,9 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
         if found:
             return replace(found[0], index=gpu_order * 10**9 + tried + found[0].index), tried + len(layouts)
         tried += len(layouts)
-    return PlanMiss(gpu, counts[-1] if counts else 0, () if nearest else tuple(skipped.values()), nearest), tried
+    # nothing could run: the reasons every candidate shares, else each rule's first
+    return PlanMiss(gpu, counts[-1] if counts else 0, () if nearest else tuple((everywhere or skipped).values()),
+                    nearest), tried
 
 
 # The shares of a GPU a colocated rollout engine may take beside the trainer (veRL's performance guide
