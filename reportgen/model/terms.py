@@ -513,7 +513,8 @@ TERMS: tuple[Term, ...] = (
          IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
-            ceil_div(IF(V("framework").eq("fsdp2"), V("fsdp2_wraps") * (V("root_unit_params") + V("decoder_layer_params")),
+            ceil_div(IF(V("framework").eq("fsdp2"),
+                        V("fsdp2_wraps") * (V("root_unit_params") + V("decoder_layer_params")),
                         V("largest_layer_params")
                         + IF(V("framework").eq("deepspeed"),
                              MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")), V("largest_layer_params")))
@@ -548,8 +549,9 @@ TERMS: tuple[Term, ...] = (
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
          IF(AND(OR(V("fsdp2_wraps").eq(1), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
-            ceil_div(IF(V("is_full").eq(1), IF(V("fsdp2_wraps").eq(1), V("decoder_layer_params"), V("largest_layer_params"))
-                                            * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
+            ceil_div(IF(V("is_full").eq(1),
+                        IF(V("fsdp2_wraps").eq(1), V("decoder_layer_params"), V("largest_layer_params"))
+                        * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
                         V("adapter_params") / V("num_layers") * (V("grad_elem_bytes") + V("fsdp_reduce_bytes"))),
                      V("tp_size")), 0),
          "during backward one unit's (decoder layer's) unsharded gradients, in the gathered weights' dtype, and the "
@@ -763,7 +765,8 @@ TERMS: tuple[Term, ...] = (
                      * V("tokens") * V("vocab_out"), V("tp_size")), 0),
          "one cross-entropy: the gradients of the log-probabilities and of the logits, tokens × vocabulary × "
          "loss_bytes each (" + _MEASURED + "; one under torchtitan's loss_parallel, whose backward makes the logits' "
-         "gradient in one step from the saved log-probabilities); chunked: the 16-bit logits stay alive beside the saved "
+         "gradient in one step from the saved log-probabilities); chunked: the 16-bit logits stay alive beside the "
+         "saved "
          "log-probabilities, plus the fp32 copy of one of torchtune's 8 chunks (oracle_arch.json loss records)",
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
@@ -848,7 +851,8 @@ TERMS: tuple[Term, ...] = (
          CEIL(V("generator_sequences") * V("generation_factor")),
          "dynamic sampling (DAPO) generates generation_factor times the sequences trained on and keeps the groups "
          "whose rewards differ; without it, the sequences trained on", "activation"),
-    Term("context_block_tokens", "Tokens per sequence in whole KV blocks", "count", CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens"),
+    Term("context_block_tokens", "Tokens per sequence in whole KV blocks", "count",
+         CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens"),
          "the context rounded up to whole kv_block_tokens blocks: what a paged cache holds of it", "activation"),
     Term("kv_window_tokens", "Tokens a sliding-window layer keeps per sequence", "count",
          IF(V("sliding_window").eq(0), 0,
