@@ -54,7 +54,7 @@ KNOWN_MISSES: dict[str, str] = {
         "gradient, the rebuilt layer, the reduce-scatter buffers) is above the oracle's peak (+6.36 %); a layer rebuilt "
         "beside sharded gradients is not the single-GPU recompute_bytes (its bf16 fit shape at 8 ranks: -6.94 %)",
     "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/nogc/fused/tp8":
-        "-3.08 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
+        "-3.00 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
         "its activations are still saved) as the peak; without FSDP2 the estimate has no term for it (the loss's "
         "backward is above it at any real vocabulary)",
 }
@@ -177,7 +177,7 @@ def test_holdout_summary_per_family():
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
         # FSDP2's known miss (+6.36 %) apart, its held-out ranks are within 2.4 % (Llama-3.2-1B's two checkpointed
         # ranks at 2 were +7.07 % until FSDP2's units were its decoder layers and its root reduced last: -0.01 %)
-        # TP's known miss (-3.08 %) apart, its held-out ranks are within 2.5 %
+        # TP's known miss (-3.00 %) apart, its held-out ranks are within 2.5 %
         assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     assert len(fsdp2) == 18 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
@@ -371,7 +371,8 @@ def test_tp_ranks_split_the_states_and_run_unwrapped():
 def test_torchtitan_rules_need_its_sequence_parallelism():
     """torchtitan pairs TP with SP always (the oracle's plan cannot run without it: the norms' weights stay plain
     tensors beside DTensors); FSDP2 with TP and sequence_parallel off is not its plan, and the generic rules apply:
-    the loss's two logit gradients, no whole-vocabulary embedding gradient, no gathered inputs saved."""
+    the loss's two logit gradients (loss_parallel's backward makes three), no whole-vocabulary embedding gradient, no
+    gathered inputs saved."""
     case = next(c for c in CASES if _family(c) == "tp" and c["setting"]["tp_world"] == 2 and "fsdp_world" not in c["setting"]
                 and c["config_name"] == "Llama-tiny-4L-1024" and not c["setting"]["grad_ckpt"])
     name = f"measured:{case['config_name']}"
@@ -379,6 +380,6 @@ def test_torchtitan_rules_need_its_sequence_parallelism():
     titan = est.estimate(scenario_for_case(case, name))
     plain = est.estimate(replace(scenario_for_case(case, name), sequence_parallel="off"))
     assert titan["titan_tp"] == 1 and plain["titan_tp"] == 0
-    assert plain["loss_backward_bytes"] == 2 * titan["loss_backward_bytes"]
+    assert 3 * plain["loss_backward_bytes"] == 2 * titan["loss_backward_bytes"]
     assert titan["embedding_backward_bytes"] > 0 == plain["embedding_backward_bytes"]
     assert titan["sp_gathered_saved_per_token"] > 0 == plain["sp_gathered_saved_per_token"]

@@ -91,7 +91,7 @@ def test_held_out_measured_peaks_at_the_level_reached():
     """The appendix states accuracy on the held-out shapes only (no estimator term was derived from them):
     152 cases across the three measured files, median |error| 0.08 %, largest 1.8 % today (Phi-3-mini's
     prefill past its sliding window: see test_oracle_arch.test_holdout_summary_per_family) but for FSDP2's three
-    known miss (+6.36 %), TP's one (-3.08 %), one FSDP2 rank at -2.3 % and three TP ranks at -2.49 %, -2.02 % and
+    known miss (+6.36 %), TP's one (-3.00 %), one FSDP2 rank at -2.3 % and three TP ranks at -2.41 %, -1.92 % and
     +1.95 %. Every case carries its split."""
     import statistics
     from reportgen.pipeline import validation_rows
@@ -100,7 +100,7 @@ def test_held_out_measured_peaks_at_the_level_reached():
     from test_oracle_arch import KNOWN_MISSES
     held_out = sorted(abs(r.error) for r in rows if r.split == "holdout")
     assert len(held_out) == 152 and len(KNOWN_MISSES) == 2
-    # the two known misses (FSDP2: 6.36 %; TP: 3.08 %), then TP at 2.49 %, FSDP2 at 2.31 %, TP at 2.02 % and 1.95 %,
+    # the two known misses (FSDP2: 6.36 %; TP: 3.00 %), then TP at 2.41 %, FSDP2 at 2.31 %, TP at 1.95 % and 1.92 %,
     # then 1.78 %
     assert statistics.median(held_out) <= 0.001 and held_out[-3] <= 0.025 and held_out[-7] <= 0.018
     assert held_out[-1] <= 0.064

@@ -752,21 +752,24 @@ TERMS: tuple[Term, ...] = (
     Term("forward_end_bytes", "End of forward: the loss's logits and autocast's unsaved weight copies", "bytes",
          IF(V("is_train").eq(1),
             ceil_div((V("act_bytes") + IF(AND(OR(V("loss").eq("fp32"), V("loss").eq("compute")),
-                                              V("loss_bytes").gt(V("act_bytes"))), V("loss_bytes"), 0))
+                                              V("loss_bytes").gt(V("act_bytes"))),
+                                          (1 + V("titan_tp")) * V("loss_bytes"), 0))
                      * V("tokens") * V("vocab_out"), V("tp_size"))
             + V("autocast_cache_bytes") - V("autocast_copies_bytes"), 0),
          "while the cross-entropy runs, the model's logits and the upcast copy it takes the log-softmax of (the "
          "log-probabilities are saved activations), and the weight copies autocast caches but backward does not "
-         "keep; oracle_arch.json gradient-accumulation records", "activation"),
+         "keep; oracle_arch.json gradient-accumulation records. torchtitan's loss_parallel composes the log-softmax "
+         "of separate steps across the GPUs, and the shifted logits stay beside their exponentials: one more "
+         "log-probability-sized tensor (tools/oracle/measure_tp.py)", "activation"),
     Term("loss_backward_bytes", "Loss working set: logit gradients, or the 16-bit logits of a chunked loss", "bytes",
          IF(V("is_train").eq(1),
-            ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), (2 - V("titan_tp")) * V("loss_bytes"),
+            ceil_div(IF(OR(V("loss").eq("fp32"), V("loss").eq("compute")), (2 + V("titan_tp")) * V("loss_bytes"),
                         V("act_bytes") + IF(V("loss").eq("fp32-chunked"), 4 / 8, 0))
                      * V("tokens") * V("vocab_out"), V("tp_size")), 0),
          "one cross-entropy: the gradients of the log-probabilities and of the logits, tokens × vocabulary × "
-         "loss_bytes each (" + _MEASURED + "; one under torchtitan's loss_parallel, whose backward makes the logits' "
-         "gradient in one step from the saved log-probabilities); chunked: the 16-bit logits stay alive beside the "
-         "saved "
+         "loss_bytes each (" + _MEASURED + "; three under torchtitan's loss_parallel, whose backward makes the "
+         "logits' gradient from a zero tensor and the exponentials of the saved log-probabilities); chunked: the "
+         "16-bit logits stay alive beside the saved "
          "log-probabilities, plus the fp32 copy of one of torchtune's 8 chunks (oracle_arch.json loss records)",
          "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
