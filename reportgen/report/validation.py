@@ -107,10 +107,10 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
                       lora_targets="all-linear" if targets in _ALL_LINEAR else targets,
                       adapter_dtype=lora.get("adapter_dtype", "fp32") if lora else "fp32",
                       lora_modules_to_save="embed-head" if lora.get("modules_to_save") else "none")
-        world, tp = get("fsdp_world", default=0), get("tp_world", default=1)
-        if world or tp > 1:  # one rank of PyTorch FSDP2 (fully_shard per decoder layer) over `world` GPUs, each
-            # a torchtitan tensor-parallel group of tp GPUs (sequence parallel)
-            values.update(framework="fsdp2", zero_stage=3, num_gpus=max(world, 1) * tp, tp_size=tp)
+        world, tp, cp = get("fsdp_world", default=0), get("tp_world", default=1), get("cp_world", default=1)
+        if world or tp > 1 or cp > 1:  # one rank of PyTorch FSDP2 (fully_shard per decoder layer) over `world` GPUs,
+            # each a torchtitan tensor-parallel group of tp GPUs (sequence parallel), or over cp context-parallel GPUs
+            values.update(framework="fsdp2", zero_stage=3, num_gpus=max(world, 1) * tp * cp, tp_size=tp, cp_size=cp)
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 

@@ -16,6 +16,7 @@ sys.path.insert(0, HERE)
 
 import memoracle as M  # noqa: E402
 import oracle_configs as C  # noqa: E402
+import records as R  # noqa: E402
 
 LLAMA_1024 = dict(C.LLAMA_TINY, hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
                   num_key_value_heads=16)
@@ -44,14 +45,10 @@ def main(out_path, split):
         t = time.time()
         r = M.run_case(cfg, mode="train", precision=precision, attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
                        use_memtracker=False, optim="fused", fsdp_world=world)
-        rec = {"id": f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/fsdp2-{world}",
-               "config_name": name, "split": split, "config": cfg, "workload": "full",
-               "setting": {"mode": "train", "precision": precision, "attn": "sdpa", "batch": batch, "seq": seq,
-                           "grad_ckpt": gc, "optim": "fused", "fsdp_world": world},
-               "peak_bytes": r["peak_bytes"], "first_step_peak_bytes": r["first_step_peak_bytes"],
-               "params": r["params"], "trainable_params": r["trainable_params"],
-               "steady_peak_breakdown": r["steady_peak_breakdown"], "peak_phase": r["steps"][-1]["peak_phase"],
-               "peak_op": r["steps"][-1]["peak_op"], "notes": "measure_fsdp2: one rank of FSDP2 on a fake process group"}
+        rec = R.rank_record(
+            f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/fsdp2-{world}", name, split,
+            cfg, {"mode": "train", "precision": precision, "attn": "sdpa", "batch": batch, "seq": seq, "grad_ckpt": gc,
+                  "optim": "fused", "fsdp_world": world}, r, "measure_fsdp2: one rank of FSDP2 on a fake process group")
         out.append(rec)
         print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - t, 1), flush=True)
     json.dump(out, open(out_path, "w"), indent=1)

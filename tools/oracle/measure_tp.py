@@ -16,6 +16,7 @@ sys.path.insert(0, HERE)
 
 import memoracle as M  # noqa: E402
 import oracle_configs as C  # noqa: E402
+import records as R  # noqa: E402
 from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512  # noqa: E402  (the FSDP2 probes' shapes)
 
 QWEN_7B_4L_V512 = dict(C.QWEN2_5_7B, num_hidden_layers=4, vocab_size=512)
@@ -44,16 +45,12 @@ def main(out_path, split):
         r = M.run_case(cfg, mode="train", precision="bf16", attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
                        use_memtracker=False, optim="fused", fsdp_world=dp, tp_world=tp)
         layout = f"tp{tp}" + (f"-fsdp2-{dp}" if dp else "")
-        rec = {"id": f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/{layout}",
-               "config_name": name, "split": split, "config": cfg, "workload": "full",
-               "setting": {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq,
-                           "grad_ckpt": gc, "optim": "fused", "tp_world": tp, **({"fsdp_world": dp} if dp else {})},
-               "peak_bytes": r["peak_bytes"], "first_step_peak_bytes": r["first_step_peak_bytes"],
-               "params": r["params"], "trainable_params": r["trainable_params"],
-               "steady_peak_breakdown": r["steady_peak_breakdown"], "peak_phase": r["steps"][-1]["peak_phase"],
-               "peak_op": r["steps"][-1]["peak_op"],
-               "notes": "measure_tp: one rank of torchtitan's TP + SP plan (with FSDP2 where fsdp_world is set) on a "
-                        "fake process group"}
+        rec = R.rank_record(
+            f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/{layout}", name, split, cfg,
+            {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq, "grad_ckpt": gc,
+             "optim": "fused", "tp_world": tp, **({"fsdp_world": dp} if dp else {})}, r,
+            "measure_tp: one rank of torchtitan's TP + SP plan (with FSDP2 where fsdp_world is set) on a fake process "
+            "group")
         out.append(rec)
         print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - t, 1), flush=True)
     json.dump(out, open(out_path, "w"), indent=1)

@@ -19,6 +19,16 @@ def record(case_id, name, split, config, setting, result, notes, workload="lora"
                 **{k: result[k] for k in measured}, notes=notes)
 
 
+def rank_record(case_id, name, split, config, setting, result, notes):
+    """One rank of a multi-GPU training case (measure_fsdp2, measure_tp, measure_cp): its peak, where it fell and
+    what was live then."""
+    return dict(id=case_id, config_name=name, split=split, config=config, workload="full", setting=setting,
+                peak_bytes=result["peak_bytes"], first_step_peak_bytes=result["first_step_peak_bytes"],
+                params=result["params"], trainable_params=result["trainable_params"],
+                steady_peak_breakdown=result["steady_peak_breakdown"], peak_phase=result["steps"][-1]["peak_phase"],
+                peak_op=result["steps"][-1]["peak_op"], notes=notes)
+
+
 def save(out_path, records, started):
     """The records so far (written after every case, so an interrupted run keeps what it measured)."""
     with open(out_path, "w") as f:
