@@ -1492,10 +1492,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("pp_zero", "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the "
           "optimizer (ZeRO-1)",
           AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
-    _skip("precision_fsdp", "precision fsdp-bf16 is FSDP2's mixed-precision policy: framework fsdp2 with ZeRO-2 or 3, "
-          "not {framework} with ZeRO-{zero}",
-          AND(V("is_full").eq(1), V("precision").eq("fsdp-bf16"),
-              OR(V("framework").ne("fsdp2"), V("zero_stage").lt(2))), framework=V("framework"), zero=V("zero_stage")),
+    # (FSDP2 below ZeRO-2 is framework_zero's)
+    _skip("precision_fsdp", "precision fsdp-bf16 is FSDP2's mixed-precision policy: it needs framework fsdp2, not "
+          "{framework}",
+          AND(V("is_full").eq(1), V("precision").eq("fsdp-bf16"), V("framework").ne("fsdp2")), framework=V("framework")),
     _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
           AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
     _skip("dtype_experts", "weight_dtype {dtype} quantises the experts of a mixture-of-experts model; {model} has none",
