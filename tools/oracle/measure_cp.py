@@ -9,12 +9,10 @@ torchtitan's dp_shard_cp mesh shards, on a fake process group: one rank, in this
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import memoracle as M  # noqa: E402
 import oracle_configs as C  # noqa: E402
 import records as R  # noqa: E402
 from measure_tp import LLAMA_1B_UNTIED  # noqa: E402
@@ -29,19 +27,10 @@ HOLDOUT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, cp, 1, 2048, gc) for cp in (2, 4
 
 
 def main(out_path, split):
-    out = []
-    for name, cfg, cp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]:
-        t = time.time()
-        r = M.run_case(cfg, mode="train", precision="bf16", attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
-                       use_memtracker=False, optim="fused", cp_world=cp)
-        rec = R.rank_record(
-            f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/cp{cp}-fsdp2", name, split, cfg,
-            {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq, "grad_ckpt": gc,
-             "optim": "fused", "cp_world": cp}, r,
-            "measure_cp: one rank of torch's context parallelism under FSDP2 over the same ranks on a fake process "
-            "group")
-        out.append(rec)
-        print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - t, 1), flush=True)
+    out = [R.measure_rank(name, cfg, split, "bf16", batch, seq, gc, f"cp{cp}-fsdp2",
+                          "measure_cp: one rank of torch's context parallelism under FSDP2 over the same ranks on a "
+                          "fake process group", cp_world=cp)
+           for name, cfg, cp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]]
     json.dump(out, open(out_path, "w"), indent=1)
 
 

@@ -9,12 +9,10 @@ bf16 compute: 'fsdp-mixed'); fused AdamW, two steps.
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import memoracle as M  # noqa: E402
 import oracle_configs as C  # noqa: E402
 import records as R  # noqa: E402
 
@@ -38,19 +36,11 @@ MIXED_HOLDOUT = ([("Llama-3.2-1B", C.LLAMA_3_2_1B, 8, 1, 2048, gc) for gc in (Fa
 
 
 def main(out_path, split):
-    out = []
     sets = {"fit": [("bf16", c) for c in FIT] + [("fsdp-mixed", c) for c in MIXED_FIT],
             "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT]}
-    for precision, (name, cfg, world, batch, seq, gc) in sets[split]:
-        t = time.time()
-        r = M.run_case(cfg, mode="train", precision=precision, attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
-                       use_memtracker=False, optim="fused", fsdp_world=world)
-        rec = R.rank_record(
-            f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/fsdp2-{world}", name, split,
-            cfg, {"mode": "train", "precision": precision, "attn": "sdpa", "batch": batch, "seq": seq, "grad_ckpt": gc,
-                  "optim": "fused", "fsdp_world": world}, r, "measure_fsdp2: one rank of FSDP2 on a fake process group")
-        out.append(rec)
-        print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - t, 1), flush=True)
+    out = [R.measure_rank(name, cfg, split, precision, batch, seq, gc, f"fsdp2-{world}",
+                          "measure_fsdp2: one rank of FSDP2 on a fake process group", fsdp_world=world)
+           for precision, (name, cfg, world, batch, seq, gc) in sets[split]]
     json.dump(out, open(out_path, "w"), indent=1)
 
 

@@ -9,12 +9,10 @@ two steps, the loss under loss_parallel.
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import memoracle as M  # noqa: E402
 import oracle_configs as C  # noqa: E402
 import records as R  # noqa: E402
 from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512  # noqa: E402  (the FSDP2 probes' shapes)
@@ -39,20 +37,10 @@ HOLDOUT = ([("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, dp, tp, 1, 2048, gc) for dp
 
 
 def main(out_path, split):
-    out = []
-    for name, cfg, dp, tp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]:
-        t = time.time()
-        r = M.run_case(cfg, mode="train", precision="bf16", attn="sdpa", batch=batch, seq=seq, grad_ckpt=gc,
-                       use_memtracker=False, optim="fused", fsdp_world=dp, tp_world=tp)
-        layout = f"tp{tp}" + (f"-fsdp2-{dp}" if dp else "")
-        rec = R.rank_record(
-            f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if gc else 'nogc'}/fused/{layout}", name, split, cfg,
-            {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq, "grad_ckpt": gc,
-             "optim": "fused", "tp_world": tp, **({"fsdp_world": dp} if dp else {})}, r,
-            "measure_tp: one rank of torchtitan's TP + SP plan (with FSDP2 where fsdp_world is set) on a fake process "
-            "group")
-        out.append(rec)
-        print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - t, 1), flush=True)
+    out = [R.measure_rank(name, cfg, split, "bf16", batch, seq, gc, f"tp{tp}" + (f"-fsdp2-{dp}" if dp else ""),
+                          "measure_tp: one rank of torchtitan's TP + SP plan (with FSDP2 where fsdp_world is set) on a "
+                          "fake process group", tp_world=tp, **({"fsdp_world": dp} if dp else {}))
+           for name, cfg, dp, tp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]]
     json.dump(out, open(out_path, "w"), indent=1)
 
 

@@ -19,14 +19,23 @@ def record(case_id, name, split, config, setting, result, notes, workload="lora"
                 **{k: result[k] for k in measured}, notes=notes)
 
 
-def rank_record(case_id, name, split, config, setting, result, notes):
-    """One rank of a multi-GPU training case (measure_fsdp2, measure_tp, measure_cp): its peak, where it fell and
-    what was live then."""
-    return dict(id=case_id, config_name=name, split=split, config=config, workload="full", setting=setting,
-                peak_bytes=result["peak_bytes"], first_step_peak_bytes=result["first_step_peak_bytes"],
-                params=result["params"], trainable_params=result["trainable_params"],
-                steady_peak_breakdown=result["steady_peak_breakdown"], peak_phase=result["steps"][-1]["peak_phase"],
-                peak_op=result["steps"][-1]["peak_op"], notes=notes)
+def measure_rank(name, config, split, precision, batch, seq, grad_ckpt, layout, notes, **parallel):
+    """One rank of a multi-GPU training case (measure_fsdp2, measure_tp, measure_cp), run by memoracle.run_case with
+    the `parallel` worlds (fsdp_world, tp_world, cp_world): its peak, where it fell and what was live then."""
+    import memoracle
+    started = time.time()
+    result = memoracle.run_case(config, mode="train", precision=precision, attn="sdpa", batch=batch, seq=seq,
+                                grad_ckpt=grad_ckpt, use_memtracker=False, optim="fused", **parallel)
+    setting = {"mode": "train", "precision": precision, "attn": "sdpa", "batch": batch, "seq": seq,
+               "grad_ckpt": grad_ckpt, "optim": "fused", **parallel}
+    rec = dict(id=f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'gc' if grad_ckpt else 'nogc'}/fused/{layout}",
+               config_name=name, split=split, config=config, workload="full", setting=setting,
+               peak_bytes=result["peak_bytes"], first_step_peak_bytes=result["first_step_peak_bytes"],
+               params=result["params"], trainable_params=result["trainable_params"],
+               steady_peak_breakdown=result["steady_peak_breakdown"], peak_phase=result["steps"][-1]["peak_phase"],
+               peak_op=result["steps"][-1]["peak_op"], notes=notes)
+    print(rec["id"], rec["peak_bytes"], rec["peak_phase"], rec["peak_op"], round(time.time() - started, 1), flush=True)
+    return rec
 
 
 def save(out_path, records, started):
