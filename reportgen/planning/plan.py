@@ -328,7 +328,7 @@ def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, coun
         columns, values, reasons, always = _estimate_batch(estimator, base, goal, pending)
         pending = []
         skipped = {**reasons, **skipped}
-        everywhere = always if everywhere is None else {k: r for k, r in everywhere.items() if k in always}
+        everywhere = _shared(everywhere, always)
         if not len(columns["num_gpus"]):
             continue
         values["total_gpus"] = columns["num_gpus"]
@@ -351,6 +351,11 @@ def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, coun
     if nearest is None:  # nothing could run: the reasons every candidate shares, else each rule's first
         return PlanMiss(gpu, last, tuple((everywhere or skipped).values()), None), tried
     return PlanMiss(gpu, last, (), estimator.estimate(base.with_inputs(**nearest))), tried
+
+
+def _shared(so_far: dict[str, SkipReason] | None, held: dict[str, SkipReason]) -> dict[str, SkipReason]:
+    """The skip reasons every candidate so far shares, after more candidates held `held` (so_far None: the first)."""
+    return held if so_far is None else {k: r for k, r in so_far.items() if k in held}
 
 
 def pick(values: dict[str, np.ndarray], goal: Goal) -> int | None:
@@ -449,7 +454,7 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
             for candidate in _rollout_layouts(trainer, estimator, n, fixed):
                 reasons = estimator.skip_reasons(candidate)
                 held = {r.code: r for r in reasons}
-                everywhere = held if everywhere is None else {k: r for k, r in everywhere.items() if k in held}
+                everywhere = _shared(everywhere, held)
                 if reasons:
                     skipped.setdefault(reasons[0].code, reasons[0])
                     continue
