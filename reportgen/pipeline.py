@@ -164,7 +164,8 @@ def validation_paths() -> list[Path]:
 
 
 def published_path(name: str = "finetune") -> Path:
-    """A bundled set of published figures: finetune (peak memory), throughput (training, decode), serving or rlhf."""
+    """A bundled set of published figures: finetune (peak memory), throughput (training, decode), offload, serving or
+    rlhf."""
     return data_dir("presets") / "validation" / f"published_{name}.json"
 
 
@@ -179,9 +180,10 @@ def validation_rows(estimator: Estimator) -> list[ValidationRow]:
 
 def validation_figures(estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
     """The published time and serving figures against their estimates, and every excluded published record
-    (fine-tuning, training, decode, serving) with why."""
+    (fine-tuning, training, offload, decode, serving) with why."""
     figures, excluded = published_figures(read_json(published_path("throughput")), read_json(published_path("serving")),
-                                          read_json(published_path("rlhf")), estimator)
+                                          read_json(published_path("rlhf")), read_json(published_path("offload")),
+                                          estimator)
     return figures, finetune_excluded(read_json(published_path())) + excluded
 
 

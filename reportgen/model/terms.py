@@ -151,6 +151,12 @@ ASSUMPTIONS = (
     Assumption("collective_latency_us", "Collective latency", 15, "µs",
                "latency of one small all-reduce inside a node (NVLink, NCCL); decode pays two per layer at TP > 1",
                (0, 100_000)),
+    Assumption("host_optimizer_ns_per_param", "CPU optimizer time per parameter", 1.14, "ns per parameter a node updates",
+               "an offloaded optimizer steps on the host's CPUs (DeepSpeedCPUAdam, FSDP2's CPU offload): the seconds "
+               "per step are this times the parameters every GPU of a node updates together. Fitted to the Adam "
+               "times DeepSpeed issue #6695 publishes (1.5 s for a 1.2B model, 0.31 s for 0.3B); published "
+               "8-GPU servers take 0.5-3 ns by their CPUs (README, Accuracy): set your servers' figure",
+               (0, 1_000)),
     Assumption("amortisation_years", "Amortisation period", 3, "years",
                "a purchased GPU's price spread over this many years of use (straight-line depreciation)",
                (0.1, 50)),
@@ -1274,8 +1280,16 @@ TIME_TERMS: tuple[Term, ...] = (
              + IF(V("offload").eq("all"), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("weight_shards"),
                   0)) / (_g("pcie_gbps") * 1e9), 0),
          "ZeRO-Offload moves gradients to the host and updated weights back every step over PCIe; parameter "
-         "offload streams the weights in every forward and backward (Ren et al. 2021); host Adam time not modelled",
+         "offload streams the weights in every forward and backward (Ren et al. 2021); the host's Adam is "
+         "host_optimizer_seconds",
          "time"),
+    Term("host_optimizer_seconds", "CPU optimizer step per optimizer step", "seconds",
+         IF(AND(_TRAIN, V("offload").ne("none")),
+            V("optimizer_params") / V("optimizer_shards") * MIN(V("num_gpus"), _g("gpus_per_node"))
+            * V("host_optimizer_ns_per_param") / 1e9, 0),
+         "with the optimizer offloaded its step runs on the host: the GPUs of a node update their shards of the "
+         "parameters on the node's CPUs at once, between the last backward and the next forward (ZeRO-Offload "
+         "without its delayed update, Ren et al. 2021 §4.2)", "time"),
     Term("pipeline_slots", "Micro-batch slots per step, bubble included", "count",
          V("grad_accum_steps") + (V("pp_stages") - 1) / V("vp_degree"),
          "1F1B runs m micro-batches in m + p − 1 slots: the bubble is (p − 1) / m of the step (Narayanan et "
@@ -1284,10 +1298,10 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("train_compute_seconds") / V("pp_stages"), V("dp_comm_seconds"))
             + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds") + V("cp_ring_seconds"))
-            + V("offload_seconds"), 0),
+            + V("offload_seconds") + V("host_optimizer_seconds"), 0),
          "compute and data-parallel communication overlap (the longer counts); tensor-parallel, MoE all-to-all, "
-         "the context-parallel ring's unhidden part and offload transfers add; a pipeline stage computes its "
-         "share of each micro-batch", "time"),
+         "the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; a "
+         "pipeline stage computes its share of each micro-batch", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("cp_degree") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0),
          "", "time"),

@@ -47,7 +47,7 @@ class ValidationRow:
 # Largest |error| each comparison aims at (issues #16, #17, #18): a figure beyond it carries its
 # reason in the data ("miss"), and the report marks it. Measured peaks: the report's ±10 % band.
 TARGETS = {"measured": 0.10, "finetune": 0.15, "training": 0.30, "training_moe": 0.30, "decode": 0.25, "serving": 0.10,
-           "rlhf": 0.25, "rlhf_memory": 0.15}
+           "rlhf": 0.25, "rlhf_memory": 0.15, "offload": 0.50}
 
 
 def error_stats(errors: Sequence[float]) -> dict[str, float]:
@@ -197,7 +197,7 @@ class RunName:
 @dataclass(frozen=True)
 class Excluded:
     id: str
-    dataset: str  # "finetune", "training", "training_moe", "decode", "serving", "rlhf" or "rlhf_memory"
+    dataset: str  # "finetune", "training", "training_moe", "offload", "decode", "serving", "rlhf" or "rlhf_memory"
     name: RunName
     source: str
     why: str
@@ -273,7 +273,7 @@ def published_summary(rows: list[ValidationRow]) -> dict[str, dict[str, float]]:
 @dataclass(frozen=True)
 class PublishedFigure:
     id: str
-    dataset: str  # "training", "training_moe", "decode", "serving", "rlhf" or "rlhf_memory"
+    dataset: str  # "training", "training_moe", "offload", "decode", "serving", "rlhf" or "rlhf_memory"
     name: RunName
     source: str
     use: str  # "fit" or "holdout"
@@ -358,8 +358,19 @@ def decode_metrics(values: Mapping[str, float], s: Scenario) -> dict[str, float]
             "output_tokens_per_s": s.batch_size * s.gen_len / latency, "latency_s": latency}
 
 
+class _PerMetric:
+    """A compared case whose estimate gives each published metric by its name (estimated(estimator)[metric])."""
+
+    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
+        estimated = self.estimated(estimator)
+        return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
+
+    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
+        return compared_figures(self, estimator)
+
+
 @dataclass(frozen=True)
-class DecodeCase:
+class DecodeCase(_PerMetric):
     id: str
     use: str  # "holdout" or "excluded"
     why: str
@@ -375,13 +386,6 @@ class DecodeCase:
     def estimated(self, estimator: Estimator) -> dict[str, float]:
         est = estimator.with_model(self.spec) if self.spec else estimator
         return decode_metrics(est.estimate(self.scenario).values, self.scenario)
-
-    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
-        estimated = self.estimated(estimator)
-        return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
-
-    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
-        return compared_figures(self, estimator)
 
 
 def decode_cases(data: Mapping[str, Any]) -> list[DecodeCase]:
@@ -402,7 +406,7 @@ def decode_cases(data: Mapping[str, Any]) -> list[DecodeCase]:
 # Serving engines' start-up logs (presets/validation/published_serving.json): the KV-cache pool.
 
 @dataclass(frozen=True)
-class ServingCase:
+class ServingCase(_PerMetric):
     id: str
     use: str  # "fit", "holdout" or "excluded"
     why: str
@@ -415,13 +419,6 @@ class ServingCase:
 
     def estimated(self, estimator: Estimator) -> dict[str, float]:
         return serving_metrics(estimator.estimate(self.scenario).values)
-
-    def compared(self, estimator: Estimator) -> dict[str, tuple[float, float]]:
-        estimated = self.estimated(estimator)
-        return {metric: (value, estimated[metric]) for metric, value in self.published.items()}
-
-    def figures(self, estimator: Estimator) -> list[PublishedFigure]:
-        return compared_figures(self, estimator)
 
 
 def serving_metrics(values: Mapping[str, float]) -> dict[str, float]:
@@ -439,6 +436,48 @@ def serving_cases(data: Mapping[str, Any]) -> list[ServingCase]:
             out.append(ServingCase(r["id"], "excluded", block["why"], name, None, {}, r["source"]))
             continue
         out.append(ServingCase(r["id"], block["use"], "", name, Scenario(model=block["model"], **block["scenario"]),
+                               block["published"], r["source"], block.get("miss", "")))
+    return out
+
+
+# An offloaded optimizer's time (presets/validation/published_offload.json): the host's step, or how much a step
+# lengthens with the optimizer on the host.
+
+@dataclass(frozen=True)
+class OffloadCase(_PerMetric):
+    id: str
+    use: str  # "fit", "holdout" or "excluded"
+    why: str
+    name: RunName
+    spec: ModelSpec | None
+    scenario: Scenario | None
+    published: Mapping[str, float]  # host_optimizer_seconds or offload_step_seconds -> seconds
+    source: str
+    miss: str = ""
+    dataset: ClassVar[str] = "offload"
+
+    def estimated(self, estimator: Estimator) -> dict[str, float]:
+        """host_optimizer_seconds as the term; offload_step_seconds as the step less the same layout's without offload
+        (the framework's compute efficiency, which offloading leaves alone, cancels)."""
+        est = estimator.with_model(self.spec) if self.spec else estimator
+        offloaded = est.estimate(self.scenario)
+        plain = est.estimate(self.scenario.with_inputs(offload="none"))
+        return {"host_optimizer_seconds": offloaded["host_optimizer_seconds"],
+                "offload_step_seconds": offloaded["step_seconds"] - plain["step_seconds"]}
+
+
+def offload_cases(data: Mapping[str, Any]) -> list[OffloadCase]:
+    out = []
+    for r in data["records"]:
+        block = r["reportgen"]
+        setup = _setup(r["num_gpus"], r["gpu"], r["framework"]) if r["num_gpus"] else f"{r['gpu']} · {r['framework']}"
+        name = RunName(r["model"], setup)
+        if block["use"] == "excluded":
+            out.append(OffloadCase(r["id"], "excluded", block["why"], name, None, None, {}, r["source"]))
+            continue
+        spec = _spec(block, r["id"])
+        out.append(OffloadCase(r["id"], block["use"], "", name, spec,
+                               Scenario(model=spec.name if spec else block["model"], **block["scenario"]),
                                block["published"], r["source"], block.get("miss", "")))
     return out
 
@@ -522,11 +561,12 @@ def rlhf_memory_figures(cases: Sequence[RlhfCase], estimator: Estimator) -> tupl
 
 
 def published_figures(throughput: Mapping[str, Any], serving: Mapping[str, Any], rlhf: Mapping[str, Any],
-                      estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
+                      offload: Mapping[str, Any], estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
     """Every compared time and serving figure against its estimate, and the excluded records with why."""
     figures, excluded = [], []
     rlhf_runs = rlhf_cases(rlhf)
-    for c in (*throughput_cases(throughput), *decode_cases(throughput), *serving_cases(serving), *rlhf_runs):
+    for c in (*throughput_cases(throughput), *offload_cases(offload), *decode_cases(throughput), *serving_cases(serving),
+              *rlhf_runs):
         if c.use == "excluded":
             excluded.append(Excluded(c.id, c.dataset, c.name, c.source, c.why))
         else:

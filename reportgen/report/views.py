@@ -1253,7 +1253,8 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
 # How each published metric is printed in the unit its label names: scale, decimals below 100.
 METRIC_FORMATS = {"train_tokens_per_s_per_gpu": (1, 0), "tpot_s": (1000, 1), "ttft_s": (1000, 1),
                   "output_tokens_per_s": (1, 1), "latency_s": (1, 3), "kv_tokens": (1, 0), "kv_gib": (1, 2),
-                  "gpu_blocks": (1, 0), "max_concurrency": (1, 2), "allocated_peak_gib": (1, 2), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
+                  "gpu_blocks": (1, 0), "max_concurrency": (1, 2), "allocated_peak_gib": (1, 2), "host_optimizer_seconds": (1, 2),
+                  "offload_step_seconds": (1, 2), **{k: (1, 1) for k in RLHF_TIME_KEYS}}
 
 
 def metric_value(value: float, metric: str) -> str:
@@ -1442,9 +1443,9 @@ def _validation(report: Report, t: Catalogue, pdf: bool) -> tuple[ValidationGrou
     measured = [r for r in report.validation if r.kind == "measured"]
     published = [r for r in report.validation if r.kind == "published"]
     excluded = {d: [x for x in report.validation_excluded if x.dataset == d]
-                for d in ("finetune", "rlhf_memory", "training", "training_moe", "decode", "serving", "rlhf")}
+                for d in ("finetune", "rlhf_memory", "training", "training_moe", "offload", "decode", "serving", "rlhf")}
     figures = {d: [f for f in report.validation_figures if f.dataset == d]
-               for d in ("training", "training_moe", "decode", "serving", "rlhf")}
+               for d in ("training", "training_moe", "offload", "decode", "serving", "rlhf")}
     rlhf_memory = [f for f in report.validation_figures if f.dataset == "rlhf_memory"]
     memory = (_measured_section(measured, t, pdf), _finetune_section(published, excluded["finetune"], t, pdf)) + (
         (_figures_section("rlhf_memory", rlhf_memory, excluded["rlhf_memory"], t, pdf),) if rlhf_memory else ())
