@@ -800,8 +800,7 @@ TERMS: tuple[Term, ...] = (
     Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
          IF(V("is_full").eq(1),
             IF(V("titan_tp").eq(1),
-               V("act_bytes") * V("vocab_size") * V("hidden_size") - ceil_div(V("act_bytes") * V("vocab_size")
-                                                                             * V("hidden_size"), V("tp_size")),
+               FLOOR(V("act_bytes") * V("vocab_size") * V("hidden_size") * (V("tp_size") - 1) / V("tp_size")),
                IF(V("tied_embeddings").eq(1), ceil_div(4 * V("vocab_size") * V("hidden_size"), V("tp_size")), 0)), 0),
          "tied embeddings: the embedding's dense fp32 gradient is added to the LM head's at the end of "
          "backward (" + _MEASURED + "); torchtitan's embedding split by vocabulary: DTensor has no vocabulary-split "
