@@ -374,15 +374,25 @@ def test_the_plan_gives_a_colocated_rollout_engine_the_share_of_each_gpu_that_fi
     assert not kept["options"] and kept["not_found"]
 
 
-@pytest.mark.slow  # every pair of 261 layouts: 2 s
-def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_pair_does():
-    """The plan tries each engine share with the smallest micro-batch first and bisects the largest micro-batch that
-    fits, on the ground that a smaller micro-batch never needs more memory. Trying every (share, micro-batch) pair in
-    the plan's order must give the same group for every layout the plan considers on these GPU counts."""
+MOE_GRPO = rlhf_scenario(name="", algorithm="grpo", placement="colocated", group_size=8,
+                         actor=Scenario(model="Qwen3-30B-A3B", workload="full", batch_size=1, prompt_len=512,
+                                        gen_len=2048, serving_engine="vllm"))
+
+
+@pytest.mark.slow  # every pair of about 600 layouts: 6 s
+@pytest.mark.parametrize("group,configurations", [
+    (grpo_8b(batch_size=2), (("H100-80GB-SXM", 1), ("A100-40GB", 4), ("L40S", 8))),
+    # a model whose trainer leaves the engine only the smaller shares: the budget binds above them
+    (MOE_GRPO, (("H100-80GB-SXM", 8), ("RTX-6000-Ada", 16), ("L4", 8)))])
+def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_pair_does(group, configurations):
+    """The plan tries the largest engine share with the smallest micro-batch first, then bisects the shares on what
+    binds (a larger share only adds to the budget and only enlarges the KV pool), then bisects the largest
+    micro-batch that fits, on the ground that a smaller micro-batch never needs more memory. Trying every (share,
+    micro-batch) pair in the plan's order must give the same group for every layout the plan considers on these GPU
+    counts."""
     from reportgen.planning.plan import _engine_shares, _fitting_group, _group, _micro_batches, _rollout_layouts, candidates
-    group = grpo_8b(batch_size=2)
-    compared = 0
-    for gpu, n in (("H100-80GB-SXM", 1), ("A100-40GB", 4), ("L40S", 8)):
+    compared, fitting_shares = 0, set()
+    for gpu, n in configurations:
         base = group.actor.with_inputs(gpu=gpu)
         for trainer in candidates(base, EST, n, ("tp_size", "pp_size", "ep_size", "optimizer")):
             for layout in _rollout_layouts(trainer, EST, n, ()):
@@ -395,7 +405,8 @@ def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_p
                 expected = next((g for g in every if g["fits_recommended"]), every[-1])
                 assert _fitting_group(EST, group, gpu, layout, ()).scenario == expected.scenario
                 compared += 1
-    assert compared > 200
+                fitting_shares.add(expected.scenario.actor.gpu_memory_utilization if expected["fits_recommended"] else 0)
+    assert compared > 200 and len(fitting_shares) >= 3  # layouts fit at several shares, and some at none
 
 
 def test_a_gpu_count_is_passed_over_only_where_no_engine_share_fits():

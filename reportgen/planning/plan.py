@@ -13,7 +13,7 @@ batch of GPU counts at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..model.arrays import np
 from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason,
@@ -569,17 +569,44 @@ def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candi
     def group(share: float, micro: int) -> GroupEstimate:
         return _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share), micro, known)
 
-    for share in _engine_shares(candidate, fixed):
-        smallest = group(share, micros[-1])
-        if not smallest["fits_recommended"]:
-            continue
-        fitting, low, high = smallest, 0, len(micros) - 1  # micros[high] fits; find the first that does
-        while low < high:
-            middle = (low + high) // 2
-            tried = group(share, micros[middle])
-            if tried["fits_recommended"]:
-                fitting, high = tried, middle
-            else:
-                low = middle + 1
-        return fitting
-    return smallest
+    shares = _engine_shares(candidate, fixed)
+    smallest = _largest_fitting_share(shares, lambda share: group(share, micros[-1]))
+    if smallest is None:
+        return group(shares[-1], micros[-1])
+    share = smallest.scenario.actor.gpu_memory_utilization
+    fitting, low, high = smallest, 0, len(micros) - 1  # micros[high] fits; find the first that does
+    while low < high:
+        middle = (low + high) // 2
+        tried = group(share, micros[middle])
+        if tried["fits_recommended"]:
+            fitting, high = tried, middle
+        else:
+            low = middle + 1
+    return fitting
+
+
+# fit_limit's codes (terms.py) by what a larger engine share does to them: the budget binds more, the KV pool less;
+# the weights alone and the host RAM do not depend on the share.
+_LARGER_SHARE_BINDS, _SMALLER_SHARE_BINDS, _NO_SHARE_HELPS = (2,), (3,), (1, 4)
+
+
+def _largest_fitting_share(shares: Sequence[float], group: Callable[[float], GroupEstimate]) -> GroupEstimate | None:
+    """The group at the largest of `shares` (descending) that fits, or None. A larger share of each GPU for the engine
+    only adds to the recommended budget and only enlarges its KV pool, so the shares whose budget fits are the
+    smallest few and those whose pool holds a sequence the largest few: the largest share that fits is the largest
+    whose budget fits, where its pool holds a sequence, else none fits. The largest share is tried first (most
+    layouts fit there), then the rest bisected on what binds."""
+    first = group(shares[0])
+    if first["fits_recommended"] or first["fit_limit"] in _SMALLER_SHARE_BINDS + _NO_SHARE_HELPS:
+        return first if first["fits_recommended"] else None
+    low, high, best = 1, len(shares) - 1, None  # shares[:low] bind on the budget; bisect the first that does not
+    while low <= high:
+        middle = (low + high) // 2
+        tried = group(shares[middle])
+        if tried["fit_limit"] in _NO_SHARE_HELPS:
+            return None
+        if tried["fit_limit"] in _LARGER_SHARE_BINDS:
+            low = middle + 1
+        else:
+            best, high = tried, middle - 1
+    return best if best is not None and best["fits_recommended"] else None
