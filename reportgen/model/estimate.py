@@ -134,6 +134,10 @@ def _rule_inputs(rule: SkipRule) -> frozenset[str]:
 
 
 _SKIP_RULE_INPUTS = {rule.code: _rule_inputs(rule) for rule in SKIP_RULES}
+# Per rule, in order: its code, where _SKIP_FN puts its flag and its values, and the inputs it reads.
+_SKIP_RULE_INDEX = tuple((rule.code, _SKIP_INDEX[f"skip.{rule.code}"],
+                          tuple((k, _SKIP_INDEX[f"skip.{rule.code}.{k}"]) for k, _ in rule.values),
+                          _SKIP_RULE_INPUTS[rule.code]) for rule in SKIP_RULES)
 
 
 # The tables' column forms, made at first use: a command that computes one scenario never needs them (#35).
@@ -432,7 +436,7 @@ class Estimator:
 
     def estimate(self, s: Scenario) -> Estimate:
         self.spec(s.model)
-        return self.estimate_row(s, _ROLE_FN(s.inputs(), self.assumptions, self.tables, None))
+        return self.estimate_row(s, _ROLE_FN(s.input_view(), self.assumptions, self.tables, None))
 
     def skip_reasons(self, s: Scenario, undecided: Iterable[str] = (), among: Iterable[str] | None = None
                      ) -> list[SkipReason]:
@@ -440,12 +444,11 @@ class Estimator:
         holds, in order (of those whose codes are `among`). undecided: inputs whose values are still to be
         chosen (a plan's layout); the rules that read them are not checked."""
         self.spec(s.model)
-        values = _SKIP_FN(s.inputs(), self.assumptions, self.tables, None)
-        undecided = set(undecided)
-        among = set(_SKIP_RULE_INPUTS if among is None else among)
-        return [SkipReason(rule.code, {k: _plain(values[_SKIP_INDEX[f"skip.{rule.code}.{k}"]]) for k, _ in rule.values})
-                for rule in SKIP_RULES if values[_SKIP_INDEX[f"skip.{rule.code}"]] and rule.code in among
-                and not _SKIP_RULE_INPUTS[rule.code] & undecided]
+        values = _SKIP_FN(s.input_view(), self.assumptions, self.tables, None)
+        undecided, among = set(undecided), None if among is None else set(among)
+        return [SkipReason(code, {k: _plain(values[i]) for k, i in value_index})
+                for code, flag, value_index, read in _SKIP_RULE_INDEX if values[flag]
+                and (among is None or code in among) and not read & undecided]
 
     def skip_check(self, s: Scenario, undecided: Iterable[str] = (), among: Iterable[str] | None = None
                    ) -> SkipReason | None:
@@ -516,7 +519,7 @@ class Estimator:
         first = g.roles[0][1]
         inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}
         values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
-                                                      {n: {**e.scenario.inputs(), **e.values} for n, e in roles})))
+                                                      {n: {**e.scenario.input_view(), **e.values} for n, e in roles})))
         return GroupEstimate(g, roles, values)
 
 

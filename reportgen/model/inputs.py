@@ -347,6 +347,12 @@ def _inputs(self) -> dict[str, Any]:
     return {n: values[n] for n in INPUT_NAMES}
 
 
+def _input_view(self) -> Mapping[str, Any]:
+    """Every input by name, without a copy: the scenario's own attributes (its name among them), for the term
+    functions to read; never to be changed."""
+    return self.__dict__
+
+
 def _with_inputs(self, **changes: Any):
     """This scenario with these inputs changed: dataclasses.replace without re-running __init__ over every input
     (a frozen dataclass's __init__ only sets them; the plan's searches make hundreds of thousands)."""
@@ -436,7 +442,7 @@ Scenario = make_dataclass(
     "Scenario",
     [(i.name, type(i.default), field(default=i.default)) for i in INPUTS] + [("name", str, field(default=""))],
     frozen=True,
-    namespace={"inputs": _inputs, "with_inputs": _with_inputs, "label": _label, "from_mapping": classmethod(_from_mapping),
+    namespace={"inputs": _inputs, "input_view": _input_view, "with_inputs": _with_inputs, "label": _label, "from_mapping": classmethod(_from_mapping),
                "__doc__": "One model instance: the inputs of the term table (INPUTS), plus a name.",
                "__module__": __name__},
 )
