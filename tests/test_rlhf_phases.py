@@ -419,3 +419,32 @@ def test_a_gpu_count_is_passed_over_only_where_no_engine_share_fits():
     (option,) = plan(EST, group, ["RTX-6000-Ada"], counts=[16]).options
     assert option.estimate["fits_recommended"] and option.total_gpus == 16
     assert option.estimate.scenario.actor.gpu_memory_utilization > min(ENGINE_BUDGETS)
+
+
+@pytest.mark.slow  # every count up to 512 on two GPU types: 3 s
+@pytest.mark.parametrize("gpu", ["L4", "A10"])
+def test_a_gpu_type_whose_largest_count_fits_nowhere_fits_at_no_smaller_count(gpu):
+    """The RLHF plan tries the largest GPU count first and ends where its least-memory layouts fit at no engine
+    share, on the ground that more GPUs never need more memory per GPU of those layouts. Checked where it ends so
+    (GRPO on Qwen3-30B-A3B, 2k responses: a 24 GB GPU's engine share cannot hold the weights and a sequence beside the
+    trainer): at every smaller count the least-memory layouts fit at no share either, and they need no less memory
+    per GPU than at the next larger count."""
+    from reportgen.planning.plan import (_GROUP_KEEPS, _fitting_group, _least_memory, _rollout_layouts, buyable_counts,
+                                         candidates)
+    group = rlhf_scenario(name="", algorithm="grpo", placement="colocated", group_size=8,
+                          actor=Scenario(model="Qwen3-30B-A3B", workload="full", batch_size=1, prompt_len=512,
+                                         gen_len=2048, serving_engine="vllm"))
+    (miss,) = plan(EST, group, [gpu]).misses
+    assert miss.nearest is not None
+    base = group.actor.with_inputs(gpu=gpu)
+    least_needed = []
+    for n in buyable_counts(EST.gpus[gpu].gpus_per_node):
+        layouts = [c for t in candidates(base, EST, n, _GROUP_KEEPS) for c in _rollout_layouts(t, EST, n, ())
+                   if not EST.skip_reasons(c)]
+        if not layouts:
+            continue
+        groups = [_fitting_group(EST, group, gpu, c, ()) for c in _least_memory(layouts)]
+        assert not any(g["fits_recommended"] for g in groups), n
+        least_needed.append(min(g["recommended"] for g in groups))
+    assert len(least_needed) > 20
+    assert all(a >= b for a, b in zip(least_needed, least_needed[1:]))

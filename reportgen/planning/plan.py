@@ -443,31 +443,55 @@ def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
                   fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
     """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, checkpointing,
-    offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts."""
+    offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts.
+
+    More GPUs never need more memory per GPU of a count's least-memory layouts (the states shard further, each rank
+    takes fewer of the iteration's sequences, the engine's TP widens up to a node), so the largest count is tried
+    first: where its least-memory layouts run and none fits, no count fits and the search ends there."""
     base = scenario.actor.with_inputs(gpu=gpu)
-    tried = 0
-    nearest, skipped = None, {}
+    skipped: dict[str, SkipReason] = {}
     everywhere: dict[str, SkipReason] | None = None  # the reasons that held for every candidate so far
-    for n in counts:
-        layouts, known = [], {}  # known: this count's role estimates (its layouts share frozen roles)
+
+    def runnable(n: int, record: bool = True) -> list[Scenario]:
+        """This count's layouts that can run (recording why the others cannot)."""
+        nonlocal everywhere
+        layouts = []
         for trainer in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
             for candidate in _rollout_layouts(trainer, estimator, n, fixed):
                 reasons = estimator.skip_reasons(candidate)
-                held = {r.code: r for r in reasons}
-                everywhere = _shared(everywhere, held)
+                if record:
+                    everywhere = _shared(everywhere, {r.code: r for r in reasons})
+                    if reasons:
+                        skipped.setdefault(reasons[0].code, reasons[0])
                 if reasons:
-                    skipped.setdefault(reasons[0].code, reasons[0])
                     continue
                 if rlhf_batch_check(scenario.algorithm, _laid_out_actor(scenario, gpu, candidate),
                                     dict(scenario.settings)):
                     continue  # the iteration's prompts do not split over this count's data-parallel ranks
                 layouts.append(candidate)
-        least = _least_memory(layouts) if layouts else []
-        if least:
-            smallest = [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in least]
-            if not any(g["fits_recommended"] for g in smallest):
-                tried += len(least)
-                nearest = min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
+        return layouts
+
+    def nearest_miss(layouts: list[Scenario], known: dict) -> GroupEstimate | None:
+        """Where the count's least-memory layouts fit at no engine share, the one nearest to fitting, else None."""
+        smallest = [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in _least_memory(layouts)]
+        if any(g["fits_recommended"] for g in smallest):
+            return None
+        return min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
+
+    tried, nearest = 0, None
+    if len(counts) > 1:
+        largest = runnable(counts[-1], record=False)
+        miss = nearest_miss(largest, {}) if largest else None
+        if miss is not None:
+            return PlanMiss(gpu, counts[-1], (), miss), len(_least_memory(largest))
+    for n in counts:
+        known: dict = {}  # this count's role estimates (its layouts share frozen roles)
+        layouts = runnable(n)
+        if layouts:
+            miss = nearest_miss(layouts, known)
+            if miss is not None:
+                tried += len(_least_memory(layouts))
+                nearest = miss
                 continue
         found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in layouts]}, goal).options
         if found:
