@@ -51,34 +51,39 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Nine runs never fitted to: median |error| 16.7 % today, above issue #16's 15 % target, since the three
+    """Eleven runs never fitted to: median |error| 25.0 % today, above issue #16's 15 % target. A gist's LLaMA-7B
+    under DeepSpeed with a Hugging Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the
+    efficiencies were fitted to llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three
     Llama 3 405B rows carry their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped
     without it, at ±4 %): with their micro-batches (32 and 16, one sequence each) the plain 1F1B bubble of 16
     stages makes them −34.6 %, −46.7 % and −46.7 %, short as a bubble makes them (Meta's interleaving depth is not
     published). The other six are within ±25.0 % (median 11.6 %); the largest is the 2021 Megatron-LM GPT-3 175B
     run (tensor 8 × pipeline 16 × data 8) at +25.0 %."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 9
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.167
+    assert len(errors) == 11
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.251
+    hf_deepspeed = {k: e for k, e in errors.items() if k in ("pub-tr-038", "pub-tr-039")}
+    assert len(hf_deepspeed) == 2 and all(0.52 <= e <= 0.62 for e in hf_deepspeed.values()), hf_deepspeed
     llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
     assert len(llama3) == 3 and all(-0.468 <= e <= -0.345 for e in llama3.values()), llama3
-    others = [e for k, e in errors.items() if k not in llama3]
+    others = [e for k, e in errors.items() if k not in llama3 and k not in hf_deepspeed]
     assert statistics.median(abs(e) for e in others) <= 0.116 and max(abs(e) for e in others) <= 0.251
 
 
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 8 of 28 fit (6 before the autocast cache under FSDP FULL_SHARD was mended). The misses:
+    level reached: 10 of 30 fit (6 of 28 before the autocast cache under FSDP FULL_SHARD was mended). The misses:
     llm-foundry's own MPT code (13), the Llama 3 405B runs (3) and the Qwen3-235B Megatron-Core runs (4)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 28
+    assert len(figures) == 30
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
     assert sorted(f.id for f in figures if f.fits) == [
-        "pub-tr-004", "pub-tr-011", "pub-tr-012", "pub-tr-016", "pub-tr-022", "pub-tr-023", "pub-tr-027", "pub-tr-028"]
+        "pub-tr-004", "pub-tr-011", "pub-tr-012", "pub-tr-016", "pub-tr-022", "pub-tr-023", "pub-tr-027", "pub-tr-028",
+        "pub-tr-038", "pub-tr-039"]
 
 
 def _case(record_id: str):
