@@ -448,3 +448,17 @@ def test_a_gpu_type_whose_largest_count_fits_nowhere_fits_at_no_smaller_count(gp
         least_needed.append(min(g["recommended"] for g in groups))
     assert len(least_needed) > 20
     assert all(a >= b for a, b in zip(least_needed, least_needed[1:]))
+
+
+def test_a_gpu_type_a_layout_free_rule_rules_out_is_a_miss_with_that_rule_and_nothing_tried():
+    """GRPO in bf16 on a V100 (no bf16): the rule reads nothing the plan chooses, so the RLHF search ends before
+    it lays anything out; the miss names the rule every candidate of every count breaks, as the search over them did."""
+    from reportgen.planning.plan import _GROUP_KEEPS, _rollout_layouts, candidates
+    group = grpo_8b(batch_size=2)
+    found = plan(EST, group, ["V100-32GB"])
+    (miss,) = found.misses
+    assert found.tried == 0 and miss.nearest is None and [r.code for r in miss.skipped] == ["bf16_gpu"]
+    base = group.actor.with_inputs(gpu="V100-32GB")
+    for n in (1, 8, 64):
+        layouts = [c for t in candidates(base, EST, n, _GROUP_KEEPS) for c in _rollout_layouts(t, EST, n, ())]
+        assert layouts and all("bf16_gpu" in {r.code for r in EST.skip_reasons(c)} for c in layouts)

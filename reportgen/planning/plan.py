@@ -429,6 +429,12 @@ def _concat(parts: list) -> Any:
 _GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "optimizer")
 
 
+# Every input an RLHF search may choose, whether or not this search does: a skip rule that reads none of them holds
+# for every candidate.
+_GROUP_SEARCHED = tuple(SEARCH["train"]) + ("num_gpus", "grad_accum_steps", "cp_size", "vp_size", "etp_size",
+                                             "rollout_tp_size", "gpu_memory_utilization", "batch_size")
+
+
 def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
     """The layouts of one GPU count that need the least memory per GPU: the highest ZeRO stage and full
     recompute, every offload, the rollout engine's widest TP. If none fits at any engine share, no layout of that
@@ -479,6 +485,9 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
         return min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
 
     tried, nearest = 0, None
+    ruled_out = estimator.skip_reasons(base, undecided=_GROUP_SEARCHED)
+    if ruled_out:  # a rule that reads nothing the search chooses (bf16 on a V100): no count can run
+        return PlanMiss(gpu, counts[-1] if counts else 0, tuple(ruled_out), None), 0
     if len(counts) > 1:
         largest = runnable(counts[-1], record=False)
         miss = nearest_miss(largest, {}) if largest else None
