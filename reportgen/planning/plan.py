@@ -452,8 +452,9 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts.
 
     More GPUs never need more memory per GPU of a count's least-memory layouts (the states shard further, each rank
-    takes fewer of the iteration's sequences, the engine's TP widens up to a node), so the largest count is tried
-    first: where its least-memory layouts run and none fits, no count fits and the search ends there."""
+    takes fewer of the iteration's sequences, the engine's TP widens up to a node), so where a whole node's do not
+    fit the largest count is tried next: where its least-memory layouts run and none fits, no count fits and the
+    search ends there."""
     base = scenario.actor.with_inputs(gpu=gpu)
     skipped: dict[str, SkipReason] = {}
     everywhere: dict[str, SkipReason] | None = None  # the reasons that held for every candidate so far
@@ -488,11 +489,7 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
     ruled_out = estimator.skip_reasons(base, undecided=_GROUP_SEARCHED)
     if ruled_out:  # a rule that reads nothing the search chooses (bf16 on a V100): no count can run
         return PlanMiss(gpu, counts[-1] if counts else 0, tuple(ruled_out), None), 0
-    if len(counts) > 1:
-        largest = runnable(counts[-1], record=False)
-        miss = nearest_miss(largest, {}) if largest else None
-        if miss is not None:
-            return PlanMiss(gpu, counts[-1], (), miss), len(_least_memory(largest))
+    per_node = estimator.gpus[gpu].gpus_per_node
     for n in counts:
         known: dict = {}  # this count's role estimates (its layouts share frozen roles)
         layouts = runnable(n)
@@ -501,6 +498,11 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
             if miss is not None:
                 tried += len(_least_memory(layouts))
                 nearest = miss
+                if n == per_node and n < counts[-1]:  # a node is not enough: can the largest count be?
+                    largest = runnable(counts[-1], record=False)
+                    miss = nearest_miss(largest, {}) if largest else None
+                    if miss is not None:
+                        return PlanMiss(gpu, counts[-1], (), miss), tried + len(_least_memory(largest))
                 continue
         found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in layouts]}, goal).options
         if found:
