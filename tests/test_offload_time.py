@@ -97,3 +97,24 @@ def test_offload_is_no_longer_free_in_the_plan():
     parameters (6.74e9) at the default 1.14 ns."""
     offloaded, plain = EST.estimate(LLAMA_7B), EST.estimate(LLAMA_7B.with_inputs(offload="none"))
     assert offloaded["step_seconds"] - plain["step_seconds"] > 7.5
+
+
+def test_estimate_and_plan_take_the_hosts_figure_and_the_plan_says_when_it_counts():
+    """--host-optimizer-ns sets the assumption for one command: twice the figure, twice the host's step. A plan
+    whose answer offloads says at what figure it timed the host's step; one whose answer does not, says nothing."""
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    base = ["estimate", "--model", "Llama-2-7B", "--workload", "full", "--gpus", "8", "--zero", "2", "--offload",
+            "optimizer", "--framework", "deepspeed", "--json"]
+    default, doubled = (json.loads(CliRunner().invoke(main, base + extra).output)
+                        for extra in ([], ["--host-optimizer-ns", str(2 * NS)]))
+    assert doubled["time"]["step_seconds"] - default["time"]["step_seconds"] == pytest.approx(
+        6_738_415_616 * NS / 1e9, rel=1e-6)
+    question = ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--train-tokens", "1e9", "--within", "30d",
+                "--gpu-type", "L40S"]
+    offloaded = CliRunner().invoke(main, question + ["--host-optimizer-ns", "2.9"])
+    assert offloaded.exit_code == 0 and "offload" in offloaded.output
+    assert "timed at 2.9 ns per parameter a node updates" in offloaded.output
+    plain = CliRunner().invoke(main, question + ["--offload", "none"])
+    assert plain.exit_code == 0 and any(line.startswith("L40S ") for line in plain.output.splitlines())
+    assert "ns per parameter" not in plain.output

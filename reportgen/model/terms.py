@@ -156,7 +156,7 @@ ASSUMPTIONS = (
                "per step are this times the parameters every GPU of a node updates together. Fitted to the Adam "
                "times DeepSpeed issue #6695 publishes (1.5 s for a 1.2B model, 0.31 s for 0.3B); published "
                "8-GPU servers take 0.5-3 ns by their CPUs (README, Accuracy): set your servers' figure",
-               (0, 1_000)),
+               (0, 1_000), option="--host-optimizer-ns"),
     Assumption("amortisation_years", "Amortisation period", 3, "years",
                "a purchased GPU's price spread over this many years of use (straight-line depreciation)",
                (0.1, 50)),
