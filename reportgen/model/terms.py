@@ -512,8 +512,10 @@ TERMS: tuple[Term, ...] = (
          IF(V("offload").eq("none"), 0, ceil_div(V("optimizer_bytes_unsharded"), V("optimizer_shards")))
          + IF(V("offload").eq("all"), ceil_div(V("weight_bytes_unsharded"), V("weight_shards")), 0),
          "ZeRO-Offload / ZeRO-Infinity (Ren et al. 2021)", "state"),
+    Term("node_gpus", "GPUs of the job in one node", "count", MIN(V("num_gpus"), _g("gpus_per_node")),
+         "a node's GPUs, or all of the job's where it takes fewer (GPUs sheet)", "state"),
     Term("node_offload_bytes", "Offloaded to a node's host RAM", "bytes",
-         V("host_offload_bytes") * MIN(V("num_gpus"), _g("gpus_per_node")),
+         V("host_offload_bytes") * V("node_gpus"),
          "every GPU of a node offloads its share to the node's CPU memory", "state"),
     Term("host_ram_fits", "Offloaded states fit in the node's host RAM (1/0)", "flag",
          IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
@@ -1284,8 +1286,8 @@ TIME_TERMS: tuple[Term, ...] = (
          "time"),
     Term("host_optimizer_seconds", "CPU optimizer step per optimizer step", "seconds",
          IF(AND(_TRAIN, V("offload").ne("none")),
-            V("optimizer_params") / V("optimizer_shards") * MIN(V("num_gpus"), _g("gpus_per_node"))
-            * V("host_optimizer_ns_per_param") / 1e9, 0),
+            V("optimizer_params") / V("optimizer_shards") * V("node_gpus") * V("host_optimizer_ns_per_param") / 1e9,
+            0),
          "with the optimizer offloaded its step runs on the host: the GPUs of a node update their shards of the "
          "parameters on the node's CPUs at once, between the last backward and the next forward (ZeRO-Offload "
          "without its delayed update, Ren et al. 2021 §4.2)", "time"),

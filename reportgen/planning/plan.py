@@ -429,12 +429,6 @@ def _concat(parts: list) -> Any:
 _GROUP_KEEPS = ("tp_size", "pp_size", "ep_size", "optimizer")
 
 
-# Every input an RLHF search may choose, whether or not this search does: a skip rule that reads none of them holds
-# for every candidate.
-_GROUP_SEARCHED = tuple(SEARCH["train"]) + ("num_gpus", "grad_accum_steps", "cp_size", "vp_size", "etp_size",
-                                             "rollout_tp_size", "gpu_memory_utilization", "batch_size")
-
-
 def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
     """The layouts of one GPU count that need the least memory per GPU: the highest ZeRO stage and full
     recompute, every offload, the rollout engine's widest TP. If none fits at any engine share, no layout of that
@@ -478,12 +472,13 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                 layouts.append(candidate)
         return layouts
 
-    def nearest_miss(layouts: list[Scenario], known: dict) -> GroupEstimate | None:
-        """Where the count's least-memory layouts fit at no engine share, the one nearest to fitting, else None."""
+    def nearest_miss(layouts: list[Scenario], known: dict) -> tuple[GroupEstimate | None, int]:
+        """Where the count's least-memory layouts fit at no engine share, the one nearest to fitting (else None),
+        and how many they are."""
         smallest = [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in _least_memory(layouts)]
         if any(g["fits_recommended"] for g in smallest):
-            return None
-        return min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"])
+            return None, len(smallest)
+        return min(smallest, key=lambda e: e["recommended"] / e["gpu_memory_bytes"]), len(smallest)
 
     tried, nearest = 0, None
     ruled_out = estimator.skip_reasons(base, undecided=_GROUP_SEARCHED)
@@ -494,15 +489,15 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
         known: dict = {}  # this count's role estimates (its layouts share frozen roles)
         layouts = runnable(n)
         if layouts:
-            miss = nearest_miss(layouts, known)
+            miss, least = nearest_miss(layouts, known)
             if miss is not None:
-                tried += len(_least_memory(layouts))
+                tried += least
                 nearest = miss
                 if n == per_node and n < counts[-1]:  # a node is not enough: can the largest count be?
                     largest = runnable(counts[-1], record=False)
-                    miss = nearest_miss(largest, {}) if largest else None
+                    miss, least = nearest_miss(largest, {}) if largest else (None, 0)
                     if miss is not None:
-                        return PlanMiss(gpu, counts[-1], (), miss), tried + len(_least_memory(largest))
+                        return PlanMiss(gpu, counts[-1], (), miss), tried + least
                 continue
         found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in layouts]}, goal).options
         if found:
@@ -538,6 +533,9 @@ def _engine_shares(candidate: Scenario, fixed: tuple[str, ...]) -> tuple[float, 
 
 
 _ACTOR_LAYOUT = ("num_gpus", "zero_stage", "checkpointing", "offload", "rollout_tp_size", "gpu_memory_utilization")
+# Every input an RLHF search may choose, whether or not this search does (the layout, the trade-offs, the actor's
+# engine, a pipeline's accumulation, the micro-batch): a skip rule that reads none of them holds for every candidate.
+_GROUP_SEARCHED = LAYOUT_INPUTS + tuple(SEARCH["train"]) + _ACTOR_LAYOUT + ("grad_accum_steps", "batch_size")
 
 
 def _actor_layout(candidate: Scenario) -> dict[str, Any]:

@@ -187,7 +187,7 @@ def plan_table(plan, assumptions, step_accuracy: dict | None = None) -> str:
         out.append(f"RLHF step times against {step_accuracy['figures']} held-out published figures: median error "
                    f"{step_accuracy['median_abs_error'] * 100:.0f} %, largest {step_accuracy['max_abs_error'] * 100:.0f} %, "
                    f"{step_accuracy['short']} of them estimated short: read the iteration times as lower bounds")
-    if any(o.layout.get("offload", "none") != "none" for o in plan.options):
+    if any(o.layout["offload"] != "none" for o in plan.options):
         out.append(f"CPU offload: the host's optimizer step is timed at {assumptions['host_optimizer_ns_per_param']:g} ns "
                    "per parameter a node updates, a figure its CPUs set: --host-optimizer-ns sets your servers'")
     if plan.misses:
