@@ -1,0 +1,62 @@
+#!/usr/bin/env python
+"""Peaks of torch's pipeline parallelism (torch.distributed.pipelining: PipelineStage and Schedule1F1B, as torchtitan
+steps it, return_outputs=False) on a fake process group: every stage of the pipeline, one rank at a time in this
+process, with fake tensors (memoracle.run_pp_rank). The model split evenly by decoder layers (the embedding on the
+first stage, the final norm and the LM head on the last), transformers' own loss, pure bf16, fused AdamW over each
+stage's parameters, two steps of `micro_batches` micro-batches. A record is the busiest stage's peak (what a
+planner buys for: every GPU of the pipeline is the same), with every stage's peak beside it.
+
+    /tmp/ovenv/bin/python tools/oracle/measure_pp.py OUT.json
+"""
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import memoracle  # noqa: E402
+import oracle_configs as C  # noqa: E402
+from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512  # noqa: E402  (the FSDP2 probes' shapes)
+from measure_tp import LLAMA_1B_UNTIED, QWEN_7B_4L_V512  # noqa: E402
+
+# (config name, config, stages, micro-batches, batch, length, checkpointing). No term was read from these: every
+# record is held out. Micro-batches below, at and above the stages (1F1B's first stage holds min(stages, micro-batches)
+# in flight); small and 128k vocabularies (the last stage's loss against the first stage's activations).
+HOLDOUT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 4, 2, 512, False)]
+           + [("Llama-tiny-4L-512", C.LLAMA_TINY, 4, 8, 2, 512, gc) for gc in (False, True)]
+           + [("Llama-tiny-4L-1024", LLAMA_1024, 4, 4, 2, 512, False)]
+           + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, pp, mb, 1, 2048, gc)
+              for pp, mb, gc in ((4, 8, False), (2, 2, False), (2, 4, True))]
+           + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 8, 1, 2048, False)]
+           + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 4, 1, 2048, gc) for gc in (False, True)])
+
+
+def measure(name, config, stages, micro_batches, batch, seq, grad_ckpt):
+    started = time.time()
+    ranks = [memoracle.run_pp_rank(config, pp_world=stages, pp_rank=rank, micro_batches=micro_batches, batch=batch,
+                                   seq=seq, grad_ckpt=grad_ckpt) for rank in range(stages)]
+    busiest = max(ranks, key=lambda r: r["peak_bytes"])
+    setting = {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq,
+               "grad_ckpt": grad_ckpt, "optim": "fused", "pp_world": stages, "micro_batches": micro_batches}
+    rec = dict(id=f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if grad_ckpt else 'nogc'}/fused/pp{stages}-mb{micro_batches}",
+               config_name=name, split="holdout", config=config, workload="full", setting=setting,
+               peak_bytes=busiest["peak_bytes"], first_step_peak_bytes=busiest["first_step_peak_bytes"],
+               busiest_stage=busiest["pp_rank"], stage_peak_bytes=[r["peak_bytes"] for r in ranks],
+               params=sum(r["params"] for r in ranks), trainable_params=sum(r["trainable_params"] for r in ranks),
+               steady_peak_breakdown=busiest["steady_peak_breakdown"], peak_phase=busiest["steps"][-1]["peak_phase"],
+               peak_op=busiest["steps"][-1]["peak_op"],
+               notes="measure_pp: every stage of torch's pipeline parallelism (Schedule1F1B) on a fake process group; "
+                     "peak_bytes is the busiest stage's")
+    print(rec["id"], rec["peak_bytes"], rec["stage_peak_bytes"], rec["peak_phase"], rec["peak_op"],
+          round(time.time() - started, 1), flush=True)
+    return rec
+
+
+def main(out_path):
+    json.dump([measure(*case) for case in HOLDOUT], open(out_path, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
