@@ -57,6 +57,13 @@ KNOWN_MISSES: dict[str, str] = {
         "-3.00 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
         "its activations are still saved) as the peak; without FSDP2 the estimate has no term for it (the loss's "
         "backward is above it at any real vocabulary)",
+    "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/nogc/fused/pp4-mb4":
+        "-3.15 %: as many micro-batches as stages: the first stage's first backward runs with every micro-batch in "
+        "flight while its layers' gradients appear one by one; the estimate takes every micro-batch in flight without "
+        "gradients or one fewer with all of them",
+    "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/gc/fused/pp4-mb16":
+        "-5.70 %: a middle stage is the busiest: torch keeps its receive buffers in both directions (2 x 16 "
+        "micro-batches); the estimate counts the first and the last stage",
     "Llama-3.2-1B-untied/train/bf16/sdpa/b1/s4096/gc/fused/cp2-fsdp2":
         "-5.43 %: FSDP2's end of backward with an untied 128k root unit: a vocabulary-sized fp32 gradient of the "
         "embedding is alive beside the root's reduce (one more 4 x vocabulary x hidden bytes), which the estimate "
@@ -75,6 +82,8 @@ def _error(case) -> float:
 
 
 def _family(case) -> str:
+    if "measure_pp" in case.get("notes", ""):
+        return "pp"
     if "measure_tp" in case.get("notes", ""):
         return "tp"
     if "measure_cp" in case.get("notes", ""):
@@ -119,12 +128,15 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  "fsdp2": 0.07,
                  # every TP fit rank within 1.3 % (TP 2 x FSDP2 2 with checkpointing was -4.31 % until FSDP2's root unit
                  # was reduced at the end of backward with every unit resharded: fsdp_root_reduce_bytes)
-                 "tp": 0.013}
+                 "tp": 0.013,
+                 # every PP fit record within 0.3 % but Llama-2-7B's layers at 2 stages x 2 micro-batches (-2.27 %: the
+                 # first backward's gradients appear while every micro-batch is in flight)
+                 "pp": 0.023}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 283
+    assert len(ids) == len(set(ids)) == 301
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -173,18 +185,19 @@ def test_holdout_summary_per_family():
     for case in HOLDOUT:
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
-                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp", "cp"}
+                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp", "cp", "pp"}
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
-        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.0036, "cp": 0.0066}.get(family, 0.005), family
+        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.0036, "cp": 0.0066,
+                                             "pp": 0.0018}.get(family, 0.005), family
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
         # FSDP2's known miss (+6.36 %) apart, its held-out ranks are within 2.4 % (Llama-3.2-1B's two checkpointed
         # ranks at 2 were +7.07 % until FSDP2's units were its decoder layers and its root reduced last: -0.01 %)
         # TP's known miss (-3.00 %) apart, its held-out ranks are within 2.5 %; CP's (-5.43 %) apart, within 1.4 %
-        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031, "cp": 0.055}.get(family, 0.018), family
+        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031, "cp": 0.055, "pp": 0.058}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     assert len(fsdp2) == 18 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
     tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
@@ -192,6 +205,9 @@ def test_holdout_summary_per_family():
     # context parallelism: no term was read from these (every CP record is held out)
     cp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "cp" and c["id"] not in KNOWN_MISSES]
     assert len(cp) == 10 and max(cp) <= 0.014 and statistics.median(cp) <= 0.0063
+    # pipeline parallelism: the stages of torch's 1F1B schedule measured after its terms were written
+    pp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "pp" and c["id"] not in KNOWN_MISSES]
+    assert len(pp) == 6 and max(pp) <= 0.0061 and statistics.median(pp) <= 0.001
 
 
 def test_modules_to_save_add_what_peft_trains():

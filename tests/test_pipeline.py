@@ -28,13 +28,40 @@ def test_a_stage_holds_its_layers_and_the_embedding_or_head():
     assert four["dp_size"] == 64 / (8 * 4)
 
 
-def test_the_first_stage_keeps_pp_micro_batches_in_flight():
+def test_the_first_stage_keeps_pp_micro_batches_in_flight_and_the_last_the_loss():
+    """1F1B: the first stage runs min(pp, micro-batches) forwards before its first backward, each holding its
+    layers' activations; the last stage backpropagates each micro-batch before the next, and holds the head's
+    (the loss's log-probabilities) for one."""
     full = EST.estimate(BASE)
+    tokens = BASE.batch_size * BASE.seq_len
     for pp, accum, in_flight in ((4, 8, 4), (4, 2, 2), (8, 8, 8)):
         e = EST.estimate(replace(BASE, pp_size=pp, grad_accum_steps=accum))
+        share = (80 // pp) / 80
         assert e["pp_in_flight"] == in_flight
-        saved = BASE.batch_size * BASE.seq_len * full["saved_per_token"] * (80 // pp) / 80 * in_flight
-        assert e["training_activations"] - e["autocast_copies_bytes"] == math.ceil(saved / 8)
+        assert e["pp_microbatch_bytes"] == pytest.approx(tokens * full["layers_saved_per_token"] * share / 8, abs=1)
+        last = tokens * (full["layers_saved_per_token"] * share + full["head_saved_per_token"]) / 8
+        assert e["training_activations"] - e["autocast_copies_bytes"] == pytest.approx(last, abs=1)
+        # the first stage's backward: in flight with the gradients of the earlier micro-batches
+        assert e["pp_first_in_flight"] == min(in_flight, accum - 1)
+    # one stage is the whole model: every micro-batch's activations and the loss's on one GPU, as without a pipeline
+    assert full["pp_microbatch_bytes"] == 0
+    assert full["training_activations"] - full["autocast_copies_bytes"] == pytest.approx(
+        tokens * full["saved_per_token"] / 8, abs=1)
+
+
+def test_a_torch_pipeline_keeps_its_buffers_and_outputs():
+    """torch.distributed.pipelining (framework hf) allocates a receive buffer per micro-batch and keeps each forward's
+    output until its backward; Megatron's schedules do neither (tools/oracle/measure_pp.py)."""
+    base = replace(BASE, pp_size=4, grad_accum_steps=8)
+    torch_pipeline, megatron = EST.estimate(base), EST.estimate(replace(base, framework="megatron"))
+    hidden = BASE.batch_size * BASE.seq_len * 8192 * 2 / 8  # a micro-batch's hidden states in bf16, over TP 8
+    assert torch_pipeline["pp_recv_buffer_bytes"] == 8 * hidden and megatron["pp_recv_buffer_bytes"] == 0
+    assert torch_pipeline["pp_kept_output_bytes"] == hidden and megatron["pp_kept_output_bytes"] == 0
+    assert torch_pipeline["pp_kept_logits_bytes"] == BASE.batch_size * BASE.seq_len * 128_256 * 2 / 8
+    for e in (torch_pipeline, megatron):  # the buffers stay between steps
+        states = sum(e[k] for k in ("weights", "master_weights", "optimizer_states", "persistent_gradients",
+                                    "ddp_bucket_bytes", "zero3_buffer"))
+        assert e["model_states"] - states == e["pp_recv_buffer_bytes"]
 
 
 def test_the_bubble_costs_p_minus_1_slots():
@@ -82,8 +109,9 @@ def test_interleaving_holds_more_activations_on_the_first_stage():
     """Korthikanti et al. 2022 §4.2.3: 1 + (p − 1) ÷ (p × v) times the 1F1B activations (p = 4, v = 2: 1.375)."""
     plain, two = EST.estimate(VP_BASE), EST.estimate(replace(VP_BASE, vp_size=2))
     assert two["pp_in_flight"] == pytest.approx(4 * 1.375)
-    assert (two["training_activations"] - two["autocast_copies_bytes"]) == pytest.approx(
-        1.375 * (plain["training_activations"] - plain["autocast_copies_bytes"]), rel=1e-9)
+    assert two["pp_microbatch_bytes"] == plain["pp_microbatch_bytes"] > 0
+    assert two["phase_pipeline_first_stage"] - plain["phase_pipeline_first_stage"] == pytest.approx(
+        (4 * 1.375 - 4) * plain["pp_microbatch_bytes"], rel=1e-9)
 
 
 def test_interleaving_refuses_what_megatron_refuses():

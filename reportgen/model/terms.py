@@ -698,24 +698,27 @@ TERMS: tuple[Term, ...] = (
          "residual dropouts' masks: every tensor-parallel GPU holds them whole unless sequence parallelism splits "
          "them (Korthikanti et al. 2022, §4.2: 10·s·b·h of a layer's 34·s·b·h with 16-bit LayerNorms and "
          "dropout)", "activation"),
-    Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
-         V("layers_saved_per_token")
-         + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size")
-         + V("loss_bytes") * V("vocab_out")
+    Term("head_replicated_per_token", "The head's saved tensors outside the tensor-parallel regions, per token", "bytes",
+         (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size"),
+         "the final norm and the embedding dropout's mask", "activation"),
+    Term("head_saved_per_token", "The head's saved tensors per token (final norm, loss)", "bytes",
+         V("head_replicated_per_token") + V("loss_bytes") * V("vocab_out")
          + IF(AND(_m("final_logit_softcapping").gt(0), V("head").eq("lm")), V("act_bytes") * V("vocab_out"), 0)
          + IF(V("saved_module_params").gt(0),
               IF(V("checkpointing").eq("full"), 1, 3) * V("act_bytes") * V("hidden_size"), 0),
-         "every layer's saved tensors; the final norm, the embedding dropout's mask; the loss keeps its "
-         "log-probabilities (vocabulary × loss_bytes per token); Gemma-2's logit soft-cap keeps its tanh output; "
-         "LoRA's saved modules: the LM head's copy keeps its input for its weight gradient and a "
-         "trainable embedding makes the first layer keep its input norm's tensors (3 hidden-sized 16-bit tensors "
-         "per token; under full checkpointing the LM head's input only: oracle_arch.json modules_to_save records)", "activation"),
+         "the final norm, the embedding dropout's mask; the loss keeps its log-probabilities (vocabulary × "
+         "loss_bytes per token); Gemma-2's logit soft-cap keeps its tanh output; LoRA's saved modules: the LM head's "
+         "copy keeps its input for its weight gradient and a trainable embedding makes the first layer keep its input "
+         "norm's tensors (3 hidden-sized 16-bit tensors per token; under full checkpointing the LM head's input only: "
+         "oracle_arch.json modules_to_save records)", "activation"),
+    Term("saved_per_token", "Saved for backward per token (all layers + head)", "bytes",
+         V("layers_saved_per_token") + V("head_saved_per_token"), "every layer's saved tensors and the head's",
+         "activation"),
     Term("replicated_saved_per_token", "Saved per token outside the tensor-parallel regions (all layers + head)",
          "bytes",
          IF(V("checkpointing").eq("full"), V("layers_saved_per_token"), V("num_layers") * V("layer_replicated_per_token"))
-         + (V("norm_saved_bytes") + V("norm_fp32_scale_bytes") + V("embd_dropout_on")) * V("hidden_size"),
-         "full checkpointing keeps only each layer's input, which is outside them; the final norm and the "
-         "embedding dropout's mask", "activation"),
+         + V("head_replicated_per_token"),
+         "full checkpointing keeps only each layer's input, which is outside them; the head's", "activation"),
     Term("sp_gathered_input_bytes", "A gathered input a column-parallel layer saves, per token", "bytes",
          V("titan_tp") * V("act_bytes") * V("hidden_size"),
          "torchtitan's sequence parallelism gathers each norm's sequence-split output into the attention's and the "
@@ -749,14 +752,44 @@ TERMS: tuple[Term, ...] = (
             ceil_div(2 * V("vocab_size") * V("hidden_size"), V("tp_size")), V("autocast_cache_bytes")),
          "backward keeps every copy, only the LM head's under checkpointing (the layers cast again when they "
          "recompute); " + _MEASURED, "activation"),
-    Term("training_activations", "Saved activations (training)", "bytes",
-         IF(V("is_train").eq(1), ceil_div(V("tokens") * V("pp_layer_share") * V("pp_in_flight")
-                                          * (V("saved_per_token")
-                                             + (V("tp_replicas_outside") - 1) * V("replicated_saved_per_token")
-                                             + (V("tp_size") - 1) * V("sp_gathered_saved_per_token")),
-                                          V("tp_size")) + V("autocast_copies_bytes"), 0),
+    Term("group_saved_per_token", "Saved per token by a tensor-parallel group (all layers + head)", "bytes",
+         V("saved_per_token") + (V("tp_replicas_outside") - 1) * V("replicated_saved_per_token")
+         + (V("tp_size") - 1) * V("sp_gathered_saved_per_token"),
          _KORTHIKANTI + "; tensor parallelism splits the rest, sequence parallelism also the norms, dropouts and "
          "layer inputs", "activation"),
+    Term("group_head_saved_per_token", "Of which the head's (final norm, loss)", "bytes",
+         V("head_saved_per_token") + (V("tp_replicas_outside") - 1) * V("head_replicated_per_token")
+         + (V("tp_size") - 1) * V("sp_gathered_input_bytes"),
+         "the LM head's gathered input under torchtitan's sequence parallelism", "activation"),
+    Term("training_activations", "Saved activations (training)", "bytes",
+         IF(V("is_train").eq(1),
+            ceil_div(V("tokens") * (V("pp_layer_share") * (V("group_saved_per_token") - V("group_head_saved_per_token"))
+                                    + V("group_head_saved_per_token")), V("tp_size")) + V("autocast_copies_bytes"), 0),
+         "one micro-batch through the stage that computes the loss (in a pipeline the last, whose 1F1B schedule "
+         "backpropagates each micro-batch before the next: one in flight): its layers' and the head's saved tensors",
+         "activation"),
+    # Pipeline parallelism: the first stage holds more micro-batches in flight (pp_in_flight), without the head's.
+    Term("pp_microbatch_bytes", "A micro-batch's saved activations on the first pipeline stage", "bytes",
+         IF(AND(V("is_train").eq(1), V("pp_stages").gt(1)),
+            ceil_div(V("tokens") * V("pp_layer_share") * (V("group_saved_per_token") - V("group_head_saved_per_token")),
+                     V("tp_size")), 0),
+         "its layers' saved tensors", "activation"),
+    Term("torch_pipeline", "torch.distributed.pipelining's schedule (1/0)", "flag",
+         IF(AND(V("framework").eq("hf"), V("pp_stages").gt(1), V("is_train").eq(1)), 1, 0),
+         "plain PyTorch pipelines with torch.distributed.pipelining (PipelineStage, Schedule1F1B, as torchtitan); "
+         "Megatron frees a sent output's data and receives into a buffer per receive (one stage of torch's "
+         "pipeline on a fake process group: tools/oracle/measure_pp.py)", "derived"),
+    Term("pp_kept_output_bytes", "A stage's output kept for its backward, per micro-batch in flight", "bytes",
+         V("torch_pipeline") * ceil_div(V("tokens") * V("hidden_size") * V("act_bytes"), V("tp_size")),
+         "torch's PipelineStage keeps each forward's output until that micro-batch's backward", "activation"),
+    Term("pp_kept_logits_bytes", "The last stage's logits kept for its backward", "bytes",
+         V("torch_pipeline") * ceil_div(V("tokens") * V("vocab_out") * V("act_bytes"), V("tp_size")),
+         "the last stage's output is the logits: kept beside the loss's own copies", "activation"),
+    Term("pp_recv_buffer_bytes", "Pipeline receive buffers", "bytes",
+         V("torch_pipeline") * V("grad_accum_steps") * ceil_div(V("tokens") * V("hidden_size") * V("act_bytes"),
+                                                                V("tp_size")),
+         "torch's PipelineStage allocates a buffer for every micro-batch of the step it receives, activations on "
+         "every stage but the first, their gradients on every stage but the last, and keeps them", "state"),
     Term("forward_end_bytes", "End of forward: the loss's logits and autocast's unsaved weight copies", "bytes",
          IF(V("is_train").eq(1),
             ceil_div((V("act_bytes") + IF(AND(OR(V("loss").eq("fp32"), V("loss").eq("compute")),
@@ -780,11 +813,13 @@ TERMS: tuple[Term, ...] = (
          "16-bit logits stay alive beside the saved "
          "log-probabilities, plus the fp32 copy of one of torchtune's 8 chunks (oracle_arch.json loss records)",
          "activation"),
+    Term("group_layer_saved_per_token", "One layer, saved per token by a tensor-parallel group", "bytes",
+         V("layer_saved_per_token") + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token")
+         + (V("tp_size") - 1) * 2 * V("sp_gathered_input_bytes"),
+         "as group_saved_per_token, for one layer without checkpointing", "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
-            ceil_div(V("tokens") * (V("layer_saved_per_token")
-                                    + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token")
-                                    + (V("tp_size") - 1) * 2 * V("sp_gathered_input_bytes"))
+            ceil_div(V("tokens") * V("group_layer_saved_per_token")
                      * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
                           IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
                      V("tp_size")), 0),
@@ -808,6 +843,36 @@ TERMS: tuple[Term, ...] = (
          "backward (" + _MEASURED + "); torchtitan's embedding split by vocabulary: DTensor has no vocabulary-split "
          "rule for the embedding's backward, so each GPU makes the whole vocabulary's gradient and keeps its slice "
          "(the whole less the slice, which is its gradient; tools/oracle/measure_tp.py)", "activation"),
+    Term("layer_backward_bytes", "A decoder layer's backward working set (its gated MLP)", "bytes",
+         IF(V("is_train").eq(1), ceil_div(3 * V("act_bytes") * V("tokens") * _m("intermediate_size"), V("tp_size")), 0),
+         "the gradients of the MLP's gate, up and activated outputs while its first matrix multiplications run "
+         "backward: the peak of a stage without the loss (tools/oracle/measure_pp.py)", "activation"),
+    Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
+         IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
+         "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
+         "first stage's last operation of each micro-batch's backward", "activation"),
+    Term("pp_first_stage_backward_bytes", "The first pipeline stage's micro-batch in backward", "bytes",
+         MAX(V("pp_microbatch_bytes") + V("layer_backward_bytes")
+             + IF(V("checkpointing").eq("full"), ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")), 0),
+             V("pp_embedding_grad_bytes")),
+         "its activations with a layer's backward (under checkpointing beside the layer rebuilt whole), or, once "
+         "they are freed, the embedding's gradient", "activation"),
+    Term("pp_in_flight_with_gradients", "Micro-batches in flight on the first stage once gradients exist", "count",
+         MIN(V("pp_in_flight"), V("grad_accum_steps") - 1),
+         "1F1B: the first backward runs with pp_in_flight micro-batches and no gradients; each later one with "
+         "gradients and, while forwards remain, pp_in_flight again", "derived"),
+    Term("pp_first_with_gradients", "The first stage peaks once gradients exist (1/0)", "flag",
+         IF((V("accumulated_gradients") + (V("pp_in_flight_with_gradients") - 1) * V("pp_microbatch_bytes")
+             + V("pp_in_flight_with_gradients") * V("pp_kept_output_bytes"))
+            .ge((V("pp_in_flight") - 1) * V("pp_microbatch_bytes") + V("pp_in_flight") * V("pp_kept_output_bytes")),
+            1, 0), "", "derived"),
+    Term("pp_first_in_flight", "Micro-batches in flight on the first stage at its peak", "count",
+         IF(V("pp_first_with_gradients").eq(1), V("pp_in_flight_with_gradients"), V("pp_in_flight")), "", "derived"),
+    Term("pp_first_stage_gradients", "Gradients on the first stage at its peak", "bytes",
+         V("pp_first_with_gradients") * V("accumulated_gradients"), "", "activation"),
+    Term("pp_first_stage_activations", "The other micro-batches in flight on the first stage", "bytes",
+         (V("pp_first_in_flight") - 1) * V("pp_microbatch_bytes") + V("pp_first_in_flight") * V("pp_kept_output_bytes"),
+         "their activations, and in a torch pipeline every one's kept output", "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
             ceil_div(V("state_copy_bytes"), V("optimizer_shards")), 0),
@@ -1027,13 +1092,15 @@ TERMS: tuple[Term, ...] = (
          "an engine's are its profile (it never prefills every prompt at once)", "phase"),
     Term("model_states", "Resident model states", "bytes",
          V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("ddp_bucket_bytes")
-         + V("zero3_buffer"),
-         "what stays allocated between steps", "phase"),
+         + V("zero3_buffer") + V("pp_recv_buffer_bytes"),
+         "what stays allocated between steps (a torch pipeline's receive buffers too)", "phase"),
     Term("backward_start_bytes", "Temporaries when backward starts", "bytes",
-         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes")),
+         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes"))
+         + V("pp_kept_logits_bytes"),
          "the loss's logit gradients, or, where FSDP2 shards the gradients, the first decoder layers' backward if "
          "larger: the last layer's gradients in the reduce-scatter, the next layer gathered (one rank of FSDP2 on a "
-         "fake process group: tools/oracle/measure_fsdp2.py)", "phase"),
+         "fake process group: tools/oracle/measure_fsdp2.py); a torch pipeline's last stage keeps its logits",
+         "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes"),
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
@@ -1058,6 +1125,14 @@ TERMS: tuple[Term, ...] = (
             V("model_states") + V("accumulated_gradients") + V("training_activations") + V("forward_end_bytes"), 0),
          "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
          "gradients are resident and checkpointing keeps the activations small", "phase"),
+    Term("phase_pipeline_first_stage", "Phase: the first pipeline stage's backward", "bytes",
+         IF(V("pp_microbatch_bytes").gt(0),
+            V("model_states") + V("pp_first_stage_gradients") + V("pp_first_stage_activations")
+            + V("pp_first_stage_backward_bytes"), 0),
+         "the stage with the embedding and the most micro-batches in flight, backpropagating one of them: the "
+         "others' activations (and, in a torch pipeline, every one's output) beside it; the other phases are the "
+         "last stage's, with the loss (one stage of torch's pipeline on a fake process group: "
+         "tools/oracle/measure_pp.py)", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
          V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("framework_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
@@ -1070,49 +1145,56 @@ TERMS: tuple[Term, ...] = (
          "an RLHF actor also generates rollouts: with generate() its cache and forward beside its states, with "
          "an engine the engine's whole budget beside them", "phase"),
     Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
-         "forward, 6 first recomputed layer)", "count",
+         "forward, 6 first recomputed layer, 7 the first pipeline stage's backward)", "count",
          IF(V("is_train").eq(0), 4,
-            IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
-                                                V("generation_phase"), V("phase_forward_end"),
-                                                V("phase_recompute_start"))), 1,
-               IF(V("phase_recompute_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
-                                                    V("generation_phase"), V("phase_forward_end"))), 6,
-                  IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"),
-                                                    V("phase_forward_end"))), 2,
-                     IF(V("phase_optimizer_step").ge(MAX(V("generation_phase"), V("phase_forward_end"))), 3,
-                        IF(V("phase_forward_end").ge(V("generation_phase")), 5, 4)))))), "", "phase"),
+            IF(V("phase_pipeline_first_stage").gt(MAX(V("phase_backward_start"), V("phase_backward_end"),
+                                                      V("phase_optimizer_step"), V("generation_phase"),
+                                                      V("phase_forward_end"), V("phase_recompute_start"))), 7,
+               IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
+                                                   V("generation_phase"), V("phase_forward_end"),
+                                                   V("phase_recompute_start"))), 1,
+                  IF(V("phase_recompute_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
+                                                       V("generation_phase"), V("phase_forward_end"))), 6,
+                     IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"),
+                                                       V("phase_forward_end"))), 2,
+                        IF(V("phase_optimizer_step").ge(MAX(V("generation_phase"), V("phase_forward_end"))), 3,
+                           IF(V("phase_forward_end").ge(V("generation_phase")), 5, 4))))))), "", "phase"),
     Term("allocated_peak", "Allocated peak", "bytes",
          IF(V("is_train").eq(1),
             MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"),
-                V("phase_forward_end"), V("phase_recompute_start")),
+                V("phase_forward_end"), V("phase_recompute_start"), V("phase_pipeline_first_stage")),
             V("phase_forward")),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
     Term("resident_gradients", "Gradients at the peak", "bytes",
          V("persistent_gradients") + V("ddp_bucket_bytes")
          + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
               IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
-                 IF(V("peak_phase").eq(3), V("transient_gradients"), 0))), "", "total"),
+                 IF(V("peak_phase").eq(3), V("transient_gradients"),
+                    IF(V("peak_phase").eq(7), V("pp_first_stage_gradients"), 0)))),
+         "", "total"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
             IF(V("peak_phase").eq(6), V("recompute_start_activations"),
-               IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
-                  IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")), 0))),
+               IF(V("peak_phase").eq(7), V("pp_first_stage_activations"),
+                  IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
+                     IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")), 0)))),
          "", "total"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
             IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
     Term("temporaries", "Temporaries at the peak", "bytes",
-         V("zero3_buffer") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
+         V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("framework_backward_bytes"),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
                                       IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
                                             IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)),
-                                               V("engine_budget_bytes"), 0)))))),
+                                               V("engine_budget_bytes"),
+                                               IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"), 0))))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
-         "training framework buffers; at the end of forward the loss's logits and autocast's weight cache; while a rollout "
-         "engine generates, its whole budget", "total"),
+         "framework and pipeline buffers; at the end of forward the loss's logits and autocast's weight cache; while "
+         "a rollout engine generates, its whole budget; a first pipeline stage's micro-batch in backward", "total"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.

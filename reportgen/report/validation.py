@@ -60,7 +60,7 @@ def error_stats(errors: Sequence[float]) -> dict[str, float]:
 # The file's setting keys for the scenario inputs they give (error messages name the file's key).
 _FILE_KEYS = {"framework": "engine", "batch_size": "batch", "prompt_len": "seq", "seq_len": "seq", "gen_len": "new_tokens",
               "optimizer_impl": "optim", "lora_rank": "lora.r", "lora_targets": "lora.targets",
-              "grad_accum_steps": "grad_accum", "num_gpus": "fsdp_world"}
+              "grad_accum_steps": "grad_accum", "num_gpus": "fsdp_world", "pp_size": "pp_world"}
 _REQUIRED = object()
 
 
@@ -111,6 +111,9 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
         if world or tp > 1 or cp > 1:  # one rank of PyTorch FSDP2 (fully_shard per decoder layer) over `world` GPUs,
             # each a torchtitan tensor-parallel group of tp GPUs (sequence parallel), or over cp context-parallel GPUs
             values.update(framework="fsdp2", zero_stage=3, num_gpus=max(world, 1) * tp * cp, tp_size=tp, cp_size=cp)
+        pp = get("pp_world", default=1)
+        if pp > 1:  # the busiest stage of torch's pipeline (framework hf: plain PyTorch), one GPU per stage
+            values.update(pp_size=pp, num_gpus=pp)
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 

@@ -6,7 +6,7 @@ first stage, the final norm and the LM head on the last), transformers' own loss
 stage's parameters, two steps of `micro_batches` micro-batches. A record is the busiest stage's peak (what a
 planner buys for: every GPU of the pipeline is the same), with every stage's peak beside it.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_pp.py OUT.json
+    /tmp/ovenv/bin/python tools/oracle/measure_pp.py OUT.json [fit|holdout]
 """
 import json
 import os
@@ -21,30 +21,39 @@ import oracle_configs as C  # noqa: E402
 from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512  # noqa: E402  (the FSDP2 probes' shapes)
 from measure_tp import LLAMA_1B_UNTIED, QWEN_7B_4L_V512  # noqa: E402
 
-# (config name, config, stages, micro-batches, batch, length, checkpointing). No term was read from these: every
-# record is held out. Micro-batches below, at and above the stages (1F1B's first stage holds min(stages, micro-batches)
-# in flight); small and 128k vocabularies (the last stage's loss against the first stage's activations).
-HOLDOUT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 4, 2, 512, False)]
-           + [("Llama-tiny-4L-512", C.LLAMA_TINY, 4, 8, 2, 512, gc) for gc in (False, True)]
-           + [("Llama-tiny-4L-1024", LLAMA_1024, 4, 4, 2, 512, False)]
-           + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, pp, mb, 1, 2048, gc)
-              for pp, mb, gc in ((4, 8, False), (2, 2, False), (2, 4, True))]
-           + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 8, 1, 2048, False)]
-           + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 4, 1, 2048, gc) for gc in (False, True)])
+# (config name, config, stages, micro-batches, batch, length, checkpointing). Fit: the shapes the pipeline terms were
+# read from (the first stage's micro-batches in flight, its layer's backward, the last stage's loss, torch's buffers
+# and kept outputs); held out: shapes measured after the terms were written. Micro-batches below, at and above the
+# stages; small and 128k vocabularies (the last stage's loss against the first stage's activations).
+FIT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 4, 2, 512, False)]
+       + [("Llama-tiny-4L-512", C.LLAMA_TINY, 4, 8, 2, 512, gc) for gc in (False, True)]
+       + [("Llama-tiny-4L-1024", LLAMA_1024, 4, 4, 2, 512, False)]
+       + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, pp, mb, 1, 2048, gc)
+          for pp, mb, gc in ((4, 8, False), (2, 2, False), (2, 4, True))]
+       + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 8, 1, 2048, False)]
+       + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 4, 1, 2048, gc) for gc in (False, True)])
+HOLDOUT = ([("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 8, 1, 2048, False), ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 4, 1, 2048, True)]
+           + [("Llama-tiny-4L-1024", LLAMA_1024, 2, 3, 2, 1024, False)]
+           + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, mb, 1, 2048, gc) for mb, gc in ((4, False), (16, True))]
+           + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 4, 4, 1, 2048, True)]
+           + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, pp, 8, 1, seq, False) for pp, seq in ((2, 4096), (8, 2048))])
 
 
-def measure(name, config, stages, micro_batches, batch, seq, grad_ckpt):
+def measure(split, name, config, stages, micro_batches, batch, seq, grad_ckpt):
     started = time.time()
     ranks = [memoracle.run_pp_rank(config, pp_world=stages, pp_rank=rank, micro_batches=micro_batches, batch=batch,
                                    seq=seq, grad_ckpt=grad_ckpt) for rank in range(stages)]
     busiest = max(ranks, key=lambda r: r["peak_bytes"])
+    # the model's parameters: a tied embedding is held by the first stage and, as its LM head, by the last
+    params = sum(r["params"] for r in ranks) - (config["vocab_size"] * config["hidden_size"]
+                                                if config.get("tie_word_embeddings") else 0)
     setting = {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq,
-               "grad_ckpt": grad_ckpt, "optim": "fused", "pp_world": stages, "micro_batches": micro_batches}
+               "grad_ckpt": grad_ckpt, "optim": "fused", "pp_world": stages, "grad_accum": micro_batches}
     rec = dict(id=f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if grad_ckpt else 'nogc'}/fused/pp{stages}-mb{micro_batches}",
-               config_name=name, split="holdout", config=config, workload="full", setting=setting,
+               config_name=name, split=split, config=config, workload="full", setting=setting,
                peak_bytes=busiest["peak_bytes"], first_step_peak_bytes=busiest["first_step_peak_bytes"],
                busiest_stage=busiest["pp_rank"], stage_peak_bytes=[r["peak_bytes"] for r in ranks],
-               params=sum(r["params"] for r in ranks), trainable_params=sum(r["trainable_params"] for r in ranks),
+               params=params, trainable_params=params, stage_params=[r["params"] for r in ranks],
                steady_peak_breakdown=busiest["steady_peak_breakdown"], peak_phase=busiest["steps"][-1]["peak_phase"],
                peak_op=busiest["steps"][-1]["peak_op"],
                notes="measure_pp: every stage of torch's pipeline parallelism (Schedule1F1B) on a fake process group; "
@@ -54,9 +63,9 @@ def measure(name, config, stages, micro_batches, batch, seq, grad_ckpt):
     return rec
 
 
-def main(out_path):
-    json.dump([measure(*case) for case in HOLDOUT], open(out_path, "w"), indent=1)
+def main(out_path, split):
+    json.dump([measure(split, *case) for case in {"fit": FIT, "holdout": HOLDOUT}[split]], open(out_path, "w"), indent=1)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "fit")
