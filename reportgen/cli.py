@@ -477,6 +477,12 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
                                  fixed=tuple(given)), prompts=prompts)
     else:
         found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
+    if not found.options and found.misses and all(m.nearest is None and m.skipped for m in found.misses):
+        # the options given rule out every layout on every GPU type: an input error, as estimate's
+        texts = list(dict.fromkeys(r.text() for m in found.misses for r in m.skipped))
+        shared = [t for t in texts if all(t in {r.text() for r in m.skipped} for m in found.misses)]
+        raise InputError("no layout can run on " + ("any GPU type" if len(found.misses) > 1 else found.misses[0].gpu)
+                         + ": " + "; ".join(shared or texts))
     # an RLHF plan states how its step times compare with published runs (they set no coefficient)
     accuracy = None
     if isinstance(scenario, RlhfScenario):  # the pipeline (presets, notes, report) is imported only for it

@@ -245,16 +245,18 @@ def test_plan_finds_a_56_gpu_answer_where_it_is_cheapest():
 
 
 def test_plan_says_why_a_gpu_type_has_no_answer():
-    found = _cli_plan("--model", "Llama-3.1-70B", "--workload", "full", "--gpu", H100, "--tp", "3")
-    assert not found["options"] and found["not_found"][0]["gpu"] == H100
     from click.testing import CliRunner
     from reportgen.cli import main
-    text = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--gpu", H100,
-                                     "--tp", "3"]).output
-    assert "tp_size 3 does not divide 64 attention heads" in text
-    text = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--gpu", "L4",
-                                     "--gpus", "3"]).output
-    assert "L4: nothing fits up to 3 GPUs; at 3 GPUs the recommended budget (k × device total) is" in text
+    # options no layout can run with: an input error, as estimate's (#31: it printed a miss and exited 0)
+    out = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--gpu", H100,
+                                    "--tp", "3"])
+    assert out.exit_code == 1 and out.output.startswith(f"Error: no layout can run on {H100}: tp_size 3 does not "
+                                                        "divide 64 attention heads") and out.output.count("\n") == 1
+    # what does not fit is an answer, not an error
+    out = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--workload", "full", "--gpu", "L4",
+                                    "--gpus", "3"])
+    assert out.exit_code == 0
+    assert "L4: nothing fits up to 3 GPUs; at 3 GPUs the recommended budget (k × device total) is" in out.output
     slow = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-70B", "--users", "64", "--min-tokens-per-s", "500",
                                      "--gpu", H100]).output
     assert f"{H100}: fits, but the fastest layout up to 512 GPUs gives" in slow and "(goal: 500)" in slow
@@ -265,13 +267,24 @@ def test_plan_says_why_a_gpu_type_has_no_answer():
     (("--workload", "grpo", "--framework", "megatron", "--zero", "3"), "the megatron framework does not run ZeRO-3"),
 ])
 def test_plan_names_the_rule_every_layout_breaks(options, reason):
-    """Options that rule out every layout: the miss names the rule they break, alone (it listed the first candidate
-    skipped by each rule: 'tp_size 2 × pp_size 8 does not divide num_gpus 24; ZeRO-3 with pipeline parallelism …')."""
+    """Options that rule out every layout: one Error line names the rule they break, alone (it listed the first
+    candidate skipped by each rule: 'tp_size 2 × pp_size 8 does not divide num_gpus 24; ZeRO-3 with pipeline
+    parallelism …'), exit status 1 as estimate's."""
     from click.testing import CliRunner
     from reportgen.cli import main
-    text = CliRunner().invoke(main, ["plan", "--model", "Llama-2-7B", "--gpu", H100, *options]).output
-    (line,) = [t for t in text.splitlines() if t.strip().startswith(f"{H100}:")]
-    assert line.split(": no layout can run: ", 1)[1].startswith(reason) and ";" not in line, line
+    out = CliRunner().invoke(main, ["plan", "--model", "Llama-2-7B", "--gpu", H100, *options])
+    (line,) = out.output.splitlines()
+    assert out.exit_code == 1 and line.startswith(f"Error: no layout can run on {H100}: {reason}") and ";" not in line
+
+
+def test_plan_error_names_what_rules_out_every_gpu_type():
+    """Over several GPU types the error names the rules that held on all of them (a V100's missing bf16 is its
+    own, not the options')."""
+    from click.testing import CliRunner
+    from reportgen.cli import main
+    out = CliRunner().invoke(main, ["plan", "--model", "Llama-3.1-8B", "--workload", "full", "--gpu-type", "V100-32GB",
+                                    "--gpu-type", H100, "--pp", "64"])
+    assert out.exit_code == 1 and out.output == "Error: no layout can run on any GPU type: pp_size 64 exceeds the 32 layers\n"
 
 
 def test_plan_refuses_a_precision_its_framework_does_not_run():
