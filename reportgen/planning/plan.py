@@ -598,9 +598,13 @@ def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candi
     it does not fit is passed over) and its largest fitting micro-batch is then bisected. A share is tried each in
     turn: a small one may not hold the engine's weights and one sequence's KV cache, a large one the trainer."""
     micros = _micro_batches(scenario, gpu, candidate, fixed)
+    made: dict[tuple[float, int], GroupEstimate] = {}  # where none fits, the smallest share's group is made once
 
     def group(share: float, micro: int) -> GroupEstimate:
-        return _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share), micro, known)
+        if (share, micro) not in made:
+            made[share, micro] = _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share),
+                                        micro, known)
+        return made[share, micro]
 
     shares = _engine_shares(candidate, fixed)
     smallest = _largest_fitting_share(shares, lambda share: group(share, micros[-1]))
