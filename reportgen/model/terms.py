@@ -1587,7 +1587,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("pp_layers", "pp_size {pp} exceeds the {layers} layers",
           V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
     _skip("pp_zero", "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the "
-          "optimizer (ZeRO-1)",
+          "optimizer (ZeRO-1); torchtitan's FSDP2 under a pipeline, which keeps each stage's parameters and gradients "
+          "unsharded through the step, is not modelled",
           AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
     # (FSDP2 below ZeRO-2 is framework_zero's)
     _skip("precision_fsdp", "precision fsdp-bf16 is FSDP2's mixed-precision policy: it needs framework fsdp2, not "
