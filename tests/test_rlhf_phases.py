@@ -381,7 +381,7 @@ MOE_GRPO = rlhf_scenario(name="", algorithm="grpo", placement="colocated", group
 
 @pytest.mark.slow  # every pair of about 600 layouts: 6 s
 @pytest.mark.parametrize("group,configurations", [
-    (grpo_8b(batch_size=2), (("H100-80GB-SXM", 1), ("A100-40GB", 4), ("L40S", 8))),
+    (grpo_8b(batch_size=2), (("H100-80GB-SXM", 1), ("A100-40GB", 4), ("L40S", 8), ("A100-80GB", 2))),
     # a model whose trainer leaves the engine only the smaller shares: the budget binds above them
     (MOE_GRPO, (("H100-80GB-SXM", 8), ("RTX-6000-Ada", 16), ("L4", 8)))])
 def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_pair_does(group, configurations):

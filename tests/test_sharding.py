@@ -326,6 +326,24 @@ def test_megatron_offloads_no_parameters():
     assert EST.skip_reason(replace(s, framework="deepspeed", zero_stage=3)) is None
 
 
+def test_offload_shards_what_it_offloads():
+    """DeepSpeed offloads the optimizer states from ZeRO-1 and the parameters with ZeRO-3 (each GPU its shard);
+    pipelines run no ZeRO-3, so no parameter offload. On one data-parallel rank nothing shards (ZeRO-Offload on one
+    GPU). The plan had answered a 70B fine-tune with ZeRO-2 and offload all on 16 RTX-3090."""
+    s = Scenario(model="Llama-2-7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=8,
+                 gpu=H100, framework="deepspeed", checkpointing="full")
+    for zero, offload, code in ((0, "optimizer", "offload_zero"), (1, "optimizer", None), (2, "all", "offload_zero"),
+                                (3, "all", None), (0, "none", None)):
+        reason = EST.skip_check(replace(s, zero_stage=zero, offload=offload))
+        assert (reason.code if reason else None) == code, (zero, offload)
+    assert "ZeRO-2 over 8 data-parallel GPUs" in EST.skip_reason(replace(s, zero_stage=2, offload="all"))
+    assert EST.skip_check(replace(s, num_gpus=1, zero_stage=0, offload="all")) is None
+    piped = replace(s, framework="megatron", zero_stage=1, pp_size=2, offload="all")
+    assert EST.skip_check(piped).code in ("offload_framework", "offload_pipeline")
+    assert EST.skip_check(replace(piped, framework="hf", zero_stage=0, num_gpus=2)).code == "offload_pipeline"
+    assert EST.skip_check(replace(piped, framework="hf", zero_stage=0, num_gpus=2, offload="optimizer")) is None
+
+
 def test_autocast_keeps_no_whole_model_copy_under_fsdp_full_shard():
     """Autocast caches the bf16 copy of a weight only if the weight is a leaf and not a view (PyTorch's
     cached_cast). Under ZeRO-3 as the HF Trainer and Composer run it (FSDP FULL_SHARD) a layer's gathered weights

@@ -1648,6 +1648,18 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("offload_framework", "megatron offloads the optimizer only (--optimizer-cpu-offload), not the parameters: "
           "offload all needs DeepSpeed ZeRO-Infinity or FSDP2's CPU offload",
           AND(V("offload").eq("all"), V("is_train").eq(1), V("framework").eq("megatron"))),
+    # ZeRO-Offload and ZeRO-Infinity shard what they offload: DeepSpeed's offload_optimizer needs stage 1-3 and
+    # offload_param stage 3 (FSDP2's CPUOffloadPolicy offloads its full sharding). On one rank nothing shards, and a
+    # stage changes nothing (ZeRO-Offload on one GPU).
+    _skip("offload_zero", "offload {offload} with ZeRO-{zero} over {ranks} data-parallel GPUs: DeepSpeed offloads the "
+          "optimizer states from ZeRO-1 and the parameters with ZeRO-3 only, each GPU its shard",
+          AND(V("is_train").eq(1), V("zero_group").gt(1),
+              OR(AND(V("offload").ne("none"), V("zero_stage").eq(0)),
+                 AND(V("offload").eq("all"), V("zero_stage").lt(3)))),
+          offload=V("offload"), zero=V("zero_stage"), ranks=V("zero_group")),
+    _skip("offload_pipeline", "offload all with pipeline parallelism: the parameters are offloaded with ZeRO-3, which "
+          "DeepSpeed and Megatron pipelines do not run",
+          AND(V("is_train").eq(1), V("offload").eq("all"), V("pp_stages").gt(1))),
     _skip("offload_inference", "CPU offload applies to training",
           AND(V("offload").ne("none"), V("is_train").eq(0))),
     _skip("lora_arch", "LoRA is not modelled for {model_type} models",
