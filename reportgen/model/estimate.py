@@ -9,6 +9,7 @@ defined in one place.
 from __future__ import annotations
 
 import copy
+from collections import ChainMap
 import functools
 import operator
 from dataclasses import dataclass, replace
@@ -519,7 +520,7 @@ class Estimator:
         first = g.roles[0][1]
         inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}
         values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
-                                                      {n: {**e.scenario.input_view(), **e.values} for n, e in roles})))
+                                                      {n: ChainMap(e.values, e.scenario.input_view()) for n, e in roles})))
         return GroupEstimate(g, roles, values)
 
 
