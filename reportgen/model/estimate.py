@@ -9,9 +9,9 @@ defined in one place.
 from __future__ import annotations
 
 import copy
-from collections import ChainMap
 import functools
 import operator
+from collections import ChainMap
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 

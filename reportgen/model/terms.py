@@ -761,18 +761,20 @@ TERMS: tuple[Term, ...] = (
          V("head_saved_per_token") + (V("tp_replicas_outside") - 1) * V("head_replicated_per_token")
          + (V("tp_size") - 1) * V("sp_gathered_input_bytes"),
          "the LM head's gathered input under torchtitan's sequence parallelism", "activation"),
+    Term("stage_layers_saved_per_token", "A pipeline stage's layers, saved per token by a tensor-parallel group",
+         "bytes", V("pp_layer_share") * (V("group_saved_per_token") - V("group_head_saved_per_token")),
+         "the busiest stage's share of the layers (all of them without a pipeline)", "activation"),
     Term("training_activations", "Saved activations (training)", "bytes",
          IF(V("is_train").eq(1),
-            ceil_div(V("tokens") * (V("pp_layer_share") * (V("group_saved_per_token") - V("group_head_saved_per_token"))
-                                    + V("group_head_saved_per_token")), V("tp_size")) + V("autocast_copies_bytes"), 0),
+            ceil_div(V("tokens") * (V("stage_layers_saved_per_token") + V("group_head_saved_per_token")), V("tp_size"))
+            + V("autocast_copies_bytes"), 0),
          "one micro-batch through the stage that computes the loss (in a pipeline the last, whose 1F1B schedule "
          "backpropagates each micro-batch before the next: one in flight): its layers' and the head's saved tensors",
          "activation"),
     # Pipeline parallelism: the first stage holds more micro-batches in flight (pp_in_flight), without the head's.
     Term("pp_microbatch_bytes", "A micro-batch's saved activations on the first pipeline stage", "bytes",
          IF(AND(V("is_train").eq(1), V("pp_stages").gt(1)),
-            ceil_div(V("tokens") * V("pp_layer_share") * (V("group_saved_per_token") - V("group_head_saved_per_token")),
-                     V("tp_size")), 0),
+            ceil_div(V("tokens") * V("stage_layers_saved_per_token"), V("tp_size")), 0),
          "its layers' saved tensors", "activation"),
     Term("torch_pipeline", "torch.distributed.pipelining's schedule (1/0)", "flag",
          IF(AND(V("framework").eq("hf"), V("pp_stages").gt(1), V("is_train").eq(1)), 1, 0),
@@ -786,10 +788,10 @@ TERMS: tuple[Term, ...] = (
          V("torch_pipeline") * ceil_div(V("tokens") * V("vocab_out") * V("act_bytes"), V("tp_size")),
          "the last stage's output is the logits: kept beside the loss's own copies", "activation"),
     Term("pp_recv_buffer_bytes", "Pipeline receive buffers", "bytes",
-         V("torch_pipeline") * V("grad_accum_steps") * ceil_div(V("tokens") * V("hidden_size") * V("act_bytes"),
-                                                                V("tp_size")),
-         "torch's PipelineStage allocates a buffer for every micro-batch of the step it receives, activations on "
-         "every stage but the first, their gradients on every stage but the last, and keeps them", "state"),
+         V("grad_accum_steps") * V("pp_kept_output_bytes"),
+         "torch's PipelineStage allocates a buffer the size of a stage's output for every micro-batch of the step it "
+         "receives, activations on every stage but the first, their gradients on every stage but the last, and keeps "
+         "them", "state"),
     Term("forward_end_bytes", "End of forward: the loss's logits and autocast's unsaved weight copies", "bytes",
          IF(V("is_train").eq(1),
             ceil_div((V("act_bytes") + IF(AND(OR(V("loss").eq("fp32"), V("loss").eq("compute")),
