@@ -129,14 +129,14 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  # every TP fit rank within 1.3 % (TP 2 x FSDP2 2 with checkpointing was -4.31 % until FSDP2's root unit
                  # was reduced at the end of backward with every unit resharded: fsdp_root_reduce_bytes)
                  "tp": 0.013,
-                 # every PP fit record within 0.3 % but Llama-2-7B's layers at 2 stages x 2 micro-batches (-2.27 %: the
-                 # first backward's gradients appear while every micro-batch is in flight)
+                 # every PP fit record within 0.3 % (under FSDP2 0.73 %) but Llama-2-7B's layers at 2 stages x 2
+                 # micro-batches (-2.27 %: the first backward's gradients appear while every micro-batch is in flight)
                  "pp": 0.023}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 301
+    assert len(ids) == len(set(ids)) == 311
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -190,7 +190,7 @@ def test_holdout_summary_per_family():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
         assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.0036, "cp": 0.0066,
-                                             "pp": 0.0018}.get(family, 0.005), family
+                                             "pp": 0.0021}.get(family, 0.005), family
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
@@ -205,9 +205,12 @@ def test_holdout_summary_per_family():
     # context parallelism: no term was read from these (every CP record is held out)
     cp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "cp" and c["id"] not in KNOWN_MISSES]
     assert len(cp) == 10 and max(cp) <= 0.014 and statistics.median(cp) <= 0.0063
-    # pipeline parallelism: the stages of torch's 1F1B schedule measured after its terms were written
+    # pipeline parallelism: the stages of torch's 1F1B schedule measured after its terms were written (alone, 6 of
+    # them within 0.6 %; under FSDP2 over each stage's GPUs, 5, the largest Qwen2.5-7B's layers at +1.16 %)
     pp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "pp" and c["id"] not in KNOWN_MISSES]
-    assert len(pp) == 6 and max(pp) <= 0.0061 and statistics.median(pp) <= 0.001
+    assert len(pp) == 11 and max(pp) <= 0.0117 and statistics.median(pp) <= 0.0012
+    fsdp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "pp" and "fsdp_world" in c["setting"]]
+    assert len(fsdp) == 5 and max(fsdp) <= 0.0117
 
 
 def test_modules_to_save_add_what_peft_trains():

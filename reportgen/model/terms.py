@@ -279,6 +279,12 @@ TERMS: tuple[Term, ...] = (
          "(ParallelDims.fsdp_enabled), or to offload: a tensor-parallel group alone trains unwrapped, without FSDP2's "
          "gathered units and reduce-scatter buffers (one rank of TP on a fake process group: "
          "tools/oracle/measure_tp.py)", "derived"),
+    Term("fsdp_pipeline", "FSDP2 under a pipeline (1/0)", "flag",
+         IF(AND(V("fsdp2_wraps").eq(1), V("pp_stages").gt(1)), 1, 0),
+         "torchtitan turns FSDP2's resharding after forward off under a pipeline (no all-gather per micro-batch), and "
+         "torch's pipeline stage turns its gradient sync off until the last micro-batch: a stage's parameters stay "
+         "gathered and its gradients unsharded, in the reduce dtype, through the step (one stage of torch's pipeline "
+         "with FSDP2 on a fake process group: tools/oracle/measure_pp.py)", "derived"),
     # Pipeline parallelism (1F1B, Narayanan et al. 2021): the busiest stage holds ⌈layers / pp⌉ layers,
     # the embedding or the LM head (the first and last stage), and the first stage keeps up to pp
     # micro-batches of activations in flight.
@@ -481,11 +487,14 @@ TERMS: tuple[Term, ...] = (
     Term("accumulated_gradients", "Gradients kept between micro-batches", "bytes",
          IF(AND(V("is_train").eq(1), V("grad_accum_steps").gt(1)),
             IF(AND(V("framework").eq("litgpt"), V("zero_stage").ge(2)),
-               ceil_div(V("gradient_bytes_unsharded"), V("tp_size")), V("transient_gradients")), 0),
+               ceil_div(V("gradient_bytes_unsharded"), V("tp_size")),
+               IF(V("fsdp_pipeline").eq(1), ceil_div(V("gradient_params") * V("fsdp_reduce_bytes"), V("tp_size")),
+                  V("transient_gradients"))), 0),
          "with gradient accumulation, the gradients of the earlier micro-batches stay in .grad while the later "
          "ones run forward and backward (PyTorch adds each backward into them); LitGPT's FSDP skips the "
-         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded; a "
-         "persistent buffer accumulates in place", "state"),
+         "reduce-scatter while accumulating (fabric.no_backward_sync), so its gradients stay unsharded, and FSDP2 "
+         "under a pipeline accumulates them unsharded in its reduce dtype; a persistent buffer accumulates in place",
+         "state"),
     Term("optimizer_shards", "Optimizer-state shards", "count", V("tp_size") * IF(V("zero_stage").ge(1), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-1 partitions optimizer states)", "state"),
     Term("state_bytes", "Bytes per optimizer state", "count",
@@ -520,17 +529,20 @@ TERMS: tuple[Term, ...] = (
     Term("host_ram_fits", "Offloaded states fit in the node's host RAM (1/0)", "flag",
          IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
+         IF(AND(V("fsdp_pipeline").eq(1), V("zero_stage").eq(3)), ceil_div(V("stage_params") * _p("gather_bytes"),
+                                                                          V("tp_size")),
          IF(OR(V("zero_stage").eq(3), V("offload").eq("all")),
             ceil_div(IF(V("framework").eq("fsdp2"),
                         V("fsdp2_wraps") * (V("root_unit_params") + V("decoder_layer_params")),
                         V("largest_layer_params")
                         + IF(V("framework").eq("deepspeed"),
                              MIN(V("ds_prefetch_bucket_size"), V("largest_layer_params")), V("largest_layer_params")))
-                     * IF(V("is_full").eq(1), _p("gather_bytes"), 2), V("tp_size")), 0),
+                     * IF(V("is_full").eq(1), _p("gather_bytes"), 2), V("tp_size")), 0)),
          "the layer being computed plus the prefetched next one (DeepSpeed prefetches at most "
          "stage3_prefetch_bucket_size elements); FSDP2 keeps its root unit (embedding, LM head, final norm) "
          "unsharded from the forward to the end of backward, beside the decoder layer it gathers (one rank of "
-         "FSDP2 on a fake process group: tools/oracle/measure_fsdp2.py)", "state"),
+         "FSDP2 on a fake process group: tools/oracle/measure_fsdp2.py), and under a pipeline the whole stage",
+         "state"),
     # ---- training frameworks: their buffers besides the model states (Assumptions sheet) ----------
     Term("ds_reduce_bucket_bytes", "DeepSpeed contiguous-gradient bucket", "bytes",
          IF(AND(V("framework").eq("deepspeed"), V("zero_stage").ge(1), V("is_train").eq(1)),
@@ -558,15 +570,20 @@ TERMS: tuple[Term, ...] = (
     Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
          IF(AND(OR(V("fsdp2_wraps").eq(1), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
             ceil_div(IF(V("is_full").eq(1),
-                        IF(V("fsdp2_wraps").eq(1), V("decoder_layer_params"), V("largest_layer_params"))
-                        * (_p("gather_bytes") + V("fsdp_reduce_bytes")),
-                        V("adapter_params") / V("num_layers") * (V("grad_elem_bytes") + V("fsdp_reduce_bytes"))),
+                        IF(V("fsdp_pipeline").eq(1), V("hidden_size") * _m("intermediate_size") * _p("gather_bytes"),
+                           IF(V("fsdp2_wraps").eq(1), V("decoder_layer_params"), V("largest_layer_params"))
+                           * (_p("gather_bytes") + V("fsdp_reduce_bytes"))),
+                        V("adapter_params") / V("num_layers")
+                        * (V("grad_elem_bytes") + (1 - V("fsdp_pipeline")) * V("fsdp_reduce_bytes"))),
                      V("tp_size")), 0),
          "during backward one unit's (decoder layer's) unsharded gradients, in the gathered weights' dtype, and the "
          "reduce-scatter input of the unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own "
-         "stream, overlapping the next unit's backward)", "state"),
+         "stream, overlapping the next unit's backward); under a pipeline the MLP's first weight gradient (its down "
+         "projection's, made in the gathered dtype while the micro-batch's activations are saved, before the unit's "
+         "gradients are added into the unsharded accumulation)", "state"),
     Term("fsdp_root_reduce_bytes", "FSDP2's root unit reduced at the end of backward", "bytes",
-         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1)),
+         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
+                V("fsdp_pipeline").eq(0)),
             ceil_div(V("root_unit_params") * (_p("gather_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
          "the last unit FSDP2 reduces is the root (embedding, LM head, final norm), once every unit's gathered "
          "parameters are resharded: all its unsharded gradients and their reduce-scatter input at once, two "
@@ -777,7 +794,7 @@ TERMS: tuple[Term, ...] = (
             ceil_div(V("tokens") * V("stage_layers_saved_per_token"), V("tp_size")), 0),
          "its layers' saved tensors", "activation"),
     Term("torch_pipeline", "torch.distributed.pipelining's schedule (1/0)", "flag",
-         IF(AND(V("framework").eq("hf"), V("pp_stages").gt(1), V("is_train").eq(1)), 1, 0),
+         IF(AND(is_one_of(V("framework"), "hf", "fsdp2"), V("pp_stages").gt(1), V("is_train").eq(1)), 1, 0),
          "plain PyTorch pipelines with torch.distributed.pipelining (PipelineStage, Schedule1F1B, as torchtitan); "
          "Megatron frees a sent output's data and receives into a buffer per receive (one stage of torch's "
          "pipeline on a fake process group: tools/oracle/measure_pp.py)", "derived"),
@@ -856,9 +873,9 @@ TERMS: tuple[Term, ...] = (
     Term("pp_first_stage_backward_bytes", "The first pipeline stage's micro-batch in backward", "bytes",
          MAX(V("pp_microbatch_bytes") + V("layer_backward_bytes")
              + IF(V("checkpointing").eq("full"), ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")), 0),
-             V("pp_embedding_grad_bytes")),
+             V("pp_embedding_grad_bytes")) + V("framework_backward_bytes"),
          "its activations with a layer's backward (under checkpointing beside the layer rebuilt whole), or, once "
-         "they are freed, the embedding's gradient", "activation"),
+         "they are freed, the embedding's gradient; the training framework's backward buffers", "activation"),
     Term("pp_in_flight_with_gradients", "Micro-batches in flight on the first stage once gradients exist", "count",
          MIN(V("pp_in_flight"), V("grad_accum_steps") - 1),
          "1F1B: the first backward runs with pp_in_flight micro-batches and no gradients; each later one with "
@@ -1589,9 +1606,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("pp_layers", "pp_size {pp} exceeds the {layers} layers",
           V("pp_stages").gt(V("num_layers")), pp=V("pp_stages"), layers=V("num_layers")),
     _skip("pp_zero", "ZeRO-{zero} with pipeline parallelism: DeepSpeed and Megatron pipelines shard at most the "
-          "optimizer (ZeRO-1); torchtitan's FSDP2 under a pipeline, which keeps each stage's parameters and gradients "
-          "unsharded through the step, is not modelled",
-          AND(V("pp_stages").gt(1), V("zero_stage").ge(2)), zero=V("zero_stage")),
+          "optimizer (ZeRO-1); FSDP2 (torchtitan) runs under a pipeline",
+          AND(V("pp_stages").gt(1), V("zero_stage").ge(2), V("framework").ne("fsdp2")), zero=V("zero_stage")),
     # (FSDP2 below ZeRO-2 is framework_zero's)
     _skip("precision_fsdp", "precision fsdp-bf16 is FSDP2's mixed-precision policy: it needs framework fsdp2, not "
           "{framework}",

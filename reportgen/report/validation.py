@@ -112,8 +112,8 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
             # each a torchtitan tensor-parallel group of tp GPUs (sequence parallel), or over cp context-parallel GPUs
             values.update(framework="fsdp2", zero_stage=3, num_gpus=max(world, 1) * tp * cp, tp_size=tp, cp_size=cp)
         pp = get("pp_world", default=1)
-        if pp > 1:  # the busiest stage of torch's pipeline (framework hf: plain PyTorch), one GPU per stage
-            values.update(pp_size=pp, num_gpus=pp)
+        if pp > 1:  # the busiest stage of torch's pipeline (framework hf: plain PyTorch; fsdp2 over fsdp_world GPUs)
+            values.update(pp_size=pp, num_gpus=values.get("num_gpus", 1) * pp)
     return Scenario.from_mapping(values, models=(model_name,), gpus=(values["gpu"],), source=source,
                                  key_path=lambda name: f"{where}.setting.{_FILE_KEYS.get(name, name)}")
 

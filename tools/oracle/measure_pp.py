@@ -3,8 +3,9 @@
 steps it, return_outputs=False) on a fake process group: every stage of the pipeline, one rank at a time in this
 process, with fake tensors (memoracle.run_pp_rank). The model split evenly by decoder layers (the embedding on the
 first stage, the final norm and the LM head on the last), transformers' own loss, pure bf16, fused AdamW over each
-stage's parameters, two steps of `micro_batches` micro-batches. A record is the busiest stage's peak (what a
-planner buys for: every GPU of the pipeline is the same), with every stage's peak beside it.
+stage's parameters, two steps of `micro_batches` micro-batches; with an FSDP2 world, each stage sharded over its
+data-parallel GPUs as torchtitan shards it under a pipeline. A record is the busiest stage's peak (what a planner buys
+for: every GPU of the pipeline is the same), with every stage's peak beside it.
 
     /tmp/ovenv/bin/python tools/oracle/measure_pp.py OUT.json [fit|holdout]
 """
@@ -37,34 +38,49 @@ HOLDOUT = ([("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 8, 1, 2048, False), ("Qwen2.5-0.
            + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, mb, 1, 2048, gc) for mb, gc in ((4, False), (16, True))]
            + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 4, 4, 1, 2048, True)]
            + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, pp, 8, 1, seq, False) for pp, seq in ((2, 4096), (8, 2048))])
+# FSDP2 over each stage's data-parallel GPUs, as torchtitan runs it under a pipeline: (..., checkpointing, FSDP2 world).
+# Fit: the shapes the FSDP2-under-a-pipeline terms were read from; held out: measured after they were written.
+FSDP_FIT = ([("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 2, 4, 1, 2048, False, w) for w in (4, 8)]
+            + [("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 8, 2, 512, False, 4),
+               ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 8, 1, 2048, True, 2),
+               ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 4, 1, 2048, False, 2)])
+FSDP_HOLDOUT = [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 8, 1, 2048, False, 2),
+                ("Llama-tiny-4L-1024", LLAMA_1024, 4, 4, 2, 512, False, 2),
+                ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 2, 4, 1, 2048, True, 4),
+                ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 4, 1, 2048, False, 2),
+                ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 4, 1, 2048, False, 2)]
 
 
-def measure(split, name, config, stages, micro_batches, batch, seq, grad_ckpt):
+def measure(split, name, config, stages, micro_batches, batch, seq, grad_ckpt, fsdp_world=0):
     started = time.time()
     ranks = [memoracle.run_pp_rank(config, pp_world=stages, pp_rank=rank, micro_batches=micro_batches, batch=batch,
-                                   seq=seq, grad_ckpt=grad_ckpt) for rank in range(stages)]
+                                   seq=seq, grad_ckpt=grad_ckpt, fsdp_world=fsdp_world) for rank in range(stages)]
     busiest = max(ranks, key=lambda r: r["peak_bytes"])
     # the model's parameters: a tied embedding is held by the first stage and, as its LM head, by the last
     params = sum(r["params"] for r in ranks) - (config["vocab_size"] * config["hidden_size"]
                                                 if config.get("tie_word_embeddings") else 0)
     setting = {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": batch, "seq": seq,
-               "grad_ckpt": grad_ckpt, "optim": "fused", "pp_world": stages, "grad_accum": micro_batches}
-    rec = dict(id=f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if grad_ckpt else 'nogc'}/fused/pp{stages}-mb{micro_batches}",
+               "grad_ckpt": grad_ckpt, "optim": "fused", "pp_world": stages, "grad_accum": micro_batches,
+               **({"fsdp_world": fsdp_world} if fsdp_world else {})}
+    rec = dict(id=f"{name}/train/bf16/sdpa/b{batch}/s{seq}/{'gc' if grad_ckpt else 'nogc'}/fused/pp{stages}-mb{micro_batches}"
+                  + (f"-fsdp2-{fsdp_world}" if fsdp_world else ""),
                config_name=name, split=split, config=config, workload="full", setting=setting,
                peak_bytes=busiest["peak_bytes"], first_step_peak_bytes=busiest["first_step_peak_bytes"],
                busiest_stage=busiest["pp_rank"], stage_peak_bytes=[r["peak_bytes"] for r in ranks],
                params=params, trainable_params=params, stage_params=[r["params"] for r in ranks],
                steady_peak_breakdown=busiest["steady_peak_breakdown"], peak_phase=busiest["steps"][-1]["peak_phase"],
                peak_op=busiest["steps"][-1]["peak_op"],
-               notes="measure_pp: every stage of torch's pipeline parallelism (Schedule1F1B) on a fake process group; "
-                     "peak_bytes is the busiest stage's")
+               notes="measure_pp: every stage of torch's pipeline parallelism (Schedule1F1B) on a fake process group"
+                     + (f", FSDP2 over {fsdp_world} GPUs per stage (reshard_after_forward off, as torchtitan)"
+                        if fsdp_world else "") + "; peak_bytes is the busiest stage's")
     print(rec["id"], rec["peak_bytes"], rec["stage_peak_bytes"], rec["peak_phase"], rec["peak_op"],
           round(time.time() - started, 1), flush=True)
     return rec
 
 
 def main(out_path, split):
-    json.dump([measure(split, *case) for case in {"fit": FIT, "holdout": HOLDOUT}[split]], open(out_path, "w"), indent=1)
+    cases = {"fit": FIT + FSDP_FIT, "holdout": HOLDOUT + FSDP_HOLDOUT}[split]
+    json.dump([measure(split, *case) for case in cases], open(out_path, "w"), indent=1)
 
 
 if __name__ == "__main__":
