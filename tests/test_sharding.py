@@ -342,6 +342,10 @@ def test_offload_shards_what_it_offloads():
     assert EST.skip_check(piped).code in ("offload_framework", "offload_pipeline")
     assert EST.skip_check(replace(piped, framework="hf", zero_stage=0, num_gpus=2)).code == "offload_pipeline"
     assert EST.skip_check(replace(piped, framework="hf", zero_stage=0, num_gpus=2, offload="optimizer")) is None
+    # FSDP2's CPUOffloadPolicy has no optimizer-only form
+    fsdp2 = replace(s, framework="fsdp2", zero_stage=3)
+    assert EST.skip_check(replace(fsdp2, offload="optimizer")).code == "offload_fsdp2"
+    assert EST.skip_check(replace(fsdp2, offload="all")) is None
 
 
 def test_autocast_keeps_no_whole_model_copy_under_fsdp_full_shard():

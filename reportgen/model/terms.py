@@ -1675,6 +1675,9 @@ SKIP_RULES: tuple[SkipRule, ...] = (
               OR(AND(V("offload").ne("none"), V("zero_stage").eq(0)),
                  AND(V("offload").eq("all"), V("zero_stage").lt(3)))),
           offload=V("offload"), zero=V("zero_stage"), ranks=V("zero_group")),
+    _skip("offload_fsdp2", "fsdp2's CPU offload (CPUOffloadPolicy) moves the parameters, their gradients and the "
+          "optimizer step to the host together: offload all, not the optimizer alone",
+          AND(V("is_train").eq(1), V("framework").eq("fsdp2"), V("offload").eq("optimizer"))),
     _skip("offload_pipeline", "offload all with pipeline parallelism: the parameters are offloaded with ZeRO-3, which "
           "DeepSpeed and Megatron pipelines do not run",
           AND(V("is_train").eq(1), V("offload").eq("all"), V("pp_stages").gt(1))),
