@@ -57,13 +57,6 @@ KNOWN_MISSES: dict[str, str] = {
         "-3.00 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
         "its activations are still saved) as the peak; without FSDP2 the estimate has no term for it (the loss's "
         "backward is above it at any real vocabulary)",
-    "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/nogc/fused/pp4-mb4":
-        "-3.15 %: as many micro-batches as stages: the first stage's first backward runs with every micro-batch in "
-        "flight while its layers' gradients appear one by one; the estimate takes every micro-batch in flight without "
-        "gradients or one fewer with all of them",
-    "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/gc/fused/pp4-mb16":
-        "-5.70 %: a middle stage is the busiest: torch keeps its receive buffers in both directions (2 x 16 "
-        "micro-batches); the estimate counts the first and the last stage",
     "Llama-3.2-1B-untied/train/bf16/sdpa/b1/s4096/gc/fused/cp2-fsdp2":
         "-5.43 %: FSDP2's end of backward with an untied 128k root unit: a vocabulary-sized fp32 gradient of the "
         "embedding is alive beside the root's reduce (one more 4 x vocabulary x hidden bytes), which the estimate "
@@ -136,7 +129,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 311
+    assert len(ids) == len(set(ids)) == 319
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -197,7 +190,7 @@ def test_holdout_summary_per_family():
         # FSDP2's known miss (+6.36 %) apart, its held-out ranks are within 2.4 % (Llama-3.2-1B's two checkpointed
         # ranks at 2 were +7.07 % until FSDP2's units were its decoder layers and its root reduced last: -0.01 %)
         # TP's known miss (-3.00 %) apart, its held-out ranks are within 2.5 %; CP's (-5.43 %) apart, within 1.4 %
-        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031, "cp": 0.055, "pp": 0.058}.get(family, 0.018), family
+        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031, "cp": 0.055, "pp": 0.017}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     assert len(fsdp2) == 18 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
     tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
@@ -205,12 +198,24 @@ def test_holdout_summary_per_family():
     # context parallelism: no term was read from these (every CP record is held out)
     cp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "cp" and c["id"] not in KNOWN_MISSES]
     assert len(cp) == 10 and max(cp) <= 0.014 and statistics.median(cp) <= 0.0063
-    # pipeline parallelism: the stages of torch's 1F1B schedule measured after its terms were written (alone, 6 of
-    # them within 0.6 %; under FSDP2 over each stage's GPUs, 5, the largest Qwen2.5-7B's layers at +1.16 %)
+    # pipeline parallelism: the stages of torch's 1F1B schedule measured after its terms were written (alone, 12,
+    # within 1.05 %; under FSDP2 over each stage's GPUs, 7, the largest Qwen2.5-7B's layers on 4 stages at +1.61 %)
     pp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "pp" and c["id"] not in KNOWN_MISSES]
-    assert len(pp) == 11 and max(pp) <= 0.0117 and statistics.median(pp) <= 0.0012
+    assert len(pp) == 19 and max(pp) <= 0.0162 and statistics.median(pp) <= 0.0021
     fsdp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "pp" and "fsdp_world" in c["setting"]]
-    assert len(fsdp) == 5 and max(fsdp) <= 0.0117
+    assert len(fsdp) == 7 and max(fsdp) <= 0.0162
+
+
+def test_a_middle_pipeline_stage_is_estimated_as_measured():
+    """Every stage of a torch pipeline is measured: the estimate's middle-stage phase against the second stage's
+    measured peak (whichever stage is the busiest), on the records measured after the middle stage's terms were written.
+    Within 0 to +4.9 %: +0.5 % to +1.4 % under checkpointing, where the receive buffers dominate; +3.5 % and +4.9 %
+    without (the micro-batch in backward is partly freed at the measured moment)."""
+    middle = [c for c in HOLDOUT if "after the middle stage's terms were written" in c["notes"]]
+    errors = {c["id"]: _estimate(c)["phase_pipeline_middle_stage"] / c["stage_peak_bytes"][1] - 1 for c in middle}
+    assert len(errors) == 8 and all(0 <= e <= 0.049 for e in errors.values()), errors
+    checkpointed = [e for i, e in errors.items() if "/gc/" in i]
+    assert len(checkpointed) == 6 and max(checkpointed) <= 0.014
 
 
 def test_modules_to_save_add_what_peft_trains():

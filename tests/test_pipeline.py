@@ -7,8 +7,11 @@ import pytest
 from dataclasses import replace
 
 from reportgen.model.catalog import load_gpus, load_models
-from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.spec import spec_from_config
+from reportgen.model.estimate import Estimator, Scenario, rlhf_scenario
+from reportgen.model.terms import PEAK_PARTS
 from reportgen.planning.plan import candidates
+from reportgen.report.views import segments
 
 EST = Estimator(load_models(), load_gpus())
 BASE = Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=64,
@@ -62,6 +65,38 @@ def test_a_torch_pipeline_keeps_its_buffers_and_outputs():
         states = sum(e[k] for k in ("weights", "master_weights", "optimizer_states", "persistent_gradients",
                                     "ddp_bucket_bytes", "zero3_buffer"))
         assert e["model_states"] - states == e["pp_recv_buffer_bytes"]
+
+
+# Llama-2-7B's layers with a 512-token vocabulary (the oracle's probe, 32 layers): no loss or embedding to outweigh them
+SMALL_VOCAB = spec_from_config({"model_type": "llama", "vocab_size": 512, "hidden_size": 4096, "intermediate_size": 11008,
+                                "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+                                "tie_word_embeddings": False}, name="Llama-2-7B-v512", source="test")
+
+
+def test_a_middle_stage_holds_both_receive_buffers_and_its_layers_alone():
+    """Between the first and the last stage a torch pipeline's stage receives activations and gradients, a buffer per
+    micro-batch each, holds one micro-batch fewer in flight than the first, and neither the embedding nor the LM head;
+    under checkpointing its first layer's saved input is the receive buffer. With many micro-batches and a small
+    vocabulary it is the busiest GPU (tools/oracle/measure_pp.py: the second stage's measured peak)."""
+    est = EST.with_model(SMALL_VOCAB)
+    many = replace(BASE, model=SMALL_VOCAB.name, num_gpus=4, tp_size=1, sequence_parallel="off", zero_stage=0,
+                   pp_size=4, grad_accum_steps=32)
+    e, megatron, two = (est.estimate(s) for s in (many, replace(many, framework="megatron"),
+                                                  replace(many, pp_size=2, num_gpus=2)))
+    assert e["peak_phase"] == 8 and e["allocated_peak"] == e["phase_pipeline_middle_stage"]
+    assert megatron["phase_pipeline_middle_stage"] == 0 and two["phase_pipeline_middle_stage"] == 0
+    hidden = BASE.batch_size * BASE.seq_len * 4096 * 2  # a micro-batch's hidden states in bf16
+    layers = (e["stage_params"] - 512 * 4096) / e["stage_params"]  # the first stage's, less its embedding
+    assert e["pp_middle_params_fraction"] == pytest.approx(layers)
+    assert e["resident_weights"] == math.floor(e["weights"] * layers)
+    states = sum(e[f"pp_middle_{k}"] for k in ("weights", "master_weights", "optimizer_states", "persistent_gradients"))
+    assert states == pytest.approx(
+        (e["weights"] + e["master_weights"] + e["optimizer_states"] + e["persistent_gradients"]) * layers, abs=4)
+    assert e["pp_middle_stage_temporaries"] - e["pp_middle_stage_backward_bytes"] == 2 * 32 * hidden
+    assert e["pp_middle_in_flight"] == 3 and e["pp_in_flight"] == 4
+    assert e["pp_middle_microbatch_bytes"] == e["pp_microbatch_bytes"] - hidden
+    # the breakdown's parts are the middle stage's and add up to its peak
+    assert sum(e[k] for k in PEAK_PARTS) == e["allocated_peak"]
 
 
 def test_the_bubble_costs_p_minus_1_slots():
@@ -144,3 +179,14 @@ def test_fsdp2_runs_under_a_pipeline_with_its_stage_gathered():
     saved = small["allocated_peak"] - large["allocated_peak"]
     sharded = (small["weights"] + small["optimizer_states"]) - (large["weights"] + large["optimizer_states"])
     assert saved == pytest.approx(sharded, rel=1e-9) and saved < 0.3 * small["allocated_peak"]
+
+
+def test_an_rlhf_group_trained_by_a_torch_pipeline_counts_its_receive_buffers():
+    """A colocated group's breakdown stacks its roles' states: a role trained by a torch pipeline keeps receive buffers
+    among them (a random preset's PPO with pp_size 2 ended in a traceback: the bar left them out)."""
+    actor = Scenario(model="Llama-3.2-1B", workload="full", seq_len=256, prompt_len=128, gen_len=128, num_gpus=2,
+                     pp_size=2, gpu="A100-80GB", precision="bf16-mixed")
+    group = EST.estimate_group(rlhf_scenario(name="ppo", algorithm="ppo", placement="colocated", actor=actor))
+    roles = dict(group.roles)
+    assert group["pp_recv_buffer_bytes"] == sum(e["pp_recv_buffer_bytes"] for e in roles.values()) > 0
+    assert sum(segments(group).values()) == group["device_total"]

@@ -248,7 +248,7 @@ def test_charts_follow_the_plan(recalculated, report):
     for row, rec in enumerate(singles, start=FIRST_ROW):
         values = rec.best.result.estimate.values
         assert ws.cell(row, cols["label"]).value == label_of(wb, rec.best.result)
-        assert same(values["weights"] / GiB, ws.cell(row, cols["weights_gib"]).value)
+        assert same(values["resident_weights"] / GiB, ws.cell(row, cols["resident_weights_gib"]).value)
         assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
 
 

@@ -264,7 +264,8 @@ class Estimate(_Totals):
 
 
 PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward", 5: "forward_end",
-               6: "recompute_start", 7: "pipeline_first_stage"}
+               6: "recompute_start", 7: "pipeline_first_stage",
+               8: "pipeline_middle_stage"}
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,9 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
             Term("zero3_buffer", "ZeRO-3 gathered-layer buffers of every role", "bytes", total("zero3_buffer"),
                  "part of the resident model states: each sharded role's gathered layer and the prefetched next one",
                  "phase"),
+            Term("pp_recv_buffer_bytes", "Pipeline receive buffers of every role", "bytes",
+                 total("pp_recv_buffer_bytes"), "part of the resident model states: a role trained by a torch pipeline "
+                 "keeps a receive buffer per micro-batch", "phase"),
             Term("transient_peak", "Largest phase's transient memory", "bytes",
                  MAX(*(r(role, "allocated_peak") - r(role, "model_states") for role in role_names)),
                  "rollout (actor KV cache), scoring forwards, and each trained role's step run one after another",

@@ -294,13 +294,14 @@ TERMS: tuple[Term, ...] = (
          "", "derived"),
     Term("vp_degree", "Virtual pipeline stages (model chunks per GPU)", "count",
          IF(V("pp_stages").gt(1), V("vp_size"), 1), "", "derived"),
+    Term("pp_interleave_factor", "Micro-batches in flight, interleaved against plain 1F1B", "count",
+         IF(V("vp_degree").gt(1), 1 + (V("pp_stages") - 1) / (V("pp_stages") * V("vp_degree")), 1),
+         "the interleaved schedule holds 1 + (pp − 1) ÷ (pp × vp) times as much as 1F1B (Korthikanti et al. 2022, "
+         "§4.2.3)", "derived"),
     Term("pp_in_flight", "Micro-batches whose activations a stage holds", "count",
-         MIN(V("pp_stages"), V("grad_accum_steps"))
-         * IF(V("vp_degree").gt(1), 1 + (V("pp_stages") - 1) / (V("pp_stages") * V("vp_degree")), 1),
+         MIN(V("pp_stages"), V("grad_accum_steps")) * V("pp_interleave_factor"),
          "1F1B: the first stage runs pp forwards before its first backward (Narayanan et al. 2021, "
-         "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, §2.2); the "
-         "interleaved schedule holds 1 + (pp − 1) ÷ (pp × vp) times as much (Korthikanti et al. 2022, §4.2.3)",
-         "derived"),
+         "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, §2.2)", "derived"),
     # LitGPT trains its own model code whatever the checkpoint: fused qkv, rotary by torch.cat, grouped
     # keys and values copied to every head before SDPA, RMSNorm scaled in fp32, an LM head of its own.
     Term("litgpt", "LitGPT's model code (1/0)", "flag", IF(AND(V("framework").eq("litgpt"), V("is_train").eq(1)), 1, 0),
@@ -870,12 +871,15 @@ TERMS: tuple[Term, ...] = (
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
          "first stage's last operation of each micro-batch's backward", "activation"),
+    Term("pp_layer_backward_working_bytes", "A pipeline stage's layer in backward, beside its micro-batch", "bytes",
+         V("layer_backward_bytes")
+         + IF(V("checkpointing").eq("full"), ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")), 0),
+         "a layer's backward working set, under full checkpointing beside the layer rebuilt whole", "activation"),
     Term("pp_first_stage_backward_bytes", "The first pipeline stage's micro-batch in backward", "bytes",
-         MAX(V("pp_microbatch_bytes") + V("layer_backward_bytes")
-             + IF(V("checkpointing").eq("full"), ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")), 0),
-             V("pp_embedding_grad_bytes")) + V("framework_backward_bytes"),
-         "its activations with a layer's backward (under checkpointing beside the layer rebuilt whole), or, once "
-         "they are freed, the embedding's gradient; the training framework's backward buffers", "activation"),
+         MAX(V("pp_microbatch_bytes") + V("pp_layer_backward_working_bytes"), V("pp_embedding_grad_bytes"))
+         + V("framework_backward_bytes"),
+         "its activations with a layer's backward, or, once they are freed, the embedding's gradient; the training "
+         "framework's backward buffers", "activation"),
     Term("pp_in_flight_with_gradients", "Micro-batches in flight on the first stage once gradients exist", "count",
          MIN(V("pp_in_flight"), V("grad_accum_steps") - 1),
          "1F1B: the first backward runs with pp_in_flight micro-batches and no gradients; each later one with "
@@ -892,6 +896,60 @@ TERMS: tuple[Term, ...] = (
     Term("pp_first_stage_activations", "The other micro-batches in flight on the first stage", "bytes",
          (V("pp_first_in_flight") - 1) * V("pp_microbatch_bytes") + V("pp_first_in_flight") * V("pp_kept_output_bytes"),
          "their activations, and in a torch pipeline every one's kept output", "activation"),
+    # A torch pipeline's middle stages hold a receive buffer per micro-batch in each direction: with many micro-batches
+    # the busiest GPU is the second stage (one fewer in flight than the first, no embedding, both buffers).
+    Term("pp_middle_stage", "A middle stage of a torch pipeline (1/0)", "flag",
+         IF(AND(V("torch_pipeline").eq(1), V("pp_stages").gt(2)), 1, 0),
+         "torch's PipelineStage receives activations on every stage but the first and gradients on every stage but "
+         "the last, into a buffer per micro-batch: a stage between them holds both (tools/oracle/measure_pp.py)",
+         "derived"),
+    Term("pp_middle_params_fraction", "A middle stage's parameters, as a share of the busiest stage's", "count",
+         (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share") / V("stage_params"),
+         "its layers alone: the embedding is the first stage's, the LM head the last's", "derived"),
+    Term("pp_middle_weights", "A middle stage's weights", "bytes", FLOOR(V("weights") * V("pp_middle_params_fraction")),
+         "", "state"),
+    Term("pp_middle_master_weights", "A middle stage's fp32 master weights", "bytes",
+         FLOOR(V("master_weights") * V("pp_middle_params_fraction")), "", "state"),
+    Term("pp_middle_optimizer_states", "A middle stage's optimizer states", "bytes",
+         FLOOR(V("optimizer_states") * V("pp_middle_params_fraction")), "", "state"),
+    Term("pp_middle_persistent_gradients", "A middle stage's gradient buffer", "bytes",
+         FLOOR(V("persistent_gradients") * V("pp_middle_params_fraction")), "", "state"),
+    Term("pp_middle_zero3_buffer", "A middle stage's gathered parameters (FSDP2)", "bytes",
+         FLOOR(V("zero3_buffer") * V("pp_middle_params_fraction")), "", "state"),
+    Term("pp_middle_in_flight", "Micro-batches in flight on the second pipeline stage", "count",
+         MIN(V("pp_stages") - 1, V("grad_accum_steps")) * V("pp_interleave_factor"),
+         "1F1B: a stage runs one forward fewer than the stage before it before its first backward", "derived"),
+    Term("pp_middle_microbatch_bytes", "A micro-batch's saved activations on a middle stage", "bytes",
+         V("pp_microbatch_bytes") - IF(V("checkpointing").eq("full"), V("pp_kept_output_bytes"), 0),
+         "as on the first stage, but under full checkpointing the input its first layer saves is the receive buffer "
+         "it arrived in", "activation"),
+    Term("pp_middle_in_flight_with_gradients", "Micro-batches in flight on a middle stage once gradients exist",
+         "count", MIN(V("pp_middle_in_flight"), V("grad_accum_steps") - 1), "", "derived"),
+    Term("pp_middle_with_gradients", "The middle stage peaks once gradients exist (1/0)", "flag",
+         IF((FLOOR(V("accumulated_gradients") * V("pp_middle_params_fraction"))
+             + (V("pp_middle_in_flight_with_gradients") - 1) * V("pp_middle_microbatch_bytes")
+             + V("pp_middle_in_flight_with_gradients") * V("pp_kept_output_bytes"))
+            .ge((V("pp_middle_in_flight") - 1) * V("pp_middle_microbatch_bytes")
+                + V("pp_middle_in_flight") * V("pp_kept_output_bytes")), 1, 0), "", "derived"),
+    Term("pp_middle_in_flight_at_peak", "Micro-batches in flight on a middle stage at its peak", "count",
+         IF(V("pp_middle_with_gradients").eq(1), V("pp_middle_in_flight_with_gradients"), V("pp_middle_in_flight")),
+         "", "derived"),
+    Term("pp_middle_stage_gradients", "Gradients on a middle stage at its peak", "bytes",
+         V("pp_middle_with_gradients") * FLOOR(V("accumulated_gradients") * V("pp_middle_params_fraction")), "",
+         "activation"),
+    Term("pp_middle_stage_activations", "The other micro-batches in flight on a middle stage", "bytes",
+         (V("pp_middle_in_flight_at_peak") - 1) * V("pp_middle_microbatch_bytes")
+         + V("pp_middle_in_flight_at_peak") * V("pp_kept_output_bytes"),
+         "their activations and every one's kept output", "activation"),
+    Term("pp_middle_stage_backward_bytes", "A middle stage's micro-batch in backward", "bytes",
+         V("pp_middle_microbatch_bytes") + V("pp_layer_backward_working_bytes") + V("framework_backward_bytes"),
+         "", "activation"),
+    Term("pp_middle_stage_all_gradients", "A middle stage's gradients at its peak, buffers included", "bytes",
+         V("pp_middle_persistent_gradients") + V("ddp_bucket_bytes") + V("pp_middle_stage_gradients"), "",
+         "activation"),
+    Term("pp_middle_stage_temporaries", "A middle stage's temporaries at its peak", "bytes",
+         V("pp_middle_zero3_buffer") + 2 * V("pp_recv_buffer_bytes") + V("pp_middle_stage_backward_bytes"),
+         "its gathered parameters (FSDP2), both directions' receive buffers, its micro-batch in backward", "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
             ceil_div(V("state_copy_bytes"), V("optimizer_shards")), 0),
@@ -1152,6 +1210,14 @@ TERMS: tuple[Term, ...] = (
          "others' activations (and, in a torch pipeline, every one's output) beside it; the other phases are the "
          "last stage's, with the loss (one stage of torch's pipeline on a fake process group: "
          "tools/oracle/measure_pp.py)", "phase"),
+    Term("phase_pipeline_middle_stage", "Phase: a middle pipeline stage's backward", "bytes",
+         IF(V("pp_middle_stage").eq(1),
+            V("pp_middle_weights") + V("pp_middle_master_weights") + V("pp_middle_optimizer_states")
+            + V("pp_middle_stage_all_gradients") + V("pp_middle_stage_activations") + V("pp_middle_stage_temporaries"),
+            0),
+         "the second stage of a torch pipeline, backpropagating a micro-batch: its layers' states, the receive "
+         "buffers of both directions, the other micro-batches in flight; the busiest stage when the micro-batches "
+         "are many (one stage of torch's pipeline on a fake process group: tools/oracle/measure_pp.py)", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
          V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("framework_step_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
@@ -1163,45 +1229,52 @@ TERMS: tuple[Term, ...] = (
                                    V("phase_forward")), 0),
          "an RLHF actor also generates rollouts: with generate() its cache and forward beside its states, with "
          "an engine the engine's whole budget beside them", "phase"),
-    Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
-         "forward, 6 first recomputed layer, 7 the first pipeline stage's backward)", "count",
-         IF(V("is_train").eq(0), 4,
-            IF(V("phase_pipeline_first_stage").gt(MAX(V("phase_backward_start"), V("phase_backward_end"),
-                                                      V("phase_optimizer_step"), V("generation_phase"),
-                                                      V("phase_forward_end"), V("phase_recompute_start"))), 7,
-               IF(V("phase_backward_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
-                                                   V("generation_phase"), V("phase_forward_end"),
-                                                   V("phase_recompute_start"))), 1,
-                  IF(V("phase_recompute_start").ge(MAX(V("phase_backward_end"), V("phase_optimizer_step"),
-                                                       V("generation_phase"), V("phase_forward_end"))), 6,
-                     IF(V("phase_backward_end").ge(MAX(V("phase_optimizer_step"), V("generation_phase"),
-                                                       V("phase_forward_end"))), 2,
-                        IF(V("phase_optimizer_step").ge(MAX(V("generation_phase"), V("phase_forward_end"))), 3,
-                           IF(V("phase_forward_end").ge(V("generation_phase")), 5, 4))))))), "", "phase"),
     Term("allocated_peak", "Allocated peak", "bytes",
          IF(V("is_train").eq(1),
             MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"),
-                V("phase_forward_end"), V("phase_recompute_start"), V("phase_pipeline_first_stage")),
+                V("phase_forward_end"), V("phase_recompute_start"), V("phase_pipeline_first_stage"),
+                V("phase_pipeline_middle_stage")),
             V("phase_forward")),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports", "total"),
+    Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
+         "forward, 6 first recomputed layer, 7 the first pipeline stage's backward, 8 a middle stage's)", "count",
+         IF(V("is_train").eq(0), 4,
+            IF(V("phase_backward_start").eq(V("allocated_peak")), 1,
+               IF(V("phase_recompute_start").eq(V("allocated_peak")), 6,
+                  IF(V("phase_backward_end").eq(V("allocated_peak")), 2,
+                     IF(V("phase_optimizer_step").eq(V("allocated_peak")), 3,
+                        IF(V("phase_forward_end").eq(V("allocated_peak")), 5,
+                           IF(V("generation_phase").eq(V("allocated_peak")), 4,
+                              IF(V("phase_pipeline_first_stage").eq(V("allocated_peak")), 7, 8)))))))),
+         "the first phase, in this order, that reaches the peak", "phase"),
+    # The busiest GPU's states: a middle pipeline stage's (its layers alone) where it peaks, else the busiest stage's.
+    Term("resident_weights", "Weights at the peak", "bytes",
+         IF(V("peak_phase").eq(8), V("pp_middle_weights"), V("weights")), "", "phase"),
+    Term("resident_master_weights", "fp32 master weights at the peak", "bytes",
+         IF(V("peak_phase").eq(8), V("pp_middle_master_weights"), V("master_weights")), "", "phase"),
+    Term("resident_optimizer_states", "Optimizer states at the peak", "bytes",
+         IF(V("peak_phase").eq(8), V("pp_middle_optimizer_states"), V("optimizer_states")), "", "phase"),
     Term("resident_gradients", "Gradients at the peak", "bytes",
-         V("persistent_gradients") + V("ddp_bucket_bytes")
-         + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
-              IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
-                 IF(V("peak_phase").eq(3), V("transient_gradients"),
-                    IF(V("peak_phase").eq(7), V("pp_first_stage_gradients"), 0)))),
-         "", "total"),
+         IF(V("peak_phase").eq(8), V("pp_middle_stage_all_gradients"),
+            V("persistent_gradients") + V("ddp_bucket_bytes")
+            + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
+                 IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
+                    IF(V("peak_phase").eq(3), V("transient_gradients"),
+                       IF(V("peak_phase").eq(7), V("pp_first_stage_gradients"), 0))))),
+         "", "phase"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
             IF(V("peak_phase").eq(6), V("recompute_start_activations"),
                IF(V("peak_phase").eq(7), V("pp_first_stage_activations"),
-                  IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
-                     IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")), 0)))),
-         "", "total"),
+                  IF(V("peak_phase").eq(8), V("pp_middle_stage_activations"),
+                     IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
+                        IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")), 0))))),
+         "", "phase"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
-            IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "total"),
+            IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "phase"),
     Term("temporaries", "Temporaries at the peak", "bytes",
+         IF(V("peak_phase").eq(8), V("pp_middle_stage_temporaries"),
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
                                 IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                    + V("framework_backward_bytes"),
@@ -1210,10 +1283,10 @@ TERMS: tuple[Term, ...] = (
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
                                             IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)),
                                                V("engine_budget_bytes"),
-                                               IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"), 0))))))),
+                                               IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"), 0)))))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
          "framework and pipeline buffers; at the end of forward the loss's logits and autocast's weight cache; while "
-         "a rollout engine generates, its whole budget; a first pipeline stage's micro-batch in backward", "total"),
+         "a rollout engine generates, its whole budget; a pipeline stage's micro-batch in backward", "phase"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
@@ -1532,7 +1605,8 @@ SERVING_KEYS = ("engine_budget_bytes", "kv_pool_bytes", "kv_pool_tokens", "kv_bl
 RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds",
                   "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
-PEAK_PARTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
+PEAK_PARTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
+              "resident_activations",
               "resident_kv_cache", "temporaries")
 
 

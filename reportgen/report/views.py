@@ -47,7 +47,8 @@ MANAGEMENT_TERM_GROUPS = ("total",)
 
 # The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
 # Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
-SEGMENTS = ("weights", "master_weights", "optimizer_states", "resident_gradients", "resident_activations",
+SEGMENTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
+            "resident_activations",
             "resident_kv_cache", "temporaries", "transient_peak", "fragmentation", "context_comm")
 assert set(PEAK_PARTS) <= set(SEGMENTS)
 
@@ -420,9 +421,10 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
         est = max((e for _, e in est.roles), key=lambda e: e["device_total"])
         v = est.values
     if isinstance(est, GroupEstimate):
-        parts = {k: int(v[k]) for k in ("weights", "master_weights", "optimizer_states", "resident_gradients",
-                                        "transient_peak")}
-        parts["temporaries"] = int(v["zero3_buffer"])
+        # a group's states sum its roles'
+        parts = {f"resident_{k}": int(v[k]) for k in ("weights", "master_weights", "optimizer_states")}
+        parts |= {k: int(v[k]) for k in ("resident_gradients", "transient_peak")}
+        parts["temporaries"] = int(v["zero3_buffer"]) + int(v["pp_recv_buffer_bytes"])
     else:
         parts = {k: int(v[k]) for k in PEAK_PARTS}
     parts["fragmentation"] = int(v["reserved_peak"]) - int(v["allocated_peak"])

@@ -7,7 +7,7 @@ stage's parameters, two steps of `micro_batches` micro-batches; with an FSDP2 wo
 data-parallel GPUs as torchtitan shards it under a pipeline. A record is the busiest stage's peak (what a planner buys
 for: every GPU of the pipeline is the same), with every stage's peak beside it.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_pp.py OUT.json [fit|holdout]
+    /tmp/ovenv/bin/python tools/oracle/measure_pp.py OUT.json [fit|holdout|middle]
 """
 import json
 import os
@@ -32,12 +32,22 @@ FIT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 4, 2, 512, False)]
        + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, pp, mb, 1, 2048, gc)
           for pp, mb, gc in ((4, 8, False), (2, 2, False), (2, 4, True))]
        + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 8, 1, 2048, False)]
-       + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 4, 1, 2048, gc) for gc in (False, True)])
+       + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 4, 1, 2048, gc) for gc in (False, True)]
+       # measured as held out, then read for a middle stage's terms (below)
+       + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, mb, 1, 2048, gc) for mb, gc in ((4, False), (16, True))])
 HOLDOUT = ([("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 8, 1, 2048, False), ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 4, 1, 2048, True)]
            + [("Llama-tiny-4L-1024", LLAMA_1024, 2, 3, 2, 1024, False)]
-           + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, mb, 1, 2048, gc) for mb, gc in ((4, False), (16, True))]
            + [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 4, 4, 1, 2048, True)]
            + [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, pp, 8, 1, seq, False) for pp, seq in ((2, 4096), (8, 2048))])
+# A middle stage (torch keeps receive buffers in both directions), written after the two 4-stage Llama-2-7B-layer
+# records at the end of FIT (4 and 16 micro-batches, measured as held out) had shown it; these were measured after the
+# middle stage's terms were written (held out): many micro-batches on 4 and 8 stages, with and without checkpointing.
+MIDDLE_HOLDOUT = ([("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 4, 12, 1, 2048, True),
+                   ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 8, 1, 2048, True),
+                   ("Llama-tiny-4L-1024", LLAMA_1024, 4, 16, 2, 512, False),
+                   ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 16, 1, 2048, True),
+                   ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 16, 1, 2048, True),
+                   ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 8, 32, 1, 2048, True)])
 # FSDP2 over each stage's data-parallel GPUs, as torchtitan runs it under a pipeline: (..., checkpointing, FSDP2 world).
 # Fit: the shapes the FSDP2-under-a-pipeline terms were read from; held out: measured after they were written.
 FSDP_FIT = ([("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 2, 4, 1, 2048, False, w) for w in (4, 8)]
@@ -49,6 +59,8 @@ FSDP_HOLDOUT = [("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 8, 1, 2048, False, 2)
                 ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 2, 4, 1, 2048, True, 4),
                 ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 4, 1, 2048, False, 2),
                 ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 4, 1, 2048, False, 2)]
+FSDP_MIDDLE_HOLDOUT = [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 16, 1, 2048, True, 4),
+                       ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 4, 16, 1, 2048, False, 2)]
 
 
 def measure(split, name, config, stages, micro_batches, batch, seq, grad_ckpt, fsdp_world=0):
@@ -79,7 +91,9 @@ def measure(split, name, config, stages, micro_batches, batch, seq, grad_ckpt, f
 
 
 def main(out_path, split):
-    cases = {"fit": FIT + FSDP_FIT, "holdout": HOLDOUT + FSDP_HOLDOUT}[split]
+    cases = {"fit": FIT + FSDP_FIT, "holdout": HOLDOUT + FSDP_HOLDOUT,
+             "middle": MIDDLE_HOLDOUT + FSDP_MIDDLE_HOLDOUT}[split]
+    split = "holdout" if split == "middle" else split
     json.dump([measure(split, *case) for case in cases], open(out_path, "w"), indent=1)
 
 
