@@ -89,9 +89,9 @@ def test_a_middle_stage_holds_both_receive_buffers_and_its_layers_alone():
     layers = (e["stage_params"] - 512 * 4096) / e["stage_params"]  # the first stage's, less its embedding
     assert e["pp_middle_params_fraction"] == pytest.approx(layers)
     assert e["resident_weights"] == math.floor(e["weights"] * layers)
-    states = sum(e[f"pp_middle_{k}"] for k in ("weights", "master_weights", "optimizer_states", "persistent_gradients"))
-    assert states == pytest.approx(
-        (e["weights"] + e["master_weights"] + e["optimizer_states"] + e["persistent_gradients"]) * layers, abs=4)
+    states = sum(e[f"pp_middle_{k}"] for k in ("weights", "master_weights", "optimizer_states", "gradient_buffers"))
+    assert states == pytest.approx((e["weights"] + e["master_weights"] + e["optimizer_states"] + e["persistent_gradients"]
+                                    + e["ddp_bucket_bytes"]) * layers, abs=4)
     assert e["pp_middle_stage_temporaries"] - e["pp_middle_stage_backward_bytes"] == 2 * 32 * hidden
     assert e["pp_middle_in_flight"] == 3 and e["pp_in_flight"] == 4
     assert e["pp_middle_microbatch_bytes"] == e["pp_microbatch_bytes"] - hidden
