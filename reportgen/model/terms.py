@@ -924,10 +924,12 @@ TERMS: tuple[Term, ...] = (
          V("pp_microbatch_bytes") - IF(V("checkpointing").eq("full"), V("pp_kept_output_bytes"), 0),
          "as on the first stage, but under full checkpointing the input its first layer saves is the receive buffer "
          "it arrived in", "activation"),
+    Term("pp_middle_accumulated_gradients", "A middle stage's gradients kept between micro-batches", "bytes",
+         FLOOR(V("accumulated_gradients") * V("pp_middle_params_fraction")), "", "activation"),
     Term("pp_middle_in_flight_with_gradients", "Micro-batches in flight on a middle stage once gradients exist",
          "count", MIN(V("pp_middle_in_flight"), V("grad_accum_steps") - 1), "", "derived"),
     Term("pp_middle_with_gradients", "The middle stage peaks once gradients exist (1/0)", "flag",
-         IF((FLOOR(V("accumulated_gradients") * V("pp_middle_params_fraction"))
+         IF((V("pp_middle_accumulated_gradients")
              + (V("pp_middle_in_flight_with_gradients") - 1) * V("pp_middle_microbatch_bytes")
              + V("pp_middle_in_flight_with_gradients") * V("pp_kept_output_bytes"))
             .ge((V("pp_middle_in_flight") - 1) * V("pp_middle_microbatch_bytes")
@@ -936,8 +938,7 @@ TERMS: tuple[Term, ...] = (
          IF(V("pp_middle_with_gradients").eq(1), V("pp_middle_in_flight_with_gradients"), V("pp_middle_in_flight")),
          "", "derived"),
     Term("pp_middle_stage_gradients", "Gradients on a middle stage at its peak", "bytes",
-         V("pp_middle_with_gradients") * FLOOR(V("accumulated_gradients") * V("pp_middle_params_fraction")), "",
-         "activation"),
+         V("pp_middle_with_gradients") * V("pp_middle_accumulated_gradients"), "", "activation"),
     Term("pp_middle_stage_activations", "The other micro-batches in flight on a middle stage", "bytes",
          (V("pp_middle_in_flight_at_peak") - 1) * V("pp_middle_microbatch_bytes")
          + V("pp_middle_in_flight_at_peak") * V("pp_kept_output_bytes"),
@@ -946,11 +947,11 @@ TERMS: tuple[Term, ...] = (
          V("pp_middle_microbatch_bytes") + V("pp_layer_backward_working_bytes") + V("framework_backward_bytes"),
          "", "activation"),
     Term("pp_middle_stage_all_gradients", "A middle stage's gradients at its peak, buffers included", "bytes",
-         V("pp_middle_gradient_buffers") + V("pp_middle_stage_gradients"), "",
-         "activation"),
+         V("pp_middle_gradient_buffers") + V("pp_middle_stage_gradients"), "", "activation"),
     Term("pp_middle_stage_temporaries", "A middle stage's temporaries at its peak", "bytes",
          V("pp_middle_zero3_buffer") + 2 * V("pp_recv_buffer_bytes") + V("pp_middle_stage_backward_bytes"),
-         "its gathered parameters (FSDP2), both directions' receive buffers, its micro-batch in backward", "activation"),
+         "its gathered parameters (FSDP2), both directions' receive buffers, its micro-batch in backward",
+         "activation"),
     Term("optimizer_step_bytes", "Optimizer step temporary", "bytes",
          IF(AND(V("is_train").eq(1), V("optimizer_impl").eq("foreach")),
             ceil_div(V("state_copy_bytes"), V("optimizer_shards")), 0),
@@ -1607,8 +1608,7 @@ RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "log_prob_seconds", "sc
                   "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
-              "resident_activations",
-              "resident_kv_cache", "temporaries")
+              "resident_activations", "resident_kv_cache", "temporaries")
 
 
 @dataclass(frozen=True)
