@@ -324,10 +324,11 @@ TERMS: tuple[Term, ...] = (
          "ColwiseParallel and RowwiseParallel, the embedding split by vocabulary, the LM head's logits left split by "
          "vocabulary for loss_parallel (one rank of TP on a fake process group: tools/oracle/measure_tp.py); "
          "without sequence parallelism the plan is not torchtitan's, and Megatron's rules apply", "derived"),
+    Term("stage_layer_params", "Decoder-layer parameters on the busiest pipeline stage", "count",
+         (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share"), "", "derived"),
     Term("stage_params", "Parameters on the busiest pipeline stage", "count",
          IF(V("pp_stages").eq(1), V("model_params"),
-            (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share")
-            + MAX(V("embedding_params"), V("lm_head_params"))),
+            V("stage_layer_params") + MAX(V("embedding_params"), V("lm_head_params"))),
          "a pipeline stage holds its layers and the embedding (first stage) or the LM head (last stage)"),
     Term("stage_expert_params", "Routed-expert parameters on that stage", "count",
          _m("expert_params") * V("pp_layer_share"), "", "derived"),
@@ -904,7 +905,7 @@ TERMS: tuple[Term, ...] = (
          "the last, into a buffer per micro-batch: a stage between them holds both (tools/oracle/measure_pp.py)",
          "derived"),
     Term("pp_middle_params_fraction", "A middle stage's parameters, as a share of the busiest stage's", "count",
-         (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share") / V("stage_params"),
+         V("stage_layer_params") / V("stage_params"),
          "its layers alone: the embedding is the first stage's, the LM head the last's", "derived"),
     Term("pp_middle_weights", "A middle stage's weights", "bytes", FLOOR(V("weights") * V("pp_middle_params_fraction")),
          "", "state"),
