@@ -1360,8 +1360,8 @@ TIME_TERMS: tuple[Term, ...] = (
          "the two held-out FP8 runs are within −16.7 % and +4.7 % so counted)", "time"),
     # ---- training ------------------------------------------------------------------------------
     Term("attention_length", "Tokens of the sequence attention runs over", "count",
-         IF(_TRAIN, V("seq_len"), V("context_tokens")), "a trained sequence; a generated one's prompt and response",
-         "time"),
+         IF(OR(_TRAIN, V("workload").eq("frozen")), V("seq_len"), V("context_tokens")),
+         "a trained or scored sequence; a generated one's prompt and response", "time"),
     Term("attention_flops_per_token", "Attention-score FLOPs per token (forward)", "flops",
          4 * V("q_dim") * _keys_attended(V("attention_length")),
          "the Q·K scores and their product with V over a causal context: 2 × 2 × q_dim × S/2 per layer (what "
@@ -1560,12 +1560,14 @@ TIME_TERMS: tuple[Term, ...] = (
          "weights over PCIe each way", "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",
          IF(OR(_TRAIN, V("workload").eq("frozen")),
-            V("step_sequences") * (2.0 * V("active_params") * V("seq_len")  # in floats, as the prefill's
-                                   + 2.0 * V("num_layers") * V("q_dim") * V("seq_len") * V("seq_len"))
-            / V("tp_size") / (V("peak_flops") * V("prefill_efficiency")), 0),
-         "a prefill over every whole sequence, micro-batch after micro-batch: how an RLHF role scores the "
-         "rollouts (reference log-probabilities, rewards) and how the actor and critic compute the old "
-         "log-probabilities and values before they train", "time"),
+            V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops")
+            * (2.0 * V("active_params") / _g("train_efficiency")
+               + V("attention_flops_per_token") / _g("attention_efficiency")), 0),
+         "the training framework's forward over every whole sequence, micro-batch after micro-batch, its matrix "
+         "multiplications and attention kernels at the GPU type's training efficiencies (those of the training "
+         "step's forward, not a serving engine's prefill): how an RLHF role scores the rollouts (reference "
+         "log-probabilities, rewards) and how the actor and critic compute the old log-probabilities and values "
+         "before they train", "time"),
     Term("scoring_seconds", "Scoring: one forward pass of a frozen model", "seconds",
          IF(V("workload").eq("frozen"), V("forward_pass_seconds"), 0),
          "reference and reward models score the rollouts", "time"),
