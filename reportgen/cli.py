@@ -485,8 +485,8 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
                          + ": " + "; ".join(shared or texts))
     # an RLHF plan states how its step times compare with published runs (they set no coefficient)
     accuracy = None
-    if isinstance(scenario, RlhfScenario):  # the pipeline (presets, notes, report) is imported only for it
-        from .pipeline import rlhf_step_accuracy
+    if isinstance(scenario, RlhfScenario):  # the validation cases are imported only for it
+        from .report.validation import rlhf_step_accuracy
         accuracy = rlhf_step_accuracy(estimator)
     click.echo(json.dumps(found.to_json() | ({"step_time_accuracy": accuracy} if accuracy else {}), indent=2)
                if as_json else plan_table(found, estimator.assumptions, accuracy))

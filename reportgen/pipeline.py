@@ -24,8 +24,8 @@ from .scenarios.presets import Expansion, Preset, expand, load_preset
 from .report.build import Report, block_requirements, build_report, priced_gpus, requirement_inputs, single_requirement
 from .scenarios.sweep import SweepBlock
 from .model.units import GiB, KiB, MiB
-from .report.validation import (Excluded, PublishedFigure, ValidationRow, error_stats, finetune_excluded,
-                         published_figures, published_rows, rlhf_cases, validate)
+from .report.validation import (Excluded, PublishedFigure, ValidationRow, finetune_excluded, published_figures,
+                                published_path, published_rows, validate)
 from .writers.atomic import Staging
 
 # format -> writer module (each has write(report, path, lang, **options)); imported only when asked for.
@@ -163,12 +163,6 @@ def validation_paths() -> list[Path]:
     return [folder / "measured.json", folder / "oracle_extra.json", folder / "oracle_arch.json"]
 
 
-def published_path(name: str = "finetune") -> Path:
-    """A bundled set of published figures: finetune (peak memory), throughput (training, decode), offload, serving or
-    rlhf."""
-    return data_dir("presets") / "validation" / f"published_{name}.json"
-
-
 def validation_rows(estimator: Estimator) -> list[ValidationRow]:
     """Measured peaks (kind "measured"), then the compared published fine-tuning figures (kind "published",
     each at the level it reports)."""
@@ -185,14 +179,6 @@ def validation_figures(estimator: Estimator) -> tuple[list[PublishedFigure], lis
                                           read_json(published_path("rlhf")), read_json(published_path("offload")),
                                           estimator)
     return figures, finetune_excluded(read_json(published_path())) + excluded
-
-
-def rlhf_step_accuracy(estimator: Estimator) -> dict[str, float]:
-    """How the RLHF step times compare with the held-out published ones (validation's 'rlhf' figures): their
-    count, median and largest |error|, and how many the estimate puts short, for a plan to state beside its own."""
-    errors = [f.error for c in rlhf_cases(read_json(published_path("rlhf"))) if c.use == "holdout"
-              for f in c.figures(estimator)]
-    return {**error_stats(errors), "short": sum(e < 0 for e in errors)}
 
 
 def make_report(loaded: Loaded, generated_at: str) -> Report:

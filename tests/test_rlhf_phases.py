@@ -349,7 +349,7 @@ def test_the_plan_answers_the_issues_three_rlhf_questions():
 def test_an_rlhf_plan_says_how_its_step_times_compare_with_published_runs():
     """The plan's iteration times rest on a model the validation finds short: the table says by how much (the
     held-out figures of presets/validation/published_rlhf.json), and the JSON carries the same figures."""
-    from reportgen.pipeline import rlhf_step_accuracy
+    from reportgen.report.validation import rlhf_step_accuracy
     accuracy = rlhf_step_accuracy(EST)
     # "lower bounds" holds while most are short (29 of 35 since forward passes run at the training efficiencies)
     assert accuracy["figures"] == 35 and accuracy["short"] >= 0.8 * accuracy["figures"]
@@ -463,3 +463,35 @@ def test_a_gpu_type_a_layout_free_rule_rules_out_is_a_miss_with_that_rule_and_no
     for n in (1, 8, 64):
         layouts = [c for t in candidates(base, EST, n, _GROUP_KEEPS) for c in _rollout_layouts(t, EST, n, ())]
         assert layouts and all("bf16_gpu" in {r.code for r in EST.skip_reasons(c)} for c in layouts)
+
+
+def _bundled_groups():
+    from reportgen.scenarios.presets import expand, load_preset
+    return [item for name in ("ppo-rlhf", "default") for _, item in expand(load_preset(name), EST).scenarios
+            if not isinstance(item, Scenario)]
+
+
+def test_a_role_that_generates_nothing_reads_nothing_of_the_engines_share():
+    """The plan's search makes a role that generates nothing (critic, reference, reward, DPO's) once for every share of
+    the GPU it offers the rollout engine (estimate_group's known roles): every value of such a role is the same at
+    any share. A term that read the share there would make the search's answers depend on the order it tries them."""
+    groups = _bundled_groups() + [grpo_8b(micro=4), grpo_8b(engine="hf-generate"), grpo_8b(offload="all")]
+    roles = [s for g in groups for _, s in g.roles if not s.gen_len]
+    assert len(roles) >= 20 and {s.workload for s in roles} >= {"full", "frozen"}
+    for s in roles:
+        values = EST.estimate(s).values
+        for share in (0.3, 0.9):
+            assert EST.estimate(s.with_inputs(gpu_memory_utilization=share)).values == values
+
+
+def test_a_search_that_knows_its_roles_estimates_each_group_as_a_fresh_estimate_does():
+    """A group made at one share after another with the same known roles (as the plan's search makes them) equals
+    the group made alone: its values, and each role's estimate with that role's own scenario (its share among them)."""
+    known: dict = {}
+    for group in _bundled_groups()[:6] + [grpo_8b(micro=4)]:
+        for share in ENGINE_BUDGETS:
+            layout = group.relayout(gpu_memory_utilization=share)
+            searched, alone = EST.estimate_group(layout, known), EST.estimate_group(layout)
+            assert searched.values == alone.values
+            for (_, mine), (_, fresh) in zip(searched.roles, alone.roles):
+                assert mine.scenario == fresh.scenario and mine.values == fresh.values

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ..errors import InputError, unknown_name
+from ..model.catalog import data_dir
 from ..model.estimate import Estimator, RlhfScenario, Scenario, rlhf_scenario
 from ..model.spec import ModelSpec, read_json, spec_from_config
 from ..model.lookups import EXPERTS_IMPLEMENTATIONS
@@ -547,6 +548,20 @@ def rlhf_cases(data: Mapping[str, Any]) -> list[RlhfCase]:
                             block.get("miss", ""), block.get("published_memory", {}), r.get("memory_source", ""),
                             block.get("memory_excluded", ""), block.get("memory_miss", "")))
     return out
+
+
+def published_path(name: str = "finetune") -> Path:
+    """A bundled set of published figures: finetune (peak memory), throughput (training, decode), offload, serving or
+    rlhf."""
+    return data_dir("presets") / "validation" / f"published_{name}.json"
+
+
+def rlhf_step_accuracy(estimator: Estimator) -> dict[str, float]:
+    """How the RLHF step times compare with the held-out published ones (validation's 'rlhf' figures): their
+    count, median and largest |error|, and how many the estimate puts short, for a plan to state beside its own."""
+    errors = [f.error for c in rlhf_cases(read_json(published_path("rlhf"))) if c.use == "holdout"
+              for f in c.figures(estimator)]
+    return {**error_stats(errors), "short": sum(e < 0 for e in errors)}
 
 
 def rlhf_memory_figures(cases: Sequence[RlhfCase], estimator: Estimator) -> tuple[list[PublishedFigure], list[Excluded]]:
