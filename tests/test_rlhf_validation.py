@@ -58,12 +58,13 @@ def test_the_held_out_step_times_are_as_accurate_as_recorded():
     phase of rlhf-104 now within ±17 %; 12 before the MI300X's training efficiency was read from a published
     comparison instead of the H100's: rlhf-011's and rlhf-012's training within ±22 %; 15 before the forward passes
     ran at the training efficiencies instead of a serving prefill's: the MI300X's log-probabilities and scores within
-    ±13 %), median 22.0 %, largest 98 %, 29 short (fixed costs of small models, eager rollout engines, short
-    sequences' efficiency). A change that widens it fails."""
+    ±13 %; veRL's gen compared with the refit and the generation, as its timer spans both: median 22.0 → 21.5 %),
+    median 21.5 %, largest 98 %, 29 short (fixed costs of small models, eager rollout engines, short sequences'
+    efficiency). A change that widens it fails."""
     errors = [f.error for c in CASES for f in _figures(c)]
     stats = error_stats(errors)
     assert stats["figures"] == 35 and sum(abs(e) <= 0.25 for e in errors) >= 20
-    assert stats["median_abs_error"] <= 0.221 and stats["max_abs_error"] <= 0.98
+    assert stats["median_abs_error"] <= 0.215 and stats["max_abs_error"] <= 0.98
 
 
 def _figures(case):

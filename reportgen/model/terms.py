@@ -1607,8 +1607,8 @@ INFERENCE_TIME_KEYS = ("prefill_seconds", "seconds_per_output_token", "tokens_pe
 # A serving engine's answers: its KV block pool and what the pool holds.
 SERVING_KEYS = ("engine_budget_bytes", "kv_pool_bytes", "kv_pool_tokens", "kv_blocks", "max_concurrency",
                 "max_context_tokens")
-RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds",
-                  "iteration_seconds")
+RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "rollout_phase_seconds", "log_prob_seconds", "scoring_seconds",
+                  "training_seconds", "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
               "resident_activations", "resident_kv_cache", "temporaries")
