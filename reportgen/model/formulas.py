@@ -656,6 +656,21 @@ def _parse_number(text: str) -> float:
     return int(value) if value.is_integer() and abs(value) < 1e15 and "." not in text else value
 
 
+def with_children(e: Expr, kids: list) -> Expr:
+    """The node `e` over other children (as many, in the order children() gives them)."""
+    if isinstance(e, (Op, Cmp)):
+        return type(e)(e.op, *kids)
+    if isinstance(e, Fn):
+        return Fn(e.name, tuple(kids))
+    if isinstance(e, Concat):
+        return Concat(tuple(kids))
+    if isinstance(e, Lookup):
+        return Lookup(e.table, e.column, *kids)
+    if isinstance(e, (InTable, RowOf)):
+        return type(e)(e.table, *kids)
+    raise TypeError(f"no children to replace in {type(e).__name__}")
+
+
 def specialise(expr: Expr, constants: Mapping[str, float]) -> Expr:
     """The expression with the named Vars replaced by numbers and every decided condition folded
     away (IF with a constant condition takes its branch; AND/OR drop constant arguments), so a term

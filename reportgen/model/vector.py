@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .arrays import np
 from .formulas import (PYTHON_HELPERS, ROW_FIELD, Cmp, Concat, Const, Expr, Fn, InTable, Lookup, Num, Op, RowOf, Str,
-                       Var, spreadsheet_ceil, spreadsheet_text, to_python)
+                       Var, spreadsheet_ceil, spreadsheet_text, to_python, with_children)
 
 INT, FLOAT, BOOL = 0, 1, 2  # the Python type of a number: int, float, bool
 _PY_TYPE = {int: INT, float: FLOAT, bool: BOOL}
@@ -342,7 +342,7 @@ def _scalar_fn(node: Expr) -> Callable:
     if fn is None:
         if not isinstance(node, (Op, Cmp, Fn, Concat)):
             raise TypeError(f"no scalar form for {node!r}")
-        shaped = _with_children(node, [Var(f"_{i}") for i in range(len(node.children()))])
+        shaped = with_children(node, [Var(f"_{i}") for i in range(len(node.children()))])
         params = shaped.children()
         source = to_python(shaped, lambda n: n, lambda e: "")
         namespace = dict(PYTHON_HELPERS)
@@ -857,21 +857,7 @@ def _hoist(expr: Expr, varying: set[str], hoisted: dict[str, tuple[str, Expr]]) 
     if not expr.names() & varying:
         name, _ = hoisted.setdefault(repr(expr), (f"\0hoisted {len(hoisted)}", expr))
         return Var(name)
-    return _with_children(expr, [_hoist(k, varying, hoisted) for k in kids])
-
-
-def _with_children(e: Expr, kids: list) -> Expr:
-    if isinstance(e, (Op, Cmp)):
-        return type(e)(e.op, *kids)
-    if isinstance(e, Fn):
-        return Fn(e.name, tuple(kids))
-    if isinstance(e, Concat):
-        return Concat(tuple(kids))
-    if isinstance(e, Lookup):
-        return Lookup(e.table, e.column, *kids)
-    if isinstance(e, (InTable, RowOf)):
-        return type(e)(e.table, *kids)
-    raise TypeError(f"no children to replace in {type(e).__name__}")
+    return with_children(expr, [_hoist(k, varying, hoisted) for k in kids])
 
 
 def _outer_groups(columns: Mapping[str, Any], row_inputs: Sequence[str], size: int):

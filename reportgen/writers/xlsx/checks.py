@@ -14,8 +14,8 @@ from dataclasses import fields, replace
 from string import Formatter
 from typing import Sequence
 
-from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Concat, Expr, Fn, InTable, Lookup,
-                         Num, Op, Str, Var, concat, is_one_of)
+from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Expr, Fn, InTable, Lookup,
+                         Num, Op, Str, Var, concat, is_one_of, with_children)
 from ...report.i18n import Catalogue
 from ...model.inputs import FROZEN, INPUT_NAMES, INPUTS, Input
 from ...model.spec import ModelSpec
@@ -160,17 +160,6 @@ def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
 INPUT_LISTS = ("input_problems_1", "input_problems_2")  # the columns input_problems' lists fill
 
 
-def _rebuilt(expr: Expr, children: Sequence[Expr]) -> Expr:
-    """The same node over new children."""
-    if isinstance(expr, Fn):
-        return replace(expr, args=tuple(children))
-    if isinstance(expr, Concat):
-        return replace(expr, parts=tuple(children))
-    if isinstance(expr, (Lookup, InTable)):
-        return replace(expr, key=children[0])
-    return replace(expr, a=children[0], b=children[1])  # Op, Cmp
-
-
 def inlined(expr: Expr) -> Expr:
     """The expression over inputs, assumptions and lookups only: every term it reads replaced by the
     term's definition, its conditions without the 1/0 flags the terms compute (conditions_of). A
@@ -180,7 +169,7 @@ def inlined(expr: Expr) -> Expr:
     children = expr.children()
     if not children:
         return expr
-    return conditions_of(_rebuilt(expr, [inlined(c) for c in children]))
+    return conditions_of(with_children(expr, [inlined(c) for c in children]))
 
 
 def _flag(e: Expr) -> Expr | None:
