@@ -37,6 +37,21 @@ def test_ppo_with_a_lora_actor_and_judges_on_a_cheaper_card_is_priced_per_role()
     assert data["roles"]["reward"]["gpu_memory_bytes"] == GPUS["L40S"].memory_bytes
 
 
+def test_a_plan_says_which_pools_run_on_another_gpu_type():
+    """A plan row is named by the actor's GPU type; pools given another type say so, in the table and the JSON (the
+    table said 'pools: actor 1, critic 1, reference 1, reward 1' while two of its four GPUs were L40S)."""
+    args = ("plan", "--model", "Qwen2.5-7B", "--workload", "ppo", "--placement", "separate",
+            "--role-gpu-types", "reference=L40S,reward=L40S", "--gpu-type", "A100-80GB")
+    out = run(*args)
+    assert out.exit_code == 0, out.output
+    assert "pools: actor 1, critic 1, reference 1 × L40S, reward 1 × L40S" in out.output
+    (option,) = json.loads(run(*args, "--json").output)["options"]
+    assert option["layout"]["role_gpu_types"] == {"actor": "A100-80GB", "critic": "A100-80GB", "reference": "L40S",
+                                                  "reward": "L40S"}
+    price = {g: GPUS[g].price_purchase_usd for g in ("A100-80GB", "L40S")}
+    assert option["purchase_usd"] == 2 * price["A100-80GB"] + 2 * price["L40S"]
+
+
 def test_the_preset_expresses_it_too():
     report = make_report(load("ppo-rlhf"), "2026-01-01T00:00:00+00:00")
     groups = [r for r in report.results if r.matrix == "LoRA actor, judges on an inference card"]

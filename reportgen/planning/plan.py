@@ -100,6 +100,7 @@ class PlanOption:
                 out["gpu_memory_utilization"] = g.actor.gpu_memory_utilization
             if g.placement == "separate":
                 out["role_gpus"] = {role: s.num_gpus for role, s in g.roles}
+                out["role_gpu_types"] = {role: s.gpu for role, s in g.roles}
         return out
 
     def to_json(self) -> dict:

@@ -119,9 +119,16 @@ def _layout_words(layout: dict) -> str:
               f"micro-batches of {layout['micro_batch_size']:,}" if "micro_batch_size" in layout else "",
               f"rollout engine TP{layout['rollout_tp_size']} on {layout['gpu_memory_utilization']:.0%} of each GPU"
               if "rollout_tp_size" in layout else "",
-              "pools: " + ", ".join(f"{role} {n}" for role, n in layout["role_gpus"].items())
-              if "role_gpus" in layout else ""]
+              _pools_words(layout) if "role_gpus" in layout else ""]
     return " · ".join(x for x in parts if x)
+
+
+def _pools_words(layout: dict) -> str:
+    """'pools: actor 2, critic 1, reference 1 × L40S': each role's GPUs, and their type where it is not the first
+    role's (the plan row's)."""
+    lead = next(iter(layout["role_gpu_types"].values()))
+    return "pools: " + ", ".join(f"{role} {n}" + (f" × {gpu}" if gpu != lead else "")
+                                 for (role, n), gpu in zip(layout["role_gpus"].items(), layout["role_gpu_types"].values()))
 
 
 def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
