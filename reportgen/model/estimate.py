@@ -520,7 +520,7 @@ class Estimator:
 
     def estimate_group(self, g: RlhfScenario, known: dict[Scenario, Estimate] | None = None) -> GroupEstimate:
         """known: role estimates already made, filled as it goes (a search meets the same frozen roles many times)."""
-        roles = tuple((name, self.estimate(s) if known is None else self._known_role(s, known)) for name, s in g.roles)
+        roles = tuple((name, self.estimate(s) if known is None else self.estimate_known(s, known)) for name, s in g.roles)
         fn, terms = _group_fn(tuple(n for n, _ in g.roles), g.placement)
         first = g.roles[0][1]
         inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}
@@ -528,10 +528,11 @@ class Estimator:
                                                       {n: ChainMap(e.values, e.scenario.input_view()) for n, e in roles})))
         return GroupEstimate(g, roles, values)
 
-    def _known_role(self, s: Scenario, known: dict[Scenario, Estimate]) -> Estimate:
-        """A role's estimate from `known`, made once. A role that generates nothing reads no term of its rollout
-        engine's share of the GPU (tests/test_rlhf_phases.py holds its values equal at every share), so the plan's
-        search over shares makes it once: its key leaves the share out, and the estimate is given its own scenario."""
+    def estimate_known(self, s: Scenario, known: dict[Scenario, Estimate]) -> Estimate:
+        """A role's estimate from `known` (a search's made estimates), made once. A role that generates nothing reads
+        no term of its rollout engine's share of the GPU (tests/test_rlhf_phases.py holds its values equal at every
+        share), so the plan's search over shares makes it once: its key leaves the share out, and the estimate is
+        given its own scenario."""
         key = s if s.gen_len else s.with_inputs(gpu_memory_utilization=0.0)
         made = known.get(key)
         if made is None:

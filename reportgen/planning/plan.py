@@ -557,24 +557,34 @@ def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch
 def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
            micro_batch_size: int | None = None, known: dict | None = None) -> GroupEstimate:
     group = _relayout(scenario, gpu, candidate, micro_batch_size)
-    return estimator.estimate_group(_sized_pools(estimator, group) if group.placement == "separate" else group, known)
+    if group.placement == "separate":
+        group = _sized_pools(estimator, group, {} if known is None else known)
+    return estimator.estimate_group(group, known)
 
 
-def _sized_pools(estimator: Estimator, group: RlhfScenario) -> RlhfScenario:
+def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> RlhfScenario:
     """Separate pools the user did not size: each role on the fewest GPUs of its type that hold it with the safety
     factor (buyable counts, ascending; a pool holds whole tensor-parallel groups, and whole pipelines of a trained
-    role). A role that fits on none keeps the actor's count, and the group does not fit."""
+    role). A role that fits on none keeps the actor's count, and the group does not fit.
+
+    known: the search's made estimates (estimate_group's), and the sizes found per group. The roles sized here
+    generate nothing, so the actor's share of each GPU, which the search varies, changes none of their sizes: a
+    group's sizes are found once for every share."""
     given = dict(group.settings).get("role_gpus") or {}
-    sizes = dict(given)
-    for role, s in group.roles[1:]:
-        if role in given:
-            continue
-        unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
-        for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node):
-            if n % unit == 0 and estimator.estimate(group.relayout({"role_gpus": {**sizes, role: n}}).role(role))[
-                    "fits_recommended"]:
-                sizes[role] = n
-                break
+    key = ("pools", tuple(s.with_inputs(gpu_memory_utilization=0.0) for _, s in group.roles), repr(group.settings))
+    sizes = known.get(key)
+    if sizes is None:
+        sizes = dict(given)
+        for role, s in group.roles[1:]:
+            if role in given:
+                continue
+            unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
+            for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node):
+                pool = group.relayout({"role_gpus": {**sizes, role: n}}).role(role)
+                if n % unit == 0 and estimator.estimate_known(pool, known)["fits_recommended"]:
+                    sizes[role] = n
+                    break
+        known[key] = sizes
     return group.relayout({"role_gpus": sizes}) if sizes != given else group
 
 
