@@ -139,3 +139,40 @@ def test_rlhf_settings_that_change_nothing_or_cannot_be_are_refused():
     from reportgen.errors import InputError
     with pytest.raises(InputError, match="group_size: applies to GRPO only"):
         make_scenario({"model": "Qwen2.5-7B"}, workload="ppo", rlhf={"group_size": 4}, estimator=EST, source="p.yaml")
+
+
+def _plan_options(*extra):
+    out = run("plan", "--model", "Qwen2.5-7B", "--workload", "ppo", "--engine", "vllm", "--placement", "separate",
+              "--json", *extra)
+    assert out.exit_code == 0, out.output
+    return {o["gpu"]: o for o in json.loads(out.output)["options"]}
+
+
+@pytest.mark.slow  # the deadline's plan searches the L4 up to 512 GPUs (about 19 s)
+def test_the_plan_puts_a_separate_pool_on_a_cheaper_gpu_type_that_holds_it():
+    """#33: per-role GPU types. Beside an H100 actor, the critic, reference and reward pools each on the GPU type
+    where they cost least to buy (the L4), unless a deadline needs the faster card; a pool given a type or a count
+    keeps it; beside a data-centre card no pool goes on a GeForce one (its licence forbids data-centre use)."""
+    price = {g: GPUS[g].price_purchase_usd for g in ("H100-80GB-SXM", "L4")}
+    mixed = _plan_options("--gpu-type", "H100-80GB-SXM", "--gpu-type", "L4")["H100-80GB-SXM"]
+    types = mixed["layout"]["role_gpu_types"]
+    assert types == {"actor": "H100-80GB-SXM", "critic": "L4", "reference": "L4", "reward": "L4"}
+    counts = mixed["layout"]["role_gpus"]
+    assert mixed["purchase_usd"] == sum(counts[r] * price[types[r]] for r in counts)
+    alone = _plan_options("--gpu-type", "H100-80GB-SXM")["H100-80GB-SXM"]
+    assert set(alone["layout"]["role_gpu_types"].values()) == {"H100-80GB-SXM"}
+    assert mixed["purchase_usd"] < alone["purchase_usd"] and mixed["iteration_seconds"] > alone["iteration_seconds"]
+    # 1,000 iterations within 6.5 h: the L4 pools' iteration (24.6 s) would take 6.8 h, the H100 ones' 6.1 h
+    hours = 6.5
+    assert alone["iteration_seconds"] * 1000 < hours * 3600 < mixed["iteration_seconds"] * 1000
+    timed = _plan_options("--gpu-type", "H100-80GB-SXM", "--gpu-type", "L4", "--steps", "1000", "--within",
+                          f"{hours}h")["H100-80GB-SXM"]
+    assert set(timed["layout"]["role_gpu_types"].values()) == {"H100-80GB-SXM"}
+    given = _plan_options("--gpu-type", "H100-80GB-SXM", "--gpu-type", "L4", "--role-gpu-types",
+                          "reward=H100-80GB-SXM", "--role-gpus", "reference=2")["H100-80GB-SXM"]
+    assert given["layout"]["role_gpu_types"]["reward"] == "H100-80GB-SXM"
+    assert (given["layout"]["role_gpus"]["reference"], given["layout"]["role_gpu_types"]["reference"]) == (
+        2, "H100-80GB-SXM")
+    assert given["layout"]["role_gpu_types"]["critic"] == "L4"
+    beside_geforce = _plan_options("--gpu-type", "H100-80GB-SXM", "--gpu-type", "RTX-3090")["H100-80GB-SXM"]
+    assert "RTX-3090" not in beside_geforce["layout"]["role_gpu_types"].values()

@@ -13,11 +13,13 @@ batch of GPU counts at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from functools import partial
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
 from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason,
-                              first_skip_codes, rank_sequences, rlhf_batch_check)
+                              data_parallel_ranks, first_skip_codes, rank_sequences, rlhf_batch_check,
+                              rollout_sequences)
 from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
 from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
@@ -255,7 +257,8 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
     misses, with why. `fixed`: inputs the search must keep as the scenario has them (num_gpus among
     them: that count alone); counts: the GPU counts to try (default: buyable_counts per GPU type)."""
     fixed = tuple(fixed)
-    search = _search_group if isinstance(scenario, RlhfScenario) else _search
+    search = partial(_search_group, pool_gpus=tuple(dict.fromkeys(gpus))) if isinstance(scenario, RlhfScenario) \
+        else _search
     options, misses, tried = [], [], 0
     lead = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
     for k, gpu in enumerate(dict.fromkeys(gpus)):
@@ -442,9 +445,11 @@ def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
 
 
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
-                  fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
+                  fixed: tuple[str, ...], gpu_order: int, pool_gpus: Sequence[str] = ()
+                  ) -> tuple[PlanOption | PlanMiss, int]:
     """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, checkpointing,
-    offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts.
+    offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts. Separate
+    pools may go on other GPU types of `pool_gpus` where they cost less (_with_cheaper_pools).
 
     More GPUs never need more memory per GPU of a count's least-memory layouts (the states shard further, each rank
     takes fewer of the iteration's sequences, the engine's TP widens up to a node), so where a whole node's do not
@@ -500,7 +505,9 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                     if miss is not None:
                         return PlanMiss(gpu, counts[-1], (), miss), tried + least
                 continue
-        found = choose({gpu: [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in layouts]}, goal).options
+        groups = [g for c in layouts for g in _with_cheaper_pools(
+            estimator, scenario, _fitting_group(estimator, scenario, gpu, c, fixed, known), pool_gpus, known)]
+        found = choose({gpu: groups}, goal).options
         if found:
             return replace(found[0], index=gpu_order * 10**9 + tried + found[0].index), tried + len(layouts)
         tried += len(layouts)
@@ -575,15 +582,10 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
     sizes = known.get(key)
     if sizes is None:
         sizes = dict(given)
-        for role, s in group.roles[1:]:
-            if role in given:
-                continue
-            unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
-            for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node):
-                pool = group.relayout({"role_gpus": {**sizes, role: n}}).role(role)
-                if n % unit == 0 and estimator.estimate_known(pool, known)["fits_recommended"]:
-                    sizes[role] = n
-                    break
+        for role, _ in group.roles[1:]:
+            n = None if role in given else _pool_size(estimator, group, role, sizes, known)
+            if n:
+                sizes[role] = n
         known[key] = sizes
     return group.relayout({"role_gpus": sizes}) if sizes != given else group
 
@@ -598,6 +600,67 @@ def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed:
     sequences = rank_sequences(scenario.algorithm, _laid_out_actor(scenario, gpu, candidate), dict(scenario.settings))
     return tuple(sorted({sequences} | {2 ** k for k in range(sequences.bit_length()) if sequences % 2 ** k == 0},
                         reverse=True))
+
+
+def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: GroupEstimate,
+                        pool_gpus: Sequence[str], known: dict) -> list[GroupEstimate]:
+    """A layout's group, and where some of its separate pools cost less to buy on another of the plan's GPU types,
+    the group with each such pool there (the fewest GPUs of that type that hold it; ties: fewer GPUs, then the
+    type it had). A pool whose type or count the user gave stays, and beside a data-centre card a pool goes on
+    one too (a GeForce card's licence forbids data-centre use). Both go to the plan's choice: the cheaper one wins
+    unless its slower cards miss the goal."""
+    group = fitting.scenario
+    given = dict(scenario.settings)
+    lead = estimator.gpus[group.actor.gpu]
+    options = [gpu for gpu in pool_gpus if estimator.gpus[gpu].datacenter or not lead.datacenter]
+    if group.placement != "separate" or len(options) < 2:
+        return [fitting]
+    counts, types = {role: s.num_gpus for role, s in group.roles}, {role: s.gpu for role, s in group.roles}
+    price = {gpu: estimator.gpus[gpu].price_purchase_usd for gpu in {*options, *types.values()}}
+    iteration = rollout_sequences(group.algorithm, group.actor.batch_size, given["group_size"]) * data_parallel_ranks(
+        group.actor)
+    moved = False
+    for role, s in group.roles[1:]:
+        if role in (given.get("role_gpu_types") or {}) or role in (given.get("role_gpus") or {}):
+            continue
+        # a pool's size on each type reads its recipe and the iteration's sequences, not the other pools: found once
+        key = ("cheapest", role, s.with_inputs(gpu="", num_gpus=1, gpu_memory_utilization=0.0, batch_size=1,
+                                               grad_accum_steps=1), iteration, group.actor.grad_accum_steps,
+               given.get("micro_batch_size"), s.gpu, lead.datacenter)
+        if key not in known:
+            best = (counts[role] * price[s.gpu], counts[role], 0, s.gpu)
+            for gpu in options:
+                if gpu == s.gpu or price[gpu] > best[0]:
+                    continue  # one GPU of it costs more than the pool it would replace
+                n = _pool_size(estimator, group.relayout({"role_gpu_types": {**types, role: gpu}}), role, counts, known,
+                               most=best[0] // price[gpu])
+                if n and (n * price[gpu], n, 1, gpu) < best:
+                    best = (n * price[gpu], n, 1, gpu)
+            known[key] = best
+        _, n, _, gpu = known[key]
+        if gpu != s.gpu:
+            counts[role], types[role], moved = n, gpu, True
+    if not moved:
+        return [fitting]
+    return [fitting, estimator.estimate_group(group.relayout({"role_gpus": counts, "role_gpu_types": types}), known)]
+
+
+def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, sizes: Mapping[str, int], known: dict,
+               most: int = MAX_GPUS) -> int | None:
+    """The fewest GPUs of its type, at `most`, (buyable: whole tensor-parallel groups, and whole pipelines of a
+    trained role) that hold the group's `role` with the safety factor and run it (no skip rule holds), the other
+    pools as `sizes` says (a pool it does not name: the actor's count); None where none does."""
+    s = group.role(role)
+    unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
+    for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node, most):
+        if n > most:
+            break
+        if n % unit:
+            continue
+        pool = group.relayout({"role_gpus": {**sizes, role: n}}).role(role)
+        if estimator.estimate_known(pool, known)["fits_recommended"]:
+            return None if estimator.skip_reasons(pool) else n
+    return None
 
 
 def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
