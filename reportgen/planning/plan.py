@@ -633,7 +633,7 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
                 if gpu == s.gpu or price[gpu] > best[0]:
                     continue  # one GPU of it costs more than the pool it would replace
                 n = _pool_size(estimator, group.relayout({"role_gpu_types": {**types, role: gpu}}), role, counts, known,
-                               most=best[0] // price[gpu])
+                               most=int(best[0] // price[gpu]))
                 if n and (n * price[gpu], n, 1, gpu) < best:
                     best = (n * price[gpu], n, 1, gpu)
             known[key] = best
