@@ -298,7 +298,7 @@ def _scenario_options(fn):
                           help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1."),
              click.option("--role-gpu-types", "role_gpu_types", metavar="ROLE=GPU,...",
                           help="RLHF, separate pools: GPU type of each role, e.g. reward=L40S,reference=L40S "
-                               "(default: the actor's --gpu).")]
+                               "(default: the actor's --gpu; plan: the searched type where the pool costs least).")]
     opts += [_assumption_option(a) for a in ASSUMPTIONS if a.option]
     for opt in reversed(opts):
         fn = opt(fn)
