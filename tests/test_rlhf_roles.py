@@ -45,6 +45,7 @@ def test_a_plan_says_which_pools_run_on_another_gpu_type():
     out = run(*args)
     assert out.exit_code == 0, out.output
     assert "pools: actor 1, critic 1, reference 1 × L40S, reward 1 × L40S" in out.output
+    assert out.output.splitlines()[3].startswith("A100-80GB + L40S ")  # the row's GPU types, the actor's first
     (option,) = json.loads(run(*args, "--json").output)["options"]
     assert option["layout"]["role_gpu_types"] == {"actor": "A100-80GB", "critic": "A100-80GB", "reference": "L40S",
                                                   "reward": "L40S"}

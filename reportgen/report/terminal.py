@@ -172,7 +172,9 @@ def plan_table(plan, assumptions, step_accuracy: dict | None = None) -> str:
         e = o.estimate
         time = (f"{e['iteration_seconds']:,.1f}" if group else f"{e['time_to_train_seconds'] / 3600:,.1f}" if train
                 else f"{e['tokens_per_s_per_user']:,.1f}")
-        row = [o.gpu, o.total_gpus, _layout_words(o.layout), _gib(e["device_total"]), _gib(e["recommended"]), time,
+        others = dict.fromkeys(t for t in o.layout.get("role_gpu_types", {}).values() if t != o.gpu)
+        row = [" + ".join((o.gpu, *others)), o.total_gpus, _layout_words(o.layout), _gib(e["device_total"]),
+               _gib(e["recommended"]), time,
                *([f"{e['prefill_seconds']:,.2f}"] if first_token else []), f"{e['purchase_usd']:,.0f}",
                f"{e['hourly_usd']:,.2f}"]
         if train and not group:
