@@ -647,8 +647,8 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
 
 def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, sizes: Mapping[str, int], known: dict,
                most: int = MAX_GPUS) -> int | None:
-    """The fewest GPUs of its type, at `most`, (buyable: whole tensor-parallel groups, and whole pipelines of a
-    trained role) that hold the group's `role` with the safety factor and run it (no skip rule holds), the other
+    """The fewest GPUs of its type, `most` at the most (buyable: whole tensor-parallel groups, and whole pipelines of
+    a trained role), that hold the group's `role` with the safety factor and run it (no skip rule holds), the other
     pools as `sizes` says (a pool it does not name: the actor's count); None where none does."""
     s = group.role(role)
     unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
