@@ -317,16 +317,16 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
              r(role_names[0], "refit_seconds"),
              "the actor's trained weights gathered into its rollout engine, which sleeps through training and wakes "
              "for the rollouts", "time"),
+        Term("rollout_phase_seconds", "Rollout phase per iteration: the engine refitted, then generation", "seconds",
+             Var("refit_seconds") + Var("generation_seconds"),
+             "what a framework's rollout timer spans: veRL's gen times its worker's generate_sequences, whose sharding "
+             "manager wakes the engine and loads the trained weights into it before the rollouts", "time"),
         Term("log_prob_seconds", "Log-probabilities and values per iteration", "seconds",
              total("forward_pass_seconds", before_training) if before_training else Num(0),
              "the actor's log-probabilities of its own rollouts (PPO's and GRPO's ratio) and the critic's "
              "values: a forward pass each before they train", "time"),
         Term("scoring_seconds", "Scoring per iteration", "seconds", total("scoring_seconds"), "", "time"),
         Term("training_seconds", "Training steps per iteration", "seconds", total("step_seconds"), "", "time"),
-        Term("rollout_phase_seconds", "Rollout phase per iteration: the engine refitted, then generation", "seconds",
-             Var("refit_seconds") + Var("generation_seconds"),
-             "what a framework's rollout timer spans: veRL's gen times its worker's generate_sequences, whose sharding "
-             "manager wakes the engine and loads the trained weights into it before the rollouts", "time"),
         Term("iteration_seconds", "Time per RLHF iteration", "seconds",
              Var("rollout_phase_seconds") + Var("log_prob_seconds") + Var("scoring_seconds") + Var("training_seconds"),
              "the engine woken and refitted, rollouts, then the log-probabilities, values and scores, then the "
