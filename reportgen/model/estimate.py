@@ -570,7 +570,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     and their time; the others over the mean prompt + response.
     """
     actor = rank_actor(actor, prompts_per_iteration)
-    iteration_sequences = rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
+    iteration_sequences = iteration_sequences_of(algorithm, actor, group_size)
     # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
     seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
     padded = padded_len or actor.prompt_len + max(actor.gen_len, actor.max_gen_len)
@@ -621,6 +621,12 @@ def rank_sequences(algorithm: str, actor: Scenario, settings: Mapping[str, Any])
     layout and the group's settings (its prompts per iteration, GRPO's group)."""
     return rollout_sequences(algorithm, rank_actor(actor, settings.get("prompts_per_iteration")).batch_size,
                              settings["group_size"])
+
+
+def iteration_sequences_of(algorithm: str, actor: Scenario, group_size: int) -> int:
+    """The sequences of an iteration, shared by every pool's ranks: the rank actor's (rank_actor) over its
+    data-parallel ranks."""
+    return rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
 
 
 def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:

@@ -18,8 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
 from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason,
-                              data_parallel_ranks, first_skip_codes, rank_sequences, rlhf_batch_check,
-                              rollout_sequences)
+                              first_skip_codes, iteration_sequences_of, rank_sequences, rlhf_batch_check)
 from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
 from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
@@ -617,8 +616,7 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
         return [fitting]
     counts, types = {role: s.num_gpus for role, s in group.roles}, {role: s.gpu for role, s in group.roles}
     price = {gpu: estimator.gpus[gpu].price_purchase_usd for gpu in {*options, *types.values()}}
-    iteration = rollout_sequences(group.algorithm, group.actor.batch_size, given["group_size"]) * data_parallel_ranks(
-        group.actor)
+    iteration = iteration_sequences_of(group.algorithm, group.actor, given["group_size"])
     moved = False
     for role, s in group.roles[1:]:
         if role in (given.get("role_gpu_types") or {}) or role in (given.get("role_gpus") or {}):
