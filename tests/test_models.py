@@ -109,9 +109,57 @@ def test_enough_peft_cases_are_checked():
     assert len(_transformers_lora_cases()) >= 30
 
 
+# Model types whose builder follows code other than transformers', checked against that code's published counts.
+COUNTED_ELSEWHERE = {"mpt": "test_mpt_counts_equal_llm_foundry_numparams"}
+
+
 def test_every_supported_model_type_is_in_the_catalog():
     catalog_types = {m.spec.model_type for m in CATALOG.values()}
-    assert set(SUPPORTED_MODEL_TYPES) <= catalog_types
+    assert set(SUPPORTED_MODEL_TYPES) <= catalog_types | set(COUNTED_ELSEWHERE)
+    assert all(test in globals() for test in COUNTED_ELSEWHERE.values())
+
+
+def _llm_foundry_runs():
+    data = json.loads((REPO / "presets/validation/published_throughput.json").read_text(encoding="utf-8"))
+    return [r for r in data["training"] if r["reportgen"].get("config", {}).get("model_type") == "mpt"]
+
+
+def test_mpt_counts_equal_llm_foundry_numparams():
+    """llm-foundry's benchmark tables publish each run's NumParams (11 counts of 6 sizes: the learned position table grows with
+    the sequence length: 2k to 32k): the mpt builder gives each exactly."""
+    runs = _llm_foundry_runs()
+    assert len(runs) == 17 and len({r["params"] for r in runs}) == 11
+    for r in runs:
+        config = {k: v for k, v in r["reportgen"]["config"].items() if not k.startswith("_")}
+        assert config["max_seq_len"] == r["seq_len"]
+        assert model_row(spec_from_config(config, name="m", source=r["id"]))["total_params"] == r["params"], r["id"]
+
+
+def test_mpt_with_alibi_keeps_no_position_table():
+    """The Hub's MPT-7B config (ALiBi, no_bias), where llm-foundry's code and transformers' port agree:
+    transformers 5.24's MptForCausalLM built from it on the meta device counts 6,649,286,656 parameters
+    (2026-12-05, tools/oracle's environment), which is 50,432 × 4,096 tied + 32 × (12 × 4,096² + 2 × 4,096) + 4,096."""
+    hub = {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 4,
+           "max_seq_len": 2048, "vocab_size": 50432, "no_bias": True, "learned_pos_emb": True,
+           "attn_config": {"alibi": True, "attn_impl": "torch"}}
+    h = 4096
+    assert model_row(spec_from_config(hub, name="m", source="t"))["total_params"] == 6_649_286_656
+    assert 6_649_286_656 == 50432 * h + 32 * (12 * h * h + 2 * h) + h
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("attn_config", {"attn_type": "sliding"}, "attn_config.attn_type"),
+    ("attn_config", {"attn_type": "grouped_query_attention"}, "attn_config.kv_n_heads"),
+    ("attn_config", "triton", "attn_config"),
+    ("ffn_config", {"ffn_type": "te_ln_mlp"}, "ffn_config.ffn_type"),
+    ("norm_type", "batchnorm", "norm_type"),
+    ("n_heads", 30, "n_heads"),
+])
+def test_mpt_config_errors_name_the_field(field, value, message):
+    config = {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 2, field: value}
+    with pytest.raises(InputError) as e:
+        spec_from_config(config, name="m", source="mpt.json")
+    assert e.value.key_path == message and e.value.source == "mpt.json"
 
 
 def test_measured_cases_count_their_parameters_exactly():

@@ -97,7 +97,11 @@ FIELD_MAXIMA = {
                      "num_kv_heads", "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace"), 2**14),
     **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "num_experts",
                      "num_local_experts", "n_routed_experts", "num_experts_per_tok", "n_shared_experts"), 2**16),
-    **dict.fromkeys(("n_positions", "max_position_embeddings", "sliding_window", "max_window_layers"), 2**27),
+    **dict.fromkeys(("n_positions", "max_position_embeddings", "sliding_window", "max_window_layers",
+                     "max_seq_len"), 2**27),
+    # MPT's names (llm-foundry's MPTConfig)
+    **dict.fromkeys(("d_model",), 2**20), **dict.fromkeys(("n_layers", "n_heads", "kv_n_heads"), 2**14),
+    "expansion_ratio": 2**8,
     "num_params": 10**16,
 }
 
@@ -105,11 +109,18 @@ FIELD_MAXIMA = {
 class _Fields:
     """Typed access to a config mapping; every failure names the file and field."""
 
-    def __init__(self, raw: Mapping[str, Any], source: str):
-        self.raw, self.source = raw, source
+    def __init__(self, raw: Mapping[str, Any], source: str, prefix: str = ""):
+        self.raw, self.source, self.prefix = raw, source, prefix
 
     def _error(self, key: str, message: str) -> InputError:
-        return InputError(message, source=self.source, key_path=key)
+        return InputError(message, source=self.source, key_path=self.prefix + key)
+
+    def section(self, key: str) -> _Fields:
+        """A nested block of fields (MPT's attn_config); absent or null reads as empty."""
+        value = self.raw.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            raise self._error(key, f"expected a JSON object of fields, got {value!r}")
+        return _Fields(value or {}, self.source, f"{self.prefix}{key}.")
 
     def int(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:
         for key in keys:
@@ -408,12 +419,54 @@ def _spec_bloom(f, name, mt):
     )
 
 
+# llm-foundry's attention types and the key/value heads each keeps (llmfoundry/models/layers/attention.py)
+_MPT_ATTENTION_TYPES = ("multihead_attention", "multiquery_attention", "grouped_query_attention")
+_MPT_NORMS = {"low_precision_layernorm": True, "layernorm": True, "low_precision_rmsnorm": False, "rmsnorm": False}
+
+
+def _spec_mpt(f, name, mt):
+    """MosaicML's MPT as its own code builds it (llm-foundry's MPTConfig and modeling_mpt.py at commit 061f2c7, the
+    code of its published benchmarks): a fused Wqkv, a plain GELU MLP of expansion_ratio × d_model, the head tied
+    to wte, biases on every linear layer and norm unless no_bias, and a learned position table of max_seq_len rows
+    unless the model uses ALiBi (the Hub's MPT-7B and -30B, whose own code and transformers' port keep none).
+    Checked against the parameter counts llm-foundry's benchmark tables publish, not against transformers, whose
+    MptConfig port ignores no_bias and learned_pos_emb."""
+    h, nh = f.int("d_model"), f.int("n_heads")
+    attn = f.section("attn_config")
+    kind = attn.text("attn_type", "multihead_attention")
+    if kind not in _MPT_ATTENTION_TYPES:
+        raise attn._error("attn_type", f"expected one of {', '.join(_MPT_ATTENTION_TYPES)}, got {kind!r}")
+    kv = {"multihead_attention": nh, "multiquery_attention": 1}.get(kind) or attn.int("kv_n_heads")
+    ffn_type = f.section("ffn_config").text("ffn_type", "mptmlp")
+    if ffn_type != "mptmlp":
+        raise f.section("ffn_config")._error("ffn_type", f"only llm-foundry's plain GELU MLP (mptmlp) is built, "
+                                                         f"got {ffn_type!r}")
+    norm = f.text("norm_type", "low_precision_layernorm")
+    if norm not in _MPT_NORMS:
+        raise f._error("norm_type", f"expected one of {', '.join(_MPT_NORMS)}, got {norm!r}")
+    if h % nh:
+        raise f._error("n_heads", f"d_model {h} is not divisible by n_heads {nh}")
+    bias = not f.bool("no_bias", False)
+    return ModelSpec(
+        name=name, model_type=mt, vocab_size=f.int("vocab_size", default=50368), hidden_size=h,
+        num_hidden_layers=f.int("n_layers"), num_attention_heads=nh, num_key_value_heads=kv, head_dim=h // nh,
+        intermediate_size=f.int("expansion_ratio", default=4) * h, gated_mlp=False, hidden_act="gelu",
+        softmax_fp32=False, tie_word_embeddings=True, qkv_bias=bias, o_bias=bias, mlp_bias=bias,
+        norm_bias=bias and _MPT_NORMS[norm],
+        num_position_embeddings=(f.int("max_seq_len", default=2048)
+                                 if f.bool("learned_pos_emb", True) and not attn.bool("alibi", False) else 0),
+        attention_dropout=attn.number("attn_pdrop", 0.0), resid_dropout=f.number("resid_pdrop", 0.0),
+        embd_dropout=f.number("emb_pdrop", 0.0), source=f.source,
+    )
+
+
 _BUILDERS = {
     "llama": _spec_llama, "mistral": _spec_llama, "qwen2": _spec_qwen2, "qwen3": _spec_qwen3,
     "gemma": _spec_gemma, "gemma2": _spec_gemma, "phi3": _spec_phi3, "mixtral": _spec_mixtral,
     "qwen2_moe": _spec_qwen_moe, "qwen3_moe": _spec_qwen_moe,
     "deepseek_v2": _spec_deepseek, "deepseek_v3": _spec_deepseek, "gpt_oss": _spec_gpt_oss,
     "gpt2": _spec_gpt2, "gpt_neox": _spec_gpt_neox, "falcon": _spec_falcon, "opt": _spec_opt, "bloom": _spec_bloom,
+    "mpt": _spec_mpt,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
 # Architectures a user may well bring whose memory needs terms the estimator does not have yet (issue #32):
