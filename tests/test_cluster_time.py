@@ -60,3 +60,52 @@ def test_tensor_parallelism_over_pcie_is_priced_at_pcie_bandwidth():
         ratio = (pcie["tp_comm_seconds"] - latency) / (nvlink["tp_comm_seconds"] - latency)
         assert ratio == pytest.approx(GPUS[H100].link_gbps / 32)
         assert pcie["tp_comm_seconds"] > 10 * nvlink["tp_comm_seconds"]
+
+
+# A grouped GEMM reads each of its experts' weights however few tokens reach them (the roofline of #32's
+# "grouped-GEMM efficiency as a function of tokens per expert"): first principles, no figure fitted.
+ONE_GPU = replace(MOE, num_gpus=1, ep_size=1, framework="hf", zero_stage=0, seq_len=256)
+
+
+def _crossover_tokens(s: Scenario) -> float:
+    """Tokens per micro-batch at which a full fine-tune's routed experts take as long to stream their weights (read
+    in forward and backward, their gradient written: 3 × 2 bytes a parameter) as to compute (6 FLOPs a parameter for
+    the top-k of E experts a token reaches), from the GPU sheet and Qwen3-30B-A3B's config (128 experts, top 8)."""
+    g = GPUS[s.gpu]
+    flops = g.bf16_dense_tflops * 1e12 * g.train_efficiency
+    bytes_per_s = g.memory_bandwidth_gbps * 1e9 * EST.assumptions["decode_bandwidth_efficiency"]
+    return flops / bytes_per_s * (3 * 2) / 6 * 128 / 8
+
+
+def test_few_tokens_per_expert_leave_the_experts_memory_bound():
+    """Below the crossover the experts' weight traffic binds: doubling the micro-batch adds only the other layers'
+    time (and the experts' time stays); above it the micro-batch's time is proportional to its tokens, as a dense
+    model's is at every size."""
+    crossover = _crossover_tokens(ONE_GPU)
+    assert 2000 < crossover < 6000  # about 3,200 tokens: each of the 128 experts gets about 200 of them
+    time = {b: EST.estimate(replace(ONE_GPU, batch_size=b)) for b in (1, 2, 64, 128)}
+    assert time[1]["expert_traffic_seconds"] > 10 * time[1]["expert_compute_seconds"]
+    assert 1 < time[2]["train_compute_seconds"] / time[1]["train_compute_seconds"] < 1.5
+    assert time[128]["train_compute_seconds"] == pytest.approx(2 * time[64]["train_compute_seconds"], rel=1e-12)
+    dense = {b: EST.estimate(replace(ONE_GPU, model="Qwen3-8B", batch_size=b)) for b in (1, 2)}
+    assert dense[2]["train_compute_seconds"] == pytest.approx(2 * dense[1]["train_compute_seconds"], rel=1e-12)
+    assert dense[1]["expert_traffic_seconds"] == dense[1]["expert_compute_seconds"] == 0
+
+
+def test_the_expert_roofline_turns_where_first_principles_put_it():
+    crossover = _crossover_tokens(ONE_GPU)
+    below, above = (EST.estimate(replace(ONE_GPU, batch_size=1, seq_len=int(crossover * f))) for f in (0.97, 1.03))
+    assert below["expert_traffic_seconds"] > below["expert_compute_seconds"]
+    assert above["expert_traffic_seconds"] < above["expert_compute_seconds"]
+
+
+def test_expert_parallelism_divides_the_weights_each_gpu_streams():
+    """EP 8 leaves each GPU 16 of the 128 experts: an eighth of the traffic; LoRA's frozen experts write no weight
+    gradient (2 passes of 3); full checkpointing reads them once more (4)."""
+    whole = EST.estimate(ONE_GPU)
+    spread = EST.estimate(replace(ONE_GPU, num_gpus=8, ep_size=8, framework="megatron", zero_stage=1))
+    assert spread["expert_traffic_seconds"] == pytest.approx(whole["expert_traffic_seconds"] / 8, rel=1e-12)
+    lora = EST.estimate(replace(ONE_GPU, workload="lora"))
+    recomputed = EST.estimate(replace(ONE_GPU, checkpointing="full"))
+    assert lora["expert_traffic_seconds"] == pytest.approx(whole["expert_traffic_seconds"] * 2 / 3, rel=1e-12)
+    assert recomputed["expert_traffic_seconds"] == pytest.approx(whole["expert_traffic_seconds"] * 4 / 3, rel=1e-12)

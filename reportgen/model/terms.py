@@ -1379,13 +1379,32 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
          (3 + IF(V("checkpointing").eq("none"), 0, 1)) * V("attention_flops_per_token"),
          "forward, backward (twice) and the recomputed forward under checkpointing", "time"),
+    Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
+         IF(AND(_TRAIN, V("num_experts").gt(0)),
+            V("tokens") / V("tp_size") / V("peak_flops") / _g("train_efficiency")
+            * (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
+            * _m("expert_params") * _m("num_experts_per_tok") / V("num_experts"), 0),
+         "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
+         "backward (frozen experts: no weight gradient), and the recomputed forward under full checkpointing",
+         "time"),
+    Term("expert_traffic_seconds", "Routed experts' weights through memory per micro-batch", "seconds",
+         IF(AND(_TRAIN, V("num_experts").gt(0)),
+            (2 + V("is_full") + IF(V("checkpointing").eq("full"), 1, 0)) * _m("expert_params") / V("expert_shards")
+            * V("act_bytes") / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+         "a grouped GEMM reads each of its experts' weights at least once, however few tokens reach it: the "
+         "forward and the backward's input gradient read the GPU's experts, a trained expert's weight gradient "
+         "writes as much, full checkpointing reads them once more; at the memory bandwidth a decode step reaches. "
+         "Where fine-grained experts get few tokens per micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 "
+         "tokens give 64 each), this is longer than their FLOPs", "time"),
     Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
          IF(_TRAIN, V("tokens") / V("tp_size") / V("peak_flops")
             * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token"))
-               / _g("train_efficiency") + V("train_attention_flops_per_token") / _g("attention_efficiency")), 0),
+               / _g("train_efficiency") + V("train_attention_flops_per_token") / _g("attention_efficiency"))
+            + MAX(V("expert_traffic_seconds") - V("expert_compute_seconds"), 0), 0),
          "tokens × FLOPs ÷ peak, the matrix multiplications at the GPU type's training efficiency and the "
          "attention kernels at its attention efficiency (GPUs sheet, fitted to published runs); tensor "
-         "parallelism splits every layer", "time"),
+         "parallelism splits every layer; the routed experts take the longer of their FLOPs and their weights' "
+         "memory traffic (a roofline: few tokens per expert leave their grouped GEMMs memory-bound)", "time"),
     Term("dp_link_bytes_per_s", "Data-parallel collective bandwidth", "bytes_per_s",
          _collective_bandwidth(V("num_gpus")), _LINK, "time"),
     Term("tp_link_bytes_per_s", "Tensor-parallel collective bandwidth", "bytes_per_s",
