@@ -109,3 +109,22 @@ def test_expert_parallelism_divides_the_weights_each_gpu_streams():
     recomputed = EST.estimate(replace(ONE_GPU, checkpointing="full"))
     assert lora["expert_traffic_seconds"] == pytest.approx(whole["expert_traffic_seconds"] * 2 / 3, rel=1e-12)
     assert recomputed["expert_traffic_seconds"] == pytest.approx(whole["expert_traffic_seconds"] * 4 / 3, rel=1e-12)
+
+
+def test_load_imbalance_slows_and_fills_the_busiest_expert_gpu():
+    """moe_load_imbalance 1.5 with EP 8: the busiest GPU's experts compute 1.5 times as long, its all-to-all carries
+    1.5 times the tokens, and its routed tokens' saved tensors grow by half (the rest of the layer does not); one GPU
+    holding every expert (EP 1) and a dense model change nothing."""
+    even = EST.estimate(replace(MOE, ep_size=8))
+    busy = EST.estimate(replace(MOE, ep_size=8, moe_load_imbalance=1.5))
+    assert busy["expert_compute_seconds"] == pytest.approx(1.5 * even["expert_compute_seconds"], rel=1e-12)
+    assert busy["moe_a2a_bytes"] == pytest.approx(1.5 * even["moe_a2a_bytes"], rel=1e-12)
+    assert busy["train_compute_seconds"] - even["train_compute_seconds"] == pytest.approx(
+        0.5 * even["expert_compute_seconds"], rel=1e-9)
+    assert busy["step_seconds"] > even["step_seconds"]
+    # Qwen3-30B-A3B: every one of the 48 layers routes each token to 8 experts of width 768, gated (4 saved tensors)
+    grown = (busy["layer_saved_per_token"] - even["layer_saved_per_token"])
+    assert grown == pytest.approx(0.5 * (2 * 8 * 768 * 4 + 8 * (2 * 2 * 2048 + 28)), rel=1e-12)
+    assert busy["activations"] > even["activations"]
+    for same in (replace(MOE, ep_size=1, num_gpus=16), replace(MOE, model="Qwen3-8B", ep_size=1)):
+        assert EST.estimate(replace(same, moe_load_imbalance=1.5)).values == EST.estimate(same).values

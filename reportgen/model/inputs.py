@@ -164,6 +164,11 @@ INPUTS: tuple[Input, ...] = (
           "(Megatron-Core's expert_tensor_parallel_size); 0 = tp_size, its default; 1 keeps every expert whole on "
           "its GPU, as MoE recipes with tensor parallelism often set", 0, limits=(0, 1024), unit="GPUs",
           option="--etp", applies=_TRAINING, layout=True, tag="ETP{v}"),
+    Input("moe_load_imbalance", "MoE load imbalance", "MoE training with ep_size > 1: the routed tokens of the "
+          "busiest expert-parallel GPU ÷ the mean; its experts' compute, its all-to-all and its routed tokens' saved "
+          "activations grow by it, and the whole group waits for it. 1 = balanced, as published benchmark runs "
+          "force it (Megatron-Core's moe_router_force_load_balancing, 'only for benchmark'); set what your router "
+          "reaches", 1.0, limits=(1.0, 16.0), decimal=True, option="--moe-load-imbalance", applies=_TRAINING),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",

@@ -345,6 +345,10 @@ TERMS: tuple[Term, ...] = (
          "expert parallelism spans TP × DP with whole experts on each GPU (EP = TP × DP), SGLang's ep_size "
          "divides tp_size and splits each expert over tp ÷ ep GPUs: either way the experts are divided once, "
          "by the larger of tp_size and ep_size", "derived"),
+    Term("moe_imbalance", "Busiest expert-parallel GPU's routed tokens ÷ the mean", "count",
+         IF(AND(V("is_train").eq(1), V("num_experts").gt(0), V("ep_size").gt(1)), V("moe_load_imbalance"), 1),
+         "the input moe_load_imbalance where experts are spread over GPUs (one GPU holding every expert does the "
+         "same work however the router spreads its tokens)", "derived"),
     Term("resident_expert_params", "Routed-expert parameters held per tensor-parallel group", "count",
          V("stage_expert_params") * V("tp_size") / V("expert_shards"),
          "the stage's routed experts divided over expert_shards GPUs, counted per tensor-parallel group",
@@ -650,10 +654,11 @@ TERMS: tuple[Term, ...] = (
          "to the compute dtype (transformers 5.24's modeling files)", "activation"),
     Term("moe_saved_per_token", "MoE layer: router, dispatch and combine, saved per token", "bytes",
          IF(V("num_experts").gt(0),
-            _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28)
+            _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28) * V("moe_imbalance")
             + 4 * V("num_experts") + 12 * _m("num_experts_per_tok") + 4 * _m("norm_topk_prob")
             + _m("shared_expert_gate") * V("act_bytes") * (V("hidden_size") + 1), 0),
-         "per routed (token, expert) pair: the gathered input and the expert output (hidden wide), two int64 "
+         "per routed (token, expert) pair, as many as the busiest expert-parallel GPU gets (moe_imbalance): the "
+         "gathered input and the expert output (hidden wide), two int64 "
          "sort permutations, the inverse permutation and an fp32 routing weight (28 bytes); per token: the fp32 "
          "router softmax, top-k indices (int64) and weights (fp32), the renormalising sum, Qwen2-MoE's "
          "shared-expert gate and gated output. transformers' grouped_mm experts (dropless, no capacity factor); "
@@ -674,9 +679,15 @@ TERMS: tuple[Term, ...] = (
             _lora_column("lora_inputs_")),
          "PEFT: one per adapted linear layer (q, k and v each read the normed input); LitGPT adapts its fused "
          "qkv layer once, then proj, fc_1, fc_2 and the MLP's proj (litgpt/lora.py)", "activation"),
+    Term("saved_mlp_width", "MLP width whose tensors a layer saves per token, on the busiest expert-parallel GPU",
+         "count",
+         V("mlp_width") + (V("moe_imbalance") - 1) * _m("num_moe_layers") / V("num_layers")
+         * _m("num_experts_per_tok") * _m("moe_intermediate_size"),
+         "the routed experts' part of the MLP width grows with the tokens the busiest GPU's experts get "
+         "(moe_imbalance; dropless routing keeps them all)", "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
-         + V("act_bytes") * V("mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
+         + V("act_bytes") * V("saved_mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
          + IF(V("is_lora").eq(1),
               IF(V("adapter_dtype").eq("fp32"),
                  (4 + IF(V("lora_dropout").eq("on"), 1, 0)) * V("lora_input_features"),
@@ -1383,9 +1394,10 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(AND(_TRAIN, V("num_experts").gt(0)),
             V("tokens") / V("tp_size") / V("peak_flops") / _g("train_efficiency")
             * (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
-            * _m("expert_params") * _m("num_experts_per_tok") / V("num_experts"), 0),
+            * _m("expert_params") * _m("num_experts_per_tok") / V("num_experts") * V("moe_imbalance"), 0),
          "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
-         "backward (frozen experts: no weight gradient), and the recomputed forward under full checkpointing",
+         "backward (frozen experts: no weight gradient), and the recomputed forward under full checkpointing; "
+         "on the busiest expert-parallel GPU (moe_imbalance)",
          "time"),
     Term("expert_traffic_seconds", "Routed experts' weights through memory per micro-batch", "seconds",
          IF(AND(_TRAIN, V("num_experts").gt(0)),
@@ -1400,7 +1412,8 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(_TRAIN, V("tokens") / V("tp_size") / V("peak_flops")
             * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token"))
                / _g("train_efficiency") + V("train_attention_flops_per_token") / _g("attention_efficiency"))
-            + MAX(V("expert_traffic_seconds") - V("expert_compute_seconds"), 0), 0),
+            + MAX(V("expert_traffic_seconds"), V("expert_compute_seconds"))
+            - V("expert_compute_seconds") / V("moe_imbalance"), 0),
          "tokens × FLOPs ÷ peak, the matrix multiplications at the GPU type's training efficiency and the "
          "attention kernels at its attention efficiency (GPUs sheet, fitted to published runs); tensor "
          "parallelism splits every layer; the routed experts take the longer of their FLOPs and their weights' "
@@ -1453,7 +1466,8 @@ TIME_TERMS: tuple[Term, ...] = (
          "and the forward again under full recompute", "time"),
     Term("moe_a2a_bytes", "MoE token traffic per micro-batch, per GPU", "bytes",
          V("moe_a2a_calls") * V("tokens") / V("tp_size") * _m("num_experts_per_tok") * V("hidden_size")
-         * V("act_bytes") * (V("ep_size") - 1) / V("ep_size"),
+         * V("act_bytes") * (V("ep_size") - 1) / V("ep_size") * V("moe_imbalance"),
+         "the busiest expert-parallel GPU's (moe_imbalance): "
          "every routed token sends its hidden vector to each of its top-k experts (and gets one back), of which "
          "(ep − 1) ÷ ep leave the GPU with balanced routing; a tensor-parallel group dispatches its sequence "
          "shards (Megatron-Core's alltoall token dispatcher)", "time"),
