@@ -208,3 +208,34 @@ def test_nvls_buffers_are_what_nccl_logs_on_hopper():
     assert without["kv_pool_bytes"] - tp8["kv_pool_bytes"] == 2415919104
     assert without["engine_device_total"] == tp8["engine_device_total"]
     assert EST.estimate(replace(s, serving_engine="sglang"))["engine_nvls_bytes"] == 2415919104
+
+
+def test_a_short_prompt_is_prefilled_no_faster_than_its_weights_are_read():
+    """A prefill reads every weight at least once (first principles, no figure fitted): Llama-3.1-70B over TP 2 on
+    H100s holds 70.55e9 × 2 B ÷ 2 per GPU, 30.1 ms at 3,350 GB/s × the decode bandwidth efficiency. A 32-token
+    prompt takes that floor; an 8,192-token prompt its FLOPs, as before; generate() reads the weights once for the
+    whole batch, so four short prompts are still one floor, not four."""
+    base = Scenario(model="Llama-3.1-70B", workload="inference", prompt_len=32, gen_len=16, num_gpus=2, tp_size=2,
+                    batch_size=1, serving_engine="vllm", gpu="H100-80GB-SXM")
+    floor = EST.estimate(base).params_total * 2 / 2 / (3350e9 * EST.assumptions["decode_bandwidth_efficiency"])
+    short, long = EST.estimate(base), EST.estimate(replace(base, prompt_len=8192))
+    assert 0.029 < floor < 0.031
+    assert short["prefill_seconds"] == pytest.approx(floor, rel=0.002)
+    assert short["prefill_sequence_seconds"] < floor / 5  # its FLOPs: 4.6 ms
+    assert long["prefill_seconds"] == long["prefill_sequence_seconds"] > floor
+    four, eight = (EST.estimate(replace(base, serving_engine="hf-generate", batch_size=b)) for b in (4, 8))
+    assert four["prefill_seconds"] == short["prefill_seconds"]  # 4 × 4.6 ms of FLOPs: still the one floor
+    assert eight["prefill_seconds"] == 8 * eight["prefill_sequence_seconds"] < 2 * floor  # 8 × 4.6 ms: the FLOPs
+
+
+def test_a_frozen_moe_scores_no_faster_than_its_experts_are_read():
+    """A reference model's forward over micro-batches of one 256-token sequence: each micro-batch reads all 128
+    experts of Qwen3-30B-A3B for 2,048 routed tokens (16 each), so the experts' reading, not their FLOPs, sets the
+    pass: 64 sequences take 64 readings."""
+    ref = Scenario(model="Qwen3-30B-A3B", workload="frozen", seq_len=256, batch_size=1, num_gpus=1, gpu="H100-80GB-SXM")
+    e = EST.estimate(ref)
+    sequences = e["step_sequences"]
+    flops_only = (sequences * 256 / e["peak_flops"] * (2 * e["active_params"] / load_gpus()["H100-80GB-SXM"].train_efficiency
+                  + e["attention_flops_per_token"] / load_gpus()["H100-80GB-SXM"].attention_efficiency))
+    assert e["forward_pass_seconds"] > 2 * flops_only
+    assert e["forward_pass_seconds"] >= sequences * e["expert_read_seconds"]

@@ -1390,23 +1390,27 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
          (3 + IF(V("checkpointing").eq("none"), 0, 1)) * V("attention_flops_per_token"),
          "forward, backward (twice) and the recomputed forward under checkpointing", "time"),
+    Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
+         IF(V("num_experts").gt(0), _m("expert_params") * _m("num_experts_per_tok") / V("num_experts"), 0),
+         "its top-k of the routed experts", "time"),
+    Term("expert_read_seconds", "The GPU's routed experts read once from memory", "seconds",
+         IF(V("num_experts").gt(0), _m("expert_params") / V("expert_shards") * V("act_bytes")
+            / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+         "a grouped GEMM reads each of its experts' weights at least once, however few tokens reach it; at the "
+         "memory bandwidth a decode step reaches", "time"),
     Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
          IF(AND(_TRAIN, V("num_experts").gt(0)),
             V("tokens") / V("tp_size") / V("peak_flops") / _g("train_efficiency")
             * (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
-            * _m("expert_params") * _m("num_experts_per_tok") / V("num_experts") * V("moe_imbalance"), 0),
+            * V("routed_active_params") * V("moe_imbalance"), 0),
          "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
          "backward (frozen experts: no weight gradient), and the recomputed forward under full checkpointing; "
          "on the busiest expert-parallel GPU (moe_imbalance)",
          "time"),
     Term("expert_traffic_seconds", "Routed experts' weights through memory per micro-batch", "seconds",
-         IF(AND(_TRAIN, V("num_experts").gt(0)),
-            (2 + V("is_full") + IF(V("checkpointing").eq("full"), 1, 0)) * _m("expert_params") / V("expert_shards")
-            * V("act_bytes") / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
-         "a grouped GEMM reads each of its experts' weights at least once, however few tokens reach it: the "
-         "forward and the backward's input gradient read the GPU's experts, a trained expert's weight gradient "
-         "writes as much, full checkpointing reads them once more; at the memory bandwidth a decode step reaches. "
-         "Where fine-grained experts get few tokens per micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 "
+         IF(_TRAIN, (2 + V("is_full") + IF(V("checkpointing").eq("full"), 1, 0)) * V("expert_read_seconds"), 0),
+         "the forward and the backward's input gradient read the GPU's experts, a trained expert's weight gradient "
+         "writes as much, full checkpointing reads them once more. Where fine-grained experts get few tokens per micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 "
          "tokens give 64 each), this is longer than their FLOPs", "time"),
     Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
          IF(_TRAIN, V("tokens") / V("tp_size") / V("peak_flops")
@@ -1527,10 +1531,19 @@ TIME_TERMS: tuple[Term, ...] = (
             / V("decode_tp") / (V("peak_flops") * V("prefill_efficiency")), 0),
          "2N FLOPs per prompt token plus causal attention (2 × q_dim × P² per layer; a sliding-window layer's "
          "queries see the window at most), compute-bound", "time"),
+    Term("weight_read_seconds", "Every weight read once from memory", "seconds",
+         IF(_INFER, (V("decode_weight_bytes") - V("served_lora_bytes")
+                     + V("served_lora_bytes") * MIN(V("max_loras"), V("batch_size")) / MAX(V("max_loras"), 1))
+            / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+         "what one forward over the weights cannot beat, however few its tokens: a GPU's weights (with LoRA "
+         "slots, the adapters of the batch's sequences, at most one per sequence) at the memory bandwidth a "
+         "decode step reaches", "time"),
     Term("prefill_seconds", "Time to first token", "seconds",
-         IF(V("engine_mode").eq(1), 1, V("rollout_batch")) * V("prefill_sequence_seconds"),
+         MAX(IF(V("engine_mode").eq(1), 1, V("rollout_batch")) * V("prefill_sequence_seconds"),
+             V("weight_read_seconds")),
          "generate() prefills every prompt of the batch before the first token; an engine serves a request's "
-         "first token after its own prefill", "time"),
+         "first token after its own prefill; either reads every weight at least once (a short prompt's prefill "
+         "is memory-bound, as a decode step is)", "time"),
     Term("decode_context_tokens", "Mean context length while generating", "count",
          V("prompt_len") + V("gen_len") / 2, "", "time"),
     Term("decode_gather_seconds", "ZeRO-3 weight gathering per decode step", "seconds",
@@ -1540,15 +1553,12 @@ TIME_TERMS: tuple[Term, ...] = (
          "generate() on ZeRO-3 shards all-gathers every layer's weights for each generated token (what "
          "DeepSpeed-Chat's hybrid engine and the rollout engines avoid)", "time"),
     Term("decode_weight_seconds", "Decode step: weight matrix multiplications", "seconds",
-         IF(_INFER, MAX((V("decode_weight_bytes") - V("served_lora_bytes")
-                         + V("served_lora_bytes") * MIN(V("max_loras"), V("batch_size")) / MAX(V("max_loras"), 1))
-                        / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")),
+         IF(_INFER, MAX(V("weight_read_seconds"),
                         V("rollout_batch") * 2 * (V("active_params") / V("decode_tp")
                                                + V("served_lora_params") / MAX(V("max_loras"), 1))
                         / (V("peak_flops") * V("prefill_efficiency"))), 0),
          "every weight is read once per step (memory-bound at small batch) or the batch's 2N FLOPs per token "
-         "dominate (compute-bound at large batch); with LoRA slots, the adapters of the batch's sequences (at "
-         "most one per sequence) are read too, and each token's adapter adds its FLOPs at max_lora_rank; a "
+         "dominate (compute-bound at large batch); each token's adapter adds its FLOPs at max_lora_rank; a "
          "prefill's adapter FLOPs (rank ÷ hidden of the layer's) are left out", "time"),
     Term("decode_attention_seconds", "Decode step: attention over the cache", "seconds",
          IF(_INFER, V("rollout_batch") * (V("context_block_tokens")
@@ -1595,12 +1605,16 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(OR(_TRAIN, V("workload").eq("frozen")),
             V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops")
             * (2.0 * V("active_params") / _g("train_efficiency")
-               + V("attention_flops_per_token") / _g("attention_efficiency")), 0),
+               + V("attention_flops_per_token") / _g("attention_efficiency"))
+            + MAX(0, ceil_div(V("step_sequences"), V("batch_size")) * V("expert_read_seconds")
+                  - V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops") * 2.0
+                  * V("routed_active_params") / _g("train_efficiency")), 0),
          "the training framework's forward over every whole sequence, micro-batch after micro-batch, its matrix "
          "multiplications and attention kernels at the GPU type's training efficiencies (those of the training "
          "step's forward, not a serving engine's prefill): how an RLHF role scores the rollouts (reference "
          "log-probabilities, rewards) and how the actor and critic compute the old log-probabilities and values "
-         "before they train", "time"),
+         "before they train; routed experts that get few tokens in a micro-batch take their weights' reading "
+         "instead of their FLOPs", "time"),
     Term("scoring_seconds", "Scoring: one forward pass of a frozen model", "seconds",
          IF(V("workload").eq("frozen"), V("forward_pass_seconds"), 0),
          "reference and reward models score the rollouts", "time"),
