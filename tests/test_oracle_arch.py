@@ -53,10 +53,6 @@ KNOWN_MISSES: dict[str, str] = {
         "FSDP2 with checkpointing on Llama-2-7B-wide layers: the estimate's end of backward (every sharded fp32 "
         "gradient, the rebuilt layer, the reduce-scatter buffers) is above the oracle's peak (+6.36 %); a layer rebuilt "
         "beside sharded gradients is not the single-GPU recompute_bytes (its bf16 fit shape at 8 ranks: -6.94 %)",
-    "Llama-2-7B-4L-v512/train/bf16/sdpa/b1/s2048/nogc/fused/tp8":
-        "-3.00 %: a 512-token vocabulary leaves the last decoder layer's backward (its weight gradients arriving while "
-        "its activations are still saved) as the peak; without FSDP2 the estimate has no term for it (the loss's "
-        "backward is above it at any real vocabulary)",
     "Llama-3.2-1B-untied/train/bf16/sdpa/b1/s4096/gc/fused/cp2-fsdp2":
         "-5.43 %: FSDP2's end of backward with an untied 128k root unit: a vocabulary-sized fp32 gradient of the "
         "embedding is alive beside the root's reduce (one more 4 x vocabulary x hidden bytes), which the estimate "
@@ -120,8 +116,11 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  # the sharded gradients is not the single-GPU recompute_bytes); the others within 4.3 %
                  "fsdp2": 0.07,
                  # every TP fit rank within 1.3 % (TP 2 x FSDP2 2 with checkpointing was -4.31 % until FSDP2's root unit
-                 # was reduced at the end of backward with every unit resharded: fsdp_root_reduce_bytes)
-                 "tp": 0.013,
+                 # was reduced at the end of backward with every unit resharded: fsdp_root_reduce_bytes) but
+                 # Llama-2-7B-wide layers at TP 8 without checkpointing, -1.43 % (a held-out miss at -3.00 % until a
+                 # decoder layer's backward beside every saved activation became backward_start's third branch; its
+                 # weight gradients arriving then are not counted)
+                 "tp": 0.015,
                  # every PP fit record within 0.3 % (under FSDP2 0.73 %) but Llama-2-7B's layers at 2 stages x 2
                  # micro-batches (-2.27 %: the first backward's gradients appear while every micro-batch is in flight)
                  "pp": 0.023}
@@ -129,7 +128,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 319
+    assert len(ids) == len(set(ids)) == 322
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -189,12 +188,14 @@ def test_holdout_summary_per_family():
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
         # FSDP2's known miss (+6.36 %) apart, its held-out ranks are within 2.4 % (Llama-3.2-1B's two checkpointed
         # ranks at 2 were +7.07 % until FSDP2's units were its decoder layers and its root reduced last: -0.01 %)
-        # TP's known miss (-3.00 %) apart, its held-out ranks are within 2.5 %; CP's (-5.43 %) apart, within 1.4 %
-        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.031, "cp": 0.055, "pp": 0.017}.get(family, 0.018), family
+        # TP's held-out ranks within 2.9 % (the largest, -2.81 %, Llama-2-7B layers at TP 8 with two sequences,
+        # measured after the layer-backward phase was written: its forward peaks above the estimate's); CP's known
+        # miss (-5.43 %) apart, within 1.4 %
+        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.029, "cp": 0.055, "pp": 0.017}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     assert len(fsdp2) == 18 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
     tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
-    assert len(tp) == 16 and max(tp) <= 0.025 and statistics.median(tp) <= 0.0031
+    assert len(tp) == 19 and max(tp) <= 0.029 and statistics.median(tp) <= 0.0030
     # context parallelism: no term was read from these (every CP record is held out)
     cp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "cp" and c["id"] not in KNOWN_MISSES]
     assert len(cp) == 10 and max(cp) <= 0.014 and statistics.median(cp) <= 0.0063

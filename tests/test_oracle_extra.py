@@ -89,18 +89,18 @@ def test_peak_at_the_level_reached(case):
 
 def test_held_out_measured_peaks_at_the_level_reached():
     """The appendix states accuracy on the held-out shapes only (no estimator term was derived from them):
-    182 cases across the three measured files, median |error| 0.06 %, largest 1.8 % today (Phi-3-mini's
+    184 cases across the three measured files, median |error| 0.06 %, largest 1.8 % today (Phi-3-mini's
     prefill past its sliding window: see test_oracle_arch.test_holdout_summary_per_family) but for FSDP2's
-    known miss (+6.36 %), CP's one (-5.43 %), TP's one (-3.00 %), one FSDP2 rank at -2.3 % and three TP ranks at
-    -2.41 %, -1.92 % and +1.95 %. Every case carries its split."""
+    known miss (+6.36 %), CP's one (-5.43 %), a TP rank at -2.81 % (measured after the layer-backward phase was
+    written), one FSDP2 rank at -2.3 % and a TP rank at +1.95 %. Every case carries its split."""
     import statistics
     from reportgen.pipeline import validation_rows
     rows = [r for r in validation_rows(Estimator(load_models(), load_gpus())) if r.kind == "measured"]
     assert {r.split for r in rows} == {"fit", "holdout"}
     from test_oracle_arch import KNOWN_MISSES
     held_out = sorted(abs(r.error) for r in rows if r.split == "holdout")
-    assert len(held_out) == 182 and len(KNOWN_MISSES) == 3
-    # the three known misses (FSDP2: 6.36 %; CP: 5.43 %; TP: 3.00 %), then TP at 2.41 %, FSDP2 at 2.31 %, TP at 1.95 %
-    # and 1.92 %, then 1.78 %
-    assert statistics.median(held_out) <= 0.001 and held_out[-4] <= 0.025 and held_out[-8] <= 0.018
+    assert len(held_out) == 184 and len(KNOWN_MISSES) == 2
+    # the two known misses (FSDP2: 6.36 %; CP: 5.43 %), then TP at 2.81 %, FSDP2 at 2.31 %, TP at 1.95 %, then 1.78 %
+    assert statistics.median(held_out) <= 0.001 and held_out[-3] <= 0.029 and held_out[-4] <= 0.025 \
+        and held_out[-8] <= 0.018
     assert held_out[-1] <= 0.064

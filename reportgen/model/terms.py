@@ -1186,12 +1186,14 @@ TERMS: tuple[Term, ...] = (
          + V("zero3_buffer") + V("pp_recv_buffer_bytes"),
          "what stays allocated between steps (a torch pipeline's receive buffers too)", "phase"),
     Term("backward_start_bytes", "Temporaries when backward starts", "bytes",
-         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes"))
+         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes"),
+             V("layer_backward_bytes"))
          + V("pp_kept_logits_bytes"),
          "the loss's logit gradients, or, where FSDP2 shards the gradients, the first decoder layers' backward if "
          "larger: the last layer's gradients in the reduce-scatter, the next layer gathered (one rank of FSDP2 on a "
-         "fake process group: tools/oracle/measure_fsdp2.py); a torch pipeline's last stage keeps its logits",
-         "phase"),
+         "fake process group: tools/oracle/measure_fsdp2.py); or the last decoder layer's backward working set, "
+         "beside every saved activation, where it exceeds the loss's (a small vocabulary: tools/oracle/"
+         "measure_tp.py); a torch pipeline's last stage keeps its logits", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes"),
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
