@@ -1392,6 +1392,13 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
          (3 + IF(V("checkpointing").eq("none"), 0, 1)) * V("attention_flops_per_token"),
          "forward, backward (twice) and the recomputed forward under checkpointing", "time"),
+    Term("micro_batch_peak_seconds", "A micro-batch's tokens, one FLOP each, at the GPU's peak", "seconds",
+         V("tokens") / V("tp_size") / V("peak_flops"),
+         "what a FLOP per token costs a micro-batch (tensor parallelism splits every layer): the compute time "
+         "terms multiply it by FLOPs per token and divide by an efficiency", "time"),
+    Term("forward_pass_peak_seconds", "A forward pass's tokens, one FLOP each, at the GPU's peak", "seconds",
+         V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops"),
+         "the same over every sequence of the step (an RLHF role's scoring or log-probabilities)", "time"),
     Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
          IF(V("num_experts").gt(0), _m("expert_params") * _m("num_experts_per_tok") / V("num_experts"), 0),
          "its top-k of the routed experts", "time"),
@@ -1402,7 +1409,7 @@ TIME_TERMS: tuple[Term, ...] = (
          "memory bandwidth a decode step reaches", "time"),
     Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
          IF(AND(_TRAIN, V("num_experts").gt(0)),
-            V("tokens") / V("tp_size") / V("peak_flops") / _g("train_efficiency")
+            V("micro_batch_peak_seconds") / _g("train_efficiency")
             * (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
             * V("routed_active_params") * V("moe_imbalance"), 0),
          "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
@@ -1412,10 +1419,11 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("expert_traffic_seconds", "Routed experts' weights through memory per micro-batch", "seconds",
          IF(_TRAIN, (2 + V("is_full") + IF(V("checkpointing").eq("full"), 1, 0)) * V("expert_read_seconds"), 0),
          "the forward and the backward's input gradient read the GPU's experts, a trained expert's weight gradient "
-         "writes as much, full checkpointing reads them once more. Where fine-grained experts get few tokens per micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 "
-         "tokens give 64 each), this is longer than their FLOPs", "time"),
+         "writes as much, full checkpointing reads them once more. Where fine-grained experts get few tokens per "
+         "micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 tokens give 64 each), this is longer than their "
+         "FLOPs", "time"),
     Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
-         IF(_TRAIN, V("tokens") / V("tp_size") / V("peak_flops")
+         IF(_TRAIN, V("micro_batch_peak_seconds")
             * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token"))
                / _g("train_efficiency") + V("train_attention_flops_per_token") / _g("attention_efficiency"))
             + MAX(V("expert_traffic_seconds"), V("expert_compute_seconds"))
@@ -1605,12 +1613,11 @@ TIME_TERMS: tuple[Term, ...] = (
          "weights over PCIe each way", "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",
          IF(OR(_TRAIN, V("workload").eq("frozen")),
-            V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops")
-            * (2.0 * V("active_params") / _g("train_efficiency")
+            V("forward_pass_peak_seconds")
+            * (2.0 * (V("active_params") - V("routed_active_params")) / _g("train_efficiency")
                + V("attention_flops_per_token") / _g("attention_efficiency"))
-            + MAX(0, ceil_div(V("step_sequences"), V("batch_size")) * V("expert_read_seconds")
-                  - V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops") * 2.0
-                  * V("routed_active_params") / _g("train_efficiency")), 0),
+            + MAX(V("forward_pass_peak_seconds") * 2.0 * V("routed_active_params") / _g("train_efficiency"),
+                  ceil_div(V("step_sequences"), V("batch_size")) * V("expert_read_seconds")), 0),
          "the training framework's forward over every whole sequence, micro-batch after micro-batch, its matrix "
          "multiplications and attention kernels at the GPU type's training efficiencies (those of the training "
          "step's forward, not a serving engine's prefill): how an RLHF role scores the rollouts (reference "
