@@ -495,3 +495,22 @@ def test_a_search_that_knows_its_roles_estimates_each_group_as_a_fresh_estimate_
             assert searched.values == alone.values
             for (_, mine), (_, fresh) in zip(searched.roles, alone.roles):
                 assert mine.scenario == fresh.scenario and mine.values == fresh.values
+
+
+@pytest.mark.parametrize("algorithm,settings", [
+    ("ppo", {}), ("ppo", {"micro_batch_size": 2, "prompts_per_iteration": 64}), ("grpo", {"group_size": 8}),
+    ("grpo", {"group_size": 4, "reward": "rule", "padded_roles": "all"}), ("dpo", {}),
+])
+def test_a_pool_made_alone_is_the_pool_the_group_makes(algorithm, settings):
+    """The plan sizes a separate pool one count at a time with RlhfScenario.role_on; the group made anew with that
+    count (relayout) gives the same role, for every role, count and ZeRO stage (a pool of one rank shards nothing)."""
+    actor = Scenario(model="Qwen2.5-7B", workload="full", prompt_len=512, gen_len=512, batch_size=8, num_gpus=8,
+                     zero_stage=3, gpu="H100-80GB-SXM")
+    group = rlhf_scenario(name="", algorithm=algorithm, placement="separate", actor=actor, **settings)
+    small = group.relayout({"role_gpus": {role: 1 for role, _ in group.roles[1:]}})  # every other pool unsharded
+    for start in (group, small):
+        for role, _ in start.roles[1:]:
+            for n in (1, 2, 3, 8, 24):
+                made = start.relayout({"role_gpus": {**(dict(start.settings)["role_gpus"] or {}), role: n}}).role(role)
+                assert start.role_on(role, n) == made, (role, n)
+                assert made.num_gpus == n and made.zero_stage == (3 if n > 1 else 0)

@@ -54,6 +54,14 @@ class RlhfScenario:
         """Sequences each of the actor's data-parallel ranks generates and trains on per iteration."""
         return rank_sequences(self.algorithm, self.actor, dict(self.settings))
 
+    def role_on(self, name: str, num_gpus: int) -> Scenario:
+        """A separate pool's role on num_gpus GPUs of its type, the other pools as they are: relayout's role with
+        role_gpus giving it num_gpus, made alone (a pool's size is searched one count at a time)."""
+        settings = dict(self.settings)
+        return _pooled(self.role(name).with_inputs(num_gpus=num_gpus, zero_stage=self.actor.zero_stage),
+                       iteration_sequences_of(self.algorithm, self.actor, settings["group_size"]),
+                       settings["micro_batch_size"], self.actor.grad_accum_steps)
+
     def relayout(self, settings: Mapping[str, Any] = {}, **inputs: Any) -> "RlhfScenario":
         """The same group with the actor's layout inputs and these settings changed (every role follows)."""
         return rlhf_scenario(name=self.name, algorithm=self.algorithm, placement=self.placement,
@@ -597,9 +605,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
         roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
                  for r, s in roles]
-    roles = [(r, s.with_inputs(zero_stage=role_zero_stage(s), **_role_batch(s, iteration_sequences, micro_batch_size,
-                                                                         actor.grad_accum_steps)))
-             for r, s in roles]
+    roles = [(r, _pooled(s, iteration_sequences, micro_batch_size, actor.grad_accum_steps)) for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
                     reference=reference, reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
                     micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types,
@@ -665,6 +671,12 @@ def _role_batch(s: Scenario, iteration_sequences: int, micro_batch_size: int | N
     sequences = -(-iteration_sequences // data_parallel_ranks(s))
     micro = min(micro_batch_size or sequences, sequences)
     return dict(batch_size=micro, grad_accum_steps=grad_accum_steps * -(-sequences // micro))
+
+
+def _pooled(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> Scenario:
+    """A role on its pool (its GPUs set): the ZeRO stage it runs there and its rank's batch and accumulation."""
+    return s.with_inputs(zero_stage=role_zero_stage(s),
+                         **_role_batch(s, iteration_sequences, micro_batch_size, grad_accum_steps))
 
 
 def role_zero_stage(s: Scenario) -> int:

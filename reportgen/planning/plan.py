@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..model.arrays import np
 from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason,
@@ -582,7 +582,7 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
     if sizes is None:
         sizes = dict(given)
         for role, _ in group.roles[1:]:
-            n = None if role in given else _pool_size(estimator, group, role, sizes, known)
+            n = None if role in given else _pool_size(estimator, group, role, known)
             if n:
                 sizes[role] = n
         known[key] = sizes
@@ -630,7 +630,7 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
             for gpu in options:
                 if gpu == s.gpu or price[gpu] > best[0]:
                     continue  # one GPU of it costs more than the pool it would replace
-                n = _pool_size(estimator, group.relayout({"role_gpu_types": {**types, role: gpu}}), role, counts, known,
+                n = _pool_size(estimator, group.relayout({"role_gpu_types": {**types, role: gpu}}), role, known,
                                most=int(best[0] // price[gpu]))
                 if n and (n * price[gpu], n, 1, gpu) < best:
                     best = (n * price[gpu], n, 1, gpu)
@@ -643,11 +643,10 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
     return [fitting, estimator.estimate_group(group.relayout({"role_gpus": counts, "role_gpu_types": types}), known)]
 
 
-def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, sizes: Mapping[str, int], known: dict,
-               most: int = MAX_GPUS) -> int | None:
+def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict, most: int = MAX_GPUS) -> int | None:
     """The fewest GPUs of its type, `most` at the most (buyable: whole tensor-parallel groups, and whole pipelines of
-    a trained role), that hold the group's `role` with the safety factor and run it (no skip rule holds), the other
-    pools as `sizes` says (a pool it does not name: the actor's count); None where none does."""
+    a trained role), that hold the group's `role` with the safety factor and run it (no skip rule holds); None where
+    none does. A pool's role reads the actor and the group's settings, not the other pools' sizes."""
     s = group.role(role)
     unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
     for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node, most):
@@ -655,7 +654,7 @@ def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, sizes: Mapp
             break
         if n % unit:
             continue
-        pool = group.relayout({"role_gpus": {**sizes, role: n}}).role(role)
+        pool = group.role_on(role, n)
         if estimator.estimate_known(pool, known)["fits_recommended"]:
             return None if estimator.skip_reasons(pool) else n
     return None
