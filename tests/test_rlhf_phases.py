@@ -514,3 +514,16 @@ def test_a_pool_made_alone_is_the_pool_the_group_makes(algorithm, settings):
                 made = start.relayout({"role_gpus": {**(dict(start.settings)["role_gpus"] or {}), role: n}}).role(role)
                 assert start.role_on(role, n) == made, (role, n)
                 assert made.num_gpus == n and made.zero_stage == (3 if n > 1 else 0)
+
+
+def test_a_deadline_missed_with_iterations_that_grow_with_the_ranks_says_so():
+    """Without --prompts-per-iteration an iteration takes the batch on each of the actor's data-parallel ranks, so a
+    larger purchase runs larger iterations: a run that misses its deadline says so, and how to fix the size; with
+    the size given it does not."""
+    common = ["plan", "--model", "Qwen2.5-0.5B", "--workload", "grpo", "--reward", "rule", "--engine", "vllm",
+              "--gpu-type", "H100-80GB-SXM", "--gpus", "8", "--steps", "100000", "--within", "1h"]
+    grows, fixed = (CliRunner().invoke(main, common + extra) for extra in ([], ["--prompts-per-iteration", "64"]))
+    assert grows.exit_code == fixed.exit_code == 0
+    assert "fits, but at 8 GPUs" in grows.output and "fits, but at 8 GPUs" in fixed.output
+    assert "more ranks make it larger, not shorter (--prompts-per-iteration fixes its size)" in grows.output
+    assert "--prompts-per-iteration" not in fixed.output.split("no answer on:")[1]

@@ -145,8 +145,12 @@ def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:
         return (f"nothing fits up to {miss.most_gpus} GPUs; at {n} GPUs "
                 + fit_limit_text(e.values, host_ram_per_node_gib, load_catalogue("en")))
     if plan.steps is not None:  # an RLHF run: the answer at the most GPUs that fit is still too slow
+        # without a fixed iteration size, each iteration takes the batch on every data-parallel rank of the actor
+        weak = "" if dict(e.scenario.settings).get("prompts_per_iteration") else (
+            "; an iteration takes the batch on each of the actor's data-parallel ranks: more ranks make it larger, "
+            "not shorter (--prompts-per-iteration fixes its size)")
         return (f"fits, but at {n} GPUs, the most tried that fit, its {plan.steps:,} iterations take "
-                f"{duration_words(run_seconds(e, plan.steps))} (goal: {duration_words(plan.within_seconds)})")
+                f"{duration_words(run_seconds(e, plan.steps))} (goal: {duration_words(plan.within_seconds)})" + weak)
     if e["is_train"]:
         return (f"fits, but the fastest layout up to {miss.most_gpus} GPUs trains in "
                 f"{e['time_to_train_seconds'] / 3600:,.1f} h (goal: {goal.within_seconds / 3600:,.1f} h)")
