@@ -140,3 +140,13 @@ def test_every_input_a_user_sets_has_words(lang):
     missing = [i.name for i in INPUTS if i.option and i.name not in ("gpu", "num_gpus")
                and f"setting.{i.name}" not in t.messages]
     assert not missing, missing
+
+
+def test_a_share_reads_as_a_percentage_and_a_ratio_as_a_multiple():
+    """Decimal inputs: the engine's share of a GPU (at most 1) in per cent, the MoE load imbalance (1–16) as a
+    multiple of the mean, in both languages."""
+    from reportgen.report.i18n import load_catalogue
+    en, zh = load_catalogue("en"), load_catalogue("zh")
+    assert setting_text("gpu_memory_utilization", 0.9, en) == "engine takes 90 % of memory"
+    assert setting_text("moe_load_imbalance", 1.25, en) == "MoE load imbalance ×1.25"
+    assert setting_text("moe_load_imbalance", 1.25, zh) == "MoE 负载不均衡度 ×1.25"

@@ -676,8 +676,8 @@ def setting_text(name: str, value: object, t: Catalogue, need: Requirement | Non
         return t("setting.goal", v=_goal_words(name, value, t, need))
     if name == "train_tokens":
         words = count_words(value, t.lang)
-    elif isinstance(value, float) and INPUT_BY_NAME[name].decimal:
-        words = percent(value, 0)
+    elif isinstance(value, float) and INPUT_BY_NAME[name].decimal:  # a share of a GPU as a percentage, a ratio as is
+        words = percent(value, 0) if INPUT_BY_NAME[name].limits[1] <= 1 else f"{value:g}"
     elif isinstance(value, int):
         words = format_count(value)
     else:
