@@ -164,11 +164,13 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
               IF(V("sliding_window").gt(0), 2 * V("num_sliding_layers") * V("kv_dim"), 0),
               "2 × sliding layers × KV heads × head_dim (transformers' layer_types)"),
     ShapeTerm("num_dense_layers", "Layers with a dense MLP", "count", _L - V("num_moe_layers")),
+    ShapeTerm("routed_mlp_width", "Routed experts' MLP width per token", "count",
+              IF(V("is_moe").eq(1), V("num_moe_layers") * V("num_experts_per_tok") * V("moe_intermediate_size") / _L,
+                 0)),
     ShapeTerm("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count",
               IF(V("is_moe").eq(1),
                  (V("num_dense_layers") * V("intermediate_size")
-                  + V("num_moe_layers") * (V("num_experts_per_tok") * V("moe_intermediate_size")
-                                           + V("shared_expert_intermediate_size"))) / _L,
+                  + V("num_moe_layers") * V("shared_expert_intermediate_size")) / _L + V("routed_mlp_width"),
                  V("intermediate_size")),
               "the routed top-k and shared experts a token passes through, averaged over the layers"),
     ShapeTerm("mlp_saved_tensors", "MLP-width tensors saved per token (trained MLP)", "count",

@@ -681,8 +681,7 @@ TERMS: tuple[Term, ...] = (
          "qkv layer once, then proj, fc_1, fc_2 and the MLP's proj (litgpt/lora.py)", "activation"),
     Term("saved_mlp_width", "MLP width whose tensors a layer saves per token, on the busiest expert-parallel GPU",
          "count",
-         V("mlp_width") + (V("moe_imbalance") - 1) * _m("num_moe_layers") / V("num_layers")
-         * _m("num_experts_per_tok") * _m("moe_intermediate_size"),
+         V("mlp_width") + (V("moe_imbalance") - 1) * _m("routed_mlp_width"),
          "the routed experts' part of the MLP width grows with the tokens the busiest GPU's experts get "
          "(moe_imbalance; dropless routing keeps them all)", "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
@@ -1399,12 +1398,15 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("forward_pass_peak_seconds", "A forward pass's tokens, one FLOP each, at the GPU's peak", "seconds",
          V("step_sequences") * V("seq_len") / V("tp_size") / V("peak_flops"),
          "the same over every sequence of the step (an RLHF role's scoring or log-probabilities)", "time"),
+    Term("decode_bytes_per_s", "Memory bandwidth a decode step reaches", "bytes_per_s",
+         _g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency"),
+         "the GPU's memory bandwidth at the decode bandwidth efficiency: what reading weights or a KV cache gets",
+         "time"),
     Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
-         IF(V("num_experts").gt(0), _m("expert_params") * _m("num_experts_per_tok") / V("num_experts"), 0),
-         "its top-k of the routed experts", "time"),
+         _m("expert_params") - _m("inactive_expert_params"), "its top-k of the routed experts", "time"),
     Term("expert_read_seconds", "The GPU's routed experts read once from memory", "seconds",
          IF(V("num_experts").gt(0), _m("expert_params") / V("expert_shards") * V("act_bytes")
-            / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+            / V("decode_bytes_per_s"), 0),
          "a grouped GEMM reads each of its experts' weights at least once, however few tokens reach it; at the "
          "memory bandwidth a decode step reaches", "time"),
     Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
@@ -1544,7 +1546,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("weight_read_seconds", "Every weight read once from memory", "seconds",
          IF(_INFER, (V("decode_weight_bytes") - V("served_lora_bytes")
                      + V("served_lora_bytes") * MIN(V("max_loras"), V("batch_size")) / MAX(V("max_loras"), 1))
-            / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+            / V("decode_bytes_per_s"), 0),
          "what one forward over the weights cannot beat, however few its tokens: a GPU's weights (with LoRA "
          "slots, the adapters of the batch's sequences, at most one per sequence) at the memory bandwidth a "
          "decode step reaches", "time"),
@@ -1577,7 +1579,7 @@ TIME_TERMS: tuple[Term, ...] = (
                                           + V("kv_window_elements_per_token")
                                           * MIN(V("decode_context_tokens"), V("sliding_window")))
             * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards")
-            / (_g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency")), 0),
+            / V("decode_bytes_per_s"), 0),
          "each sequence's cache so far is read once per step (mean context: prompt + half the generated tokens, "
          "its whole blocks in full-attention layers; a sliding-window layer reads its window at most)",
          "time"),
