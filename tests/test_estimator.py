@@ -275,7 +275,8 @@ def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits
     the shared terms evaluated with those constants, and read none of the substituted names."""
     from reportgen.model.formulas import compile_terms, specialise
     from reportgen.model.terms import ASSUMPTION_DEFAULTS, TOTAL_TERMS
-    constants = {"engine_mode": engine, "kv_fits": kv_fits, "engine_device_total": budget, "host_ram_fits": host}
+    constants = {"engine_mode": engine, "engine_reserves": engine, "kv_fits": kv_fits, "engine_device_total": budget,
+                 "host_ram_fits": host}
     special = tuple(replace(t, expr=specialise(t.expr, constants)) for t in TOTAL_TERMS)
     assert not any(set(constants) & t.expr.names() for t in special)
     inputs = {"allocated_peak": allocated, "num_gpus": gpus, "gpu": "H100-80GB-SXM", "weights": weights, **constants}

@@ -21,7 +21,7 @@ from . import lookups as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from ..errors import InputError, unknown_name
 from .formulas import IF, MAX, MIN, Num, Var, compile_terms, specialise
-from .inputs import (FROZEN, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
+from .inputs import (FROZEN, ROLLOUT, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
 from .spec import ModelSpec
 from .shape import model_row, params_by_component
@@ -321,10 +321,9 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     before_training = [role for role in role_names if role in ("actor", "critic")]
     time = (
         Term("generation_seconds", "Rollout generation per iteration", "seconds", total("rollout_seconds"), "", "time"),
-        Term("refit_seconds", "Weights into the rollout engine per iteration", "seconds",
-             r(role_names[0], "refit_seconds"),
+        Term("refit_seconds", "Weights into the rollout engine per iteration", "seconds", total("refit_seconds"),
              "the actor's trained weights gathered into its rollout engine, which sleeps through training and wakes "
-             "for the rollouts", "time"),
+             "for the rollouts, or broadcast to an engine on GPUs of its own", "time"),
         Term("rollout_phase_seconds", "Rollout phase per iteration: the engine refitted, then generation", "seconds",
              Var("refit_seconds") + Var("generation_seconds"),
              "what a framework's rollout timer spans: veRL's gen times its worker's generate_sequences, whose sharding "
@@ -392,7 +391,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
 
 # RLHF roles train or score with a training framework, never a serving engine's pool: the shared
 # totals read, for a group, without the engine's branches.
-GROUP_CONSTANTS = {"engine_mode": 0, "engine_device_total": 0, "host_ram_fits": 1}
+GROUP_CONSTANTS = {"engine_mode": 0, "engine_reserves": 0, "engine_device_total": 0, "host_ram_fits": 1}
 GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, GROUP_CONSTANTS)) for t in TOTAL_TERMS)
 
 _GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}
@@ -541,11 +540,17 @@ class Estimator:
         no term of its rollout engine's share of the GPU (tests/test_rlhf_phases.py holds its values equal at every
         share), so the plan's search over shares makes it once: its key leaves the share out, and the estimate is
         given its own scenario."""
-        key = s if s.gen_len else s.with_inputs(gpu_memory_utilization=0.0)
+        key = share_free(s)
         made = known.get(key)
         if made is None:
             made = known[key] = self.estimate(s)
         return made if key is s else replace(made, scenario=s)
+
+
+def share_free(s: Scenario) -> Scenario:
+    """A role as a cache key for what does not depend on its rollout engine's share of each GPU: a role that
+    generates nothing reads no term of the share (tests/test_rlhf_phases.py), so its share is left out."""
+    return s if s.gen_len else s.with_inputs(gpu_memory_utilization=0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,6 +563,10 @@ def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
     return dict(zip(INPUT_NAMES, map(list, zip(*map(_INPUT_VALUES, scenarios)))))
 
 
+# The rollouts' lengths: a rollout engine on GPUs of its own carries them; its actor, which only trains, has none.
+ROLLOUT_LENGTHS = ("prompt_len", "gen_len")
+
+
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   critic_model: str | None = None, reward_model: str | None = None,
                   reference_model: str | None = None, reference: str = "model", reward: str = "model",
@@ -565,7 +574,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   prompts_per_iteration: int | None = None,
                   micro_batch_size: int | None = None, role_gpus: Mapping[str, int] | None = None,
                   role_gpu_types: Mapping[str, str] | None = None, padded_roles: str = "none",
-                  padded_len: int | None = None) -> RlhfScenario:
+                  padded_len: int | None = None, rollout_placement: str = "actor") -> RlhfScenario:
     """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
 
     PPO: actor (trained, generates), critic (trained, value head), reference (frozen), reward (frozen,
@@ -575,7 +584,9 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     micro-batches of micro_batch_size (default: all at once): its batch is the micro-batch, its gradient
     accumulation the actor's times the micro-batches. Padded roles (veRL without padding removal) pass over
     every sequence padded to padded_len tokens (default: the prompt and the longest response), their memory
-    and their time; the others over the mean prompt + response.
+    and their time; the others over the mean prompt + response. A rollout engine on GPUs of its own
+    (rollout_placement separate, OpenRLHF's default) is the role "rollout": the actor's model served at the
+    engine's TP, generating the iteration's sequences over its engines, while the actor only trains.
     """
     actor = rank_actor(actor, prompts_per_iteration)
     iteration_sequences = iteration_sequences_of(algorithm, actor, group_size)
@@ -594,7 +605,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
         roles = [("policy", actor.with_inputs(**pair)),
                  ("reference", actor.with_inputs(model=reference_model or actor.model, **{**frozen, **pair}))]
     else:
-        roles = [("actor", actor.with_inputs(seq_len=seq))]
+        engine_apart = rollout_placement == "separate"
+        roles = [("actor", actor.with_inputs(seq_len=seq, **(dict.fromkeys(ROLLOUT_LENGTHS, 0) if engine_apart else {})))]
         if algorithm == "ppo":
             roles.append(("critic", actor.with_inputs(model=critic_model or actor.model, head="value", seq_len=critic_seq,
                                             prompt_len=0, gen_len=0)))
@@ -602,6 +614,10 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
             roles.append(("reference", actor.with_inputs(model=reference_model or actor.model, **frozen)))
         if reward == "model":  # a rule (a verifier) runs on the CPU
             roles.append(("reward", actor.with_inputs(model=reward_model or actor.model, head="value", **frozen)))
+        if engine_apart:  # served whole on each of its engines: no training layout, states or passes
+            roles.append((ROLLOUT, actor.with_inputs(workload=ROLLOUT, seq_len=seq, tp_size=actor.rollout_tp_size,
+                                                     pp_size=1, vp_size=1, cp_size=1, ep_size=1, etp_size=0,
+                                                     zero_stage=0, checkpointing="none", offload="none")))
     if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
         roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
                  for r, s in roles]
@@ -609,7 +625,7 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
                     reference=reference, reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
                     micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types,
-                    padded_roles=padded_roles, padded_len=padded_len)
+                    padded_roles=padded_roles, padded_len=padded_len, rollout_placement=rollout_placement)
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))
 
@@ -644,6 +660,16 @@ def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:
 def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> tuple[str, str] | None:
     """(setting, what is wrong) where the iteration's prompts do not split evenly over the actor's data-parallel
     ranks, or its micro-batch does not divide a rank's sequences (as veRL and OpenRLHF require); else None."""
+    if settings.get("rollout_placement") == "separate" and actor.serving_engine == "hf-generate":
+        return "rollout_placement", ("separate needs a rollout engine (serving_engine vllm or sglang): generate() "
+                                     "runs on the actor's GPUs")
+    for role, count in (settings.get("role_gpus") or {}).items():
+        unit = (actor.rollout_tp_size if role == ROLLOUT
+                else actor.tp_size * (actor.pp_size if role in ("actor", "policy", "critic") else 1))
+        if count % unit:
+            parallelism = "the engine's tensor parallelism" if role == ROLLOUT else "its tensor × pipeline parallelism"
+            return "role_gpus", (f"{role}: {count:,} GPUs do not make whole {'engines' if role == ROLLOUT else 'replicas'} "
+                                 f"of {unit:,} GPUs ({parallelism})")
     ranks, prompts, micro = data_parallel_ranks(actor), settings.get("prompts_per_iteration"), settings.get("micro_batch_size")
     if prompts and prompts % ranks:
         return "prompts_per_iteration", (f"must split evenly over the actor's {ranks:,} data-parallel ranks (num_gpus "
@@ -660,8 +686,9 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
 
 def data_parallel_ranks(s: Scenario) -> int:
     """The term dp_size of a role: its GPUs over tensor × pipeline × context parallelism (a frozen model is
-    served whole on each tensor-parallel group). tests/test_rlhf_phases.py holds the two equal."""
-    trained = s.workload != FROZEN
+    served whole on each tensor-parallel group, as a rollout engine is). tests/test_rlhf_phases.py holds the two
+    equal."""
+    trained = s.workload not in (FROZEN, ROLLOUT)
     return max(1, s.num_gpus // (s.tp_size * (s.pp_size * s.cp_size if trained else 1)))
 
 
@@ -681,8 +708,9 @@ def _pooled(s: Scenario, iteration_sequences: int, micro_batch_size: int | None,
 
 def role_zero_stage(s: Scenario) -> int:
     """The ZeRO stage a role runs: a frozen model has no gradients or optimizer states, so only
-    ZeRO-3's parameter sharding applies to it; a pool with one data-parallel rank shards nothing."""
-    if s.workload == FROZEN and s.zero_stage != 3:
+    ZeRO-3's parameter sharding applies to it; a rollout engine holds whole weights per engine; a pool with one
+    data-parallel rank shards nothing."""
+    if s.workload == FROZEN and s.zero_stage != 3 or s.workload == ROLLOUT:
         return 0
     return s.zero_stage if s.num_gpus // s.tp_size > 1 else 0
 

@@ -19,6 +19,7 @@ from ..errors import InputError, unknown_name
 TRAINED_WORKLOADS = ("full", "lora", "qlora")
 SINGLE_WORKLOADS = ("inference",) + TRAINED_WORKLOADS
 FROZEN = "frozen"  # reference/reward models of an RLHF group: scored, never trained
+ROLLOUT = "rollout"  # an RLHF group's rollout engine on its own GPUs: generates, never trains or scores
 RLHF_ALGORITHMS = ("ppo", "dpo", "grpo")
 WORKLOAD_TYPES = SINGLE_WORKLOADS + RLHF_ALGORITHMS
 LORA_TARGET_SETS = ("q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj", "all-linear")
@@ -95,18 +96,19 @@ class Input:
 
 _TOKENS = (0, 10_000_000)  # upper bounds keep every product far inside float precision
 _TRAINING = TRAINED_WORKLOADS
-_SERVING = ("inference",)  # and an RLHF actor's rollouts (its prompt and generated tokens)
+_SERVING = ("inference", ROLLOUT)  # and an RLHF actor's rollouts (its prompt and generated tokens)
 _ENGINES = ("serving_engine", ("vllm", "sglang"))  # what only an engine with a KV block pool reads
 INPUTS: tuple[Input, ...] = (
     Input("model", "Model", "catalog model name (Models sheet)", "", catalog="model"),
-    Input("workload", "Workload", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward",
-          "inference", choices=SINGLE_WORKLOADS + (FROZEN,), internal=(FROZEN,), preset_axis=False),
+    Input("workload", "Workload", "inference, full, lora, qlora; RLHF roles use frozen for reference/reward and "
+          "rollout for a rollout engine on its own GPUs", "inference", choices=SINGLE_WORKLOADS + (FROZEN, ROLLOUT),
+          internal=(FROZEN, ROLLOUT), preset_axis=False),
     Input("head", "Head", "lm (language-model head) or value (scalar head of a critic or reward model)", "lm",
           choices=tb.HEADS, preset_axis=False),
     Input("precision", "Training precision", "recipe for trained weights (Precisions sheet)", "bf16-mixed",
           choices=tuple(tb.PRECISIONS.rows), headline=True, option="--precision", applies=_TRAINING),
     Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
-          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", FROZEN)),
+          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", FROZEN, ROLLOUT)),
     Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16",
           choices=tuple(d for d, row in tb.DTYPES.rows.items() if not row["experts_only"]),
           option="--kv-dtype", applies=_SERVING),
@@ -216,17 +218,18 @@ INPUTS: tuple[Input, ...] = (
           option="--max-lora-rank", applies=_SERVING, only_with=("max_loras", range(1, 1025))),
     Input("rollout_tp_size", "Rollout engine TP", "RLHF with a rollout engine: its own tensor-parallel degree "
           "(veRL's rollout.tensor_model_parallel_size, OpenRLHF's vllm_tensor_parallel_size), whatever the "
-          "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING,
+          "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING + (ROLLOUT,),
           only_with=_ENGINES, layout=True, readers="rollout"),
     Input("max_gen_len", "Longest response (tokens)", "RLHF rollouts: the longest response of an iteration, which "
           "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
-          "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len", applies=_TRAINING,
+          "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len",
+          applies=_TRAINING + (ROLLOUT,),
           only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
     Input("generation_factor", "Sequences generated per trained one", "RLHF rollouts with dynamic sampling (DAPO, "
           "arXiv:2503.14476; veRL's algorithm.filter_groups): groups whose rewards are all equal teach nothing and "
           "are dropped, so the rollout generates this many sequences for each one the iteration trains on (the "
           "passes and updates see only those kept); 1: every generated sequence is trained on", 1.0,
-          limits=(1, 64), decimal=True, option="--generation-factor", applies=_TRAINING,
+          limits=(1, 64), decimal=True, option="--generation-factor", applies=_TRAINING + (ROLLOUT,),
           only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,
@@ -266,10 +269,16 @@ WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
 # RLHF groups: the settings around the actor scenario
 
 PLACEMENTS = ("colocated", "separate")
+ROLLOUT_PLACEMENTS = ("actor", "separate")  # where a PPO/GRPO group's rollout engine runs
 PADDED_ROLES = ("none", "critic", "all")  # which RLHF roles keep their padding (veRL use_remove_padding off)
 RLHF_ROLES = {"ppo": ("actor", "critic", "reference", "reward"), "grpo": ("actor", "reference", "reward"),
               "dpo": ("policy", "reference")}
-ALL_ROLES = tuple(dict.fromkeys(r for roles in RLHF_ROLES.values() for r in roles))
+ALL_ROLES = tuple(dict.fromkeys(r for roles in RLHF_ROLES.values() for r in roles)) + (ROLLOUT,)
+
+
+def group_roles(algorithm: str, rollout_placement: str = "actor") -> tuple[str, ...]:
+    """The roles of an RLHF group: the algorithm's models, and the rollout engine where it has its own GPUs."""
+    return RLHF_ROLES[algorithm] + ((ROLLOUT,) if rollout_placement == "separate" else ())
 
 RLHF_INPUTS: tuple[Input, ...] = (
     Input("critic_model", "Critic model", "PPO critic (default: the actor's model)", None, catalog="model",
@@ -285,6 +294,11 @@ RLHF_INPUTS: tuple[Input, ...] = (
           "answers or unit tests, on the CPU: no reward role)", "model", choices=("model", "rule"), option="--reward"),
     Input("placement", "Placement", "all roles on the same GPUs, or a GPU pool per role", "colocated",
           choices=PLACEMENTS, option="--placement"),
+    Input("rollout_placement", "Rollout engine placement", "PPO/GRPO with a rollout engine (vllm, sglang) and "
+          "separate pools: the engine on the actor's GPUs, asleep while the actor trains (veRL's hybrid engine), or "
+          "on a pool of its own, role rollout (OpenRLHF's default: vllm_num_engines × vllm_tensor_parallel_size "
+          "GPUs), which receives the trained weights over the network each iteration", "actor",
+          choices=ROLLOUT_PLACEMENTS, option="--rollout-placement"),
     Input("group_size", "GRPO group size", "GRPO: samples per prompt", 8, limits=(1, 1024), unit="sequences",
           option="--group-size"),
     Input("prompts_per_iteration", "Prompts per iteration", "prompts all data-parallel ranks take together per "
@@ -383,9 +397,9 @@ def default_label(s, word: Callable[[str, str], str] = lambda axis, value: value
     """'Llama-2-7B · full · bf16-mixed · 4×A100-80GB · ZeRO-1'; word(axis, value) names a value in words
     (a report in another language passes its words: word("workload", "full"))."""
     parts = [s.model, word("workload", s.workload)]
-    if s.workload != "inference":
+    if s.workload in TRAINED_WORKLOADS:
         parts.append(s.precision if s.workload == "full" else f"r{s.lora_rank}")
-    else:
+    else:  # served, frozen or a rollout engine's weights
         parts.append(s.weight_dtype)
     parts.append(f"{s.num_gpus}×{s.gpu}")
     parts += layout_tags({n: getattr(s, n) for n in PARALLEL_LAYOUT})
@@ -458,12 +472,16 @@ _FIELD_NAMES = frozenset(f.name for f in fields(Scenario))
 
 # Settings only one algorithm reads, and what the others lack.
 _ONE_ALGORITHM = {"group_size": ("grpo", "groups"), "critic_model": ("ppo", "critic")}
+# Settings DPO does not read, and what it lacks.
+_NOT_DPO = {"rollout_placement": "rollouts"}
 
 
 def rlhf_setting_unused(name: str, algorithm: str) -> str:
     """Why an RLHF setting changes nothing for this workload ('' where it is read)."""
     if algorithm not in RLHF_ROLES:
         return f"applies to RLHF workloads ({', '.join(RLHF_ROLES)}): it would change nothing"
+    if algorithm == "dpo" and name in _NOT_DPO:
+        return f"applies to PPO and GRPO (DPO has no {_NOT_DPO[name]}): it would change nothing"
     only, lacked = _ONE_ALGORITHM.get(name, (algorithm, ""))
     return "" if algorithm == only else (f"applies to {only.upper()} only ({algorithm.upper()} has no {lacked}): it "
                                          "would change nothing")
@@ -483,7 +501,7 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
             if not isinstance(value, Mapping):
                 raise InputError(f"expected a mapping of role to {'GPU count' if name == 'role_gpus' else 'GPU type'}, "
                                  f"got {value!r}", source=source, key_path=key_path(name))
-            roles = RLHF_ROLES[algorithm]
+            roles = group_roles(algorithm, raw.get("rollout_placement") or "actor")
             each = INPUT_BY_NAME["num_gpus" if name == "role_gpus" else "gpu"]
             for role, item in value.items():
                 if role not in roles:
@@ -510,8 +528,8 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
     if out["padded_len"] is not None and out["padded_roles"] == "none":
         raise InputError("applies with padded_roles critic or all (a pass without padding reads the mean lengths)",
                          source=source, key_path=key_path("padded_len"))
-    for name in ("role_gpus", "role_gpu_types"):
-        if out[name] and out["placement"] != "separate":  # colocated roles share the actor's GPUs
+    for name in ("role_gpus", "role_gpu_types", "rollout_placement"):
+        if out[name] and out[name] != "actor" and out["placement"] != "separate":  # colocated roles share the GPUs
             raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",
                              source=source, key_path=key_path(name))
     return out

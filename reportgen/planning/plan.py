@@ -17,11 +17,11 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..model.arrays import np
-from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason,
+from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, share_free,
                               first_skip_codes, iteration_sequences_of, rank_sequences, rlhf_batch_check)
 from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
-from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT
+from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT, ROLLOUT
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from ..model.vector import CHUNK_ROWS, Text, take, to_list
 from ..model.units import duration_words
@@ -463,18 +463,17 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
         nonlocal everywhere
         layouts = []
         for trainer in candidates(base, estimator, n, fixed + _GROUP_KEEPS):
+            # the iteration's prompts split over the actor's data-parallel ranks, which its engine's TP does not set
+            splits = not rlhf_batch_check(scenario.algorithm, _laid_out_actor(scenario, gpu, trainer),
+                                          dict(scenario.settings))
             for candidate in _rollout_layouts(trainer, estimator, n, fixed):
                 reasons = estimator.skip_reasons(candidate)
                 if record:
                     everywhere = _shared(everywhere, {r.code: r for r in reasons})
                     if reasons:
                         skipped.setdefault(reasons[0].code, reasons[0])
-                if reasons:
-                    continue
-                if rlhf_batch_check(scenario.algorithm, _laid_out_actor(scenario, gpu, candidate),
-                                    dict(scenario.settings)):
-                    continue  # the iteration's prompts do not split over this count's data-parallel ranks
-                layouts.append(candidate)
+                if not reasons and splits:
+                    layouts.append(candidate)
         return layouts
 
     def nearest_miss(layouts: list[Scenario], known: dict) -> tuple[GroupEstimate | None, int]:
@@ -571,18 +570,22 @@ def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Sc
 def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> RlhfScenario:
     """Separate pools the user did not size: each role on the fewest GPUs of its type that hold it with the safety
     factor (buyable counts, ascending; a pool holds whole tensor-parallel groups, and whole pipelines of a trained
-    role). A role that fits on none keeps the actor's count, and the group does not fit.
+    role); a rollout engine's pool on as many as the actor's at least. A role that fits on none keeps the actor's
+    count, and the group does not fit.
 
-    known: the search's made estimates (estimate_group's), and the sizes found per group. The roles sized here
-    generate nothing, so the actor's share of each GPU, which the search varies, changes none of their sizes: a
-    group's sizes are found once for every share."""
+    known: the search's made estimates (estimate_group's), and the sizes found per group. A role that generates
+    nothing reads no term of the engine's share of each GPU, which the search varies: its size is found once for
+    every share (share_free)."""
     given = dict(group.settings).get("role_gpus") or {}
-    key = ("pools", tuple(s.with_inputs(gpu_memory_utilization=0.0) for _, s in group.roles), repr(group.settings))
+    key = ("pools", tuple(map(share_free, (s for _, s in group.roles))), repr(group.settings))
     sizes = known.get(key)
     if sizes is None:
         sizes = dict(given)
-        for role, _ in group.roles[1:]:
+        for role, s in group.roles[1:]:
             n = None if role in given else _pool_size(estimator, group, role, known)
+            if n and role == ROLLOUT:  # as many GPUs as the actor's at least (OpenRLHF's examples): a deadline's
+                # larger actor then brings more engines, which generate the iteration sooner
+                n = max(n, -(-group.actor.num_gpus // s.tp_size) * s.tp_size)
             if n:
                 sizes[role] = n
         known[key] = sizes
@@ -605,9 +608,9 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
                         pool_gpus: Sequence[str], known: dict) -> list[GroupEstimate]:
     """A layout's group, and where some of its separate pools cost less to buy on another of the plan's GPU types,
     the group with each such pool there (the fewest GPUs of that type that hold it; ties: fewer GPUs, then the
-    type it had). A pool whose type or count the user gave stays, and beside a data-centre card a pool goes on
-    one too (a GeForce card's licence forbids data-centre use). Both go to the plan's choice: the cheaper one wins
-    unless its slower cards miss the goal."""
+    type it had). A pool whose type or count the user gave stays, as does a rollout engine's (sized by the actor's),
+    and beside a data-centre card a pool goes on one too (a GeForce card's licence forbids data-centre use). Both
+    go to the plan's choice: the cheaper one wins unless its slower cards miss the goal."""
     group = fitting.scenario
     given = dict(scenario.settings)
     lead = estimator.gpus[group.actor.gpu]
@@ -619,8 +622,9 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
     iteration = iteration_sequences_of(group.algorithm, group.actor, given["group_size"])
     moved = False
     for role, s in group.roles[1:]:
-        if role in (given.get("role_gpu_types") or {}) or role in (given.get("role_gpus") or {}):
-            continue
+        if role in (given.get("role_gpu_types") or {}) or role in (given.get("role_gpus") or {}) or role == ROLLOUT:
+            continue  # given, or a rollout engine, whose pool is sized by the actor's (_sized_pools) and whose speed
+            # a cheaper card changes
         # a pool's size on each type reads its recipe and the iteration's sequences, not the other pools: found once
         key = ("cheapest", role, s.with_inputs(gpu="", num_gpus=1, gpu_memory_utilization=0.0, batch_size=1,
                                                grad_accum_steps=1), iteration, group.actor.grad_accum_steps,

@@ -28,7 +28,7 @@ from .i18n import Catalogue, load_catalogue
 from ..scenarios.presets import WORKLOAD_TYPES
 from .build import ABSENT, GROUP_SPLIT, InputColumns, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
 from ..model.lookups import LOOKUP_TABLES
-from ..model.inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
+from ..model.inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
 from ..model.terms import ASSUMPTIONS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
 from ..model.units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
@@ -1053,7 +1053,7 @@ def _input_allowed(i: Input, t: Catalogue) -> str:
 
 def _input_reads(i: Input, t: Catalogue) -> str:
     """The workloads whose result the input changes (and the engine it needs)."""
-    words = t("list.sep").join(t(f"method.inputs.{w}") if w == FROZEN else t(f"workload.{w}")
+    words = t("list.sep").join(t(f"method.inputs.{w}") if w in (FROZEN, ROLLOUT) else t(f"workload.{w}")
                                    for w in i.applies) if i.applies else t("method.inputs.all")
     if i.readers:  # read by its workloads only as an RLHF role: said so, with the other input it needs
         words = t(f"method.inputs.{i.readers}")

@@ -17,7 +17,7 @@ from typing import Sequence
 from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Expr, Fn, InTable, Lookup,
                          Num, Op, Str, Var, concat, is_one_of, with_children)
 from ...report.i18n import Catalogue
-from ...model.inputs import FROZEN, INPUT_NAMES, INPUTS, Input
+from ...model.inputs import FROZEN, INPUT_NAMES, INPUTS, ROLLOUT, Input
 from ...model.spec import ModelSpec
 from ...model.terms import ROLE_TERMS, SKIP_RULES, TERM_BY_NAME, Assumption
 from .layout import ASSUMPTIONS_CHECK, OK
@@ -212,15 +212,15 @@ RULE_LISTS = ("rule_problems_1", "rule_problems_2")  # the columns rule_problems
 
 def rule_problems(t: Catalogue) -> tuple[Expr, Expr]:
     """The skip rules, each with its message, once the inputs are valid, in two lists (one formula for
-    all passed Excel's 8,192 characters). A frozen role row is made by the program from its actor's
-    row, which carries the rules: they speak of the scenarios a planner defines (ZeRO on a frozen model
-    shards its weights)."""
+    all passed Excel's 8,192 characters). A frozen role row (or a rollout engine's on GPUs of its own) is made
+    by the program from its actor's row, which carries the rules: they speak of the scenarios a planner defines
+    (ZeRO on a frozen model shards its weights)."""
     rules = [_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
              for r in SKIP_RULES]
     # A term cell left in would read the check that reads it: a circular reference.
     read = set().union(*(r.names() for r in rules))
     assert read <= set(INPUT_NAMES), f"skip rules read {sorted(read - set(INPUT_NAMES))}"
-    skipped = OR(*(Var(name).ne(END) for name in INPUT_LISTS), Var("workload").eq(FROZEN))
+    skipped = OR(*(Var(name).ne(END) for name in INPUT_LISTS), is_one_of(Var("workload"), FROZEN, ROLLOUT))
     return tuple(IF(skipped, END, half) for half in halves(rules))
 
 

@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ...model.formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
 from ...planning.goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
-from ...model.inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
+from ...model.estimate import ROLLOUT_LENGTHS
+from ...model.inputs import INPUT_BY_NAME, INPUTS, ROLLOUT, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
 from ...report.build import GROUP_SPLIT, Requirement
 
 SEP = " · "
@@ -76,6 +77,8 @@ def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: 
     def actor(name: str) -> Expr:
         if name == "batch_size":  # a rank's prompts per iteration: its sequences, however micro-batched
             return Var(f"{roles[0]}.batch_size") * Var(f"{roles[0]}.grad_accum_steps") / sequences_per_prompt
+        if name in ROLLOUT_LENGTHS and ROLLOUT in roles:  # an engine on GPUs of its own generates, the actor not
+            return Var(f"{ROLLOUT}.{name}")
         return Var(f"{roles[0]}.{name}")
     live = {"actor_workload": actor("workload"), **{f"role.{r}": Var(f"{r}.model") for r in roles[1:]}}
     extras = [_setting(n, live.get(n, lift(v))) for n, v in need.settings if n not in INPUT_BY_NAME]

@@ -1,0 +1,167 @@
+"""#33: a rollout engine on GPUs of its own (rollout_placement separate: OpenRLHF's default, vllm_num_engines ×
+vllm_tensor_parallel_size GPUs). The group gains the role "rollout": the actor's model served by the engine at its
+own tensor parallelism, generating the iteration's sequences over its engines, while the actor only trains and
+sends it the trained weights over the network."""
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario, rlhf_scenario
+from reportgen.model.units import MiB
+from reportgen.planning.plan import plan_run
+from reportgen.report.build import Result, requirement
+
+EST = Estimator(load_models(), load_gpus())
+TIMES = ("generation_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds")
+
+
+def group(algorithm="ppo", rollout_placement="separate", role_gpus=None, gpu="H100-80GB-SXM", judges="model",
+          **actor):
+    base = dict(model="Qwen2.5-7B", workload="full", batch_size=8, prompt_len=512, gen_len=1024, num_gpus=8,
+                zero_stage=3, checkpointing="full", serving_engine="vllm", gpu_memory_utilization=0.5, gpu=gpu)
+    return rlhf_scenario(name="", algorithm=algorithm, placement="separate", actor=Scenario(**{**base, **actor}),
+                         group_size=8, prompts_per_iteration=256, micro_batch_size=4, role_gpus=role_gpus,
+                         rollout_placement=rollout_placement, reference="none" if judges == "rule" else "model",
+                         reward=judges)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "grpo"])
+@pytest.mark.parametrize("layout", [dict(), dict(rollout_tp_size=2), dict(rollout_tp_size=4, num_gpus=16),
+                                    dict(gpu_memory_utilization=0.3, gen_len=4096, max_gen_len=8192),
+                                    dict(gpu_memory_utilization=0.9, generation_factor=2.0)])
+def test_engines_of_their_own_generate_as_the_same_engines_beside_the_actor(algorithm, layout):
+    """On as many GPUs as the actor's, at the same TP and share of each GPU, the engines are the ones veRL puts
+    beside the actor: the same KV pool, rounds and generation time, whatever else the group runs. The passes
+    and steps of the trained and frozen roles do not change."""
+    beside, apart = (EST.estimate_group(group(algorithm, placement, **layout)) for placement in ("actor", "separate"))
+    assert "rollout" not in dict(beside.roles) and "rollout" in dict(apart.roles)
+    engine, actor = dict(apart.roles)["rollout"], dict(beside.roles)["actor"]
+    for term in ("rollout_pool_bytes", "rollout_batch", "generated_sequences", "rollout_seconds",
+                 "seconds_per_output_token", "prefill_seconds"):
+        assert engine[term] == pytest.approx(actor[term], rel=1e-12), term
+    assert apart["generation_seconds"] > 0
+    for term in TIMES:
+        assert apart[term] == pytest.approx(beside[term], rel=1e-12), term
+
+
+def test_the_actor_holds_no_engine_and_the_engine_no_training_state():
+    """Apart, the actor's GPUs hold its training alone (no engine budget, KV cache or generation phase: the same
+    memory as the actor of the group without rollouts' lengths), and the engine's GPUs its budget alone."""
+    apart = EST.estimate_group(group())
+    actor, engine = dict(apart.roles)["actor"], dict(apart.roles)["rollout"]
+    assert actor["rollout_engine"] == 0 and actor["engine_budget_bytes"] == actor["kv_cache"] == 0
+    assert actor["generation_phase"] == 0 and actor["rollout_seconds"] == 0
+    beside = dict(EST.estimate_group(group(rollout_placement="actor")).roles)["actor"]
+    assert beside["generation_phase"] > actor["allocated_peak"]  # beside the trainer the engine set the peak
+    for term in ("weights", "gradients", "optimizer_states", "master_weights", "phase_backward_start",
+                 "phase_optimizer_step", "step_seconds", "forward_pass_seconds"):
+        assert actor[term] == beside[term], term
+    for term in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "model_states",
+                 "step_seconds", "forward_pass_seconds", "scoring_seconds"):
+        assert engine[term] == 0, term
+
+
+@pytest.mark.parametrize("gpu,share,gpus", [("H100-80GB-SXM", 0.5, 8), ("A100-40GB", 0.9, 8), ("L40S", 0.7, 1)])
+def test_the_engines_gpus_hold_the_budget_it_takes_at_start_up(gpu, share, gpus):
+    """vLLM takes gpu_memory_utilization × the memory CUDA reports at start-up, its weights and KV pool inside it,
+    and nvidia-smi shows it beside the memory the driver keeps, its CUDA graphs and, across GPUs, NCCL's buffers:
+    the budget is allocated at once (no fragmentation) and its margin is what it leaves outside (no safety
+    factor on top), as a served engine's is."""
+    g = group(gpu=gpu, gpu_memory_utilization=share, model="Qwen2.5-1.5B", role_gpus={"rollout": gpus})
+    engine = dict(EST.estimate_group(g).roles)["rollout"]
+    spec, a = EST.gpus[gpu], EST.assumptions
+    budget = int((spec.memory_mib - a["driver_reserved_mib"]) * MiB * share)
+    assert engine["engine_budget_bytes"] == budget == engine["allocated_peak"] == engine["reserved_peak"]
+    comm = a["comm_buffer_mib"] * MiB if gpus > 1 else 0
+    assert engine["device_total"] == (a["driver_reserved_mib"] + a["cuda_graph_mib"]) * MiB + budget + comm
+    assert engine["recommended"] == engine["device_total"]
+    weights = dict(EST.estimate_group(g).roles)["actor"]["weight_bytes_unsharded"]  # bf16: 2 bytes a parameter
+    assert engine["rollout_pool_bytes"] == budget - weights / engine["decode_tp"]
+
+
+def test_more_engines_generate_an_iteration_sooner_and_cost_more():
+    """Each engine takes its share of the iteration's sequences (in rounds of what its pool holds): twice the
+    engines, a shorter generation; the pool's GPUs are bought."""
+    counts = (1, 2, 4, 8, 16)
+    made = [EST.estimate_group(group("grpo", role_gpus={"rollout": n})) for n in counts]
+    times = [g["generation_seconds"] for g in made]
+    assert all(b < a for a, b in zip(times, times[1:])), times
+    assert dict(made[0].roles)["rollout"]["rollout_batch"] < dict(made[0].roles)["rollout"]["generated_sequences"]
+    assert dict(made[-1].roles)["rollout"]["rollout_batch"] == dict(made[-1].roles)["rollout"]["generated_sequences"]
+    price = EST.gpus["H100-80GB-SXM"].price_purchase_usd
+    for n, g in zip((1, 2, 4, 8, 16), made):
+        pools = {role: e.scenario.num_gpus for role, e in g.roles}
+        assert pools["rollout"] == n and g["total_gpus"] == sum(pools.values())
+        assert g["purchase_usd"] == sum(pools.values()) * price
+
+
+def test_the_trained_weights_reach_the_engines_over_the_network():
+    """An engine apart stays awake (no sleep, no wake-up over PCIe) and receives the whole model from the actor's
+    first rank, broadcast over the network: its bytes at one GPU's network bandwidth, whatever the engine count."""
+    for n in (2, 8):
+        g = EST.estimate_group(group(role_gpus={"rollout": n}))
+        engine = dict(g.roles)["rollout"]
+        bandwidth = EST.gpus["H100-80GB-SXM"].inter_node_gbps * 1e9 * EST.assumptions["comm_efficiency"]
+        assert engine["refit_seconds"] == pytest.approx(engine["weight_bytes_unsharded"] / bandwidth, rel=1e-12)
+        trainer = dict(EST.estimate_group(group(rollout_placement="actor")).roles)["actor"]
+        assert engine["weight_bytes_unsharded"] == trainer["weight_bytes_unsharded"]  # the bf16 weights it gathers
+        assert g["refit_seconds"] == engine["refit_seconds"] and dict(g.roles)["actor"]["refit_seconds"] == 0
+        assert g["rollout_phase_seconds"] == pytest.approx(g["refit_seconds"] + g["generation_seconds"], rel=1e-12)
+
+
+def test_where_the_engine_runs_is_how_the_job_runs_not_what_it_is():
+    """Groups with the engine beside the actor and apart answer one requirement: the plan and the report compare
+    them (its model is the actor's)."""
+    needs = {requirement(Result(1, "m", EST.estimate_group(group(rollout_placement=p)))) for p in ("actor", "separate")}
+    assert len(needs) == 1
+
+
+def test_a_deadline_grows_the_engines_with_the_actor():
+    """The plan sizes a pool of engines it is not given as the actor's GPUs at least: a deadline that needs a larger
+    actor gets more engines, and a run that would miss it with the fewest engines that hold the model meets it."""
+    # 2,048 sequences of up to 8k tokens a rule scores, no KL term: the actor and its engines (the plan sizes frozen
+    # roles' pools by their memory: they would bound the iteration)
+    g = group("grpo", num_gpus=1, gen_len=4096, max_gen_len=8192, judges="rule")
+    within = 4 * 86400
+    found = plan_run(EST, g, ["H100-80GB-SXM"], steps=500, within_seconds=within)
+    (option,) = found.options
+    pools = {role: e.scenario.num_gpus for role, e in option.estimate.roles}
+    assert pools["rollout"] >= pools["actor"] > 1
+    assert 500 * option.estimate["iteration_seconds"] <= within
+    fewest = EST.estimate_group(option.estimate.scenario.relayout({"role_gpus": {**pools, "rollout": 1}}))
+    assert fewest["fits_recommended"] and 500 * fewest["iteration_seconds"] > within
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--placement", "separate", "--rollout-placement", "separate"],
+     "Error: --rollout-placement: separate needs a rollout engine (serving_engine vllm or sglang): generate() runs "
+     "on the actor's GPUs"),
+    (["--engine", "vllm", "--rollout-placement", "separate"],
+     "Error: --rollout-placement: applies to placement separate (colocated roles share the actor's GPUs)"),
+    (["--engine", "vllm", "--placement", "separate", "--role-gpus", "rollout=2"],
+     "Error: --role-gpus.rollout: unknown role 'rollout'"),
+    (["--engine", "vllm", "--placement", "separate", "--rollout-placement", "separate", "--rollout-tp", "2",
+      "--gpus", "4", "--role-gpus", "rollout=3"],
+     "Error: --role-gpus: rollout: 3 GPUs do not make whole engines of 2 GPUs (the engine's tensor parallelism)"),
+    (["--engine", "vllm", "--placement", "separate", "--tp", "2", "--gpus", "4", "--role-gpus", "critic=3"],
+     "Error: --role-gpus: critic: 3 GPUs do not make whole replicas of 2 GPUs (its tensor × pipeline parallelism)"),
+])
+def test_an_engine_apart_that_cannot_be_is_one_error_line(args, message):
+    out = CliRunner().invoke(main, ["estimate", "--model", "Qwen2.5-7B", "--workload", "ppo", *args])
+    assert out.exit_code in (1, 2) and message in out.output and "Traceback" not in out.output, out.output
+
+
+def test_dpo_has_no_rollouts_to_place():
+    out = CliRunner().invoke(main, ["estimate", "--model", "Qwen2.5-7B", "--workload", "dpo", "--placement",
+                                    "separate", "--rollout-placement", "separate"])
+    assert out.exit_code == 2 and "applies to PPO and GRPO (DPO has no rollouts)" in out.output, out.output
+
+
+def test_estimate_lists_the_engines_pool_as_a_role():
+    out = CliRunner().invoke(main, ["estimate", "--model", "Qwen2.5-7B", "--workload", "grpo", "--engine", "vllm",
+                                    "--placement", "separate", "--rollout-placement", "separate", "--rollout-tp", "2",
+                                    "--role-gpus", "rollout=4", "--gpus", "8", "--prompts-per-iteration", "64"])
+    assert out.exit_code == 0, out.output
+    row = next(line for line in out.output.splitlines() if line.startswith("rollout "))
+    assert "rollout" in row.split()[2] and "4 × H100-80GB-SXM" in row
