@@ -46,8 +46,13 @@ class RlhfScenario:
         return dict(self.roles)[name]
 
     def label(self, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
-        """'PPO · Llama-2-7B · colocated'; word(axis, value) as for a Scenario's label."""
-        return self.name or f"{self.algorithm.upper()} · {self.roles[0][1].model} · {word('placement', self.placement)}"
+        """'PPO · Llama-2-7B · colocated' ('… · separate · engines apart'); word(axis, value) as for a Scenario's."""
+        return self.name or " · ".join([self.algorithm.upper(), self.roles[0][1].model, *self.placement_words(word)])
+
+    def placement_words(self, word: Callable[[str, str], str] = lambda axis, value: value) -> list[str]:
+        """Where the roles run, and the rollout engine where it has GPUs of its own."""
+        apart = dict(self.settings).get("rollout_placement", "actor") != "actor"
+        return [word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
 
     @property
     def rank_sequences(self) -> int:

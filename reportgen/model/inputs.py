@@ -96,7 +96,7 @@ class Input:
 
 _TOKENS = (0, 10_000_000)  # upper bounds keep every product far inside float precision
 _TRAINING = TRAINED_WORKLOADS
-_SERVING = ("inference", ROLLOUT)  # and an RLHF actor's rollouts (its prompt and generated tokens)
+_SERVING = ("inference",)  # and an RLHF actor's rollouts (its prompt and generated tokens)
 _ENGINES = ("serving_engine", ("vllm", "sglang"))  # what only an engine with a KV block pool reads
 INPUTS: tuple[Input, ...] = (
     Input("model", "Model", "catalog model name (Models sheet)", "", catalog="model"),
@@ -108,7 +108,7 @@ INPUTS: tuple[Input, ...] = (
     Input("precision", "Training precision", "recipe for trained weights (Precisions sheet)", "bf16-mixed",
           choices=tuple(tb.PRECISIONS.rows), headline=True, option="--precision", applies=_TRAINING),
     Input("weight_dtype", "Weight dtype", "dtype of frozen or served weights (Dtypes sheet)", "bf16",
-          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", FROZEN, ROLLOUT)),
+          choices=tuple(tb.DTYPES.rows), headline=True, option="--weight-dtype", applies=("inference", "lora", FROZEN)),
     Input("kv_dtype", "KV-cache dtype", "dtype of the KV cache (Dtypes sheet)", "bf16",
           choices=tuple(d for d, row in tb.DTYPES.rows.items() if not row["experts_only"]),
           option="--kv-dtype", applies=_SERVING),
@@ -218,18 +218,17 @@ INPUTS: tuple[Input, ...] = (
           option="--max-lora-rank", applies=_SERVING, only_with=("max_loras", range(1, 1025))),
     Input("rollout_tp_size", "Rollout engine TP", "RLHF with a rollout engine: its own tensor-parallel degree "
           "(veRL's rollout.tensor_model_parallel_size, OpenRLHF's vllm_tensor_parallel_size), whatever the "
-          "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING + (ROLLOUT,),
+          "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING,
           only_with=_ENGINES, layout=True, readers="rollout"),
     Input("max_gen_len", "Longest response (tokens)", "RLHF rollouts: the longest response of an iteration, which "
           "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
-          "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len",
-          applies=_TRAINING + (ROLLOUT,),
+          "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len", applies=_TRAINING,
           only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
     Input("generation_factor", "Sequences generated per trained one", "RLHF rollouts with dynamic sampling (DAPO, "
           "arXiv:2503.14476; veRL's algorithm.filter_groups): groups whose rewards are all equal teach nothing and "
           "are dropped, so the rollout generates this many sequences for each one the iteration trains on (the "
           "passes and updates see only those kept); 1: every generated sequence is trained on", 1.0,
-          limits=(1, 64), decimal=True, option="--generation-factor", applies=_TRAINING + (ROLLOUT,),
+          limits=(1, 64), decimal=True, option="--generation-factor", applies=_TRAINING,
           only_with=("gen_len", range(1, _TOKENS[1] + 1)), readers="rollout"),
     Input("grad_accum_steps", "Gradient accumulation", "micro-batches per optimizer step (gradients are synchronised "
           "once per step; the earlier micro-batches' gradients stay in memory through the later ones)", 1,

@@ -447,7 +447,7 @@ def _config_inputs(r: Result | ScenarioRow, t: Catalogue) -> dict[str, object]:
     out: dict[str, object] = {**r.lead.inputs(), "num_gpus": r.total_gpus, "workload": r.workload}
     if r.is_group:
         g = r.estimate.scenario
-        out["placement"] = t(f"placement.{g.placement}")
+        out["placement"] = t("list.sep").join(g.placement_words(_words(t)))
         for name, s in g.roles[1:]:
             out[f"role.{name}"] = s.model
     return out
@@ -719,7 +719,8 @@ def _subject(rec: Recommendation, sample: Result, varying: Sequence[str], t: Cat
     """'Mixtral-8x7B inference (int4 weights)': the requirement, with what tells it from its siblings."""
     workload = t(f"workload.{rec.workload}")
     if sample.is_group:
-        roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.roles]
+        # the job's models (an engine on GPUs of its own serves the actor's: how the job runs)
+        roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.roles if name != ROLLOUT]
         text = (t("subject.group", model=rec.model, workload=workload, count=len(roles),
                   roles=t("list.sep").join(roles)) if len(roles) > 1
                 else t("subject.group_alone", model=rec.model, workload=workload, role=roles[0]))
@@ -779,9 +780,9 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
         if padded != "none":  # how the framework runs the passes: it costs, so it is said
             parts.append(t("setting.padded", roles=t(f"value.padded_roles.{padded}"),
                            v=format_count(max(role.seq_len for _, role in g.roles))))
-        if g.placement == "separate":  # each other role's pool, where it differs from the actor's
+        if g.placement == "separate":  # each other role's pool, where it differs from the actor's; the engines' always
             parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
-                      for name, role in g.roles[1:] if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu)]
+                      for name, role in g.roles[1:] if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu) or name == ROLLOUT]
     return t("list.sep").join(parts)
 
 
@@ -1053,7 +1054,7 @@ def _input_allowed(i: Input, t: Catalogue) -> str:
 
 def _input_reads(i: Input, t: Catalogue) -> str:
     """The workloads whose result the input changes (and the engine it needs)."""
-    words = t("list.sep").join(t(f"method.inputs.{w}") if w in (FROZEN, ROLLOUT) else t(f"workload.{w}")
+    words = t("list.sep").join(t(f"method.inputs.{w}") if w == FROZEN else t(f"workload.{w}")
                                    for w in i.applies) if i.applies else t("method.inputs.all")
     if i.readers:  # read by its workloads only as an RLHF role: said so, with the other input it needs
         words = t(f"method.inputs.{i.readers}")
