@@ -9,7 +9,7 @@ from reportgen.cli import main
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator, Scenario, rlhf_scenario
 from reportgen.model.units import MiB
-from reportgen.planning.plan import plan_run
+from reportgen.planning.plan import plan, plan_run
 from reportgen.report.build import Result, requirement
 
 EST = Estimator(load_models(), load_gpus())
@@ -165,3 +165,19 @@ def test_estimate_lists_the_engines_pool_as_a_role():
     assert out.exit_code == 0, out.output
     row = next(line for line in out.output.splitlines() if line.startswith("rollout "))
     assert "rollout" in row.split()[2] and "4 × H100-80GB-SXM" in row
+
+
+def test_a_deadline_gives_every_pool_as_many_gpus_as_the_actors_where_fewer_would_miss_it():
+    """Pools sized by their memory alone score the iteration's sequences on one GPU each: with a deadline the plan
+    also tries every pool it was not given on as many GPUs as the actor's (OpenRLHF's examples), and takes the
+    cheapest layout within the deadline; without one, pools stay the fewest GPUs that hold them."""
+    g = group("grpo", num_gpus=1, gen_len=4096, max_gen_len=8192)  # a reference and a reward model of 7B
+    within = 4 * 86400
+    (option,) = plan_run(EST, g, ["H100-80GB-SXM"], steps=500, within_seconds=within).options
+    pools = {role: e.scenario.num_gpus for role, e in option.estimate.roles}
+    assert min(pools.values()) == pools["actor"] > 1 and 500 * option.estimate["iteration_seconds"] <= within
+    by_memory = {**pools, "reference": 1, "reward": 1}
+    slow = EST.estimate_group(option.estimate.scenario.relayout({"role_gpus": by_memory}))
+    assert slow["fits_recommended"] and 500 * slow["iteration_seconds"] > within
+    (cheapest,) = plan(EST, g, ["H100-80GB-SXM"]).options
+    assert {role: e.scenario.num_gpus for role, e in cheapest.estimate.roles}["reference"] == 1

@@ -669,8 +669,8 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
         return "rollout_placement", ("separate needs a rollout engine (serving_engine vllm or sglang): generate() "
                                      "runs on the actor's GPUs")
     for role, count in (settings.get("role_gpus") or {}).items():
-        unit = (actor.rollout_tp_size if role == ROLLOUT
-                else actor.tp_size * (actor.pp_size if role in ("actor", "policy", "critic") else 1))
+        unit = pool_unit(actor.with_inputs(workload=ROLLOUT, tp_size=actor.rollout_tp_size) if role == ROLLOUT
+                         else actor if role in TRAINED_ROLES else actor.with_inputs(workload=FROZEN))
         if count % unit:
             parallelism = "the engine's tensor parallelism" if role == ROLLOUT else "its tensor × pipeline parallelism"
             return "role_gpus", (f"{role}: {count:,} GPUs do not make whole {'engines' if role == ROLLOUT else 'replicas'} "
@@ -689,12 +689,26 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
     return None
 
 
+# The roles an RLHF group trains (the others score or generate).
+TRAINED_ROLES = ("actor", "policy", "critic")
+
+
+def role_trains(s: Scenario) -> bool:
+    """Whether a role is trained (its layout is the actor's), not served whole on each tensor-parallel group as a
+    frozen model or a rollout engine is."""
+    return s.workload not in (FROZEN, ROLLOUT)
+
+
+def pool_unit(s: Scenario) -> int:
+    """The GPUs a pool's role takes in whole: its tensor-parallel group, and a trained role's whole pipeline."""
+    return s.tp_size * (s.pp_size if role_trains(s) else 1)
+
+
 def data_parallel_ranks(s: Scenario) -> int:
     """The term dp_size of a role: its GPUs over tensor × pipeline × context parallelism (a frozen model is
     served whole on each tensor-parallel group, as a rollout engine is). tests/test_rlhf_phases.py holds the two
     equal."""
-    trained = s.workload not in (FROZEN, ROLLOUT)
-    return max(1, s.num_gpus // (s.tp_size * (s.pp_size * s.cp_size if trained else 1)))
+    return max(1, s.num_gpus // (s.tp_size * (s.pp_size * s.cp_size if role_trains(s) else 1)))
 
 
 def _role_batch(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> dict:

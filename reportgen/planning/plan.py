@@ -17,11 +17,11 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..model.arrays import np
-from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, share_free,
+from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, pool_unit, share_free,
                               first_skip_codes, iteration_sequences_of, rank_sequences, rlhf_batch_check)
 from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
-from ..model.inputs import FROZEN, INPUT_NAMES, PARALLEL_LAYOUT, ROLLOUT
+from ..model.inputs import INPUT_NAMES, PARALLEL_LAYOUT, ROLLOUT
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from ..model.vector import CHUNK_ROWS, Text, take, to_list
 from ..model.units import duration_words
@@ -250,14 +250,16 @@ def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] =
 
 
 def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
-         counts: Sequence[int] | None = None, fixed: Iterable[str] = ()) -> Plan:
+         counts: Sequence[int] | None = None, fixed: Iterable[str] = (), iteration_seconds: float | None = None) -> Plan:
     """Per GPU type, the first candidate by the plan's order at the smallest GPU count where one fits
     with the safety factor and meets the goal; GPU types where none does up to the largest count are
     misses, with why. `fixed`: inputs the search must keep as the scenario has them (num_gpus among
-    them: that count alone); counts: the GPU counts to try (default: buyable_counts per GPU type)."""
+    them: that count alone); counts: the GPU counts to try (default: buyable_counts per GPU type);
+    iteration_seconds: an RLHF group's iterations must take at most this long, where a layout of the count can
+    (plan_run's deadline)."""
     fixed = tuple(fixed)
-    search = partial(_search_group, pool_gpus=tuple(dict.fromkeys(gpus))) if isinstance(scenario, RlhfScenario) \
-        else _search
+    search = partial(_search_group, pool_gpus=tuple(dict.fromkeys(gpus)), iteration_seconds=iteration_seconds) \
+        if isinstance(scenario, RlhfScenario) else _search
     options, misses, tried = [], [], 0
     lead = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
     for k, gpu in enumerate(dict.fromkeys(gpus)):
@@ -292,7 +294,8 @@ def plan_run(estimator: Estimator, scenario: RlhfScenario, gpus: Sequence[str], 
         counts = buyable_counts(estimator.gpus[gpu].gpus_per_node)
         first, slow = 0, None  # slow: the answer found last, too slow
         while True:
-            found = plan(estimator, scenario, [gpu], goal, counts=counts[first:], fixed=fixed)
+            found = plan(estimator, scenario, [gpu], goal, counts=counts[first:], fixed=fixed,
+                         iteration_seconds=within_seconds / steps)
             tried += found.tried
             if not found.options:  # nothing fits at these counts: the first count's miss, or the last answer
                 misses.append(found.misses[0] if slow is None else PlanMiss(gpu, counts[-1], (), slow.estimate))
@@ -444,11 +447,13 @@ def _least_memory(layouts: Sequence[Scenario]) -> list[Scenario]:
 
 
 def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: Goal, counts: Sequence[int],
-                  fixed: tuple[str, ...], gpu_order: int, pool_gpus: Sequence[str] = ()
-                  ) -> tuple[PlanOption | PlanMiss, int]:
+                  fixed: tuple[str, ...], gpu_order: int, pool_gpus: Sequence[str] = (),
+                  iteration_seconds: float | None = None) -> tuple[PlanOption | PlanMiss, int]:
     """An RLHF group keeps its roles' recipes: the plan lays the actor out (ZeRO stage, checkpointing,
     offload and GPUs) and, unless given, the micro-batch, one group at a time, in ascending GPU counts. Separate
-    pools may go on other GPU types of `pool_gpus` where they cost less (_with_cheaper_pools).
+    pools may go on other GPU types of `pool_gpus` where they cost less (_with_cheaper_pools). With a bound on the
+    iteration (a deadline's), separate pools may also take as many GPUs as the actor's (_with_matched_pools), and a
+    count's answer is the cheapest of its groups within the bound, where one is.
 
     More GPUs never need more memory per GPU of a count's least-memory layouts (the states shard further, each rank
     takes fewer of the iteration's sequences, the engine's TP widens up to a node), so where a whole node's do not
@@ -503,8 +508,12 @@ def _search_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, goal: 
                     if miss is not None:
                         return PlanMiss(gpu, counts[-1], (), miss), tried + least
                 continue
-        groups = [g for c in layouts for g in _with_cheaper_pools(
-            estimator, scenario, _fitting_group(estimator, scenario, gpu, c, fixed, known), pool_gpus, known)]
+        fitting = [_fitting_group(estimator, scenario, gpu, c, fixed, known) for c in layouts]
+        groups = [g for f in fitting for g in _with_cheaper_pools(estimator, scenario, f, pool_gpus, known)]
+        if iteration_seconds is not None:
+            groups += [g for f in fitting for g in _with_matched_pools(estimator, scenario, f, known)]
+            in_time = [g for g in groups if g["iteration_seconds"] <= iteration_seconds]
+            groups = in_time or groups
         found = choose({gpu: groups}, goal).options
         if found:
             return replace(found[0], index=gpu_order * 10**9 + tried + found[0].index), tried + len(layouts)
@@ -585,7 +594,7 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
             n = None if role in given else _pool_size(estimator, group, role, known)
             if n and role == ROLLOUT:  # as many GPUs as the actor's at least (OpenRLHF's examples): a deadline's
                 # larger actor then brings more engines, which generate the iteration sooner
-                n = max(n, -(-group.actor.num_gpus // s.tp_size) * s.tp_size)
+                n = max(n, -(-group.actor.num_gpus // pool_unit(s)) * pool_unit(s))
             if n:
                 sizes[role] = n
         known[key] = sizes
@@ -647,12 +656,31 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
     return [fitting, estimator.estimate_group(group.relayout({"role_gpus": counts, "role_gpu_types": types}), known)]
 
 
+def _with_matched_pools(estimator: Estimator, scenario: RlhfScenario, fitting: GroupEstimate, known: dict
+                        ) -> list[GroupEstimate]:
+    """A layout's group with every separate pool the user did not size on as many GPUs as the actor's at least (whole
+    tensor-parallel groups, and whole pipelines of a trained role), as OpenRLHF's examples run them: pools sized by
+    their memory alone take the iteration's sequences on few GPUs and may bound it (a reference model scoring every
+    sequence on one GPU). None where that changes no pool."""
+    group = fitting.scenario
+    given = dict(scenario.settings).get("role_gpus") or {}
+    if group.placement != "separate":
+        return []
+    actor = group.actor.num_gpus
+    sizes = {role: max(s.num_gpus, -(-actor // unit) * unit)
+             for role, s in group.roles[1:] if role not in given for unit in [pool_unit(s)]}
+    if all(dict(group.roles)[role].num_gpus == n for role, n in sizes.items()):
+        return []
+    counts = {role: s.num_gpus for role, s in group.roles[1:]}
+    return [estimator.estimate_group(group.relayout({"role_gpus": {**counts, **sizes}}), known)]
+
+
 def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict, most: int = MAX_GPUS) -> int | None:
     """The fewest GPUs of its type, `most` at the most (buyable: whole tensor-parallel groups, and whole pipelines of
     a trained role), that hold the group's `role` with the safety factor and run it (no skip rule holds); None where
     none does. A pool's role reads the actor and the group's settings, not the other pools' sizes."""
     s = group.role(role)
-    unit = s.tp_size * (s.pp_size if s.workload != FROZEN else 1)
+    unit = pool_unit(s)
     for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node, most):
         if n > most:
             break
