@@ -150,3 +150,21 @@ def test_a_share_reads_as_a_percentage_and_a_ratio_as_a_multiple():
     assert setting_text("gpu_memory_utilization", 0.9, en) == "engine takes 90 % of memory"
     assert setting_text("moe_load_imbalance", 1.25, en) == "MoE load imbalance ×1.25"
     assert setting_text("moe_load_imbalance", 1.25, zh) == "MoE 负载不均衡度 ×1.25"
+
+
+@pytest.mark.parametrize("lang,with_k,engine", [("en", "with k = 1.2", "no k on top"), ("zh", "乘以 k = 1.2 后", "不再乘以 k")])
+def test_an_engines_budget_is_said_to_be_its_margin_not_scaled_by_k(lang, with_k, engine):
+    """A serving engine's recommended budget is its device total (its margin is the memory outside
+    gpu_memory_utilization): the summary says so instead of '(74.33 GiB with k = 1.2)' beside 74.33 GiB per GPU;
+    a configuration that k scales keeps its figure."""
+    report = bundled_report("inference-serving")
+    view = build_view(report, lang)
+    checked = set()
+    for rec, line in zip(report.recommendations, view.verdicts):
+        if rec.best is None:
+            continue
+        v = rec.best.result.estimate
+        engine_budget = v["recommended"] == v["device_total"]
+        assert (engine in line.verdict) == engine_budget and (with_k in line.verdict) != engine_budget, line.verdict
+        checked.add(engine_budget)
+    assert checked == {True, False}

@@ -825,9 +825,12 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
             v = r.estimate
             layout = configuration(r, need, t)
             unit = report.gpus[r.gpu].price_purchase_usd
+            # an engine's budget (a served model's, or its own pool's) is its margin: no k on top
+            margin = (t("verdict.engine_margin") if v["recommended"] == v["device_total"]
+                      else t("verdict.with_k", budget=gib_unit(v["recommended"]), k=f"{k:g}"))
             verdict = t("verdict.fit" if not layout else "verdict.fit_layout", subject=subject, count=r.total_gpus,
-                        gpu=r.gpu, layout=layout, device=gib_unit(v["device_total"]),
-                        budget=gib_unit(v["recommended"]), k=f"{k:g}", capacity=gib_unit(v["gpu_memory_bytes"]),
+                        gpu=r.gpu, layout=layout, device=gib_unit(v["device_total"]), margin=margin,
+                        capacity=gib_unit(v["gpu_memory_bytes"]),
                         price=usd(v["purchase_usd"]), unit=usd(unit), speed=speed(r, t), rent=_rent(r))
             if not report.gpus[r.gpu].datacenter:
                 verdict += t("sentence.sep") + t("verdict.consumer_gpu", gpu=r.gpu)
