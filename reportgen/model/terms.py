@@ -1299,6 +1299,9 @@ TERMS: tuple[Term, ...] = (
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
             IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "phase"),
+    Term("resident_engine", "Rollout engine at the peak", "bytes",
+         IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)), V("engine_budget_bytes"), 0),
+         "while a rollout engine generates, its whole budget: its copy of the weights and its KV pool", "phase"),
     Term("temporaries", "Temporaries at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_temporaries"),
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
@@ -1307,12 +1310,10 @@ TERMS: tuple[Term, ...] = (
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
                                       IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
-                                            IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)),
-                                               V("engine_budget_bytes"),
-                                               IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"), 0)))))))),
+                                            IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"), 0))))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
-         "framework and pipeline buffers; at the end of forward the loss's logits and autocast's weight cache; while "
-         "a rollout engine generates, its whole budget; a pipeline stage's micro-batch in backward", "phase"),
+         "framework and pipeline buffers; at the end of forward the loss's logits and autocast's weight cache; a "
+         "pipeline stage's micro-batch in backward", "phase"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
@@ -1688,7 +1689,7 @@ RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "rollout_phase_seconds"
                   "training_seconds", "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
-              "resident_activations", "resident_kv_cache", "temporaries")
+              "resident_activations", "resident_kv_cache", "resident_engine", "temporaries")
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from html import escape
 from typing import Sequence
 
 # Series fills, dark to light (distinct lightness in greyscale); every other one patterned as well.
-PALETTE = ("#2d1e5c", "#4b3b8f", "#2f6aa6", "#2a9190", "#49a86a", "#97c65a", "#d4d157", "#eba95b", "#f5d9b8",
-           "#dedede")
-PATTERNS = ("solid", "hatch", "solid", "dots", "solid", "hatch", "solid", "dots", "solid", "cross")
+PALETTE = ("#2d1e5c", "#4b3b8f", "#2f6aa6", "#2a9190", "#49a86a", "#97c65a", "#b7cc50", "#d4d157", "#eba95b",
+           "#f5d9b8", "#dedede")
+PATTERNS = ("solid", "hatch", "solid", "dots", "solid", "hatch", "dots", "solid", "dots", "solid", "cross")
 INK = "#1a1a1a"
 GRID = "#c8c8c8"
 LINE_COLOURS = ("#b2182b", "#2166ac", "#4d4d4d", "#762a83", "#1b7837", "#8c510a")

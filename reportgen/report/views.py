@@ -48,7 +48,8 @@ MANAGEMENT_TERM_GROUPS = ("total",)
 # The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
 # Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
 SEGMENTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
-            "resident_activations", "resident_kv_cache", "temporaries", "transient_peak", "fragmentation", "context_comm")
+            "resident_activations", "resident_kv_cache", "resident_engine", "temporaries", "transient_peak",
+            "fragmentation", "context_comm")
 assert set(PEAK_PARTS) <= set(SEGMENTS)
 
 # Capacity-matrix colour buckets: 1, 2, 4, 8, 16, 32, ≥64 GPUs.
