@@ -49,6 +49,12 @@ class RlhfScenario:
         """'PPO · Llama-2-7B · colocated' ('… · separate · engines apart'); word(axis, value) as for a Scenario's."""
         return self.name or " · ".join([self.algorithm.upper(), self.roles[0][1].model, *self.placement_words(word)])
 
+    @property
+    def job_roles(self) -> tuple[tuple[str, Scenario], ...]:
+        """The roles whose models are the job's: all but a rollout engine on GPUs of its own, which serves the
+        actor's (how the job runs, not what it is)."""
+        return tuple((name, s) for name, s in self.roles if name != ROLLOUT)
+
     def placement_words(self, word: Callable[[str, str], str] = lambda axis, value: value) -> list[str]:
         """Where the roles run, and the rollout engine where it has GPUs of its own."""
         apart = dict(self.settings).get("rollout_placement", "actor") != "actor"

@@ -594,7 +594,7 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
             n = None if role in given else _pool_size(estimator, group, role, known)
             if n and role == ROLLOUT:  # as many GPUs as the actor's at least (OpenRLHF's examples): a deadline's
                 # larger actor then brings more engines, which generate the iteration sooner
-                n = max(n, -(-group.actor.num_gpus // pool_unit(s)) * pool_unit(s))
+                n = max(n, _as_many_as_the_actors(group, s))
             if n:
                 sizes[role] = n
         known[key] = sizes
@@ -666,13 +666,16 @@ def _with_matched_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
     given = dict(scenario.settings).get("role_gpus") or {}
     if group.placement != "separate":
         return []
-    actor = group.actor.num_gpus
-    sizes = {role: max(s.num_gpus, -(-actor // unit) * unit)
-             for role, s in group.roles[1:] if role not in given for unit in [pool_unit(s)]}
+    sizes = {role: max(s.num_gpus, _as_many_as_the_actors(group, s)) for role, s in group.roles[1:] if role not in given}
     if all(dict(group.roles)[role].num_gpus == n for role, n in sizes.items()):
         return []
     counts = {role: s.num_gpus for role, s in group.roles[1:]}
     return [estimator.estimate_group(group.relayout({"role_gpus": {**counts, **sizes}}), known)]
+
+
+def _as_many_as_the_actors(group: RlhfScenario, s: Scenario) -> int:
+    """The actor's GPU count, rounded up to whole units of role s's pool (pool_unit)."""
+    return -(-group.actor.num_gpus // pool_unit(s)) * pool_unit(s)
 
 
 def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict, most: int = MAX_GPUS) -> int | None:

@@ -15,7 +15,7 @@ from ..model.catalog import GpuSpec
 from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
 from ..planning.fleet import Decision, PlannedJob, decide
 from ..planning.goals import GOAL_TERMS, Goal
-from ..model.inputs import ROLLOUT, job_inputs
+from ..model.inputs import job_inputs
 from ..model.spec import ModelSpec
 from .notes import Note
 from ..scenarios.presets import Expansion, Preset, Skipped
@@ -329,9 +329,7 @@ def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal 
     g = result.estimate.scenario
     s = g.actor
     # LoRA and QLoRA actors ask the same inputs: their workload tells them apart
-    # the roles' models (a rollout engine on GPUs of its own serves the actor's: how the job runs, not what it is)
-    extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.roles[1:]
-                                                if name != ROLLOUT]
+    extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.job_roles[1:]]
     if g.algorithm == "grpo":
         extra.append(("group_size", dict(g.settings)["group_size"]))
     prompts = dict(g.settings).get("prompts_per_iteration")

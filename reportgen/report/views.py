@@ -720,8 +720,7 @@ def _subject(rec: Recommendation, sample: Result, varying: Sequence[str], t: Cat
     """'Mixtral-8x7B inference (int4 weights)': the requirement, with what tells it from its siblings."""
     workload = t(f"workload.{rec.workload}")
     if sample.is_group:
-        # the job's models (an engine on GPUs of its own serves the actor's: how the job runs)
-        roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.roles if name != ROLLOUT]
+        roles = [t(f"role.{name}") for name, _ in sample.estimate.scenario.job_roles]
         text = (t("subject.group", model=rec.model, workload=workload, count=len(roles),
                   roles=t("list.sep").join(roles)) if len(roles) > 1
                 else t("subject.group_alone", model=rec.model, workload=workload, role=roles[0]))
