@@ -594,10 +594,15 @@ TERMS: tuple[Term, ...] = (
     Term("fsdp_root_reduce_bytes", "FSDP2's root unit reduced at the end of backward", "bytes",
          IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
                 V("fsdp_pipeline").eq(0)),
-            ceil_div(V("root_unit_params") * (_p("gather_bytes") + V("fsdp_reduce_bytes")), V("tp_size")), 0),
+            ceil_div(V("lm_head_params") * _p("gather_bytes") + V("root_unit_params") * V("fsdp_reduce_bytes"),
+                     V("tp_size"))
+            + IF(V("grad_elem_bytes").lt(V("fsdp_reduce_bytes")),
+                 ceil_div(V("root_unit_params") * V("fsdp_reduce_bytes"), V("gradient_shards")), 0), 0),
          "the last unit FSDP2 reduces is the root (embedding, LM head, final norm), once every unit's gathered "
-         "parameters are resharded: all its unsharded gradients and their reduce-scatter input at once, two "
-         "vocabulary matrices where the embedding is not tied (tools/oracle/measure_tp.py)", "state"),
+         "parameters are resharded (PyTorch's foreach_reduce): its reduce-scatter input, the whole unit in "
+         "reduce_dtype, and its output, the rank's shard in reduce_dtype, cast then to a 16-bit gradient (an fp32 "
+         "gradient is the output itself); of the unit's unsharded gradients, freed once copied in, an untied LM head's "
+         "is still held (tools/oracle/measure_cp.py, measure_fsdp2.py 'root')", "state"),
     Term("framework_backward_start_bytes", "Training framework buffers when backward starts", "bytes",
          V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes"),
          "FSDP2's reduce-scatter buffers come with the first decoder layer's gradients, after the loss's "
@@ -1211,10 +1216,10 @@ TERMS: tuple[Term, ...] = (
          V("model_states") - V("zero3_buffer") + MAX(V("transient_gradients"), V("accumulated_gradients"))
          + MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
                + V("zero3_buffer"),
-               V("fsdp_root_reduce_bytes") + V("titan_tp") * V("embedding_backward_bytes")),
+               V("fsdp_root_reduce_bytes")),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the training framework's "
-         "backward buffers; or, later, FSDP2's root unit reduced with every unit resharded (beside torchtitan's "
-         "whole-vocabulary embedding gradient)", "phase"),
+         "backward buffers; or, later, FSDP2's root unit reduced with every unit resharded (torchtitan's "
+         "whole-vocabulary embedding gradient freed by then, its slice kept)", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
          IF(V("recompute_start_activations").gt(0),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")

@@ -24,13 +24,20 @@ HOLDOUT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, cp, 1, 2048, gc) for cp in (2, 4
             for gc in (False, True)]
            + [("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 4096, gc) for gc in (False, True)]
            + [("Llama-tiny-4L-512", C.LLAMA_TINY, 8, 2, 4096, False)])
+# FSDP2's root unit reduced at the end of backward (fsdp_root_reduce_bytes, rewritten after the Llama-3.2-1B-untied
+# cp2 s4096 record above missed at -5.43 %): checkpointed shapes whose end of backward may peak, measured once the term
+# was written, held out.
+ROOT = [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 2, 1, 2048, True), ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 2048, True)]
 
 
 def main(out_path, split):
-    out = [R.measure_rank(name, cfg, split, "bf16", batch, seq, gc, f"cp{cp}-fsdp2",
-                          "measure_cp: one rank of torch's context parallelism under FSDP2 over the same ranks on a "
-                          "fake process group", cp_world=cp)
-           for name, cfg, cp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT}[split]]
+    note = ("measure_cp: one rank of torch's context parallelism under FSDP2 over the same ranks on a fake process "
+            "group")
+    if split == "root":
+        note += "; measured after the root unit's reduce was written (held out)"
+    out = [R.measure_rank(name, cfg, "holdout" if split == "root" else split, "bf16", batch, seq, gc, f"cp{cp}-fsdp2",
+                          note, cp_world=cp)
+           for name, cfg, cp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT, "root": ROOT}[split]]
     json.dump(out, open(out_path, "w"), indent=1)
 
 

@@ -33,13 +33,31 @@ MIXED_FIT = [("Llama-tiny-4L-1024", LLAMA_1024, 2, 2, 512, False)]
 MIXED_HOLDOUT = ([("Llama-3.2-1B", C.LLAMA_3_2_1B, 8, 1, 2048, gc) for gc in (False, True)]
                  + [("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 2, 1024, False)]
                  + [("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 2, 1, 2048, gc) for gc in (False, True)])
+# FSDP2's root unit reduced at the end of backward (fsdp_root_reduce_bytes, rewritten after measure_cp's
+# Llama-3.2-1B-untied cp2 s4096 record missed at -5.43 %): checkpointed shapes whose end of backward may peak, an
+# untied 128k vocabulary and tied ones (precision, case), measured once the term was written. Two of the first five
+# then missed and revised the term (fsdp-mixed untied +7.19 %: an fp32 gradient is the reduce's output itself; Qwen2.5-0.5B
+# tied +2.55 %: a tied unit's gradient is freed once copied in): their records are fit; the last four were measured
+# after the revision. The others are held out.
+LLAMA_1B_UNTIED = dict(C.LLAMA_3_2_1B, tie_word_embeddings=False)
+ROOT = ([("bf16", ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, w, 1, s, True)) for w, s in ((2, 1024), (4, 2048))]
+        + [("fsdp-mixed", ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 2, 1, 1024, True))]
+        + [("bf16", ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 512, True)),
+           ("bf16", ("Llama-3.2-1B", C.LLAMA_3_2_1B, 8, 1, 512, True))]
+        + [("fsdp-mixed", ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 1, 1024, True)),
+           ("fsdp-mixed", ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 512, True)),
+           ("bf16", ("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 2, 512, True)),
+           ("fsdp-mixed", ("Llama-tiny-4L-512", C.LLAMA_TINY, 4, 2, 512, True))])
 
 
 def main(out_path, split):
     sets = {"fit": [("bf16", c) for c in FIT] + [("fsdp-mixed", c) for c in MIXED_FIT],
-            "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT]}
-    out = [R.measure_rank(name, cfg, split, precision, batch, seq, gc, f"fsdp2-{world}",
-                          "measure_fsdp2: one rank of FSDP2 on a fake process group", fsdp_world=world)
+            "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT], "root": ROOT}
+    note = "measure_fsdp2: one rank of FSDP2 on a fake process group"
+    if split == "root":
+        note += "; measured after the root unit's reduce was written (held out)"
+    out = [R.measure_rank(name, cfg, "holdout" if split == "root" else split, precision, batch, seq, gc,
+                          f"fsdp2-{world}", note, fsdp_world=world)
            for precision, (name, cfg, world, batch, seq, gc) in sets[split]]
     json.dump(out, open(out_path, "w"), indent=1)
 
