@@ -1310,8 +1310,10 @@ TERMS: tuple[Term, ...] = (
     Term("temporaries", "Temporaries at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_temporaries"),
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
-                                IF(V("peak_phase").eq(2), MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
-                                   + V("framework_backward_bytes"),
+                                # the root's reduce comes with every unit resharded: no gathered buffer then
+                                IF(V("peak_phase").eq(2), MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
+                                                              + V("framework_backward_bytes"),
+                                                              V("fsdp_root_reduce_bytes") - V("zero3_buffer")),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
                                       IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
