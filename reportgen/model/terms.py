@@ -603,6 +603,17 @@ TERMS: tuple[Term, ...] = (
          "reduce_dtype, and its output, the rank's shard in reduce_dtype, cast then to a 16-bit gradient (an fp32 "
          "gradient is the output itself); of the unit's unsharded gradients, freed once copied in, an untied LM head's "
          "is still held (tools/oracle/measure_cp.py, measure_fsdp2.py 'root')", "state"),
+    Term("fsdp_tied_embedding_bytes", "FSDP2's tied embedding's gradients at the end of backward", "bytes",
+         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
+                V("fsdp_pipeline").eq(0), V("titan_tp").eq(0), V("tied_embeddings").eq(1)),
+            ceil_div(V("root_unit_params") * _p("gather_bytes"), V("tp_size"))
+            + ceil_div(V("decoder_layer_params") * V("fsdp_reduce_bytes"), V("tp_size"))
+            + 3 * ceil_div(V("embedding_params") * _p("gather_bytes"), V("tp_size"))
+            - ceil_div(V("root_unit_params") * V("grad_elem_bytes"), V("gradient_shards")), 0),
+         "the embedding's backward, the last op of backward, under FSDP2 with tied embeddings: the LM head's "
+         "unsharded gradient, the embedding's and their sum (not added in place: the head's is still held), beside "
+         "the gathered root and the first decoder layer's reduce-scatter input in flight, before the root's "
+         "shard of the gradients exists (tools/oracle/measure_fsdp2.py 'root')", "state"),
     Term("framework_backward_start_bytes", "Training framework buffers when backward starts", "bytes",
          V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes"),
          "FSDP2's reduce-scatter buffers come with the first decoder layer's gradients, after the loss's "
@@ -1216,10 +1227,10 @@ TERMS: tuple[Term, ...] = (
          V("model_states") - V("zero3_buffer") + MAX(V("transient_gradients"), V("accumulated_gradients"))
          + MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
                + V("zero3_buffer"),
-               V("fsdp_root_reduce_bytes")),
+               V("fsdp_root_reduce_bytes"), V("fsdp_tied_embedding_bytes")),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the training framework's "
-         "backward buffers; or, later, FSDP2's root unit reduced with every unit resharded (torchtitan's "
-         "whole-vocabulary embedding gradient freed by then, its slice kept)", "phase"),
+         "backward buffers; or FSDP2's tied embedding's gradients; or, later, FSDP2's root unit reduced with every "
+         "unit resharded (torchtitan's whole-vocabulary embedding gradient freed by then, its slice kept)", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
          IF(V("recompute_start_activations").gt(0),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
@@ -1310,10 +1321,11 @@ TERMS: tuple[Term, ...] = (
     Term("temporaries", "Temporaries at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_temporaries"),
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
-                                # the root's reduce comes with every unit resharded: no gathered buffer then
+                                # FSDP2's root arms count their own gathered buffer (the root's, or none)
                                 IF(V("peak_phase").eq(2), MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
                                                               + V("framework_backward_bytes"),
-                                                              V("fsdp_root_reduce_bytes") - V("zero3_buffer")),
+                                                              MAX(V("fsdp_root_reduce_bytes"),
+                                                                  V("fsdp_tied_embedding_bytes")) - V("zero3_buffer")),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
                                       IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
