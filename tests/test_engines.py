@@ -147,7 +147,13 @@ def test_fsdp2_holds_its_root_unit_a_layer_and_a_reduce_scatter_buffer():
     assert e["zero3_buffer"] == 2 * (row["embedding_params"] + row["lm_head_params"] + 4096 + row["decoder_layer_params"])
     assert e["fsdp_reduce_scatter_bytes"] == largest * (2 + 4)
     hf = EST.estimate(replace(s, framework="hf"))  # ZeRO-3 gathering two of the largest unit, no reduce-scatter buffer
-    assert e["phase_backward_end"] - hf["phase_backward_end"] == largest * 6 + e["zero3_buffer"] - hf["zero3_buffer"]
+    # late in backward FSDP2 gathers the first decoder layer ahead of the second (bf16: 2 bytes), while the shards of
+    # the root and of those two layers (bf16 gradients over 8 GPUs) are not made yet
+    root = row["embedding_params"] + row["lm_head_params"] + 4096
+    unmade = -(-root * 2 // 8) + 2 * -(-row["decoder_layer_params"] * 2 // 8) - row["decoder_layer_params"] * 2
+    assert e["fsdp_backward_unmade_bytes"] == unmade
+    assert e["phase_backward_end"] - hf["phase_backward_end"] == (largest * 6 + e["zero3_buffer"] - hf["zero3_buffer"]
+                                                                  - unmade)
 
 
 def test_zero_on_one_gpu_is_allowed_where_the_framework_allows_it():

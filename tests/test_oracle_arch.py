@@ -48,13 +48,9 @@ def _cpu_dispatch(case) -> bool:
     return case["setting"].get("dropout_dispatch") == "cpu"
 
 
-# Holdout records outside the criterion, with the reason.
-KNOWN_MISSES: dict[str, str] = {
-    "Llama-2-7B-4L-v512/train/fsdp-mixed/sdpa/b1/s2048/gc/fused/fsdp2-2":
-        "FSDP2 with checkpointing on Llama-2-7B-wide layers: the estimate's end of backward (every sharded fp32 "
-        "gradient, the rebuilt layer, the reduce-scatter buffers) is above the oracle's peak (+6.36 %); a layer rebuilt "
-        "beside sharded gradients is not the single-GPU recompute_bytes (its bf16 fit shape at 8 ranks: -6.94 %)",
-}
+# Holdout records outside the criterion, with the reason (none today: the last, FSDP2 with checkpointing on
+# Llama-2-7B-wide layers at +6.36 %, set fsdp_backward_unmade_bytes and is fit since).
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _estimate(case, source: Path = DATA):
@@ -109,9 +105,10 @@ FIT = [c for c in CASES if c["split"] == "fit" and not _cpu_dispatch(c)]
 FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016, "adapter_dtype": 0.005,
                  "loss": 0.006, "lora_dropout": 0.007, "litgpt": 0.026, "modules_to_save": 0.004,
                  "eager_prefill": 0.059, "grad_accum": 0.0005, "recompute": 0.011, "sliding_window": 0.029,
-                 # Llama-2-7B's layers under FSDP2 with checkpointing at 8 ranks: -6.94 % (the layer rebuilt beside
-                 # the sharded gradients is not the single-GPU recompute_bytes); the others within 4.3 %
-                 "fsdp2": 0.07,
+                 # Llama-2-7B's layers under FSDP2 at 8 ranks: +4.24 % without checkpointing, +3.14 % with (-6.94 %
+                 # until the late backward's prefetched layer and unmade shards; the attention's weight gradients,
+                 # counted, are not made yet at the peak's op); the others within 1.9 %
+                 "fsdp2": 0.043,
                  # FSDP2's root unit reduced at the end of backward: the untied Llama-3.2-1B at CP 2 whose trace set
                  # fsdp_root_reduce_bytes (-5.43 % before), -0.00 %
                  "cp": 0.0005,
@@ -128,7 +125,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 340
+    assert len(ids) == len(set(ids)) == 346
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -195,18 +192,21 @@ def test_holdout_summary_per_family():
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
-        # FSDP2's known miss (+6.36 %) apart, its held-out ranks are within 2.4 % (Llama-3.2-1B's two checkpointed
-        # ranks at 2 were +7.07 % until FSDP2's units were its decoder layers and its root reduced last: -0.01 %; the
-        # tied Llama-3.2-1B at 8 ranks over 512 tokens -6.16 % until the tied embedding's end of backward, now fit)
+        # FSDP2's held-out ranks are within 2.7 % (Llama-3.2-1B's two checkpointed ranks at 2 were +7.07 % until
+        # FSDP2's units were its decoder layers and its root reduced last: -0.01 %; the tied Llama-3.2-1B at 8 ranks
+        # over 512 tokens -6.16 % until the tied embedding's end of backward, and Llama-2-7B-wide layers in mixed
+        # precision +6.36 % until the late backward's prefetched layer, are fit since)
         # TP's held-out ranks within 2.9 % (the largest, -2.81 %, Llama-2-7B layers at TP 8 with two sequences,
         # measured after the layer-backward phase was written: its forward peaks above the estimate's); CP's within
         # 1.4 % (its miss, -5.43 %, set FSDP2's root reduce and is fit since)
-        assert max(errors) <= {"fsdp2": 0.064, "tp": 0.029, "cp": 0.014, "pp": 0.017}.get(family, 0.018), family
+        assert max(errors) <= {"fsdp2": 0.027, "tp": 0.029, "cp": 0.014, "pp": 0.017}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     # with the ten held out of measure_fsdp2.py's 'root' set (checkpointed shapes whose root reduce or tied embedding
     # may peak: the untied 128k vocabulary at 2 ranks -0.00 %, in mixed precision at 4 ranks -0.00 %; four tied shapes,
-    # -2.02 % to -11.12 % before fsdp_tied_embedding_bytes, within 0.02 %)
-    assert len(fsdp2) == 28 and max(fsdp2) <= 0.024 and statistics.median(fsdp2) <= 0.0002
+    # -2.02 % to -11.12 % before fsdp_tied_embedding_bytes, within 0.02 %) and the six of its 'prefetch' set (7B/8B-wide
+    # layers, checkpointed: within 2.54 %; -3.00 % to +1.56 % before fsdp_backward_unmade_bytes), the largest Llama-2-7B
+    # layers in mixed precision without checkpointing at 2 ranks, -2.65 %
+    assert len(fsdp2) == 34 and max(fsdp2) <= 0.027 and statistics.median(fsdp2) <= 0.0002
     tp = [abs(_error(c)) for c in HOLDOUT if _family(c) == "tp" and c["id"] not in KNOWN_MISSES]
     assert len(tp) == 20 and max(tp) <= 0.029 and statistics.median(tp) <= 0.0030
     # context parallelism: no term was read from these (one CP record is fit: its trace set the root's reduce)

@@ -603,6 +603,20 @@ TERMS: tuple[Term, ...] = (
          "reduce_dtype, and its output, the rank's shard in reduce_dtype, cast then to a 16-bit gradient (an fp32 "
          "gradient is the output itself); of the unit's unsharded gradients, freed once copied in, an untied LM head's "
          "is still held (tools/oracle/measure_cp.py, measure_fsdp2.py 'root')", "state"),
+    Term("fsdp_backward_unmade_bytes", "FSDP2 gradient shards not made yet, less the prefetched unit", "bytes",
+         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
+                V("fsdp_pipeline").eq(0), V("num_layers").ge(2)),
+            IF(V("accumulated_gradients").eq(0),
+               ceil_div(V("root_unit_params") * V("grad_elem_bytes"), V("gradient_shards"))
+               + 2 * ceil_div(V("decoder_layer_params") * V("grad_elem_bytes"), V("gradient_shards"))
+               - MAX(ceil_div(V("decoder_layer_params") * _p("gather_bytes"), V("tp_size")),
+                     ceil_div(V("decoder_layer_params") * V("grad_elem_bytes"), V("gradient_shards"))),
+               0 - ceil_div(V("decoder_layer_params") * _p("gather_bytes"), V("tp_size"))), 0),
+         "late in FSDP2's backward the busiest unit is the second decoder layer from the front, with the first one "
+         "gathered ahead of it (backward prefetch), or the first, with one more shard made and none gathered ahead: "
+         "the shards of the root and of those two layers are not made yet (their reduce comes later; with gradient "
+         "accumulation the earlier micro-batches' are), the prefetched layer is gathered beside it "
+         "(tools/oracle/measure_fsdp2.py: Llama-2-7B-wide layers)", "state"),
     Term("fsdp_tied_embedding_bytes", "FSDP2's tied embedding's gradients at the end of backward", "bytes",
          IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
                 V("fsdp_pipeline").eq(0), V("titan_tp").eq(0), V("tied_embeddings").eq(1)),
@@ -1226,7 +1240,7 @@ TERMS: tuple[Term, ...] = (
     Term("phase_backward_end", "Phase: end of backward", "bytes",
          V("model_states") - V("zero3_buffer") + MAX(V("transient_gradients"), V("accumulated_gradients"))
          + MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
-               + V("zero3_buffer"),
+               + V("zero3_buffer") - V("fsdp_backward_unmade_bytes"),
                V("fsdp_root_reduce_bytes"), V("fsdp_tied_embedding_bytes")),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the training framework's "
          "backward buffers; or FSDP2's tied embedding's gradients; or, later, FSDP2's root unit reduced with every "
@@ -1323,7 +1337,8 @@ TERMS: tuple[Term, ...] = (
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
                                 # FSDP2's root arms count their own gathered buffer (the root's, or none)
                                 IF(V("peak_phase").eq(2), MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
-                                                              + V("framework_backward_bytes"),
+                                                              + V("framework_backward_bytes")
+                                                              - V("fsdp_backward_unmade_bytes"),
                                                               MAX(V("fsdp_root_reduce_bytes"),
                                                                   V("fsdp_tied_embedding_bytes")) - V("zero3_buffer")),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),

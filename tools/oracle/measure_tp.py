@@ -15,12 +15,10 @@ sys.path.insert(0, HERE)
 
 import oracle_configs as C  # noqa: E402
 import records as R  # noqa: E402
-from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512  # noqa: E402  (the FSDP2 probes' shapes)
+from measure_fsdp2 import LLAMA_1024, LLAMA_7B_4L_V512, LLAMA_1B_UNTIED, QWEN_7B_4L_V512  # noqa: E402  (shapes)
 
-QWEN_7B_4L_V512 = dict(C.QWEN2_5_7B, num_hidden_layers=4, vocab_size=512)
-# torchtitan's plan splits the embedding and the LM head separately: a tied pair is not laid out by it
-LLAMA_1B_UNTIED = dict(C.LLAMA_3_2_1B, tie_word_embeddings=False)
-# (config name, config, dp world (0: TP alone), tp, batch, length, checkpointing)
+# (Llama-3.2-1B untied: torchtitan's plan splits the embedding and the LM head separately, a tied pair is not laid
+# out by it.) (config name, config, dp world (0: TP alone), tp, batch, length, checkpointing)
 # Fit: the probe shape the TP terms were read from, and Llama-2-7B-wide layers at TP 8 with checkpointing (its
 # miss, -4.25 % before, set the rebuilt layer's gathered inputs) and without (its miss, -3.00 %, set the layer-backward
 # phase; measured as held out first); held out: the rest
