@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 import pytest
+from hypothesis import given, strategies as st
 
 from reportgen.model.inputs import INPUT_BY_NAME
 from reportgen.pipeline import load, make_report
@@ -168,3 +169,15 @@ def test_an_engines_budget_is_said_to_be_its_margin_not_scaled_by_k(lang, with_k
         assert (engine in line.verdict) == engine_budget and (with_k in line.verdict) != engine_budget, line.verdict
         checked.add(engine_budget)
     assert checked == {True, False}
+
+
+@given(st.floats(min_value=1e-8, max_value=1.0), st.integers(0, 2), st.booleans())
+def test_a_non_zero_error_is_never_shown_as_zero(fraction, digits, signed):
+    """The summary's accuracy line said 'memory peaks median error 0.0 %' for 0.05 %: a figure that is not zero
+    keeps its first significant digit; a larger one keeps the digits asked."""
+    from reportgen.report.views import percent
+    for value in (fraction, -fraction):
+        text = percent(value, digits, signed)
+        assert float(text.rstrip(" %").replace(",", "")) != 0, text
+        if abs(value) * 100 >= 10 ** -digits:  # shown with the digits asked
+            assert len(text.split(" ")[0].partition(".")[2]) == digits, text

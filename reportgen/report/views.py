@@ -81,7 +81,11 @@ def usd_hour(value: float) -> str:
 
 
 def percent(fraction: float, digits: int = 1, signed: bool = False) -> str:
-    return f"{fraction * 100:{'+' if signed else ''},.{digits}f} %"
+    """A non-zero fraction is never shown as 0 %: below the digits asked, as many as its first significant one."""
+    value = fraction * 100
+    if value and abs(value) < 0.5 * 10 ** -digits:
+        digits = min(6, -math.floor(math.log10(abs(value))))
+    return f"{value:{'+' if signed else ''},.{digits}f} %"
 
 
 def tokens_short(n: int) -> str:
