@@ -591,9 +591,19 @@ TERMS: tuple[Term, ...] = (
          "stream, overlapping the next unit's backward); under a pipeline the MLP's first weight gradient (its down "
          "projection's, made in the gathered dtype while the micro-batch's activations are saved, before the unit's "
          "gradients are added into the unsharded accumulation)", "state"),
-    Term("fsdp_root_reduce_bytes", "FSDP2's root unit reduced at the end of backward", "bytes",
+    Term("fsdp2_reduces", "FSDP2 reduces a full model's gradients unit by unit (1/0)", "flag",
          IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
-                V("fsdp_pipeline").eq(0)),
+                V("fsdp_pipeline").eq(0)), 1, 0),
+         "every decoder layer, then the root, reduce-scattered in turn during backward (not under a pipeline, "
+         "whose stage syncs once after its last micro-batch)", "derived"),
+    Term("fsdp_layer_shard_bytes", "A decoder layer's gradient shard", "bytes",
+         ceil_div(V("decoder_layer_params") * V("grad_elem_bytes"), V("gradient_shards")), "", "state"),
+    Term("fsdp_root_shard_bytes", "The root unit's gradient shard", "bytes",
+         ceil_div(V("root_unit_params") * V("grad_elem_bytes"), V("gradient_shards")), "", "state"),
+    Term("fsdp_gathered_layer_bytes", "A decoder layer gathered", "bytes",
+         ceil_div(V("decoder_layer_params") * _p("gather_bytes"), V("tp_size")), "", "state"),
+    Term("fsdp_root_reduce_bytes", "FSDP2's root unit reduced at the end of backward", "bytes",
+         IF(V("fsdp2_reduces").eq(1),
             ceil_div(V("lm_head_params") * _p("gather_bytes") + V("root_unit_params") * V("fsdp_reduce_bytes"),
                      V("tp_size"))
             + IF(V("grad_elem_bytes").lt(V("fsdp_reduce_bytes")),
@@ -604,26 +614,22 @@ TERMS: tuple[Term, ...] = (
          "gradient is the output itself); of the unit's unsharded gradients, freed once copied in, an untied LM head's "
          "is still held (tools/oracle/measure_cp.py, measure_fsdp2.py 'root')", "state"),
     Term("fsdp_backward_unmade_bytes", "FSDP2 gradient shards not made yet, less the prefetched unit", "bytes",
-         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
-                V("fsdp_pipeline").eq(0), V("num_layers").ge(2)),
+         IF(AND(V("fsdp2_reduces").eq(1), V("num_layers").ge(2)),
             IF(V("accumulated_gradients").eq(0),
-               ceil_div(V("root_unit_params") * V("grad_elem_bytes"), V("gradient_shards"))
-               + 2 * ceil_div(V("decoder_layer_params") * V("grad_elem_bytes"), V("gradient_shards"))
-               - MAX(ceil_div(V("decoder_layer_params") * _p("gather_bytes"), V("tp_size")),
-                     ceil_div(V("decoder_layer_params") * V("grad_elem_bytes"), V("gradient_shards"))),
-               0 - ceil_div(V("decoder_layer_params") * _p("gather_bytes"), V("tp_size"))), 0),
+               V("fsdp_root_shard_bytes") + 2 * V("fsdp_layer_shard_bytes")
+               - MAX(V("fsdp_gathered_layer_bytes"), V("fsdp_layer_shard_bytes")),
+               0 - V("fsdp_gathered_layer_bytes")), 0),
          "late in FSDP2's backward the busiest unit is the second decoder layer from the front, with the first one "
          "gathered ahead of it (backward prefetch), or the first, with one more shard made and none gathered ahead: "
          "the shards of the root and of those two layers are not made yet (their reduce comes later; with gradient "
          "accumulation the earlier micro-batches' are), the prefetched layer is gathered beside it "
          "(tools/oracle/measure_fsdp2.py: Llama-2-7B-wide layers)", "state"),
     Term("fsdp_tied_embedding_bytes", "FSDP2's tied embedding's gradients at the end of backward", "bytes",
-         IF(AND(V("fsdp2_wraps").eq(1), V("zero_stage").ge(2), V("is_full").eq(1), V("is_train").eq(1),
-                V("fsdp_pipeline").eq(0), V("titan_tp").eq(0), V("tied_embeddings").eq(1)),
+         IF(AND(V("fsdp2_reduces").eq(1), V("titan_tp").eq(0), V("tied_embeddings").eq(1)),
             ceil_div(V("root_unit_params") * _p("gather_bytes"), V("tp_size"))
             + ceil_div(V("decoder_layer_params") * V("fsdp_reduce_bytes"), V("tp_size"))
             + 3 * ceil_div(V("embedding_params") * _p("gather_bytes"), V("tp_size"))
-            - ceil_div(V("root_unit_params") * V("grad_elem_bytes"), V("gradient_shards")), 0),
+            - V("fsdp_root_shard_bytes"), 0),
          "the embedding's backward, the last op of backward, under FSDP2 with tied embeddings: the LM head's "
          "unsharded gradient, the embedding's and their sum (not added in place: the head's is still held), beside "
          "the gathered root and the first decoder layer's reduce-scatter input in flight, before the root's "
