@@ -4,7 +4,7 @@ sequence split into 2 × cp load-balanced chunks, ring attention over the ranks)
 torchtitan's dp_shard_cp mesh shards, on a fake process group: one rank, in this process, with fake tensors
 (memoracle.run_case's cp_world). Pure bf16, fused AdamW, two steps.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_cp.py OUT.json [fit|holdout]
+    /tmp/ovenv/bin/python tools/oracle/measure_cp.py OUT.json [fit|holdout|root|tied]
 """
 import json
 import os
@@ -27,19 +27,20 @@ HOLDOUT = ([("Llama-tiny-4L-512", C.LLAMA_TINY, cp, 1, 2048, gc) for cp in (2, 4
 # FSDP2's root unit reduced at the end of backward (fsdp_root_reduce_bytes, rewritten after the Llama-3.2-1B-untied
 # cp2 s4096 record above missed at -5.43 %): checkpointed shapes whose end of backward may peak, measured once the term
 # was written, held out.
-ROOT = [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 2, 1, 2048, True), ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 2048, True),
-        # a tied embedding's end of backward (fsdp_tied_embedding_bytes), measured once that term was written
-        ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 512, True)]
+ROOT = [("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 2, 1, 2048, True), ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 2048, True)]
+# a tied embedding's end of backward (fsdp_tied_embedding_bytes), measured once that term was written, held out
+TIED = [("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 512, True)]
 
 
 def main(out_path, split):
     note = ("measure_cp: one rank of torch's context parallelism under FSDP2 over the same ranks on a fake process "
             "group")
-    if split == "root":
-        note += "; measured after the root unit's reduce was written (held out)"
-    out = [R.measure_rank(name, cfg, "holdout" if split == "root" else split, "bf16", batch, seq, gc, f"cp{cp}-fsdp2",
+    after = {"root": "the root unit's reduce", "tied": "the tied embedding's end of backward"}
+    if split in after:  # held out, and says so
+        note += f"; measured after {after[split]} was written (held out)"
+    out = [R.measure_rank(name, cfg, "holdout" if split in after else split, "bf16", batch, seq, gc, f"cp{cp}-fsdp2",
                           note, cp_world=cp)
-           for name, cfg, cp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT, "root": ROOT}[split]]
+           for name, cfg, cp, batch, seq, gc in {"fit": FIT, "holdout": HOLDOUT, "root": ROOT, "tied": TIED}[split]]
     json.dump(out, open(out_path, "w"), indent=1)
 
 

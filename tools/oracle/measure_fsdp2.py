@@ -4,7 +4,7 @@ one rank of a data-parallel world of 2 to 8, in this process, with fake tensors 
 fsdp_world). Pure bf16 (parameters, gradients and AdamW states), and FSDP2's mixed precision (fp32 parameters,
 bf16 compute: 'fsdp-mixed'); fused AdamW, two steps.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout]
+    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout|root|tied|prefetch]
 """
 import json
 import os
@@ -47,13 +47,13 @@ ROOT = ([("bf16", ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, w, 1, s, True)) for w
         + [("fsdp-mixed", ("Llama-3.2-1B-untied", LLAMA_1B_UNTIED, 4, 1, 1024, True)),
            ("fsdp-mixed", ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 2, 1, 512, True)),
            ("bf16", ("Llama-tiny-4L-512", C.LLAMA_TINY, 2, 2, 512, True)),
-           ("fsdp-mixed", ("Llama-tiny-4L-512", C.LLAMA_TINY, 4, 2, 512, True))]
-        # The tied Llama-3.2-1B at 8 ranks above (-6.16 %) set the tied embedding's end of backward
-        # (fsdp_tied_embedding_bytes; fit since): tied shapes measured once that term was written, held out
-        + [("bf16", ("Llama-3.2-1B", C.LLAMA_3_2_1B, 4, 1, 512, True)),
-           ("fsdp-mixed", ("Llama-3.2-1B", C.LLAMA_3_2_1B, 8, 1, 512, True)),
-           ("bf16", ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 8, 1, 256, True)),
-           ("bf16", ("Llama-tiny-4L-512-tied", C.LLAMA_TINY_TIED, 2, 1, 256, True))])
+           ("fsdp-mixed", ("Llama-tiny-4L-512", C.LLAMA_TINY, 4, 2, 512, True))])
+# The tied Llama-3.2-1B at 8 ranks in ROOT (-6.16 %) set the tied embedding's end of backward
+# (fsdp_tied_embedding_bytes; fit since): tied shapes measured once that term was written, held out
+TIED = [("bf16", ("Llama-3.2-1B", C.LLAMA_3_2_1B, 4, 1, 512, True)),
+        ("fsdp-mixed", ("Llama-3.2-1B", C.LLAMA_3_2_1B, 8, 1, 512, True)),
+        ("bf16", ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 8, 1, 256, True)),
+        ("bf16", ("Llama-tiny-4L-512-tied", C.LLAMA_TINY_TIED, 2, 1, 256, True))]
 
 # Late in backward: the second decoder layer from the front with the first gathered ahead (backward prefetch), and the
 # shards of the root and of those two layers not made yet (fsdp_backward_unmade_bytes, written after the mixed-precision
@@ -73,13 +73,13 @@ PREFETCH = [("bf16", ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 1, 2048, True))
 def main(out_path, split):
     sets = {"fit": [("bf16", c) for c in FIT] + [("fsdp-mixed", c) for c in MIXED_FIT],
             "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT], "root": ROOT,
-            "prefetch": PREFETCH}
+            "tied": TIED, "prefetch": PREFETCH}
+    after = {"root": "the root unit's reduce", "tied": "the tied embedding's end of backward",
+             "prefetch": "the late backward's prefetched layer"}
     note = "measure_fsdp2: one rank of FSDP2 on a fake process group"
-    if split == "root":
-        note += "; measured after the root unit's reduce was written (held out)"
-    if split == "prefetch":
-        note += "; measured after the late backward's prefetched layer was written (held out)"
-    out = [R.measure_rank(name, cfg, "holdout" if split in ("root", "prefetch") else split, precision, batch, seq, gc,
+    if split in after:  # held out, and says so
+        note += f"; measured after {after[split]} was written (held out)"
+    out = [R.measure_rank(name, cfg, "holdout" if split in after else split, precision, batch, seq, gc,
                           f"fsdp2-{world}", note, fsdp_world=world)
            for precision, (name, cfg, world, batch, seq, gc) in sets[split]]
     json.dump(out, open(out_path, "w"), indent=1)

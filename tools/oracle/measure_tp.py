@@ -4,7 +4,7 @@ under FSDP2 on a 2-D (dp, tp) mesh, on a fake process group: one rank, in this p
 (memoracle.run_case's tp_world and fsdp_world). Pure bf16 (parameters, gradients and AdamW states), fused AdamW,
 two steps, the loss under loss_parallel.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_tp.py OUT.json [fit|holdout|layer]
+    /tmp/ovenv/bin/python tools/oracle/measure_tp.py OUT.json [fit|holdout|layer|root]
 """
 import json
 import os
