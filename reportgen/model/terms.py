@@ -1243,14 +1243,19 @@ TERMS: tuple[Term, ...] = (
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes"),
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
          "earlier micro-batches; the training framework's backward buffers", "phase"),
+    Term("backward_end_bytes", "Temporaries at the end of backward", "bytes",
+         MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
+             + V("zero3_buffer") - V("fsdp_backward_unmade_bytes"),
+             V("fsdp_root_reduce_bytes"), V("fsdp_tied_embedding_bytes")),
+         "the last layers' backward (the embedding's gradient buffer or a recomputed layer, the training "
+         "framework's backward buffers, the gathered units); or FSDP2's tied embedding's gradients; or, later, "
+         "FSDP2's root unit reduced with every unit resharded (torchtitan's whole-vocabulary embedding gradient freed "
+         "by then, its slice kept)", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
          V("model_states") - V("zero3_buffer") + MAX(V("transient_gradients"), V("accumulated_gradients"))
-         + MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
-               + V("zero3_buffer") - V("fsdp_backward_unmade_bytes"),
-               V("fsdp_root_reduce_bytes"), V("fsdp_tied_embedding_bytes")),
-         "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed; the training framework's "
-         "backward buffers; or FSDP2's tied embedding's gradients; or, later, FSDP2's root unit reduced with every "
-         "unit resharded (torchtitan's whole-vocabulary embedding gradient freed by then, its slice kept)", "phase"),
+         + V("backward_end_bytes"),
+         "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed, the end of backward's "
+         "temporaries (the gathered buffers among them)", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
          IF(V("recompute_start_activations").gt(0),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
@@ -1341,12 +1346,8 @@ TERMS: tuple[Term, ...] = (
     Term("temporaries", "Temporaries at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_temporaries"),
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
-                                # FSDP2's root arms count their own gathered buffer (the root's, or none)
-                                IF(V("peak_phase").eq(2), MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes"))
-                                                              + V("framework_backward_bytes")
-                                                              - V("fsdp_backward_unmade_bytes"),
-                                                              MAX(V("fsdp_root_reduce_bytes"),
-                                                                  V("fsdp_tied_embedding_bytes")) - V("zero3_buffer")),
+                                # the end of backward counts its own gathered buffers
+                                IF(V("peak_phase").eq(2), V("backward_end_bytes") - V("zero3_buffer"),
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
                                       IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
