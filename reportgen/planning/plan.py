@@ -635,8 +635,8 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
             continue  # given, or a rollout engine, whose pool is sized by the actor's (_sized_pools) and whose speed
             # a cheaper card changes
         # a pool's size on each type reads its recipe and the iteration's sequences, not the other pools: found once
-        key = ("cheapest", role, s.with_inputs(gpu="", num_gpus=1, gpu_memory_utilization=0.0, batch_size=1,
-                                               grad_accum_steps=1), iteration, group.actor.grad_accum_steps,
+        key = ("cheapest", role, share_free(s).with_inputs(gpu="", num_gpus=1, batch_size=1, grad_accum_steps=1),
+               iteration, group.actor.grad_accum_steps,
                given.get("micro_batch_size"), s.gpu, lead.datacenter)
         if key not in known:
             best = (counts[role] * price[s.gpu], counts[role], 0, s.gpu)
