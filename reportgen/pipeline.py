@@ -135,7 +135,8 @@ def plan_entries(expansion: Expansion, exact: bool = False) -> int:
 def _pair_count(block: SweepBlock, expansion: Expansion) -> int:
     if block.size == 1:  # without arrays: a preset may have 30,000 one-row matrices
         return 1
-    names = ["model", *requirement_inputs(block.workload, expansion.interchangeable.get(block.matrix, ())), "gpu"]
+    names = ["model", *requirement_inputs(block.workload, expansion.interchangeable.get(block.matrix, ()),
+                                          expansion.goals.get(block.matrix)), "gpu"]
     key, _ = block.axis_codes(names)
     return len(np.unique(key))
 
@@ -146,7 +147,8 @@ def _pairs(part, expansion: Expansion) -> set[tuple]:
         one = part.scenario(0)
         return {(single_requirement(one, expansion.interchangeable.get(part.matrix, ())), one.gpu)}
     if isinstance(part, SweepBlock):
-        needs, _, of = block_requirements(part, expansion.interchangeable.get(part.matrix, ()))
+        needs, _, of = block_requirements(part, expansion.interchangeable.get(part.matrix, ()),
+                                          expansion.goals.get(part.matrix))
         gpu, _ = part.axis_codes(["gpu"])
         _, first = np.unique(of * (int(gpu.max()) + 1) + gpu, return_index=True)
         return {(needs[of[k]], part.scenario(int(k)).gpu) for k in first.tolist()}

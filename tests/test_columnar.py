@@ -91,6 +91,10 @@ def matrices(draw):
         matrix["interchangeable"] = ["batch_size"]
     if draw(st.booleans()) and len(matrix["model"]) > 1 and len(workloads) > 1:
         matrix["exclude"] = [{"model": matrix["model"][0], "workload": workloads[-1]}]
+    goal = draw(st.sampled_from([None, {"within": "2d"}, {"min_tokens_per_s": 20}, {"max_ttft": 1},
+                                 {"users": 16, "context": 4096, "min_tokens_per_s": 10}]))
+    if goal is not None:  # the plan is gated row by row; a serving goal sets each row's batch and prompt
+        matrix["goal"] = goal
     return matrix
 
 
@@ -115,6 +119,50 @@ def test_random_matrices_give_the_object_paths_scenarios_plan_and_json(matrix):
     assert columnar.gpu_types == objects.gpu_types
     assert columnar.recommendations == objects.recommendations
     assert b"".join(json_chunks(columnar)) == b"".join(json_chunks(objects))
+
+
+def test_a_goal_that_sets_no_input_leaves_its_matrix_columns():
+    """finetune's full fine-tuning matrix has a deadline (it sets no input): every matrix of the preset is
+    blocks, and the check above compares its plan, goal gate included, with the object path's."""
+    loaded = load("finetune")
+    assert loaded.expansion.goals and all(isinstance(p, SweepBlock) for p in loaded.expansion.scenarios.blocks)
+    columnar, objects = both(loaded)
+    # the gate takes effect: some GPU type has a fitting configuration that misses the deadline
+    assert any(e.closest is not None for r in columnar.recommendations for e in r.entries)
+    assert columnar.recommendations == objects.recommendations
+
+
+SERVING_GOAL = {"name": "serve", "model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": "inference",
+                "num_gpus": [1, 2, 8], "tp_size": [1, 2], "gen_len": [256, 1024], "gpu": ["H100-80GB-SXM", "L40S"],
+                "serving_engine": ["hf-generate", "vllm"], "goal": {"users": 50, "context": 8192, "min_tokens_per_s": 20}}
+
+
+def test_a_serving_goals_batch_and_prompt_are_columns_of_its_block():
+    """A serving goal sets each row's batch (the users over its data-parallel replicas) and prompt (the
+    context less its generated tokens): the block holds them as axes whose kept combination is the goal's
+    for each layout, and gives the object path's scenarios, plan and JSON."""
+    loaded = from_mapping({"title": "t", "matrices": [SERVING_GOAL]}, BASE)
+    (block,) = loaded.expansion.scenarios.blocks
+    assert isinstance(block, SweepBlock) and block.names[-2:] == ("batch_size", "prompt_len")
+    scenarios = [s for _, s in loaded.expansion.scenarios]
+    assert {(s.num_gpus // s.tp_size, s.batch_size) for s in scenarios} == {(1, 50), (2, 25), (4, 13), (8, 7)}
+    assert {(s.gen_len, s.prompt_len) for s in scenarios} == {(256, 7936), (1024, 7168)}
+    columnar, objects = both(loaded)
+    assert tuple(columnar.results) == tuple(objects.results) and columnar.skipped == objects.skipped
+    assert columnar.recommendations == objects.recommendations
+    assert b"".join(json_chunks(columnar)) == b"".join(json_chunks(objects))
+
+
+@pytest.mark.parametrize("axes", [{"gen_len": [256, 8192]}, {"gen_len": [9000, "x"]}, {"gen_len": ["x", 9000]},
+                                  {"gen_len": [256, 9000], "batch_size": [1, 2]}, {"gen_len": [256], "seq_len": [0]},
+                                  {"gen_len": [256, 9000], "num_gpus": [1, -2]}, {"gen_len": [9000], "num_gpus": [-2]}])
+def test_a_serving_goals_errors_are_the_loops(axes):
+    """The loop checks a row's inputs, then the goal's context against its generated tokens: the columns
+    report the error it meets first."""
+    matrix = {**SERVING_GOAL, **axes}
+    preset = Preset.from_mapping({"title": "t", "matrices": [matrix]}, name="t", source="t.yaml")
+    columnar, objects = errors_of_both(preset, BASE.estimator)
+    assert columnar == objects
 
 
 def test_rows_of_both_kinds_in_one_chunk_keep_their_order():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from test_columnar import BASE, WHEN, both, from_mapping, matrices
+from test_columnar import BASE, SERVING_GOAL, WHEN, both, from_mapping, matrices
 from reportgen.errors import InputError
 from reportgen.pipeline import load, make_report
 from reportgen.scenarios.presets import bundled_presets
@@ -54,6 +54,18 @@ def test_a_block_split_by_rows_of_its_requirements_elsewhere(tmp_path):
     loaded = from_mapping(raw, BASE)
     book = build_book(make_report(loaded, WHEN))
     assert sum(isinstance(run, BlockRows) for run in book.scenario_rows.parts) >= 3
+    columnar, objects = workbooks(loaded, tmp_path)
+    assert columnar == objects
+
+
+def test_goal_matrices_give_the_object_paths_workbook(tmp_path):
+    """A serving goal's block (its batch and prompt set per layout) beside a training goal's block and a
+    matrix without a goal: the goal cells, goal_met and the Plan as the object path writes them."""
+    training = {"name": "ft", "model": ["Llama-3-8B"], "workload": "full", "num_gpus": [1, 8], "zero_stage": [0, 3],
+                "goal": {"within": "1d"}}
+    plain = {"name": "lora", "model": ["Llama-3-8B"], "workload": "lora", "gpu": ["L40S", "H100-80GB-SXM"]}
+    loaded = from_mapping({"title": "t", "matrices": [SERVING_GOAL, training, plain]}, BASE)
+    assert all(isinstance(run, BlockRows) for run in build_book(make_report(loaded, WHEN)).scenario_rows.parts)
     columnar, objects = workbooks(loaded, tmp_path)
     assert columnar == objects
 

@@ -11,7 +11,6 @@ from typing import Any, Mapping, NamedTuple
 
 from ..model.arrays import np
 from ..errors import InputError, unknown_name
-from ..model.estimate import Scenario
 from ..model.formulas import IF, ISNUMBER, Expr, Var
 from ..model.inputs import INPUT_BY_NAME
 from ..model.units import SECONDS_PER, parse_duration
@@ -96,22 +95,27 @@ class Goal:
         asked = dict(self.settings(workload))
         return tuple(p for p in GOAL_PARTS if p.sets and p.setting in asked)
 
-    def shape(self, s: Scenario, num_gpus: Any, tp_size: Any) -> dict[str, Any]:
-        """The inputs the goal sets for scenario s laid out on num_gpus with tp_size (numbers, or
-        arrays of candidates): the users spread over the data-parallel replicas (each replica's
-        batch), the context is prompt + generated."""
-        if s.workload != "inference":
+    def shape(self, workload: str, gen_len: Any, num_gpus: Any, tp_size: Any) -> dict[str, Any]:
+        """The inputs the goal sets for a scenario of `workload` generating gen_len tokens, laid out on
+        num_gpus with tp_size (numbers, or arrays of rows or candidates): the users spread over the
+        data-parallel replicas (each replica's batch), the context is prompt + generated."""
+        if workload != "inference":
             return {}
         changes: dict[str, Any] = {}
         if self.users is not None:
             replicas = np.maximum(1, num_gpus // tp_size)
             changes["batch_size"] = -(-self.users // replicas)
         if self.context is not None:
-            if self.context <= s.gen_len:
-                raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
-                                 f"({s.gen_len:,})", key_path="goal.context")
-            changes["prompt_len"] = self.context - s.gen_len
+            self.check_context(gen_len)
+            changes["prompt_len"] = self.context - gen_len
         return changes
+
+    def check_context(self, gen_len: Any) -> None:
+        """Refuse generated tokens (a number or an array) that leave no prompt in the goal's context."""
+        too_long = np.asarray(gen_len) >= (self.context if self.context is not None else np.inf)
+        if too_long.any():
+            raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
+                             f"({int(np.asarray(gen_len).flat[int(np.argmax(too_long))]):,})", key_path="goal.context")
 
     def met(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which estimates meet the goal (values: term columns): each CONDITIONS part it asks, on the

@@ -398,7 +398,7 @@ def _estimate_batch(estimator: Estimator, base: Scenario, goal: Goal, batch: lis
     size = sum(p[1] for p in batch)
     columns = {n: getattr(base, n) for n in INPUT_NAMES}
     columns.update(chosen)
-    columns.update(goal.shape(base, columns["num_gpus"], np.asarray(columns["tp_size"])))
+    columns.update(goal.shape(base.workload, base.gen_len, columns["num_gpus"], np.asarray(columns["tp_size"])))
     flags = estimator.skip_flags(columns, size)
     codes = first_skip_codes(flags)
     _, first = np.unique(codes, return_index=True)

@@ -248,8 +248,8 @@ class BlockResults:
 
     def requirements(self, interchangeable: Mapping[str, Iterable[str]], goals: Mapping[str, Goal]
                      ) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
-        """As ResultRun.requirements, found on the block's axes (a block has no goal)."""
-        return block_requirements(self.block, interchangeable.get(self.block.matrix, ()))
+        """As ResultRun.requirements, found on the block's axes."""
+        return block_requirements(self.block, interchangeable.get(self.block.matrix, ()), goals.get(self.block.matrix))
 
     def plan_columns(self) -> dict[str, np.ndarray]:
         chunks = list(self.chunks())
@@ -264,7 +264,8 @@ class BlockResults:
         return np.array([position[self.block.scenario(int(k)).gpu] for k in first.tolist()], dtype=np.int64)[of]
 
     def goal_met(self, columns: Mapping[str, np.ndarray], goals: Mapping[str, Goal]) -> np.ndarray:
-        return np.ones(len(self), dtype=bool)  # a block has no goal
+        goal = goals.get(self.block.matrix)
+        return np.ones(len(self), dtype=bool) if goal is None else goal.met(columns)
 
     def __iter__(self) -> Iterator[Result]:
         """Every row as a Result (kept: a writer that reads them once reads them again)."""
@@ -476,18 +477,19 @@ def used_gpu_types(results: Sequence[Result], gpus: Mapping[str, GpuSpec]) -> tu
     return tuple(g for g in gpus if g in used)
 
 
-def block_requirements(block: SweepBlock, interchangeable: Iterable[str]) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
-    """A block's distinct requirements (a block has no goal), the first row of each, and each row's
-    (an index into them), found on its axes."""
-    key, _ = block.axis_codes(["model"] + requirement_inputs(block.workload, interchangeable))
+def block_requirements(block: SweepBlock, interchangeable: Iterable[str], goal: Goal | None = None
+                       ) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
+    """A block's distinct requirements, the first row of each, and each row's (an index into them), found
+    on its axes (its matrix's goal, which sets none of its inputs, joins every one)."""
+    key, _ = block.axis_codes(["model"] + requirement_inputs(block.workload, interchangeable, goal))
     _, first, of = np.unique(key, return_index=True, return_inverse=True)
-    return [single_requirement(block.scenario(int(k)), interchangeable) for k in first.tolist()], first, of
+    return [single_requirement(block.scenario(int(k)), interchangeable, goal) for k in first.tolist()], first, of
 
 
 def requirement_numbers(results: Results, interchangeable: Mapping[str, Iterable[str]] = {},
                         goals: Mapping[str, Goal] = {}) -> tuple[list[Requirement], list[np.ndarray]]:
     """The requirements of the results in the order they first appear, and per part of the results each
-    row's requirement (its place in that list). A sweep block's are found on its axes (a block has no goal)."""
+    row's requirement (its place in that list). A sweep block's are found on its axes."""
     numbers: dict[Requirement, int] = {}
     per_part = []
     for part in results.parts:

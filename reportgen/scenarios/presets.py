@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..model.catalog import data_dir, read_yaml
 from ..errors import InputError, shown, unknown_name
@@ -18,9 +18,10 @@ from ..model.estimate import Estimator, RlhfScenario, Scenario, SkipReason, make
 from ..planning.fleet import Job, Portfolio, job_kind
 from ..planning.goals import GOAL_KEYS, GOAL_PARTS, Goal, goal_kind
 from ..model.arrays import np
-from ..model.inputs import INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_TYPES, check_input, check_inputs
+from ..model.inputs import (INPUT_BY_NAME, INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_DEFAULTS, WORKLOAD_TYPES,
+                            check_input, check_inputs)
 from ..limits import EXCLUDE_CHECKS, SCENARIOS, check_text
-from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size
+from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size, value_codes
 from ..model.terms import ASSUMPTION_BY_NAME
 from ..model.units import SECONDS_PER, parse_duration
 
@@ -316,8 +317,7 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
     """Every scenario of every matrix (Cartesian product of its axes), plus the explicit ones.
 
     The combinations are counted before any is made: past SCENARIOS the preset is refused. A matrix
-    entry of one workload becomes a SweepBlock (columns, not objects) unless columnar is False or
-    the preset states a goal (a goal sets inputs per layout and gates the plan per result)."""
+    entry of one workload becomes a SweepBlock (columns, not objects) unless columnar is False."""
     out: list[tuple[str, Scenario | RlhfScenario] | SweepBlock] = []
     skipped: list[Skipped | SweepBlock] = []  # a block stands for its skipped rows until all blocks are made
     interchangeable: dict[str, tuple[str, ...]] = {}
@@ -350,8 +350,9 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
         removed = [0] * len(excludes)
         goal = goals.get(mname)
         for sweep in sweeps:
-            if columnar and not goals and _columnar(sweep):
-                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked)
+            if columnar and _columnar(sweep):
+                block = _sweep_block(mname, sweep, excludes, removed, estimator, src, checked,
+                                     goal if goal and goal.sets(sweep.workload) else None, f"{path}.goal")
                 if block.size:
                     out.append(block)
                     skipped.append(block)
@@ -539,7 +540,7 @@ def _job(raw: Mapping[str, Any], gpu: str, estimator: Estimator, src: str, path:
         if goal.context is not None:
             _goal_inputs(goal, item, src, f"{path}.serve")
         hours = _number(serve.get("hours_per_day", 24), src, f"{path}.serve.hours_per_day", minimum=0.5, maximum=24)
-        item = item.with_inputs(**goal.shape(item, item.num_gpus, item.tp_size))
+        item = item.with_inputs(**goal.shape(item.workload, item.gen_len, item.num_gpus, item.tp_size))
     steps = 0
     if kind == "rlhf":
         steps = raw["steps"]
@@ -559,9 +560,10 @@ def _columnar(sweep: "_Sweep") -> bool:
 
 
 def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, Any]], removed: list[int],
-                 estimator: Estimator, src: str, checked: dict) -> SweepBlock:
+                 estimator: Estimator, src: str, checked: dict, goal: Goal | None, goal_path: str) -> SweepBlock:
     """The loop over the product for a columnar entry: the same exclusions and checks (first error
-    first), computed as arrays; the skips follow (_skip_blocks)."""
+    first), computed as arrays; the skips follow (_skip_blocks). goal: the matrix's goal where it sets
+    inputs of this workload per layout (a serving goal's batch and prompt), else None."""
     rows = flat_rows(product_size(sweep.axes), excluded_rows(sweep.axes, sweep.workload, excludes, removed))
     if len(rows) and "model" not in sweep.axes:
         raise InputError("missing required key", source=src, key_path=f"{sweep.where}.model")
@@ -570,8 +572,46 @@ def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, An
         return check_inputs(values, workload=sweep.workload, models=estimator.specs, gpus=estimator.gpus, source=src,
                             key_path=lambda key: f"{sweep.where}.{key}", checked=checked)
 
-    return SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
-                      rows)
+    if goal is None:
+        return SweepBlock(mname, sweep.workload, tuple(sweep.axes), check_axes(sweep.axes, sweep.workload, rows, check),
+                          rows)
+    # The loop checks a row's inputs, then the goal's context against its generated tokens: a row whose
+    # gen_len leaves no prompt is an error unless an earlier row (or its own inputs) has one first.
+    first_bad = _first_row(rows, sweep, "gen_len", lambda v: goal.context is not None and isinstance(v, (int, float))
+                           and not isinstance(v, bool) and v >= goal.context)
+    values = check_axes(sweep.axes, sweep.workload, rows if first_bad is None else rows[:first_bad + 1], check)
+    try:
+        if first_bad is not None:  # (the values only that row and those before it take are checked)
+            goal.check_context(SweepBlock(mname, sweep.workload, tuple(sweep.axes), values,
+                                          rows[first_bad:first_bad + 1]).numbers("gen_len"))  # raises
+        return _with_goal_inputs(SweepBlock(mname, sweep.workload, tuple(sweep.axes), values, rows), goal, check)
+    except InputError as exc:
+        raise InputError(exc.message, source=src, key_path=f"{goal_path}.context") from None
+
+
+def _first_row(rows: np.ndarray, sweep: "_Sweep", name: str, bad: Callable[[Any], bool]) -> int | None:
+    """The first of `rows` (their place) whose raw value of input `name` is bad, or None."""
+    if name not in sweep.axes:
+        value = WORKLOAD_DEFAULTS.get(sweep.workload, {}).get(name, INPUT_BY_NAME[name].default)
+        return 0 if len(rows) and bad(value) else None
+    j = list(sweep.axes).index(name)
+    codes = [c for c, v in enumerate(sweep.axes[name]) if bad(v)]
+    hits = np.flatnonzero(np.isin(value_codes(rows, [len(v) for v in sweep.axes.values()], j), codes))
+    return int(hits[0]) if len(hits) else None
+
+
+def _with_goal_inputs(block: SweepBlock, goal: Goal, check: Callable[[dict], dict]) -> SweepBlock:
+    """The block with the inputs its goal sets per layout as its last axes: each value they take once,
+    and of that larger product only the combination whose values are the goal's for each row's layout.
+    Its rows keep the loop's order, and whatever reads a block's inputs reads these."""
+    names, values, rows = list(block.names), list(block.values), block.rows
+    shaped = goal.shape(block.workload, block.numbers("gen_len"), block.numbers("num_gpus"), block.numbers("tp_size"))
+    for name, column in shaped.items():
+        distinct, code = np.unique(np.asarray(column, dtype=np.int64), return_inverse=True)
+        names.append(name)
+        values.append(tuple(check({name: int(v)})[name] for v in distinct.tolist()))
+        rows = rows * len(distinct) + code
+    return SweepBlock(block.matrix, block.workload, tuple(names), tuple(values), rows)
 
 
 def _skip_blocks(out: list, skipped: list, estimator: Estimator) -> tuple[list, list[Skipped]]:
@@ -655,7 +695,7 @@ def _goal(raw: Any, sweeps: Sequence["_Sweep"], src: str, path: str) -> Goal:
 def _goal_inputs(goal: Goal, s: Scenario, src: str, path: str) -> dict[str, int]:
     """The batch and prompt a serving goal gives scenario s on its layout."""
     try:
-        return {k: int(v) for k, v in goal.shape(s, s.num_gpus, s.tp_size).items()}
+        return {k: int(v) for k, v in goal.shape(s.workload, s.gen_len, s.num_gpus, s.tp_size).items()}
     except InputError as exc:
         raise InputError(exc.message, source=src, key_path=f"{path}.context") from None
 

@@ -9,7 +9,7 @@ from ...model.catalog import GPU_COLUMNS
 from ...model.estimate import GroupEstimate, Scenario, group_terms
 from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
                          to_excel)
-from ...planning.goals import goal_met_expr
+from ...planning.goals import Goal, goal_met_expr
 from ...report.i18n import Catalogue, load_workbook_catalogue
 from ...model.inputs import INPUT_BY_NAME, INPUTS
 from ...planning.ranking import PLAN_FITS, PLAN_ORDER, RENT_ORDER
@@ -446,7 +446,14 @@ def catalog_rows(t: Catalogue, report: Report, lookups: Mapping[str, Table]) -> 
     return out
 
 
-NO_GOAL = {c.name: "" for c in GOAL_COLUMNS}
+def _goal_cells(report: Report) -> Callable[[Goal | None, str], dict[str, Any]]:
+    """A Scenarios row's goal cells, given its matrix's goal (or None) and its workload: none when the
+    preset states no goal (the sheet has no goal columns); blank where the row's goal asks nothing."""
+    blank = {c.name: "" for c in GOAL_COLUMNS}
+
+    def cells(goal: Goal | None, workload: str) -> dict[str, Any]:
+        return {} if not report.goals else goal.cells(workload) if goal else blank
+    return cells
 
 
 def _scenario_values(s: Scenario, values: Mapping[str, float], **ids) -> dict[str, Any]:
@@ -484,8 +491,9 @@ def build_book(report: Report, lang: str = "en") -> Book:
     runs: list[list[dict[str, Any]] | BlockRows] = []
     groups: list[Result] = []
     place = 0  # the rows laid out so far
+    goal_cells = _goal_cells(report)
     for part, places in sheet_runs(report):
-        if isinstance(part, BlockResults):  # (a preset with goals has no blocks)
+        if isinstance(part, BlockResults):
             result_rows.update(zip((part.first_index + places).tolist(),
                                    range(SCENARIO_FIRST_ROW + place, SCENARIO_FIRST_ROW + place + len(places))))
             runs.append(BlockRows(part, places, place, lambda: book.scenario_columns))
@@ -499,18 +507,14 @@ def build_book(report: Report, lang: str = "en") -> Book:
                     role_rows[(r.index, role)] = SCENARIO_FIRST_ROW + place + len(rows)
                     rows.append(_scenario_values(est.scenario, est.values, index=r.index, name=r.estimate.scenario.name,
                                                  matrix=r.matrix, group=f"G{r.index}", role=role,
-                                                 **{REPORT_INDEX: r.index}))
+                                                 **{REPORT_INDEX: r.index}, **goal_cells(None, r.workload)))
             else:
                 result_rows[r.index] = SCENARIO_FIRST_ROW + place + len(rows)
-                goal = report.goals.get(r.matrix)
                 rows.append(_scenario_values(r.lead, r.estimate.values, **_single_ids(r.index, r.lead.name, r.matrix),
-                                             **(goal.cells(r.workload) if goal else {})))
+                                             **goal_cells(report.goals.get(r.matrix), r.workload)))
         runs.append(rows)
         place += len(rows)
     goals = bool(report.goals)
-    if goals:  # rows of matrices without a goal, and RLHF role rows, have blank goal cells
-        for rows in runs:
-            rows[:] = [{**NO_GOAL, **row} for row in rows]
     book.scenario_rows = TableRows(runs)
     candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
     helpers = plan_helpers(candidate, SCENARIO_PLAN, goals) + (REPORT_INDEX_COLUMN,)
@@ -546,9 +550,12 @@ def _block_columns(book: Book) -> TableColumns:
     table = book.scenarios
     positions = position_columns(table)
 
+    goal_cells = _goal_cells(book.report)
+
     def ids(part: BlockResults, rows: np.ndarray, places: np.ndarray) -> dict[str, Any]:
         return {**_single_ids(part.first_index + rows, part.block.scenario(0).name, part.block.matrix),
-                **dict.fromkeys(positions, places + 1)}
+                **dict.fromkeys(positions, places + 1),
+                **goal_cells(book.report.goals.get(part.block.matrix), part.block.workload)}
 
     return TableColumns(ROLE_TERMS + column_terms(derived_columns(table)), book_var("I"), ids,
                         ["index", REPORT_INDEX, *positions],
