@@ -70,7 +70,7 @@ AXIS_CHOICES = {
     "seq_len": [[512], [1024, 4096], [256, 2048, 32768]],
     "num_gpus": [[1], [1, 2, 8], [4, 16]],
     "zero_stage": [[0], [0, 3], [1, 2, 3]],
-    "tp_size": [[1], [1, 2], [1, 4, 8]],
+    "tp_size": [[1], [1, 2], [1, 4, 8], ["num_gpus"], [8, "num_gpus", 1]],
     "gpu": [["H100-80GB-SXM"], ["A100-80GB", "RTX-4090"], ["H100-80GB-SXM", "MI300X", "L40S"]],
     "checkpointing": [["none"], ["none", "full"]],
     "weight_dtype": [["bf16"], ["bf16", "int4"]],

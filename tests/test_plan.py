@@ -124,7 +124,7 @@ def _reference(scenario, gpu, goal, counts, fixed=()):
     for n in counts:
         found = []
         for c in candidates(base, EST, n, fixed):
-            c = replace(c, **{k: int(v) for k, v in goal.shape(c, c.num_gpus, c.tp_size).items()})
+            c = replace(c, **{k: int(v) for k, v in goal.shape(c.workload, c.gen_len, c.num_gpus, c.tp_size).items()})
             if EST.skip_check(c):
                 continue
             e = EST.estimate(c)

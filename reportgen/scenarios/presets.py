@@ -555,8 +555,8 @@ def _job(raw: Mapping[str, Any], gpu: str, estimator: Estimator, src: str, path:
 
 
 def _columnar(sweep: "_Sweep") -> bool:
-    """Whether a matrix entry can be held as columns: one workload, each scenario its axes' values."""
-    return sweep.workload not in RLHF_ALGORITHMS and "num_gpus" not in sweep.axes.get("tp_size", ())
+    """Whether a matrix entry can be held as columns: one workload, not an RLHF group."""
+    return sweep.workload not in RLHF_ALGORITHMS
 
 
 def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, Any]], removed: list[int],
@@ -567,6 +567,7 @@ def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, An
     rows = flat_rows(product_size(sweep.axes), excluded_rows(sweep.axes, sweep.workload, excludes, removed))
     if len(rows) and "model" not in sweep.axes:
         raise InputError("missing required key", source=src, key_path=f"{sweep.where}.model")
+    sweep, rows = _tp_across_gpus(sweep, rows)
 
     def check(values: dict) -> dict:
         return check_inputs(values, workload=sweep.workload, models=estimator.specs, gpus=estimator.gpus, source=src,
@@ -587,6 +588,26 @@ def _sweep_block(mname: str, sweep: "_Sweep", excludes: Sequence[Mapping[str, An
         return _with_goal_inputs(SweepBlock(mname, sweep.workload, tuple(sweep.axes), values, rows), goal, check)
     except InputError as exc:
         raise InputError(exc.message, source=src, key_path=f"{goal_path}.context") from None
+
+
+def _tp_across_gpus(sweep: "_Sweep", rows: np.ndarray) -> tuple["_Sweep", np.ndarray]:
+    """`tp_size: num_gpus` (tensor parallel across each row's GPUs, as make_scenario reads it) as numbers:
+    the tp_size axis's values become every (tp value, num_gpus value) pair, a pair's value the GPU count
+    where the tp value is "num_gpus", and each row takes the pair of its two values. A pair's code grows
+    with both of its codes, so the rows keep the loop's order; two values that come to the same number
+    stay two rows, as in the loop (an axis may repeat a value)."""
+    tp = sweep.axes.get("tp_size", ())
+    if "num_gpus" not in tp:
+        return sweep, rows
+    names, sizes = list(sweep.axes), [len(v) for v in sweep.axes.values()]
+    gpus = sweep.axes.get("num_gpus", [1])  # make_scenario's rule: the GPUs given, else one
+    j = names.index("tp_size")
+    gpu_codes = value_codes(rows, sizes, names.index("num_gpus")) if "num_gpus" in sweep.axes else 0
+    pairs = [g if v == "num_gpus" else v for v in tp for g in gpus]
+    after = math.prod(sizes[j + 1:])
+    rows = ((rows // (after * sizes[j]) * len(pairs) + value_codes(rows, sizes, j) * len(gpus) + gpu_codes) * after
+            + rows % after)
+    return replace(sweep, axes={**sweep.axes, "tp_size": pairs}), rows
 
 
 def _first_row(rows: np.ndarray, sweep: "_Sweep", name: str, bad: Callable[[Any], bool]) -> int | None:

@@ -1,9 +1,9 @@
 """A matrix entry's scenarios as columns: its axes and the combinations kept, not one Python object
 per scenario.
 
-expand() makes a SweepBlock of each single-workload entry of a matrix (RLHF groups, the explicit
-scenarios and `tp_size: num_gpus` stay objects; a serving goal's batch and prompt, set per layout, are
-axes whose kept combination is the goal's for each row). The estimator computes a block's terms from its input columns
+expand() makes a SweepBlock of each single-workload entry of a matrix (RLHF groups and the explicit
+scenarios stay objects; a serving goal's batch and prompt, set per layout, and `tp_size: num_gpus` are
+axes whose kept combination is each row's). The estimator computes a block's terms from its input columns
 chunk by chunk, the plan aggregates them as arrays and the JSON writer renders its lines from them;
 a row becomes a Scenario only where a writer asks for that row.
 
