@@ -17,6 +17,7 @@ from reportgen.scenarios.presets import Preset, bundled_presets, expand
 from reportgen.report.build import BlockResults, Results
 from reportgen.scenarios.sweep import SweepBlock
 from reportgen.writers.json_writer import json_chunks
+from reportgen.model.vector import VectorTerms
 
 WHEN = "2026-01-01T00:00:00+00:00"
 
@@ -275,3 +276,37 @@ def test_the_html_of_a_sweep_estimates_only_the_rows_it_shows():
     assert all(b._made is None for b in blocks)  # labelling every row estimated none
     assert streamed == configs.labels(iter(report.results))  # now as Results, made and kept
     assert len(set(streamed.values())) == len(streamed) == configs.count == len(report.results) // 2  # two GPU types
+
+
+def test_one_row_matrices_are_computed_together(monkeypatch):
+    """A preset of 200 one-row matrices (some alike): its plan and JSON from one call of the term table
+    over their distinct rows, not one a matrix (a call costs about as much as a thousand rows), and the
+    object path's plan and JSON."""
+    matrices = [{"name": f"m{i}", "model": ["Llama-3-8B", "Qwen2.5-7B"][i % 2], "batch_size": 1 + i % 4,
+                 "workload": ["inference", "full", "lora"][i % 3], "gpu": ["H100-80GB-SXM", "L40S"][i % 5 // 4]}
+                for i in range(200)]
+    loaded = from_mapping({"title": "t", "matrices": matrices}, BASE)
+    distinct = {tuple(sorted((k, v) for k, v in m.items() if k != "name")) for m in matrices}
+    sizes = []
+    chunks = BlockResults.chunks
+
+    def counted(part):
+        sizes.append(part.block.size)
+        return chunks(part)
+
+    monkeypatch.setattr(BlockResults, "chunks", counted)
+    rows = []
+    vector_chunks = VectorTerms.chunks
+
+    def vector_counted(self, columns, size, *args, **kwargs):
+        rows.append(size)
+        return vector_chunks(self, columns, size, *args, **kwargs)
+
+    monkeypatch.setattr(VectorTerms, "chunks", vector_counted)
+    report = make_report(loaded, WHEN)
+    columnar = report.recommendations, b"".join(json_chunks(report))
+    assert len(sizes) == 2 * 200  # every block read twice: the plan, the JSON
+    assert rows.count(len(distinct)) == 1 and len(distinct) < 100  # ... computed once, together
+    monkeypatch.undo()
+    objects = make_report(replace(loaded, expansion=expand(loaded.preset, loaded.estimator, columnar=False)), WHEN)
+    assert columnar == (objects.recommendations, b"".join(json_chunks(objects)))

@@ -18,7 +18,7 @@ from reportgen.pipeline import load, make_report
 from reportgen.scenarios.presets import bundled_presets
 from reportgen.writers import xlsx
 from reportgen.writers.xlsx.book import build_book
-from reportgen.writers.xlsx.columns import BlockRows, TableColumns
+from reportgen.writers.xlsx.columns import BlockRows, ColumnRows, SmallRuns, TableColumns
 
 
 def workbooks(loaded, folder: Path) -> tuple[list, list]:
@@ -40,7 +40,7 @@ def test_every_bundled_preset_gives_the_object_paths_workbook(name, tmp_path):
 def test_the_default_workbook_is_mostly_block_rows():
     """The check above compares something: most of the default preset's Scenarios rows come from blocks."""
     book = build_book(make_report(load("default"), WHEN))
-    block_rows = sum(len(run) for run in book.scenario_rows.parts if isinstance(run, BlockRows))
+    block_rows = sum(len(run) for run in book.scenario_rows.parts if isinstance(run, ColumnRows))
     assert block_rows > len(book.scenario_rows) / 2
 
 
@@ -65,24 +65,49 @@ def test_goal_matrices_give_the_object_paths_workbook(tmp_path):
                 "goal": {"within": "1d"}}
     plain = {"name": "lora", "model": ["Llama-3-8B"], "workload": "lora", "gpu": ["L40S", "H100-80GB-SXM"]}
     loaded = from_mapping({"title": "t", "matrices": [SERVING_GOAL, training, plain]}, BASE)
-    assert all(isinstance(run, BlockRows) for run in build_book(make_report(loaded, WHEN)).scenario_rows.parts)
+    assert all(isinstance(run, ColumnRows) for run in build_book(make_report(loaded, WHEN)).scenario_rows.parts)
+    columnar, objects = workbooks(loaded, tmp_path)
+    assert columnar == objects
+
+
+def test_one_row_matrices_are_one_run_of_the_workbook(tmp_path):
+    """Consecutive small blocks' rows are computed and written together (SmallRuns): the object path's
+    workbook, and the Plan's picks read from them."""
+    matrices = [{"name": f"m{i}", "model": ["Llama-3-8B", "Qwen2.5-7B"][i % 2], "batch_size": 1 + i % 4,
+                 "workload": ["inference", "full", "lora"][i % 3], "gpu": ["H100-80GB-SXM", "L40S"][i % 5 // 4]}
+                for i in range(120)]
+    loaded = from_mapping({"title": "t", "matrices": matrices}, BASE)
+    runs = build_book(make_report(loaded, WHEN)).scenario_rows.parts
+    assert [type(run) for run in runs] == [SmallRuns] and len(runs[0].runs) > 1
     columnar, objects = workbooks(loaded, tmp_path)
     assert columnar == objects
 
 
 def test_rows_the_scalar_path_computed_are_written_from_their_values(monkeypatch, tmp_path):
     """A chunk's overrides (rows an array cannot hold exactly: vector.py) are written from their values,
-    as the object path writes every row. Forced here on a few rows of every chunk, with their true values."""
-    evaluate = TableColumns.evaluate
+    as the object path writes every row. Forced here on a few rows of every chunk (of a block's run, and of
+    small blocks' runs computed together), with their true values."""
+    evaluate, evaluate_runs = TableColumns.evaluate, TableColumns.evaluate_runs
+    forced = []
+
+    def overridden(chunk):
+        rows = list(chunk.rows())
+        forced.append(chunk.size)
+        return replace(chunk, overrides={k: rows[k] for k in range(0, chunk.size, 7)})
 
     def with_overrides(self, *args, **kwargs):
         for chunk, columns in evaluate(self, *args, **kwargs):
-            rows = list(chunk.rows())
-            yield replace(chunk, overrides={k: rows[k] for k in range(0, chunk.size, 7)}), columns
+            yield overridden(chunk), columns
+
+    def runs_with_overrides(self, runs):
+        chunk, columns = evaluate_runs(self, runs)
+        return overridden(chunk), columns
 
     monkeypatch.setattr(TableColumns, "evaluate", with_overrides)
+    monkeypatch.setattr(TableColumns, "evaluate_runs", runs_with_overrides)
     columnar, objects = workbooks(load("default"), tmp_path)
     assert columnar == objects
+    assert max(forced) > 100  # (the default's small blocks are computed together)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,

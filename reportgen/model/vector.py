@@ -26,6 +26,7 @@ bool, str) of every term of every row.
 """
 from __future__ import annotations
 
+import collections.abc
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -748,6 +749,33 @@ class Chunk:
     def rows(self) -> Iterator[tuple]:
         """Each row's values in table order, as the scalar path returns them."""
         return zip(*(self.tolist(n) for n in self.names))
+
+    def take(self, rows: np.ndarray) -> "Chunk":
+        """These rows (positions in the chunk, in this order) as a chunk of their own (from row 0, every
+        term a column of its rows): rows computed with others are read so."""
+        at = {int(row): k for k, row in enumerate(rows.tolist())}
+        return Chunk(self.names, 0, len(rows), _Taken(self, rows), {at[row]: v for row, v in self.overrides.items()
+                                                                     if row in at})
+
+
+class _Taken(collections.abc.Mapping):
+    """Chunk.take's columns, each taken when first read (a reader of a few terms takes only those)."""
+
+    def __init__(self, chunk: Chunk, rows: np.ndarray):
+        self.chunk, self.rows, self.taken = chunk, rows, {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.taken:
+            if name not in self.chunk.names:
+                raise KeyError(name)
+            self.taken[name] = take(self.chunk.column(name), self.rows)
+        return self.taken[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.chunk.names)
+
+    def __len__(self) -> int:
+        return len(self.chunk.names)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequenc
 from ..model.arrays import np
 
 from ..model.catalog import GpuSpec
-from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
+from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, scenario_columns
 from ..planning.fleet import Decision, PlannedJob, decide
 from ..planning.goals import GOAL_TERMS, Goal
 from ..model.inputs import job_inputs
@@ -20,7 +20,7 @@ from ..model.spec import ModelSpec
 from .notes import Note
 from ..scenarios.presets import Expansion, Preset, Skipped
 from ..planning.ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
-from ..scenarios.sweep import Parts, SweepBlock
+from ..scenarios.sweep import Parts, SweepBlock, small_batches
 from ..model.vector import CHUNK_ROWS, Chunk
 from .validation import Excluded, PublishedFigure, ValidationRow, summary
 
@@ -190,11 +190,41 @@ class ResultRun(tuple):
         return met
 
 
-class BlockResults:
-    """The results of a SweepBlock, computed as term columns; a row becomes a Result when read."""
+class SmallBlocks:
+    """Small blocks' terms, computed together (sweep.small_batches: a call of the term table costs about as
+    much as a thousand rows). The last batch computed is kept: a writer reads the blocks in order."""
 
-    def __init__(self, first_index: int, block: SweepBlock, estimator: Estimator):
-        self.first_index, self.block, self.estimator = first_index, block, estimator
+    def __init__(self, blocks: Sequence[SweepBlock], estimator: Estimator):
+        self.blocks, self.estimator = blocks, estimator
+        self.batches = small_batches(blocks)
+        self.place: dict[int, tuple[int, int]] = {}  # id(block) -> (its batch, its first row there)
+        for b, batch in enumerate(self.batches):
+            start = 0
+            for same in batch:
+                self.place.update((id(blocks[i]), (b, start)) for i in same)
+                start += blocks[same[0]].size
+        self._last: tuple[int, Chunk] | None = None
+
+    def chunk(self, block: SweepBlock) -> Chunk | None:
+        """Every term of a small block's rows, or None for a block not computed here."""
+        if id(block) not in self.place:
+            return None
+        b, start = self.place[id(block)]
+        last = self._last  # (read once: writers in threads may move it on)
+        if last is None or last[0] != b:
+            blocks = [self.blocks[same[0]] for same in self.batches[b]]
+            scenarios = [s for block in blocks for s in block.scenarios(0, block.size)]
+            (chunk,) = self.estimator.estimate_chunks(scenario_columns(scenarios), len(scenarios))
+            last = self._last = (b, chunk)
+        return last[1].take(np.arange(start, start + block.size))
+
+
+class BlockResults:
+    """The results of a SweepBlock, computed as term columns; a row becomes a Result when read. small: the
+    preset's small blocks, computed together (None: this block computes its own)."""
+
+    def __init__(self, first_index: int, block: SweepBlock, estimator: Estimator, small: SmallBlocks | None = None):
+        self.first_index, self.block, self.estimator, self.small = first_index, block, estimator, small
         self._made: list[Result] | None = None
 
     def __len__(self) -> int:
@@ -202,7 +232,9 @@ class BlockResults:
 
     def chunks(self) -> Iterator[Chunk]:
         """Every term of the block's rows, chunk by chunk."""
-        return self.estimator.estimate_chunks(self.block.columns(), self.block.size)
+        chunk = self.small.chunk(self.block) if self.small is not None else None
+        return iter((chunk,)) if chunk is not None else self.estimator.estimate_chunks(self.block.columns(),
+                                                                                        self.block.size)
 
     def __getitem__(self, k: int) -> Result:
         if self._made is not None:
@@ -285,14 +317,28 @@ class Results(Parts):
     def rows(self, matrix: str | None = None) -> Iterator[Result | ScenarioRow]:
         """Every result (of `matrix`) in order, as what grouping and labels read: Result objects, and a block's
         rows unestimated (ScenarioRow.result() estimates one), none of them kept."""
-        for part in self.parts:
+        for part in self._parts_of(matrix):
             yield from part.rows(matrix)
+
+    def _parts_of(self, matrix: str | None) -> Sequence:
+        """The parts that hold results of `matrix` (every part for None), in order: a preset may have
+        thousands of matrices, each asked for."""
+        return self.parts if matrix is None else self._by_matrix.get(matrix, ())
+
+    @cached_property
+    def _by_matrix(self) -> dict[str, list]:
+        out: dict[str, list] = {}
+        for part in self.parts:
+            for matrix in part.matrices():
+                out.setdefault(matrix, []).append(part)
+        return out
 
     def input_columns(self, matrix: str, inputs_of: Callable[[Result], Mapping[str, Any]],
                       key_of: Callable[[Result], tuple]) -> list[InputColumns]:
         """`matrix`'s rows as InputColumns, part by part in order: a block's from its axes; Result objects' by
         inputs_of(result) (a single scenario's must be its inputs, as a block's are) and key_of(result)."""
-        return [c for c in (part.input_columns(matrix, inputs_of, key_of) for part in self.parts) if c is not None]
+        return [c for c in (part.input_columns(matrix, inputs_of, key_of) for part in self._parts_of(matrix))
+                if c is not None]
 
     def matrices(self) -> list[str]:
         """The results' matrices, in order of their first result."""
@@ -587,9 +633,10 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
                  validation_excluded: Sequence[Excluded] = ()) -> Report:
     parts: list[ResultRun | BlockResults] = []
     index = 1
+    small = SmallBlocks([p for p in expansion.scenarios.blocks if isinstance(p, SweepBlock)], estimator)
     for part in expansion.scenarios.blocks:
         if isinstance(part, SweepBlock):
-            parts.append(BlockResults(index, part, estimator))
+            parts.append(BlockResults(index, part, estimator, small))
         else:
             singles = iter(estimator.estimate_all([s for _, s in part if not isinstance(s, RlhfScenario)]))
             parts.append(ResultRun(Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario)

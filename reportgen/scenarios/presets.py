@@ -21,7 +21,8 @@ from ..model.arrays import np
 from ..model.inputs import (INPUT_BY_NAME, INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_DEFAULTS, WORKLOAD_TYPES,
                             check_input, check_inputs)
 from ..limits import EXCLUDE_CHECKS, SCENARIOS, check_text
-from .sweep import BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size, value_codes
+from .sweep import (SMALL_BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size,
+                    small_batches, value_codes)
 from ..model.terms import ASSUMPTION_BY_NAME
 from ..model.units import SECONDS_PER, parse_duration
 
@@ -47,7 +48,6 @@ MAX_JOBS = 8  # a two-type fleet tries every assignment of jobs to types: 2^jobs
 MAX_OWNED_TYPES = 2
 MAX_OWNED_GPUS = 100_000
 PRICE_KEYS = ("price_purchase_usd", "price_per_hour_usd")
-SMALL_BLOCK_ROWS = 1024  # a sweep block with fewer rows has its skips computed with others (_skip_codes)
 
 
 @dataclass(frozen=True)
@@ -653,37 +653,17 @@ def _skip_blocks(out: list, skipped: list, estimator: Estimator) -> tuple[list, 
 
 
 def _skip_codes(blocks: Sequence[SweepBlock], estimator: Estimator) -> list[np.ndarray]:
-    """estimator.skip_codes of each block. A call costs about as much as a thousand rows, whatever its
-    size: blocks smaller than that are computed together, as scenarios, up to BLOCK_ROWS rows a call,
-    and once for blocks that are the same combinations (a preset of 30,000 one-row matrices took 20 s,
-    one call each)."""
-    codes: list = [None] * len(blocks)
-    small: dict[tuple, list[int]] = {}  # a small block's combinations -> the blocks that are them
-    for i, block in enumerate(blocks):
-        if block.size >= SMALL_BLOCK_ROWS:
-            codes[i] = estimator.skip_codes(block.columns(), block.size)
-        else:
-            small.setdefault((block.workload, block.names, block.values, block.rows.tobytes()), []).append(i)
-    batch: list[list[int]] = []
-
-    def compute_batch() -> None:
+    """estimator.skip_codes of each block; the small ones computed together, as scenarios (small_batches:
+    a preset of 30,000 one-row matrices took 20 s, one call each)."""
+    codes: list = [estimator.skip_codes(block.columns(), block.size) if block.size >= SMALL_BLOCK_ROWS else None
+                   for block in blocks]
+    for batch in small_batches(blocks):
         scenarios = [s for same in batch for s in blocks[same[0]].scenarios(0, blocks[same[0]].size)]
         together = estimator.skip_codes(scenario_columns(scenarios), len(scenarios))
         ends = np.cumsum([blocks[same[0]].size for same in batch])
         for same, part in zip(batch, np.split(together, ends[:-1])):
             for i in same:
                 codes[i] = part
-        batch.clear()
-
-    rows = 0
-    for same in small.values():
-        if rows + blocks[same[0]].size > BLOCK_ROWS:
-            compute_batch()
-            rows = 0
-        batch.append(same)
-        rows += blocks[same[0]].size
-    if batch:
-        compute_batch()
     return codes
 
 

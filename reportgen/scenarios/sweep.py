@@ -268,3 +268,27 @@ class Expanded(Parts):
 
 
 BLOCK_ROWS = 32_768  # rows of a block made into objects at a time
+# A call of the term table costs about as much as a thousand rows, whatever its size: blocks with fewer
+# rows than this are computed together (small_batches), up to SMALL_BATCH_ROWS rows a call.
+SMALL_BLOCK_ROWS = 1024
+SMALL_BATCH_ROWS = 4096  # (a batch's terms are held while a writer reads its blocks: 300 columns of these)
+
+
+def small_batches(blocks: Sequence[SweepBlock]) -> list[list[list[int]]]:
+    """The blocks under SMALL_BLOCK_ROWS rows in batches to compute together, in order: each batch the
+    groups of blocks that are the same combinations (a group is computed once, for all of them; a preset
+    may have 30,000 one-row matrices alike), up to SMALL_BATCH_ROWS rows."""
+    same: dict[tuple, list[int]] = {}
+    for i, block in enumerate(blocks):
+        if block.size < SMALL_BLOCK_ROWS:
+            same.setdefault((block.workload, block.names, block.values, block.rows.tobytes()), []).append(i)
+    batches: list[list[list[int]]] = []
+    rows = 0
+    for group in same.values():
+        size = blocks[group[0]].size
+        if not batches or rows + size > SMALL_BATCH_ROWS:
+            batches.append([])
+            rows = 0
+        batches[-1].append(group)
+        rows += size
+    return batches

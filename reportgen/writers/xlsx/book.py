@@ -17,7 +17,7 @@ from ...report.build import BlockResults, Report, Result, requirement_numbers
 from ...model.shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
 from ...model.lookups import LOOKUP_TABLES
 from ...model.terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
-from .columns import BlockRows, TableColumns, TableRows
+from .columns import BlockRows, TableColumns, TableRows, joined_small_runs
 from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, RULE_LISTS, catalog_problems, checked, gated,
                      group_check, input_problems, row_check, rule_problems, scenario_check)
 from .labels import scenario_label
@@ -515,7 +515,7 @@ def build_book(report: Report, lang: str = "en") -> Book:
         runs.append(rows)
         place += len(rows)
     goals = bool(report.goals)
-    book.scenario_rows = TableRows(runs)
+    book.scenario_rows = TableRows(joined_small_runs(runs, lambda: book.scenario_columns))
     candidate = IF(AND(Var("check").eq(OK), Var("group").eq("")), 1, 0)
     helpers = plan_helpers(candidate, SCENARIO_PLAN, goals) + (REPORT_INDEX_COLUMN,)
     book.scenarios = Table("Scenarios", scenario_columns(t, SCENARIO_IDS, helpers,
