@@ -102,16 +102,36 @@ def matrices(draw):
 BASE = load("default")
 
 
+@st.composite
+def explicit_scenarios(draw):
+    """A few explicit scenarios: each some inputs of AXIS_CHOICES (one value each), its own workload (RLHF
+    among them), a name or none."""
+    out = []
+    for i in range(draw(st.integers(1, 6))):
+        keys = draw(st.lists(st.sampled_from(sorted(AXIS_CHOICES)), max_size=4, unique=True))
+        raw = {k: draw(st.sampled_from(draw(st.sampled_from(AXIS_CHOICES[k])))) for k in keys}
+        raw.setdefault("model", "Llama-3-8B")
+        raw["workload"] = draw(st.sampled_from(["inference", "full", "lora", "qlora", "ppo"]))
+        if draw(st.booleans()):
+            raw["name"] = draw(st.sampled_from(["a", "b", f"s{i}"]))
+        out.append(raw)
+    return out
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(matrices())
 def test_random_matrices_give_the_object_paths_scenarios_plan_and_json(matrix):
-    base = BASE
+    assert_as_the_object_path({"title": "random", "matrices": [matrix]})
+
+
+def assert_as_the_object_path(raw: dict) -> None:
+    """The preset's scenarios, skips, GPU types, plan and JSON are the object path's, or its error is."""
     try:
-        loaded = from_mapping({"title": "random", "matrices": [matrix]}, base)
+        loaded = from_mapping(raw, BASE)
     except InputError as columnar_error:
-        preset = Preset.from_mapping({"title": "random", "matrices": [matrix]}, name="random", source="random.yaml")
+        preset = Preset.from_mapping(raw, name="random", source="random.yaml")
         with pytest.raises(InputError) as object_error:
-            expand(preset, base.estimator, columnar=False)
+            expand(preset, BASE.estimator, columnar=False)
         assert str(object_error.value) == str(columnar_error)
         return
     columnar, objects = both(loaded)
@@ -162,6 +182,47 @@ def test_a_serving_goals_errors_are_the_loops(axes):
     report the error it meets first."""
     matrix = {**SERVING_GOAL, **axes}
     preset = Preset.from_mapping({"title": "t", "matrices": [matrix]}, name="t", source="t.yaml")
+    columnar, objects = errors_of_both(preset, BASE.estimator)
+    assert columnar == objects
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(explicit_scenarios())
+def test_random_explicit_scenarios_give_the_object_paths_scenarios_plan_and_json(scenarios):
+    assert_as_the_object_path({"title": "random", "scenarios": scenarios})
+
+
+EXPLICIT = [{"name": "a", "model": "Llama-3-8B", "workload": "full", "num_gpus": 8, "zero_stage": 3},
+            {"name": "b", "model": "Qwen2.5-7B", "workload": "full", "seq_len": 4096},
+            {"model": "Llama-3.1-70B", "workload": "full", "num_gpus": 8, "tp_size": 3},
+            {"name": "d", "model": "Llama-3-8B", "workload": "inference", "tp_size": "num_gpus", "num_gpus": 2},
+            {"name": "e", "model": "Llama-3-8B", "workload": {"type": "lora", "lora_rank": 8}},
+            {"name": "f", "model": "Llama-3-8B", "workload": {"type": "ppo"}},
+            {"name": "a", "model": "Llama-3-8B", "workload": "full", "num_gpus": 8, "zero_stage": 3},
+            {"name": "g", "model": "Llama-3-8B", "workload": "full"}]
+
+
+def test_explicit_scenarios_are_blocks_of_their_runs():
+    """Consecutive explicit scenarios of one single-model workload are one block (each input and the names
+    its axes; two alike stay two rows); an RLHF group stays an object between them. The object path's
+    scenarios, skips, plan and JSON."""
+    loaded = from_mapping({"title": "t", "scenarios": EXPLICIT}, BASE)
+    parts = loaded.expansion.scenarios.blocks
+    assert [p.size if isinstance(p, SweepBlock) else len(p) for p in parts] == [2, 1, 1, 1, 2]
+    assert [s.name for _, s in loaded.expansion.scenarios][:2] == ["a", "b"]
+    assert [(k.matrix, k.scenario.tp_size) for k in loaded.expansion.skipped] == [("scenarios", 3)]
+    columnar, objects = both(loaded)
+    assert tuple(columnar.results) == tuple(objects.results) and columnar.skipped == objects.skipped
+    assert columnar.recommendations == objects.recommendations
+    assert b"".join(json_chunks(columnar)) == b"".join(json_chunks(objects))
+
+
+@pytest.mark.parametrize("bad", [{1: {"seq_len": 0}, 2: {"gpu": "H1OO"}}, {2: {"seq_len": 0}, 1: {"nme": "x"}},
+                                 {0: {"name": 3}, 1: {"model": "Nope-1B"}}, {3: {"tp_size": "num_gpus", "num_gpus": -1}}])
+def test_explicit_scenarios_errors_are_the_loops(bad):
+    """Two bad scenarios: the error names the first, as the loop over them meets it."""
+    scenarios = [{**s, **bad.get(i, {})} for i, s in enumerate(EXPLICIT)]
+    preset = Preset.from_mapping({"title": "t", "scenarios": scenarios}, name="t", source="t.yaml")
     columnar, objects = errors_of_both(preset, BASE.estimator)
     assert columnar == objects
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from test_columnar import BASE, SERVING_GOAL, WHEN, both, from_mapping, matrices
+from test_columnar import BASE, EXPLICIT, SERVING_GOAL, WHEN, both, from_mapping, matrices
 from reportgen.errors import InputError
 from reportgen.pipeline import load, make_report
 from reportgen.scenarios.presets import bundled_presets
@@ -46,14 +46,16 @@ def test_the_default_workbook_is_mostly_block_rows():
 
 def test_a_block_split_by_rows_of_its_requirements_elsewhere(tmp_path):
     """Explicit scenarios of a block's requirements stand among its rows: the block is written in
-    several runs, the table's first row (the shared formulas' text) among them."""
+    several runs (small runs, computed and written together), the table's first row (the shared
+    formulas' text) among them."""
     raw = {"title": "t", "matrices": [{"name": "m", "model": ["Llama-3-8B", "Qwen2.5-7B"], "workload": "full",
                                        "seq_len": [512, 1024], "num_gpus": [1, 8], "zero_stage": [0, 3]}],
            "scenarios": [{"name": "x", "model": "Qwen2.5-7B", "workload": "full", "seq_len": 512, "num_gpus": 2},
                          {"name": "y", "model": "Llama-3-8B", "workload": "full", "seq_len": 512, "num_gpus": 2}]}
     loaded = from_mapping(raw, BASE)
     book = build_book(make_report(loaded, WHEN))
-    assert sum(isinstance(run, BlockRows) for run in book.scenario_rows.parts) >= 3
+    runs = [r for run in book.scenario_rows.parts for r in (run.runs if isinstance(run, SmallRuns) else (run,))]
+    assert sum(isinstance(run, BlockRows) and run.part.block.matrix == "m" for run in runs) >= 3
     columnar, objects = workbooks(loaded, tmp_path)
     assert columnar == objects
 
@@ -67,6 +69,12 @@ def test_goal_matrices_give_the_object_paths_workbook(tmp_path):
     loaded = from_mapping({"title": "t", "matrices": [SERVING_GOAL, training, plain]}, BASE)
     assert all(isinstance(run, ColumnRows) for run in build_book(make_report(loaded, WHEN)).scenario_rows.parts)
     columnar, objects = workbooks(loaded, tmp_path)
+    assert columnar == objects
+
+
+def test_explicit_scenarios_give_the_object_paths_workbook(tmp_path):
+    """Explicit scenarios held as blocks (their names an axis): each row's name, label and plan cells."""
+    columnar, objects = workbooks(from_mapping({"title": "t", "scenarios": EXPLICIT}, BASE), tmp_path)
     assert columnar == objects
 
 

@@ -742,12 +742,12 @@ def role_zero_stage(s: Scenario) -> int:
 
 def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str, Any], estimator: "Estimator",
                   source: str | None = None, key_path=lambda name: name, name: str = "",
-                  checked: dict | None = None, undecided: Iterable[str] = ()
+                  checked: dict | None = None, undecided: Iterable[str] = (), skips: bool = True
                   ) -> tuple[Scenario | RlhfScenario, SkipReason | None]:
     """A scenario (or RLHF group) from input values, as a preset or the command line gives them:
     validated by the input tables, then checked against the skip rules (but those reading `undecided`
-    inputs, see skip_check). Returns (scenario, None), or (the scenario or RLHF actor that cannot run,
-    reason). checked: see check_inputs."""
+    inputs, see skip_check; none without `skips`: a caller that checks many together). Returns (scenario,
+    None), or (the scenario or RLHF actor that cannot run, reason). checked: see check_inputs."""
     if workload not in SINGLE_WORKLOADS + RLHF_ALGORITHMS:
         raise unknown_name("workload", workload, SINGLE_WORKLOADS + RLHF_ALGORITHMS, source=source,
                            key_path=key_path("workload"))
@@ -763,7 +763,7 @@ def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str
     inputs = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
                           key_path=key_path, checked=checked)
     scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **inputs)
-    reason = estimator.skip_check(scenario, undecided)
+    reason = estimator.skip_check(scenario, undecided) if skips else None
     if reason or workload not in RLHF_ALGORITHMS:
         return scenario, reason
     reason = rlhf_batch_check(workload, scenario, settings)

@@ -272,9 +272,9 @@ class BlockResults:
         columns: dict[str, tuple[tuple, np.ndarray | None]] = {
             n: ((v,), None) for n, v in b.scenario(0).inputs().items()}
         for j, (name, vals) in enumerate(zip(b.names, b.values)):
-            if len(vals) > 1:
+            if len(vals) > 1 and name != "name":  # (explicit scenarios' names: not inputs)
                 columns[name] = (tuple(vals), b.codes(j))
-        keys, _ = b.axis_codes([n for n in b.names if n != "gpu"])
+        keys, _ = b.axis_codes([n for n in b.names if n not in ("gpu", "name")])
         return InputColumns(np.arange(self.first_index, self.first_index + b.size, dtype=np.int64), columns, keys,
                             self.row, False)
 

@@ -8,6 +8,8 @@ escapes every string it places.
 """
 from __future__ import annotations
 
+import bisect
+
 import itertools
 import math
 import re
@@ -602,6 +604,7 @@ class _Configurations:
                 self.shared.add(label)
         self.label_of_row = labels
         self.starts = np.cumsum([0] + [p.size for p in self.parts])
+        self.first_indices = [int(p.indices[0]) for p in self.parts]  # ascending: parts are in results order
 
     def labels(self, rows: Iterable[Result | ScenarioRow]) -> dict[tuple, str]:
         """The labels of these rows' configurations, by _config_key: a label two configurations have ends with the
@@ -617,11 +620,12 @@ class _Configurations:
 
     def _place(self, index: int) -> tuple[int, int]:
         """(part, position in it) of the row with this scenario number."""
-        for i, p in enumerate(self.parts):
-            k = int(np.searchsorted(p.indices, index))
-            if k < p.size and p.indices[k] == index:
-                return i, k
-        raise KeyError(index)
+        i = bisect.bisect_right(self.first_indices, index) - 1
+        p = self.parts[max(i, 0)]
+        k = int(np.searchsorted(p.indices, index))
+        if i < 0 or k >= p.size or p.indices[k] != index:
+            raise KeyError(index)
+        return i, k
 
     def _first_index(self, part: int, key: int) -> int:
         """The first scenario number of the configuration of (part, key)."""

@@ -375,17 +375,32 @@ def expand(preset: Preset, estimator: Estimator, columnar: bool = True) -> Expan
             if not n:
                 raise InputError("matches no combination of this matrix (check the values against its axes)",
                                  source=src, key_path=f"{path}.exclude[{j}]")
+    listed: list[Scenario] = []  # consecutive explicit scenarios of one single-model workload: one block
+
+    def list_them() -> None:
+        for block in SweepBlock.listing("scenarios", listed) if listed else ():
+            out.append(block)
+            skipped.append(block)
+        listed.clear()
+
     for i, raw in enumerate(preset.scenarios):
         _check_keys(raw, SCENARIO_KEYS, src, f"scenarios[{i}]")
         if isinstance(raw.get("gpu"), str) and raw["gpu"] in consumer:
             raise InputError(f"{raw['gpu']} is not licensed for data-centre use (GeForce) and the preset sets "
                              "datacenter_only: remove the scenario or the setting", source=src,
                              key_path=f"scenarios[{i}].gpu")
-        item, reason, _ = _explicit(raw, estimator, src, f"scenarios[{i}]")
+        item, reason, _ = _explicit(raw, estimator, src, f"scenarios[{i}]", skips=not columnar)
+        if columnar and isinstance(item, Scenario) and reason is None:  # (a skipped RLHF group gives its actor)
+            if listed and listed[0].workload != item.workload:
+                list_them()
+            listed.append(item)
+            continue
+        list_them()
         if reason:
             skipped.append(Skipped("scenarios", item, reason))
         else:
             out.append(("scenarios", item))
+    list_them()
     out, skipped = _skip_blocks(out, skipped, estimator)
     purchase = portfolio(preset, estimator, consumer, left_out)
     if not out and purchase is None:
@@ -411,10 +426,11 @@ def _datacenter(sweep: "_Sweep", consumer: set[str], left_out: list, src: str, p
     left_out.append((sweep.where, removed, sweep.size * len(removed) // len(gpus)))
     return replace(sweep, axes={**sweep.axes, "gpu": kept})
 
-def _explicit(raw: Mapping[str, Any], estimator: Estimator, src: str, path: str
+def _explicit(raw: Mapping[str, Any], estimator: Estimator, src: str, path: str, skips: bool = True
               ) -> tuple[Scenario | RlhfScenario, SkipReason | None, tuple[str, ...]]:
     """An explicit scenario (a preset's `scenarios` entry, a purchase's job): (it, why it cannot run or None,
-    the inputs it gives)."""
+    the inputs it gives). Without `skips`, a single model's scenario is not checked against the skip rules
+    (its block's rows are checked together)."""
     wpath = f"{path}.workload"
     wtype, wparams = _workload_entries(raw.get("workload", "inference"), src, wpath)[0]
     _set_once(wparams, raw, src, wpath, path)
@@ -425,7 +441,7 @@ def _explicit(raw: Mapping[str, Any], estimator: Estimator, src: str, path: str
     name = raw.get("name", "")
     if not isinstance(name, str):
         raise InputError(f"expected text, got {name!r}", source=src, key_path=f"{path}.name")
-    item, reason = _make(values, wtype, rlhf, estimator, src, path, name=name)
+    item, reason = _make(values, wtype, rlhf, estimator, src, path, name=name, skips=skips or wtype in RLHF_ALGORITHMS)
     return item, reason, tuple(values)
 
 
@@ -775,6 +791,6 @@ def _excludes(raw: Any, src: str, path: str, estimator: Estimator) -> list[dict]
 
 
 def _make(values: dict, wtype: str, rlhf: dict, estimator: Estimator, src: str, path: str, name: str,
-          checked: dict | None = None):
+          checked: dict | None = None, skips: bool = True):
     return make_scenario(values, workload=wtype, rlhf=rlhf, estimator=estimator, source=src,
-                         key_path=lambda key: f"{path}.{key}", name=name, checked=checked)
+                         key_path=lambda key: f"{path}.{key}", name=name, checked=checked, skips=skips)

@@ -1,9 +1,9 @@
 """A matrix entry's scenarios as columns: its axes and the combinations kept, not one Python object
 per scenario.
 
-expand() makes a SweepBlock of each single-workload entry of a matrix (RLHF groups and the explicit
-scenarios stay objects; a serving goal's batch and prompt, set per layout, and `tp_size: num_gpus` are
-axes whose kept combination is each row's). The estimator computes a block's terms from its input columns
+expand() makes a SweepBlock of each single-workload entry of a matrix (a serving goal's batch and
+prompt, set per layout, and `tp_size: num_gpus` are axes whose kept combination is each row's) and of
+each run of explicit scenarios of one workload (SweepBlock.listing); RLHF groups stay objects. The estimator computes a block's terms from its input columns
 chunk by chunk, the plan aggregates them as arrays and the JSON writer renders its lines from them;
 a row becomes a Scenario only where a writer asks for that row.
 
@@ -15,22 +15,43 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from operator import attrgetter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
-from ..model.inputs import WORKLOAD_DEFAULTS, Scenario
+from ..model.inputs import INPUT_NAMES, WORKLOAD_DEFAULTS, Scenario
 from ..model.vector import as_numbers, column_of, take
 
 
 @dataclass(frozen=True, eq=False)
 class SweepBlock:
-    """The kept combinations of one matrix entry: a single workload, every axis value checked."""
+    """The kept combinations of one matrix entry: a single workload, every axis value checked. Explicit
+    scenarios are held so too (listing): every input an axis, and the scenarios' names (axis "name", no
+    input: what the writers label a row by)."""
     matrix: str
     workload: str
     names: tuple[str, ...]  # the axes, in product order
     values: tuple[tuple, ...]  # each axis's checked values
-    rows: np.ndarray  # the kept combinations' numbers in the product, ascending (int64)
+    rows: np.ndarray  # the kept combinations' numbers in the product, in the loop's order (int64)
+
+    @classmethod
+    def listing(cls, matrix: str, scenarios: Sequence[Scenario]) -> list["SweepBlock"]:
+        """Scenarios of one workload (checked, in order) as blocks: each input's values and the names are
+        axes, each scenario the combination of its own (those alike stay two rows). One block, unless
+        the product of the axes would not be numbered in 62 bits: then the halves' blocks."""
+        names = INPUT_NAMES + ("name",)
+        codes = []
+        for name in names:
+            seen: dict = {}
+            codes.append((seen, [seen.setdefault((type(v), v), len(seen)) for v in map(attrgetter(name), scenarios)]))
+        if math.prod(len(seen) for seen, _ in codes) >= 2**62:
+            half = len(scenarios) // 2
+            return cls.listing(matrix, scenarios[:half]) + cls.listing(matrix, scenarios[half:])
+        rows = np.zeros(len(scenarios), dtype=np.int64)
+        for seen, code in codes:
+            rows = rows * len(seen) + np.asarray(code, dtype=np.int64)
+        return [cls(matrix, scenarios[0].workload, names, tuple(tuple(v for _, v in seen) for seen, _ in codes), rows)]
 
     @property
     def size(self) -> int:
@@ -50,11 +71,11 @@ class SweepBlock:
         return {**WORKLOAD_DEFAULTS.get(self.workload, {}), **{n: values[n] for n in self.names}}
 
     def scenario(self, k: int) -> Scenario:
-        return Scenario(workload=self.workload, name="", **self.inputs_at(k))
+        return Scenario(**{"workload": self.workload, "name": "", **self.inputs_at(k)})
 
     def scenarios(self, start: int, stop: int) -> list[Scenario]:
         """Rows start … stop − 1 as Scenarios (axes with one value are passed once, not per row)."""
-        fixed = dict(WORKLOAD_DEFAULTS.get(self.workload, {}))
+        fixed = {"workload": self.workload, "name": "", **WORKLOAD_DEFAULTS.get(self.workload, {})}
         varying = []
         rows = self.rows[start:stop]
         for j, (name, vals) in enumerate(zip(self.names, self.values)):
@@ -64,9 +85,8 @@ class SweepBlock:
                 fixed.pop(name, None)  # an axis overrides the workload's default
                 varying.append((name, [vals[c] for c in self.codes(j, rows).tolist()]))
         names = [n for n, _ in varying]
-        return [Scenario(workload=self.workload, name="", **fixed, **dict(zip(names, combo)))
-                for combo in zip(*(v for _, v in varying))] if varying else \
-            [Scenario(workload=self.workload, name="", **fixed)] * (stop - start)
+        return [Scenario(**fixed, **dict(zip(names, combo))) for combo in zip(*(v for _, v in varying))] if varying \
+            else [Scenario(**fixed)] * (stop - start)
 
     def columns(self) -> dict[str, Any]:
         """Every row's inputs as the estimator's input columns (an input not given: its default)."""
@@ -82,6 +102,15 @@ class SweepBlock:
             return as_numbers(getattr(self.scenario(0), name), self.size)
         j = self.names.index(name)
         return as_numbers(take(column_of(list(self.values[j])), self.codes(j)), self.size)
+
+    def texts(self, name: str, rows: np.ndarray) -> Any:
+        """A text input's (or the names') values in rows `rows` of the block, as an input column: the one
+        value every row has, or a list."""
+        if name not in self.names:
+            return getattr(self.scenario(0), name)
+        j = self.names.index(name)
+        vals = self.values[j]
+        return vals[0] if len(vals) == 1 else [vals[c] for c in self.codes(j, self.rows[rows]).tolist()]
 
     def gpu_names(self) -> set[str]:
         key, _ = self.axis_codes(("gpu",))

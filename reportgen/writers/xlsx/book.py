@@ -553,7 +553,7 @@ def _block_columns(book: Book) -> TableColumns:
     goal_cells = _goal_cells(book.report)
 
     def ids(part: BlockResults, rows: np.ndarray, places: np.ndarray) -> dict[str, Any]:
-        return {**_single_ids(part.first_index + rows, part.block.scenario(0).name, part.block.matrix),
+        return {**_single_ids(part.first_index + rows, part.block.texts("name", rows), part.block.matrix),
                 **dict.fromkeys(positions, places + 1),
                 **goal_cells(book.report.goals.get(part.block.matrix), part.block.workload)}
 

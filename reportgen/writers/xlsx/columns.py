@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ...model.arrays import np
-from ...model.estimate import SWEEP_ROW_INPUTS, needed_terms
+from ...model.estimate import SWEEP_ROW_INPUTS, needed_terms, scenario_columns
 from ...model.formulas import compile_terms
 from ...report.build import BlockResults
 from ...scenarios.sweep import SMALL_BATCH_ROWS, SMALL_BLOCK_ROWS, Parts
@@ -52,14 +52,11 @@ class TableColumns:
         key = None if names is None else tuple(names)
         if key not in self.vectors:
             self.vectors[key] = self._vector(needed_terms(self.terms, key))
-        columns = self._columns(part, rows, places)
+        block = replace(part.block, rows=part.block.rows[rows])  # the rows in sheet order
+        columns = {**part.estimator.input_columns(block.columns()),
+                   **{n: column_of(v) for n, v in self.ids(part, rows, places).items()}}
         for chunk in self.vectors[key].chunks(columns, len(rows), self.assumptions, self.tables):
             yield chunk, columns
-
-    def _columns(self, part: BlockResults, rows: np.ndarray, places: np.ndarray) -> dict[str, Any]:
-        block = replace(part.block, rows=part.block.rows[rows])  # the rows in sheet order
-        return {**part.estimator.input_columns(block.columns()),
-                **{n: column_of(v) for n, v in self.ids(part, rows, places).items()}}
 
     def evaluate_runs(self, runs: tuple["BlockRows", ...]) -> tuple[Chunk, dict[str, Any]]:
         """evaluate() of every row of these runs as one chunk (from row 0) and its columns: small runs
@@ -67,11 +64,14 @@ class TableColumns:
         Plan reads a few rows of each; the stream then writes them all, in order)."""
         last = self._last  # (read once: writers in threads may move it on)
         if last is None or last[0] is not runs:
-            columns: dict[str, list] = {}
+            scenarios: list = []
+            ids: dict[str, list] = {}
             for run in runs:
-                for n, c in self._columns(run.part, run.rows, run.place + np.arange(len(run))).items():
-                    columns.setdefault(n, []).extend(to_list(c, len(run)))
-            joined = {n: column_of(v) for n, v in columns.items()}
+                scenarios += replace(run.part.block, rows=run.part.block.rows[run.rows]).scenarios(0, len(run))
+                for n, c in self.ids(run.part, run.rows, run.place + np.arange(len(run))).items():
+                    ids.setdefault(n, []).extend(to_list(column_of(c), len(run)))
+            joined = {**runs[0].part.estimator.input_columns(scenario_columns(scenarios)),
+                      **{n: column_of(v) for n, v in ids.items()}}
             (chunk,) = self.vectors[None].chunks(joined, sum(map(len, runs)), self.assumptions, self.tables)
             last = self._last = (runs, chunk, joined)
         return last[1], last[2]
