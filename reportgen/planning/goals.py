@@ -112,7 +112,9 @@ class Goal:
 
     def check_context(self, gen_len: Any) -> None:
         """Refuse generated tokens (a number or an array) that leave no prompt in the goal's context."""
-        too_long = np.asarray(gen_len) >= (self.context if self.context is not None else np.inf)
+        if self.context is None:
+            return
+        too_long = np.asarray(gen_len) >= self.context
         if too_long.any():
             raise InputError(f"the context ({self.context:,} tokens) must exceed the generated tokens "
                              f"({int(np.asarray(gen_len).flat[int(np.argmax(too_long))]):,})", key_path="goal.context")

@@ -212,8 +212,8 @@ class SmallBlocks:
         b, start = self.place[id(block)]
         last = self._last  # (read once: writers in threads may move it on)
         if last is None or last[0] != b:
-            blocks = [self.blocks[same[0]] for same in self.batches[b]]
-            scenarios = [s for block in blocks for s in block.scenarios(0, block.size)]
+            members = [self.blocks[same[0]] for same in self.batches[b]]
+            scenarios = [s for member in members for s in member.scenarios(0, member.size)]
             (chunk,) = self.estimator.estimate_chunks(scenario_columns(scenarios), len(scenarios))
             last = self._last = (b, chunk)
         return last[1].take(np.arange(start, start + block.size))

@@ -9,7 +9,6 @@ escapes every string it places.
 from __future__ import annotations
 
 import bisect
-
 import itertools
 import math
 import re

@@ -3,9 +3,10 @@ per scenario.
 
 expand() makes a SweepBlock of each single-workload entry of a matrix (a serving goal's batch and
 prompt, set per layout, and `tp_size: num_gpus` are axes whose kept combination is each row's) and of
-each run of explicit scenarios of one workload (SweepBlock.listing); RLHF groups stay objects. The estimator computes a block's terms from its input columns
-chunk by chunk, the plan aggregates them as arrays and the JSON writer renders its lines from them;
-a row becomes a Scenario only where a writer asks for that row.
+each run of explicit scenarios of one workload (SweepBlock.listing); RLHF groups stay objects. The
+estimator computes a block's terms from its input columns chunk by chunk (small blocks together), the
+plan aggregates them as arrays and the JSON writer renders its lines from them; a row becomes a
+Scenario only where a writer asks for that row.
 
 A block's row k is the combination rows[k] of the Cartesian product of its axes (the last axis
 varies fastest, as itertools.product), so the inputs of any row are arithmetic on its number.
@@ -15,8 +16,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from operator import attrgetter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np

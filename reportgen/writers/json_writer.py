@@ -131,7 +131,7 @@ def json_chunks(report: Report) -> Iterator[bytes]:
 
 def scenario_texts(report: Report) -> Iterator[bytes]:
     """Each scenario's JSON text (UTF-8): a sweep block's rendered from its term columns (no object per
-    scenario), the others' from their Result objects; the same text either way."""
+    scenario), the others' (and a block's of a few rows) from their Result objects; the same text either way."""
     for part in getattr(report.results, "parts", (report.results,)):
         if isinstance(part, BlockResults) and len(part) >= FEW_ROWS:
             yield from block_texts(part)
