@@ -12,7 +12,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequenc
 from ..model.arrays import np
 
 from ..model.catalog import GpuSpec
-from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, scenario_columns
+from ..model.estimate import Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario
 from ..planning.fleet import Decision, PlannedJob, decide
 from ..planning.goals import GOAL_TERMS, Goal
 from ..model.inputs import job_inputs
@@ -20,7 +20,7 @@ from ..model.spec import ModelSpec
 from .notes import Note
 from ..scenarios.presets import Expansion, Preset, Skipped
 from ..planning.ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
-from ..scenarios.sweep import Parts, SweepBlock, small_batches
+from ..scenarios.sweep import Parts, SweepBlock, joined_columns, small_batches
 from ..model.vector import CHUNK_ROWS, Chunk
 from .validation import Excluded, PublishedFigure, ValidationRow, summary
 
@@ -212,9 +212,7 @@ class SmallBlocks:
         b, start = self.place[id(block)]
         last = self._last  # (read once: writers in threads may move it on)
         if last is None or last[0] != b:
-            members = [self.blocks[same[0]] for same in self.batches[b]]
-            scenarios = [s for member in members for s in member.scenarios(0, member.size)]
-            (chunk,) = self.estimator.estimate_chunks(scenario_columns(scenarios), len(scenarios))
+            (chunk,) = self.estimator.estimate_chunks(*joined_columns([self.blocks[same[0]] for same in self.batches[b]]))
             last = self._last = (b, chunk)
         return last[1].take(np.arange(start, start + block.size))
 

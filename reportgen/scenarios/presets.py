@@ -14,15 +14,15 @@ from typing import Any, Callable
 
 from ..model.catalog import data_dir, read_yaml
 from ..errors import InputError, shown, unknown_name
-from ..model.estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario, scenario_columns
+from ..model.estimate import Estimator, RlhfScenario, Scenario, SkipReason, make_scenario
 from ..planning.fleet import Job, Portfolio, job_kind
 from ..planning.goals import GOAL_KEYS, GOAL_PARTS, Goal, goal_kind
 from ..model.arrays import np
 from ..model.inputs import (INPUT_BY_NAME, INPUTS, RLHF_ALGORITHMS, RLHF_INPUTS, WORKLOAD_DEFAULTS, WORKLOAD_TYPES,
                             check_input, check_inputs)
 from ..limits import EXCLUDE_CHECKS, SCENARIOS, check_text
-from .sweep import (SMALL_BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, product_size,
-                    small_batches, value_codes)
+from .sweep import (SMALL_BLOCK_ROWS, Expanded, SweepBlock, check_axes, excluded_rows, flat_rows, joined_columns,
+                    product_size, small_batches, value_codes)
 from ..model.terms import ASSUMPTION_BY_NAME
 from ..model.units import SECONDS_PER, parse_duration
 
@@ -674,8 +674,7 @@ def _skip_codes(blocks: Sequence[SweepBlock], estimator: Estimator) -> list[np.n
     codes: list = [estimator.skip_codes(block.columns(), block.size) if block.size >= SMALL_BLOCK_ROWS else None
                    for block in blocks]
     for batch in small_batches(blocks):
-        scenarios = [s for same in batch for s in blocks[same[0]].scenarios(0, blocks[same[0]].size)]
-        together = estimator.skip_codes(scenario_columns(scenarios), len(scenarios))
+        together = estimator.skip_codes(*joined_columns([blocks[same[0]] for same in batch]))
         ends = np.cumsum([blocks[same[0]].size for same in batch])
         for same, part in zip(batch, np.split(together, ends[:-1])):
             for i in same:

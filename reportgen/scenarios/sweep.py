@@ -21,6 +21,7 @@ from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
+from ..model.estimate import scenario_columns
 from ..model.inputs import INPUT_NAMES, WORKLOAD_DEFAULTS, Scenario
 from ..model.vector import as_numbers, column_of, take
 
@@ -302,6 +303,13 @@ BLOCK_ROWS = 32_768  # rows of a block made into objects at a time
 # rows than this are computed together (small_batches), up to SMALL_BATCH_ROWS rows a call.
 SMALL_BLOCK_ROWS = 1024
 SMALL_BATCH_ROWS = 4096  # (a batch's terms are held while a writer reads its blocks: 300 columns of these)
+
+
+def joined_columns(blocks: Sequence[SweepBlock]) -> tuple[dict[str, list], int]:
+    """The rows of several blocks, in order, as one set of input columns, and how many rows: small blocks
+    computed together (a block's rows made into Scenarios first: blocks have different axes)."""
+    scenarios = [s for block in blocks for s in block.scenarios(0, block.size)]
+    return scenario_columns(scenarios), len(scenarios)
 
 
 def small_batches(blocks: Sequence[SweepBlock]) -> list[list[list[int]]]:

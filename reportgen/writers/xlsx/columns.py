@@ -17,10 +17,10 @@ from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ...model.arrays import np
-from ...model.estimate import SWEEP_ROW_INPUTS, needed_terms, scenario_columns
+from ...model.estimate import SWEEP_ROW_INPUTS, needed_terms
 from ...model.formulas import compile_terms
 from ...report.build import BlockResults
-from ...scenarios.sweep import SMALL_BATCH_ROWS, SMALL_BLOCK_ROWS, Parts
+from ...scenarios.sweep import SMALL_BATCH_ROWS, SMALL_BLOCK_ROWS, Parts, joined_columns
 from ...model.terms import Term
 from ...model.vector import Chunk, VectorTerms, column_of, take, to_list
 from .stream import CellColumns, ColumnRun
@@ -64,15 +64,13 @@ class TableColumns:
         Plan reads a few rows of each; the stream then writes them all, in order)."""
         last = self._last  # (read once: writers in threads may move it on)
         if last is None or last[0] is not runs:
-            scenarios: list = []
             ids: dict[str, list] = {}
             for run in runs:
-                scenarios += replace(run.part.block, rows=run.part.block.rows[run.rows]).scenarios(0, len(run))
                 for n, c in self.ids(run.part, run.rows, run.place + np.arange(len(run))).items():
                     ids.setdefault(n, []).extend(to_list(column_of(c), len(run)))
-            joined = {**runs[0].part.estimator.input_columns(scenario_columns(scenarios)),
-                      **{n: column_of(v) for n, v in ids.items()}}
-            (chunk,) = self.vectors[None].chunks(joined, sum(map(len, runs)), self.assumptions, self.tables)
+            inputs, size = joined_columns([replace(run.part.block, rows=run.part.block.rows[run.rows]) for run in runs])
+            joined = {**runs[0].part.estimator.input_columns(inputs), **{n: column_of(v) for n, v in ids.items()}}
+            (chunk,) = self.vectors[None].chunks(joined, size, self.assumptions, self.tables)
             last = self._last = (runs, chunk, joined)
         return last[1], last[2]
 
