@@ -20,13 +20,13 @@ from .arrays import np
 from . import lookups as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from ..errors import InputError, unknown_name
-from .formulas import IF, MAX, MIN, Num, Var, compile_terms, specialise
+from .formulas import AND, CEIL, FLOOR, IF, ISNUMBER, MAX, MIN, MOD, OR, Num, Var, compile_terms, specialise
 from .inputs import (FROZEN, ROLLOUT, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
 from .spec import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
-                    SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term)
+                    SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term, inlined)
 from .vector import CHUNK_ROWS, Chunk, TermColumns, Text, VectorTerms, column_of, to_list
 
 
@@ -641,11 +641,73 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                         settings=tuple(settings.items()))
 
 
+# An iteration split over an RLHF group's pools, defined once as expressions: the Python here and the workbook's
+# group and role rows (formulas over the RLHF sheet's group settings and the Scenarios role rows) compute the same.
+# A role's data-parallel ranks are the term dp_size over its inputs (at least one): a role row's input cell that is a
+# formula may not read the row's terms, which read its check, which reads the cell.
+RANKS = MAX(1, FLOOR(inlined(Var("dp_size"))))
+# The group: the actor's ranks' prompts (the iteration's prompts over them, or the batch given) and the sequences
+# they generate (GRPO: the group of each prompt; DPO: each pair's two) and train on. A blank setting is not a number.
+GROUP_SPLIT = (
+    Term("sequences_per_prompt", "Sequences per prompt", "count",
+         IF(Var("workload").eq("grpo"), Var("group_size"), IF(Var("workload").eq("dpo"), 2, 1)),
+         "GRPO: the group size; DPO: a pair's two sequences; PPO: one"),
+    Term("rank_prompts", "Prompts per actor rank", "count",
+         IF(ISNUMBER(Var("prompts_per_iteration")), MAX(1, FLOOR(Var("prompts_per_iteration") / Var("actor_ranks"))),
+            Var("batch_size")),
+         "the prompts per iteration over the actor's data-parallel ranks, or (blank) the batch given"),
+    Term("iteration_sequences", "Sequences per iteration", "count",
+         Var("rank_prompts") * Var("sequences_per_prompt") * Var("actor_ranks"),
+         "what every pool's ranks share: each role's rank takes its part in micro-batches"),
+    # What veRL and OpenRLHF refuse: prompts that do not split evenly over the actor's ranks, a micro-batch that
+    # does not divide a rank's sequences (rlhf_batch_check's words).
+    Term("prompts_uneven", "Prompts per iteration do not split over the actor's ranks (1/0)", "flag",
+         IF(ISNUMBER(Var("prompts_per_iteration")),
+            IF(MOD(Var("prompts_per_iteration"), Var("actor_ranks")).ne(0), 1, 0), 0)),
+    Term("micro_uneven", "The micro-batch does not divide a rank's sequences (1/0)", "flag",
+         IF(ISNUMBER(Var("micro_batch_size")),
+            IF(MOD(Var("rank_prompts") * Var("sequences_per_prompt"), Var("micro_batch_size")).ne(0), 1, 0), 0)),
+)
+# A role: its rank's part of the iteration's sequences (a pool with fewer ranks takes more each), in micro-batches
+# of at most the micro-batch (blank: all at once), accumulated into one step; its ZeRO stage on its pool.
+ROLE_SPLIT = (
+    Term("role_sequences", "Sequences per rank", "count", CEIL(Var("iteration_sequences") / Var("ranks"))),
+    Term("batch_size", "Micro-batch", "count",
+         MIN(IF(ISNUMBER(Var("micro_batch_size")), Var("micro_batch_size"), Var("role_sequences")),
+             Var("role_sequences"))),
+    Term("grad_accum_steps", "Accumulation", "count",
+         Var("given_grad_accum_steps") * CEIL(Var("role_sequences") / Var("batch_size"))),
+    Term("zero_stage", "ZeRO stage", "count",
+         IF(OR(AND(Var("workload").eq(FROZEN), Var("given_zero_stage").ne(3)), Var("workload").eq(ROLLOUT)), 0,
+            IF(FLOOR(Var("num_gpus") / Var("tp_size")).gt(1), Var("given_zero_stage"), 0))),
+)
+ROLE_SPLIT_INPUTS = ("batch_size", "grad_accum_steps", "zero_stage")  # the role inputs ROLE_SPLIT sets
+_ROLE_SPLIT_NAMES = tuple(t.name for t in ROLE_SPLIT)
+_GROUP_SPLIT_NAMES = tuple(t.name for t in GROUP_SPLIT)
+
+
+def _plain_var(n: str) -> str:
+    return f"I[{n!r}]"
+
+
+_RANKS_FN = compile_terms((Term("ranks", "", "count", RANKS),), _plain_var, "_ranks", cache=True)
+_GROUP_SPLIT_FN = compile_terms(GROUP_SPLIT, _plain_var, "_group_split", cache=True)
+_ROLE_SPLIT_FN = compile_terms(ROLE_SPLIT, _plain_var, "_role_split", cache=True)
+
+
+def _group_split(actor: Scenario, algorithm: str, group_size: int, prompts_per_iteration: int | None,
+                 micro_batch_size: int | None = None) -> dict[str, int]:
+    values = _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "batch_size": actor.batch_size,
+                              "prompts_per_iteration": prompts_per_iteration, "micro_batch_size": micro_batch_size,
+                              "actor_ranks": data_parallel_ranks(actor)}, None, None, None)
+    return {t.name: int(v) for t, v in zip(GROUP_SPLIT, values)}
+
+
 def rank_actor(actor: Scenario, prompts_per_iteration: int | None) -> Scenario:
     """The actor with its data-parallel rank's prompts as its batch: the iteration's prompts over its ranks (at least
     one), or the batch it has."""
     if prompts_per_iteration:
-        return actor.with_inputs(batch_size=max(1, prompts_per_iteration // data_parallel_ranks(actor)))
+        return actor.with_inputs(batch_size=_group_split(actor, "ppo", 1, prompts_per_iteration)["rank_prompts"])
     return actor
 
 
@@ -659,13 +721,15 @@ def rank_sequences(algorithm: str, actor: Scenario, settings: Mapping[str, Any])
 def iteration_sequences_of(algorithm: str, actor: Scenario, group_size: int) -> int:
     """The sequences of an iteration, shared by every pool's ranks: the rank actor's (rank_actor) over its
     data-parallel ranks."""
-    return rollout_sequences(algorithm, actor.batch_size, group_size) * data_parallel_ranks(actor)
+    return _group_split(actor, algorithm, group_size, None)["iteration_sequences"]
 
 
 def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:
     """Sequences generated (or, DPO, given) and trained on for these prompts: times the group for GRPO;
     DPO's pairs are two sequences each."""
-    return prompts * {"grpo": group_size, "dpo": 2}.get(algorithm, 1)
+    return _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "batch_size": prompts,
+                            "prompts_per_iteration": None, "micro_batch_size": None, "actor_ranks": 1},
+                           None, None, None)[_GROUP_SPLIT_NAMES.index("iteration_sequences")]
 
 
 def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -682,14 +746,15 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
             return "role_gpus", (f"{role}: {count:,} GPUs do not make whole {'engines' if role == ROLLOUT else 'replicas'} "
                                  f"of {unit:,} GPUs ({parallelism})")
     ranks, prompts, micro = data_parallel_ranks(actor), settings.get("prompts_per_iteration"), settings.get("micro_batch_size")
-    if prompts and prompts % ranks:
+    split = _group_split(actor, algorithm, settings["group_size"], prompts, micro)
+    if split["prompts_uneven"]:
         return "prompts_per_iteration", (f"must split evenly over the actor's {ranks:,} data-parallel ranks (num_gpus "
                                          f"{actor.num_gpus} ÷ tp × pp × cp), got {prompts:,}")
     if settings.get("padded_len") and settings["padded_len"] < actor.prompt_len + actor.gen_len:
         return "padded_len", (f"is the length every sequence is padded to: at least the prompt and the mean response "
                               f"({actor.prompt_len + actor.gen_len:,} tokens), got {settings['padded_len']:,}")
-    sequences = rollout_sequences(algorithm, prompts // ranks if prompts else actor.batch_size, settings["group_size"])
-    if micro and sequences % micro:
+    sequences = split["rank_prompts"] * split["sequences_per_prompt"]
+    if split["micro_uneven"]:
         return "micro_batch_size", (f"must divide the {sequences:,} sequences each of the actor's data-parallel ranks "
                                     f"takes per iteration, got {micro:,}")
     return None
@@ -711,33 +776,29 @@ def pool_unit(s: Scenario) -> int:
 
 
 def data_parallel_ranks(s: Scenario) -> int:
-    """The term dp_size of a role: its GPUs over tensor × pipeline × context parallelism (a frozen model is
-    served whole on each tensor-parallel group, as a rollout engine is). tests/test_rlhf_phases.py holds the two
-    equal."""
-    return max(1, s.num_gpus // (s.tp_size * (s.pp_size * s.cp_size if role_trains(s) else 1)))
+    """The term dp_size of a role (at least one): its GPUs over tensor × pipeline × context parallelism (a frozen
+    model is served whole on each tensor-parallel group, as a rollout engine is)."""
+    return int(_RANKS_FN(s.input_view(), None, None, None)[0])
 
 
 def _role_batch(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> dict:
-    """A role's batch and accumulation: its rank's share of the iteration's sequences (a pool with fewer ranks
-    than the actor's takes more each), in micro-batches of at most micro_batch_size."""
-    sequences = -(-iteration_sequences // data_parallel_ranks(s))
-    micro = min(micro_batch_size or sequences, sequences)
-    return dict(batch_size=micro, grad_accum_steps=grad_accum_steps * -(-sequences // micro))
+    """A role's batch, accumulation and ZeRO stage on its pool (ROLE_SPLIT), its zero_stage the one given."""
+    values = _ROLE_SPLIT_FN({**s.input_view(), "ranks": data_parallel_ranks(s), "iteration_sequences": iteration_sequences,
+                             "micro_batch_size": micro_batch_size, "given_grad_accum_steps": grad_accum_steps,
+                             "given_zero_stage": s.zero_stage}, None, None, None)
+    return {name: int(value) for name, value in zip(_ROLE_SPLIT_NAMES, values) if name in ROLE_SPLIT_INPUTS}
 
 
 def _pooled(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> Scenario:
     """A role on its pool (its GPUs set): the ZeRO stage it runs there and its rank's batch and accumulation."""
-    return s.with_inputs(zero_stage=role_zero_stage(s),
-                         **_role_batch(s, iteration_sequences, micro_batch_size, grad_accum_steps))
+    return s.with_inputs(**_role_batch(s, iteration_sequences, micro_batch_size, grad_accum_steps))
 
 
 def role_zero_stage(s: Scenario) -> int:
-    """The ZeRO stage a role runs: a frozen model has no gradients or optimizer states, so only
-    ZeRO-3's parameter sharding applies to it; a rollout engine holds whole weights per engine; a pool with one
-    data-parallel rank shards nothing."""
-    if s.workload == FROZEN and s.zero_stage != 3 or s.workload == ROLLOUT:
-        return 0
-    return s.zero_stage if s.num_gpus // s.tp_size > 1 else 0
+    """The ZeRO stage a role runs (ROLE_SPLIT's zero_stage): a frozen model has no gradients or optimizer states,
+    so only ZeRO-3's parameter sharding applies to it; a rollout engine holds whole weights per engine; a pool with
+    one data-parallel rank shards nothing."""
+    return _role_batch(s, 1, None, 1)["zero_stage"]
 
 
 def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str, Any], estimator: "Estimator",

@@ -9,10 +9,11 @@ per GPU and in bytes unless the unit says otherwise.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InputError
-from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, MOD, OR, Const, Expr, Lookup, Str, Var, ceil_div, is_one_of
+from .formulas import (AND, CEIL, FLOOR, IF, MAX, MIN, MOD, NOT, OR, Cmp, Const, Expr, Fn, Lookup, Num, Op, Str, Var, ceil_div,
+                       is_one_of, with_children)
 from .inputs import INPUT_NAMES, ROLLOUT
 from .units import GiB as _GIB, MiB as _MIB
 
@@ -1905,6 +1906,53 @@ def check_table() -> None:
         for expr in (rule.when, *(e for _, e in rule.values)):
             if expr.names() - known:
                 raise AssertionError(f"skip rule {rule.code} reads undefined {sorted(expr.names() - known)}")
+
+
+def inlined(expr: Expr) -> Expr:
+    """The expression over inputs, assumptions and lookups only: every term it reads replaced by the
+    term's definition, its conditions without the 1/0 flags the terms compute (conditions_of). A
+    check may not read a term's cell: the term's cell reads the check."""
+    if isinstance(expr, Var) and expr.name in TERM_BY_NAME:
+        return inlined(TERM_BY_NAME[expr.name].expr)
+    children = expr.children()
+    if not children:
+        return expr
+    return conditions_of(with_children(expr, [inlined(c) for c in children]))
+
+
+def _flag(e: Expr) -> Expr | None:
+    """c of a flag IF(c, 1, 0), else None."""
+    if isinstance(e, Fn) and e.name == "IF" and all(type(a) is Num for a in e.args[1:]):
+        if (e.args[1].value, e.args[2].value) == (1, 0):
+            return e.args[0]
+    return None
+
+
+def condition(e: Expr) -> Expr:
+    """An expression whose truth alone is read, as it reads without flags: a term's flag is IF(c, 1, 0)
+    and terms test it as flag = 1, flag = 0 or flag + flag > 0, which inlined read c, NOT(c) and
+    OR(c, c'). Same truth in Excel and Python; only where no value but the truth is used."""
+    if isinstance(e, Cmp) and type(e.b) is Num:
+        flag = _flag(e.a)
+        if flag is not None and (e.op, e.b.value) in (("=", 1), (">", 0), ("<>", 0)):
+            return flag
+        if flag is not None and (e.op, e.b.value) == ("=", 0):
+            return NOT(flag)
+        if (e.op, e.b.value) == (">", 0) and isinstance(e.a, Op) and e.a.op == "+":
+            flags = (_flag(e.a.a), _flag(e.a.b))
+            if None not in flags:  # OR(a, OR(b, c)) is OR(a, b, c)
+                return OR(*(b for f in flags for b in (f.args if isinstance(f, Fn) and f.name == "OR" else (f,))))
+    return e
+
+
+def conditions_of(e: Expr) -> Expr:
+    """The node with condition() applied where only truth is read: IF's test and the arguments of
+    AND, OR and NOT."""
+    if isinstance(e, Fn) and e.name == "IF":
+        return replace(e, args=(condition(e.args[0]),) + tuple(e.args[1:]))
+    if isinstance(e, Fn) and e.name in ("AND", "OR", "NOT"):
+        return replace(e, args=tuple(condition(a) for a in e.args))
+    return e
 
 
 check_table()

@@ -10,16 +10,16 @@ branch it takes), so a row with a typo shows its reason instead of an error.
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import fields
 from string import Formatter
 from typing import Sequence
 
-from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Cmp, Expr, Fn, InTable, Lookup,
-                         Num, Op, Str, Var, concat, is_one_of, with_children)
+from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, OR, Expr, InTable, Lookup, Str, Var, concat,
+                               is_one_of)
 from ...report.i18n import Catalogue
 from ...model.inputs import FROZEN, INPUT_NAMES, INPUTS, ROLLOUT, Input
 from ...model.spec import ModelSpec
-from ...model.terms import ROLE_TERMS, SKIP_RULES, TERM_BY_NAME, Assumption
+from ...model.terms import ROLE_TERMS, SKIP_RULES, Assumption, inlined
 from .layout import ASSUMPTIONS_CHECK, OK
 
 def _lookup_key_inputs() -> dict[str, str]:
@@ -158,53 +158,6 @@ def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
 
 
 INPUT_LISTS = ("input_problems_1", "input_problems_2")  # the columns input_problems' lists fill
-
-
-def inlined(expr: Expr) -> Expr:
-    """The expression over inputs, assumptions and lookups only: every term it reads replaced by the
-    term's definition, its conditions without the 1/0 flags the terms compute (conditions_of). A
-    check may not read a term's cell: the term's cell reads the check."""
-    if isinstance(expr, Var) and expr.name in TERM_BY_NAME:
-        return inlined(TERM_BY_NAME[expr.name].expr)
-    children = expr.children()
-    if not children:
-        return expr
-    return conditions_of(with_children(expr, [inlined(c) for c in children]))
-
-
-def _flag(e: Expr) -> Expr | None:
-    """c of a flag IF(c, 1, 0), else None."""
-    if isinstance(e, Fn) and e.name == "IF" and all(type(a) is Num for a in e.args[1:]):
-        if (e.args[1].value, e.args[2].value) == (1, 0):
-            return e.args[0]
-    return None
-
-
-def condition(e: Expr) -> Expr:
-    """An expression whose truth alone is read, as it reads without flags: a term's flag is IF(c, 1, 0)
-    and terms test it as flag = 1, flag = 0 or flag + flag > 0, which inlined read c, NOT(c) and
-    OR(c, c'). Same truth in Excel and Python; only where no value but the truth is used."""
-    if isinstance(e, Cmp) and type(e.b) is Num:
-        flag = _flag(e.a)
-        if flag is not None and (e.op, e.b.value) in (("=", 1), (">", 0), ("<>", 0)):
-            return flag
-        if flag is not None and (e.op, e.b.value) == ("=", 0):
-            return NOT(flag)
-        if (e.op, e.b.value) == (">", 0) and isinstance(e.a, Op) and e.a.op == "+":
-            flags = (_flag(e.a.a), _flag(e.a.b))
-            if None not in flags:  # OR(a, OR(b, c)) is OR(a, b, c)
-                return OR(*(b for f in flags for b in (f.args if isinstance(f, Fn) and f.name == "OR" else (f,))))
-    return e
-
-
-def conditions_of(e: Expr) -> Expr:
-    """The node with condition() applied where only truth is read: IF's test and the arguments of
-    AND, OR and NOT."""
-    if isinstance(e, Fn) and e.name == "IF":
-        return replace(e, args=(condition(e.args[0]),) + tuple(e.args[1:]))
-    if isinstance(e, Fn) and e.name in ("AND", "OR", "NOT"):
-        return replace(e, args=tuple(condition(a) for a in e.args))
-    return e
 
 
 RULE_LISTS = ("rule_problems_1", "rule_problems_2")  # the columns rule_problems' lists fill
