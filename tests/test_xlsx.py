@@ -541,11 +541,12 @@ def test_streamed_cells_read_back(tmp_path):
     texts = ["<a & b>", " padded ", "tab\there", "bell\x07", "_x0041_", "100%", "中文 · ×", ""]
     rows = [{"text": t, "n": i + 0.5 if i % 2 else i, "flag": i % 3 == 0, "double": (i + 0.5 if i % 2 else i) * 2,
              "label": t + "%"} for i, t in enumerate(texts)]
-    rows[2]["n"] = None
-    rows[2]["double"] = 0
-    per_row = [{} for _ in rows]
-    per_row[1] = {"own": "=B4+1"}
+    rows[3]["n"] = None
+    rows[3]["double"] = 0
+    # row 3's own formula in a formula column; row 4's in a value column (an RLHF role's input that follows its group)
+    per_row = {1: {"own": "=B4+1"}, 2: {"n": "=B3*3"}}
     rows[1]["own"] = rows[1]["n"] + 1
+    rows[2]["n"] = rows[1]["n"] * 3
     wb.stream_rows(ws, SheetRows(columns, 2, rows, per_row))
     wb.close()
 
@@ -567,6 +568,8 @@ def test_streamed_cells_read_back(tmp_path):
         assert formulas.cell(r, 5).value == f'=A{r}&"%"'
     assert formulas.cell(3, 6).value == "=B4+1" and cached.cell(3, 6).value == rows[1]["own"]
     assert formulas.cell(2, 6).value is None
+    assert formulas.cell(4, 2).value == "=B3*3" and cached.cell(4, 2).value == 4.5
+    assert [formulas.cell(r, 2).value for r in (2, 3, 5)] == [rows[0]["n"], rows[1]["n"], None]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -547,3 +547,75 @@ def test_the_chinese_workbook_has_the_same_formulas_in_chinese_words(report, boo
     fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)["Scenarios"]
     assert fresh.cell(row, cols["check"]).value == load_catalogue("zh")("skip.tp_gpus", tp=3, gpus=4)
     assert fresh.cell(row, cols["check"]).value == "tp_size 3 不能整除卡数 4"
+
+
+def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, report, soffice, tmp_path):
+    """#33: an RLHF group's split is live: the actor's GPU count edited on a colocated group (every role follows and
+    re-splits), a group's prompts per iteration and micro-batch edited on its RLHF row, a separate pool's GPUs edited
+    on its role row: each group recalculated by LibreOffice is the estimator's group laid out anew (relayout), role
+    by role. A typo in a setting and prompts that do not split name themselves in the group's check, and no cell
+    shows an error."""
+    colocated = next(r for r in report.results if r.is_group and r.workload == "ppo" and r.lead.num_gpus == 2)
+    engine = next(r for r in report.results if r.is_group and dict(r.estimate.scenario.settings)["micro_batch_size"]
+                  and r.estimate.scenario.placement == "colocated" and r.lead.num_gpus == 2
+                  and len(r.estimate.roles) == 3)
+    apart = next(r for r in report.results if r.is_group and r.workload == "grpo"
+                 and r.estimate.scenario.placement == "separate"
+                 and dict(r.estimate.scenario.settings)["rollout_placement"] == "actor")
+    typo = next(r for r in report.results if r.is_group and r.workload == "grpo" and r.index != engine.index
+                and r.estimate.scenario.placement == "colocated")
+    uneven = next(r for r in report.results if r.is_group and r.index not in {x.index for x in (colocated, engine, apart, typo)}
+                  and dict(r.estimate.scenario.settings)["prompts_per_iteration"])
+    wb = openpyxl.load_workbook(book)
+    ws, rl = wb["Scenarios"], wb["RLHF"]
+    cols, rcols = columns(ws), columns(rl)
+
+    def role_row(r, role):
+        return find_row(ws, report_index=r.index, role=role)
+
+    def group_row(r):
+        return find_row(rl, index=r.index)
+
+    ws.cell(role_row(colocated, "actor"), cols["num_gpus"]).value = 4
+    rl.cell(group_row(engine), rcols["prompts_per_iteration"]).value = 32
+    rl.cell(group_row(engine), rcols["micro_batch_size"]).value = 8
+    ws.cell(role_row(apart, "reference"), cols["num_gpus"]).value = 2
+    rl.cell(group_row(typo), rcols["group_size"]).value = "8x"
+    rl.cell(group_row(uneven), rcols["prompts_per_iteration"]).value = 63
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    fresh_path = recalculate(edited, tmp_path / "out")
+    assert formula_errors(fresh_path) == []
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    ws, rl = fresh["Scenarios"], fresh["RLHF"]
+
+    estimator = load(str(FIXTURE)).estimator
+    apart_gpus = {**dict(apart.estimate.scenario.settings)["role_gpus"], "reference": 2}
+    wanted = [(colocated, colocated.estimate.scenario.relayout(num_gpus=4)),
+              (engine, engine.estimate.scenario.relayout({"prompts_per_iteration": 32, "micro_batch_size": 8})),
+              (apart, apart.estimate.scenario.relayout({"role_gpus": apart_gpus}))]
+    for r, g in wanted:
+        want = estimator.estimate_group(g)
+        before = {role: e.scenario for role, e in r.estimate.roles}
+        changed = 0
+        for role, est in want.roles:
+            row = role_row(r, role)
+            assert ws.cell(row, cols["check"]).value == "ok", (r.index, role)
+            for name in ("num_gpus", "gpu", "batch_size", "grad_accum_steps", "zero_stage"):
+                assert ws.cell(row, cols[name]).value == getattr(est.scenario, name), (r.index, role, name)
+                changed += getattr(est.scenario, name) != getattr(before[role], name)
+            assert same(est.values["allocated_peak"], ws.cell(row, cols["allocated_peak"]).value), (r.index, role)
+        assert changed, r.index  # the edit re-split some role
+        row = group_row(r)
+        assert rl.cell(row, rcols["check"]).value == "ok"
+        for name in ("allocated_peak", "iteration_seconds", "total_gpus", "purchase_usd", "fits_recommended"):
+            assert same(want.values[name], rl.cell(row, rcols[name]).value), (r.index, name)
+    # the colocated group: every role on the actor's 4 GPUs, each rank still the batch given (2 prompts)
+    assert {ws.cell(role_row(colocated, role), cols["num_gpus"]).value for role, _ in colocated.estimate.roles} == {4}
+    assert rl.cell(group_row(typo), rcols["check"]).value == "group_size: expected a whole number, got '8x'"
+    ranks = rl.cell(group_row(uneven), rcols["actor_ranks"]).value
+    assert ranks > 1 and 63 % ranks
+    assert rl.cell(group_row(uneven), rcols["check"]).value == (
+        f"prompts_per_iteration: must split evenly over the actor's {ranks} data-parallel ranks, got 63")
+    for r in (typo, uneven):  # its figures blank, as a checked row's are
+        assert rl.cell(group_row(r), rcols["allocated_peak"]).value in (None, "")

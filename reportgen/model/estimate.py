@@ -654,7 +654,7 @@ GROUP_SPLIT = (
          "GRPO: the group size; DPO: a pair's two sequences; PPO: one"),
     Term("rank_prompts", "Prompts per actor rank", "count",
          IF(ISNUMBER(Var("prompts_per_iteration")), MAX(1, FLOOR(Var("prompts_per_iteration") / Var("actor_ranks"))),
-            Var("batch_size")),
+            Var("given_batch_size")),
          "the prompts per iteration over the actor's data-parallel ranks, or (blank) the batch given"),
     Term("iteration_sequences", "Sequences per iteration", "count",
          Var("rank_prompts") * Var("sequences_per_prompt") * Var("actor_ranks"),
@@ -697,7 +697,7 @@ _ROLE_SPLIT_FN = compile_terms(ROLE_SPLIT, _plain_var, "_role_split", cache=True
 
 def _group_split(actor: Scenario, algorithm: str, group_size: int, prompts_per_iteration: int | None,
                  micro_batch_size: int | None = None) -> dict[str, int]:
-    values = _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "batch_size": actor.batch_size,
+    values = _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "given_batch_size": actor.batch_size,
                               "prompts_per_iteration": prompts_per_iteration, "micro_batch_size": micro_batch_size,
                               "actor_ranks": data_parallel_ranks(actor)}, None, None, None)
     return {t.name: int(v) for t, v in zip(GROUP_SPLIT, values)}
@@ -727,7 +727,7 @@ def iteration_sequences_of(algorithm: str, actor: Scenario, group_size: int) -> 
 def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:
     """Sequences generated (or, DPO, given) and trained on for these prompts: times the group for GRPO;
     DPO's pairs are two sequences each."""
-    return _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "batch_size": prompts,
+    return _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "given_batch_size": prompts,
                             "prompts_per_iteration": None, "micro_batch_size": None, "actor_ranks": 1},
                            None, None, None)[_GROUP_SPLIT_NAMES.index("iteration_sequences")]
 

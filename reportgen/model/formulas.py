@@ -671,6 +671,15 @@ def with_children(e: Expr, kids: list) -> Expr:
     raise TypeError(f"no children to replace in {type(e).__name__}")
 
 
+def substituted(expr: Expr, replacement: Callable[[str], Expr | None]) -> Expr:
+    """The expression with each Var replaced by replacement(its name) (kept where that is None): another row's
+    cells (Var "lead.num_gpus"), or a definition written in (a term's expression)."""
+    if isinstance(expr, Var):
+        return replacement(expr.name) or expr
+    children = expr.children()
+    return with_children(expr, [substituted(c, replacement) for c in children]) if children else expr
+
+
 def specialise(expr: Expr, constants: Mapping[str, float]) -> Expr:
     """The expression with the named Vars replaced by numbers and every decided condition folded
     away (IF with a constant condition takes its branch; AND/OR drop constant arguments), so a term

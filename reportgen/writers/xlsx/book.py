@@ -6,12 +6,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ...model.arrays import np
 from ...model.catalog import GPU_COLUMNS
-from ...model.estimate import GroupEstimate, Scenario, group_terms
+from ...model.estimate import (GROUP_SPLIT, RANKS, ROLE_SPLIT, ROLE_SPLIT_INPUTS, GroupEstimate, RlhfScenario, Scenario,
+                               group_terms)
 from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
-                         to_excel)
+                               substituted, to_excel)
 from ...planning.goals import Goal, goal_met_expr
 from ...report.i18n import Catalogue, load_workbook_catalogue
-from ...model.inputs import INPUT_BY_NAME, INPUTS
+from ...model.inputs import INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME
 from ...planning.ranking import PLAN_FITS, PLAN_ORDER, RENT_ORDER
 from ...report.build import BlockResults, Report, Result, requirement_numbers
 from ...model.shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
@@ -19,7 +20,8 @@ from ...model.lookups import LOOKUP_TABLES
 from ...model.terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .columns import BlockRows, TableColumns, TableRows, joined_small_runs
 from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, RULE_LISTS, catalog_problems, checked, gated,
-                     group_check, input_problems, row_check, rule_problems, scenario_check)
+                     SETTINGS_LISTS, group_check, group_settings_problems, input_problems, row_check, rule_problems,
+                     scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
                      Table, key_row_column, row_context)
@@ -223,6 +225,61 @@ RLHF_LINKS = tuple(
     Column(n, INPUT_BY_NAME[n].label, "count" if INPUT_BY_NAME[n].is_int else "text", "formula",
            8 if INPUT_BY_NAME[n].is_int else 14, special="link", help="from the group's first role row")
     for n in ("model", "gpu", "num_gpus", "zero_stage", "tp_size"))
+# An RLHF group's settings that split its iteration over its pools (estimate.GROUP_SPLIT, ROLE_SPLIT), inputs of its
+# row: its role rows' micro-batch, accumulation and ZeRO stage are formulas of them and of each role's GPUs.
+GROUP_SETTINGS = (
+    Column("given_zero_stage", "ZeRO stage (given)", "count", "input", 8,
+           help="the ZeRO stage the group is given: each role runs it where it applies (a frozen model: ZeRO-3 only; "
+                "a rollout engine and a pool of one data-parallel rank: none)"),
+    Column("given_batch_size", "Prompts per actor rank (given)", "count", "input", 9,
+           help="the prompts each of the actor's data-parallel ranks takes per iteration where prompts per iteration "
+                "is blank"),
+    Column("given_grad_accum_steps", "Accumulation (given)", "count", "input", 8,
+           help="the accumulation the group is given: each role's is this times its micro-batches"),
+    *(_input_column(RLHF_INPUT_BY_NAME[n]) for n in ("group_size", "prompts_per_iteration", "micro_batch_size")),
+)
+GROUP_SETTING_NAMES = tuple(c.name for c in GROUP_SETTINGS)
+SETTINGS_CHECK = "settings_check"
+
+
+def _actor_ranks() -> Expr:
+    """The actor's data-parallel ranks, from its row's inputs; blank where they are not numbers (its row says why)."""
+    ranks = substituted(RANKS, lambda n: Var(f"{ACTOR}.{n}"))
+    return IF(ISNUMBER(ranks), ranks, "")
+
+
+ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
+# The group's split (GROUP_SPLIT) on its row: the actor's ranks, the prompts and sequences of an iteration (blank
+# unless the settings pass their check), then the settings' check (their values, then veRL's two rules). Each row
+# brings its own formulas (they read its role rows): group_split_exprs.
+_SPLIT = {t.name: t for t in GROUP_SPLIT}
+SETTINGS_CHECK_COLUMN = Column(SETTINGS_CHECK, "Settings check", "text", "helper", 20, special="group",
+                               help="ok, or what is wrong with the group's settings (the group's check shows it first)")
+GROUP_SPLIT_COLUMNS = (
+    Column("actor_ranks", "Actor's data-parallel ranks", "count", "helper", 8, special="group",
+           help="the actor's GPUs over tensor × pipeline × context parallelism"),
+    *(_term_column(_SPLIT[n], special="group") for n in ("sequences_per_prompt", "rank_prompts")),
+    *(Column(n, n, "text", "helper", 12, special="group") for n in SETTINGS_LISTS),
+    SETTINGS_CHECK_COLUMN,
+    _term_column(_SPLIT["iteration_sequences"], special="group"),
+)
+
+
+def group_split_exprs(t: Catalogue) -> dict[str, Expr]:
+    """The expressions of GROUP_SPLIT_COLUMNS, in dependency order."""
+    rules = {n: _SPLIT[n].expr for n in ("prompts_uneven", "micro_uneven")}
+    return {"actor_ranks": _actor_ranks(),
+            **{n: _SPLIT[n].expr for n in ("sequences_per_prompt", "rank_prompts")},
+            **dict(zip(SETTINGS_LISTS, group_settings_problems(t, [_setting_input(n) for n in GROUP_SETTING_NAMES],
+                                                              rules))),
+            SETTINGS_CHECK: checked(*map(Var, SETTINGS_LISTS)),
+            "iteration_sequences": IF(AND(Var(SETTINGS_CHECK).eq(OK), ISNUMBER(Var("actor_ranks"))),
+                                      _SPLIT["iteration_sequences"].expr, "")}
+
+
+def _setting_input(name: str):
+    """A group setting's rules of value: the RLHF setting's, or the scenario input's it is given as."""
+    return RLHF_INPUT_BY_NAME.get(name) or replace(INPUT_BY_NAME[name.removeprefix("given_")], name=name)
 
 
 def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = (),
@@ -250,7 +307,7 @@ def rlhf_columns(t: Catalogue, groups: Sequence[Result]) -> tuple[Column, ...]:
                               "group") for term in terms.values())
     candidate = IF(Var("check").eq(OK), 1, 0)
     return (RLHF_IDS + label_columns(t, None, None) + (requirement_column(None),) + RLHF_LINKS + _gated(SUMMARY)
-            + cols + plan_helpers(candidate, RLHF_PLAN))
+            + GROUP_SETTINGS + GROUP_SPLIT_COLUMNS + cols + plan_helpers(candidate, RLHF_PLAN))
 
 
 def row_templates(table: Table, ctx: ExcelContext) -> dict[str, str]:
@@ -342,7 +399,8 @@ class Book:
     role_rows: dict[tuple[int, str], int]  # (result index, role) -> Scenarios row
     result_rows: dict[int, int]  # result index -> row on Scenarios (single) or RLHF (group)
     group_rows: list[dict[str, Any]] = field(default_factory=list)
-    group_formulas: list[dict[str, str]] = field(default_factory=list)
+    group_formulas: dict[int, dict[str, str]] = field(default_factory=dict)  # group place -> its own formulas
+    role_formulas: dict[int, dict[str, str]] = field(default_factory=dict)  # role row's place -> its input formulas
     note_rows: list[dict[str, Any]] = field(default_factory=list)
     note_cells: dict[tuple[str, str], int] = field(default_factory=dict)  # (note id, key) -> NoteScenarios row
     names: Names = field(default_factory=Names)
@@ -530,8 +588,9 @@ def build_book(report: Report, lang: str = "en") -> Book:
     for r in groups:
         result_rows[r.index] = SCENARIO_FIRST_ROW + len(book.group_rows)
         row, formulas = _group_row(book, r, result_rows[r.index])
+        book.group_formulas[len(book.group_rows)] = formulas
         book.group_rows.append(row)
-        book.group_formulas.append(formulas)
+        book.role_formulas.update(_role_formulas(book, r))
     fill_derived(book.rlhf, enumerate(book.group_rows, start=1), book.book_values, book.catalog_rows)
 
     for note in report.notes:
@@ -563,8 +622,8 @@ def _block_columns(book: Book) -> TableColumns:
 
 
 def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], dict[str, str]]:
-    """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell. Its
-    check is its roles' checks; its label and terms read them only when they are ok."""
+    """An RLHF group's values and its own formulas: Var("actor.X") is the actor row's X cell (Var "lead.X" its first
+    role's). Its check is its settings', then its roles' checks; its label and terms read them only when they are ok."""
     g: GroupEstimate = r.estimate
     t = book.t
     roles = tuple(name for name, _ in g.scenario.roles)
@@ -574,29 +633,88 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
            "roles": ", ".join(t("group.role_rows", role=role, row=n) for role, n in role_rows.items()),
-           **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **g.values}
+           **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **_group_settings(g.scenario), **g.values}
     formulas = {c.name: f"={book.scenarios.cell(c.name, role_rows[roles[0]])}" for c in RLHF_LINKS}
 
     def role_cell(name: str) -> str | None:
         if "." not in name:
             return None
         role, term = name.split(".", 1)
-        return book.scenarios.cell(term, role_rows[role])
+        return book.scenarios.cell(term, role_rows[roles[0] if role == ACTOR else role])
+
+    def role_value(name: str) -> Any:
+        role, _, column = name.rpartition(".")
+        return book.scenario_rows[role_rows[roles[0] if role == ACTOR else role] - SCENARIO_FIRST_ROW][column]
 
     ctx = book.context(book.rlhf, role_cell)
     free = book.report.interchangeable
+    split = tuple(Column(name, "", "count", "helper", expr=expr) for name, expr in group_split_exprs(t).items())
+    read = set().union(*(c.expr.names() for c in split)) - {c.name for c in split}
+    row.update(zip((c.name for c in split), compiled_columns(split)(
+        {n: role_value(n) if "." in n else row[n] for n in read}, {})))
     own = (Column("label", "", "text", "summary", expr=concat(prefix, Var(f"{roles[0]}.label"))),
-           Column("check", "", "text", "summary", expr=group_check(t, list(role_rows.items()))),
+           Column("check", "", "text", "summary", expr=IF(Var(SETTINGS_CHECK).ne(OK), Var(SETTINGS_CHECK),
+                                                          group_check(t, list(role_rows.items())))),
            Column("requirement", "", "text", "summary",
                   expr=group_requirement(book.report.requirement_of(r), roles, free)))
     # What they read: the role rows' cells ("actor.label") and the group row's own (its matrix).
-    values = {}
-    for name in set().union(*(c.expr.names() for c in own)):
-        role, _, column = name.rpartition(".")
-        values[name] = book.scenario_rows[role_rows[role] - SCENARIO_FIRST_ROW][column] if role else row[name]
+    values = {name: role_value(name) if "." in name else row[name]
+              for name in set().union(*(c.expr.names() for c in own))}
     row.update(zip((c.name for c in own), compiled_columns(own, chained=False)(values, {})))
-    exprs = {c.name: c.expr for c in own}
+    exprs = {c.name: rendered(c) for c in split + own}
     exprs.update({term.name: gated(term.expr) for term in group_terms(roles, g.scenario.placement)})
     for name, expr in exprs.items():
         formulas[name] = ("=" + to_excel(expr, ctx)).replace(ROW, str(sheet_row))
     return row, formulas
+
+
+
+def _group_settings(g: RlhfScenario) -> dict[str, Any]:
+    """A group's settings cells: the actor's given ZeRO stage, batch (its rank's prompts) and accumulation, and
+    the group's; blank where a setting is unset (GRPO's group size: for GRPO only)."""
+    settings = dict(g.settings)
+    out = {f"given_{n}": getattr(g.actor, n) for n in ("zero_stage", "batch_size", "grad_accum_steps")}
+    out["group_size"] = settings["group_size"] if g.algorithm == "grpo" else ""
+    out.update({n: "" if settings[n] is None else settings[n] for n in ("prompts_per_iteration", "micro_batch_size")})
+    return out
+
+
+# Where a role row's inputs come from: the split (ROLE_SPLIT, over its group's settings and its own GPUs), and the
+# actor's row for the GPU count and type of a role on the actor's GPUs (colocated, or a pool not given its own).
+_ROLE_SPLIT = {t.name: t.expr for t in ROLE_SPLIT}
+
+
+def _role_formulas(book: Book, r: Result) -> dict[int, dict[str, str]]:
+    """Each role row's input formulas (by its place on Scenarios): its micro-batch, accumulation and ZeRO stage
+    from its group's row and its own GPUs, and the GPU count and type of a role on the actor's GPUs from the
+    actor's row. References to other rows are absolute: a copied role row still reads its group. Blank while the
+    group's settings or the row's GPUs are not numbers (the group's check says why)."""
+    g: RlhfScenario = r.estimate.scenario
+    settings = dict(g.settings)
+    group_row = book.result_rows[r.index]
+    roles = [name for name, _ in g.roles]
+    actor_row = book.role_rows[(r.index, roles[0])]
+
+    def absolute(table: Table, name: str, row: int) -> str:
+        return f"{table.sheet}!${table.letter(name)}${row}"
+
+    group = ("iteration_sequences", "micro_batch_size", "given_grad_accum_steps", "given_zero_stage")
+
+    def split(name: str) -> Expr:
+        written_in = {"role_sequences": _ROLE_SPLIT["role_sequences"], "ranks": RANKS}  # no columns of their own
+        expr = substituted(substituted(_ROLE_SPLIT[name], written_in.get), written_in.get)
+        return IF(AND(ISNUMBER(Var("iteration_sequences")), ISNUMBER(RANKS)), expr, "")
+
+    def cell(name: str) -> str | None:
+        return absolute(book.rlhf, name, group_row) if name in group else None
+
+    ctx = book.context(book.scenarios, cell)
+    out = {}
+    for role in roles:
+        place = book.role_rows[(r.index, role)]
+        formulas = {n: ("=" + to_excel(split(n), ctx)).replace(ROW, str(place)) for n in ROLE_SPLIT_INPUTS}
+        for name, given in (("num_gpus", "role_gpus"), ("gpu", "role_gpu_types")):
+            if role != roles[0] and (g.placement == "colocated" or role not in (settings[given] or {})):
+                formulas[name] = "=" + absolute(book.scenarios, name, actor_row)
+        out[place - SCENARIO_FIRST_ROW] = formulas
+    return out

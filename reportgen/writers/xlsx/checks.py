@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import fields
 from string import Formatter
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, OR, Expr, InTable, Lookup, Str, Var, concat,
-                               is_one_of)
+from ...model.formulas import (AND, FIND, FLOOR, IF, ISNUMBER, LEFT, MOD, NOT, OR, Expr, InTable, Lookup, Str, Var,
+                               concat, is_one_of)
 from ...report.i18n import Catalogue
 from ...model.inputs import FROZEN, INPUT_NAMES, INPUTS, ROLLOUT, Input
 from ...model.spec import ModelSpec
@@ -200,6 +200,32 @@ def unless_assumptions_fail(t: Catalogue, otherwise: Expr | str) -> Expr:
 def scenario_check(t: Catalogue) -> Expr:
     """A Scenarios (or NoteScenarios) row: the assumptions, then its own check."""
     return unless_assumptions_fail(t, Var(ROW_CHECK))
+
+
+SETTINGS_LISTS = ("settings_problems_1", "settings_problems_2")  # the columns group_settings_problems' lists fill
+
+
+def group_settings_problems(t: Catalogue, settings: Sequence[Input], rules: Mapping[str, Expr]) -> tuple[Expr, Expr]:
+    """An RLHF group's settings (its row's cells), in two lists: each setting's value (blank: none, where the
+    setting has no default; GRPO's group size only for GRPO), then, with every value a number and the actor's ranks
+    known, the split's rules (estimate.GROUP_SPLIT's flags by name: "prompts_uneven", "micro_uneven"). The group's
+    settings check is checked() of the two."""
+    values = []
+    for i in settings:
+        problem = _input_problem(t, i)
+        if i.default is None:
+            problem = IF(Var(i.name).eq(""), "", problem)
+        if i.name == "group_size":
+            problem = IF(Var("workload").eq("grpo"), problem, "")
+        values.append(problem)
+    ranks = Var("actor_ranks")
+    split = problem_list([
+        _problem(rules["prompts_uneven"].eq(1),
+                 message(t("check.prompts_uneven"), ranks=ranks, value=Var("prompts_per_iteration"))),
+        _problem(rules["micro_uneven"].eq(1),
+                 message(t("check.micro_uneven"), sequences=Var("rank_prompts") * Var("sequences_per_prompt"),
+                         value=Var("micro_batch_size")))])
+    return problem_list(values), IF(OR(Var(SETTINGS_LISTS[0]).ne(END), NOT(ISNUMBER(ranks))), END, split)
 
 
 def group_check(t: Catalogue, roles: Sequence[tuple[str, int]]) -> Expr:

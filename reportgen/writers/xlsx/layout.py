@@ -311,7 +311,7 @@ def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
 
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],
-               styles: Styles, per_row: Sequence[Mapping[str, str]] | None = None) -> None:
+               styles: Styles, per_row: Mapping[int, Mapping[str, str]] | None = None) -> None:
     """Data rows (streamed in when the workbook closes, below the header XlsxWriter writes): inputs
     and ids as values, every formula column as its template (or a row's own formula) with the
     Python value cached. Blank values leave blank cells, as write_value does."""

@@ -434,7 +434,8 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
     plan = plan_table(book)
     write_header(ws, plan, styles, book.t)
     rows = plan_rows(book)
-    links = [requirement_links(book, rec.sample) for rec in book.report.recommendations for _ in rec.entries]
+    links = dict(enumerate(requirement_links(book, rec.sample) for rec in book.report.recommendations
+                           for _ in rec.entries))
     write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles, links)
     for flag in ("cheapest", "cheapest_to_rent"):
         col = plan.index[flag]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ...report.i18n import Catalogue
-from ...model.inputs import INPUT_BY_NAME
+from ...model.inputs import INPUT_BY_NAME, RLHF_INPUT_BY_NAME
 from .checks import LOOKUP_KEY_INPUTS
 from .book import Book, row_templates
 from .catalogs import choices_table
@@ -34,11 +34,12 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str], t: Catalogue)
         if col.name in sources:
             rule = {"validate": "list", "source": "=" + sources[col.name],
                     "error_message": t("validation.list", source=sources[col.name])[:255]}
-        elif col.name not in INPUT_BY_NAME:  # a goal cell (book.GOAL_COLUMNS): a number above 0, or blank
+        elif not (spec := INPUT_BY_NAME.get(col.name) or RLHF_INPUT_BY_NAME.get(col.name)):
+            # a goal cell (book.GOAL_COLUMNS): a number above 0, or blank
             rule = {"validate": "decimal", "criteria": ">", "value": 0, "ignore_blank": True,
                     "error_message": t("validation.positive")}
-        elif INPUT_BY_NAME[col.name].is_int:
-            lo, hi = INPUT_BY_NAME[col.name].limits
+        elif spec.is_int:  # a scenario input, or an RLHF group's setting
+            lo, hi = spec.limits
             rule = {"validate": "integer", "criteria": "between", "minimum": lo, "maximum": hi,
                     "error_message": t("validation.whole", lo=lo, hi=f"{hi:,}")}
         else:
@@ -62,7 +63,7 @@ def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *,
 
 
 def write_scenarios(wb, book: Book, styles: Styles) -> None:
-    _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows)
+    _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows, per_row=book.role_formulas)
 
 
 def write_rlhf(wb, book: Book, styles: Styles) -> None:

@@ -70,7 +70,9 @@ class SheetRows:
     columns: Sequence[StreamColumn]  # from column A
     first_row: int
     rows: Sequence[Mapping[str, Any]]
-    per_row: Sequence[Mapping[str, str]] | None = None  # a row's own formulas ("=…"), by column name
+    # A row's own formulas ("=…") by column name, by row (0-based; rows without any left out): in a formula column
+    # instead of its template, in a value column (an RLHF role's input that follows its group) instead of a value.
+    per_row: Mapping[int, Mapping[str, str]] | None = None
 
 
 class StreamingWorkbook(xlsxwriter.Workbook):
@@ -205,7 +207,7 @@ class RowWriter:
         self.letters = [xl_col_to_name(i) for i in range(len(sheet.columns))]
         self.styles = [f' s="{c.fmt._get_xf_index()}"' if c.fmt is not None else "" for c in sheet.columns]
         self.last_row = sheet.first_row + len(sheet.rows) - 1
-        overridden = {n for own in sheet.per_row or () for n in own}
+        overridden = {n for own in (sheet.per_row or {}).values() for n in own}
         self.shared: dict[int, int] = {}  # column -> si
         for c, col in enumerate(sheet.columns):
             if col.template and col.name not in overridden and shareable(col.template):
@@ -234,7 +236,7 @@ class RowWriter:
             vals = list(self.values(row))
         except KeyError:  # a row without some columns leaves them blank
             vals = [row.get(n) for n in self.names]
-        own = self.sheet.per_row[i] if self.sheet.per_row else {}
+        own = self.sheet.per_row.get(i, {}) if self.sheet.per_row else {}
         key = (tuple(map(type, vals)), tuple([c for c in self.value_columns if vals[c] == ""]), tuple(own), i == 0)
         kind = self.kinds.get(key)
         if kind is None:
@@ -276,7 +278,7 @@ class RowWriter:
         own_slot = {name: len(self.names) + k for k, name in enumerate(own)}
         for c, (col, t) in enumerate(zip(self.sheet.columns, types)):
             cell = f'<c r="{self.letters[c]}{ROW}"{self.styles[c]}'
-            if not col.is_formula:
+            if not col.is_formula and col.name not in own:
                 if t is type(None) or c in blank:
                     continue  # a blank cell, as write_value leaves it
                 if t is str:
