@@ -240,6 +240,7 @@ GROUP_SETTINGS = (
 )
 GROUP_SETTING_NAMES = tuple(c.name for c in GROUP_SETTINGS)
 SETTINGS_CHECK = "settings_check"
+ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
 
 
 def _actor_ranks() -> Expr:
@@ -248,7 +249,6 @@ def _actor_ranks() -> Expr:
     return IF(ISNUMBER(ranks), ranks, "")
 
 
-ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
 # The group's split (GROUP_SPLIT) on its row: the actor's ranks, the prompts and sequences of an iteration (blank
 # unless the settings pass their check), then the settings' check (their values, then veRL's two rules). Each row
 # brings its own formulas (they read its role rows): group_split_exprs.
