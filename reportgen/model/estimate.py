@@ -656,8 +656,9 @@ GROUP_SPLIT = (
          IF(ISNUMBER(Var("prompts_per_iteration")), MAX(1, FLOOR(Var("prompts_per_iteration") / Var("actor_ranks"))),
             Var("given_batch_size")),
          "the prompts per iteration over the actor's data-parallel ranks, or (blank) the batch given"),
-    Term("iteration_sequences", "Sequences per iteration", "count",
-         Var("rank_prompts") * Var("sequences_per_prompt") * Var("actor_ranks"),
+    Term("rank_sequences", "Sequences per actor rank", "count", Var("rank_prompts") * Var("sequences_per_prompt"),
+         "what each of the actor's data-parallel ranks generates and trains on per iteration"),
+    Term("iteration_sequences", "Sequences per iteration", "count", Var("rank_sequences") * Var("actor_ranks"),
          "what every pool's ranks share: each role's rank takes its part in micro-batches"),
     # What veRL and OpenRLHF refuse: prompts that do not split evenly over the actor's ranks, a micro-batch that
     # does not divide a rank's sequences (rlhf_batch_check's words).
@@ -666,7 +667,7 @@ GROUP_SPLIT = (
             IF(MOD(Var("prompts_per_iteration"), Var("actor_ranks")).ne(0), 1, 0), 0)),
     Term("micro_uneven", "The micro-batch does not divide a rank's sequences (1/0)", "flag",
          IF(ISNUMBER(Var("micro_batch_size")),
-            IF(MOD(Var("rank_prompts") * Var("sequences_per_prompt"), Var("micro_batch_size")).ne(0), 1, 0), 0)),
+            IF(MOD(Var("rank_sequences"), Var("micro_batch_size")).ne(0), 1, 0), 0)),
 )
 # A role: its rank's part of the iteration's sequences (a pool with fewer ranks takes more each), in micro-batches
 # of at most the micro-batch (blank: all at once), accumulated into one step; its ZeRO stage on its pool.
@@ -683,7 +684,6 @@ ROLE_SPLIT = (
 )
 ROLE_SPLIT_INPUTS = ("batch_size", "grad_accum_steps", "zero_stage")  # the role inputs ROLE_SPLIT sets
 _ROLE_SPLIT_NAMES = tuple(t.name for t in ROLE_SPLIT)
-_GROUP_SPLIT_NAMES = tuple(t.name for t in GROUP_SPLIT)
 
 
 def _plain_var(n: str) -> str:
@@ -697,6 +697,7 @@ _ROLE_SPLIT_FN = compile_terms(ROLE_SPLIT, _plain_var, "_role_split", cache=True
 
 def _group_split(actor: Scenario, algorithm: str, group_size: int, prompts_per_iteration: int | None,
                  micro_batch_size: int | None = None) -> dict[str, int]:
+    """GROUP_SPLIT for this actor (its batch given, its layout) and the group's settings."""
     values = _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "given_batch_size": actor.batch_size,
                               "prompts_per_iteration": prompts_per_iteration, "micro_batch_size": micro_batch_size,
                               "actor_ranks": data_parallel_ranks(actor)}, None, None, None)
@@ -706,7 +707,7 @@ def _group_split(actor: Scenario, algorithm: str, group_size: int, prompts_per_i
 def rank_actor(actor: Scenario, prompts_per_iteration: int | None) -> Scenario:
     """The actor with its data-parallel rank's prompts as its batch: the iteration's prompts over its ranks (at least
     one), or the batch it has."""
-    if prompts_per_iteration:
+    if prompts_per_iteration:  # (the prompts per rank, whatever the algorithm's sequences per prompt)
         return actor.with_inputs(batch_size=_group_split(actor, "ppo", 1, prompts_per_iteration)["rank_prompts"])
     return actor
 
@@ -714,22 +715,14 @@ def rank_actor(actor: Scenario, prompts_per_iteration: int | None) -> Scenario:
 def rank_sequences(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> int:
     """Sequences each of the actor's data-parallel ranks generates and trains on per iteration, for this actor's
     layout and the group's settings (its prompts per iteration, GRPO's group)."""
-    return rollout_sequences(algorithm, rank_actor(actor, settings.get("prompts_per_iteration")).batch_size,
-                             settings["group_size"])
+    split = _group_split(actor, algorithm, settings["group_size"], settings.get("prompts_per_iteration"))
+    return split["rank_sequences"]
 
 
 def iteration_sequences_of(algorithm: str, actor: Scenario, group_size: int) -> int:
     """The sequences of an iteration, shared by every pool's ranks: the rank actor's (rank_actor) over its
     data-parallel ranks."""
     return _group_split(actor, algorithm, group_size, None)["iteration_sequences"]
-
-
-def rollout_sequences(algorithm: str, prompts: int, group_size: int) -> int:
-    """Sequences generated (or, DPO, given) and trained on for these prompts: times the group for GRPO;
-    DPO's pairs are two sequences each."""
-    return _GROUP_SPLIT_FN({"workload": algorithm, "group_size": group_size, "given_batch_size": prompts,
-                            "prompts_per_iteration": None, "micro_batch_size": None, "actor_ranks": 1},
-                           None, None, None)[_GROUP_SPLIT_NAMES.index("iteration_sequences")]
 
 
 def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -753,8 +746,8 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
     if settings.get("padded_len") and settings["padded_len"] < actor.prompt_len + actor.gen_len:
         return "padded_len", (f"is the length every sequence is padded to: at least the prompt and the mean response "
                               f"({actor.prompt_len + actor.gen_len:,} tokens), got {settings['padded_len']:,}")
-    sequences = split["rank_prompts"] * split["sequences_per_prompt"]
     if split["micro_uneven"]:
+        sequences = split["rank_sequences"]
         return "micro_batch_size", (f"must divide the {sequences:,} sequences each of the actor's data-parallel ranks "
                                     f"takes per iteration, got {micro:,}")
     return None
@@ -781,7 +774,7 @@ def data_parallel_ranks(s: Scenario) -> int:
     return int(_RANKS_FN(s.input_view(), None, None, None)[0])
 
 
-def _role_batch(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> dict:
+def _role_inputs(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> dict:
     """A role's batch, accumulation and ZeRO stage on its pool (ROLE_SPLIT), its zero_stage the one given."""
     values = _ROLE_SPLIT_FN({**s.input_view(), "ranks": data_parallel_ranks(s), "iteration_sequences": iteration_sequences,
                              "micro_batch_size": micro_batch_size, "given_grad_accum_steps": grad_accum_steps,
@@ -791,14 +784,8 @@ def _role_batch(s: Scenario, iteration_sequences: int, micro_batch_size: int | N
 
 def _pooled(s: Scenario, iteration_sequences: int, micro_batch_size: int | None, grad_accum_steps: int) -> Scenario:
     """A role on its pool (its GPUs set): the ZeRO stage it runs there and its rank's batch and accumulation."""
-    return s.with_inputs(**_role_batch(s, iteration_sequences, micro_batch_size, grad_accum_steps))
+    return s.with_inputs(**_role_inputs(s, iteration_sequences, micro_batch_size, grad_accum_steps))
 
-
-def role_zero_stage(s: Scenario) -> int:
-    """The ZeRO stage a role runs (ROLE_SPLIT's zero_stage): a frozen model has no gradients or optimizer states,
-    so only ZeRO-3's parameter sharding applies to it; a rollout engine holds whole weights per engine; a pool with
-    one data-parallel rank shards nothing."""
-    return _role_batch(s, 1, None, 1)["zero_stage"]
 
 
 def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str, Any], estimator: "Estimator",

@@ -267,14 +267,17 @@ GROUP_SPLIT_COLUMNS = (
 
 def group_split_exprs(t: Catalogue) -> dict[str, Expr]:
     """The expressions of GROUP_SPLIT_COLUMNS, in dependency order."""
-    rules = {n: _SPLIT[n].expr for n in ("prompts_uneven", "micro_uneven")}
+    def split(name: str) -> Expr:  # a rank's sequences written in: no column of its own
+        return substituted(_SPLIT[name].expr, lambda n: _SPLIT[n].expr if n == "rank_sequences" else None)
+
+    rules = {n: split(n) for n in ("prompts_uneven", "micro_uneven", "rank_sequences")}
     return {"actor_ranks": _actor_ranks(),
-            **{n: _SPLIT[n].expr for n in ("sequences_per_prompt", "rank_prompts")},
+            **{n: split(n) for n in ("sequences_per_prompt", "rank_prompts")},
             **dict(zip(SETTINGS_LISTS, group_settings_problems(t, [_setting_input(n) for n in GROUP_SETTING_NAMES],
                                                               rules))),
             SETTINGS_CHECK: checked(*map(Var, SETTINGS_LISTS)),
             "iteration_sequences": IF(AND(Var(SETTINGS_CHECK).eq(OK), ISNUMBER(Var("actor_ranks"))),
-                                      _SPLIT["iteration_sequences"].expr, "")}
+                                      split("iteration_sequences"), "")}
 
 
 def _setting_input(name: str):
@@ -636,15 +639,18 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
            **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **_group_settings(g.scenario), **g.values}
     formulas = {c.name: f"={book.scenarios.cell(c.name, role_rows[roles[0]])}" for c in RLHF_LINKS}
 
+    def role_row(role: str) -> int:
+        return role_rows[roles[0] if role == ACTOR else role]
+
     def role_cell(name: str) -> str | None:
         if "." not in name:
             return None
         role, term = name.split(".", 1)
-        return book.scenarios.cell(term, role_rows[roles[0] if role == ACTOR else role])
+        return book.scenarios.cell(term, role_row(role))
 
     def role_value(name: str) -> Any:
         role, _, column = name.rpartition(".")
-        return book.scenario_rows[role_rows[roles[0] if role == ACTOR else role] - SCENARIO_FIRST_ROW][column]
+        return book.scenario_rows[role_row(role) - SCENARIO_FIRST_ROW][column]
 
     ctx = book.context(book.rlhf, role_cell)
     free = book.report.interchangeable

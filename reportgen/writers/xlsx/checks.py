@@ -208,8 +208,9 @@ SETTINGS_LISTS = ("settings_problems_1", "settings_problems_2")  # the columns g
 def group_settings_problems(t: Catalogue, settings: Sequence[Input], rules: Mapping[str, Expr]) -> tuple[Expr, Expr]:
     """An RLHF group's settings (its row's cells), in two lists: each setting's value (blank: none, where the
     setting has no default; GRPO's group size only for GRPO), then, with every value a number and the actor's ranks
-    known, the split's rules (estimate.GROUP_SPLIT's flags by name: "prompts_uneven", "micro_uneven"). The group's
-    settings check is checked() of the two."""
+    known, the split's rules (estimate.GROUP_SPLIT's expressions by name: the flags "prompts_uneven" and
+    "micro_uneven", and the "rank_sequences" the latter's message names). The group's settings check is checked() of
+    the two."""
     values = []
     for i in settings:
         problem = _input_problem(t, i)
@@ -223,8 +224,7 @@ def group_settings_problems(t: Catalogue, settings: Sequence[Input], rules: Mapp
         _problem(rules["prompts_uneven"].eq(1),
                  message(t("check.prompts_uneven"), ranks=ranks, value=Var("prompts_per_iteration"))),
         _problem(rules["micro_uneven"].eq(1),
-                 message(t("check.micro_uneven"), sequences=Var("rank_prompts") * Var("sequences_per_prompt"),
-                         value=Var("micro_batch_size")))])
+                 message(t("check.micro_uneven"), sequences=rules["rank_sequences"], value=Var("micro_batch_size")))])
     return problem_list(values), IF(OR(Var(SETTINGS_LISTS[0]).ne(END), NOT(ISNUMBER(ranks))), END, split)
 
 
