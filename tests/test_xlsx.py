@@ -705,6 +705,16 @@ def test_workbook_structure(book):
     assert validations[letter("checkpointing")].formula1.startswith("Choices!")
     zero = validations[letter("zero_stage")]
     assert zero.type == "whole" and (zero.formula1, zero.formula2) == ("0", "3") and zero.showErrorMessage
+    # An RLHF group's settings validate as the inputs they are given as (ZeRO 0 is a stage), or as RLHF settings.
+    rlhf = wb["RLHF"]
+    rcols = columns(rlhf)
+    rules = {str(v.sqref).split(":")[0].rstrip("0123456789"): v for v in rlhf.data_validations.dataValidation}
+    from reportgen.model.inputs import INPUT_BY_NAME, RLHF_INPUT_BY_NAME
+    for name, spec in (("given_zero_stage", INPUT_BY_NAME["zero_stage"]),
+                       ("given_batch_size", INPUT_BY_NAME["batch_size"]), ("group_size", RLHF_INPUT_BY_NAME["group_size"]),
+                       ("micro_batch_size", RLHF_INPUT_BY_NAME["micro_batch_size"])):
+        rule = rules[openpyxl.utils.get_column_letter(rcols[name])]
+        assert (rule.type, rule.formula1, rule.formula2) == ("whole", *map(str, spec.limits)), name
     # Catalogs and assumptions validate what is typed, by the same rules as their checks.
     gpus = wb["GPUs"]
     memory = {c.value: c.column_letter for c in gpus[1]}["memory_mib"]

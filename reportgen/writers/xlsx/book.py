@@ -12,7 +12,7 @@ from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext,
                                substituted, to_excel)
 from ...planning.goals import Goal, goal_met_expr
 from ...report.i18n import Catalogue, load_workbook_catalogue
-from ...model.inputs import INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME
+from ...model.inputs import INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME, Input
 from ...planning.ranking import PLAN_FITS, PLAN_ORDER, RENT_ORDER
 from ...report.build import BlockResults, Report, Result, requirement_numbers
 from ...model.shape import MODEL_FIELDS, MODEL_TERMS, TEXT_FIELDS
@@ -273,16 +273,20 @@ def group_split_exprs(t: Catalogue) -> dict[str, Expr]:
     rules = {n: split(n) for n in ("prompts_uneven", "micro_uneven", "rank_sequences")}
     return {"actor_ranks": _actor_ranks(),
             **{n: split(n) for n in ("sequences_per_prompt", "rank_prompts")},
-            **dict(zip(SETTINGS_LISTS, group_settings_problems(t, [_setting_input(n) for n in GROUP_SETTING_NAMES],
+            **dict(zip(SETTINGS_LISTS, group_settings_problems(t, [input_rules(n) for n in GROUP_SETTING_NAMES],
                                                               rules))),
             SETTINGS_CHECK: checked(*map(Var, SETTINGS_LISTS)),
             "iteration_sequences": IF(AND(Var(SETTINGS_CHECK).eq(OK), ISNUMBER(Var("actor_ranks"))),
                                       split("iteration_sequences"), "")}
 
 
-def _setting_input(name: str):
-    """A group setting's rules of value: the RLHF setting's, or the scenario input's it is given as."""
-    return RLHF_INPUT_BY_NAME.get(name) or replace(INPUT_BY_NAME[name.removeprefix("given_")], name=name)
+def input_rules(name: str) -> Input | None:
+    """The rules of value of an input column: a scenario input's, an RLHF group setting's, or the scenario input's
+    that a group setting is given as (given_zero_stage); None for another column (a goal cell)."""
+    if name in INPUT_BY_NAME or name in RLHF_INPUT_BY_NAME:
+        return INPUT_BY_NAME.get(name) or RLHF_INPUT_BY_NAME[name]
+    given = name.removeprefix("given_")
+    return replace(INPUT_BY_NAME[given], name=name) if given != name and given in INPUT_BY_NAME else None
 
 
 def scenario_columns(t: Catalogue, ids: Sequence[Column], helpers: Sequence[Column] = (),

@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from ...report.i18n import Catalogue
-from ...model.inputs import INPUT_BY_NAME, RLHF_INPUT_BY_NAME
+from ...model.inputs import INPUT_BY_NAME
 from .checks import LOOKUP_KEY_INPUTS
-from .book import Book, row_templates
+from .book import Book, input_rules, row_templates
 from .catalogs import choices_table
 from .layout import (MAX_ROW, SCENARIO_FIRST_ROW, Styles, Table, add_sheet, column_label, column_text, mark_invalid_rows, page_setup,
                      write_header, write_rows)
@@ -34,7 +34,7 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str], t: Catalogue)
         if col.name in sources:
             rule = {"validate": "list", "source": "=" + sources[col.name],
                     "error_message": t("validation.list", source=sources[col.name])[:255]}
-        elif not (spec := INPUT_BY_NAME.get(col.name) or RLHF_INPUT_BY_NAME.get(col.name)):
+        elif not (spec := input_rules(col.name)):
             # a goal cell (book.GOAL_COLUMNS): a number above 0, or blank
             rule = {"validate": "decimal", "criteria": ">", "value": 0, "ignore_blank": True,
                     "error_message": t("validation.positive")}
