@@ -318,9 +318,12 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         row = _find_row(ws, cols, index)
         for name, value in change.items():
             ws.cell(row, cols[name]).value = value
-    actor_row = _find_row(ws, cols, ppo.index, "actor")
+    # the group's job input: its batch given (a rank's prompts) on its RLHF row, which every role row re-splits
+    rlhf = wb["RLHF"]
+    group_row = next(row for row in range(FIRST_ROW, rlhf.max_row + 1)
+                     if rlhf.cell(row, columns(rlhf)["index"]).value == ppo.index)
     for name, value in actor_edit.items():
-        ws.cell(actor_row, cols[name]).value = value
+        rlhf.cell(group_row, columns(rlhf)[f"given_{name}"]).value = value
     assumptions = wb["Assumptions"]
     (k_cell,) = [r[2] for r in assumptions.iter_rows(min_row=2) if r[0].value == "safety_factor"]
     k_cell.value = new_k
@@ -333,9 +336,8 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
     for r in report.results:
         if r.is_group:
             g: RlhfScenario = r.estimate.scenario
-            if r is ppo:  # the actor row is the group's actor (PPO: the same batch)
-                g = replace(g, roles=((g.roles[0][0], replace(g.roles[0][1], **actor_edit)),) + g.roles[1:],
-                            actor=replace(g.actor, **actor_edit))
+            if r is ppo:  # every role laid out anew from the actor's new batch
+                g = g.relayout(**actor_edit)
             est = estimator.estimate_group(g)
         else:
             est = estimator.estimate(replace(r.lead, **edits.get(r.index, {})))

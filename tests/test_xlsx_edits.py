@@ -564,6 +564,8 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
                  and dict(r.estimate.scenario.settings)["rollout_placement"] == "actor")
     typo = next(r for r in report.results if r.is_group and r.workload == "grpo" and r.index != engine.index
                 and r.estimate.scenario.placement == "colocated")
+    # a typo in the micro-batch of a group whose requirement reads its batch (no prompts per iteration given)
+    micro_typo = next(r for r in report.results if r.is_group and r.workload == "ppo" and r.index != colocated.index)
     uneven = next(r for r in report.results if r.is_group and r.index not in {x.index for x in (colocated, engine, apart, typo)}
                   and dict(r.estimate.scenario.settings)["prompts_per_iteration"])
     wb = openpyxl.load_workbook(book)
@@ -582,6 +584,9 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     ws.cell(role_row(apart, "reference"), cols["num_gpus"]).value = 2
     rl.cell(group_row(typo), rcols["group_size"]).value = "8x"
     rl.cell(group_row(uneven), rcols["prompts_per_iteration"]).value = 63
+    rl.cell(group_row(micro_typo), rcols["micro_batch_size"]).value = "2x"
+    written_requirement = openpyxl.load_workbook(book, data_only=True)["RLHF"].cell(group_row(micro_typo),
+                                                                                   rcols["requirement"]).value
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     fresh_path = recalculate(edited, tmp_path / "out")
@@ -617,5 +622,8 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     assert ranks > 1 and 63 % ranks
     assert rl.cell(group_row(uneven), rcols["check"]).value == (
         f"prompts_per_iteration: must split evenly over the actor's {ranks} data-parallel ranks, got 63")
-    for r in (typo, uneven):  # its figures blank, as a checked row's are
+    assert rl.cell(group_row(micro_typo), rcols["check"]).value == "micro_batch_size: expected a whole number, got '2x'"
+    # its requirement still the job's (its batch as typed), not an error the Plan and Charts would read
+    assert rl.cell(group_row(micro_typo), rcols["requirement"]).value == written_requirement
+    for r in (typo, uneven, micro_typo):  # its figures blank, as a checked row's are
         assert rl.cell(group_row(r), rcols["allocated_peak"]).value in (None, "")

@@ -20,7 +20,7 @@ from ...model.lookups import LOOKUP_TABLES
 from ...model.terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .columns import BlockRows, TableColumns, TableRows, joined_small_runs
 from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, RULE_LISTS, catalog_problems, checked, gated,
-                     SETTINGS_LISTS, group_check, group_settings_problems, input_problems, row_check, rule_problems,
+                     SETTINGS_CHECK, SETTINGS_LISTS, group_check, group_settings_problems, input_problems, row_check, rule_problems,
                      scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
@@ -239,7 +239,6 @@ GROUP_SETTINGS = (
     *(_input_column(RLHF_INPUT_BY_NAME[n]) for n in ("group_size", "prompts_per_iteration", "micro_batch_size")),
 )
 GROUP_SETTING_NAMES = tuple(c.name for c in GROUP_SETTINGS)
-SETTINGS_CHECK = "settings_check"
 ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
 
 

@@ -203,6 +203,7 @@ def scenario_check(t: Catalogue) -> Expr:
 
 
 SETTINGS_LISTS = ("settings_problems_1", "settings_problems_2")  # the columns group_settings_problems' lists fill
+SETTINGS_CHECK = "settings_check"  # an RLHF group's column: checked() of those lists
 
 
 def group_settings_problems(t: Catalogue, settings: Sequence[Input], rules: Mapping[str, Expr]) -> tuple[Expr, Expr]:

@@ -5,8 +5,8 @@ its inputs, so an edited batch or dtype moves the row to another requirement and
 "model · workload · name=value · …": inputs.job_inputs of the row's workload, in the input table's
 order, less those its matrix (the row's matrix cell) declares interchangeable, which the plan may
 choose. An RLHF group's reads its actor's (DPO: policy's) row as the group computes with it: its batch
-is a rank's prompts per iteration, the row's micro-batch × accumulation over the sequences per prompt
-(GRPO's group size, DPO's pair), and none where the iteration's prompts are given; then the settings
+is a rank's prompts per iteration times the accumulation given (the group row's split), and none where the
+iteration's prompts are given; then the settings
 report.requirement adds for a group: how the actor trains and the other roles' models (live, from their rows) and GRPO's
 group size. Two candidate rows show the same text exactly when report.requirement gives them the
 same requirement; the Plan's requirement cells are matched against it. Names and values, not words:
@@ -21,6 +21,8 @@ from ...planning.goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
 from ...model.estimate import ROLLOUT_LENGTHS
 from ...model.inputs import INPUT_BY_NAME, INPUTS, ROLLOUT, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
 from ...report.build import GROUP_SPLIT, Requirement
+from .checks import SETTINGS_CHECK
+from .layout import OK
 
 SEP = " · "
 
@@ -72,11 +74,12 @@ def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: 
     `need` (report.requirement of the group) says which group settings follow the actor's inputs;
     those with a cell are read live, GRPO's group size (no cell) is its value."""
     given = dict(need.settings)
-    sequences_per_prompt = {"grpo": given.get("group_size", 1), "dpo": 2}.get(need.workload, 1)
 
     def actor(name: str) -> Expr:
-        if name == "batch_size":  # a rank's prompts per iteration: its sequences, however micro-batched
-            return Var(f"{roles[0]}.batch_size") * Var(f"{roles[0]}.grad_accum_steps") / sequences_per_prompt
+        if name == "batch_size":  # a rank's prompts per iteration × the accumulation given (the group row's cells);
+            # while the group's settings fail, the batch as typed (its roles' micro-batches are blank)
+            return IF(Var(SETTINGS_CHECK).eq(OK), Var("rank_prompts") * Var("given_grad_accum_steps"),
+                      Var("given_batch_size"))
         if name in ROLLOUT_LENGTHS and ROLLOUT in roles:  # an engine on GPUs of its own generates, the actor not
             return Var(f"{ROLLOUT}.{name}")
         return Var(f"{roles[0]}.{name}")
