@@ -363,7 +363,7 @@ class Requirement:
 
 
 # How an RLHF group splits its rank's sequences into passes: how it runs, not what the job is.
-GROUP_SPLIT = ("grad_accum_steps",)
+GROUP_PASS_INPUTS = ("grad_accum_steps",)
 
 
 def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
@@ -383,7 +383,7 @@ def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal 
     # A rank's prompts per iteration are its batch × accumulation, however the roles' micro-batches split them.
     values = {**{n: getattr(s, n) for n in job_inputs(result.workload, s.workload)},
               "batch_size": s.batch_size * s.grad_accum_steps}
-    settings = [(n, v) for n, v in values.items() if n not in free and n not in GROUP_SPLIT
+    settings = [(n, v) for n, v in values.items() if n not in free and n not in GROUP_PASS_INPUTS
                 and not (prompts and n == "batch_size")]
     return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 

@@ -27,7 +27,8 @@ from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from ..model.formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from ..scenarios.presets import WORKLOAD_TYPES
-from .build import ABSENT, GROUP_SPLIT, InputColumns, Recommendation, Report, Requirement, Result, ScenarioRow, SensitivitySeries
+from .build import (ABSENT, GROUP_PASS_INPUTS, InputColumns, Recommendation, Report, Requirement, Result, ScenarioRow,
+                    SensitivitySeries)
 from ..model.lookups import LOOKUP_TABLES
 from ..model.inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
 from .notes import PLACEHOLDER
@@ -774,7 +775,7 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
     s = r.lead
     chosen = set(job_inputs(r.workload, s.workload)) - {n for n, _ in need.settings}
     if r.is_group:  # a role's batch and accumulation split the rank's sequences: said as its micro-batch
-        chosen -= {"batch_size", *GROUP_SPLIT}
+        chosen -= {"batch_size", *GROUP_PASS_INPUTS}
     parts = [setting_text(n, getattr(s, n), t) for n in INPUT_NAMES
              if n in chosen or (n in _CHOICE_INPUTS and INPUT_BY_NAME[n].applies_to(s.workload)
                                 and getattr(s, n) != _default(n, s.workload))]

@@ -20,7 +20,7 @@ from ...model.formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
 from ...planning.goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
 from ...model.estimate import ROLLOUT_LENGTHS
 from ...model.inputs import INPUT_BY_NAME, INPUTS, ROLLOUT, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
-from ...report.build import GROUP_SPLIT, Requirement
+from ...report.build import GROUP_PASS_INPUTS, Requirement
 from .checks import SETTINGS_CHECK
 from .layout import OK
 
@@ -85,7 +85,7 @@ def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: 
         return Var(f"{roles[0]}.{name}")
     live = {"actor_workload": actor("workload"), **{f"role.{r}": Var(f"{r}.model") for r in roles[1:]}}
     extras = [_setting(n, live.get(n, lift(v))) for n, v in need.settings if n not in INPUT_BY_NAME]
-    left_out = GROUP_SPLIT + (("batch_size",) if "prompts_per_iteration" in given else ())
+    left_out = GROUP_PASS_INPUTS + (("batch_size",) if "prompts_per_iteration" in given else ())
     asked = {w: tuple(n for n in job_inputs(need.workload, w) if n not in left_out)  # w: how the actor trains
              for w in TRAINED_WORKLOADS}
     return concat(actor("model"), SEP, need.workload, _job_settings(asked, interchangeable, actor), *extras)
