@@ -509,10 +509,16 @@ def test_streamed_sheets_are_valid_spreadsheetml(book):
                 assert members == r2 - r1 + 1, f"{sheet}: shared formula {si} has gaps"
             if sheet in ("Scenarios", "NoteScenarios"):
                 # Every formula column is one shared formula but "#" (column A: each row reads its own written
-                # row, an absolute reference); row 1 names the columns.
+                # row, an absolute reference) and "check", which an RLHF role row writes as its own (it says first
+                # whether its group's settings fail); row 1 names the columns.
+                names = {c.get("r").rstrip("0123456789"): "".join(t.text or "" for t in c.iter(f"{NS}t"))
+                         for c in rows[0].findall(f"{NS}c")}
                 formula_columns = {c.get("r").rstrip("0123456789") for c in rows[2].findall(f"{NS}c")
-                                   if c.find(f"{NS}f") is not None} - {"A"}
-                assert len(shared) == len(formula_columns) > 80, sheet
+                                   if c.find(f"{NS}f") is not None}
+                own = {c.get("r").rstrip("0123456789") for row in rows for c in row.findall(f"{NS}c")
+                       if c.find(f"{NS}f") is not None and c.find(f"{NS}f").get("t") != "shared"} & formula_columns
+                assert {names[letter] for letter in own} <= {"index", "check"}, sheet
+                assert len(shared) == len(formula_columns - own) > 80, sheet
 
 
 def test_shareable_formulas():

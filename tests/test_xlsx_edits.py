@@ -549,6 +549,46 @@ def test_the_chinese_workbook_has_the_same_formulas_in_chinese_words(report, boo
     assert fresh.cell(row, cols["check"]).value == "tp_size 3 不能整除卡数 4"
 
 
+def _recalculated(wb, tmp_path):
+    """The edited workbook saved, recalculated by LibreOffice (no cell an error) and read back (values)."""
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    fresh_path = recalculate(edited, tmp_path / "out")
+    assert formula_errors(fresh_path) == []
+    return openpyxl.load_workbook(fresh_path, data_only=True)
+
+
+def _role_row(ws, r, role) -> int:
+    return find_row(ws, report_index=r.index, role=role)
+
+
+def _group_row(rl, r) -> int:
+    return find_row(rl, index=r.index)
+
+
+def _assert_groups_laid_out_anew(ws, rl, wanted, names) -> None:
+    """Each (group, its RlhfScenario laid out anew) of the recalculated sheets: every role row's `names`, checks and
+    allocated peaks, and the group row's totals, are the estimator's; some role's `names` changed."""
+    cols, rcols = columns(ws), columns(rl)
+    estimator = load(str(FIXTURE)).estimator
+    for r, g in wanted:
+        want = estimator.estimate_group(g)
+        before = {role: e.scenario for role, e in r.estimate.roles}
+        changed = 0
+        for role, est in want.roles:
+            row = _role_row(ws, r, role)
+            assert ws.cell(row, cols["check"]).value == "ok", (r.index, role)
+            for name in names:
+                assert ws.cell(row, cols[name]).value == getattr(est.scenario, name), (r.index, role, name)
+                changed += getattr(est.scenario, name) != getattr(before[role], name)
+            assert same(est.values["allocated_peak"], ws.cell(row, cols["allocated_peak"]).value), (r.index, role)
+        assert changed, r.index  # the edit changed some role
+        row = _group_row(rl, r)
+        assert rl.cell(row, rcols["check"]).value == "ok"
+        for name in ("allocated_peak", "iteration_seconds", "total_gpus", "purchase_usd", "fits_recommended"):
+            assert same(want.values[name], rl.cell(row, rcols[name]).value), (r.index, name)
+
+
 def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, report, soffice, tmp_path):
     """#33: an RLHF group's split is live: the actor's GPU count edited on a colocated group (every role follows and
     re-splits), a group's prompts per iteration and micro-batch edited on its RLHF row, a separate pool's GPUs edited
@@ -572,58 +612,89 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     ws, rl = wb["Scenarios"], wb["RLHF"]
     cols, rcols = columns(ws), columns(rl)
 
-    def role_row(r, role):
-        return find_row(ws, report_index=r.index, role=role)
-
-    def group_row(r):
-        return find_row(rl, index=r.index)
-
-    ws.cell(role_row(colocated, "actor"), cols["num_gpus"]).value = 4
-    rl.cell(group_row(engine), rcols["prompts_per_iteration"]).value = 32
-    rl.cell(group_row(engine), rcols["micro_batch_size"]).value = 8
-    ws.cell(role_row(apart, "reference"), cols["num_gpus"]).value = 2
-    rl.cell(group_row(typo), rcols["group_size"]).value = "8x"
-    rl.cell(group_row(uneven), rcols["prompts_per_iteration"]).value = 63
-    rl.cell(group_row(micro_typo), rcols["micro_batch_size"]).value = "2x"
-    written_requirement = openpyxl.load_workbook(book, data_only=True)["RLHF"].cell(group_row(micro_typo),
+    ws.cell(_role_row(ws, colocated, "actor"), cols["num_gpus"]).value = 4
+    rl.cell(_group_row(rl, engine), rcols["prompts_per_iteration"]).value = 32
+    rl.cell(_group_row(rl, engine), rcols["micro_batch_size"]).value = 8
+    ws.cell(_role_row(ws, apart, "reference"), cols["num_gpus"]).value = 2
+    rl.cell(_group_row(rl, typo), rcols["group_size"]).value = "8x"
+    rl.cell(_group_row(rl, uneven), rcols["prompts_per_iteration"]).value = 63
+    rl.cell(_group_row(rl, micro_typo), rcols["micro_batch_size"]).value = "2x"
+    written_requirement = openpyxl.load_workbook(book, data_only=True)["RLHF"].cell(_group_row(rl, micro_typo),
                                                                                    rcols["requirement"]).value
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
-    fresh_path = recalculate(edited, tmp_path / "out")
-    assert formula_errors(fresh_path) == []
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = _recalculated(wb, tmp_path)
     ws, rl = fresh["Scenarios"], fresh["RLHF"]
 
-    estimator = load(str(FIXTURE)).estimator
     apart_gpus = {**dict(apart.estimate.scenario.settings)["role_gpus"], "reference": 2}
-    wanted = [(colocated, colocated.estimate.scenario.relayout(num_gpus=4)),
-              (engine, engine.estimate.scenario.relayout({"prompts_per_iteration": 32, "micro_batch_size": 8})),
-              (apart, apart.estimate.scenario.relayout({"role_gpus": apart_gpus}))]
-    for r, g in wanted:
-        want = estimator.estimate_group(g)
-        before = {role: e.scenario for role, e in r.estimate.roles}
-        changed = 0
-        for role, est in want.roles:
-            row = role_row(r, role)
-            assert ws.cell(row, cols["check"]).value == "ok", (r.index, role)
-            for name in ("num_gpus", "gpu", "batch_size", "grad_accum_steps", "zero_stage"):
-                assert ws.cell(row, cols[name]).value == getattr(est.scenario, name), (r.index, role, name)
-                changed += getattr(est.scenario, name) != getattr(before[role], name)
-            assert same(est.values["allocated_peak"], ws.cell(row, cols["allocated_peak"]).value), (r.index, role)
-        assert changed, r.index  # the edit re-split some role
-        row = group_row(r)
-        assert rl.cell(row, rcols["check"]).value == "ok"
-        for name in ("allocated_peak", "iteration_seconds", "total_gpus", "purchase_usd", "fits_recommended"):
-            assert same(want.values[name], rl.cell(row, rcols[name]).value), (r.index, name)
+    _assert_groups_laid_out_anew(ws, rl, [
+        (colocated, colocated.estimate.scenario.relayout(num_gpus=4)),
+        (engine, engine.estimate.scenario.relayout({"prompts_per_iteration": 32, "micro_batch_size": 8})),
+        (apart, apart.estimate.scenario.relayout({"role_gpus": apart_gpus}))],
+        ("num_gpus", "gpu", "batch_size", "grad_accum_steps", "zero_stage"))
     # the colocated group: every role on the actor's 4 GPUs, each rank still the batch given (2 prompts)
-    assert {ws.cell(role_row(colocated, role), cols["num_gpus"]).value for role, _ in colocated.estimate.roles} == {4}
-    assert rl.cell(group_row(typo), rcols["check"]).value == "group_size: expected a whole number, got '8x'"
-    ranks = rl.cell(group_row(uneven), rcols["actor_ranks"]).value
+    assert {ws.cell(_role_row(ws, colocated, role), cols["num_gpus"]).value for role, _ in colocated.estimate.roles} == {4}
+    assert rl.cell(_group_row(rl, typo), rcols["check"]).value == "group_size: expected a whole number, got '8x'"
+    ranks = rl.cell(_group_row(rl, uneven), rcols["actor_ranks"]).value
     assert ranks > 1 and 63 % ranks
-    assert rl.cell(group_row(uneven), rcols["check"]).value == (
+    assert rl.cell(_group_row(rl, uneven), rcols["check"]).value == (
         f"prompts_per_iteration: must split evenly over the actor's {ranks} data-parallel ranks, got 63")
-    assert rl.cell(group_row(micro_typo), rcols["check"]).value == "micro_batch_size: expected a whole number, got '2x'"
+    assert rl.cell(_group_row(rl, micro_typo), rcols["check"]).value == "micro_batch_size: expected a whole number, got '2x'"
     # its requirement still the job's (its batch as typed), not an error the Plan and Charts would read
-    assert rl.cell(group_row(micro_typo), rcols["requirement"]).value == written_requirement
+    assert rl.cell(_group_row(rl, micro_typo), rcols["requirement"]).value == written_requirement
     for r in (typo, uneven, micro_typo):  # its figures blank, as a checked row's are
-        assert rl.cell(group_row(r), rcols["allocated_peak"]).value in (None, "")
+        assert rl.cell(_group_row(rl, r), rcols["allocated_peak"]).value in (None, "")
+
+
+def test_an_rlhf_groups_lengths_and_actor_inputs_are_its_roles_like_the_cli(book, report, soffice, tmp_path):
+    """#33: a group's roles follow its lengths (the RLHF row's prompt, mean and longest response, padded roles) and
+    its actor's inputs (the first role row's model, checkpointing…) as the estimator's roles follow its actor: the
+    mean response of a colocated PPO group 256 → 512 with its actor's model and checkpointing edited (the reference
+    follows the model, the named critic and reward keep theirs), the prompt of a group whose engines have GPUs of their
+    own 256 → 512 (the engines' rows take it, the actor's stays without rollouts), every role of a separate GRPO group
+    padded to the prompt and a longest response of 1,024. Recalculated by LibreOffice, each is the estimator's group laid out anew (relayout), role by role. A typo in
+    a length names itself on the group's row and on each of its role rows; no cell shows an error."""
+    ppo = next(r for r in report.results if r.is_group and r.workload == "ppo" and r.lead.num_gpus == 2
+               and r.lead.gpu == "A100-80GB")
+    apart = next(r for r in report.results if r.is_group
+                 and dict(r.estimate.scenario.settings)["rollout_placement"] == "separate")
+    padded = next(r for r in report.results if r.is_group and r.workload == "grpo"
+                  and r.estimate.scenario.placement == "separate"
+                  and dict(r.estimate.scenario.settings)["rollout_placement"] == "actor")
+    typo = next(r for r in report.results if r.is_group and r.workload == "grpo" and r.index != padded.index
+                and r.estimate.scenario.placement == "colocated")
+    assert dict(ppo.estimate.scenario.settings)["critic_model"] and not dict(ppo.estimate.scenario.settings)["reference_model"]
+    wb = openpyxl.load_workbook(book)
+    ws, rl = wb["Scenarios"], wb["RLHF"]
+    cols, rcols = columns(ws), columns(rl)
+
+    # the role rows' inputs that follow are formulas, styled as figures (not as the yellow inputs a planner types)
+    critic = _role_row(ws, ppo, "critic")
+    for name in ("seq_len", "checkpointing", "precision", "batch_size"):
+        assert str(ws.cell(critic, cols[name]).value).startswith("="), name
+        assert ws.cell(critic, cols[name]).fill.fgColor.rgb != ws.cell(_role_row(ws, ppo, "actor"), cols["num_gpus"]).fill.fgColor.rgb
+    assert ws.cell(critic, cols["model"]).value == "Qwen2.5-0.5B"  # named: its own
+    rl.cell(_group_row(rl, ppo), rcols["given_gen_len"]).value = 512
+    ws.cell(_role_row(ws, ppo, "actor"), cols["model"]).value = "Llama-3.1-8B"
+    ws.cell(_role_row(ws, ppo, "actor"), cols["checkpointing"]).value = "selective"
+    rl.cell(_group_row(rl, apart), rcols["given_prompt_len"]).value = 512
+    rl.cell(_group_row(rl, padded), rcols["padded_roles"]).value = "all"
+    rl.cell(_group_row(rl, padded), rcols["given_max_gen_len"]).value = 1024
+    rl.cell(_group_row(rl, typo), rcols["given_gen_len"]).value = "1k"
+    fresh = _recalculated(wb, tmp_path)
+    ws, rl = fresh["Scenarios"], fresh["RLHF"]
+
+    _assert_groups_laid_out_anew(ws, rl, [
+        (ppo, ppo.estimate.scenario.relayout(model="Llama-3.1-8B", checkpointing="selective", gen_len=512)),
+        (apart, apart.estimate.scenario.relayout(prompt_len=512)),
+        (padded, padded.estimate.scenario.relayout({"padded_roles": "all"}, max_gen_len=1024))],
+        ("model", "checkpointing", "seq_len", "prompt_len", "gen_len", "max_gen_len", "num_gpus", "batch_size",
+         "grad_accum_steps", "zero_stage", "tp_size"))
+    assert [ws.cell(_role_row(ws, ppo, role), cols["model"]).value for role in ("actor", "critic", "reference", "reward")] == [
+        "Llama-3.1-8B", "Qwen2.5-0.5B", "Llama-3.1-8B", "Qwen2.5-0.5B"]
+    assert (ws.cell(_role_row(ws, apart, "actor"), cols["prompt_len"]).value,
+            ws.cell(_role_row(ws, apart, "rollout"), cols["prompt_len"]).value) == (0, 512)
+    reason = "given_gen_len: expected a whole number, got '1k'"
+    assert rl.cell(_group_row(rl, typo), rcols["check"]).value == reason
+    for role, _ in typo.estimate.roles:
+        assert ws.cell(_role_row(ws, typo, role), cols["check"]).value == (
+            f"the group's settings (RLHF row {_group_row(rl, typo)}): {reason}")
+    assert rl.cell(_group_row(rl, typo), rcols["allocated_peak"]).value in (None, "")

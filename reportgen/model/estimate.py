@@ -574,8 +574,65 @@ def scenario_columns(scenarios: Sequence[Scenario]) -> dict[str, list]:
     return dict(zip(INPUT_NAMES, map(list, zip(*map(_INPUT_VALUES, scenarios)))))
 
 
-# The rollouts' lengths: a rollout engine on GPUs of its own carries them; its actor, which only trains, has none.
-ROLLOUT_LENGTHS = ("prompt_len", "gen_len")
+# A role's lengths, defined once as expressions over its group's (the Python here and the workbook's role rows, which
+# read the group's row, compute the same). Trained sequences are the prompt and the mean response (DPO: the pairs'
+# given length); padded roles (veRL without padding removal) pass over every sequence padded to padded_len (default:
+# the prompt and the longest response). The rollouts' lengths stay with what generates them: the actor, or a rollout
+# engine on GPUs of its own (the actor then only trains).
+_PADDED = AND(Var("workload").ne("dpo"),
+              OR(Var("padded_roles").eq("all"), AND(Var("padded_roles").eq("critic"), Var("role").eq("critic"))))
+_GENERATES = OR(Var("role").eq(ROLLOUT), AND(Var("role").eq("actor"), Var("rollout_placement").ne("separate")))
+ROLE_LENGTHS = (
+    Term("seq_len", "Sequence length", "tokens",
+         IF(_PADDED, IF(ISNUMBER(Var("padded_len")), Var("padded_len"),
+                        Var("given_prompt_len") + MAX(Var("given_gen_len"), Var("given_max_gen_len"))),
+            IF(Var("workload").eq("dpo"), Var("given_seq_len"), Var("given_prompt_len") + Var("given_gen_len")))),
+    Term("prompt_len", "Prompt length", "tokens", IF(_GENERATES, Var("given_prompt_len"), 0)),
+    Term("gen_len", "Generated tokens", "tokens", IF(_GENERATES, Var("given_gen_len"), 0)),
+    Term("max_gen_len", "Longest response", "tokens", Var("given_max_gen_len")),
+)
+ROLE_LENGTH_NAMES = tuple(t.name for t in ROLE_LENGTHS)
+
+
+def _plain_var(n: str) -> str:
+    return f"I[{n!r}]"
+
+
+_ROLE_LENGTHS_FN = compile_terms(ROLE_LENGTHS, _plain_var, "_role_lengths", cache=True)
+# What a role sets itself beyond its lengths, its pool and its split (the rest it takes from the actor; Var(n): the
+# actor's input n). A frozen model is served (its weight dtype the actor's: a QLoRA group's reference is its
+# quantised base); a rollout engine on GPUs of its own serves the actor's model whole on each of its engines, with no
+# training layout, states or passes; critic and reward models carry a value head.
+_FROZEN = dict(workload=FROZEN, offload="none")
+ROLE_INPUTS = {"critic": dict(head="value"), "reference": _FROZEN, "reward": dict(_FROZEN, head="value"),
+               ROLLOUT: dict(workload=ROLLOUT, tp_size=Var("rollout_tp_size"), pp_size=1, vp_size=1, cp_size=1,
+                             ep_size=1, etp_size=0, zero_stage=0, checkpointing="none", offload="none")}
+ROLE_MODELS = {"critic": "critic_model", "reference": "reference_model", "reward": "reward_model"}
+
+
+def role_own_inputs(role: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs a role sets itself (ROLE_INPUTS, and its model where the group names one), beyond its lengths."""
+    model = settings.get(ROLE_MODELS.get(role, ""))
+    return {**ROLE_INPUTS.get(role, {}), **({"model": model} if model else {})}
+
+
+def _own_inputs(role: str, actor: Scenario, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """role_own_inputs with the actor's inputs they name read."""
+    return {n: getattr(actor, v.name) if isinstance(v, Var) else v for n, v in role_own_inputs(role, settings).items()}
+
+
+def group_lengths(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The values ROLE_LENGTHS reads from a group: the actor's lengths given and the group's settings."""
+    return {"workload": algorithm, "given_seq_len": actor.seq_len, "given_prompt_len": actor.prompt_len,
+            "given_gen_len": actor.gen_len, "given_max_gen_len": actor.max_gen_len,
+            "padded_roles": settings.get("padded_roles", "none"), "padded_len": settings.get("padded_len"),
+            "rollout_placement": settings.get("rollout_placement", "actor")}
+
+
+def role_scenario(role: str, actor: Scenario, lengths: Mapping[str, Any], settings: Mapping[str, Any]) -> Scenario:
+    """A role before its pool and split: the actor with the role's own inputs and lengths."""
+    values = _ROLE_LENGTHS_FN({**lengths, "role": role}, None, None, None)
+    return actor.with_inputs(**_own_inputs(role, actor, settings), **dict(zip(ROLE_LENGTH_NAMES, map(int, values))))
 
 
 def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
@@ -601,42 +658,21 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     """
     actor = rank_actor(actor, prompts_per_iteration)
     iteration_sequences = iteration_sequences_of(algorithm, actor, group_size)
-    # DPO trains on given (chosen, rejected) sequences; PPO/GRPO train on the generated rollouts.
-    seq = actor.seq_len if algorithm == "dpo" else actor.prompt_len + actor.gen_len
-    padded = padded_len or actor.prompt_len + max(actor.gen_len, actor.max_gen_len)
-    critic_seq = padded if padded_roles in ("critic", "all") and algorithm != "dpo" else seq
-    if padded_roles == "all" and algorithm != "dpo":
-        seq = padded
-    # Frozen roles are served at the actor scenario's weight dtype (a full actor does not read it: the
-    # judges may then run at int8/fp8 on their own); a QLoRA group's reference is its quantised base.
-    frozen = dict(workload=FROZEN, seq_len=seq, prompt_len=0, gen_len=0, offload="none")
-    roles: list[tuple[str, Scenario]]
-    if algorithm == "dpo":
-        pair = dict(seq_len=seq, prompt_len=0, gen_len=0)
-        roles = [("policy", actor.with_inputs(**pair)),
-                 ("reference", actor.with_inputs(model=reference_model or actor.model, **{**frozen, **pair}))]
-    else:
-        engine_apart = rollout_placement == "separate"
-        roles = [("actor", actor.with_inputs(seq_len=seq, **(dict.fromkeys(ROLLOUT_LENGTHS, 0) if engine_apart else {})))]
-        if algorithm == "ppo":
-            roles.append(("critic", actor.with_inputs(model=critic_model or actor.model, head="value", seq_len=critic_seq,
-                                            prompt_len=0, gen_len=0)))
-        if reference == "model":  # without a KL term there is no reference
-            roles.append(("reference", actor.with_inputs(model=reference_model or actor.model, **frozen)))
-        if reward == "model":  # a rule (a verifier) runs on the CPU
-            roles.append(("reward", actor.with_inputs(model=reward_model or actor.model, head="value", **frozen)))
-        if engine_apart:  # served whole on each of its engines: no training layout, states or passes
-            roles.append((ROLLOUT, actor.with_inputs(workload=ROLLOUT, seq_len=seq, tp_size=actor.rollout_tp_size,
-                                                     pp_size=1, vp_size=1, cp_size=1, ep_size=1, etp_size=0,
-                                                     zero_stage=0, checkpointing="none", offload="none")))
-    if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
-        roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
-                 for r, s in roles]
-    roles = [(r, _pooled(s, iteration_sequences, micro_batch_size, actor.grad_accum_steps)) for r, s in roles]
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
                     reference=reference, reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
                     micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types,
                     padded_roles=padded_roles, padded_len=padded_len, rollout_placement=rollout_placement)
+    if algorithm == "dpo":
+        names = ["policy", "reference"]
+    else:  # without a KL term there is no reference; a rule (a verifier) rewarding runs on the CPU
+        names = ["actor", *["critic"] * (algorithm == "ppo"), *["reference"] * (reference == "model"),
+                 *["reward"] * (reward == "model"), *[ROLLOUT] * (rollout_placement == "separate")]
+    lengths = group_lengths(algorithm, actor, settings)
+    roles = [(r, role_scenario(r, actor, lengths, settings)) for r in names]
+    if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
+        roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
+                 for r, s in roles]
+    roles = [(r, _pooled(s, iteration_sequences, micro_batch_size, actor.grad_accum_steps)) for r, s in roles]
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))
 
@@ -686,10 +722,6 @@ ROLE_SPLIT_INPUTS = ("batch_size", "grad_accum_steps", "zero_stage")  # the role
 _ROLE_SPLIT_NAMES = tuple(t.name for t in ROLE_SPLIT)
 
 
-def _plain_var(n: str) -> str:
-    return f"I[{n!r}]"
-
-
 _RANKS_FN = compile_terms((Term("ranks", "", "count", RANKS),), _plain_var, "_ranks", cache=True)
 _GROUP_SPLIT_FN = compile_terms(GROUP_SPLIT, _plain_var, "_group_split", cache=True)
 _ROLE_SPLIT_FN = compile_terms(ROLE_SPLIT, _plain_var, "_role_split", cache=True)
@@ -732,8 +764,7 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
         return "rollout_placement", ("separate needs a rollout engine (serving_engine vllm or sglang): generate() "
                                      "runs on the actor's GPUs")
     for role, count in (settings.get("role_gpus") or {}).items():
-        unit = pool_unit(actor.with_inputs(workload=ROLLOUT, tp_size=actor.rollout_tp_size) if role == ROLLOUT
-                         else actor if role in TRAINED_ROLES else actor.with_inputs(workload=FROZEN))
+        unit = pool_unit(actor.with_inputs(**_own_inputs(role, actor, settings)))
         if count % unit:
             parallelism = "the engine's tensor parallelism" if role == ROLLOUT else "its tensor × pipeline parallelism"
             return "role_gpus", (f"{role}: {count:,} GPUs do not make whole {'engines' if role == ROLLOUT else 'replicas'} "

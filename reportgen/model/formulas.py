@@ -680,18 +680,19 @@ def substituted(expr: Expr, replacement: Callable[[str], Expr | None]) -> Expr:
     return with_children(expr, [substituted(c, replacement) for c in children]) if children else expr
 
 
-def specialise(expr: Expr, constants: Mapping[str, float]) -> Expr:
-    """The expression with the named Vars replaced by numbers and every decided condition folded
+def specialise(expr: Expr, constants: Mapping[str, float | str]) -> Expr:
+    """The expression with the named Vars replaced by numbers or texts and every decided condition folded
     away (IF with a constant condition takes its branch; AND/OR drop constant arguments), so a term
     shared by two tables reads, in each, only what applies there."""
     def walk(e: Expr) -> Expr:
         if isinstance(e, Var) and e.name in constants:
-            return Num(constants[e.name])
+            value = constants[e.name]
+            return Str(value) if isinstance(value, str) else Num(value)
         if isinstance(e, Op):
             return Op(e.op, walk(e.a), walk(e.b))
         if isinstance(e, Cmp):
             a, b = walk(e.a), walk(e.b)
-            if _constant(a) and _constant(b):
+            if _constant(a) and _constant(b) or type(a) is type(b) is Str:
                 return Num(int(_COMPARE[e.op](a.value, b.value)))
             return Cmp(e.op, a, b)
         if isinstance(e, Lookup):

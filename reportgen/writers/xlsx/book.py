@@ -6,10 +6,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ...model.arrays import np
 from ...model.catalog import GPU_COLUMNS
-from ...model.estimate import (GROUP_SPLIT, RANKS, ROLE_SPLIT, ROLE_SPLIT_INPUTS, GroupEstimate, RlhfScenario, Scenario,
-                               group_terms)
-from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, RowOf, Var, compile_terms, concat, lift,
-                               substituted, to_excel)
+from ...model.estimate import (GROUP_SPLIT, RANKS, ROLE_LENGTHS, ROLE_SPLIT, ROLE_SPLIT_INPUTS, GroupEstimate,
+                               RlhfScenario, Scenario, group_terms, role_own_inputs)
+from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, Num, RowOf, Var, compile_terms, concat,
+                               lift, specialise, substituted, to_excel)
 from ...planning.goals import Goal, goal_met_expr
 from ...report.i18n import Catalogue, load_workbook_catalogue
 from ...model.inputs import INPUT_BY_NAME, INPUTS, RLHF_INPUT_BY_NAME, Input
@@ -20,8 +20,8 @@ from ...model.lookups import LOOKUP_TABLES
 from ...model.terms import ASSUMPTION_DEFAULTS, ROLE_TERMS, TERM_BY_NAME, Term
 from .columns import BlockRows, TableColumns, TableRows, joined_small_runs
 from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, ROW_OK, RULE_LISTS, catalog_problems, checked, gated,
-                     SETTINGS_CHECK, SETTINGS_LISTS, group_check, group_settings_problems, input_problems, row_check, rule_problems,
-                     scenario_check)
+                     SETTINGS_CHECK, SETTINGS_LISTS, group_check, group_settings_problems, input_problems, message,
+                     row_check, rule_problems, scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
                      Table, key_row_column, row_context)
@@ -236,9 +236,24 @@ GROUP_SETTINGS = (
                 "is blank"),
     Column("given_grad_accum_steps", "Accumulation (given)", "count", "input", 8,
            help="the accumulation the group is given: each role's is this times its micro-batches"),
-    *(_input_column(RLHF_INPUT_BY_NAME[n]) for n in ("group_size", "prompts_per_iteration", "micro_batch_size")),
+    Column("given_seq_len", "Sequence length (DPO pairs)", "count", "input", 9,
+           help="DPO: the tokens of each chosen or rejected sequence"),
+    Column("given_prompt_len", "Prompt length", "count", "input", 9,
+           help="PPO/GRPO: the rollouts' prompt tokens; the roles train on the prompt and the mean response"),
+    Column("given_gen_len", "Mean response", "count", "input", 9,
+           help="PPO/GRPO: the rollouts' mean generated tokens (the cache and the work)"),
+    Column("given_max_gen_len", "Longest response", "count", "input", 9,
+           help="PPO/GRPO: the longest response of an iteration, which the generation waits for; 0: every response "
+                "is the mean"),
+    *(_input_column(RLHF_INPUT_BY_NAME[n]) for n in ("group_size", "prompts_per_iteration", "micro_batch_size",
+                                                      "padded_roles", "padded_len")),
 )
 GROUP_SETTING_NAMES = tuple(c.name for c in GROUP_SETTINGS)
+# The settings only some algorithms read (blank for the others): GRPO's group, DPO's pairs, the rollouts' lengths.
+_ROLLOUTS = ("ppo", "grpo")
+SETTING_WORKLOADS = {"group_size": ("grpo",), "given_seq_len": ("dpo",), "given_prompt_len": _ROLLOUTS,
+                     "given_gen_len": _ROLLOUTS, "padded_roles": _ROLLOUTS,
+                     "padded_len": _ROLLOUTS}
 ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
 
 
@@ -273,7 +288,7 @@ def group_split_exprs(t: Catalogue) -> dict[str, Expr]:
     return {"actor_ranks": _actor_ranks(),
             **{n: split(n) for n in ("sequences_per_prompt", "rank_prompts")},
             **dict(zip(SETTINGS_LISTS, group_settings_problems(t, [input_rules(n) for n in GROUP_SETTING_NAMES],
-                                                              rules))),
+                                                              SETTING_WORKLOADS, rules))),
             SETTINGS_CHECK: checked(*map(Var, SETTINGS_LISTS)),
             "iteration_sequences": IF(AND(Var(SETTINGS_CHECK).eq(OK), ISNUMBER(Var("actor_ranks"))),
                                       split("iteration_sequences"), "")}
@@ -682,21 +697,27 @@ def _group_settings(g: RlhfScenario) -> dict[str, Any]:
     """A group's settings cells: the actor's given ZeRO stage, batch (its rank's prompts) and accumulation, and
     the group's; blank where a setting is unset (GRPO's group size: for GRPO only)."""
     settings = dict(g.settings)
-    out = {f"given_{n}": getattr(g.actor, n) for n in ("zero_stage", "batch_size", "grad_accum_steps")}
-    out["group_size"] = settings["group_size"] if g.algorithm == "grpo" else ""
-    out.update({n: "" if settings[n] is None else settings[n] for n in ("prompts_per_iteration", "micro_batch_size")})
-    return out
+    out = {f"given_{n}": getattr(g.actor, n) for n in ("zero_stage", "batch_size", "grad_accum_steps", "seq_len",
+                                                       "prompt_len", "gen_len", "max_gen_len")}
+    out.update({n: "" if settings[n] is None else settings[n] for n in ("group_size", "prompts_per_iteration",
+                                                                       "micro_batch_size", "padded_roles", "padded_len")})
+    return {n: "" if g.algorithm not in SETTING_WORKLOADS.get(n, (g.algorithm,)) else v for n, v in out.items()}
 
 
-# Where a role row's inputs come from: the split (ROLE_SPLIT, over its group's settings and its own GPUs), and the
-# actor's row for the GPU count and type of a role on the actor's GPUs (colocated, or a pool not given its own).
+# Where a role row's inputs come from: its lengths (ROLE_LENGTHS, over its group's settings), the split (ROLE_SPLIT,
+# over its group's settings and its own GPUs), what the role sets itself (role_own_inputs: a value, or the actor's
+# input it names), and every other input the actor's row's (the GPU count and type of a role on the actor's GPUs
+# too: colocated, or a pool not given its own).
 _ROLE_SPLIT = {t.name: t.expr for t in ROLE_SPLIT}
+ROLE_LENGTHS_READ = set().union(*(t.expr.names() for t in ROLE_LENGTHS))
+_GROUP_CELLS = ("iteration_sequences", "micro_batch_size", "given_grad_accum_steps", "given_zero_stage", SETTINGS_CHECK,
+                *(n for n in GROUP_SETTING_NAMES if n in ROLE_LENGTHS_READ))
 
 
 def _role_formulas(book: Book, r: Result) -> dict[int, dict[str, str]]:
-    """Each role row's input formulas (by its place on Scenarios): its micro-batch, accumulation and ZeRO stage
-    from its group's row and its own GPUs, and the GPU count and type of a role on the actor's GPUs from the
-    actor's row. References to other rows are absolute: a copied role row still reads its group. Blank while the
+    """Each role row's input formulas (by its place on Scenarios): its lengths, micro-batch, accumulation and ZeRO
+    stage from its group's row (and its own GPUs), and every input it takes from the actor (the first role row) from
+    the actor's row. References to other rows are absolute: a copied role row still reads its group. Blank while the
     group's settings or the row's GPUs are not numbers (the group's check says why)."""
     g: RlhfScenario = r.estimate.scenario
     settings = dict(g.settings)
@@ -707,23 +728,36 @@ def _role_formulas(book: Book, r: Result) -> dict[int, dict[str, str]]:
     def absolute(table: Table, name: str, row: int) -> str:
         return f"{table.sheet}!${table.letter(name)}${row}"
 
-    group = ("iteration_sequences", "micro_batch_size", "given_grad_accum_steps", "given_zero_stage")
-
     def split(name: str) -> Expr:
         written_in = {"role_sequences": _ROLE_SPLIT["role_sequences"], "ranks": RANKS}  # no columns of their own
         expr = substituted(substituted(_ROLE_SPLIT[name], written_in.get), written_in.get)
         return IF(AND(ISNUMBER(Var("iteration_sequences")), ISNUMBER(RANKS)), expr, "")
 
     def cell(name: str) -> str | None:
-        return absolute(book.rlhf, name, group_row) if name in group else None
+        return absolute(book.rlhf, name, group_row) if name in _GROUP_CELLS else None
 
     ctx = book.context(book.scenarios, cell)
+    group = {"workload": g.algorithm, "rollout_placement": settings["rollout_placement"]}
+    # While the group's settings fail, its roles' inputs are blank: each role row says why, not that they are blank.
+    check = IF(Var(SETTINGS_CHECK).ne(OK), message(book.t("check.group_settings"), row=str(group_row),
+                                                   reason=Var(SETTINGS_CHECK)), scenario_check(book.t))
     out = {}
     for role in roles:
         place = book.role_rows[(r.index, role)]
-        formulas = {n: ("=" + to_excel(split(n), ctx)).replace(ROW, str(place)) for n in ROLE_SPLIT_INPUTS}
-        for name, given in (("num_gpus", "role_gpus"), ("gpu", "role_gpu_types")):
-            if role != roles[0] and (g.placement == "colocated" or role not in (settings[given] or {})):
-                formulas[name] = "=" + absolute(book.scenarios, name, actor_row)
+        exprs = {n: split(n) for n in ROLE_SPLIT_INPUTS}
+        lengths = {t.name: specialise(t.expr, {**group, "role": role}) for t in ROLE_LENGTHS}
+        exprs.update({n: IF(Var(SETTINGS_CHECK).eq(OK), e, "")  # a constant stays a value
+                      for n, e in lengths.items() if not isinstance(e, Num)})
+        exprs["check"] = check
+        formulas = {n: ("=" + to_excel(e, ctx)).replace(ROW, str(place)) for n, e in exprs.items()}
+        if role != roles[0]:
+            own = role_own_inputs(role, settings)
+            follows = {i.name: i.name for i in INPUTS if i.name not in own and i.name not in exprs
+                       and i.name not in lengths}
+            follows.update({n: v.name for n, v in own.items() if isinstance(v, Var)})
+            for name, given in (("num_gpus", "role_gpus"), ("gpu", "role_gpu_types")):
+                if g.placement == "separate" and role in (settings[given] or {}):
+                    del follows[name]  # a pool of its own
+            formulas.update({n: "=" + absolute(book.scenarios, actor, actor_row) for n, actor in follows.items()})
         out[place - SCENARIO_FIRST_ROW] = formulas
     return out

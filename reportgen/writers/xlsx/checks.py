@@ -206,9 +206,10 @@ SETTINGS_LISTS = ("settings_problems_1", "settings_problems_2")  # the columns g
 SETTINGS_CHECK = "settings_check"  # an RLHF group's column: checked() of those lists
 
 
-def group_settings_problems(t: Catalogue, settings: Sequence[Input], rules: Mapping[str, Expr]) -> tuple[Expr, Expr]:
+def group_settings_problems(t: Catalogue, settings: Sequence[Input], workloads: Mapping[str, Sequence[str]],
+                            rules: Mapping[str, Expr]) -> tuple[Expr, Expr]:
     """An RLHF group's settings (its row's cells), in two lists: each setting's value (blank: none, where the
-    setting has no default; GRPO's group size only for GRPO), then, with every value a number and the actor's ranks
+    setting has no default; one that `workloads` gives algorithms, only for those), then, with every value a number and the actor's ranks
     known, the split's rules (estimate.GROUP_SPLIT's expressions by name: the flags "prompts_uneven" and
     "micro_uneven", and the "rank_sequences" the latter's message names). The group's settings check is checked() of
     the two."""
@@ -217,8 +218,8 @@ def group_settings_problems(t: Catalogue, settings: Sequence[Input], rules: Mapp
         problem = _input_problem(t, i)
         if i.default is None:
             problem = IF(Var(i.name).eq(""), "", problem)
-        if i.name == "group_size":
-            problem = IF(Var("workload").eq("grpo"), problem, "")
+        if i.name in workloads:
+            problem = IF(is_one_of(Var("workload"), *workloads[i.name]), problem, "")
         values.append(problem)
     ranks = Var("actor_ranks")
     split = problem_list([

@@ -221,10 +221,12 @@ class Styles:
         self.highlight = wb.add_format({**base, "bold": True, "num_format": "0", "bg_color": "#C6EFCE"})
         self.invalid = wb.add_format({"bg_color": "#F8CBAD", "font_color": "#9C0006"})  # a row whose check fails
 
-    def cell(self, col: Column):
+    def cell(self, col: Column, editable: bool = True):
+        """A column's cell style; editable=False: an input column's cell that holds a formula (a value it follows)."""
+        editable = editable and col.kind == "input"
         if col.unit == "note":  # wrapped text: notes and sources
-            return self.input_wrap if col.kind == "input" else self.wrap
-        return self.input[col.unit] if col.kind == "input" else self.value[col.unit]
+            return self.input_wrap if editable else self.wrap
+        return self.input[col.unit] if editable else self.value[col.unit]
 
 
 def plain(value: Any) -> Any:
@@ -315,7 +317,8 @@ def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[s
     """Data rows (streamed in when the workbook closes, below the header XlsxWriter writes): inputs
     and ids as values, every formula column as its template (or a row's own formula) with the
     Python value cached. Blank values leave blank cells, as write_value does."""
-    columns = [StreamColumn(col.name, styles.cell(col), col.is_formula, templates.get(col.name))
+    columns = [StreamColumn(col.name, styles.cell(col), col.is_formula, templates.get(col.name),
+                            styles.cell(col, editable=False) if col.kind == "input" else None)
                for col in table.columns]
     wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row))
 

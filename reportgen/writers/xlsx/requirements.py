@@ -18,8 +18,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from ...model.formulas import AND, IF, NOT, Expr, Var, concat, is_one_of, lift
 from ...planning.goals import GOAL_CELLS, GOAL_PARTS, goal_cell_value
-from ...model.estimate import ROLLOUT_LENGTHS
-from ...model.inputs import INPUT_BY_NAME, INPUTS, ROLLOUT, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
+from ...model.estimate import ROLE_LENGTH_NAMES
+from ...model.inputs import INPUT_BY_NAME, INPUTS, SINGLE_WORKLOADS, TRAINED_WORKLOADS, job_inputs
 from ...report.build import GROUP_PASS_INPUTS, Requirement
 from .checks import SETTINGS_CHECK
 from .layout import OK
@@ -80,8 +80,8 @@ def group_requirement(need: Requirement, roles: Sequence[str], interchangeable: 
             # while the group's settings fail, the batch as typed (its roles' micro-batches are blank)
             return IF(Var(SETTINGS_CHECK).eq(OK), Var("rank_prompts") * Var("given_grad_accum_steps"),
                       Var("given_batch_size"))
-        if name in ROLLOUT_LENGTHS and ROLLOUT in roles:  # an engine on GPUs of its own generates, the actor not
-            return Var(f"{ROLLOUT}.{name}")
+        if name in ROLE_LENGTH_NAMES:  # the lengths given (its row's cells), which its roles' follow
+            return Var(f"given_{name}")
         return Var(f"{roles[0]}.{name}")
     live = {"actor_workload": actor("workload"), **{f"role.{r}": Var(f"{r}.model") for r in roles[1:]}}
     extras = [_setting(n, live.get(n, lift(v))) for n, v in need.settings if n not in INPUT_BY_NAME]

@@ -62,6 +62,7 @@ class StreamColumn:
     fmt: Format | None
     is_formula: bool = False  # cells hold a formula: the row's own, else `template`; no formula: no cell
     template: str | None = None  # "=…" with ROW for the row number
+    own_fmt: Format | None = None  # a row's own formula in a value column: styled as a formula's cell, not an input
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,11 @@ class StreamingWorkbook(xlsxwriter.Workbook):
     def stream_rows(self, ws, rows: SheetRows) -> None:
         """Write `rows` below whatever XlsxWriter writes on `ws` (its header rows)."""
         assert ws.name not in self._streams, ws.name
-        for col in rows.columns:
-            if col.fmt is not None:
+        for fmt in (f for col in rows.columns for f in (col.fmt, col.own_fmt)):
+            if fmt is not None:
                 # A format gets its style index when XlsxWriter writes a cell with it; these cells
                 # bypass XlsxWriter, so ask for the index now (it also puts the style in styles.xml).
-                col.fmt._get_xf_index()
+                fmt._get_xf_index()
         self._streams[ws.name] = rows
 
     def close(self) -> None:
@@ -198,6 +199,10 @@ class ColumnRun(abc.ABC):
     def chunks(self) -> Iterator[CellColumns]: ...
 
 
+def _style(fmt: Format | None) -> str:
+    return f' s="{fmt._get_xf_index()}"' if fmt is not None else ""
+
+
 class RowWriter:
     """Builds the `<row>` elements of one SheetRows."""
 
@@ -205,7 +210,8 @@ class RowWriter:
         self.sheet = sheet
         self.names = [c.name for c in sheet.columns]
         self.letters = [xl_col_to_name(i) for i in range(len(sheet.columns))]
-        self.styles = [f' s="{c.fmt._get_xf_index()}"' if c.fmt is not None else "" for c in sheet.columns]
+        self.styles = [_style(c.fmt) for c in sheet.columns]
+        self.own_styles = [_style(c.own_fmt or c.fmt) for c in sheet.columns]
         self.last_row = sheet.first_row + len(sheet.rows) - 1
         overridden = {n for own in (sheet.per_row or {}).values() for n in own}
         self.shared: dict[int, int] = {}  # column -> si
@@ -277,7 +283,8 @@ class RowWriter:
         pieces: list[Piece] = [f'<row r="{ROW}">']
         own_slot = {name: len(self.names) + k for k, name in enumerate(own)}
         for c, (col, t) in enumerate(zip(self.sheet.columns, types)):
-            cell = f'<c r="{self.letters[c]}{ROW}"{self.styles[c]}'
+            style = self.own_styles[c] if col.name in own and not col.is_formula else self.styles[c]
+            cell = f'<c r="{self.letters[c]}{ROW}"{style}'
             if not col.is_formula and col.name not in own:
                 if t is type(None) or c in blank:
                     continue  # a blank cell, as write_value leaves it
