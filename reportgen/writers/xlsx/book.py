@@ -252,8 +252,7 @@ GROUP_SETTING_NAMES = tuple(c.name for c in GROUP_SETTINGS)
 # The settings only some algorithms read (blank for the others): GRPO's group, DPO's pairs, the rollouts' lengths.
 _ROLLOUTS = ("ppo", "grpo")
 SETTING_WORKLOADS = {"group_size": ("grpo",), "given_seq_len": ("dpo",), "given_prompt_len": _ROLLOUTS,
-                     "given_gen_len": _ROLLOUTS, "padded_roles": _ROLLOUTS,
-                     "padded_len": _ROLLOUTS}
+                     "given_gen_len": _ROLLOUTS, "padded_roles": _ROLLOUTS, "padded_len": _ROLLOUTS}
 ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
 
 
