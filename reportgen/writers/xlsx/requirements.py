@@ -4,7 +4,8 @@ its inputs, so an edited batch or dtype moves the row to another requirement and
 
 "model · workload · name=value · …": inputs.job_inputs of the row's workload, in the input table's
 order, less those its matrix (the row's matrix cell) declares interchangeable, which the plan may
-choose. An RLHF group's reads its actor's (DPO: policy's) row as the group computes with it: its batch
+choose. An RLHF group's reads its lengths from its own row (the lengths given, which its roles' follow) and the rest
+from its actor's (DPO: policy's) row as the group computes with it: its batch
 is a rank's prompts per iteration times the accumulation given (the group row's split), and none where the
 iteration's prompts are given; then the settings
 report.requirement adds for a group: how the actor trains and the other roles' models (live, from their rows) and GRPO's
