@@ -784,10 +784,6 @@ def rlhf_batch_check(algorithm: str, actor: Scenario, settings: Mapping[str, Any
     return None
 
 
-# The roles an RLHF group trains (the others score or generate).
-TRAINED_ROLES = ("actor", "policy", "critic")
-
-
 def role_trains(s: Scenario) -> bool:
     """Whether a role is trained (its layout is the actor's), not served whole on each tensor-parallel group as a
     frozen model or a rollout engine is."""

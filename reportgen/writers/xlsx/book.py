@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ...model.arrays import np
 from ...model.catalog import GPU_COLUMNS
 from ...model.estimate import (GROUP_SPLIT, RANKS, ROLE_LENGTHS, ROLE_SPLIT, ROLE_SPLIT_INPUTS, GroupEstimate,
-                               RlhfScenario, Scenario, group_terms, role_own_inputs)
+                               RlhfScenario, Scenario, group_lengths, group_terms, role_own_inputs)
 from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, Num, RowOf, Var, compile_terms, concat,
                                lift, specialise, substituted, to_excel)
 from ...planning.goals import Goal, goal_met_expr
@@ -693,14 +693,14 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
 
 
 def _group_settings(g: RlhfScenario) -> dict[str, Any]:
-    """A group's settings cells: the actor's given ZeRO stage, batch (its rank's prompts) and accumulation, and
-    the group's; blank where a setting is unset (GRPO's group size: for GRPO only)."""
+    """A group's settings cells: the actor's given ZeRO stage, batch (its rank's prompts) and accumulation, the
+    lengths its roles read (group_lengths), and the group's; blank where a setting is unset or the algorithm does
+    not read it (SETTING_WORKLOADS)."""
     settings = dict(g.settings)
-    out = {f"given_{n}": getattr(g.actor, n) for n in ("zero_stage", "batch_size", "grad_accum_steps", "seq_len",
-                                                       "prompt_len", "gen_len", "max_gen_len")}
-    out.update({n: "" if settings[n] is None else settings[n] for n in ("group_size", "prompts_per_iteration",
-                                                                       "micro_batch_size", "padded_roles", "padded_len")})
-    return {n: "" if g.algorithm not in SETTING_WORKLOADS.get(n, (g.algorithm,)) else v for n, v in out.items()}
+    values = {**{f"given_{n}": getattr(g.actor, n) for n in ("zero_stage", "batch_size", "grad_accum_steps")},
+              **group_lengths(g.algorithm, g.actor, settings), **settings}
+    return {n: "" if values[n] is None or g.algorithm not in SETTING_WORKLOADS.get(n, (g.algorithm,)) else values[n]
+            for n in GROUP_SETTING_NAMES}
 
 
 # Where a role row's inputs come from: its lengths (ROLE_LENGTHS, over its group's settings), the split (ROLE_SPLIT,
