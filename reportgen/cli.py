@@ -295,10 +295,12 @@ def _scenario_options(fn):
     opts += [_input_option(i) for i in INPUTS if i.option]
     opts += [_input_option(i, rlhf=True) for i in RLHF_INPUTS if i.option]
     opts += [click.option("--role-gpus", "role_gpus", metavar="ROLE=N,...",
-                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1."),
+                          help="RLHF, separate pools: GPUs of each role, e.g. reference=1,reward=1; colocated "
+                               "trainers: the engines' apart, rollout=N."),
              click.option("--role-gpu-types", "role_gpu_types", metavar="ROLE=GPU,...",
                           help="RLHF, separate pools: GPU type of each role, e.g. reward=L40S,reference=L40S "
-                               "(default: the actor's --gpu; plan: the searched type where the pool costs least).")]
+                               "(default: the actor's --gpu; plan: the searched type where the pool costs least); "
+                               "colocated trainers: the engines' apart, rollout=L40S.")]
     opts += [_assumption_option(a) for a in ASSUMPTIONS if a.option]
     for opt in reversed(opts):
         fn = opt(fn)

@@ -30,6 +30,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 ASCII_PUNCTUATION = re.compile(r"[\u4e00-\u9fff][,;:!?()]|[,;:!?()][\u4e00-\u9fff]")
 GROUPS = ((("actor", "critic", "reference", "reward"), "colocated"),
           (("actor", "critic", "reference", "reward"), "separate"),
+          (("actor", "critic", "reference", "reward", "rollout"), "colocated"),  # trainers beside engines apart
           (("policy", "reference"), "colocated"))
 # Value words the views insert into labels from scenario data (`value.<input>.<value>`).
 VALUE_WORDS = {"checkpointing": lookups.CHECKPOINTING, "offload": lookups.OFFLOAD, "head": lookups.HEADS,

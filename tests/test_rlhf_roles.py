@@ -65,7 +65,7 @@ def test_the_preset_expresses_it_too():
 
 def test_role_pools_need_separate_placement():
     out = run("estimate", "--model", "Llama-2-7B", "--workload", "ppo", "--role-gpu-types", "reward=L40S")
-    assert out.exit_code == 1 and "--role-gpu-types: applies to placement separate" in out.output
+    assert out.exit_code == 1 and "--role-gpu-types.reward: applies to placement separate" in out.output
     bad = run("estimate", "--model", "Llama-2-7B", "--workload", "ppo", "--placement", "separate",
               "--role-gpu-types", "judge=L40S")
     assert bad.exit_code == 1 and "judge" in bad.output

@@ -17,10 +17,10 @@ TIMES = ("generation_seconds", "log_prob_seconds", "scoring_seconds", "training_
 
 
 def group(algorithm="ppo", rollout_placement="separate", role_gpus=None, gpu="H100-80GB-SXM", judges="model",
-          **actor):
+          placement="separate", **actor):
     base = dict(model="Qwen2.5-7B", workload="full", batch_size=8, prompt_len=512, gen_len=1024, num_gpus=8,
                 zero_stage=3, checkpointing="full", serving_engine="vllm", gpu_memory_utilization=0.5, gpu=gpu)
-    return rlhf_scenario(name="", algorithm=algorithm, placement="separate", actor=Scenario(**{**base, **actor}),
+    return rlhf_scenario(name="", algorithm=algorithm, placement=placement, actor=Scenario(**{**base, **actor}),
                          group_size=8, prompts_per_iteration=256, micro_batch_size=4, role_gpus=role_gpus,
                          rollout_placement=rollout_placement, reference="none" if judges == "rule" else "model",
                          reward=judges)
@@ -137,8 +137,11 @@ def test_a_deadline_grows_the_engines_with_the_actor():
     (["--placement", "separate", "--rollout-placement", "separate"],
      "Error: --rollout-placement: separate needs a rollout engine (serving_engine vllm or sglang): generate() runs "
      "on the actor's GPUs"),
-    (["--engine", "vllm", "--rollout-placement", "separate"],
-     "Error: --rollout-placement: applies to placement separate (colocated roles share the actor's GPUs)"),
+    (["--engine", "vllm", "--rollout-placement", "separate", "--role-gpus", "critic=2"],
+     "Error: --role-gpus.critic: applies to placement separate (colocated roles share the actor's GPUs; only a rollout "
+     "engine apart, rollout_placement separate, has GPUs of its own)"),
+    (["--engine", "vllm", "--role-gpu-types", "rollout=L40S"],
+     "Error: --role-gpu-types.rollout: unknown role 'rollout'"),
     (["--engine", "vllm", "--placement", "separate", "--role-gpus", "rollout=2"],
      "Error: --role-gpus.rollout: unknown role 'rollout'"),
     (["--engine", "vllm", "--placement", "separate", "--rollout-placement", "separate", "--rollout-tp", "2",
@@ -181,3 +184,65 @@ def test_a_deadline_gives_every_pool_as_many_gpus_as_the_actors_where_fewer_woul
     assert slow["fits_recommended"] and 500 * slow["iteration_seconds"] > within
     (cheapest,) = plan(EST, g, ["H100-80GB-SXM"]).options
     assert {role: e.scenario.num_gpus for role, e in cheapest.estimate.roles}["reference"] == 1
+
+
+# ---- engines apart beside colocated trainers (OpenRLHF's colocated actor and reference or critic, veRL's
+# one-step-off-policy layout): placement colocated with rollout_placement separate
+
+def test_trainers_share_the_actors_gpus_and_the_engines_keep_their_own():
+    """The trainers' pool is a colocated group without generation: its roles are the separate pools' roles on the
+    actor's GPUs (the same estimates), its peak every role's resident states plus the largest phase, and no engine
+    budget or KV cache; the engines are those of separate pools on as many GPUs; the group fits where both pools
+    fit, its GPUs and prices are both pools', its iteration the same phases."""
+    mixed = EST.estimate_group(group(placement="colocated", role_gpus={"rollout": 4}))
+    apart = EST.estimate_group(group(role_gpus={"rollout": 4}))  # every pool on 8 GPUs, the engines on 4
+    roles = dict(mixed.roles)
+    assert {name: e.scenario for name, e in mixed.roles} == {name: e.scenario for name, e in apart.roles}
+    trainers = [e for name, e in mixed.roles if name != "rollout"]
+    states = sum(e["model_states"] for e in trainers)
+    assert mixed["trainers_allocated_peak"] == states + max(e["allocated_peak"] - e["model_states"] for e in trainers)
+    assert mixed["trainers_kv_cache"] == 0 and all(e["engine_budget_bytes"] == 0 for e in trainers)
+    engine = roles["rollout"]
+    assert mixed["device_total"] == max(mixed["trainers_device_total"], engine["device_total"])
+    assert mixed["trainers_device_total"] > max(e["device_total"] for e in trainers)  # four models on each GPU
+    assert mixed["fits"] == min(mixed["trainers_fits"], engine["fits"])
+    assert mixed["headroom_bytes"] == min(mixed["trainers_headroom_bytes"], engine["headroom_bytes"])
+    assert mixed["total_gpus"] == 8 + 4 and apart["total_gpus"] == 4 * 8 + 4
+    assert mixed["purchase_usd"] == 12 * EST.gpus["H100-80GB-SXM"].price_purchase_usd
+    for term in ("generation_seconds", "refit_seconds", "log_prob_seconds", "scoring_seconds", "training_seconds",
+                 "iteration_seconds"):
+        assert mixed[term] == apart[term], term
+
+
+def test_with_trainers_colocated_the_engines_apart_free_the_actors_gpus():
+    """Beside the trainers the engine takes half of each GPU (gpu_memory_utilization 0.5) and sleeps through
+    training; apart, the trainers' GPUs hold their states and passes alone: a lower peak on them, more GPUs."""
+    beside = EST.estimate_group(group(placement="colocated", rollout_placement="actor"))
+    mixed = EST.estimate_group(group(placement="colocated", role_gpus={"rollout": 8}))
+    assert mixed["trainers_allocated_peak"] < beside["allocated_peak"]
+    assert (beside["total_gpus"], mixed["total_gpus"]) == (8, 16)
+
+
+def test_an_engines_pool_apart_from_colocated_trainers_takes_its_gpu_type():
+    g = group(placement="colocated", role_gpus={"rollout": 2}, model="Qwen2.5-1.5B")
+    g = g.relayout({"role_gpu_types": {"rollout": "L40S"}})
+    made = EST.estimate_group(g)
+    pools = {name: (e.scenario.num_gpus, e.scenario.gpu) for name, e in made.roles}
+    assert pools == {"actor": (8, "H100-80GB-SXM"), "critic": (8, "H100-80GB-SXM"), "reference": (8, "H100-80GB-SXM"),
+                     "reward": (8, "H100-80GB-SXM"), "rollout": (2, "L40S")}
+    assert made["purchase_usd"] == 8 * EST.gpus["H100-80GB-SXM"].price_purchase_usd + 2 * EST.gpus["L40S"].price_purchase_usd
+
+
+def test_the_plan_sizes_the_engines_pool_beside_colocated_trainers():
+    """The plan gives the engines the fewest GPUs that hold them, as many as the actor's at least; the trainers
+    stay together on the actor's; the layout says which roles share a pool."""
+    g = group("grpo", placement="colocated", num_gpus=2, model="Qwen2.5-1.5B", gen_len=2048, judges="rule")
+    (option,) = plan(EST, g, ["H100-80GB-SXM"]).options
+    pools = {role: e.scenario.num_gpus for role, e in option.estimate.roles}
+    assert set(pools) == {"actor", "rollout"} and pools["rollout"] >= pools["actor"]
+    assert option.estimate["total_gpus"] == pools["actor"] + pools["rollout"]
+    out = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", "--workload", "ppo", "--engine", "vllm",
+                                    "--rollout-placement", "separate", "--gpu", "H100-80GB-SXM"])
+    assert out.exit_code == 0, out.output
+    row = next(line for line in out.output.splitlines() if line.startswith("H100-80GB-SXM"))
+    assert "pools: actor+critic+reference+reward " in row and ", rollout " in row

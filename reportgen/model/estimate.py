@@ -20,13 +20,14 @@ from .arrays import np
 from . import lookups as tb
 from .catalog import CatalogModel, GpuSpec, gpu_row
 from ..errors import InputError, unknown_name
-from .formulas import AND, CEIL, FLOOR, IF, ISNUMBER, MAX, MIN, MOD, OR, Num, Var, compile_terms, specialise
+from .formulas import (AND, CEIL, FLOOR, IF, ISNUMBER, MAX, MIN, MOD, OR, Expr, Num, Var, compile_terms, specialise,
+                       substituted)
 from .inputs import (FROZEN, ROLLOUT, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
                      check_rlhf)
 from .spec import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
-                    SERVING_KEYS, SKIP_RULES, TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term, inlined)
+                    SERVING_KEYS, SKIP_RULES, TERM_BY_NAME, TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term, inlined)
 from .vector import CHUNK_ROWS, Chunk, TermColumns, Text, VectorTerms, column_of, to_list
 
 
@@ -59,6 +60,12 @@ class RlhfScenario:
         """Where the roles run, and the rollout engine where it has GPUs of its own."""
         apart = dict(self.settings).get("rollout_placement", "actor") != "actor"
         return [word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
+
+    @property
+    def pooled_roles(self) -> tuple[tuple[str, Scenario], ...]:
+        """The roles on GPUs of their own, not the actor's: every other role of separate pools, or a rollout engine
+        apart from colocated trainers."""
+        return tuple((name, s) for name, s in self.roles[1:] if own_pool(self.placement, name))
 
     @property
     def rank_sequences(self) -> int:
@@ -323,9 +330,6 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
             out = out + r(role, term)
         return out
 
-    def largest(term: str):
-        return MAX(*(r(role, term) for role in role_names))
-
     # One iteration runs its phases one after another: the actor's rollouts, the log-probabilities and
     # values of the trained roles, the frozen models' scoring, then every trained role's optimizer step
     # (colocated or not: the phases depend on each other). DPO's policy has no pass before its step.
@@ -355,49 +359,95 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
              "among groups of a requirement at the same price and GPU count the plan takes the fastest iteration",
              "time"),
     )
-    if placement == "colocated":
-        core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else largest(k))
-                for k in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache")]
-        core += [
-            Term("model_states", "Resident model states of every role", "bytes", total("model_states"),
-                 "every role's weights (and the trained roles' optimizer states) stay on the GPUs", "phase"),
-            Term("resident_gradients", "Gradient buffers kept by every trained role", "bytes",
-                 total("persistent_gradients") + total("ddp_bucket_bytes"),
-                 "part of the resident model states: a gradient buffer that is never freed (Megatron's, ZeRO-3's "
-                 "partition) and DDP's all-reduce buckets", "phase"),
-            Term("zero3_buffer", "ZeRO-3 gathered-layer buffers of every role", "bytes", total("zero3_buffer"),
-                 "part of the resident model states: each sharded role's gathered layer and the prefetched next one",
-                 "phase"),
-            Term("pp_recv_buffer_bytes", "Pipeline receive buffers of every role", "bytes",
-                 total("pp_recv_buffer_bytes"), "part of the resident model states: a role trained by a torch pipeline "
-                 "keeps a receive buffer per micro-batch", "phase"),
-            Term("transient_peak", "Largest phase's transient memory", "bytes",
-                 MAX(*(r(role, "allocated_peak") - r(role, "model_states") for role in role_names)),
-                 "rollout (actor KV cache), scoring forwards, and each trained role's step run one after another",
-                 "phase"),
-            Term("allocated_peak", "Allocated peak", "bytes", Var("model_states") + Var("transient_peak"),
-                 "persistent states of every role + the largest phase", "total"),
-            Term("total_gpus", "GPUs in all", "count", Var("num_gpus"), "", "fit"),
-            Term("kv_pool_bytes", "Rollout engine's KV pool", "bytes", r(role_names[0], "kv_pool_bytes"),
-                 "the actor's engine's, where it generates with one", "phase"),
-            Term("kv_fits", "The rollout engine's pool holds a sequence (1/0)", "flag", r(role_names[0], "kv_fits"),
-                 "", "phase"),
-        ]
-        return tuple(core) + GROUP_TOTAL_TERMS + time
-    # Separate pools: each role sized on its own GPUs; the group reports the tightest pool.
-    core = [Term(k, k, "bytes", largest(k)) for k in PER_GPU_KEYS]
+    if placement == "separate":  # each role sized on its own GPUs; the group reports the tightest pool
+        return pools_answer([{k: r(x, k) for k in POOL_ANSWERS} for x in role_names]) + time
+    if ROLLOUT not in role_names:
+        return colocated_pool(role_names) + time
+    # Trainers colocated beside a rollout engine on GPUs of its own: the trainers' pool (its answers named
+    # trainers_…, on the actor's GPUs), and the group's answer over it and the engine's pool.
+    trainers = [t for t in colocated_pool(tuple(role for role in role_names if role != ROLLOUT)) if t.name != "total_gpus"]
+    renamed = {t.name: f"trainers_{t.name}" for t in trainers if t.name in POOL_ANSWERS}
+
+    def trainers_term(t: Term) -> Term:
+        if t.name in renamed:  # a per-GPU term's label is its name: the role term's is read
+            label = (TERM_BY_NAME[t.name].label if t.label == t.name else t.label) + " (the trainers' GPUs)"
+            t = replace(t, name=renamed[t.name], label=label)
+        return replace(t, expr=substituted(t.expr, lambda n: Var(renamed[n]) if n in renamed else None))
+
+    trainers = tuple(map(trainers_term, trainers))
+    pool = {k: Var(renamed.get(k, k)) for k in POOL_ANSWERS}
+    return trainers + pools_answer((pool, {k: r(ROLLOUT, k) for k in POOL_ANSWERS})) + time
+
+
+def colocated_pool(role_names: Sequence[str]) -> tuple[Term, ...]:
+    """Roles that share the actor's GPUs: every role's resident states, the largest phase's transient memory, and the
+    pool's fit and price on those GPUs."""
+    def r(role: str, term: str) -> Var:
+        return Var(f"{role}.{term}")
+
+    def total(term: str) -> Expr:
+        out = r(role_names[0], term)
+        for role in role_names[1:]:
+            out = out + r(role, term)
+        return out
+
+    core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else MAX(*(r(x, k) for x in role_names)))
+            for k in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache")]
     core += [
-        Term("gpu_memory_bytes", "GPU memory (smallest pool)", "bytes", MIN(*(r(x, "gpu_memory_bytes") for x in role_names))),
-        Term("fits", "Every pool fits (1/0)", "flag", MIN(*(r(x, "fits") for x in role_names))),
-        Term("headroom_bytes", "Headroom (tightest pool)", "bytes", MIN(*(r(x, "headroom_bytes") for x in role_names))),
-        Term("fits_recommended", "Every pool fits with k (1/0)", "flag", MIN(*(r(x, "fits_recommended") for x in role_names))),
-        Term("fit_limit", "What keeps the tightest pool from fitting with k", "count",
-             MAX(*(r(x, "fit_limit") for x in role_names))),
-        Term("purchase_usd", "Purchase cost (USD)", "usd", total("purchase_usd")),
-        Term("hourly_usd", "Cloud cost per hour (USD)", "usd", total("hourly_usd")),
-        Term("total_gpus", "GPUs in all", "count", total("num_gpus")),
+        Term("model_states", "Resident model states of every role", "bytes", total("model_states"),
+             "every role's weights (and the trained roles' optimizer states) stay on the GPUs", "phase"),
+        Term("resident_gradients", "Gradient buffers kept by every trained role", "bytes",
+             total("persistent_gradients") + total("ddp_bucket_bytes"),
+             "part of the resident model states: a gradient buffer that is never freed (Megatron's, ZeRO-3's "
+             "partition) and DDP's all-reduce buckets", "phase"),
+        Term("zero3_buffer", "ZeRO-3 gathered-layer buffers of every role", "bytes", total("zero3_buffer"),
+             "part of the resident model states: each sharded role's gathered layer and the prefetched next one",
+             "phase"),
+        Term("pp_recv_buffer_bytes", "Pipeline receive buffers of every role", "bytes",
+             total("pp_recv_buffer_bytes"), "part of the resident model states: a role trained by a torch pipeline "
+             "keeps a receive buffer per micro-batch", "phase"),
+        Term("transient_peak", "Largest phase's transient memory", "bytes",
+             MAX(*(r(role, "allocated_peak") - r(role, "model_states") for role in role_names)),
+             "rollout (actor KV cache), scoring forwards, and each trained role's step run one after another",
+             "phase"),
+        Term("allocated_peak", "Allocated peak", "bytes", Var("model_states") + Var("transient_peak"),
+             "persistent states of every role + the largest phase", "total"),
+        Term("total_gpus", "GPUs in all", "count", Var("num_gpus"), "", "fit"),
+        Term("kv_pool_bytes", "Rollout engine's KV pool", "bytes", r(role_names[0], "kv_pool_bytes"),
+             "the actor's engine's, where it generates with one", "phase"),
+        Term("kv_fits", "The rollout engine's pool holds a sequence (1/0)", "flag", r(role_names[0], "kv_fits"),
+             "", "phase"),
     ]
-    return tuple(core) + time
+    return tuple(core) + GROUP_TOTAL_TERMS
+
+
+def pools_answer(pools: Sequence[Mapping[str, Expr]]) -> tuple[Term, ...]:
+    """A group's answer over GPU pools, each a mapping of POOL_ANSWERS to its expressions: the tightest pool's
+    memory and fit, every pool's GPUs and prices."""
+    def tightest(fn, term: str) -> Expr:
+        return fn(*(p[term] for p in pools))
+
+    def every(term: str) -> Expr:
+        out = pools[0][term]
+        for p in pools[1:]:
+            out = out + p[term]
+        return out
+
+    return tuple([Term(k, k, "bytes", tightest(MAX, k)) for k in PER_GPU_KEYS] + [
+        Term("gpu_memory_bytes", "GPU memory (smallest pool)", "bytes", tightest(MIN, "gpu_memory_bytes")),
+        Term("fits", "Every pool fits (1/0)", "flag", tightest(MIN, "fits")),
+        Term("headroom_bytes", "Headroom (tightest pool)", "bytes", tightest(MIN, "headroom_bytes")),
+        Term("fits_recommended", "Every pool fits with k (1/0)", "flag", tightest(MIN, "fits_recommended")),
+        Term("fit_limit", "What keeps the tightest pool from fitting with k", "count", tightest(MAX, "fit_limit")),
+        Term("purchase_usd", "Purchase cost (USD)", "usd", every("purchase_usd")),
+        Term("hourly_usd", "Cloud cost per hour (USD)", "usd", every("hourly_usd")),
+        Term("total_gpus", "GPUs in all", "count", every("num_gpus")),
+    ])
+
+
+# What each pool of a group answers (pools_answer): its per-GPU bytes, fit, GPUs and prices.
+POOL_ANSWERS = PER_GPU_KEYS + ("gpu_memory_bytes", "fits", "headroom_bytes", "fits_recommended", "fit_limit",
+                               "purchase_usd", "hourly_usd", "num_gpus")
 
 
 # RLHF roles train or score with a training framework, never a serving engine's pool: the shared
@@ -629,6 +679,12 @@ def group_lengths(algorithm: str, actor: Scenario, settings: Mapping[str, Any]) 
             "rollout_placement": settings.get("rollout_placement", "actor")}
 
 
+def own_pool(placement: str, role: str) -> bool:
+    """Whether a role of a group so placed has a pool of its own (its GPU count and type, role_gpus and
+    role_gpu_types): every role of separate pools; of colocated ones only a rollout engine, whose GPUs are apart."""
+    return placement == "separate" or role == ROLLOUT
+
+
 def role_scenario(role: str, actor: Scenario, lengths: Mapping[str, Any], settings: Mapping[str, Any]) -> Scenario:
     """A role before its pool and split: the actor with the role's own inputs and lengths."""
     values = _ROLE_LENGTHS_FN({**lengths, "role": role}, None, None, None)
@@ -669,9 +725,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                  *["reward"] * (reward == "model"), *[ROLLOUT] * (rollout_placement == "separate")]
     lengths = group_lengths(algorithm, actor, settings)
     roles = [(r, role_scenario(r, actor, lengths, settings)) for r in names]
-    if placement == "separate":  # each role on its own pool: its count and GPU type, default the actor's
-        roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu)))
-                 for r, s in roles]
+    roles = [(r, s.with_inputs(num_gpus=(role_gpus or {}).get(r, s.num_gpus), gpu=(role_gpu_types or {}).get(r, s.gpu))
+              if own_pool(placement, r) else s) for r, s in roles]  # its count and GPU type, default the actor's
     roles = [(r, _pooled(s, iteration_sequences, micro_batch_size, actor.grad_accum_steps)) for r, s in roles]
     return RlhfScenario(name=name, algorithm=algorithm, placement=placement, roles=tuple(roles), actor=actor,
                         settings=tuple(settings.items()))

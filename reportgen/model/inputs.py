@@ -293,10 +293,11 @@ RLHF_INPUTS: tuple[Input, ...] = (
           "answers or unit tests, on the CPU: no reward role)", "model", choices=("model", "rule"), option="--reward"),
     Input("placement", "Placement", "all roles on the same GPUs, or a GPU pool per role", "colocated",
           choices=PLACEMENTS, option="--placement"),
-    Input("rollout_placement", "Rollout engine placement", "PPO/GRPO with a rollout engine (vllm, sglang) and "
-          "separate pools: the engine on the actor's GPUs, asleep while the actor trains (veRL's hybrid engine), or "
-          "on a pool of its own, role rollout (OpenRLHF's default: vllm_num_engines × vllm_tensor_parallel_size "
-          "GPUs), which receives the trained weights over the network each iteration", "actor",
+    Input("rollout_placement", "Rollout engine placement", "PPO/GRPO with a rollout engine (vllm, sglang): the "
+          "engine on the actor's GPUs, asleep while the actor trains (veRL's hybrid engine), or on a pool of its own, "
+          "role rollout (OpenRLHF's default: vllm_num_engines × vllm_tensor_parallel_size GPUs), which receives the "
+          "trained weights over the network each iteration; beside separate pools or colocated trainers (OpenRLHF's "
+          "colocated actor, reference and critic, veRL's one-step-off-policy layout)", "actor",
           choices=ROLLOUT_PLACEMENTS, option="--rollout-placement"),
     Input("group_size", "GRPO group size", "GRPO: samples per prompt", 8, limits=(1, 1024), unit="sequences",
           option="--group-size"),
@@ -319,9 +320,11 @@ RLHF_INPUTS: tuple[Input, ...] = (
           only_with=("padded_roles", ("critic", "all"))),
     Input("actor_workload", "Actor workload", "how the actor (DPO: policy) trains", "full",
           choices=TRAINED_WORKLOADS, option="--actor-workload"),
-    Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count)", None),
+    Input("role_gpus", "GPUs per role", "separate pools: GPUs of each role (role: count); colocated trainers: the "
+          "rollout engines' apart", None),
     Input("role_gpu_types", "GPU type per role", "separate pools: GPU type of each role (role: GPU), e.g. the "
-          "frozen judges on a cheaper inference card", None, catalog="gpu"),
+          "frozen judges on a cheaper inference card; colocated trainers: the rollout engines' apart", None,
+          catalog="gpu"),
 )
 RLHF_INPUT_BY_NAME = {i.name: i for i in RLHF_INPUTS}
 
@@ -527,8 +530,10 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
     if out["padded_len"] is not None and out["padded_roles"] == "none":
         raise InputError("applies with padded_roles critic or all (a pass without padding reads the mean lengths)",
                          source=source, key_path=key_path("padded_len"))
-    for name in ("role_gpus", "role_gpu_types", "rollout_placement"):
-        if out[name] and out[name] != "actor" and out["placement"] != "separate":  # colocated roles share the GPUs
-            raise InputError("applies to placement separate (colocated roles share the actor's GPUs)",
-                             source=source, key_path=key_path(name))
+    for name in ("role_gpus", "role_gpu_types"):  # colocated roles share the actor's GPUs; an engine apart has its own
+        shared = [role for role in out[name] or {} if out["placement"] != "separate" and role != ROLLOUT]
+        if shared:
+            raise InputError("applies to placement separate (colocated roles share the actor's GPUs; only a rollout "
+                             "engine apart, rollout_placement separate, has GPUs of its own)",
+                             source=source, key_path=f"{key_path(name)}.{shared[0]}")
     return out

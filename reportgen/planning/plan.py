@@ -99,7 +99,8 @@ class PlanOption:
             if g.actor.serving_engine != "hf-generate":
                 out["rollout_tp_size"] = g.actor.rollout_tp_size
                 out["gpu_memory_utilization"] = g.actor.gpu_memory_utilization
-            if g.placement == "separate":
+            if g.pooled_roles:
+                out["placement"] = g.placement
                 out["role_gpus"] = {role: s.num_gpus for role, s in g.roles}
                 out["role_gpu_types"] = {role: s.gpu for role, s in g.roles}
         return out
@@ -571,7 +572,7 @@ def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch
 def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
            micro_batch_size: int | None = None, known: dict | None = None) -> GroupEstimate:
     group = _relayout(scenario, gpu, candidate, micro_batch_size)
-    if group.placement == "separate":
+    if group.pooled_roles:
         group = _sized_pools(estimator, group, {} if known is None else known)
     return estimator.estimate_group(group, known)
 
@@ -590,7 +591,7 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
     sizes = known.get(key)
     if sizes is None:
         sizes = dict(given)
-        for role, s in group.roles[1:]:
+        for role, s in group.pooled_roles:
             n = None if role in given else _pool_size(estimator, group, role, known)
             if n and role == ROLLOUT:  # as many GPUs as the actor's at least (OpenRLHF's examples): a deadline's
                 # larger actor then brings more engines, which generate the iteration sooner
@@ -664,12 +665,12 @@ def _with_matched_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
     sequence on one GPU). None where that changes no pool."""
     group = fitting.scenario
     given = dict(scenario.settings).get("role_gpus") or {}
-    if group.placement != "separate":
+    if not group.pooled_roles:
         return []
-    sizes = {role: max(s.num_gpus, _as_many_as_the_actors(group, s)) for role, s in group.roles[1:] if role not in given}
+    sizes = {role: max(s.num_gpus, _as_many_as_the_actors(group, s)) for role, s in group.pooled_roles if role not in given}
     if all(dict(group.roles)[role].num_gpus == n for role, n in sizes.items()):
         return []
-    counts = {role: s.num_gpus for role, s in group.roles[1:]}
+    counts = {role: s.num_gpus for role, s in group.pooled_roles}
     return [estimator.estimate_group(group.relayout({"role_gpus": {**counts, **sizes}}), known)]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..model.inputs import layout_tags
+from ..model.inputs import ROLLOUT, layout_tags
 from ..model.terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
 from ..model.units import GB, GiB, duration_words, format_count
 
@@ -124,11 +124,14 @@ def _layout_words(layout: dict) -> str:
 
 
 def _pools_words(layout: dict) -> str:
-    """'pools: actor 2, critic 1, reference 1 × L40S': each role's GPUs, and their type where it is not the first
-    role's (the plan row's)."""
-    lead = next(iter(layout["role_gpu_types"].values()))
-    return "pools: " + ", ".join(f"{role} {n}" + (f" × {gpu}" if gpu != lead else "")
-                                 for (role, n), gpu in zip(layout["role_gpus"].items(), layout["role_gpu_types"].values()))
+    """'pools: actor 2, critic 1, reference 1 × L40S': each pool's GPUs, and their type where it is not the first
+    role's (the plan row's); colocated roles share one ('actor+reference 2, rollout 1')."""
+    counts, types = layout["role_gpus"], layout["role_gpu_types"]
+    shared = [role for role in counts if role != ROLLOUT] if layout["placement"] == "colocated" else []
+    pools = ([("+".join(shared), shared[0])] if shared else []) + [(role, role) for role in counts if role not in shared]
+    lead = next(iter(types.values()))
+    return "pools: " + ", ".join(f"{name} {counts[role]}" + (f" × {types[role]}" if types[role] != lead else "")
+                                 for name, role in pools)
 
 
 def miss_text(miss, plan, host_ram_per_node_gib: float) -> str:

@@ -23,7 +23,7 @@ from ..model.arrays import np
 from ..model.catalog import slug
 from ..planning.fleet import Fleet, JobMiss, Pool, fleet_id, pool_costs
 from ..planning.plan import MAX_GPUS
-from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
+from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms, own_pool
 from ..model.formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from ..scenarios.presets import WORKLOAD_TYPES
@@ -422,10 +422,13 @@ def _fit_state(values: Mapping[str, float]) -> str:
 def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
     """The stacked parts of one configuration, in SEGMENTS order; they add up to device_total."""
     v = est.values
-    if isinstance(est, GroupEstimate) and est.scenario.placement == "separate":
-        # separate pools: the bar is the tightest pool (the role with the largest device total)
-        est = max((e for _, e in est.roles), key=lambda e: e["device_total"])
-        v = est.values
+    if isinstance(est, GroupEstimate) and est.scenario.pooled_roles:
+        # pools apart: the bar is the tightest pool (the one with the largest device total): a role's, or the
+        # trainers' colocated beside a rollout engine (their group terms named trainers_…)
+        pools = [(e, e.values) for name, e in est.roles if own_pool(est.scenario.placement, name)]
+        if est.scenario.placement == "colocated":
+            pools.append((est, {**v, **{k.removeprefix("trainers_"): x for k, x in v.items() if k.startswith("trainers_")}}))
+        est, v = max(pools, key=lambda pool: pool[1]["device_total"])
     if isinstance(est, GroupEstimate):
         # a group's states sum its roles'
         parts = {f"resident_{k}": int(v[k]) for k in ("weights", "master_weights", "optimizer_states")}
@@ -788,9 +791,9 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
         if padded != "none":  # how the framework runs the passes: it costs, so it is said
             parts.append(t("setting.padded", roles=t(f"value.padded_roles.{padded}"),
                            v=format_count(max(role.seq_len for _, role in g.roles))))
-        if g.placement == "separate":  # each other role's pool, where it differs from the actor's; the engines' always
-            parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
-                      for name, role in g.roles[1:] if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu) or name == ROLLOUT]
+        # each other pool, where it differs from the actor's; the engines' always
+        parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
+                  for name, role in g.pooled_roles if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu) or name == ROLLOUT]
     return t("list.sep").join(parts)
 
 
@@ -1116,7 +1119,8 @@ def _method(report: Report, t: Catalogue, full: bool = True
                 continue
             seen.add(key)
             roles = t("list.sep").join(t(f"role.{n}") for n in key[0])
-            out.append(TermGroup(t("term_group.rlhf", roles=roles, placement=t(f"placement.{key[1]}")),
+            placement = t("list.sep").join(r.estimate.scenario.placement_words(_words(t)))  # engines apart: in roles
+            out.append(TermGroup(t("term_group.rlhf", roles=roles, placement=placement),
                                  Table(headers, _term_rows(group_terms(*key), t, "group."), "terms")))
     a_rows = tuple((Cell(breakable(a.name), "code"), Cell(t.label(a.name, a.label)),
                     Cell(format_assumption(report.assumptions[a.name], a.unit, t), "num"),

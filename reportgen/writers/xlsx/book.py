@@ -7,7 +7,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ...model.arrays import np
 from ...model.catalog import GPU_COLUMNS
 from ...model.estimate import (GROUP_SPLIT, RANKS, ROLE_LENGTHS, ROLE_SPLIT, ROLE_SPLIT_INPUTS, GroupEstimate,
-                               RlhfScenario, Scenario, group_lengths, group_terms, role_own_inputs)
+                               RlhfScenario, Scenario, group_lengths, group_terms, own_pool,
+                               role_own_inputs)
 from ...model.formulas import (AND, IF, ISNUMBER, ROW_FIELD, Expr, ExcelContext, Num, RowOf, Var, compile_terms, concat,
                                lift, specialise, substituted, to_excel)
 from ...planning.goals import Goal, goal_met_expr
@@ -649,7 +650,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     roles = tuple(name for name, _ in g.scenario.roles)
     role_rows = {role: book.role_rows[(r.index, role)] for role in roles}
     lead = g.scenario.roles[0][1]
-    prefix = f"{g.scenario.algorithm.upper()} · {g.scenario.placement} · "
+    prefix = " · ".join([g.scenario.algorithm.upper(), *g.scenario.placement_words()]) + " · "
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
            "roles": ", ".join(t("group.role_rows", role=role, row=n) for role, n in role_rows.items()),
@@ -755,7 +756,7 @@ def _role_formulas(book: Book, r: Result) -> dict[int, dict[str, str]]:
                        and i.name not in lengths}
             follows.update({n: v.name for n, v in own.items() if isinstance(v, Var)})
             for name, given in (("num_gpus", "role_gpus"), ("gpu", "role_gpu_types")):
-                if g.placement == "separate" and role in (settings[given] or {}):
+                if own_pool(g.placement, role) and role in (settings[given] or {}):
                     del follows[name]  # a pool of its own
             formulas.update({n: "=" + absolute(book.scenarios, actor, actor_row) for n, actor in follows.items()})
         out[place - SCENARIO_FIRST_ROW] = formulas
