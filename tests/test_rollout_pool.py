@@ -246,3 +246,37 @@ def test_the_plan_sizes_the_engines_pool_beside_colocated_trainers():
     assert out.exit_code == 0, out.output
     row = next(line for line in out.output.splitlines() if line.startswith("H100-80GB-SXM"))
     assert "pools: actor+critic+reference+reward " in row and ", rollout " in row
+
+
+def test_async_engines_generate_the_next_iteration_while_the_trainers_train():
+    """rollout_mode async (OpenRLHF's --async_train, veRL's one-step-off-policy recipe): the engines apart generate
+    the next iteration's rollouts while the trainers take this one's, so an iteration is the refit and then the
+    longer of the generation and the trainers' passes and steps, not their sum; memory is the same."""
+    for placement, gen_len in (("colocated", 1024), ("separate", 1024), ("colocated", 8192)):
+        sync = group(placement=placement, role_gpus={"rollout": 4}, gen_len=gen_len)
+        ahead = sync.relayout({"rollout_mode": "async"})
+        a, b = EST.estimate_group(sync), EST.estimate_group(ahead)
+        trainers = b["log_prob_seconds"] + b["scoring_seconds"] + b["training_seconds"]
+        assert b["iteration_seconds"] == pytest.approx(b["refit_seconds"] + max(b["generation_seconds"], trainers),
+                                                       rel=1e-12)
+        assert a["iteration_seconds"] == pytest.approx(a["rollout_phase_seconds"] + trainers, rel=1e-12)
+        assert b["iteration_seconds"] < a["iteration_seconds"]
+        for term in ("device_total", "allocated_peak", "fits", "total_gpus", "purchase_usd", "generation_seconds",
+                     "training_seconds"):
+            assert a[term] == b[term], term
+        assert ahead.label().endswith("engines apart · async")
+    long = EST.estimate_group(group(placement="colocated", role_gpus={"rollout": 1}, gen_len=8192)
+                              .relayout({"rollout_mode": "async"}))
+    assert long["iteration_seconds"] == pytest.approx(long["refit_seconds"] + long["generation_seconds"], rel=1e-12)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--workload", "ppo", "--engine", "vllm", "--rollout-mode", "async"],
+     "Error: --rollout-mode: async needs the rollout engine apart (rollout_placement separate): beside the actor it "
+     "sleeps while the actor trains"),
+    (["--workload", "dpo", "--rollout-mode", "async"], "Error: --rollout-mode applies to PPO and GRPO (DPO has no "
+                                                        "rollouts): it would change nothing"),
+])
+def test_async_rollouts_that_cannot_be_are_one_error_line(args, message):
+    out = CliRunner().invoke(main, ["estimate", "--model", "Qwen2.5-7B", *args])
+    assert out.exit_code in (1, 2) and message in out.output and "Traceback" not in out.output, out.output

@@ -593,7 +593,7 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     """#33: an RLHF group's split is live: the actor's GPU count edited on a colocated group (every role follows and
     re-splits), a group's prompts per iteration and micro-batch edited on its RLHF row, a separate pool's GPUs edited
     on its role row, and the actor's and the engines' GPUs of colocated trainers beside engines apart (the trainers
-    follow the actor, the engines keep their own): each group recalculated by LibreOffice is the estimator's group
+    follow the actor, the engines keep their own) with its rollouts made async: each group recalculated by LibreOffice is the estimator's group
     laid out anew (relayout), role by role. A typo in a setting and prompts that do not split name themselves in the group's check, and no cell
     shows an error."""
     colocated = next(r for r in report.results if r.is_group and r.workload == "ppo" and r.lead.num_gpus == 2)
@@ -612,6 +612,8 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     mixed = next(r for r in report.results if r.is_group and r.estimate.scenario.placement == "colocated"
                  and r.estimate.scenario.pooled_roles)
     assert mixed.index not in {x.index for x in (colocated, engine, apart, typo, uneven, micro_typo)}
+    beside = next(r for r in report.results if r.is_group and r.workload == "ppo"
+                  and r.index not in {x.index for x in (colocated, micro_typo)})  # its engine beside the actor
     wb = openpyxl.load_workbook(book)
     ws, rl = wb["Scenarios"], wb["RLHF"]
     cols, rcols = columns(ws), columns(rl)
@@ -625,6 +627,8 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     rl.cell(_group_row(rl, micro_typo), rcols["micro_batch_size"]).value = "2x"
     ws.cell(_role_row(ws, mixed, "actor"), cols["num_gpus"]).value = 4
     ws.cell(_role_row(ws, mixed, "rollout"), cols["num_gpus"]).value = 1
+    rl.cell(_group_row(rl, mixed), rcols["rollout_mode"]).value = "async"
+    rl.cell(_group_row(rl, beside), rcols["rollout_mode"]).value = "async"
     written_requirement = openpyxl.load_workbook(book, data_only=True)["RLHF"].cell(_group_row(rl, micro_typo),
                                                                                    rcols["requirement"]).value
     fresh = _recalculated(wb, tmp_path)
@@ -635,13 +639,16 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
         (colocated, colocated.estimate.scenario.relayout(num_gpus=4)),
         (engine, engine.estimate.scenario.relayout({"prompts_per_iteration": 32, "micro_batch_size": 8})),
         (apart, apart.estimate.scenario.relayout({"role_gpus": apart_gpus})),
-        (mixed, mixed.estimate.scenario.relayout({"role_gpus": {"rollout": 1}}, num_gpus=4))],
+        (mixed, mixed.estimate.scenario.relayout({"role_gpus": {"rollout": 1}, "rollout_mode": "async"}, num_gpus=4))],
         ("num_gpus", "gpu", "batch_size", "grad_accum_steps", "zero_stage"))
     # the colocated group: every role on the actor's 4 GPUs, each rank still the batch given (2 prompts)
     assert {ws.cell(_role_row(ws, colocated, role), cols["num_gpus"]).value for role, _ in colocated.estimate.roles} == {4}
     assert {role: ws.cell(_role_row(ws, mixed, role), cols["num_gpus"]).value for role, _ in mixed.estimate.roles} == {
         "actor": 4, "reference": 4, "reward": 4, "rollout": 1}
     assert rl.cell(_group_row(rl, mixed), rcols["total_gpus"]).value == 5
+    assert rl.cell(_group_row(rl, beside), rcols["check"]).value == (
+        "rollout_mode: async needs the rollout engine apart (rollout_placement separate): beside the actor it sleeps "
+        "while the actor trains")
     assert rl.cell(_group_row(rl, typo), rcols["check"]).value == "group_size: expected a whole number, got '8x'"
     ranks = rl.cell(_group_row(rl, uneven), rcols["actor_ranks"]).value
     assert ranks > 1 and 63 % ranks
@@ -650,7 +657,7 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     assert rl.cell(_group_row(rl, micro_typo), rcols["check"]).value == "micro_batch_size: expected a whole number, got '2x'"
     # its requirement still the job's (its batch as typed), not an error the Plan and Charts would read
     assert rl.cell(_group_row(rl, micro_typo), rcols["requirement"]).value == written_requirement
-    for r in (typo, uneven, micro_typo):  # its figures blank, as a checked row's are
+    for r in (typo, uneven, micro_typo, beside):  # its figures blank, as a checked row's are
         assert rl.cell(_group_row(rl, r), rcols["allocated_peak"]).value in (None, "")
 
 

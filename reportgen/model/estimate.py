@@ -57,9 +57,12 @@ class RlhfScenario:
         return tuple((name, s) for name, s in self.roles if name != ROLLOUT)
 
     def placement_words(self, word: Callable[[str, str], str] = lambda axis, value: value) -> list[str]:
-        """Where the roles run, and the rollout engine where it has GPUs of its own."""
-        apart = dict(self.settings).get("rollout_placement", "actor") != "actor"
-        return [word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
+        """Where the roles run, the rollout engine where it has GPUs of its own, and whether it generates ahead."""
+        settings = dict(self.settings)
+        apart = settings.get("rollout_placement", "actor") != "actor"
+        ahead = settings.get("rollout_mode", "sync") == "async"
+        return ([word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
+                + ([word("rollout_mode", "async")] if ahead else []))
 
     @property
     def pooled_roles(self) -> tuple[tuple[str, Scenario], ...]:
@@ -305,6 +308,7 @@ class GroupEstimate(_Totals):
         return {
             "name": s.label(),
             "inputs": {"workload": s.algorithm, "placement": s.placement,
+                       **{n: v for n, v in s.settings if n in ("rollout_placement", "rollout_mode") and s.algorithm != "dpo"},
                        "roles": {r: e.scenario.inputs() for r, e in self.roles}},
             "params": actor.params_json(),
             "per_gpu_bytes": self.per_gpu_bytes,
@@ -334,6 +338,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     # values of the trained roles, the frozen models' scoring, then every trained role's optimizer step
     # (colocated or not: the phases depend on each other). DPO's policy has no pass before its step.
     before_training = [role for role in role_names if role in ("actor", "critic")]
+    sync = Var("rollout_phase_seconds") + Var("log_prob_seconds") + Var("scoring_seconds") + Var("training_seconds")
     time = (
         Term("generation_seconds", "Rollout generation per iteration", "seconds", total("rollout_seconds"), "", "time"),
         Term("refit_seconds", "Weights into the rollout engine per iteration", "seconds", total("refit_seconds"),
@@ -350,9 +355,13 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         Term("scoring_seconds", "Scoring per iteration", "seconds", total("scoring_seconds"), "", "time"),
         Term("training_seconds", "Training steps per iteration", "seconds", total("step_seconds"), "", "time"),
         Term("iteration_seconds", "Time per RLHF iteration", "seconds",
-             Var("rollout_phase_seconds") + Var("log_prob_seconds") + Var("scoring_seconds") + Var("training_seconds"),
+             IF(Var("rollout_mode").eq("async"),
+                Var("refit_seconds") + MAX(Var("generation_seconds"),
+                                           Var("log_prob_seconds") + Var("scoring_seconds") + Var("training_seconds")),
+                sync) if ROLLOUT in role_names else sync,
              "the engine woken and refitted, rollouts, then the log-probabilities, values and scores, then the "
-             "trained roles' steps", "time"),
+             "trained roles' steps; with rollout_mode async, engines apart generate the next iteration's rollouts "
+             "while the trainers take this one's, after the refit", "time"),
         Term("rent_usd", "Cost to rent for an hour", "usd", Var("hourly_usd"),
              "what the plan's cheapest to rent compares: an hour of every role's GPUs", "time"),
         Term("plan_seconds", "Time the plan ranks equals by", "seconds", Var("iteration_seconds"),
@@ -455,6 +464,8 @@ POOL_ANSWERS = PER_GPU_KEYS + ("gpu_memory_bytes", "fits", "headroom_bytes", "fi
 GROUP_CONSTANTS = {"engine_mode": 0, "engine_reserves": 0, "engine_device_total": 0, "host_ram_fits": 1}
 GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, GROUP_CONSTANTS)) for t in TOTAL_TERMS)
 
+# The group's settings its terms read (beside its first role's GPUs): on the RLHF sheet, cells of the group's row.
+GROUP_INPUTS = ("rollout_mode",)
 _GROUP_FNS: dict[tuple[tuple[str, ...], str], tuple[Callable, tuple[Term, ...]]] = {}
 
 
@@ -467,7 +478,7 @@ def _group_fn(role_names: tuple[str, ...], placement: str):
             if "." in n:
                 role, term = n.split(".", 1)
                 return f"R[{role!r}][{term!r}]"
-            return _role_var(n)
+            return f"I[{n!r}]" if n in GROUP_INPUTS else _role_var(n)
 
         _GROUP_FNS[key] = (compile_terms(terms, var, "_group"), terms)
     return _GROUP_FNS[key]
@@ -591,7 +602,7 @@ class Estimator:
         roles = tuple((name, self.estimate(s) if known is None else self.estimate_known(s, known)) for name, s in g.roles)
         fn, terms = _group_fn(tuple(n for n, _ in g.roles), g.placement)
         first = g.roles[0][1]
-        inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu}
+        inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu, **{n: dict(g.settings)[n] for n in GROUP_INPUTS}}
         values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
                                                       {n: ChainMap(e.values, e.scenario.input_view()) for n, e in roles})))
         return GroupEstimate(g, roles, values)
@@ -698,7 +709,8 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
                   prompts_per_iteration: int | None = None,
                   micro_batch_size: int | None = None, role_gpus: Mapping[str, int] | None = None,
                   role_gpu_types: Mapping[str, str] | None = None, padded_roles: str = "none",
-                  padded_len: int | None = None, rollout_placement: str = "actor") -> RlhfScenario:
+                  padded_len: int | None = None, rollout_placement: str = "actor", rollout_mode: str = "sync"
+                  ) -> RlhfScenario:
     """The roles of PPO, DPO or GRPO around an actor scenario (full or LoRA, with prompt/gen lengths).
 
     PPO: actor (trained, generates), critic (trained, value head), reference (frozen), reward (frozen,
@@ -710,14 +722,17 @@ def rlhf_scenario(*, name: str, algorithm: str, placement: str, actor: Scenario,
     every sequence padded to padded_len tokens (default: the prompt and the longest response), their memory
     and their time; the others over the mean prompt + response. A rollout engine on GPUs of its own
     (rollout_placement separate, OpenRLHF's default) is the role "rollout": the actor's model served at the
-    engine's TP, generating the iteration's sequences over its engines, while the actor only trains.
+    engine's TP, generating the iteration's sequences over its engines, while the actor only trains; beside the
+    other roles' pools (placement separate) or beside the trainers colocated on the actor's GPUs. rollout_mode async:
+    the engines apart generate the next iteration while the trainers train (one step off-policy).
     """
     actor = rank_actor(actor, prompts_per_iteration)
     iteration_sequences = iteration_sequences_of(algorithm, actor, group_size)
     settings = dict(critic_model=critic_model, reward_model=reward_model, reference_model=reference_model,
                     reference=reference, reward=reward, group_size=group_size, prompts_per_iteration=prompts_per_iteration,
                     micro_batch_size=micro_batch_size, role_gpus=role_gpus, role_gpu_types=role_gpu_types,
-                    padded_roles=padded_roles, padded_len=padded_len, rollout_placement=rollout_placement)
+                    padded_roles=padded_roles, padded_len=padded_len, rollout_placement=rollout_placement,
+                    rollout_mode=rollout_mode)
     if algorithm == "dpo":
         names = ["policy", "reference"]
     else:  # without a KL term there is no reference; a rule (a verifier) rewarding runs on the CPU

@@ -269,6 +269,7 @@ WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
 
 PLACEMENTS = ("colocated", "separate")
 ROLLOUT_PLACEMENTS = ("actor", "separate")  # where a PPO/GRPO group's rollout engine runs
+ROLLOUT_MODES = ("sync", "async")  # whether engines apart generate the next iteration while the trainers train
 PADDED_ROLES = ("none", "critic", "all")  # which RLHF roles keep their padding (veRL use_remove_padding off)
 RLHF_ROLES = {"ppo": ("actor", "critic", "reference", "reward"), "grpo": ("actor", "reference", "reward"),
               "dpo": ("policy", "reference")}
@@ -299,6 +300,11 @@ RLHF_INPUTS: tuple[Input, ...] = (
           "trained weights over the network each iteration; beside separate pools or colocated trainers (OpenRLHF's "
           "colocated actor, reference and critic, veRL's one-step-off-policy layout)", "actor",
           choices=ROLLOUT_PLACEMENTS, option="--rollout-placement"),
+    Input("rollout_mode", "Rollout mode", "PPO/GRPO with the rollout engine apart: sync, the engines generate an "
+          "iteration's rollouts and then the trainers train on them (on-policy); async, the engines generate the next "
+          "iteration's rollouts while the trainers train on this one's (one step off-policy: OpenRLHF's --async_train, "
+          "veRL's one-step-off-policy recipe), the trained weights reaching the engines between iterations", "sync",
+          choices=ROLLOUT_MODES, option="--rollout-mode"),
     Input("group_size", "GRPO group size", "GRPO: samples per prompt", 8, limits=(1, 1024), unit="sequences",
           option="--group-size"),
     Input("prompts_per_iteration", "Prompts per iteration", "prompts all data-parallel ranks take together per "
@@ -475,7 +481,11 @@ _FIELD_NAMES = frozenset(f.name for f in fields(Scenario))
 # Settings only one algorithm reads, and what the others lack.
 _ONE_ALGORITHM = {"group_size": ("grpo", "groups"), "critic_model": ("ppo", "critic")}
 # Settings DPO does not read, and what it lacks.
-_NOT_DPO = {"rollout_placement": "rollouts"}
+_NOT_DPO = {"rollout_placement": "rollouts", "rollout_mode": "rollouts"}
+
+
+ASYNC_BESIDE = ("async needs the rollout engine apart (rollout_placement separate): beside the actor it sleeps while the "
+                "actor trains")
 
 
 def rlhf_setting_unused(name: str, algorithm: str) -> str:
@@ -530,6 +540,8 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
     if out["padded_len"] is not None and out["padded_roles"] == "none":
         raise InputError("applies with padded_roles critic or all (a pass without padding reads the mean lengths)",
                          source=source, key_path=key_path("padded_len"))
+    if out["rollout_mode"] == "async" and out["rollout_placement"] != "separate":
+        raise InputError(ASYNC_BESIDE, source=source, key_path=key_path("rollout_mode"))
     for name in ("role_gpus", "role_gpu_types"):  # colocated roles share the actor's GPUs; an engine apart has its own
         shared = [role for role in out[name] or {} if out["placement"] != "separate" and role != ROLLOUT]
         if shared:

@@ -83,7 +83,7 @@ def group_table(g, assumptions) -> str:
              f"{e['purchase_usd']:,.0f}") for role, e in g.roles]
     out = [s.label(), _table(("role", "model", "workload", "GPUs", "states GiB", "transient GiB", "alone GiB",
                               "purchase USD"), rows), ""]
-    out.append(_table(("per GPU (" + s.placement + ")", "bytes", "GiB", "GB"),
+    out.append(_table(("per GPU (" + " · ".join(s.placement_words()) + ")", "bytes", "GiB", "GB"),
                       [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
     out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "
                f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions))

@@ -787,6 +787,8 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
         if s.grad_accum_steps > g.actor.grad_accum_steps:
             parts.append(t("setting.micro_batch_size", v=format_count(s.batch_size)))
         parts.append(t(f"placement.{g.placement}"))
+        if dict(g.settings).get("rollout_mode") == "async":  # the engines generate ahead: a faster iteration
+            parts.append(t("rollout_mode.async"))
         padded = dict(g.settings).get("padded_roles", "none")
         if padded != "none":  # how the framework runs the passes: it costs, so it is said
             parts.append(t("setting.padded", roles=t(f"value.padded_roles.{padded}"),

@@ -219,6 +219,8 @@ RLHF_IDS = (
     Column("matrix", "Matrix", "text", "id", 16),
     Column("workload", "Algorithm", "text", "id", 9),
     Column("placement", "Placement", "text", "id", 10),
+    Column("rollout_placement", "Rollout engine placement", "text", "id", 10,
+           help="PPO/GRPO: actor, the engine beside the actor; separate, engines on GPUs of their own (role rollout)"),
     Column("roles", "Role rows (Scenarios)", "text", "id", 22),
 )
 # An RLHF group reads its model, GPU type and count from its first role's row (as the estimator does).
@@ -247,13 +249,14 @@ GROUP_SETTINGS = (
            help="PPO/GRPO: the longest response of an iteration, which the generation waits for; 0: every response "
                 "is the mean"),
     *(_input_column(RLHF_INPUT_BY_NAME[n]) for n in ("group_size", "prompts_per_iteration", "micro_batch_size",
-                                                      "padded_roles", "padded_len")),
+                                                      "padded_roles", "padded_len", "rollout_mode")),
 )
 GROUP_SETTING_NAMES = tuple(c.name for c in GROUP_SETTINGS)
 # The settings only some algorithms read (blank for the others): GRPO's group, DPO's pairs, the rollouts' lengths.
 _ROLLOUTS = ("ppo", "grpo")
 SETTING_WORKLOADS = {"group_size": ("grpo",), "given_seq_len": ("dpo",), "given_prompt_len": _ROLLOUTS,
-                     "given_gen_len": _ROLLOUTS, "padded_roles": _ROLLOUTS, "padded_len": _ROLLOUTS}
+                     "given_gen_len": _ROLLOUTS, "padded_roles": _ROLLOUTS, "padded_len": _ROLLOUTS,
+                     "rollout_mode": _ROLLOUTS}
 ACTOR = "lead"  # how a group row's formulas name its first role's row (the actor, DPO's policy)
 
 
@@ -285,6 +288,7 @@ def group_split_exprs(t: Catalogue) -> dict[str, Expr]:
         return substituted(_SPLIT[name].expr, lambda n: _SPLIT[n].expr if n == "rank_sequences" else None)
 
     rules = {n: split(n) for n in ("prompts_uneven", "micro_uneven", "rank_sequences")}
+    rules["async_beside"] = AND(Var("rollout_mode").eq("async"), Var("rollout_placement").ne("separate"))
     return {"actor_ranks": _actor_ranks(),
             **{n: split(n) for n in ("sequences_per_prompt", "rank_prompts")},
             **dict(zip(SETTINGS_LISTS, group_settings_problems(t, [input_rules(n) for n in GROUP_SETTING_NAMES],
@@ -653,6 +657,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     prefix = " · ".join([g.scenario.algorithm.upper(), *g.scenario.placement_words()]) + " · "
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
+           "rollout_placement": "" if g.scenario.algorithm == "dpo" else dict(g.scenario.settings)["rollout_placement"],
            "roles": ", ".join(t("group.role_rows", role=role, row=n) for role, n in role_rows.items()),
            **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **_group_settings(g.scenario), **g.values}
     formulas = {c.name: f"={book.scenarios.cell(c.name, role_rows[roles[0]])}" for c in RLHF_LINKS}

@@ -211,7 +211,8 @@ def group_settings_problems(t: Catalogue, settings: Sequence[Input], workloads: 
     """An RLHF group's settings (its row's cells), in two lists: each setting's value (blank: none, where the
     setting has no default; one that `workloads` gives algorithms, only for those), then, with every value a number
     and the actor's ranks known, the split's rules (estimate.GROUP_SPLIT's expressions by name: the flags "prompts_uneven" and
-    "micro_uneven", and the "rank_sequences" the latter's message names). The group's settings check is checked() of
+    "micro_uneven", and the "rank_sequences" the latter's message names). rules["async_beside"]: async rollouts asked
+    of an engine beside the actor. The group's settings check is checked() of
     the two."""
     values = []
     for i in settings:
@@ -221,6 +222,7 @@ def group_settings_problems(t: Catalogue, settings: Sequence[Input], workloads: 
         if i.name in workloads:
             problem = IF(is_one_of(Var("workload"), *workloads[i.name]), problem, "")
         values.append(problem)
+    values.append(_problem(rules["async_beside"], t("check.async_beside")))  # as check_rlhf refuses it
     ranks = Var("actor_ranks")
     split = problem_list([
         _problem(rules["prompts_uneven"].eq(1),
