@@ -230,7 +230,8 @@ def test_an_engines_pool_apart_from_colocated_trainers_takes_its_gpu_type():
     pools = {name: (e.scenario.num_gpus, e.scenario.gpu) for name, e in made.roles}
     assert pools == {"actor": (8, "H100-80GB-SXM"), "critic": (8, "H100-80GB-SXM"), "reference": (8, "H100-80GB-SXM"),
                      "reward": (8, "H100-80GB-SXM"), "rollout": (2, "L40S")}
-    assert made["purchase_usd"] == 8 * EST.gpus["H100-80GB-SXM"].price_purchase_usd + 2 * EST.gpus["L40S"].price_purchase_usd
+    price = {gpu: EST.gpus[gpu].price_purchase_usd for gpu in ("H100-80GB-SXM", "L40S")}
+    assert made["purchase_usd"] == 8 * price["H100-80GB-SXM"] + 2 * price["L40S"]
 
 
 def test_the_plan_sizes_the_engines_pool_beside_colocated_trainers():

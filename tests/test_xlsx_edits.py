@@ -591,11 +591,11 @@ def _assert_groups_laid_out_anew(ws, rl, wanted, names) -> None:
 
 def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, report, soffice, tmp_path):
     """#33: an RLHF group's split is live: the actor's GPU count edited on a colocated group (every role follows and
-    re-splits), a group's prompts per iteration and micro-batch edited on its RLHF row, a separate pool's GPUs edited
-    on its role row, and the actor's and the engines' GPUs of colocated trainers beside engines apart (the trainers
-    follow the actor, the engines keep their own) with its rollouts made async: each group recalculated by LibreOffice is the estimator's group
-    laid out anew (relayout), role by role. A typo in a setting and prompts that do not split name themselves in the group's check, and no cell
-    shows an error."""
+    re-splits), a group's prompts per iteration and micro-batch edited on its RLHF row, a separate pool's GPUs
+    edited on its role row, and the actor's and the engines' GPUs of colocated trainers beside engines apart (the
+    trainers follow the actor, the engines keep their own) with its rollouts made async: each group recalculated by
+    LibreOffice is the estimator's group laid out anew (relayout), role by role. A typo in a setting and prompts
+    that do not split name themselves in the group's check, and no cell shows an error."""
     colocated = next(r for r in report.results if r.is_group and r.workload == "ppo" and r.lead.num_gpus == 2)
     engine = next(r for r in report.results if r.is_group and dict(r.estimate.scenario.settings)["micro_batch_size"]
                   and r.estimate.scenario.placement == "colocated" and r.lead.num_gpus == 2

@@ -302,13 +302,17 @@ class GroupEstimate(_Totals):
     roles: tuple[tuple[str, Estimate], ...]
     values: Mapping[str, float]
 
+    def rollout_settings(self) -> dict[str, str]:
+        """Where a PPO/GRPO group's rollout engine runs and whether it generates ahead (DPO has no rollouts)."""
+        settings = dict(self.scenario.settings)
+        return {} if self.scenario.algorithm == "dpo" else {n: settings[n] for n in ("rollout_placement", "rollout_mode")}
+
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
         actor = self.roles[0][1]
         return {
             "name": s.label(),
-            "inputs": {"workload": s.algorithm, "placement": s.placement,
-                       **{n: v for n, v in s.settings if n in ("rollout_placement", "rollout_mode") and s.algorithm != "dpo"},
+            "inputs": {"workload": s.algorithm, "placement": s.placement, **self.rollout_settings(),
                        "roles": {r: e.scenario.inputs() for r, e in self.roles}},
             "params": actor.params_json(),
             "per_gpu_bytes": self.per_gpu_bytes,
@@ -374,7 +378,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
         return colocated_pool(role_names) + time
     # Trainers colocated beside a rollout engine on GPUs of its own: the trainers' pool (its answers named
     # trainers_…, on the actor's GPUs), and the group's answer over it and the engine's pool.
-    trainers = [t for t in colocated_pool(tuple(role for role in role_names if role != ROLLOUT)) if t.name != "total_gpus"]
+    trainers = [t for t in colocated_pool(tuple(r for r in role_names if r != ROLLOUT)) if t.name != "total_gpus"]
     renamed = {t.name: f"trainers_{t.name}" for t in trainers if t.name in POOL_ANSWERS}
 
     def trainers_term(t: Term) -> Term:
@@ -400,7 +404,7 @@ def colocated_pool(role_names: Sequence[str]) -> tuple[Term, ...]:
             out = out + r(role, term)
         return out
 
-    core = [Term(k, k, "bytes", total(k) if k not in ("activations", "kv_cache") else MAX(*(r(x, k) for x in role_names)))
+    core = [Term(k, k, "bytes", MAX(*(r(x, k) for x in role_names)) if k in ("activations", "kv_cache") else total(k))
             for k in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache")]
     core += [
         Term("model_states", "Resident model states of every role", "bytes", total("model_states"),

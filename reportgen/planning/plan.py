@@ -667,7 +667,8 @@ def _with_matched_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
     given = dict(scenario.settings).get("role_gpus") or {}
     if not group.pooled_roles:
         return []
-    sizes = {role: max(s.num_gpus, _as_many_as_the_actors(group, s)) for role, s in group.pooled_roles if role not in given}
+    sizes = {role: max(s.num_gpus, _as_many_as_the_actors(group, s)) for role, s in group.pooled_roles
+             if role not in given}
     if all(dict(group.roles)[role].num_gpus == n for role, n in sizes.items()):
         return []
     counts = {role: s.num_gpus for role, s in group.pooled_roles}

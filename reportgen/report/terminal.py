@@ -128,7 +128,8 @@ def _pools_words(layout: dict) -> str:
     role's (the plan row's); colocated roles share one ('actor+reference 2, rollout 1')."""
     counts, types = layout["role_gpus"], layout["role_gpu_types"]
     shared = [role for role in counts if role != ROLLOUT] if layout["placement"] == "colocated" else []
-    pools = ([("+".join(shared), shared[0])] if shared else []) + [(role, role) for role in counts if role not in shared]
+    pools = [("+".join(shared), shared[0])] if shared else []
+    pools += [(role, role) for role in counts if role not in shared]
     lead = next(iter(types.values()))
     return "pools: " + ", ".join(f"{name} {counts[role]}" + (f" × {types[role]}" if types[role] != lead else "")
                                  for name, role in pools)

@@ -427,7 +427,8 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
         # trainers' colocated beside a rollout engine (their group terms named trainers_…)
         pools = [(e, e.values) for name, e in est.roles if own_pool(est.scenario.placement, name)]
         if est.scenario.placement == "colocated":
-            pools.append((est, {**v, **{k.removeprefix("trainers_"): x for k, x in v.items() if k.startswith("trainers_")}}))
+            trainers = {k.removeprefix("trainers_"): x for k, x in v.items() if k.startswith("trainers_")}
+            pools.append((est, {**v, **trainers}))
         est, v = max(pools, key=lambda pool: pool[1]["device_total"])
     if isinstance(est, GroupEstimate):
         # a group's states sum its roles'
@@ -795,7 +796,8 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
                            v=format_count(max(role.seq_len for _, role in g.roles))))
         # each other pool, where it differs from the actor's; the engines' always
         parts += [t("setting.role_pool", role=t(f"role.{name}"), count=role.num_gpus, gpu=role.gpu)
-                  for name, role in g.pooled_roles if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu) or name == ROLLOUT]
+                  for name, role in g.pooled_roles
+                  if (role.num_gpus, role.gpu) != (s.num_gpus, s.gpu) or name == ROLLOUT]
     return t("list.sep").join(parts)
 
 
@@ -1121,7 +1123,8 @@ def _method(report: Report, t: Catalogue, full: bool = True
                 continue
             seen.add(key)
             roles = t("list.sep").join(t(f"role.{n}") for n in key[0])
-            placement = t("list.sep").join(r.estimate.scenario.placement_words(_words(t)))  # engines apart: in roles
+            placement = t(f"placement.{key[1]}") + (t("list.sep") + t("rollout_placement.engines apart")
+                                                     if ROLLOUT in key[0] else "")  # the terms' layout, not a group's
             out.append(TermGroup(t("term_group.rlhf", roles=roles, placement=placement),
                                  Table(headers, _term_rows(group_terms(*key), t, "group."), "terms")))
     a_rows = tuple((Cell(breakable(a.name), "code"), Cell(t.label(a.name, a.label)),
