@@ -56,11 +56,13 @@ class RlhfScenario:
         actor's (how the job runs, not what it is)."""
         return tuple((name, s) for name, s in self.roles if name != ROLLOUT)
 
-    def placement_words(self, word: Callable[[str, str], str] = lambda axis, value: value) -> list[str]:
-        """Where the roles run, the rollout engine where it has GPUs of its own, and whether it generates ahead."""
+    def placement_words(self, word: Callable[[str, str], str] = lambda axis, value: value, ahead: bool = True
+                        ) -> list[str]:
+        """Where the roles run, the rollout engine where it has GPUs of its own, and (`ahead`) whether it generates
+        the next iteration while the trainers train."""
         settings = dict(self.settings)
         apart = settings.get("rollout_placement", "actor") != "actor"
-        ahead = settings.get("rollout_mode", "sync") == "async"
+        ahead = ahead and settings.get("rollout_mode", "sync") == "async"
         return ([word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
                 + ([word("rollout_mode", "async")] if ahead else []))
 

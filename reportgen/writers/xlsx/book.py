@@ -654,7 +654,8 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     roles = tuple(name for name, _ in g.scenario.roles)
     role_rows = {role: book.role_rows[(r.index, role)] for role in roles}
     lead = g.scenario.roles[0][1]
-    prefix = " · ".join([g.scenario.algorithm.upper(), *g.scenario.placement_words()]) + " · "
+    # where it runs is fixed by its rows; whether its engines generate ahead is its rollout_mode cell's
+    prefix = " · ".join([g.scenario.algorithm.upper(), *g.scenario.placement_words(ahead=False)])
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
            "rollout_placement": "" if g.scenario.algorithm == "dpo" else dict(g.scenario.settings)["rollout_placement"],
@@ -681,7 +682,8 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     read = set().union(*(c.expr.names() for c in split)) - {c.name for c in split}
     row.update(zip((c.name for c in split), compiled_columns(split)(
         {n: role_value(n) if "." in n else row[n] for n in read}, {})))
-    own = (Column("label", "", "text", "summary", expr=concat(prefix, Var(f"{roles[0]}.label"))),
+    ahead = IF(Var("rollout_mode").eq("async"), " · async", "") if g.scenario.algorithm != "dpo" else ""
+    own = (Column("label", "", "text", "summary", expr=concat(prefix, ahead, " · ", Var(f"{roles[0]}.label"))),
            Column("check", "", "text", "summary", expr=IF(Var(SETTINGS_CHECK).ne(OK), Var(SETTINGS_CHECK),
                                                           group_check(t, list(role_rows.items())))),
            Column("requirement", "", "text", "summary",
