@@ -445,19 +445,23 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
 
 
 def _config_key(r: Result | ScenarioRow) -> tuple:
-    """What a configuration is, apart from the GPU type it runs on (its per-GPU bytes do not depend on it)."""
+    """What a configuration is, apart from the GPU type it runs on (its per-GPU bytes do not depend on it); an RLHF
+    group's, its roles' and where and how they run (its engines generating ahead or in turn share their memory, not
+    their time)."""
     if r.is_group:
-        return tuple((name, tuple((k, v) for k, v in e.scenario.inputs().items() if k != "gpu"))
-                     for name, e in r.estimate.roles)
+        return (tuple(r.estimate.scenario.placement_words()),) + tuple(
+            (name, tuple((k, v) for k, v in e.scenario.inputs().items() if k != "gpu")) for name, e in r.estimate.roles)
     return tuple((k, v) for k, v in r.lead.inputs().items() if k != "gpu")
 
 
 def _config_inputs(r: Result | ScenarioRow, t: Catalogue) -> dict[str, object]:
-    """What a label may mention: the lead scenario's inputs, GPUs in all, and for RLHF groups the
-    placement and the other roles' models."""
+    """What a label may mention: the lead scenario's inputs, GPUs in all, and for RLHF groups the group's lengths
+    (not its first role's: an actor whose engines run apart generates nothing), the placement and the other roles'
+    models."""
     out: dict[str, object] = {**r.lead.inputs(), "num_gpus": r.total_gpus, "workload": r.workload}
     if r.is_group:
         g = r.estimate.scenario
+        out.update({n: getattr(g.actor, n) for n in ("seq_len", "prompt_len", "gen_len", "max_gen_len")})
         out["placement"] = t("list.sep").join(g.placement_words(_words(t)))
         for name, s in g.roles[1:]:
             out[f"role.{name}"] = s.model
