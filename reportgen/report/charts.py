@@ -34,6 +34,23 @@ def text_width(text: str, size: float) -> float:
     return sum(size if ord(c) >= 0x2E80 or c in WIDE else size * 0.56 for c in text)
 
 
+def fitted(text: str, size: float, width: float) -> str:
+    """The text, or where it is wider than `width` its start and end around an ellipsis (a configuration's label
+    starts with what it is and ends with where it runs: both are kept; the table under the chart gives it whole)."""
+    if text_width(text, size) <= width:
+        return text
+    head, tail = text[: len(text) // 2], text[len(text) // 2:]
+    while head or tail:
+        if len(head) >= len(tail):
+            head = head[:-1]
+        else:
+            tail = tail[1:]
+        short = head.rstrip() + "…" + tail.lstrip()
+        if text_width(short, size) <= width:
+            return short
+    return "…"
+
+
 def _f(x: float) -> str:
     """Coordinates with one decimal, no trailing zeros: stable text for the gold files."""
     text = f"{x:.1f}"
@@ -193,7 +210,9 @@ def stacked_bars(bars: Sequence[Bar], series: Sequence[Series], lines: Sequence[
     budgets, breaks, halos, labels, totals = [], [], [], [], []
     for n, bar in enumerate(bars):
         y = plot_y0 + n * pitch + (pitch - bar_h) / 2
-        labels.append(f'<text x="{_f(plot_x0 - 5)}" y="{_f(y + bar_h - 2)}">{_t(bar.label)}</text>')
+        label = fitted(bar.label, size, label_w - 8)
+        title = f"<title>{_t(bar.label)}</title>" if label != bar.label else ""
+        labels.append(f'<text x="{_f(plot_x0 - 5)}" y="{_f(y + bar_h - 2)}">{title}{_t(label)}</text>')
         total = sum(bar.parts)
         if bar.budget > total:  # the safety margin k × total, as a dashed outline
             budgets.append(f"M{_f(X(total))},{_f(y + 1)}H{_f(X(bar.budget))}V{_f(y + bar_h - 1)}H{_f(X(total))}")
