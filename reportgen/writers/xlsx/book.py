@@ -658,7 +658,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     prefix = " · ".join([g.scenario.algorithm.upper(), *g.scenario.placement_words(ahead=False)])
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
            "workload": g.scenario.algorithm, "placement": g.scenario.placement,
-           "rollout_placement": "" if g.scenario.algorithm == "dpo" else dict(g.scenario.settings)["rollout_placement"],
+           "rollout_placement": g.rollout_settings().get("rollout_placement", ""),
            "roles": ", ".join(t("group.role_rows", role=role, row=n) for role, n in role_rows.items()),
            **{c.name: getattr(lead, c.name) for c in RLHF_LINKS}, **_group_settings(g.scenario), **g.values}
     formulas = {c.name: f"={book.scenarios.cell(c.name, role_rows[roles[0]])}" for c in RLHF_LINKS}
@@ -682,7 +682,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     read = set().union(*(c.expr.names() for c in split)) - {c.name for c in split}
     row.update(zip((c.name for c in split), compiled_columns(split)(
         {n: role_value(n) if "." in n else row[n] for n in read}, {})))
-    ahead = IF(Var("rollout_mode").eq("async"), " · async", "") if g.scenario.algorithm != "dpo" else ""
+    ahead = IF(Var("rollout_mode").eq("async"), " · async", "")  # DPO's cell is blank
     own = (Column("label", "", "text", "summary", expr=concat(prefix, ahead, " · ", Var(f"{roles[0]}.label"))),
            Column("check", "", "text", "summary", expr=IF(Var(SETTINGS_CHECK).ne(OK), Var(SETTINGS_CHECK),
                                                           group_check(t, list(role_rows.items())))),
