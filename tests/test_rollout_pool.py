@@ -2,6 +2,9 @@
 vllm_tensor_parallel_size GPUs). The group gains the role "rollout": the actor's model served by the engine at its
 own tensor parallelism, generating the iteration's sequences over its engines, while the actor only trains and
 sends it the trained weights over the network."""
+import json
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -281,3 +284,23 @@ def test_async_engines_generate_the_next_iteration_while_the_trainers_train():
 def test_async_rollouts_that_cannot_be_are_one_error_line(args, message):
     out = CliRunner().invoke(main, ["estimate", "--model", "Qwen2.5-7B", *args])
     assert out.exit_code in (1, 2) and message in out.output and "Traceback" not in out.output, out.output
+
+
+@pytest.mark.parametrize("args", [["--workload", "ppo", "--engine", "vllm", "--rollout-placement", "separate",
+                                   "--rollout-mode", "async", "--role-gpus", "rollout=4"],
+                                  ["--workload", "dpo"]])
+def test_estimate_prints_a_groups_time_per_iteration(args):
+    """A buyer's `estimate` of an RLHF group says how long an iteration takes, phase by phase (those it has), as its
+    JSON gives them; async says how its phases combine."""
+    common = ["estimate", "--model", "Qwen2.5-7B", "--gpus", "8", "--zero", "3", *args]
+    text = CliRunner().invoke(main, common).output
+    time = json.loads(CliRunner().invoke(main, common + ["--json"]).output)["time"]
+    rows = dict(re.findall(r"^(.+?per (?:RLHF )?iteration.*?)\s{2,}([\d,.]+) s$", text, re.M))
+    assert rows, text
+    for label, value in rows.items():
+        key = next(k for k in time if time[k] and f"{time[k]:,.3f}" == value) if float(value.replace(",", "")) else None
+        assert key or label.startswith("Time per"), (label, value)
+    iteration = next(v for label, v in rows.items() if label.startswith("Time per RLHF iteration"))
+    assert iteration == f"{time['iteration_seconds']:,.3f}"
+    assert ("async" in args) == any("(async:" in label for label in rows)
+    assert ("dpo" in args) == ("Rollout generation per iteration" not in rows)

@@ -1,10 +1,11 @@
 """Plain-text tables for the terminal (the CLI's human-readable output)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 from ..model.inputs import ROLLOUT, layout_tags
-from ..model.terms import PEAK_PARTS, PER_GPU_KEYS, TERM_BY_NAME
+from ..model.terms import PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, TERM_BY_NAME
 from ..model.units import GB, GiB, duration_words, format_count
 
 
@@ -87,6 +88,14 @@ def group_table(g, assumptions) -> str:
                       [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
     out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "
                f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions))
+    from ..model.estimate import group_terms  # the estimator's module is loaded by then (as _phase reads it)
+    terms = {t.name: t for t in group_terms(tuple(role for role, _ in g.roles), s.placement)}
+    if dict(s.settings).get("rollout_mode") == "async":  # the phases do not add up: say how they combine
+        terms["iteration_seconds"] = replace(terms["iteration_seconds"], label="Time per RLHF iteration (async: the "
+                                             "refit, then the longer of the generation and the rest)")
+    out.append("\n" + _table(("time per iteration", "value"),
+                              [(terms[k].label, _time_value("seconds", g[k])) for k in RLHF_TIME_KEYS
+                               if g[k] or k == "iteration_seconds"]))  # a phase the group has not (DPO's rollouts)
     return "\n".join(out)
 
 
