@@ -215,11 +215,13 @@ def test_a_rule_reward_has_no_reward_role():
     assert [r for r, _ in rule.roles] == ["actor", "reference"]
     assert rule["scoring_seconds"] == pytest.approx(dict(rule.roles)["reference"]["forward_pass_seconds"], rel=1e-12)
     assert rule["allocated_peak"] < model["allocated_peak"]
-    for args, message in ((["--workload", "dpo", "--reward", "rule"], "Error: --reward: applies to PPO and GRPO"),
-                          (["--workload", "grpo", "--reward", "rule", "--reward-model", "Qwen2.5-0.5B"],
-                           "Error: --reward-model: reward: rule leaves no reward model")):
+    for args, message, status in (
+            (["--workload", "dpo", "--reward", "rule"], "Error: --reward applies to PPO and GRPO (DPO has no reward "
+                                                        "model): it would change nothing", 2),  # a reward DPO reads not
+            (["--workload", "grpo", "--reward", "rule", "--reward-model", "Qwen2.5-0.5B"],
+             "Error: --reward-model: reward: rule leaves no reward model", 1)):
         out = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", *args])
-        assert out.exit_code == 1 and message in out.output, out.output
+        assert out.exit_code == status and message in out.output, out.output
 
 
 def test_the_engine_is_refitted_and_woken_once_per_iteration():

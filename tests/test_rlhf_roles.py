@@ -124,7 +124,6 @@ def test_padded_roles_pass_over_padded_sequences():
 def test_rlhf_settings_that_change_nothing_or_cannot_be_are_refused():
     base = ["estimate", "--model", "Qwen2.5-7B", "--gpus", "8", "--zero", "3"]
     for args, words in ((["--workload", "ppo", "--padded-len", "1536"], "applies with padded_roles critic or all"),
-                        (["--workload", "dpo", "--padded-roles", "all"], "applies to PPO and GRPO"),
                         (["--workload", "ppo", "--padded-roles", "all", "--prompt-len", "600", "--gen-len", "100",
                           "--padded-len", "512"], "at least the prompt and the mean response (700 tokens)"),
                         ):
@@ -133,7 +132,11 @@ def test_rlhf_settings_that_change_nothing_or_cannot_be_are_refused():
     # a setting no part of the workload reads is bad usage, as an input's is (exit 2); a preset gets one Error line
     for args, words in ((["--workload", "ppo", "--group-size", "4"], "applies to GRPO only (PPO has no groups)"),
                         (["--workload", "grpo", "--critic-model", "Qwen2.5-0.5B"], "applies to PPO only (GRPO has no critic)"),
-                        (["--workload", "full", "--micro-batch", "2"], "applies to RLHF workloads (ppo, grpo, dpo)")):
+                        (["--workload", "full", "--micro-batch", "2"], "applies to RLHF workloads (ppo, grpo, dpo)"),
+                        (["--workload", "dpo", "--padded-roles", "all"], "applies to PPO and GRPO (DPO has no rollouts)"),
+                        (["--workload", "dpo", "--rollout-mode", "async"], "applies to PPO and GRPO (DPO has no rollouts)"),
+                        (["--workload", "dpo", "--reward-model", "Qwen2.5-0.5B"],
+                         "applies to PPO and GRPO (DPO has no reward model)")):
         out = CliRunner().invoke(main, base + args)
         assert out.exit_code == 2 and words in out.output, out.output
     from reportgen.model.estimate import make_scenario

@@ -481,11 +481,17 @@ _FIELD_NAMES = frozenset(f.name for f in fields(Scenario))
 # Settings only one algorithm reads, and what the others lack.
 _ONE_ALGORITHM = {"group_size": ("grpo", "groups"), "critic_model": ("ppo", "critic")}
 # Settings DPO does not read, and what it lacks.
-_NOT_DPO = {"rollout_placement": "rollouts", "rollout_mode": "rollouts"}
+_NOT_DPO = {"rollout_placement": "rollouts", "rollout_mode": "rollouts", "padded_roles": "rollouts",
+            "padded_len": "rollouts", "reward": "reward model", "reward_model": "reward model"}
 
 
 ASYNC_BESIDE = ("async needs the rollout engine apart (rollout_placement separate): beside the actor it sleeps while the "
                 "actor trains")
+
+
+def rlhf_readers(name: str) -> tuple[str, ...]:
+    """The RLHF algorithms that read a setting (the others refuse it: rlhf_setting_unused)."""
+    return tuple(a for a in RLHF_ALGORITHMS if not rlhf_setting_unused(name, a))
 
 
 def rlhf_setting_unused(name: str, algorithm: str) -> str:
@@ -534,9 +540,6 @@ def check_rlhf(raw: Mapping[str, Any], *, algorithm: str, models: Iterable[str],
     for name, value in raw.items():
         if value is not None and (unused := rlhf_setting_unused(name, algorithm)):
             raise InputError(unused, source=source, key_path=key_path(name))
-    if out["padded_roles"] != "none" and algorithm == "dpo":
-        raise InputError("applies to PPO and GRPO (DPO's pairs are given, not generated)", source=source,
-                         key_path=key_path("padded_roles"))
     if out["padded_len"] is not None and out["padded_roles"] == "none":
         raise InputError("applies with padded_roles critic or all (a pass without padding reads the mean lengths)",
                          source=source, key_path=key_path("padded_len"))

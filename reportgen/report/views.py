@@ -30,7 +30,8 @@ from ..scenarios.presets import WORKLOAD_TYPES
 from .build import (ABSENT, GROUP_PASS_INPUTS, InputColumns, Recommendation, Report, Requirement, Result, ScenarioRow,
                     SensitivitySeries)
 from ..model.lookups import LOOKUP_TABLES
-from ..model.inputs import INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input, job_inputs
+from ..model.inputs import (INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input,
+                            job_inputs, rlhf_readers)
 from .notes import PLACEHOLDER
 from ..model.terms import ASSUMPTIONS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
 from ..model.units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
@@ -1101,7 +1102,8 @@ def inputs_table(t: Catalogue) -> Table:
     rows = tuple((Cell(breakable(i.name), "code"), Cell(t.label(f"input.{i.name}", i.label)),
                   Cell(_input_default(i), "code"), Cell(_input_allowed(i, t), "" if i.catalog else "code"),
                   Cell(i.option or CLI_OWN.get(i.name, "—"), "code"),
-                  Cell(t("method.inputs.rlhf") if group else _input_reads(i, t))) for i, group in items)
+                  Cell(t("method.inputs.rlhf", algorithms=t("list.sep").join(a.upper() for a in rlhf_readers(i.name)))
+                       if group else _input_reads(i, t))) for i, group in items)
     groups = tuple(t(f"method.inputs.group.{g or 'scenario'}") if n == 0 or items[n - 1][1] != g else ""
                    for n, (_, g) in enumerate(items))
     return Table(headers, rows, "inputs", row_groups=groups)
