@@ -304,3 +304,22 @@ def test_estimate_prints_a_groups_time_per_iteration(args):
     assert iteration == f"{time['iteration_seconds']:,.3f}"
     assert ("async" in args) == any("(async:" in label for label in rows)
     assert ("dpo" in args) == ("Rollout generation per iteration" not in rows)
+
+
+@pytest.mark.parametrize("placement,rollout_placement", [("colocated", "actor"), ("colocated", "separate"),
+                                                         ("separate", "actor"), ("separate", "separate")])
+def test_a_groups_pools_are_its_gpus_and_its_answer(placement, rollout_placement):
+    """The JSON's pools: every role in one pool; their GPUs and prices add up to the group's; the group fits where
+    every pool fits, and its device total and headroom are the tightest pool's."""
+    g = group(placement=placement, rollout_placement=rollout_placement, role_gpus={"rollout": 4} if
+              rollout_placement == "separate" else None, gpu_memory_utilization=0.4)
+    made = EST.estimate_group(g)
+    pools = made.to_json()["pools"]
+    assert sorted(r for p in pools for r in p["roles"]) == sorted(name for name, _ in made.roles)
+    assert len(pools) == {("colocated", "actor"): 1, ("colocated", "separate"): 2}.get(
+        (placement, rollout_placement), len(made.roles))
+    assert sum(p["num_gpus"] for p in pools) == made["total_gpus"]
+    assert sum(p["purchase_usd"] for p in pools) == pytest.approx(made["purchase_usd"], rel=1e-12)
+    assert made.fits == all(p["fits"] for p in pools)
+    assert made["device_total"] == max(p["device_total"] for p in pools)
+    assert made["headroom_bytes"] == min(p["headroom_bytes"] for p in pools)

@@ -309,6 +309,27 @@ class GroupEstimate(_Totals):
         settings = dict(self.scenario.settings)
         return {} if self.scenario.algorithm == "dpo" else {n: settings[n] for n in ("rollout_placement", "rollout_mode")}
 
+    def pools(self) -> list[tuple[tuple[str, ...], "Estimate | GroupEstimate", Mapping[str, float]]]:
+        """The group's GPU pools: (their roles, what answers for them, its values). Roles that share the actor's GPUs
+        are one pool the group's values answer for (colocated trainers beside engines apart: its trainers_… values);
+        a role on GPUs of its own is a pool its estimate answers for."""
+        placement, out = self.scenario.placement, []
+        shared = tuple(name for name, _ in self.roles if not own_pool(placement, name))
+        if shared:
+            apart = len(shared) < len(self.roles)
+            out.append((shared, self, {**self.values, **{k.removeprefix("trainers_"): v for k, v in self.values.items()
+                                                          if k.startswith("trainers_")}} if apart else self.values))
+        out += [((name,), e, e.values) for name, e in self.roles if own_pool(placement, name)]
+        return out
+
+    def pools_json(self) -> list[dict[str, Any]]:
+        """Each pool's roles, GPUs and fit (the group's per-GPU bytes are the tightest pool's, key by key)."""
+        return [{"roles": list(roles), "gpu": dict(self.scenario.roles)[roles[0]].gpu,
+                 "num_gpus": dict(self.scenario.roles)[roles[0]].num_gpus,
+                 **{k: int(values[k]) for k in ("device_total", "recommended", "gpu_memory_bytes", "headroom_bytes")},
+                 "fits": bool(values["fits"]), "fits_recommended": bool(values["fits_recommended"]),
+                 "purchase_usd": values["purchase_usd"]} for roles, _, values in self.pools()]
+
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
         actor = self.roles[0][1]
@@ -321,6 +342,7 @@ class GroupEstimate(_Totals):
             "total_gpus": int(self.values["total_gpus"]),
             "gpus_per_role": {r: e.scenario.num_gpus for r, e in self.roles},
             "gpu_type_per_role": {r: e.scenario.gpu for r, e in self.roles},
+            "pools": self.pools_json(),
             **fill_json(FIT_JSON, self),
             "time": {k: self.values[k] for k in RLHF_TIME_KEYS},
             "roles": {r: e.to_json() for r, e in self.roles},

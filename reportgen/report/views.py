@@ -23,7 +23,7 @@ from ..model.arrays import np
 from ..model.catalog import slug
 from ..planning.fleet import Fleet, JobMiss, Pool, fleet_id, pool_costs
 from ..planning.plan import MAX_GPUS
-from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms, own_pool
+from ..model.estimate import PHASE_NAMES, Estimate, GroupEstimate, group_terms
 from ..model.formulas import to_text
 from .i18n import Catalogue, load_catalogue
 from ..scenarios.presets import WORKLOAD_TYPES
@@ -425,12 +425,8 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
     v = est.values
     if isinstance(est, GroupEstimate) and est.scenario.pooled_roles:
         # pools apart: the bar is the tightest pool (the one with the largest device total): a role's, or the
-        # trainers' colocated beside a rollout engine (their group terms named trainers_…)
-        pools = [(e, e.values) for name, e in est.roles if own_pool(est.scenario.placement, name)]
-        if est.scenario.placement == "colocated":
-            trainers = {k.removeprefix("trainers_"): x for k, x in v.items() if k.startswith("trainers_")}
-            pools.append((est, {**v, **trainers}))
-        est, v = max(pools, key=lambda pool: pool[1]["device_total"])
+        # roles' that share the actor's GPUs
+        _, est, v = max(est.pools(), key=lambda pool: pool[2]["device_total"])
     if isinstance(est, GroupEstimate):
         # a group's states sum its roles'
         parts = {f"resident_{k}": int(v[k]) for k in ("weights", "master_weights", "optimizer_states")}
