@@ -60,11 +60,15 @@ class RlhfScenario:
                         ) -> list[str]:
         """Where the roles run, the rollout engine where it has GPUs of its own, and (`ahead`) whether it generates
         the next iteration while the trainers train."""
-        settings = dict(self.settings)
-        apart = settings.get("rollout_placement", "actor") != "actor"
-        ahead = ahead and settings.get("rollout_mode", "sync") == "async"
+        apart = dict(self.settings).get("rollout_placement", "actor") != "actor"
+        ahead = ahead and self.generates_ahead
         return ([word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
                 + ([word("rollout_mode", "async")] if ahead else []))
+
+    @property
+    def generates_ahead(self) -> bool:
+        """Whether its engines apart generate the next iteration while the trainers train (rollout_mode async)."""
+        return dict(self.settings).get("rollout_mode") == "async"
 
     @property
     def pooled_roles(self) -> tuple[tuple[str, Scenario], ...]:
@@ -317,8 +321,8 @@ class GroupEstimate(_Totals):
         shared = tuple(name for name, _ in self.roles if not own_pool(placement, name))
         if shared:
             apart = len(shared) < len(self.roles)
-            out.append((shared, self, {**self.values, **{k.removeprefix("trainers_"): v for k, v in self.values.items()
-                                                          if k.startswith("trainers_")}} if apart else self.values))
+            out.append((shared, self, {**self.values, **{k.removeprefix(TRAINERS): v for k, v in self.values.items()
+                                                          if k.startswith(TRAINERS)}} if apart else self.values))
         out += [((name,), e, e.values) for name, e in self.roles if own_pool(placement, name)]
         return out
 
@@ -352,15 +356,29 @@ class GroupEstimate(_Totals):
 # ---------------------------------------------------------------------------------------------
 # RLHF group terms: built from the roles present, so the same expressions feed the workbook
 
+def _of(role: str, term: str) -> Var:
+    """A role's term, as a group's terms read it ("actor.weights")."""
+    return Var(f"{role}.{term}")
+
+
+def _sum(exprs: Iterable[Expr]) -> Expr:
+    """The expressions added left to right (the order the Python and the workbook add them in)."""
+    exprs = iter(exprs)
+    out = next(exprs)
+    for e in exprs:
+        out = out + e
+    return out
+
+
+# The prefix of the terms of colocated trainers' pool beside a rollout engine apart (group_terms, GroupEstimate.pools).
+TRAINERS = "trainers_"
+
+
 def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
-    def r(role: str, term: str) -> Var:
-        return Var(f"{role}.{term}")
+    r = _of
 
     def total(term: str, roles: Sequence[str] = role_names):
-        out = r(roles[0], term)
-        for role in roles[1:]:
-            out = out + r(role, term)
-        return out
+        return _sum(r(role, term) for role in roles)
 
     # One iteration runs its phases one after another: the actor's rollouts, the log-probabilities and
     # values of the trained roles, the frozen models' scoring, then every trained role's optimizer step
@@ -403,7 +421,7 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
     # Trainers colocated beside a rollout engine on GPUs of its own: the trainers' pool (its answers named
     # trainers_…, on the actor's GPUs), and the group's answer over it and the engine's pool.
     trainers = [t for t in colocated_pool(tuple(r for r in role_names if r != ROLLOUT)) if t.name != "total_gpus"]
-    renamed = {t.name: f"trainers_{t.name}" for t in trainers if t.name in POOL_ANSWERS}
+    renamed = {t.name: TRAINERS + t.name for t in trainers if t.name in POOL_ANSWERS}
 
     def trainers_term(t: Term) -> Term:
         if t.name in renamed:  # a per-GPU term's label is its name: the role term's is read
@@ -419,14 +437,10 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
 def colocated_pool(role_names: Sequence[str]) -> tuple[Term, ...]:
     """Roles that share the actor's GPUs: every role's resident states, the largest phase's transient memory, and the
     pool's fit and price on those GPUs."""
-    def r(role: str, term: str) -> Var:
-        return Var(f"{role}.{term}")
+    r = _of
 
     def total(term: str) -> Expr:
-        out = r(role_names[0], term)
-        for role in role_names[1:]:
-            out = out + r(role, term)
-        return out
+        return _sum(r(role, term) for role in role_names)
 
     core = [Term(k, k, "bytes", MAX(*(r(x, k) for x in role_names)) if k in ("activations", "kv_cache") else total(k))
             for k in ("weights", "gradients", "optimizer_states", "master_weights", "activations", "kv_cache")]
@@ -465,10 +479,7 @@ def pools_answer(pools: Sequence[Mapping[str, Expr]]) -> tuple[Term, ...]:
         return fn(*(p[term] for p in pools))
 
     def every(term: str) -> Expr:
-        out = pools[0][term]
-        for p in pools[1:]:
-            out = out + p[term]
-        return out
+        return _sum(p[term] for p in pools)
 
     return tuple([Term(k, k, "bytes", tightest(MAX, k)) for k in PER_GPU_KEYS] + [
         Term("gpu_memory_bytes", "GPU memory (smallest pool)", "bytes", tightest(MIN, "gpu_memory_bytes")),

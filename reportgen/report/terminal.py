@@ -90,7 +90,7 @@ def group_table(g, assumptions) -> str:
                f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions))
     from ..model.estimate import group_terms  # the estimator's module is loaded by then (as _phase reads it)
     terms = {t.name: t for t in group_terms(tuple(role for role, _ in g.roles), s.placement)}
-    if dict(s.settings).get("rollout_mode") == "async":  # the phases do not add up: say how they combine
+    if s.generates_ahead:  # the phases do not add up: say how they combine
         terms["iteration_seconds"] = replace(terms["iteration_seconds"], label="Time per RLHF iteration (async: the "
                                              "refit, then the longer of the generation and the rest)")
     out.append("\n" + _table(("time per iteration", "value"),

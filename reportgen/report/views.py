@@ -423,9 +423,9 @@ def _fit_state(values: Mapping[str, float]) -> str:
 def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
     """The stacked parts of one configuration, in SEGMENTS order; they add up to device_total."""
     v = est.values
-    if isinstance(est, GroupEstimate) and est.scenario.pooled_roles:
-        # pools apart: the bar is the tightest pool (the one with the largest device total): a role's, or the
-        # roles' that share the actor's GPUs
+    if isinstance(est, GroupEstimate):
+        # the bar is the tightest pool (the one with the largest device total): the roles' that share the actor's
+        # GPUs, or a role's on GPUs of its own
         _, est, v = max(est.pools(), key=lambda pool: pool[2]["device_total"])
     if isinstance(est, GroupEstimate):
         # a group's states sum its roles'
@@ -789,7 +789,7 @@ def configuration(r: Result, need: Requirement, t: Catalogue) -> str:
         if s.grad_accum_steps > g.actor.grad_accum_steps:
             parts.append(t("setting.micro_batch_size", v=format_count(s.batch_size)))
         parts.append(t(f"placement.{g.placement}"))
-        if dict(g.settings).get("rollout_mode") == "async":  # the engines generate ahead: a faster iteration
+        if g.generates_ahead:  # a faster iteration: said
             parts.append(t("rollout_mode.async"))
         padded = dict(g.settings).get("padded_roles", "none")
         if padded != "none":  # how the framework runs the passes: it costs, so it is said

@@ -209,11 +209,10 @@ SETTINGS_CHECK = "settings_check"  # an RLHF group's column: checked() of those 
 def group_settings_problems(t: Catalogue, settings: Sequence[Input], workloads: Mapping[str, Sequence[str]],
                             rules: Mapping[str, Expr]) -> tuple[Expr, Expr]:
     """An RLHF group's settings (its row's cells), in two lists: each setting's value (blank: none, where the
-    setting has no default; one that `workloads` gives algorithms, only for those), then, with every value a number
-    and the actor's ranks known, the split's rules (estimate.GROUP_SPLIT's expressions by name: the flags "prompts_uneven" and
-    "micro_uneven", and the "rank_sequences" the latter's message names). rules["async_beside"]: async rollouts asked
-    of an engine beside the actor. The group's settings check is checked() of
-    the two."""
+    setting has no default; one that `workloads` gives algorithms, only for those) and async rollouts asked of an
+    engine beside the actor (rules["async_beside"]), then, with every value a number and the actor's ranks known, the
+    split's rules (estimate.GROUP_SPLIT's expressions by name: the flags "prompts_uneven" and "micro_uneven", and the
+    "rank_sequences" the latter's message names). The group's settings check is checked() of the two."""
     values = []
     for i in settings:
         problem = _input_problem(t, i)
