@@ -271,6 +271,7 @@ ZH_CITED_NAMES = {
     "NVSwitch", "PCIe", "HBM2e",
     "Tensor", "Core", "Python", "autograd", "alpaca", "alpaca-cleaned", "Alpaca", "cls-fudan-news-zh", "Qwen",
     "Gemma", "Gemma-2", "Phi", "Phi-2", "Phi-3", "Phi-4", "phi", "Falcon", "gpt-oss-20b", "gpt-oss-120b", "Instruct",
+    "Mamba-2", "Nemotron-H",  # the state-space layer of hybrid models and their family, as their papers name them
     "base", "oracle",
     # the workbook's sheet names (formulas name them), as Plan above; keys; the check's value
     "GPUs", "Precisions", "Dtypes", "Optimizers", "Scenarios", "Terms", "Notes", "Assumptions", "Models", "Choices",
@@ -297,6 +298,7 @@ ZH_FULL_TERMS_OF_ART = {
     "fused", "foreach", "auto", "None", "True", "bs", "grad", "loss", "scale", "unscale", "recompute", "rank",
     # code the tables quote: options, flags, buffer and module names
     "weight", "sequence-parallel", "query-gpu", "total", "free", "dropout", "rocm-smi", "showmeminfo", "vram",
+    "conv1d", "dt",  # Mamba-2's modules and projections (conv1d, z, x, B, C, dt)
 }
 
 

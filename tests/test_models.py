@@ -236,10 +236,10 @@ def test_bad_configs_name_the_field(mutate, path, message):
     assert message in err.value.message
 
 
-@pytest.mark.parametrize("model_type,why", [("nemotron_h", "Mamba-2"), ("qwen3_next", "Gated DeltaNet"),
+@pytest.mark.parametrize("model_type,why", [("falcon_h1", "Mamba-2"), ("qwen3_next", "Gated DeltaNet"),
                                             ("mamba", "state-space")])
 def test_architectures_it_cannot_build_are_named_with_why(model_type, why):
-    """#32: a Nemotron-H config says what is missing, not 'unknown' (nor 'did you mean gpt_neox')."""
+    """#32: a Falcon-H1 config says what is missing, not 'unknown' (nor 'did you mean gpt_neox')."""
     config = {**_config("llama-2-7b"), "model_type": model_type}
     with pytest.raises(InputError) as err:
         spec_from_config(config, name="x", source="cfg.json")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..errors import InputError
-from .formulas import AND, FLOOR, IF, MAX, OR, Expr, Var, compile_terms
+from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, OR, Expr, Var, compile_terms
 from .spec import ModelSpec
 
 V = Var
@@ -54,7 +54,7 @@ _PEFT = ("PEFT LoRA: r × (in + out) per adapted nn.Linear; all-linear adapts ev
 # Module names PEFT targets, and each module's (in_features, out_features, how many in the model).
 # Fused projections (Phi-3) and multi-head latent attention / plain MLPs (no LoRA offered) resolve
 # through the flags; MoE experts carry MLP names except in Mixtral (w1/w2/w3).
-_H, _L = V("hidden_size"), V("num_hidden_layers")
+_H, _L, _A = V("hidden_size"), V("num_hidden_layers"), V("num_attention_layers")
 _SUPPORTED = AND(V("kv_lora_rank").eq(0), V("gated_mlp").eq(1))
 _SPLIT = AND(_SUPPORTED, V("fused_projections").eq(0))
 _FUSED = AND(_SUPPORTED, V("fused_projections").eq(1))
@@ -145,6 +145,9 @@ def _lora_sets() -> tuple[ShapeTerm, ...]:
     return tuple(out)
 
 
+_FEWER = MIN(V("num_attention_layers"), V("num_mamba_layers"))
+_MORE = MAX(V("num_attention_layers"), V("num_mamba_layers"))
+_GROUP = IF(_MORE.lt(1.25 * _FEWER), _MORE, _FEWER)
 _h, _q, _kv = V("hidden_size"), V("q_dim"), V("kv_dim")
 MODEL_TERMS: tuple[ShapeTerm, ...] = (
     # ---- widths --------------------------------------------------------------------------------
@@ -157,13 +160,39 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
     ShapeTerm("kv_dim", "K/V width (KV heads × head_dim)", "count", V("num_key_value_heads") * V("head_dim")),
     ShapeTerm("attn_out_dim", "Attention output width (heads × value head_dim)", "count",
               V("num_attention_heads") * IF(V("is_mla").eq(1), V("v_head_dim"), V("head_dim"))),
+    ShapeTerm("num_attention_layers", "Layers with attention", "count", _L - V("attention_free_layers"),
+              "every layer but a hybrid model's Mamba-2 and MLP blocks"),
     ShapeTerm("kv_elements_per_token", "KV-cache values per token (all layers)", "elements",
-              IF(V("is_mla").eq(1), _L * (V("kv_lora_rank") + V("qk_rope_head_dim")), 2 * _L * V("kv_dim")),
-              "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)"),
+              IF(V("is_mla").eq(1), _A * (V("kv_lora_rank") + V("qk_rope_head_dim")), 2 * _A * V("kv_dim")),
+              "2 × attention layers × KV heads × head_dim; MLA: layers × (kv_lora_rank + rope dim)"),
     ShapeTerm("kv_window_elements_per_token", "KV-cache values per token in sliding-window layers", "elements",
               IF(V("sliding_window").gt(0), 2 * V("num_sliding_layers") * V("kv_dim"), 0),
               "2 × sliding layers × KV heads × head_dim (transformers' layer_types)"),
-    ShapeTerm("num_dense_layers", "Layers with a dense MLP", "count", _L - V("num_moe_layers")),
+    ShapeTerm("num_dense_layers", "Layers with a dense MLP", "count",
+              _L - V("mlp_free_layers") - V("num_moe_layers")),
+    ShapeTerm("num_mixers", "Attention, MLP and Mamba-2 blocks", "count",
+              V("num_attention_layers") + _L - V("mlp_free_layers") + V("num_mamba_layers"),
+              "2 per layer of attention and MLP; one per block of a hybrid model (each ends in one all-reduce under "
+              "tensor parallelism)"),
+    # ---- Mamba-2 mixers (hybrid models) ------------------------------------------------------------
+    ShapeTerm("mamba_inner_dim", "Mamba-2 inner width (heads × head_dim)", "count",
+              V("mamba_num_heads") * V("mamba_head_dim")),
+    ShapeTerm("mamba_conv_dim", "Mamba-2 convolution channels (x, B, C)", "count",
+              V("mamba_inner_dim") + 2 * V("mamba_groups") * V("ssm_state_size"),
+              "the inner width plus B and C of every group (transformers' conv_dim)"),
+    ShapeTerm("mamba_in_proj_width", "Mamba-2 input projection width (z, x, B, C, dt)", "count",
+              V("mamba_inner_dim") + V("mamba_conv_dim") + V("mamba_num_heads"), _HF),
+    ShapeTerm("mamba_conv_channels", "Convolution channels (all Mamba-2 layers)", "count",
+              V("num_mamba_layers") * V("mamba_conv_dim"), "each keeps its last inputs as a convolution state"),
+    ShapeTerm("vllm_mamba_page_layers", "Mamba-2 layers as vLLM's KV cache groups count them", "count",
+              IF(V("num_mamba_layers").eq(0), 0, CEIL(V("num_mamba_layers") / _GROUP) * _GROUP),
+              "vLLM groups a hybrid model's layers by kind, as many per group as the kind with fewer layers has (the "
+              "larger count where the two are within 25 %), and pads the last group "
+              "(vllm/v1/core/kv_cache_utils.py); Nemotron-H has fewer attention layers, so its Mamba-2 layers are "
+              "the padded kind"),
+    ShapeTerm("mamba_ssm_state_elements", "SSM state values per sequence (all Mamba-2 layers)", "elements",
+              V("num_mamba_layers") * V("mamba_inner_dim") * V("ssm_state_size"),
+              "heads × head_dim × ssm_state_size per layer, whatever the sequence's length"),
     ShapeTerm("routed_mlp_width", "Routed experts' MLP width per token", "count",
               IF(V("is_moe").eq(1), V("num_moe_layers") * V("num_experts_per_tok") * V("moe_intermediate_size") / _L,
                  0)),
@@ -197,7 +226,13 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
                  + V("qkv_bias") * (_q + 2 * _kv) + V("o_bias") * _h + V("attention_sinks") * V("num_attention_heads")),
               _HF),
     ShapeTerm("attention_params", "Attention parameters", "count",
-              IF(V("is_generic").eq(1), 0, _L * V("attention_params_per_layer")), _HF),
+              IF(V("is_generic").eq(1), 0, _A * V("attention_params_per_layer")), _HF),
+    ShapeTerm("mamba_params", "Mamba-2 mixer parameters", "count",
+              V("num_mamba_layers") * ((_h + V("mamba_proj_bias")) * V("mamba_in_proj_width")
+                                       + (V("conv_kernel") + V("mamba_conv_bias")) * V("mamba_conv_dim")
+                                       + 3 * V("mamba_num_heads") + V("mamba_inner_dim")
+                                       + (V("mamba_inner_dim") + V("mamba_proj_bias")) * _h),
+              "in_proj, the depthwise conv1d, dt_bias, A_log and D per head, the gated RMSNorm and out_proj; " + _HF),
     ShapeTerm("mlp_params", "Dense MLP parameters (and shared experts)", "count",
               IF(V("is_generic").eq(1), 0,
                  V("num_dense_layers") * _mlp(V("intermediate_size"))
@@ -215,8 +250,8 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
                                         + V("shared_expert_gate") * _h)), _HF),
     ShapeTerm("norm_params", "Norm parameters", "count",
               IF(V("is_generic").eq(1), 0,
-                 _L * (V("norms_per_layer") * _h * _nf() + V("qk_norm") * 2 * V("head_dim")
-                       + V("q_lora_rank") * _nf() + V("kv_lora_rank") * _nf())
+                 _L * V("norms_per_layer") * _h * _nf()
+                 + _A * (V("qk_norm") * 2 * V("head_dim") + V("q_lora_rank") * _nf() + V("kv_lora_rank") * _nf())
                  + V("final_norm") * _h * _nf()), _HF),
     ShapeTerm("lm_head_params", "LM-head parameters (0 if tied)", "count",
               IF(V("tie_word_embeddings").eq(1), 0, V("vocab_size") * IF(V("is_generic").eq(1), _h, V("embedding_dim"))),
@@ -224,8 +259,8 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
     ShapeTerm("block_params", "Decoder-block parameters (a model known only by its size)", "count",
               IF(V("is_generic").eq(1), V("generic_total_params") - V("embedding_params") - V("lm_head_params"), 0)),
     ShapeTerm("total_params", "Parameters (total)", "count",
-              V("embedding_params") + V("attention_params") + V("mlp_params") + V("expert_params")
-              + V("router_params") + V("norm_params") + V("lm_head_params") + V("block_params"),
+              V("embedding_params") + V("attention_params") + V("mamba_params") + V("mlp_params")
+              + V("expert_params") + V("router_params") + V("norm_params") + V("lm_head_params") + V("block_params"),
               "exact count from config.json; tied embeddings counted once; " + _HF),
     ShapeTerm("inactive_expert_params", "Routed-expert parameters a token does not use", "count",
               IF(V("is_moe").eq(1), V("num_moe_layers") * (V("num_experts") - V("num_experts_per_tok"))
@@ -275,7 +310,8 @@ def model_row(spec: ModelSpec) -> dict:
     return {**raw, **dict(zip(MODEL_TERM_NAMES, _EVALUATE(raw, None, None, None)))}
 
 
-COMPONENTS = {"embedding": "embedding_params", "attention": "attention_params", "mlp": "mlp_params",
+COMPONENTS = {"embedding": "embedding_params", "attention": "attention_params", "mamba": "mamba_params",
+              "mlp": "mlp_params",
               "experts": "expert_params", "router": "router_params", "norms": "norm_params",
               "lm_head": "lm_head_params"}
 GENERIC_COMPONENTS = {"embedding": "embedding_params", "blocks": "block_params", "lm_head": "lm_head_params"}
@@ -284,7 +320,7 @@ GENERIC_COMPONENTS = {"embedding": "embedding_params", "blocks": "block_params",
 def params_by_component(row: dict) -> dict[str, int]:
     """Exact parameters per component (a model known only by its size: embedding, blocks, head)."""
     names = GENERIC_COMPONENTS if row["is_generic"] else COMPONENTS
-    return {k: int(row[v]) for k, v in names.items()}
+    return {k: int(row[v]) for k, v in names.items() if k != "mamba" or row["num_mamba_layers"]}
 
 
 def lora_trainable(row: dict, rank: int, targets: tuple[str, ...], *, model: str) -> int:

@@ -77,6 +77,18 @@ class ModelSpec:
     sliding_window: int = 0  # tokens; 0 = no layer slides
     num_sliding_layers: int = 0
     attention_sinks: bool = False  # GPT-OSS: one learned sink logit per head and layer
+    # Hybrid Mamba-2 models (Nemotron-H): each block is one mixer (Mamba-2, attention or MLP) behind one norm,
+    # so some layers have no attention and some no MLP; a Mamba-2 layer keeps a fixed-size state per sequence.
+    num_mamba_layers: int = 0
+    attention_free_layers: int = 0  # blocks without attention (Mamba-2 and MLP blocks)
+    mlp_free_layers: int = 0  # blocks without an MLP (Mamba-2 and attention blocks)
+    mamba_num_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_groups: int = 0  # n_groups: the heads of a group share its B and C projections
+    ssm_state_size: int = 0
+    conv_kernel: int = 0
+    mamba_conv_bias: bool = False
+    mamba_proj_bias: bool = False  # in_proj and out_proj biases (Nemotron-H's use_bias)
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
 
@@ -97,6 +109,8 @@ FIELD_MAXIMA = {
                      "num_kv_heads", "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace"), 2**14),
     **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "num_experts",
                      "num_local_experts", "n_routed_experts", "num_experts_per_tok", "n_shared_experts"), 2**16),
+    **dict.fromkeys(("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel",
+                     "attention_head_dim"), 2**16),
     **dict.fromkeys(("n_positions", "max_position_embeddings", "sliding_window", "max_window_layers",
                      "max_seq_len"), 2**27),
     # MPT's names (llm-foundry's MPTConfig)
@@ -424,6 +438,47 @@ _MPT_ATTENTION_TYPES = ("multihead_attention", "multiquery_attention", "grouped_
 _MPT_NORMS = {"low_precision_layernorm": True, "layernorm": True, "low_precision_rmsnorm": False, "rmsnorm": False}
 
 
+# Nemotron-H's block kinds, by hybrid_override_pattern character or layers_block_type name (transformers 5
+# writes the pattern as a list; older configs use "mamba" and "attention").
+_NEMOTRON_H_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe", "mamba": "mamba",
+                      "linear_attention": "mamba", "attention": "attention", "full_attention": "attention",
+                      "mlp": "mlp", "moe": "moe"}
+
+
+def _spec_nemotron_h(f, name, mt):
+    if "layers_block_type" in f.raw:
+        key, blocks = "layers_block_type", f.raw["layers_block_type"]
+        kinds = blocks if isinstance(blocks, list) and all(isinstance(b, str) for b in blocks) else None
+    else:
+        key, blocks = "hybrid_override_pattern", f.text("hybrid_override_pattern", "")
+        kinds = list(blocks)
+    if not kinds or any(k not in _NEMOTRON_H_BLOCKS for k in kinds):
+        raise f._error(key, f"expected the blocks' kinds (M Mamba-2, * attention, - MLP, E MoE), got {blocks!r}")
+    kinds = [_NEMOTRON_H_BLOCKS[k] for k in kinds]
+    if "moe" in kinds:
+        raise f._error(key, "MoE blocks (E) in a hybrid model cannot be built yet: the dense Nemotron-H blocks "
+                            "(M, *, -) are")
+    if kinds.count("attention") == 0:
+        raise f._error(key, "no attention block (*): a model of Mamba-2 blocks alone is not built")
+    layers = len(kinds)
+    if "num_hidden_layers" in f.raw and f.int("num_hidden_layers") != layers:
+        raise f._error("num_hidden_layers", f"{f.int('num_hidden_layers')}, but {key} has {layers} blocks")
+    if "num_hidden_layers" not in f.raw:  # transformers 5 counts the blocks
+        f = _Fields({**f.raw, "num_hidden_layers": layers}, f.source)
+    heads, head_dim = f.int("mamba_num_heads"), f.int("mamba_head_dim")
+    groups = f.int("n_groups", default=1)
+    if heads % groups:
+        raise f._error("n_groups", f"{groups} does not divide mamba_num_heads {heads}")
+    return _llama_like(
+        f, name, mt, num_hidden_layers=layers, head_dim=f.int("head_dim", "attention_head_dim", default=128),
+        gated_mlp=False, hidden_act=f.text("mlp_hidden_act", "relu2"), qkv_bias=False, o_bias=False,
+        norms_per_layer=1, num_mamba_layers=kinds.count("mamba"),
+        attention_free_layers=layers - kinds.count("attention"), mlp_free_layers=layers - kinds.count("mlp"),
+        mamba_num_heads=heads, mamba_head_dim=head_dim, mamba_groups=groups,
+        ssm_state_size=f.int("ssm_state_size", default=128), conv_kernel=f.int("conv_kernel", default=4),
+        mamba_conv_bias=f.bool("use_conv_bias", True), mamba_proj_bias=f.bool("use_bias", False))
+
+
 def _spec_mpt(f, name, mt):
     """MosaicML's MPT as its own code builds it (llm-foundry's MPTConfig and modeling_mpt.py at commit 061f2c7, the
     code of its published benchmarks): a fused Wqkv, a plain GELU MLP of expansion_ratio × d_model, the head tied
@@ -466,14 +521,12 @@ _BUILDERS = {
     "qwen2_moe": _spec_qwen_moe, "qwen3_moe": _spec_qwen_moe,
     "deepseek_v2": _spec_deepseek, "deepseek_v3": _spec_deepseek, "gpt_oss": _spec_gpt_oss,
     "gpt2": _spec_gpt2, "gpt_neox": _spec_gpt_neox, "falcon": _spec_falcon, "opt": _spec_opt, "bloom": _spec_bloom,
-    "mpt": _spec_mpt,
+    "mpt": _spec_mpt, "nemotron_h": _spec_nemotron_h,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(_BUILDERS))
 # Architectures a user may well bring whose memory needs terms the estimator does not have yet (issue #32):
 # named with why, rather than as an unknown type (or a "did you mean" of a different architecture).
 UNBUILT_MODEL_TYPES = {
-    "nemotron_h": "a hybrid of Mamba-2 and attention layers: its SSM and convolution states, which replace the KV "
-                  "cache in most layers, are not modelled",
     "falcon_h1": "a hybrid of Mamba-2 and attention heads: its SSM state is not modelled",
     "jamba": "a hybrid of Mamba and attention layers with MoE: its SSM state is not modelled",
     "mamba": "a state-space model without attention: its SSM state is not modelled",

@@ -245,7 +245,7 @@ TERMS: tuple[Term, ...] = (
     Term("softmax_fp32", "Eager softmax in fp32 (1/0)", "flag", _m("softmax_fp32"), "", "lookup"),
     Term("tied_embeddings", "Tied embeddings (1/0)", "flag", _m("tie_word_embeddings"), "", "lookup"),
     Term("kv_elements_per_token", "KV-cache values per token (all layers)", "count", _m("kv_elements_per_token"),
-         "2 × L × KV heads × head_dim; MLA: L × (kv_lora_rank + rope dim)", "lookup"),
+         "2 × attention layers × KV heads × head_dim; MLA: layers × (kv_lora_rank + rope dim)", "lookup"),
     Term("kv_window_elements_per_token", "KV-cache values per token in sliding-window layers", "count",
          _m("kv_window_elements_per_token"), "2 × sliding layers × KV heads × head_dim", "lookup"),
     Term("sliding_window", "Sliding window", "count", _m("sliding_window"),
@@ -1040,6 +1040,25 @@ TERMS: tuple[Term, ...] = (
          "data-parallel attention)", "activation"),
     Term("kv_bytes_per_token", "KV cache per token, per GPU", "bytes",
          V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards"), "", "activation"),
+    Term("mamba_state_bytes", "Mamba-2 states per sequence, per GPU", "bytes",
+         IF(_m("num_mamba_layers").eq(0), 0,
+            (_m("mamba_conv_channels") * (_m("conv_kernel") - IF(V("serving_engine").eq("hf-generate"), 0, 1))
+             * V("act_bytes")
+             + _m("mamba_ssm_state_elements") * IF(V("serving_engine").eq("vllm"), V("act_bytes"), 4)) / V("decode_tp")),
+         "a hybrid model's Mamba-2 layers keep, whatever the context's length, a convolution state (the last "
+         "conv_kernel − 1 inputs of each channel; transformers conv_kernel of them) and an SSM state (heads × "
+         "head_dim × ssm_state_size), split over the tensor-parallel GPUs by heads; vLLM keeps both in the model's "
+         "dtype (mamba_ssm_cache_dtype auto), SGLang and transformers the SSM state in fp32 (measured: "
+         "tests/data/nemotron_h_cache.json)", "activation"),
+    Term("kv_page_tokens", "Tokens per KV block", "count",
+         IF(AND(V("mamba_state_bytes").gt(0), V("serving_engine").eq("vllm")),
+            MAX(V("kv_block_tokens"),
+                16 * CEIL(V("mamba_state_bytes") / _m("num_mamba_layers")
+                          / (16 * V("kv_bytes_per_token") / _m("num_attention_layers")))),
+            V("kv_block_tokens")),
+         "kv_block_tokens; vLLM serving a hybrid model enlarges the attention block, in multiples of 16 tokens, "
+         "until one layer's block holds one Mamba-2 layer's states, and pads those to the block "
+         "(HybridAttentionMambaModelConfig: 528 tokens for Nemotron-H-8B in bf16)", "activation"),
     Term("decode_weight_bytes", "Weights a decode step reads, per GPU", "bytes",
          IF(_ROLLS, V("weight_bytes_unsharded") / V("decode_tp"), V("weights")),
          "a served model its own; an RLHF actor (or its rollout engine on GPUs of its own) the whole model over "
@@ -1058,7 +1077,7 @@ TERMS: tuple[Term, ...] = (
          "dynamic sampling (DAPO) generates generation_factor times the sequences trained on and keeps the groups "
          "whose rewards differ; without it, the sequences trained on", "activation"),
     Term("context_block_tokens", "Tokens per sequence in whole KV blocks", "count",
-         CEIL(V("context_tokens") / V("kv_block_tokens")) * V("kv_block_tokens"),
+         CEIL(V("context_tokens") / V("kv_page_tokens")) * V("kv_page_tokens"),
          "the context rounded up to whole kv_block_tokens blocks: what a paged cache holds of it", "activation"),
     Term("kv_window_tokens", "Tokens a sliding-window layer keeps per sequence", "count",
          IF(V("sliding_window").eq(0), 0,
@@ -1066,20 +1085,30 @@ TERMS: tuple[Term, ...] = (
             IF(OR(V("engine_mode").eq(1), V("rollout_engine").eq(1)),
                (CEIL(MIN(V("sliding_window") - 1 + IF(V("engine_mode").eq(1), V("max_num_batched_tokens"),
                                                       V("prompt_len")), V("context_tokens"))
-                     / V("kv_block_tokens")) + 1) * V("kv_block_tokens"),
-               CEIL(MAX(V("prompt_len"), MIN(V("context_tokens"), V("sliding_window"))) / V("kv_block_tokens"))
-               * V("kv_block_tokens")))),
+                     / V("kv_page_tokens")) + 1) * V("kv_page_tokens"),
+               CEIL(MAX(V("prompt_len"), MIN(V("context_tokens"), V("sliding_window"))) / V("kv_page_tokens"))
+               * V("kv_page_tokens")))),
          "vLLM (SlidingWindowSpec): the window less one token plus a step's new tokens (max_num_batched_tokens; "
          "a rollout engine's step is a prompt), in whole blocks and one more, never beyond the context: what it "
          "reserves per request; generate() (transformers' DynamicCache): the window, but the whole prompt after "
          "the prefill, whose cache keeps a view of the full keys and values until the next token (the oracle "
          "measures it), in blocks as the full layers; SGLang's separate window pool is not modelled: its sliding layers count as full ones",
          "activation"),
+    Term("state_seq_elements", "Mamba-2 states per sequence, in KV-cache values", "count",
+         IF(V("mamba_state_bytes").eq(0), 0,
+            IF(V("serving_engine").eq("vllm"),
+               _m("vllm_mamba_page_layers") * V("kv_page_tokens")
+               * V("kv_elements_per_token") / _m("num_attention_layers"),
+               V("mamba_state_bytes") * V("kv_shards") * 8 / Lookup("Dtypes", "bits", V("kv_dtype")))),
+         "what a sequence's Mamba-2 states take of the cache, counted in its units: vLLM gives each Mamba-2 layer "
+         "one block (its layers in whole KV cache groups); SGLang and transformers their exact bytes",
+         "activation"),
     Term("kv_seq_elements", "KV-cache values per sequence (whole blocks)", "count",
          V("context_block_tokens")
          * (V("kv_elements_per_token") - V("kv_window_elements_per_token"))
-         + V("kv_window_tokens") * V("kv_window_elements_per_token"),
-         "full-attention layers hold the whole context, sliding-window layers kv_window_tokens", "activation"),
+         + V("kv_window_tokens") * V("kv_window_elements_per_token") + V("state_seq_elements"),
+         "full-attention layers hold the whole context, sliding-window layers kv_window_tokens, a hybrid model's "
+         "Mamba-2 layers their states", "activation"),
     Term("kv_seq_bytes", "KV cache per sequence, per GPU", "bytes",
          V("kv_seq_elements") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards"), "", "activation"),
     Term("rollout_batch", "Sequences generated at once", "count",
@@ -1192,17 +1221,19 @@ TERMS: tuple[Term, ...] = (
          "the budget less what it holds besides the pool (a rollout engine: rollout_pool_bytes)", "activation"),
     Term("kv_pool_tokens", "Tokens the pool holds", "count",
          IF(V("engine_mode").eq(1),
-            FLOOR(V("kv_pool_bytes") / (V("kv_bytes_per_token") * V("kv_block_tokens"))) * V("kv_block_tokens"), 0),
+            FLOOR(V("kv_pool_bytes") / (V("kv_bytes_per_token") * V("kv_page_tokens"))) * V("kv_page_tokens"), 0),
          "whole blocks of kv_block_tokens (vLLM: '# GPU blocks' × block size)", "activation"),
-    Term("kv_blocks", "KV blocks in the pool", "count", V("kv_pool_tokens") / V("kv_block_tokens"),
+    Term("kv_blocks", "KV blocks in the pool", "count", V("kv_pool_tokens") / V("kv_page_tokens"),
          "vLLM: '# GPU blocks'", "activation"),
     Term("max_concurrency", "Sequences the pool holds at this context", "count",
          IF(V("engine_mode").eq(1),
-            V("kv_blocks") * V("kv_block_tokens") * V("kv_elements_per_token") / V("kv_seq_elements"), 0),
+            V("kv_blocks") * V("kv_page_tokens") * V("kv_elements_per_token") / V("kv_seq_elements"), 0),
          "vLLM: 'Maximum concurrency for N tokens per request': the pool's blocks over the blocks one request "
          "takes in every layer", "activation"),
     Term("max_context_tokens", "Context each sequence may have at this concurrency", "count",
-         IF(V("engine_mode").eq(1), FLOOR(V("kv_pool_tokens") / V("batch_size")), 0), "", "activation"),
+         IF(V("engine_mode").eq(1),
+            FLOOR(V("kv_pool_tokens") / V("batch_size") - V("state_seq_elements") / V("kv_elements_per_token")), 0),
+         "the pool's tokens shared by the batch, less what each sequence's Mamba-2 states take", "activation"),
     Term("kv_fits", "The pool holds every sequence (1/0)", "flag",
          IF(OR(V("engine_mode").eq(1), V("rollout_engine").eq(1)), IF(V("kv_cache").le(V("kv_pool_bytes")), 1, 0), 1),
          "a rollout engine's pool must hold one whole sequence at least (it runs the rest in later rounds)",
@@ -1404,7 +1435,7 @@ def _keys_attended(length: Expr) -> Expr:
     length ÷ 2 in a full-attention layer; in a sliding-window layer the window once the sequence is longer
     (W − W² ÷ 2·length: the first W tokens see fewer)."""
     window = V("sliding_window")
-    return ((V("num_layers") - V("sliding_layers")) * length / 2
+    return ((_m("num_attention_layers") - V("sliding_layers")) * length / 2
             + V("sliding_layers") * IF(length.le(window), length / 2, window - window * window / (2 * length)))
 _KAPLAN = "Kaplan et al. 2020 (arXiv:2001.08361) §2.1: 2N FLOPs per token forward, 4N backward"
 _LINK = ("GPUs sheet: the NVLink/PCIe link inside a node; across nodes NCCL runs a collective over every "
@@ -1635,13 +1666,15 @@ TIME_TERMS: tuple[Term, ...] = (
                                           + V("kv_window_elements_per_token")
                                           * MIN(V("decode_context_tokens"), V("sliding_window")))
             * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards")
-            / V("decode_bytes_per_s"), 0),
+            / V("decode_bytes_per_s")
+            + V("rollout_batch") * 2 * V("mamba_state_bytes") / V("decode_bytes_per_s"), 0),
          "each sequence's cache so far is read once per step (mean context: prompt + half the generated tokens, "
-         "its whole blocks in full-attention layers; a sliding-window layer reads its window at most)",
+         "its whole blocks in full-attention layers; a sliding-window layer reads its window at most); a hybrid "
+         "model's Mamba-2 states are read and written once per step",
          "time"),
     Term("seconds_per_output_token", "Time per output token", "seconds",
          IF(_INFER, V("decode_weight_seconds") + V("decode_attention_seconds") + V("decode_gather_seconds")
-            + IF(V("decode_tp").gt(1), 2 * V("num_layers") * V("collective_latency_us") / 1e6, 0)
+            + IF(V("decode_tp").gt(1), _m("num_mixers") * V("collective_latency_us") / 1e6, 0)
             + IF(AND(V("engine_mode").eq(1), V("gen_len").gt(0)),
                  (V("batch_size") - 1) * V("prefill_sequence_seconds") / V("gen_len"), 0), 0),
          "the weight and attention kernels run one after the other, each at its own roofline (ZeRO-3 "
@@ -1884,6 +1917,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("lora_arch", "LoRA is not modelled for {model_type} models",
           AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
+    _skip("hybrid_inference", "{model_type} models are estimated for inference without adapters: what training "
+          "saves in their Mamba-2 layers, and adapters on them, are not modelled",
+          AND(_m("num_mamba_layers").gt(0), OR(V("workload").ne("inference"), V("max_loras").gt(0))),
+          model_type=_m("model_type")),
     _skip("empty_context", "inference needs prompt_len + gen_len > 0",
           AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
     _skip("lora_engine", "max_loras {loras}: generate() serves one adapter at a time; adapter slots need a serving "

@@ -1,0 +1,152 @@
+"""Hybrid Mamba-2 models (#32's architectures): Nemotron-H.
+
+Its parameter count is checked against transformers on the meta device with every catalogue model
+(tests/test_models.py, tests/data/transformers_counts.json). Here: its config read as transformers reads it, and
+what a serving engine keeps per sequence, derived in each test from the config's numbers and the engines' rules
+(vLLM's HybridAttentionMambaModelConfig and KV cache groups, SGLang's Mamba pool), not from the estimator.
+"""
+import json
+from dataclasses import replace
+from math import ceil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.errors import InputError
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.spec import spec_from_config
+
+EST = Estimator(load_models(), load_gpus())
+CONFIG = json.loads((Path(__file__).parents[1] / "presets" / "models" / "nemotron-h-8b.json").read_text())["config"]
+# Nemotron-H-8B's config: 52 blocks (24 Mamba-2, 4 attention, 24 MLP), 8 KV heads of 128, 128 Mamba-2 heads of 64
+# with 8 groups, an SSM state of 128 and a convolution over 4 inputs.
+MAMBA, ATTENTION = 24, 4
+CONV_DIM = 128 * 64 + 2 * 8 * 128  # x, B and C channels: 10,240
+CONV_STATE = CONV_DIM * (4 - 1)  # the last conv_kernel − 1 inputs
+SSM_STATE = 128 * 64 * 128
+KV_PER_TOKEN_LAYER = 2 * 8 * 128  # K and V values of one attention layer
+
+
+def _scenario(**values) -> Scenario:
+    base = dict(model="Nemotron-H-8B", workload="inference", gpu="H100-80GB-SXM", prompt_len=8192, gen_len=512,
+                batch_size=8)
+    return Scenario.from_mapping(base | values, models=EST.specs, gpus=EST.gpus)
+
+
+def test_the_blocks_are_counted_as_transformers_reads_the_pattern():
+    spec = EST.specs["Nemotron-H-8B"]
+    assert (spec.num_hidden_layers, spec.num_mamba_layers, spec.attention_free_layers, spec.mlp_free_layers) == (
+        52, MAMBA, 52 - ATTENTION, 52 - 24)
+    # transformers 5 writes the pattern as a list of block kinds, without num_hidden_layers
+    kinds = {"M": "mamba", "*": "attention", "-": "mlp"}
+    listed = {k: v for k, v in CONFIG.items() if k not in ("hybrid_override_pattern", "num_hidden_layers")}
+    listed["layers_block_type"] = [kinds[c] for c in CONFIG["hybrid_override_pattern"]]
+    assert replace(spec_from_config(listed, name=spec.name, source=spec.source)) == spec
+
+
+@pytest.mark.parametrize("change,key,words", [
+    (dict(hybrid_override_pattern="M-M*-E"), "hybrid_override_pattern", "MoE blocks (E)"),
+    (dict(hybrid_override_pattern="M-M*-X"), "hybrid_override_pattern", "expected the blocks' kinds"),
+    (dict(hybrid_override_pattern="M-M-"), "hybrid_override_pattern", "no attention block"),
+    (dict(num_hidden_layers=51), "num_hidden_layers", "has 52 blocks"),
+    (dict(n_groups=3), "n_groups", "does not divide mamba_num_heads 128"),
+])
+def test_a_config_it_cannot_build_names_the_field(change, key, words):
+    with pytest.raises(InputError) as err:
+        spec_from_config({**CONFIG, **change}, name="x", source="cfg.json")
+    assert err.value.key_path == key and words in err.value.message
+
+
+@pytest.mark.parametrize("kv_dtype,kv_bytes", [("bf16", 2), ("fp8", 1)])
+def test_vllm_pages_each_mamba_layer_in_an_attention_block_it_enlarges(kv_dtype, kv_bytes):
+    """vLLM makes one attention layer's block hold one Mamba-2 layer's states (conv and SSM in the model's dtype),
+    in multiples of 16 tokens, and pads the states to the block; each request takes one block per Mamba-2 layer
+    (24 in groups of the 4 attention layers: no padding) and whole blocks of its context per attention layer."""
+    v = EST.estimate(_scenario(serving_engine="vllm", kv_dtype=kv_dtype)).values
+    mamba_page = (CONV_STATE + SSM_STATE) * 2
+    block = 16 * ceil(mamba_page / (16 * KV_PER_TOKEN_LAYER * kv_bytes))
+    assert v["kv_page_tokens"] == block == {2: 528, 1: 1056}[kv_bytes]
+    page = block * KV_PER_TOKEN_LAYER * kv_bytes
+    per_sequence = ATTENTION * ceil((8192 + 512) / block) * page + MAMBA * page
+    assert v["kv_seq_bytes"] == per_sequence
+    assert v["kv_cache"] == 8 * per_sequence
+    # the pool's sequences: its attention tokens over what a sequence takes, states included
+    assert v["max_concurrency"] == pytest.approx(v["kv_pool_tokens"] * ATTENTION * KV_PER_TOKEN_LAYER * kv_bytes
+                                                 / per_sequence, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine,conv_inputs", [("sglang", 4 - 1), ("hf-generate", 4)])
+def test_sglang_and_generate_keep_the_states_exact_with_an_fp32_ssm_state(engine, conv_inputs):
+    v = EST.estimate(_scenario(serving_engine=engine)).values
+    attention = ATTENTION * KV_PER_TOKEN_LAYER * 2 * v["context_block_tokens"]
+    assert v["kv_seq_bytes"] == attention + MAMBA * (CONV_DIM * conv_inputs * 2 + SSM_STATE * 4)
+
+
+def test_generate_keeps_the_states_transformers_keeps():
+    """transformers 5.24's generate() on a tiny Nemotron-H (tests/data/nemotron_h_cache.json): every Mamba-2 layer's
+    convolution state (bf16, conv_kernel inputs) and SSM state (fp32) per sequence, as measured."""
+    measured = json.loads((Path(__file__).parent / "data" / "nemotron_h_cache.json").read_text())
+    spec = spec_from_config(measured["config"], name="tiny-nemotron-h", source="nemotron_h_cache.json")
+    est = EST.with_model(spec)
+    s = replace(_scenario(serving_engine="hf-generate", prompt_len=measured["prompt_len"],
+                          gen_len=measured["max_new_tokens"], batch_size=measured["batch"]), model=spec.name)
+    states = sum(layer[k]["bytes_per_sequence"] for layer in measured["layers"]
+                 for k in ("conv_states", "recurrent_states") if k in layer)
+    assert states == 2 * (320 * 4 * 2 + 8 * 32 * 16 * 4)  # the file's two Mamba-2 layers
+    assert est.estimate(s)["mamba_state_bytes"] == states
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "hf-generate"])
+def test_the_states_do_not_grow_with_the_context_and_split_over_tensor_parallel_gpus(engine):
+    short, long = (EST.estimate(_scenario(serving_engine=engine, prompt_len=n)).values for n in (2048, 2048 + 528 * 8))
+    assert long["kv_seq_bytes"] - short["kv_seq_bytes"] == ATTENTION * KV_PER_TOKEN_LAYER * 2 * 528 * 8
+    one = EST.estimate(_scenario(serving_engine=engine)).values
+    two = EST.estimate(_scenario(serving_engine=engine, num_gpus=2, tp_size=2)).values
+    assert two["mamba_state_bytes"] * 2 == one["mamba_state_bytes"]
+    assert two["kv_seq_bytes"] * 2 == one["kv_seq_bytes"]
+
+
+def test_a_hybrid_model_holds_more_long_sequences_than_a_transformer_of_its_size():
+    """At 32k tokens a Llama-3.1-8B sequence keeps 32 layers of KV (4.3 GB), a Nemotron-H-8B one 4 layers and 24
+    fixed states (0.6 GB): the same GPU serves several times the sequences."""
+    hybrid = EST.estimate(_scenario(serving_engine="vllm", prompt_len=32768, gen_len=0)).values
+    llama = EST.estimate(_scenario(serving_engine="vllm", prompt_len=32768, gen_len=0, model="Llama-3.1-8B")).values
+    assert hybrid["max_concurrency"] > 5 * llama["max_concurrency"]
+
+
+def test_a_decode_step_reads_and_writes_every_state():
+    v = EST.estimate(_scenario(serving_engine="vllm")).values
+    without = EST.estimate(_scenario(serving_engine="vllm", batch_size=1)).values
+    assert v["mamba_state_bytes"] == MAMBA * (CONV_STATE + SSM_STATE) * 2
+    state_seconds = 2 * v["mamba_state_bytes"] / v["decode_bytes_per_s"]
+    cache_seconds = (v["decode_attention_seconds"] - 8 * state_seconds) / 8
+    assert cache_seconds > 0
+    assert without["decode_attention_seconds"] == pytest.approx(cache_seconds + state_seconds, rel=1e-9)
+
+
+@pytest.mark.parametrize("args", [["--workload", "full"], ["--workload", "lora"],
+                                  ["--workload", "inference", "--engine", "vllm", "--max-loras", "4"]])
+def test_training_and_adapters_are_refused_in_one_line(args):
+    result = CliRunner().invoke(main, ["estimate", "--model", "Nemotron-H-8B", "--gpu", "H100-80GB-SXM", *args])
+    assert result.exit_code == 1 and "Traceback" not in result.output  # a scenario the estimator does not model
+    assert result.output.count("\n") == 1 and result.output.startswith("Error: ")
+    assert "not modelled" in result.output
+
+
+@pytest.mark.parametrize("attention,mamba,pages", [(4, 24, 24), (10, 54, 60), (13, 12, 13)])
+def test_vllm_counts_the_mamba_layers_in_whole_kv_cache_groups(attention, mamba, pages):
+    """vLLM's groups hold as many layers as the kind with fewer has, or the larger count within 25 %; the last
+    group of a kind is padded (54 Mamba-2 layers beside 10 attention ones take 60 blocks a sequence). Where the
+    attention layers are the padded kind (more of them than Mamba-2 layers, not within 25 %: no such model is in
+    the catalogue) their padding is not modelled."""
+    spec = EST.specs["Nemotron-H-8B"]
+    layers = attention + mamba + 24
+    spec = replace(spec, name="hybrid", num_hidden_layers=layers, num_mamba_layers=mamba,
+                   attention_free_layers=layers - attention, mlp_free_layers=layers - 24)
+    est = EST.with_model(spec)
+    v = est.estimate(replace(_scenario(serving_engine="vllm"), model="hybrid")).values
+    page = v["kv_page_tokens"] * KV_PER_TOKEN_LAYER * 2
+    assert v["kv_seq_bytes"] == attention * ceil((8192 + 512) / v["kv_page_tokens"]) * page + pages * page
