@@ -36,6 +36,23 @@ def _scenario(**values) -> Scenario:
     return Scenario.from_mapping(base | values, models=EST.specs, gpus=EST.gpus)
 
 
+def test_moe_blocks_are_experts_beside_mamba_and_attention():
+    """Nemotron 3 Nano (MEMEM*E…: 23 Mamba-2, 23 MoE, 6 attention blocks): each MoE block routes a token to 6 of 128
+    relu² experts of width 1,856 beside a shared one of 3,712; vLLM pages its 23 Mamba-2 layers in groups of 6
+    (the attention layers' count): 24 blocks a sequence, of 16 × ⌈(6,144 × 3 + 64 × 64 × 128) × 2 ÷ (16 × 2 × 2 ×
+    128 × 2)⌉ = 1,072 tokens."""
+    spec = EST.specs["Nemotron-3-Nano-30B-A3B"]
+    assert (spec.num_mamba_layers, spec.num_moe_layers, 52 - spec.attention_free_layers) == (23, 23, 6)
+    v = EST.estimate(Scenario.from_mapping(dict(model=spec.name, workload="inference", gpu="H100-80GB-SXM",
+                                                serving_engine="vllm", prompt_len=8192, gen_len=1024),
+                                           models=EST.specs, gpus=EST.gpus)).values
+    assert v["mlp_width"] == 6 * 1856 + 3712  # per block with an MLP, not averaged over the Mamba-2 ones
+    block = 16 * ceil((6144 * 3 + 64 * 64 * 128) * 2 / (16 * 2 * 2 * 128 * 2))
+    assert v["kv_page_tokens"] == block == 1072
+    page = block * 2 * 2 * 128 * 2
+    assert v["kv_seq_bytes"] == 6 * ceil((8192 + 1024) / block) * page + 24 * page
+
+
 def test_the_blocks_are_counted_as_transformers_reads_the_pattern():
     spec = EST.specs["Nemotron-H-8B"]
     assert (spec.num_hidden_layers, spec.num_mamba_layers, spec.attention_free_layers, spec.mlp_free_layers) == (
@@ -48,7 +65,7 @@ def test_the_blocks_are_counted_as_transformers_reads_the_pattern():
 
 
 @pytest.mark.parametrize("change,key,words", [
-    (dict(hybrid_override_pattern="M-M*-E"), "hybrid_override_pattern", "MoE blocks (E)"),
+    (dict(hybrid_override_pattern="M-M*-E", num_hidden_layers=6), "n_routed_experts", "missing required field"),
     (dict(hybrid_override_pattern="M-M*-X"), "hybrid_override_pattern", "expected the blocks' kinds"),
     (dict(hybrid_override_pattern="M-M-"), "hybrid_override_pattern", "no attention block"),
     (dict(num_hidden_layers=51), "num_hidden_layers", "has 52 blocks"),

@@ -77,9 +77,10 @@ def _transformers_counts():
 def test_catalog_count_equals_transformers_meta_device_count(name, record):
     """Every supported model_type, built by transformers on the meta device (tests/data/README.md)."""
     spec = CATALOG[name].spec
-    # transformers 5.24 registers DeepSeek-V3's e_score_correction_bias as a buffer, not a parameter (GPT-OSS's
-    # router bias is a parameter).
-    buffers = spec.num_moe_layers * spec.num_experts if spec.router_bias and spec.model_type == "deepseek_v3" else 0
+    # transformers 5.24 registers DeepSeek-V3's and Nemotron 3's e_score_correction_bias as a buffer, not a parameter
+    # (GPT-OSS's router bias is a parameter); the checkpoints store it, and the estimate counts it.
+    buffers = (spec.num_moe_layers * spec.num_experts
+               if spec.router_bias and spec.model_type in ("deepseek_v3", "nemotron_h") else 0)
     assert model_row(spec)["total_params"] == record["total"] + buffers
     assert sum(params_by_component(model_row(spec)).values()) == model_row(spec)["total_params"]
 

@@ -194,14 +194,15 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
               V("num_mamba_layers") * V("mamba_inner_dim") * V("ssm_state_size"),
               "heads × head_dim × ssm_state_size per layer, whatever the sequence's length"),
     ShapeTerm("routed_mlp_width", "Routed experts' MLP width per token", "count",
-              IF(V("is_moe").eq(1), V("num_moe_layers") * V("num_experts_per_tok") * V("moe_intermediate_size") / _L,
-                 0)),
+              IF(V("is_moe").eq(1), V("num_moe_layers") * V("num_experts_per_tok") * V("moe_intermediate_size")
+                 / (_L - V("mlp_free_layers")), 0)),
     ShapeTerm("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count",
               IF(V("is_moe").eq(1),
                  (V("num_dense_layers") * V("intermediate_size")
-                  + V("num_moe_layers") * V("shared_expert_intermediate_size")) / _L + V("routed_mlp_width"),
+                  + V("num_moe_layers") * V("shared_expert_intermediate_size")) / (_L - V("mlp_free_layers"))
+                 + V("routed_mlp_width"),
                  V("intermediate_size")),
-              "the routed top-k and shared experts a token passes through, averaged over the layers"),
+              "the routed top-k and shared experts a token passes through, averaged over the layers with an MLP"),
     ShapeTerm("mlp_saved_tensors", "MLP-width tensors saved per token (trained MLP)", "count",
               IF(V("gated_mlp").eq(1), 4, IF(OR(V("hidden_act").eq("gelu_new"), V("hidden_act").eq("gelu_fast")), 5, 2)),
               "gated: gate, up, act(gate), product; plain: fc1 output and act output (tanh-GELU written out in "

@@ -104,7 +104,7 @@ FIELD_MAXIMA = {
     **dict.fromkeys(("vocab_size",), 2**24),
     **dict.fromkeys(("hidden_size", "n_embd", "n_embed", "word_embed_proj_dim", "q_lora_rank", "kv_lora_rank"), 2**20),
     **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", "moe_intermediate_size",
-                     "shared_expert_intermediate_size"), 2**22),
+                     "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"), 2**22),
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
                      "num_kv_heads", "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace"), 2**14),
     **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "num_experts",
@@ -455,9 +455,6 @@ def _spec_nemotron_h(f, name, mt):
     if not kinds or any(k not in _NEMOTRON_H_BLOCKS for k in kinds):
         raise f._error(key, f"expected the blocks' kinds (M Mamba-2, * attention, - MLP, E MoE), got {blocks!r}")
     kinds = [_NEMOTRON_H_BLOCKS[k] for k in kinds]
-    if "moe" in kinds:
-        raise f._error(key, "MoE blocks (E) in a hybrid model cannot be built yet: the dense Nemotron-H blocks "
-                            "(M, *, -) are")
     if kinds.count("attention") == 0:
         raise f._error(key, "no attention block (*): a model of Mamba-2 blocks alone is not built")
     layers = len(kinds)
@@ -469,11 +466,22 @@ def _spec_nemotron_h(f, name, mt):
     groups = f.int("n_groups", default=1)
     if heads % groups:
         raise f._error("n_groups", f"{groups} does not divide mamba_num_heads {heads}")
+    # MoE blocks (Nemotron 3): relu² experts held as bare up/down tensors, a shared expert, a sigmoid router in fp32
+    # with a score-correction bias, as transformers' NemotronHMoE
+    moe = kinds.count("moe")
+    experts = dict(
+        num_experts=f.int("n_routed_experts"), num_experts_per_tok=f.int("num_experts_per_tok"),
+        moe_intermediate_size=f.int("moe_intermediate_size"), num_moe_layers=moe,
+        shared_expert_intermediate_size=(f.int("n_shared_experts", default=1, minimum=0)
+                                         * f.int("moe_shared_expert_intermediate_size")),
+        router_bias=True, norm_topk_prob=f.bool("norm_topk_prob", True), routing_weights_fp32=True,
+        experts_as_parameters=True) if moe else {}
     return _llama_like(
         f, name, mt, num_hidden_layers=layers, head_dim=f.int("head_dim", "attention_head_dim", default=128),
         gated_mlp=False, hidden_act=f.text("mlp_hidden_act", "relu2"), qkv_bias=False, o_bias=False,
-        norms_per_layer=1, num_mamba_layers=kinds.count("mamba"),
-        attention_free_layers=layers - kinds.count("attention"), mlp_free_layers=layers - kinds.count("mlp"),
+        norms_per_layer=1, num_mamba_layers=kinds.count("mamba"), **experts,
+        attention_free_layers=layers - kinds.count("attention"),
+        mlp_free_layers=layers - kinds.count("mlp") - moe,
         mamba_num_heads=heads, mamba_head_dim=head_dim, mamba_groups=groups,
         ssm_state_size=f.int("ssm_state_size", default=128), conv_kernel=f.int("conv_kernel", default=4),
         mamba_conv_bias=f.bool("use_conv_bias", True), mamba_proj_bias=f.bool("use_bias", False))
