@@ -167,3 +167,25 @@ def test_vllm_counts_the_mamba_layers_in_whole_kv_cache_groups(attention, mamba,
     v = est.estimate(replace(_scenario(serving_engine="vllm"), model="hybrid")).values
     page = v["kv_page_tokens"] * KV_PER_TOKEN_LAYER * 2
     assert v["kv_seq_bytes"] == attention * ceil((8192 + 512) / v["kv_page_tokens"]) * page + pages * page
+
+
+def _variant(**fields) -> Estimator:
+    return EST.with_model(replace(EST.specs["Nemotron-H-8B"], name="variant", **fields))
+
+
+def test_a_single_group_is_kept_whole_on_every_tensor_parallel_gpu():
+    """vLLM splits the heads (x, the SSM state) over TP; one group's B and C are replicated (a Mamba-2 model with
+    n_groups 1, as Mamba-Codestral), where Nemotron-H's 8 groups split."""
+    s = replace(_scenario(serving_engine="vllm", num_gpus=2, tp_size=2), model="variant")
+    one_group = _variant(mamba_groups=1).estimate(s)["mamba_state_bytes"]
+    assert one_group == MAMBA * ((128 * 64 // 2 + 2 * 128) * 3 * 2 + SSM_STATE * 2 // 2)
+    eight = _variant().estimate(s)["mamba_state_bytes"]
+    assert eight == MAMBA * ((128 * 64 + 2 * 8 * 128) // 2 * 3 * 2 + SSM_STATE * 2 // 2)
+
+
+def test_a_tensor_parallel_degree_that_splits_a_group_is_refused():
+    s = replace(_scenario(serving_engine="vllm", num_gpus=4, tp_size=4), model="variant")
+    assert _variant(mamba_groups=2).skip_reason(s) == (
+        "tp_size 4: a Mamba-2 layer splits over the tensor-parallel GPUs by its 128 heads and 2 groups: tp_size must "
+        "divide the heads, and the groups unless there is one (vLLM's MambaMixer2)")
+    assert _variant(mamba_groups=4).skip_reason(s) is None

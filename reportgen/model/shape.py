@@ -182,8 +182,6 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
               "the inner width plus B and C of every group (transformers' conv_dim)"),
     ShapeTerm("mamba_in_proj_width", "Mamba-2 input projection width (z, x, B, C, dt)", "count",
               V("mamba_inner_dim") + V("mamba_conv_dim") + V("mamba_num_heads"), _HF),
-    ShapeTerm("mamba_conv_channels", "Convolution channels (all Mamba-2 layers)", "count",
-              V("num_mamba_layers") * V("mamba_conv_dim"), "each keeps its last inputs as a convolution state"),
     ShapeTerm("vllm_mamba_page_layers", "Mamba-2 layers as vLLM's KV cache groups count them", "count",
               IF(V("num_mamba_layers").eq(0), 0, CEIL(V("num_mamba_layers") / _GROUP) * _GROUP),
               "vLLM groups a hybrid model's layers by kind, as many per group as the kind with fewer layers has (the "

@@ -1042,12 +1042,16 @@ TERMS: tuple[Term, ...] = (
          V("kv_elements_per_token") * Lookup("Dtypes", "bits", V("kv_dtype")) / 8 / V("kv_shards"), "", "activation"),
     Term("mamba_state_bytes", "Mamba-2 states per sequence, per GPU", "bytes",
          IF(_m("num_mamba_layers").eq(0), 0,
-            (_m("mamba_conv_channels") * (_m("conv_kernel") - IF(V("serving_engine").eq("hf-generate"), 0, 1))
-             * V("act_bytes")
-             + _m("mamba_ssm_state_elements") * IF(V("serving_engine").eq("vllm"), V("act_bytes"), 4)) / V("decode_tp")),
+            _m("num_mamba_layers")
+            * (_m("mamba_inner_dim") / V("decode_tp")
+               + 2 * _m("ssm_state_size") * IF(MOD(_m("mamba_groups"), V("decode_tp")).eq(0),
+                                                _m("mamba_groups") / V("decode_tp"), 1))
+            * (_m("conv_kernel") - IF(V("serving_engine").eq("hf-generate"), 0, 1)) * V("act_bytes")
+            + _m("mamba_ssm_state_elements") * IF(V("serving_engine").eq("vllm"), V("act_bytes"), 4) / V("decode_tp")),
          "a hybrid model's Mamba-2 layers keep, whatever the context's length, a convolution state (the last "
-         "conv_kernel − 1 inputs of each channel; transformers conv_kernel of them) and an SSM state (heads × "
-         "head_dim × ssm_state_size), split over the tensor-parallel GPUs by heads; vLLM keeps both in the model's "
+         "conv_kernel − 1 inputs of each channel: x, and B and C of each group; transformers conv_kernel of them) "
+         "and an SSM state (heads × head_dim × ssm_state_size), split over the tensor-parallel GPUs by heads and "
+         "groups (a single group is kept whole on every GPU); vLLM keeps both in the model's "
          "dtype (mamba_ssm_cache_dtype auto), SGLang and transformers the SSM state in fp32 (measured: "
          "tests/data/nemotron_h_cache.json)", "activation"),
     Term("kv_page_tokens", "Tokens per KV block", "count",
@@ -1921,6 +1925,12 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           "saves in their Mamba-2 layers, and adapters on them, are not modelled",
           AND(_m("num_mamba_layers").gt(0), OR(V("workload").ne("inference"), V("max_loras").gt(0))),
           model_type=_m("model_type")),
+    _skip("mamba_tp", "tp_size {tp}: a Mamba-2 layer splits over the tensor-parallel GPUs by its {heads} heads and "
+          "{groups} groups: tp_size must divide the heads, and the groups unless there is one (vLLM's MambaMixer2)",
+          AND(_m("num_mamba_layers").gt(0),
+              OR(MOD(_m("mamba_num_heads"), _TP).ne(0),
+                 AND(MOD(_m("mamba_groups"), _TP).ne(0), _m("mamba_groups").ne(1)))),
+          tp=_TP, heads=_m("mamba_num_heads"), groups=_m("mamba_groups")),
     _skip("empty_context", "inference needs prompt_len + gen_len > 0",
           AND(V("workload").eq("inference"), (V("prompt_len") + V("gen_len")).eq(0))),
     _skip("lora_engine", "max_loras {loras}: generate() serves one adapter at a time; adapter slots need a serving "
