@@ -13,6 +13,7 @@ import signal
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -20,7 +21,8 @@ import click
 from . import __version__
 from .model.catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
-from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, WORKLOAD_DEFAULTS,
+from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, ROLLOUT_PLACEMENTS,
+                     WORKLOAD_DEFAULTS,
                      WORKLOAD_TYPES, Input, rlhf_setting_unused)
 from .limits import check_name
 from .model.spec import load_config_file, read_config_file
@@ -340,6 +342,18 @@ def _estimator_for(model, config_path, options):
     return estimator, resolve_model(model, catalog, key_path="--model").name
 
 
+def _check_placements_compared(o: dict, given: Iterable[str]) -> None:
+    """--compare-placements needs the two placements it compares: PPO or GRPO with a rollout engine, no placement
+    given."""
+    workload = o["workload"]
+    why = ("applies to PPO and GRPO (an RLHF group's rollout engine)" if workload not in ("ppo", "grpo") else
+           "needs a rollout engine to place (--engine vllm or sglang)" if o.get("serving_engine") in (None, "hf-generate")
+           else "and --rollout-placement both choose the placement: give one" if "rollout_placement" in given
+           else None)
+    if why:
+        raise click.UsageError(f"--compare-placements {why}")
+
+
 def _scenario_from_options(estimator: Estimator, model: str, o: dict, layout_free: bool = False
                            ) -> Scenario | RlhfScenario:
     """The scenario the options describe. layout_free: without its layout inputs (plan.LAYOUT_INPUTS), which
@@ -414,10 +428,14 @@ def estimate(model, config_path, as_json, **options):
                    "layout, not waiting behind other prompts.")
 @click.option("--datacenter-only", is_flag=True,
               help="Leave out GPU types not licensed for data-centre use (GeForce: its driver licence, §2.1.3).")
+@click.option("--compare-placements", is_flag=True,
+              help="RLHF with a rollout engine: plan the engine beside the actor and on GPUs of its own (with "
+                   "--rollout-mode async, those generate ahead; beside the actor it cannot), and answer each GPU type "
+                   "with the cheaper (the search twice).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_input_errors
 def plan(model, config_path, gpu_types, within, steps, prompts, users, context, min_tokens_per_s, max_ttft,
-         datacenter_only, as_json, **options):
+         datacenter_only, compare_placements, as_json, **options):
     """Per GPU type, the fewest GPUs and their layout that fit with the safety factor and meet a goal;
     ranked by purchase price and by hourly cost.
 
@@ -436,7 +454,7 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
     from .model.estimate import RlhfScenario
     from .planning.goals import Goal
     from .planning.plan import plan as make_plan
-    from .planning.plan import plan_run
+    from .planning.plan import best_of, plan_run
     from .planning.plan import LAYOUT_INPUTS
     given = _given_options()
     if "gpu" in given:
@@ -462,11 +480,20 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
     goal = Goal.from_mapping({"within": None if rlhf else within, "users": users, "context": context,
                               "min_tokens_per_s": min_tokens_per_s, "max_ttft": max_ttft}, source=None,
                              key_path="goal")
+    if compare_placements:
+        _check_placements_compared(options, given)
     estimator, name = _estimator_for(model, config_path, options)
-    scenario = _scenario_from_options(estimator, name, options, layout_free=True)
     layout = {k: options[k] for k in LAYOUT_INPUTS if k in given}
-    if layout:
-        scenario = (scenario.relayout(**layout) if isinstance(scenario, RlhfScenario) else scenario.with_inputs(**layout))
+    scenarios = []
+    for placement in (ROLLOUT_PLACEMENTS if compare_placements else (None,)):
+        # beside the actor the engine sleeps while the actor trains: an async rollout is compared with it in turn
+        placed = {"rollout_placement": placement} | ({"rollout_mode": "sync"} if placement == "actor" else {})
+        scenario = _scenario_from_options(estimator, name, options if placement is None else options | placed,
+                                          layout_free=True)
+        if layout:
+            scenario = (scenario.relayout(**layout) if isinstance(scenario, RlhfScenario)
+                        else scenario.with_inputs(**layout))
+        scenarios.append(scenario)
     for g in gpu_types:
         INPUT_BY_NAME["gpu"].check(g, gpus=estimator.gpus, source=None, key_path="--gpu-type")
     candidates = gpu_types or list(estimator.gpus)
@@ -475,10 +502,11 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
         if not candidates:
             raise click.UsageError("--datacenter-only leaves no GPU type: every one given is a GeForce card")
     if steps:  # an RLHF run of steps iterations within a time: the fewest GPUs that end it in time
-        found = replace(plan_run(estimator, scenario, candidates, steps, parse_duration(within), goal,
-                                 fixed=tuple(given)), prompts=prompts)
+        found = best_of([replace(plan_run(estimator, scenario, candidates, steps, parse_duration(within), goal,
+                                          fixed=tuple(given)), prompts=prompts) for scenario in scenarios])
     else:
-        found = make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
+        found = best_of([make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
+                         for scenario in scenarios])
     if not found.options and found.misses and all(m.nearest is None and m.skipped for m in found.misses):
         # the options given rule out every layout on every GPU type: an input error, as estimate's
         texts = list(dict.fromkeys(r.text() for m in found.misses for r in m.skipped))

@@ -323,3 +323,55 @@ def test_a_groups_pools_are_its_gpus_and_its_answer(placement, rollout_placement
     assert made.fits == all(p["fits"] for p in pools)
     assert made["device_total"] == max(p["device_total"] for p in pools)
     assert made["headroom_bytes"] == min(p["headroom_bytes"] for p in pools)
+
+
+# ---- the plan compares the placements when asked (--compare-placements) -------------------------------------------
+QWEN_GRPO = ["plan", "--model", "Qwen2.5-7B", "--workload", "grpo", "--group-size", "8", "--prompt-len", "512",
+             "--gen-len", "2048", "--max-gen-len", "8192", "--prompts-per-iteration", "256", "--reward", "rule",
+             "--engine", "vllm", "--gpu", "H100-80GB-SXM", "--gpu-type", "H200-141GB", "--steps", "200",
+             "--within", "12h", "--json"]
+
+
+def _plan_json(*args: str) -> dict:
+    out = CliRunner().invoke(main, [*QWEN_GRPO, *args])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_comparing_placements_answers_each_gpu_type_with_the_cheaper(mode):
+    """The plan with --compare-placements is, per GPU type, the cheaper by the plan's order (price, GPUs, speed) of
+    the plans for the engine beside the actor (sync: beside the actor it cannot generate ahead) and apart; it
+    reports both searches' candidates."""
+    both = _plan_json("--compare-placements", "--rollout-mode", mode)
+    beside = _plan_json("--rollout-placement", "actor")
+    apart = _plan_json("--rollout-placement", "separate", "--rollout-mode", mode)
+    assert both["candidates_tried"] == beside["candidates_tried"] + apart["candidates_tried"]
+    by_gpu = {}
+    for option in beside["options"] + apart["options"]:
+        key = (option["purchase_usd"], option["total_gpus"], option["iteration_seconds"])
+        if option["gpu"] not in by_gpu or key < by_gpu[option["gpu"]][0]:
+            by_gpu[option["gpu"]] = (key, option)
+    assert {o["gpu"]: o for o in both["options"]} == {gpu: o for gpu, (_, o) in by_gpu.items()}
+    assert {m["gpu"] for m in both["not_found"]} == ({m["gpu"] for m in beside["not_found"]}
+                                                     & {m["gpu"] for m in apart["not_found"]})
+    # which placement and mode each answer runs is in its layout; on H200s, 8 engines generating ahead beside 8
+    # trainers (16 GPUs) cost less than the engine beside the actor on as many GPUs as meet the deadline
+    apart_answers = set()
+    for option in both["options"]:
+        apart_answer = "rollout" in option["layout"].get("role_gpus", {})
+        assert option["layout"]["rollout_mode"] == (mode if apart_answer else "sync")
+        if apart_answer:
+            apart_answers.add(option["gpu"])
+    assert mode == "sync" or "H200-141GB" in apart_answers  # the merge takes the second plan's answer too
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--workload", "dpo"], "applies to PPO and GRPO"),
+    (["--workload", "full"], "applies to PPO and GRPO"),
+    (["--workload", "ppo"], "needs a rollout engine to place"),
+    (["--workload", "ppo", "--engine", "vllm", "--rollout-placement", "separate"], "and --rollout-placement both choose the placement"),
+])
+def test_comparing_placements_needs_two_to_compare(args, words):
+    out = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", "--compare-placements", *args])
+    assert out.exit_code == 2 and f"Error: --compare-placements {words}" in out.output

@@ -99,6 +99,7 @@ class PlanOption:
             if g.actor.serving_engine != "hf-generate":
                 out["rollout_tp_size"] = g.actor.rollout_tp_size
                 out["gpu_memory_utilization"] = g.actor.gpu_memory_utilization
+                out["rollout_mode"] = "async" if g.generates_ahead else "sync"
             if g.pooled_roles:
                 out["placement"] = g.placement
                 out["role_gpus"] = {role: s.num_gpus for role, s in g.roles}
@@ -271,6 +272,19 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
         (options if isinstance(found, PlanOption) else misses).append(found)
     return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses), tried,
                 lead.gen_len if lead.workload == "inference" else None)
+
+
+def best_of(plans: Sequence[Plan]) -> Plan:
+    """Plans for one goal over the same GPU types, each for a choice the search does not make itself (an RLHF
+    group's rollout placements): per GPU type the option first by the plan's order, whichever plan found it; a
+    GPU type is a miss where every plan missed it (the first plan's miss says why)."""
+    best: dict[str, PlanOption] = {}
+    for found in plans:
+        for option in found.options:
+            if option.gpu not in best or option.key(PLAN_ORDER) < best[option.gpu].key(PLAN_ORDER):
+                best[option.gpu] = option
+    return replace(plans[0], options=tuple(sorted(best.values(), key=lambda o: o.key(PLAN_ORDER))),
+                   misses=tuple(m for m in plans[0].misses if m.gpu not in best), tried=sum(p.tried for p in plans))
 
 
 def run_seconds(estimate: GroupEstimate, steps: int) -> float:

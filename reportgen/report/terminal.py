@@ -127,6 +127,7 @@ def _layout_words(layout: dict) -> str:
               f"{layout['sequences_per_gpu']:,} sequence{'s' if layout['sequences_per_gpu'] > 1 else ''} per GPU in "
               f"micro-batches of {layout['micro_batch_size']:,}" if "micro_batch_size" in layout else "",
               f"rollout engine TP{layout['rollout_tp_size']} on {layout['gpu_memory_utilization']:.0%} of each GPU"
+              + (", generating ahead (async)" if layout["rollout_mode"] == "async" else "")
               if "rollout_tp_size" in layout else "",
               _pools_words(layout) if "role_gpus" in layout else ""]
     return " · ".join(x for x in parts if x)
