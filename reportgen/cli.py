@@ -138,6 +138,7 @@ def models(as_json):
 def _model_json(spec, row):
     return {"name": spec.name, "model_type": spec.model_type, "total_params": int(row["total_params"]),
             "active_params_per_token": int(row["active_params"]), "num_hidden_layers": spec.num_hidden_layers,
+            "num_attention_layers": int(row["num_attention_layers"]), "num_mamba_layers": spec.num_mamba_layers,
             "hidden_size": spec.hidden_size, "num_attention_heads": spec.num_attention_heads,
             "num_key_value_heads": spec.num_key_value_heads, "num_experts": spec.num_experts,
             "num_experts_per_tok": spec.num_experts_per_tok, "vocab_size": spec.vocab_size, "source": spec.source}

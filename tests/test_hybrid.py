@@ -189,3 +189,13 @@ def test_a_tensor_parallel_degree_that_splits_a_group_is_refused():
         "tp_size 4: a Mamba-2 layer splits over the tensor-parallel GPUs by its 128 heads and 2 groups: tp_size must "
         "divide the heads, and the groups unless there is one (vLLM's MambaMixer2)")
     assert _variant(mamba_groups=4).skip_reason(s) is None
+
+
+def test_the_catalogue_listing_says_which_layers_attend():
+    out = CliRunner().invoke(main, ["models", "--json"])
+    row = next(r for r in json.loads(out.output) if r["name"] == "Nemotron-H-8B")
+    pattern = CONFIG["hybrid_override_pattern"]
+    assert (row["num_hidden_layers"], row["num_attention_layers"], row["num_mamba_layers"]) == (
+        len(pattern), pattern.count("*"), pattern.count("M"))
+    table = CliRunner().invoke(main, ["models"]).output
+    assert "52 (4 attention)" in next(line for line in table.splitlines() if line.startswith("Nemotron-H-8B"))
