@@ -145,6 +145,7 @@ def _lora_sets() -> tuple[ShapeTerm, ...]:
     return tuple(out)
 
 
+# vLLM's KV cache group of a hybrid model: as many layers as its kind with fewer has, the larger count within 25 %
 _FEWER = MIN(V("num_attention_layers"), V("num_mamba_layers"))
 _MORE = MAX(V("num_attention_layers"), V("num_mamba_layers"))
 _GROUP = IF(_MORE.lt(1.25 * _FEWER), _MORE, _FEWER)
