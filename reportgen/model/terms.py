@@ -1082,7 +1082,7 @@ TERMS: tuple[Term, ...] = (
          "whose rewards differ; without it, the sequences trained on", "activation"),
     Term("context_block_tokens", "Tokens per sequence in whole KV blocks", "count",
          CEIL(V("context_tokens") / V("kv_page_tokens")) * V("kv_page_tokens"),
-         "the context rounded up to whole kv_block_tokens blocks: what a paged cache holds of it", "activation"),
+         "the context rounded up to whole blocks of kv_page_tokens: what a paged cache holds of it", "activation"),
     Term("kv_window_tokens", "Tokens a sliding-window layer keeps per sequence", "count",
          IF(V("sliding_window").eq(0), 0,
             IF(V("serving_engine").eq("sglang"), V("context_block_tokens"),
