@@ -28,6 +28,8 @@ CONV_DIM = 128 * 64 + 2 * 8 * 128  # x, B and C channels: 10,240
 CONV_STATE = CONV_DIM * (4 - 1)  # the last conv_kernel − 1 inputs
 SSM_STATE = 128 * 64 * 128
 KV_PER_TOKEN_LAYER = 2 * 8 * 128  # K and V values of one attention layer
+# bf16 conv state; the SSM state in the config's mamba_ssm_cache_dtype, fp32 where it has none (Nemotron-H-8B)
+STATE_BYTES = CONV_STATE * 2 + SSM_STATE * 4
 
 
 def _scenario(**values) -> Scenario:
@@ -39,18 +41,22 @@ def _scenario(**values) -> Scenario:
 def test_moe_blocks_are_experts_beside_mamba_and_attention():
     """Nemotron 3 Nano (MEMEM*E…: 23 Mamba-2, 23 MoE, 6 attention blocks): each MoE block routes a token to 6 of 128
     relu² experts of width 1,856 beside a shared one of 3,712; vLLM pages its 23 Mamba-2 layers in groups of 6
-    (the attention layers' count): 24 blocks a sequence, of 16 × ⌈(6,144 × 3 + 64 × 64 × 128) × 2 ÷ (16 × 2 × 2 ×
-    128 × 2)⌉ = 1,072 tokens."""
+    (the attention layers' count: one padding layer, 1/23 = 4.35 % of their pages): 24 blocks a sequence, of
+    16 × ⌈(6,144 × 3 × 2 + 64 × 64 × 128 × 4) ÷ (16 × 2 × 2 × 128 × 2)⌉ = 2,096 tokens with a bf16 cache (the
+    config's fp32 SSM state), 4,176 with an fp8 one (the state padded by 0.19 %)."""
     spec = EST.specs["Nemotron-3-Nano-30B-A3B"]
     assert (spec.num_mamba_layers, spec.num_moe_layers, 52 - spec.attention_free_layers) == (23, 23, 6)
-    v = EST.estimate(Scenario.from_mapping(dict(model=spec.name, workload="inference", gpu="H100-80GB-SXM",
-                                                serving_engine="vllm", prompt_len=8192, gen_len=1024),
-                                           models=EST.specs, gpus=EST.gpus)).values
-    assert v["mlp_width"] == 6 * 1856 + 3712  # per block with an MLP, not averaged over the Mamba-2 ones
-    block = 16 * ceil((6144 * 3 + 64 * 64 * 128) * 2 / (16 * 2 * 2 * 128 * 2))
-    assert v["kv_page_tokens"] == block == 1072
-    page = block * 2 * 2 * 128 * 2
-    assert v["kv_seq_bytes"] == 6 * ceil((8192 + 1024) / block) * page + 24 * page
+    state = 6144 * 3 * 2 + 64 * 64 * 128 * 4
+    for kv_dtype, kv_bytes, tokens in (("bf16", 2, 2096), ("fp8", 1, 4176)):
+        v = EST.estimate(Scenario.from_mapping(dict(model=spec.name, workload="inference", gpu="H100-80GB-SXM",
+                                                    serving_engine="vllm", prompt_len=8192, gen_len=1024,
+                                                    kv_dtype=kv_dtype), models=EST.specs, gpus=EST.gpus)).values
+        assert v["mlp_width"] == 6 * 1856 + 3712  # per block with an MLP, not averaged over the Mamba-2 ones
+        block = 16 * ceil(state / (16 * 2 * 2 * 128 * kv_bytes))
+        assert v["kv_page_tokens"] == block == tokens
+        page = block * 2 * 2 * 128 * kv_bytes
+        assert v["kv_seq_bytes"] == 6 * ceil((8192 + 1024) / block) * page + 24 * page
+    assert round(100 * (4176 * 2 * 2 * 128 - state) / state, 2) == 0.19
 
 
 def test_the_blocks_are_counted_as_transformers_reads_the_pattern():
@@ -70,6 +76,7 @@ def test_the_blocks_are_counted_as_transformers_reads_the_pattern():
     (dict(hybrid_override_pattern="M-M-"), "hybrid_override_pattern", "no attention block"),
     (dict(num_hidden_layers=51), "num_hidden_layers", "has 52 blocks"),
     (dict(n_groups=3), "n_groups", "does not divide mamba_num_heads 128"),
+    (dict(mamba_ssm_cache_dtype="fp8"), "mamba_ssm_cache_dtype", "expected one of float32, bfloat16, float16"),
 ])
 def test_a_config_it_cannot_build_names_the_field(change, key, words):
     with pytest.raises(InputError) as err:
@@ -79,13 +86,13 @@ def test_a_config_it_cannot_build_names_the_field(change, key, words):
 
 @pytest.mark.parametrize("kv_dtype,kv_bytes", [("bf16", 2), ("fp8", 1)])
 def test_vllm_pages_each_mamba_layer_in_an_attention_block_it_enlarges(kv_dtype, kv_bytes):
-    """vLLM makes one attention layer's block hold one Mamba-2 layer's states (conv and SSM in the model's dtype),
-    in multiples of 16 tokens, and pads the states to the block; each request takes one block per Mamba-2 layer
-    (24 in groups of the 4 attention layers: no padding) and whole blocks of its context per attention layer."""
+    """vLLM makes one attention layer's block hold one Mamba-2 layer's states (conv in the model's dtype, SSM in
+    fp32: its NemotronH hook), in multiples of 16 tokens, and pads the states to the block; each request takes one
+    block per Mamba-2 layer (24 in groups of the 4 attention layers: no padding) and whole blocks of its context per
+    attention layer."""
     v = EST.estimate(_scenario(serving_engine="vllm", kv_dtype=kv_dtype)).values
-    mamba_page = (CONV_STATE + SSM_STATE) * 2
-    block = 16 * ceil(mamba_page / (16 * KV_PER_TOKEN_LAYER * kv_bytes))
-    assert v["kv_page_tokens"] == block == {2: 528, 1: 1056}[kv_bytes]
+    block = 16 * ceil(STATE_BYTES / (16 * KV_PER_TOKEN_LAYER * kv_bytes))
+    assert v["kv_page_tokens"] == block == {2: 1040, 1: 2080}[kv_bytes]
     page = block * KV_PER_TOKEN_LAYER * kv_bytes
     per_sequence = ATTENTION * ceil((8192 + 512) / block) * page + MAMBA * page
     assert v["kv_seq_bytes"] == per_sequence
@@ -99,7 +106,7 @@ def test_vllm_pages_each_mamba_layer_in_an_attention_block_it_enlarges(kv_dtype,
 def test_sglang_and_generate_keep_the_states_exact_with_an_fp32_ssm_state(engine, conv_inputs):
     v = EST.estimate(_scenario(serving_engine=engine)).values
     attention = ATTENTION * KV_PER_TOKEN_LAYER * 2 * v["context_block_tokens"]
-    assert v["kv_seq_bytes"] == attention + MAMBA * (CONV_DIM * conv_inputs * 2 + SSM_STATE * 4)
+    assert v["kv_seq_bytes"] == attention + MAMBA * (CONV_DIM * conv_inputs * 2 + SSM_STATE * 4)  # fp32 SSM state
 
 
 def test_generate_keeps_the_states_transformers_keeps():
@@ -118,8 +125,8 @@ def test_generate_keeps_the_states_transformers_keeps():
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "hf-generate"])
 def test_the_states_do_not_grow_with_the_context_and_split_over_tensor_parallel_gpus(engine):
-    short, long = (EST.estimate(_scenario(serving_engine=engine, prompt_len=n)).values for n in (2048, 2048 + 528 * 8))
-    assert long["kv_seq_bytes"] - short["kv_seq_bytes"] == ATTENTION * KV_PER_TOKEN_LAYER * 2 * 528 * 8
+    short, long = (EST.estimate(_scenario(serving_engine=engine, prompt_len=n)).values for n in (2048, 2048 + 1040 * 8))
+    assert long["kv_seq_bytes"] - short["kv_seq_bytes"] == ATTENTION * KV_PER_TOKEN_LAYER * 2 * 1040 * 8
     one = EST.estimate(_scenario(serving_engine=engine)).values
     two = EST.estimate(_scenario(serving_engine=engine, num_gpus=2, tp_size=2)).values
     assert two["mamba_state_bytes"] * 2 == one["mamba_state_bytes"]
@@ -128,20 +135,22 @@ def test_the_states_do_not_grow_with_the_context_and_split_over_tensor_parallel_
 
 def test_a_hybrid_model_holds_more_long_sequences_than_a_transformer_of_its_size():
     """At 32k tokens a Llama-3.1-8B sequence keeps 32 layers of KV (32 × 2 × 8 × 128 × 2 B a token: 4.29 GB), a
-    Nemotron-H-8B one 4 layers in 528-token blocks and 24 padded states (0.60 GB): 7.2 times fewer bytes, and the
-    pools are within 1 % (weights of 16.06 and 16.20 GB), so an H100 serves over 7 times the sequences."""
+    Nemotron-H-8B one 4 layers in 1,040-token blocks and 24 padded states (0.65 GB): 6.6 times fewer bytes, and the
+    pools are within 1 % (weights of 16.06 and 16.20 GB), so an H100 serves over 6.5 times the sequences."""
     hybrid = EST.estimate(_scenario(serving_engine="vllm", prompt_len=32768, gen_len=0)).values
     llama = EST.estimate(_scenario(serving_engine="vllm", prompt_len=32768, gen_len=0, model="Llama-3.1-8B")).values
     assert llama["kv_seq_bytes"] == 32 * 2 * 8 * 128 * 2 * 32768
-    assert hybrid["kv_seq_bytes"] == ATTENTION * KV_PER_TOKEN_LAYER * 2 * ceil(32768 / 528) * 528 + MAMBA * 528 * 4096
+    block = 1040
+    assert hybrid["kv_seq_bytes"] == (ATTENTION * KV_PER_TOKEN_LAYER * 2 * ceil(32768 / block) * block
+                                      + MAMBA * block * KV_PER_TOKEN_LAYER * 2)
     assert abs(hybrid["kv_pool_bytes"] / llama["kv_pool_bytes"] - 1) < 0.01
-    assert hybrid["max_concurrency"] > 7 * llama["max_concurrency"]
+    assert hybrid["max_concurrency"] > 6.5 * llama["max_concurrency"]
 
 
 def test_a_decode_step_reads_and_writes_every_state():
     v = EST.estimate(_scenario(serving_engine="vllm")).values
     without = EST.estimate(_scenario(serving_engine="vllm", batch_size=1)).values
-    assert v["mamba_state_bytes"] == MAMBA * (CONV_STATE + SSM_STATE) * 2
+    assert v["mamba_state_bytes"] == MAMBA * STATE_BYTES
     state_seconds = 2 * v["mamba_state_bytes"] / v["decode_bytes_per_s"]
     cache_seconds = (v["decode_attention_seconds"] - 8 * state_seconds) / 8
     assert cache_seconds > 0
@@ -182,9 +191,9 @@ def test_a_single_group_is_kept_whole_on_every_tensor_parallel_gpu():
     n_groups 1, as Mamba-Codestral), where Nemotron-H's 8 groups split."""
     s = replace(_scenario(serving_engine="vllm", num_gpus=2, tp_size=2), model="variant")
     one_group = _variant(mamba_groups=1).estimate(s)["mamba_state_bytes"]
-    assert one_group == MAMBA * ((128 * 64 // 2 + 2 * 128) * 3 * 2 + SSM_STATE * 2 // 2)
+    assert one_group == MAMBA * ((128 * 64 // 2 + 2 * 128) * 3 * 2 + SSM_STATE * 4 // 2)
     eight = _variant().estimate(s)["mamba_state_bytes"]
-    assert eight == MAMBA * ((128 * 64 + 2 * 8 * 128) // 2 * 3 * 2 + SSM_STATE * 2 // 2)
+    assert eight == MAMBA * ((128 * 64 + 2 * 8 * 128) // 2 * 3 * 2 + SSM_STATE * 4 // 2)
 
 
 def test_a_tensor_parallel_degree_that_splits_a_group_is_refused():
@@ -203,3 +212,13 @@ def test_the_catalogue_listing_says_which_layers_attend():
         len(pattern), pattern.count("*"), pattern.count("M"))
     table = CliRunner().invoke(main, ["models"]).output
     assert "52 (4 attention)" in next(line for line in table.splitlines() if line.startswith("Nemotron-H-8B"))
+
+
+def test_a_config_that_keeps_the_ssm_state_in_16_bits_halves_it():
+    """mamba_ssm_cache_dtype bfloat16 in the config (vLLM's NemotronH hook reads it; its default is fp32): the
+    SSM state takes 2 bytes a value, and vLLM's block shrinks to 16 × ⌈(61,440 + 2,097,152) ÷ 65,536⌉ = 528."""
+    spec = spec_from_config({**CONFIG, "mamba_ssm_cache_dtype": "bfloat16"}, name="bf16-state", source="cfg.json")
+    v = EST.with_model(spec).estimate(replace(_scenario(serving_engine="vllm"), model=spec.name)).values
+    assert v["mamba_state_bytes"] == MAMBA * (CONV_STATE * 2 + SSM_STATE * 2)
+    assert v["kv_page_tokens"] == 16 * ceil((CONV_STATE * 2 + SSM_STATE * 2) / (16 * KV_PER_TOKEN_LAYER * 2)) == 528
+

@@ -329,7 +329,9 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
         # (an engine fits when its pool also holds the sequences: 256 of 4,352 tokens do not fit in 40 GiB)
         fits = bool(estimate["fits_recommended"]) if engine else want["per_gpu_bytes"]["recommended"] <= gpu_memory
         assert ws.cell(row, cols["fits_recommended"]).value == int(fits), row
-        candidates.append((inputs, row - FIRST_ROW + 1, fits, want["cost"]["purchase_usd"]))
+        # plan_seconds, the plan's third key: a training run's time, a served model's time per output token
+        seconds = want["time"].get("time_to_train_seconds", want["time"].get("seconds_per_output_token"))
+        candidates.append((inputs, row - FIRST_ROW + 1, fits, (want["cost"]["purchase_usd"], seconds)))
     # the fixture's engine rows: 2 engines × 2 samplers × 2 layouts × with and without adapters, and vLLM serving
     # the sliding-window models (Mistral-7B-v0.1 in bf16, gpt-oss-20b in bf16 and MXFP4), and vLLM and SGLang serving
     # the hybrid Nemotron-H-8B with a bf16 and an fp8 cache
@@ -497,7 +499,7 @@ def written_requirement(book: Path, row: int) -> str:
 
 def assert_single_model_plan(wb, candidates) -> None:
     """Each single-model Plan row picks, among the rows of its model × workload × requirement × GPU
-    type, the first fitting candidate by report.PLAN_ORDER (cost, GPUs, row order), and marks the
+    type, the first fitting candidate by report.PLAN_ORDER (cost, GPUs, speed, row order), and marks the
     first of its requirement across GPU types."""
     plan = wb["Plan"]
     cols = columns(plan)
@@ -507,10 +509,11 @@ def assert_single_model_plan(wb, candidates) -> None:
         if plan.cell(row, cols["sheet"]).value != "Scenarios":
             continue
         tried = [c for c in candidates if tuple(c[0][n] for n in ("model", "workload", "requirement", "gpu")) == key]
-        fitting = sorted((cost, c[0]["num_gpus"], position) for c in tried for _, position, fits, cost in [c] if fits)
+        fitting = sorted((cost, c[0]["num_gpus"], seconds, position)
+                         for c in tried for _, position, fits, (cost, seconds) in [c] if fits)
         assert plan.cell(row, cols["scenarios_tried"]).value == len(tried), key
         found = plan.cell(row, cols["best_index"]).value
-        assert found == (fitting[0][2] if fitting else 10**15), key
+        assert found == (fitting[0][3] if fitting else 10**15), key
         picks[row] = (key, fitting[0] if fitting else None)
     assert sum(plan.cell(row, cols["scenarios_tried"]).value for row in picks) > 20
     for row, (key, best) in picks.items():

@@ -89,6 +89,7 @@ class ModelSpec:
     conv_kernel: int = 0
     mamba_conv_bias: bool = False
     mamba_proj_bias: bool = False  # in_proj and out_proj biases (Nemotron-H's use_bias)
+    mamba_ssm_state_bits: int = 0  # the SSM state's dtype as the config's mamba_ssm_cache_dtype gives it
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
 
@@ -445,6 +446,9 @@ _NEMOTRON_H_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe", "m
                       "mlp": "mlp", "moe": "moe"}
 
 
+_SSM_STATE_BITS = {"float32": 32, "bfloat16": 16, "float16": 16}
+
+
 def _spec_nemotron_h(f, name, mt):
     if "layers_block_type" in f.raw:
         key, blocks = "layers_block_type", f.raw["layers_block_type"]
@@ -466,6 +470,11 @@ def _spec_nemotron_h(f, name, mt):
     groups = f.int("n_groups", default=1)
     if heads % groups:
         raise f._error("n_groups", f"{groups} does not divide mamba_num_heads {heads}")
+    # vLLM's NemotronH hook, SGLang and transformers keep the SSM state in the config's mamba_ssm_cache_dtype, fp32
+    # where it has none ("only float32 is known to have no accuracy issues")
+    ssm_dtype = f.text("mamba_ssm_cache_dtype", "float32")
+    if ssm_dtype not in _SSM_STATE_BITS:
+        raise f._error("mamba_ssm_cache_dtype", f"expected one of {', '.join(_SSM_STATE_BITS)}, got {ssm_dtype!r}")
     # MoE blocks (Nemotron 3): relu² experts held as bare up/down tensors, a shared expert, a sigmoid router in fp32
     # with a score-correction bias, as transformers' NemotronHMoE
     moe = kinds.count("moe")
@@ -484,7 +493,8 @@ def _spec_nemotron_h(f, name, mt):
         mlp_free_layers=layers - kinds.count("mlp") - moe,
         mamba_num_heads=heads, mamba_head_dim=head_dim, mamba_groups=groups,
         ssm_state_size=f.int("ssm_state_size", default=128), conv_kernel=f.int("conv_kernel", default=4),
-        mamba_conv_bias=f.bool("use_conv_bias", True), mamba_proj_bias=f.bool("use_bias", False))
+        mamba_conv_bias=f.bool("use_conv_bias", True), mamba_proj_bias=f.bool("use_bias", False),
+        mamba_ssm_state_bits=_SSM_STATE_BITS[ssm_dtype])
 
 
 def _spec_mpt(f, name, mt):

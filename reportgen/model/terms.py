@@ -1047,13 +1047,13 @@ TERMS: tuple[Term, ...] = (
                + 2 * _m("ssm_state_size") * IF(MOD(_m("mamba_groups"), V("decode_tp")).eq(0),
                                                 _m("mamba_groups") / V("decode_tp"), 1))
             * (_m("conv_kernel") - IF(V("serving_engine").eq("hf-generate"), 0, 1)) * V("act_bytes")
-            + _m("mamba_ssm_state_elements") * IF(V("serving_engine").eq("vllm"), V("act_bytes"), 4) / V("decode_tp")),
+            + _m("mamba_ssm_state_elements") * _m("mamba_ssm_state_bits") / 8 / V("decode_tp")),
          "a hybrid model's Mamba-2 layers keep, whatever the context's length, a convolution state (the last "
          "conv_kernel − 1 inputs of each channel: x, and B and C of each group; transformers conv_kernel of them) "
          "and an SSM state (heads × head_dim × ssm_state_size), split over the tensor-parallel GPUs by heads and "
-         "groups (a single group is kept whole on every GPU); vLLM keeps both in the model's "
-         "dtype (mamba_ssm_cache_dtype auto), SGLang and transformers the SSM state in fp32 (measured: "
-         "tests/data/nemotron_h_cache.json)", "activation"),
+         "groups (a single group is kept whole on every GPU); the convolution state in the model's dtype, the SSM "
+         "state in the config's mamba_ssm_cache_dtype (fp32 where it has none: vLLM's NemotronH hook, SGLang and "
+         "transformers alike; measured: tests/data/nemotron_h_cache.json)", "activation"),
     Term("kv_page_tokens", "Tokens per KV block", "count",
          IF(AND(V("mamba_state_bytes").gt(0), V("serving_engine").eq("vllm")),
             MAX(V("kv_block_tokens"),
@@ -1062,7 +1062,7 @@ TERMS: tuple[Term, ...] = (
             V("kv_block_tokens")),
          "kv_block_tokens; vLLM serving a hybrid model enlarges the attention block, in multiples of 16 tokens, "
          "until one layer's block holds one Mamba-2 layer's states, and pads those to the block "
-         "(HybridAttentionMambaModelConfig: 528 tokens for Nemotron-H-8B in bf16)", "activation"),
+         "(HybridAttentionMambaModelConfig: 1,040 tokens for Nemotron-H-8B with a bf16 cache)", "activation"),
     Term("decode_weight_bytes", "Weights a decode step reads, per GPU", "bytes",
          IF(_ROLLS, V("weight_bytes_unsharded") / V("decode_tp"), V("weights")),
          "a served model its own; an RLHF actor (or its rollout engine on GPUs of its own) the whole model over "
