@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from ..errors import InputError
 from ..limits import FILE_BYTES, check_document, check_name, number_literal
+from .lookups import DTYPES
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -446,7 +447,8 @@ _NEMOTRON_H_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe", "m
                       "mlp": "mlp", "moe": "moe"}
 
 
-_SSM_STATE_BITS = {"float32": 32, "bfloat16": 16, "float16": 16}
+# transformers' dtype names for the SSM state, as the Dtypes table names them (its bits are the widths)
+_SSM_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def _spec_nemotron_h(f, name, mt):
@@ -473,8 +475,8 @@ def _spec_nemotron_h(f, name, mt):
     # vLLM's NemotronH hook, SGLang and transformers keep the SSM state in the config's mamba_ssm_cache_dtype, fp32
     # where it has none ("only float32 is known to have no accuracy issues")
     ssm_dtype = f.text("mamba_ssm_cache_dtype", "float32")
-    if ssm_dtype not in _SSM_STATE_BITS:
-        raise f._error("mamba_ssm_cache_dtype", f"expected one of {', '.join(_SSM_STATE_BITS)}, got {ssm_dtype!r}")
+    if ssm_dtype not in _SSM_STATE_DTYPES:
+        raise f._error("mamba_ssm_cache_dtype", f"expected one of {', '.join(_SSM_STATE_DTYPES)}, got {ssm_dtype!r}")
     # MoE blocks (Nemotron 3): relu² experts held as bare up/down tensors, a shared expert, a sigmoid router in fp32
     # with a score-correction bias, as transformers' NemotronHMoE
     moe = kinds.count("moe")
@@ -494,7 +496,7 @@ def _spec_nemotron_h(f, name, mt):
         mamba_num_heads=heads, mamba_head_dim=head_dim, mamba_groups=groups,
         ssm_state_size=f.int("ssm_state_size", default=128), conv_kernel=f.int("conv_kernel", default=4),
         mamba_conv_bias=f.bool("use_conv_bias", True), mamba_proj_bias=f.bool("use_bias", False),
-        mamba_ssm_state_bits=_SSM_STATE_BITS[ssm_dtype])
+        mamba_ssm_state_bits=DTYPES.rows[_SSM_STATE_DTYPES[ssm_dtype]]["bits"])
 
 
 def _spec_mpt(f, name, mt):
