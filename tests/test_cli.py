@@ -205,7 +205,7 @@ def test_a_training_deadline_buys_enough_gpus_and_no_more():
 
 
 def test_a_serving_goal_sets_users_context_and_speed():
-    goal = ["--model", "Llama-3-8B", "--users", "50", "--context", "32k", "--gen-len", "512",
+    goal = ["--model", "Llama-3.1-8B", "--users", "50", "--context", "32k", "--gen-len", "512",
             "--min-tokens-per-s", "20", "--gpu-type", "H100-80GB-SXM"]
     found = _plan(*goal)
     option = found["options"][0]
@@ -228,7 +228,7 @@ def test_cheapest_says_by_which_measure():
 
 
 @pytest.mark.parametrize("workload,option,text,expected", [
-    ("inference", "--prompt-len", "4096", 4096), ("inference", "--prompt-len", "32k", 32768),
+    ("inference", "--prompt-len", "4096", 4096), ("inference", "--prompt-len", "7.5k", 7680),
     ("full", "--train-tokens", "1e9", 10**9)])
 def test_counts_are_written_as_people_write_them(workload, option, text, expected):
     data = json.loads(run("estimate", "--json", "--model", "Llama-3-8B", "--workload", workload, option, text).output)

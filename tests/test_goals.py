@@ -37,7 +37,7 @@ title: serving goals
 matrices:
   - name: serve
     workload: inference
-    model: Llama-3-70B
+    model: Llama-3.1-70B
     gpu: [H100-80GB-SXM]
     num_gpus: [4, 8]
     tp_size: [4, 8]

@@ -33,7 +33,7 @@ STATE_BYTES = CONV_STATE * 2 + SSM_STATE * 4
 
 
 def _scenario(**values) -> Scenario:
-    base = dict(model="Nemotron-H-8B", workload="inference", gpu="H100-80GB-SXM", prompt_len=8192, gen_len=512,
+    base = dict(model="Nemotron-H-8B", workload="inference", gpu="H100-80GB-SXM", prompt_len=7680, gen_len=512,
                 batch_size=8)
     return Scenario.from_mapping(base | values, models=EST.specs, gpus=EST.gpus)
 
@@ -90,11 +90,12 @@ def test_vllm_pages_each_mamba_layer_in_an_attention_block_it_enlarges(kv_dtype,
     fp32: its NemotronH hook), in multiples of 16 tokens, and pads the states to the block; each request takes one
     block per Mamba-2 layer (24 in groups of the 4 attention layers: no padding) and whole blocks of its context per
     attention layer."""
-    v = EST.estimate(_scenario(serving_engine="vllm", kv_dtype=kv_dtype)).values
+    s = _scenario(serving_engine="vllm", kv_dtype=kv_dtype)
+    v = EST.estimate(s).values
     block = 16 * ceil(STATE_BYTES / (16 * KV_PER_TOKEN_LAYER * kv_bytes))
     assert v["kv_page_tokens"] == block == {2: 1040, 1: 2080}[kv_bytes]
     page = block * KV_PER_TOKEN_LAYER * kv_bytes
-    per_sequence = ATTENTION * ceil((8192 + 512) / block) * page + MAMBA * page
+    per_sequence = ATTENTION * ceil((s.prompt_len + s.gen_len) / block) * page + MAMBA * page
     assert v["kv_seq_bytes"] == per_sequence
     assert v["kv_cache"] == 8 * per_sequence
     # the pool's sequences: its attention tokens over what a sequence takes, states included
@@ -177,9 +178,10 @@ def test_vllm_counts_the_mamba_layers_in_whole_kv_cache_groups(attention, mamba,
     spec = replace(spec, name="hybrid", num_hidden_layers=layers, num_mamba_layers=mamba,
                    attention_free_layers=layers - attention, mlp_free_layers=layers - 24)
     est = EST.with_model(spec)
-    v = est.estimate(replace(_scenario(serving_engine="vllm"), model="hybrid")).values
+    s = replace(_scenario(serving_engine="vllm"), model="hybrid")
+    v = est.estimate(s).values
     page = v["kv_page_tokens"] * KV_PER_TOKEN_LAYER * 2
-    assert v["kv_seq_bytes"] == attention * ceil((8192 + 512) / v["kv_page_tokens"]) * page + pages * page
+    assert v["kv_seq_bytes"] == attention * ceil((s.prompt_len + s.gen_len) / v["kv_page_tokens"]) * page + pages * page
 
 
 def _variant(**fields) -> Estimator:

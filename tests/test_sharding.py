@@ -260,7 +260,7 @@ def test_each_framework_sets_sequence_parallelism_its_own_way():
 
 # ---- context parallelism (ring attention) ------------------------------------------------------------
 
-CP_BASE = Scenario(model="Llama-3-8B", workload="full", seq_len=32768, prompt_len=0, gen_len=0, num_gpus=16,
+CP_BASE = Scenario(model="Llama-3.1-8B", workload="full", seq_len=32768, prompt_len=0, gen_len=0, num_gpus=16,
                    tp_size=2, gpu=H100, framework="megatron", zero_stage=1, checkpointing="selective")
 
 

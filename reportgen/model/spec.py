@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -91,6 +91,7 @@ class ModelSpec:
     mamba_conv_bias: bool = False
     mamba_proj_bias: bool = False  # in_proj and out_proj biases (Nemotron-H's use_bias)
     mamba_ssm_state_bits: int = 0  # the SSM state's dtype as the config's mamba_ssm_cache_dtype gives it
+    max_positions: int = 0  # the longest context the config allows (vLLM's derived max_model_len); 0: none stated
     source: str = ""
     generic_total_params: int = 0  # a model known only by its size ("a 7B model")
 
@@ -114,7 +115,8 @@ FIELD_MAXIMA = {
     **dict.fromkeys(("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel",
                      "attention_head_dim"), 2**16),
     **dict.fromkeys(("n_positions", "max_position_embeddings", "sliding_window", "max_window_layers",
-                     "max_seq_len"), 2**27),
+                     "max_seq_len", "seq_length", "model_max_length", "max_target_positions", "max_sequence_length",
+                     "max_seq_length", "seq_len", "original_max_position_embeddings"), 2**27),
     # MPT's names (llm-foundry's MPTConfig)
     **dict.fromkeys(("d_model",), 2**20), **dict.fromkeys(("n_layers", "n_heads", "kv_n_heads"), 2**14),
     "expansion_ratio": 2**8,
@@ -573,11 +575,39 @@ def spec_from_config(raw: Any, *, name: str, source: str) -> ModelSpec:
     if not isinstance(model_type, str) or model_type not in _BUILDERS:
         from ..errors import unknown_name
         raise unknown_name("model_type", model_type, _BUILDERS, source=source, key_path="model_type")
-    spec = _BUILDERS[model_type](f, name, model_type)
+    spec = replace(_BUILDERS[model_type](f, name, model_type), max_positions=_max_positions(f, model_type))
     if spec.num_experts_per_tok > spec.num_experts:
         raise InputError(f"{spec.num_experts_per_tok} experts per token, but the model has {spec.num_experts} experts",
                          source=source, key_path="num_experts_per_tok")
     return spec
+
+
+# The config keys vLLM reads for a model's longest context, the smallest of those present (vllm/config.py,
+# _get_and_verify_max_len, at vllm-project/vllm c0c2335): the position limit it refuses a longer max_model_len past.
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+# RoPE scalings whose max_position_embeddings is already the extended length (vLLM scales the others by their factor).
+_ROPE_SCALED_ALREADY = ("su", "longrope", "llama3")
+
+
+def _max_positions(f: _Fields, model_type: str) -> int:
+    """The longest context the config allows, as vLLM derives it: the smallest position key (model_max_length where
+    given), times the RoPE scaling factor unless the type is already scaled (yarn: its original length times the
+    factor; Gemma 3's is scaled already); 0 where the config states none (BLOOM's ALiBi)."""
+    present = [f.int(k) for k in POSITION_KEYS if f.raw.get(k) is not None]
+    if not present:
+        return 0
+    limit = f.int("model_max_length") if f.raw.get("model_max_length") is not None else min(present)
+    key = "rope_scaling" if f.raw.get("rope_scaling") is not None else "rope_parameters"  # transformers 5's name
+    rope = f.raw.get(key)
+    if isinstance(rope, Mapping) and "gemma3" not in model_type:
+        rope_fields = f.section(key)
+        kind = rope.get("rope_type", rope.get("type"))
+        if kind not in _ROPE_SCALED_ALREADY:
+            if kind == "yarn":
+                limit = rope_fields.int("original_max_position_embeddings")
+            limit = int(limit * (rope_fields.number("factor", 1.0) or 1.0))  # a null factor is none
+    return limit
 
 
 def _generic_spec(f: _Fields, name: str) -> ModelSpec:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from ..errors import InputError
 from .formulas import (AND, CEIL, FLOOR, IF, MAX, MIN, MOD, NOT, OR, Cmp, Const, Expr, Fn, Lookup, Num, Op, Str, Var, ceil_div,
                        is_one_of, with_children)
-from .inputs import INPUT_NAMES, ROLLOUT
+from .inputs import FROZEN, INPUT_NAMES, ROLLOUT
 from .units import GiB as _GIB, MiB as _MIB
 
 
@@ -1786,9 +1786,18 @@ def _skip(code: str, text: str, when: Expr, **values: Expr) -> SkipRule:
 
 
 _TP, _GPUS = V("tp_size"), V("num_gpus")
+# The longest context a scenario asks of its model: a trained or scored sequence, or a prompt and its longest response.
+_LONGEST_CONTEXT = MAX(IF(OR(V("is_train").eq(1), V("workload").eq(FROZEN)), V("seq_len"), 0),
+                       V("prompt_len") + MAX(V("gen_len"), V("max_gen_len")))
 # In order: the first rule that holds is the reason. Read after the role terms (they use its lookups).
 SKIP_RULES: tuple[SkipRule, ...] = (
-    # What the GPU type cannot run whatever the layout: first, so that a plan names it alone.
+    # What the model cannot take whatever the GPU and layout: first, so that a plan names it alone.
+    _skip("context_positions", "{model} takes at most {limit} tokens of context (its config's positions, as vLLM "
+          "derives max_model_len and refuses a longer one); {tokens} asked: a longer context needs a model extended "
+          "for it (RoPE scaling in its config)",
+          AND(_m("max_positions").gt(0), _LONGEST_CONTEXT.gt(_m("max_positions"))),
+          model=V("model"), limit=_m("max_positions"), tokens=_LONGEST_CONTEXT),
+    # What the GPU type cannot run whatever the layout: next, so that a plan names it alone.
     _skip("bf16_gpu", "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
           "KV cache",
           AND(_g("bf16").eq(0),
