@@ -450,8 +450,9 @@ class Recommendation(_OfRequirement):
 @dataclass(frozen=True)
 class SensitivitySeries:
     """The recommended budget (k × device total, bytes per GPU) of a headline scenario as one input
-    varies, and whether each point fits with k (the term fits_recommended: the budget, and for a serving
-    engine its KV pool against the users' demand) on each GPU type with the same layout."""
+    varies over the values it can run (lengths within the model's positions), and whether each point fits with k
+    (the term fits_recommended: the budget, and for a serving engine its KV pool against the users' demand) on each
+    GPU type with the same layout, where it can run there."""
     result_index: int
     label: str
     axis: str  # "seq_len", "prompt_len" or "batch_size"
@@ -459,6 +460,7 @@ class SensitivitySeries:
     recommended_bytes: tuple[int, ...]  # on the pick's GPU type
     gpu_limits: tuple[tuple[str, int], ...]  # (GPU name, memory bytes) for the "runs out" lines
     fits: tuple[tuple[str, tuple[bool, ...]], ...]  # (GPU name, fits_recommended per x)
+    cut: bool = False  # larger values were left out: the pick cannot run them (a length past the model's context)
 
 
 @dataclass(frozen=True)
@@ -617,11 +619,18 @@ def _sensitivity(estimator: Estimator, recs: Sequence[Recommendation], gpus: Map
         r = rec.best.result
         s = r.estimate.scenario
         axis = "prompt_len" if s.workload == "inference" else "seq_len"
-        for name, xs in ((axis, SENSITIVITY_LENGTHS), ("batch_size", SENSITIVITY_BATCHES)):
-            points = {g: estimator.estimate_all([s.with_inputs(gpu=g, **{name: x}) for x in xs]) for g in gpu_types}
-            ys = tuple(int(e["recommended"]) for e in points[s.gpu])
-            fits = tuple((g, tuple(bool(e["fits_recommended"]) for e in points[g])) for g in gpu_types)
-            series.append(SensitivitySeries(r.index, r.label, name, xs, ys, limits, fits))
+        for name, tried in ((axis, SENSITIVITY_LENGTHS), ("batch_size", SENSITIVITY_BATCHES)):
+            # the points the pick can run (a length past the model's positions cannot), and on each GPU type those
+            # that run there and fit with k
+            xs = tuple(x for x in tried if estimator.skip_check(s.with_inputs(**{name: x})) is None)
+            if not xs:  # (a model whose context is shorter than the shortest length tried)
+                continue
+            points = {g: [s.with_inputs(gpu=g, **{name: x}) for x in xs] for g in gpu_types}
+            made = {g: estimator.estimate_all(points[g]) for g in gpu_types}
+            ys = tuple(int(e["recommended"]) for e in made[s.gpu])
+            fits = tuple((g, tuple(bool(e["fits_recommended"]) and estimator.skip_check(p) is None
+                                   for p, e in zip(points[g], made[g]))) for g in gpu_types)
+            series.append(SensitivitySeries(r.index, r.label, name, xs, ys, limits, fits, xs[-1] < tried[-1]))
     return tuple(series)
 
 

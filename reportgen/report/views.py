@@ -1002,12 +1002,12 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
     return tuple(sections)
 
 
-def _runs_out(xs: Sequence[int], fits: Sequence[bool], t: Catalogue, fmt) -> Cell:
+def _runs_out(xs: Sequence[int], fits: Sequence[bool], t: Catalogue, fmt, cut: bool = False) -> Cell:
     fitting = [x for x, ok in zip(xs, fits) if ok]
     if not fitting:
         return Cell(t("sens.none", x=fmt(xs[0])), "num nofit")
     if len(fitting) == len(xs):
-        return Cell(t("sens.all", x=fmt(xs[-1])), "num")
+        return Cell(t("sens.all_it_takes" if cut else "sens.all", x=fmt(xs[-1])), "num")
     return Cell(fmt(max(fitting)), "num")
 
 
@@ -1041,7 +1041,7 @@ def _sensitivity(report: Report, t: Catalogue, lang: str) -> tuple[SensitivitySe
         rows = []
         for g, limit in series_list[0].gpu_limits:
             rows.append((Cell(g), Cell(gib(limit), "num")) + tuple(
-                _runs_out(s.xs, dict(s.fits)[g], t, fmt) for s, fmt, _ in columns))
+                _runs_out(s.xs, dict(s.fits)[g], t, fmt, s.cut) for s, fmt, _ in columns))
         sections.append(SensitivitySection(f"sensitivity-{n}", label, tuple(figures),
                                            Table(headers, tuple(rows), "sens")))
     return tuple(sections)
