@@ -350,6 +350,8 @@ def _check_placements_compared(o: dict, given: Iterable[str]) -> None:
     why = ("applies to PPO and GRPO (an RLHF group's rollout engine)" if workload not in ("ppo", "grpo") else
            "needs a rollout engine to place (--engine vllm or sglang)" if o.get("serving_engine") in (None, "hf-generate")
            else "and --rollout-placement both choose the placement: give one" if "rollout_placement" in given
+           else "places the engine apart too, where --engine-sleep does not apply (an engine on GPUs of its own stays "
+           "awake): give --rollout-placement actor instead" if "engine_sleep" in given
            else None)
     if why:
         raise click.UsageError(f"--compare-placements {why}")

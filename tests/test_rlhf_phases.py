@@ -237,6 +237,52 @@ def test_the_engine_is_refitted_and_woken_once_per_iteration():
     assert EST.estimate_group(grpo_8b(1, engine="hf-generate"))["refit_seconds"] == 0
 
 
+TRAINING_PHASES = ("phase_backward_start", "phase_backward_end", "phase_recompute_start", "phase_forward_end",
+                   "phase_optimizer_step")
+
+
+def test_an_engine_that_stays_awake_keeps_its_budget_through_training():
+    """engine_sleep none (TRL's colocate mode without sleep): the engine's share of the GPU, gpu_memory_utilization
+    of what CUDA reports, stays beside every training phase; asleep, with its weights offloaded (vLLM level 1) or
+    discarded (level 2), it frees both and the training phases are the trainer's alone."""
+    offload, discard, awake = (dict(EST.estimate_group(grpo_8b(1, engine_sleep=sleep)).roles)["actor"]
+                               for sleep in ("offload", "discard", "none"))
+    gpu = EST.gpus["H100-80GB-SXM"]
+    budget = math.floor((gpu.memory_mib - EST.assumptions["driver_reserved_mib"]) * 2**20 * 0.5)
+    for phase in TRAINING_PHASES:
+        assert offload[phase] == discard[phase]
+        assert awake[phase] == (offload[phase] + budget if offload[phase] else 0), phase
+    assert awake["generation_phase"] == offload["generation_phase"] == offload["model_states"] + budget
+    assert awake["allocated_peak"] == max(awake["generation_phase"], *(awake[p] for p in TRAINING_PHASES))
+    assert awake["allocated_peak"] > offload["allocated_peak"]
+    # at the peak the bar shows the engine: what the phase holds beyond the trainer's own
+    assert awake["resident_engine"] == budget
+
+
+def test_only_an_engine_that_offloads_its_weights_moves_them_over_pcie():
+    """Level 1 copies the engine's weights to the host and back each iteration; level 2 discards them and an awake
+    engine keeps them: both only take the trained weights, gathered from the ZeRO-3 shards."""
+    refit = {sleep: dict(EST.estimate_group(grpo_8b(1, engine_sleep=sleep)).roles)["actor"]["refit_seconds"]
+             for sleep in ("offload", "discard", "none")}
+    weights = 8_030_261_248 * 2  # Llama-3-8B's parameters (tests/data/facts.json) in bf16, the engine at TP 1
+    pcie = EST.gpus["H100-80GB-SXM"].pcie_gbps * 1e9
+    assert refit["offload"] - refit["discard"] == pytest.approx(2 * weights / pcie, rel=1e-9)
+    assert refit["none"] == refit["discard"] > 0
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--workload", "full", "--engine-sleep", "none"], 2, "--engine-sleep does not apply to full fine-tuning"),
+    (["--workload", "grpo", "--engine", "vllm", "--rollout-placement", "separate", "--engine-sleep", "discard"], 1,
+     "--engine-sleep: applies to a rollout engine beside the actor (rollout_placement actor): an engine on GPUs of its "
+     "own (rollout_placement separate) stays awake"),
+])
+def test_engine_sleep_is_refused_where_no_engine_sleeps_beside_the_actor(args, code, message):
+    result = CliRunner().invoke(main, ["estimate", "--model", "Qwen2.5-0.5B", "--gpus", "2", *args])
+    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert result.exit_code == code and len(errors) == 1 and message in errors[0], result.output
+    assert "Traceback" not in result.output
+
+
 def test_an_iterations_prompts_are_the_job_and_a_ranks_share_the_layout(tmp_path):
     """With prompts_per_iteration, each layout gives a rank its share: the groups of one sweep over GPU counts
     answer one requirement, which names the iteration's prompts (not a rank's batch); the plan's answer is the

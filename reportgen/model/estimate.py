@@ -22,8 +22,8 @@ from .catalog import CatalogModel, GpuSpec, gpu_row
 from ..errors import InputError, unknown_name
 from .formulas import (AND, CEIL, FLOOR, IF, ISNUMBER, MAX, MIN, MOD, OR, Expr, Num, Var, compile_terms, specialise,
                        substituted)
-from .inputs import (FROZEN, ROLLOUT, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS, Scenario, check_inputs,
-                     check_rlhf)
+from .inputs import (FROZEN, ROLLOUT, INPUT_BY_NAME, INPUT_NAMES, INPUTS, RLHF_ALGORITHMS, SINGLE_WORKLOADS,
+                     SLEEP_APART, Scenario, check_inputs, check_rlhf)
 from .spec import ModelSpec
 from .shape import model_row, params_by_component
 from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
@@ -947,6 +947,8 @@ def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str
     inputs = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
                           key_path=key_path, checked=checked)
     scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **inputs)
+    if settings.get("rollout_placement") == "separate" and scenario.engine_sleep != INPUT_BY_NAME["engine_sleep"].default:
+        raise InputError(SLEEP_APART, source=source, key_path=key_path("engine_sleep"))
     reason = estimator.skip_check(scenario, undecided) if skips else None
     if reason or workload not in RLHF_ALGORITHMS:
         return scenario, reason

@@ -220,6 +220,13 @@ INPUTS: tuple[Input, ...] = (
           "(veRL's rollout.tensor_model_parallel_size, OpenRLHF's vllm_tensor_parallel_size), whatever the "
           "trainer's (OpenRLHF's default 1)", 1, limits=(1, 1024), option="--rollout-tp", applies=_TRAINING,
           only_with=_ENGINES, layout=True, readers="rollout"),
+    Input("engine_sleep", "Rollout engine while the actor trains", "RLHF with a rollout engine beside the actor: "
+          "offload (vLLM sleep level 1: its weights copied to host memory and back over PCIe, its KV pool freed: "
+          "OpenRLHF's vllm_enable_sleep, veRL with vLLM before 0.8.5), discard (level 2: its weights freed too, the "
+          "refit writing the trained ones: veRL with vLLM 0.8.5 and later), or none (awake: its whole budget stays "
+          "on the GPUs while the actor trains, as in TRL's colocate mode without vllm_enable_sleep_mode or veRL "
+          "with free_cache_engine off)", "offload", choices=tb.ENGINE_SLEEP, option="--engine-sleep",
+          applies=_TRAINING, only_with=_ENGINES, layout=True, readers="rollout"),
     Input("max_gen_len", "Longest response (tokens)", "RLHF rollouts: the longest response of an iteration, which "
           "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
           "response is gen_len long", 0, limits=_TOKENS, unit="tokens", option="--max-gen-len", applies=_TRAINING,
@@ -487,6 +494,8 @@ _NOT_DPO = {"rollout_placement": "rollouts", "rollout_mode": "rollouts", "padded
 
 ASYNC_BESIDE = ("async needs the rollout engine apart (rollout_placement separate): beside the actor it sleeps while the "
                 "actor trains")
+SLEEP_APART = ("applies to a rollout engine beside the actor (rollout_placement actor): an engine on GPUs of its own "
+               "(rollout_placement separate) stays awake")
 
 
 def rlhf_readers(name: str) -> tuple[str, ...]:

@@ -145,6 +145,9 @@ LORA_DROPOUT = ("off", "on")
 MODULES_TO_SAVE = ("none", "embed-head")
 OPTIMIZER_IMPLS = ("fused", "foreach")
 SAMPLERS = ("fused", "sort")
+# What a rollout engine beside the actor does while the actor trains: vLLM's sleep levels 1 (offload) and 2
+# (discard), or no sleep (none).
+ENGINE_SLEEP = ("offload", "discard", "none")
 OFFLOAD = ("none", "optimizer", "all")
 SEQUENCE_PARALLEL = ("auto", "on", "off")
 HEADS = ("lm", "value")

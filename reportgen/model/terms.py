@@ -1266,6 +1266,12 @@ TERMS: tuple[Term, ...] = (
          V("weights") + V("master_weights") + V("optimizer_states") + V("persistent_gradients") + V("ddp_bucket_bytes")
          + V("zero3_buffer") + V("pp_recv_buffer_bytes"),
          "what stays allocated between steps (a torch pipeline's receive buffers too)", "phase"),
+    Term("awake_engine_bytes", "Rollout engine kept awake while the actor trains", "bytes",
+         IF(AND(V("rollout_engine").eq(1), V("is_train").eq(1), V("engine_sleep").eq("none")),
+            V("engine_budget_bytes"), 0),
+         "an engine beside the actor that does not sleep (engine_sleep none: TRL's colocate mode without "
+         "vllm_enable_sleep_mode, veRL with free_cache_engine off) keeps its whole budget, weights and KV pool, "
+         "through every training phase; asleep (offload, discard) it frees both", "phase"),
     Term("backward_start_bytes", "Temporaries when backward starts", "bytes",
          MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes"),
              V("layer_backward_bytes"))
@@ -1276,9 +1282,11 @@ TERMS: tuple[Term, ...] = (
          "beside every saved activation, where it exceeds the loss's (a small vocabulary: tools/oracle/"
          "measure_tp.py); a torch pipeline's last stage keeps its logits", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
-         V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes"),
+         V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes")
+         + V("awake_engine_bytes"),
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
-         "earlier micro-batches; the training framework's backward buffers", "phase"),
+         "earlier micro-batches; the training framework's backward buffers (and an awake rollout engine beside "
+         "them, as in every training phase)", "phase"),
     Term("backward_end_bytes", "Temporaries at the end of backward", "bytes",
          MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
              + V("zero3_buffer") - V("fsdp_backward_unmade_bytes"),
@@ -1289,25 +1297,26 @@ TERMS: tuple[Term, ...] = (
          "by then, its slice kept)", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
          V("model_states") - V("zero3_buffer") + MAX(V("transient_gradients"), V("accumulated_gradients"))
-         + V("backward_end_bytes"),
+         + V("backward_end_bytes") + V("awake_engine_bytes"),
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed, the end of backward's "
          "temporaries (the gathered buffers among them)", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
          IF(V("recompute_start_activations").gt(0),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
-            + V("recompute_bytes") + V("framework_backward_bytes"), 0),
+            + V("recompute_bytes") + V("framework_backward_bytes") + V("awake_engine_bytes"), 0),
          "full checkpointing: the last layer rebuilt and its backward running beside every layer's saved input; "
          "the peak when the layers' inputs outweigh the loss's logit gradients and the gradients are small "
          "(LoRA, sharded states)", "phase"),
     Term("phase_forward_end", "Phase: end of forward (the loss)", "bytes",
          IF(V("is_train").eq(1),
-            V("model_states") + V("accumulated_gradients") + V("training_activations") + V("forward_end_bytes"), 0),
+            V("model_states") + V("accumulated_gradients") + V("training_activations") + V("forward_end_bytes")
+            + V("awake_engine_bytes"), 0),
          "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
          "gradients are resident and checkpointing keeps the activations small", "phase"),
     Term("phase_pipeline_first_stage", "Phase: the first pipeline stage's backward", "bytes",
          IF(V("pp_microbatch_bytes").gt(0),
             V("model_states") + V("pp_first_stage_gradients") + V("pp_first_stage_activations")
-            + V("pp_first_stage_backward_bytes"), 0),
+            + V("pp_first_stage_backward_bytes") + V("awake_engine_bytes"), 0),
          "the stage with the embedding and the most micro-batches in flight, backpropagating one of them: the "
          "others' activations (and, in a torch pipeline, every one's output) beside it; the other phases are the "
          "last stage's, with the loss (one stage of torch's pipeline on a fake process group: "
@@ -1315,13 +1324,14 @@ TERMS: tuple[Term, ...] = (
     Term("phase_pipeline_middle_stage", "Phase: a middle pipeline stage's backward", "bytes",
          IF(V("pp_middle_stage").eq(1),
             V("pp_middle_weights") + V("pp_middle_master_weights") + V("pp_middle_optimizer_states")
-            + V("pp_middle_stage_all_gradients") + V("pp_middle_stage_activations") + V("pp_middle_stage_temporaries"),
-            0),
+            + V("pp_middle_stage_all_gradients") + V("pp_middle_stage_activations") + V("pp_middle_stage_temporaries")
+            + V("awake_engine_bytes"), 0),
          "the second stage of a torch pipeline, backpropagating a micro-batch: its layers' states, the receive "
          "buffers of both directions, the other micro-batches in flight; the busiest stage when the micro-batches "
          "are many (one stage of torch's pipeline on a fake process group: tools/oracle/measure_pp.py)", "phase"),
     Term("phase_optimizer_step", "Phase: optimizer step", "bytes",
-         V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("framework_step_bytes"), "", "phase"),
+         V("model_states") + V("transient_gradients") + V("optimizer_step_bytes") + V("framework_step_bytes")
+         + V("awake_engine_bytes"), "", "phase"),
     Term("phase_forward", "Phase: forward / generation", "bytes",
          V("model_states") + IF(V("engine_mode").eq(1), V("kv_pool_bytes") + V("engine_activation_bytes"),
                                 V("kv_cache") + V("forward_transient_bytes")),
@@ -1377,8 +1387,9 @@ TERMS: tuple[Term, ...] = (
          IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
             IF(V("engine_mode").eq(1), V("kv_pool_bytes"), V("kv_cache")), 0), "", "phase"),
     Term("resident_engine", "Rollout engine at the peak", "bytes",
-         IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)), V("engine_budget_bytes"), 0),
-         "while a rollout engine generates, its whole budget: its copy of the weights and its KV pool", "phase"),
+         IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(1)), V("engine_budget_bytes"), V("awake_engine_bytes")),
+         "while a rollout engine generates, its whole budget: its copy of the weights and its KV pool; in a training "
+         "phase, an engine that stays awake", "phase"),
     Term("temporaries", "Temporaries at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_temporaries"),
          V("zero3_buffer") + V("pp_recv_buffer_bytes") + IF(V("peak_phase").eq(1), V("backward_start_bytes"),
@@ -1703,13 +1714,13 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(AND(_TRAIN, V("rollout_engine").eq(1)),
             IF(V("zero_stage").eq(3), (V("zero_group") - 1) / V("zero_group") * V("weight_bytes_unsharded")
                / V("dp_link_bytes_per_s"), 0)
-            + 2 * V("decode_weight_bytes") / (_g("pcie_gbps") * 1e9),
+            + IF(V("engine_sleep").eq("offload"), 2 * V("decode_weight_bytes") / (_g("pcie_gbps") * 1e9), 0),
             IF(AND(V("workload").eq(ROLLOUT), V("rollout_engine").eq(1)),
                V("weight_bytes_unsharded") / (_g("inter_node_gbps") * 1e9 * V("comm_efficiency")), 0)),
          "once per iteration: the trainer's ZeRO-3/FSDP shards are all-gathered layer by layer before each engine "
-         "GPU loads its tensor-parallel slice (veRL's sharding manager); the engine sleeps through training (vLLM "
-         "sleep mode level 1: its weights to host memory, its KV pool freed) and wakes for the next rollout, its "
-         "weights over PCIe each way. An engine on GPUs of its own stays awake and receives the whole model from "
+         "GPU loads its tensor-parallel slice (veRL's sharding manager); an engine that sleeps through training with "
+         "its weights offloaded (engine_sleep offload: vLLM sleep level 1, its KV pool freed) wakes for the next "
+         "rollout with its weights over PCIe each way; one that discards them (level 2) or stays awake moves none. An engine on GPUs of its own stays awake and receives the whole model from "
          "the actor's first rank, broadcast over the network (OpenRLHF's NCCL group with the vLLM engines), at one "
          "GPU's network bandwidth", "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",

@@ -117,6 +117,11 @@ def gpus_table(rows: list[dict]) -> str:
                     f"{r['price_per_hour_usd']:,.2f}") for r in rows])
 
 
+# What a rollout engine beside the actor does while the actor trains, where it is not the default (offloading its
+# weights to the host)
+SLEEP_WORDS = {"discard": ", its weights discarded while the actor trains", "none": ", awake while the actor trains"}
+
+
 def _layout_words(layout: dict) -> str:
     """'ZeRO-3 TP2 PP2 EP4 · ckpt full · offload optimizer · adamw-8bit · megatron': what the plan chose."""
     parts = [" ".join(layout_tags(layout))
@@ -130,6 +135,7 @@ def _layout_words(layout: dict) -> str:
               f"micro-batches of {layout['micro_batch_size']:,}" if "micro_batch_size" in layout else "",
               f"rollout engine TP{layout['rollout_tp_size']} on {layout['gpu_memory_utilization']:.0%} of each GPU"
               + (", generating ahead (async)" if layout["rollout_mode"] == "async" else "")
+              + SLEEP_WORDS.get(layout.get("engine_sleep"), "")
               if "rollout_tp_size" in layout else "",
               _pools_words(layout) if "role_gpus" in layout else ""]
     return " · ".join(x for x in parts if x)
