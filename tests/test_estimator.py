@@ -267,19 +267,20 @@ def test_batch_reuses_layout_terms_only_where_they_do_not_depend_on_the_row():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 1), st.integers(0, 1), st.integers(0, 1), st.floats(0, 1e12), st.floats(0, 1e12),
+@given(st.integers(0, 1), st.integers(0, 1), st.floats(0, 4e12), st.floats(0, 1e12), st.floats(0, 1e12),
        st.integers(1, 8), st.floats(0, 1e12))
 def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits, host, allocated, budget, gpus,
                                                                  weights):
     """terms.TOTAL_TERMS specialised with constants (as RLHF groups use them) give the same numbers as
-    the shared terms evaluated with those constants, and read none of the substituted names."""
+    the shared terms evaluated with those constants, and read none of the substituted names. host: the bytes a
+    node keeps in host RAM, either side of its 1,536 GiB."""
     from reportgen.model.formulas import compile_terms, specialise
     from reportgen.model.terms import ASSUMPTION_DEFAULTS, TOTAL_TERMS
-    constants = {"engine_mode": engine, "engine_reserves": engine, "kv_fits": kv_fits, "engine_device_total": budget,
-                 "host_ram_fits": host}
+    constants = {"engine_mode": engine, "engine_reserves": engine, "kv_fits": kv_fits, "engine_device_total": budget}
     special = tuple(replace(t, expr=specialise(t.expr, constants)) for t in TOTAL_TERMS)
     assert not any(set(constants) & t.expr.names() for t in special)
-    inputs = {"allocated_peak": allocated, "num_gpus": gpus, "gpu": "H100-80GB-SXM", "weights": weights, **constants}
+    inputs = {"allocated_peak": allocated, "num_gpus": gpus, "gpu": "H100-80GB-SXM", "weights": weights,
+              "node_host_bytes": host, **constants}
 
     def var(n):
         return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"I[{n!r}]"

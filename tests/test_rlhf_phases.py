@@ -270,6 +270,36 @@ def test_only_an_engine_that_offloads_its_weights_moves_them_over_pcie():
     assert refit["none"] == refit["discard"] > 0
 
 
+def _ppo_offloaded(sleep="offload", host_ram_gib=None, placement="colocated"):
+    """Qwen2.5-7B PPO on 8 H100 under DeepSpeed ZeRO-3 with every state offloaded (actor and critic), a vLLM engine
+    at TP 2 beside the actor; the node's host RAM as given."""
+    actor = Scenario(model="Qwen2.5-7B", workload="full", num_gpus=8, zero_stage=3, offload="all", checkpointing="full",
+                     framework="deepspeed", prompt_len=512, gen_len=512, serving_engine="vllm", rollout_tp_size=2,
+                     gpu_memory_utilization=0.3, engine_sleep=sleep)
+    est = Estimator(load_models(), load_gpus(), None if host_ram_gib is None else {"host_ram_per_node_gib": host_ram_gib})
+    group = rlhf_scenario(name="", algorithm="ppo", placement=placement, actor=actor,
+                          role_gpus={"critic": 8, "reference": 8, "reward": 8} if placement == "separate" else None)
+    return est.estimate_group(group)
+
+
+def test_colocated_roles_share_their_nodes_host_ram():
+    """Each trained role offloads its states to the node's CPU memory, and an engine asleep at level 1 backs its
+    weights up there (each GPU its TP share): colocated on one node, they add up. Between the largest role's need and
+    the sum, every role fits alone and the group does not, for its host RAM; separate pools have nodes of their own."""
+    offload, discard = _ppo_offloaded(), _ppo_offloaded("discard")
+    roles = dict(offload.roles)
+    assert offload["node_host_bytes"] == sum(e["node_host_bytes"] for e in roles.values())
+    engine_weights = 7_615_616_512 * 2 // 2 * 8  # Qwen2.5-7B (tests/data/transformers_counts.json) in bf16, TP 2, 8 GPUs
+    assert offload["node_host_bytes"] - discard["node_host_bytes"] == engine_weights
+    largest = max(e["node_host_bytes"] for e in roles.values())
+    between = (largest + offload["node_host_bytes"]) / 2 / 2**30
+    assert _ppo_offloaded(host_ram_gib=offload["node_host_bytes"] / 2**30)["fits"] == 1
+    tight = _ppo_offloaded(host_ram_gib=between)
+    assert all(e["host_ram_fits"] for _, e in tight.roles)
+    assert (tight["fits"], tight["host_ram_fits"], tight["fit_limit"]) == (0, 0, 4)
+    assert _ppo_offloaded(host_ram_gib=between, placement="separate")["fits"] == 1
+
+
 @pytest.mark.parametrize("args,code,message", [
     (["--workload", "full", "--engine-sleep", "none"], 2, "--engine-sleep does not apply to full fine-tuning"),
     (["--workload", "grpo", "--engine", "vllm", "--rollout-placement", "separate", "--engine-sleep", "discard"], 1,

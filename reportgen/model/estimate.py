@@ -468,6 +468,9 @@ def colocated_pool(role_names: Sequence[str]) -> tuple[Term, ...]:
              "the actor's engine's, where it generates with one", "phase"),
         Term("kv_fits", "The rollout engine's pool holds a sequence (1/0)", "flag", r(role_names[0], "kv_fits"),
              "", "phase"),
+        Term("node_host_bytes", "A node's host RAM in use by every role", "bytes", total("node_host_bytes"),
+             "the roles share the actor's nodes: each one's offloaded states (and a sleeping engine's weights) add up",
+             "fit"),
     ]
     return tuple(core) + GROUP_TOTAL_TERMS
 
@@ -500,7 +503,7 @@ POOL_ANSWERS = PER_GPU_KEYS + ("gpu_memory_bytes", "fits", "headroom_bytes", "fi
 
 # RLHF roles train or score with a training framework, never a serving engine's pool: the shared
 # totals read, for a group, without the engine's branches.
-GROUP_CONSTANTS = {"engine_mode": 0, "engine_reserves": 0, "engine_device_total": 0, "host_ram_fits": 1}
+GROUP_CONSTANTS = {"engine_mode": 0, "engine_reserves": 0, "engine_device_total": 0}
 GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, GROUP_CONSTANTS)) for t in TOTAL_TERMS)
 
 # The group's settings its terms read (beside its first role's GPUs): on the RLHF sheet, cells of the group's row.

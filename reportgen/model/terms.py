@@ -537,8 +537,6 @@ TERMS: tuple[Term, ...] = (
     Term("node_offload_bytes", "Offloaded to a node's host RAM", "bytes",
          V("host_offload_bytes") * V("node_gpus"),
          "every GPU of a node offloads its share to the node's CPU memory", "state"),
-    Term("host_ram_fits", "Offloaded states fit in the node's host RAM (1/0)", "flag",
-         IF(V("node_offload_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "state"),
     Term("zero3_buffer", "ZeRO-3 gathered-layer buffer", "bytes",
          IF(AND(V("fsdp_pipeline").eq(1), V("zero_stage").eq(3)), ceil_div(V("stage_params") * _p("gather_bytes"),
                                                                           V("tp_size")),
@@ -1068,6 +1066,13 @@ TERMS: tuple[Term, ...] = (
          "a served model its own; an RLHF actor (or its rollout engine on GPUs of its own) the whole model over "
          "its tensor-parallel group, whatever its training shards: a rollout engine holds its own copy, and "
          "generate() under ZeRO-3 gathers every layer", "time"),
+    Term("node_host_bytes", "A node's host RAM in use", "bytes",
+         V("node_offload_bytes")
+         + IF(AND(V("rollout_engine").eq(1), V("is_train").eq(1), V("engine_sleep").eq("offload")),
+              V("decode_weight_bytes") * V("node_gpus"), 0),
+         "the states its GPUs offload, and the weights of a rollout engine that sleeps with them offloaded (vLLM "
+         "sleep level 1 backs each GPU's share up in host memory); an RLHF group's colocated roles share the node's",
+         "state"),
     Term("rollout_pool_bytes", "Rollout engine's KV pool", "bytes",
          IF(V("rollout_engine").eq(1), MAX(0, V("engine_budget_bytes") - V("decode_weight_bytes")), 0),
          "its budget less its own copy of the weights (its activation profile and CUDA graphs are left out)",
@@ -1421,6 +1426,8 @@ TOTAL_TERMS: tuple[Term, ...] = (
          "it leaves outside gpu_memory_utilization", "total"),
     # ---- fit and cost -------------------------------------------------------------------------
     Term("gpu_memory_bytes", "GPU memory (nvidia-smi total)", "bytes", _g("memory_mib") * MiB, "GPUs sheet", "fit"),
+    Term("host_ram_fits", "What a node keeps in host RAM fits it (1/0)", "flag",
+         IF(V("node_host_bytes").le(V("host_ram_per_node_gib") * GiB), 1, 0), "", "fit"),
     Term("fits", "Fits (1/0)", "flag",
          IF(AND(V("device_total").le(V("gpu_memory_bytes")), V("kv_fits").eq(1), V("host_ram_fits").eq(1)), 1, 0),
          "engines: the KV pool must also hold every sequence's cache; offload: the host RAM the states", "fit"),
@@ -1434,7 +1441,7 @@ TOTAL_TERMS: tuple[Term, ...] = (
             IF(V("weights").gt(V("gpu_memory_bytes")), 1,
                IF(V("recommended").gt(V("gpu_memory_bytes")), 2, IF(V("kv_fits").eq(0), 3, 4)))),
          "the first that binds: the weights alone, the recommended budget, a serving engine's KV pool against the "
-         "sequences' cache, the host RAM of the offloaded states", "fit"),
+         "sequences' cache, the host RAM of the offloaded states (and a sleeping rollout engine's weights)", "fit"),
     Term("purchase_usd", "Purchase cost (USD)", "usd", V("num_gpus") * _g("price_purchase_usd"), "GPUs sheet", "fit"),
     Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
 )
