@@ -124,3 +124,15 @@ def test_the_bundled_presets_ask_no_model_past_its_positions_but_the_serving_swe
     expected = ({("Llama-3-8B", 32768), ("Llama-3-8B", 131072), ("Mixtral-8x7B", 131072)} if preset == "inference-serving"
                 else set())
     assert {(s.model, s.prompt_len + s.gen_len) for s in refused} == expected
+
+
+def test_an_engines_context_per_sequence_stops_at_the_models_positions():
+    """One sequence alone in a vLLM pool of 400k tokens may still have only the model's 8,192 (its model card's 8k);
+    at 256 sequences the pool's share binds."""
+    s = Scenario(model="Llama-3-8B", workload="inference", serving_engine="vllm", prompt_len=1000, gen_len=100,
+                 gpu="H100-80GB-SXM")
+    alone = EST.estimate(s)
+    assert alone["kv_pool_tokens"] > 8192 and alone["max_context_tokens"] == PUBLISHED_CONTEXT["Llama-3-8B"]
+    crowded = EST.estimate(s.with_inputs(batch_size=256))
+    assert crowded["max_context_tokens"] < 8192
+    assert crowded["max_context_tokens"] <= crowded["kv_pool_tokens"] / 256

@@ -158,9 +158,9 @@ def test_more_utilisation_gives_the_pool_exactly_that_memory():
 
 
 def test_the_engine_answers_concurrency_and_context():
-    """Llama-3-70B at 32,768 tokens with an fp8 cache on 8 × H100 (TP8): the pool's tokens ÷ the context
+    """Llama-3.1-70B at 32,768 tokens with an fp8 cache on 8 × H100 (TP8): the pool's tokens ÷ the context
     is the concurrency vLLM prints, and the users' caches must fit in the pool for the plan to fit."""
-    s = Scenario(model="Llama-3-70B", workload="inference", serving_engine="vllm", gpu="H100-80GB-SXM", num_gpus=8,
+    s = Scenario(model="Llama-3.1-70B", workload="inference", serving_engine="vllm", gpu="H100-80GB-SXM", num_gpus=8,
                  tp_size=8, kv_dtype="fp8", batch_size=50, prompt_len=32768)
     e = EST.estimate(s)
     assert e["max_concurrency"] == e["kv_pool_tokens"] / 32768 and e["max_concurrency"] >= 50

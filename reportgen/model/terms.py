@@ -220,6 +220,9 @@ _MOE_ORACLE = ("measured on real tensors (Mixtral-shaped fit, Qwen2-MoE-shaped h
 _MEASURED = ("fitted to the 54 peaks measured on Llama-3.2-1B with transformers and PyTorch (the reference set of "
              "the validation appendix)")
 
+# The tokens a serving engine's pool gives each sequence of the batch, less what its Mamba-2 states take.
+_POOL_SHARE_TOKENS = FLOOR(V("kv_pool_tokens") / V("batch_size") - V("state_seq_elements") / V("kv_elements_per_token"))
+
 TERMS: tuple[Term, ...] = (
     # ---- lookups: one column each, so later formulas stay short and auditable --------------
     Term("total_params", "Parameters (total)", "count", _m("total_params"), "exact count from config.json", "lookup"),
@@ -1241,8 +1244,9 @@ TERMS: tuple[Term, ...] = (
          "takes in every layer", "activation"),
     Term("max_context_tokens", "Context each sequence may have at this concurrency", "count",
          IF(V("engine_mode").eq(1),
-            FLOOR(V("kv_pool_tokens") / V("batch_size") - V("state_seq_elements") / V("kv_elements_per_token")), 0),
-         "the pool's tokens shared by the batch, less what each sequence's Mamba-2 states take", "activation"),
+            IF(_m("max_positions").gt(0), MIN(_POOL_SHARE_TOKENS, _m("max_positions")), _POOL_SHARE_TOKENS), 0),
+         "the pool's tokens shared by the batch, less what each sequence's Mamba-2 states take, and no more than the "
+         "model's positions", "activation"),
     Term("kv_fits", "The pool holds every sequence (1/0)", "flag",
          IF(OR(V("engine_mode").eq(1), V("rollout_engine").eq(1)), IF(V("kv_cache").le(V("kv_pool_bytes")), 1, 0), 1),
          "a rollout engine's pool must hold one whole sequence at least (it runs the rest in later rounds)",
