@@ -783,6 +783,9 @@ def test_guide_names_the_preset_not_a_local_path(book, tmp_path):
 
 
 def test_workbook_catalogues_have_the_same_messages():
-    messages = [set(json.loads((REPO / "templates" / "i18n" / f"xlsx.{lang}.json").read_text())["messages"])
-                for lang in ("en", "zh")]
-    assert messages[0] == messages[1]
+    """Every message is in both catalogues, but those whose English is the command line's own words (kept once, in
+    the code), which the Chinese one translates."""
+    from reportgen.report.i18n import WORKBOOK_OWN_MESSAGES
+    en, zh = [set(json.loads((REPO / "templates" / "i18n" / f"xlsx.{lang}.json").read_text())["messages"])
+              for lang in ("en", "zh")]
+    assert not en & set(WORKBOOK_OWN_MESSAGES) and zh == en | set(WORKBOOK_OWN_MESSAGES)

@@ -21,7 +21,7 @@ from typing import Mapping
 
 from ..model.catalog import data_dir
 from ..errors import InputError
-from ..model.inputs import INPUTS
+from ..model.inputs import ASYNC_BESIDE, INPUTS
 from ..model.units import GiB
 
 LANGUAGES = ("en", "zh")
@@ -113,5 +113,10 @@ def load_workbook_catalogue(lang: str) -> Catalogue:
     raw = json.loads((data_dir("templates") / "i18n" / f"xlsx.{lang}.json").read_text(encoding="utf-8"))
     shared = {k: v for k, v in report.messages.items()
               if k.startswith(("axis.", "skip.", "decision.kind.", "note_verdict.", "unit."))}
-    return Catalogue(lang, {**shared, **raw["messages"]}, {**report.terms, **raw.get("terms", {})}, report.sources,
-                     report.texts)
+    return Catalogue(lang, {**shared, **WORKBOOK_OWN_MESSAGES, **raw["messages"]},
+                     {**report.terms, **raw.get("terms", {})}, report.sources, report.texts)
+
+
+# The workbook's checks that say what the command line says: the estimator's words where the catalogue has no
+# translation (English)
+WORKBOOK_OWN_MESSAGES = {"check.async_beside": f"rollout_mode: {ASYNC_BESIDE}"}
