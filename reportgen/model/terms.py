@@ -1731,9 +1731,10 @@ TIME_TERMS: tuple[Term, ...] = (
          "once per iteration: the trainer's ZeRO-3/FSDP shards are all-gathered layer by layer before each engine "
          "GPU loads its tensor-parallel slice (veRL's sharding manager); an engine that sleeps through training with "
          "its weights offloaded (engine_sleep offload: vLLM sleep level 1, its KV pool freed) wakes for the next "
-         "rollout with its weights over PCIe each way; one that discards them (level 2) or stays awake moves none. An engine on GPUs of its own stays awake and receives the whole model from "
-         "the actor's first rank, broadcast over the network (OpenRLHF's NCCL group with the vLLM engines), at one "
-         "GPU's network bandwidth", "time"),
+         "rollout with its weights over PCIe each way; one that discards them (level 2) or stays awake moves none. "
+         "An engine on GPUs of its own stays awake and receives the whole model from the actor's first rank, "
+         "broadcast over the network (OpenRLHF's NCCL group with the vLLM engines), at one GPU's network bandwidth",
+         "time"),
     Term("forward_pass_seconds", "One forward pass over the step's sequences", "seconds",
          IF(OR(_TRAIN, V("workload").eq("frozen")),
             V("forward_pass_peak_seconds")

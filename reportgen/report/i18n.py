@@ -102,6 +102,11 @@ def fit_limit_text(values: Mapping[str, float], host_ram_per_node_gib: float, t:
 # ---------------------------------------------------------------------------------------------
 # The workbook's strings
 
+# The workbook's checks that say what the command line says: the estimator's words where the catalogue has no
+# translation (English)
+WORKBOOK_OWN_MESSAGES = {"check.async_beside": f"rollout_mode: {ASYNC_BESIDE}"}
+
+
 @lru_cache(maxsize=None)
 def load_workbook_catalogue(lang: str) -> Catalogue:
     """The workbook's catalogue, `templates/i18n/xlsx.<lang>.json`: its own messages (sheet texts,
@@ -115,8 +120,3 @@ def load_workbook_catalogue(lang: str) -> Catalogue:
               if k.startswith(("axis.", "skip.", "decision.kind.", "note_verdict.", "unit."))}
     return Catalogue(lang, {**shared, **WORKBOOK_OWN_MESSAGES, **raw["messages"]},
                      {**report.terms, **raw.get("terms", {})}, report.sources, report.texts)
-
-
-# The workbook's checks that say what the command line says: the estimator's words where the catalogue has no
-# translation (English)
-WORKBOOK_OWN_MESSAGES = {"check.async_beside": f"rollout_mode: {ASYNC_BESIDE}"}

@@ -1002,7 +1002,7 @@ def _breakdowns(report: Report, t: Catalogue, lang: str, pdf: bool) -> tuple[Bre
     return tuple(sections)
 
 
-def _runs_out(xs: Sequence[int], fits: Sequence[bool], t: Catalogue, fmt, cut: bool = False) -> Cell:
+def _runs_out(xs: Sequence[int], fits: Sequence[bool], t: Catalogue, fmt, cut: bool) -> Cell:
     fitting = [x for x, ok in zip(xs, fits) if ok]
     if not fitting:
         return Cell(t("sens.none", x=fmt(xs[0])), "num nofit")
