@@ -1259,15 +1259,24 @@ def _appendix(report: Report, t: Catalogue, pdf: bool, listed: bool = True) -> t
     scenarios = build_table(columns, shown, pdf, "scenarios sortable",
                             row_ids=() if pdf else tuple(f"s{r.index}" for r in shown),
                             row_groups=tuple(groups), group_css="group print-only")
-    counts: dict[tuple[str, str, str], int] = {}
-    for s in report.skipped if listed else ():
-        key = (s.matrix, s.scenario.label(_words(t)), t(f"skip.{s.reason.code}", **s.reason.values))
-        counts[key] = counts.get(key, 0) + 1
-    skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
-                     Cell(t("skipped.count"), "num")),
-                    tuple((Cell(report.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
-                          for (m, label, reason), c in counts.items()), "skipped")
-    skipped_note = t("appendix.skipped_elsewhere", n=len(report.skipped)) if report.skipped and not listed else ""
+    if listed:
+        counts: dict[tuple[str, str, str], int] = {}
+        for s in report.skipped:
+            key = (s.matrix, s.scenario.label(_words(t)), t(f"skip.{s.reason.code}", **s.reason.values))
+            counts[key] = counts.get(key, 0) + 1
+        skipped = Table((Cell(t("col.matrix")), Cell(t("skipped.combination")), Cell(t("skipped.reason")),
+                         Cell(t("skipped.count"), "num")),
+                        tuple((Cell(report.matrix_name_in(m, t.lang)), Cell(label), Cell(reason), Cell(str(c), "num"))
+                              for (m, label, reason), c in counts.items()), "skipped")
+        skipped_note = ""
+    else:  # the management PDF says why, rule by rule (its first combination's reason), and how often
+        rules: dict[str, list] = {}
+        for s in report.skipped:
+            rules.setdefault(s.reason.code, [s, 0])[1] += 1
+        skipped = Table((), (), "skipped")
+        skipped_note = t("appendix.skipped_elsewhere", n=len(report.skipped), rules=t("list.clauses").join(
+            t("appendix.skipped_rule", reason=t(f"skip.{first.reason.code}", **first.reason.values), n=format_count(n))
+            for first, n in rules.values())) if report.skipped else ""
     return scenarios, note, skipped, skipped_note
 
 
