@@ -141,7 +141,8 @@ def _model_json(spec, row):
             "num_attention_layers": int(row["num_attention_layers"]), "num_mamba_layers": spec.num_mamba_layers,
             "hidden_size": spec.hidden_size, "num_attention_heads": spec.num_attention_heads,
             "num_key_value_heads": spec.num_key_value_heads, "num_experts": spec.num_experts,
-            "num_experts_per_tok": spec.num_experts_per_tok, "vocab_size": spec.vocab_size, "source": spec.source}
+            "num_experts_per_tok": spec.num_experts_per_tok, "vocab_size": spec.vocab_size,
+            "max_positions": spec.max_positions, "source": spec.source}
 
 
 @main.command()

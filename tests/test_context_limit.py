@@ -136,3 +136,13 @@ def test_an_engines_context_per_sequence_stops_at_the_models_positions():
     crowded = EST.estimate(s.with_inputs(batch_size=256))
     assert crowded["max_context_tokens"] < 8192
     assert crowded["max_context_tokens"] <= crowded["kv_pool_tokens"] / 256
+
+
+def test_the_catalogue_listing_says_how_long_a_context_each_model_takes():
+    listed = {r["name"]: r for r in json.loads(CliRunner().invoke(main, ["models", "--json"]).output)}
+    for model, tokens in PUBLISHED_CONTEXT.items():
+        assert listed[model]["max_positions"] == tokens
+    table = CliRunner().invoke(main, ["models"]).output.splitlines()
+    assert table[0].rstrip().endswith("context (tokens)")
+    assert next(line for line in table if line.startswith("Llama-3-8B ")).rstrip().endswith("8,192")
+    assert next(line for line in table if line.startswith("BLOOM-560M ")).rstrip().endswith("-")  # none stated

@@ -100,14 +100,16 @@ def group_table(g, assumptions) -> str:
 
 
 def models_table(rows: list[dict]) -> str:
-    return _table(("model", "type", "total params", "active/token", "layers", "hidden", "heads", "KV heads", "experts"),
+    return _table(("model", "type", "total params", "active/token", "layers", "hidden", "heads", "KV heads", "experts",
+                   "context (tokens)"),
                   [(r["name"], r["model_type"], format_count(r["total_params"]),
                     format_count(r["active_params_per_token"]),
                     r["num_hidden_layers"] if r["num_attention_layers"] == r["num_hidden_layers"] else
                     f"{r['num_hidden_layers']} ({r['num_attention_layers']} attention)", r["hidden_size"],
                     r["num_attention_heads"], r["num_key_value_heads"],
-                    f"{r['num_experts_per_tok']}/{r['num_experts']}" if r["num_experts"] else "-") for r in rows],
-                  [False, False] + [True] * 7)
+                    f"{r['num_experts_per_tok']}/{r['num_experts']}" if r["num_experts"] else "-",
+                    format_count(r["max_positions"]) if r["max_positions"] else "-") for r in rows],
+                  [False, False] + [True] * 8)
 
 
 def gpus_table(rows: list[dict]) -> str:
