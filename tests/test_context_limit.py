@@ -94,10 +94,18 @@ def test_estimate_refuses_one_token_past_the_limit_in_one_line():
     assert out.startswith("Error: Llama-3-8B takes at most 8192 tokens of context") and "8193 asked" in out
 
 
-def test_training_sequences_and_the_longest_rollout_count():
-    s = Scenario(model="Llama-2-7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM")
-    assert EST.skip_reason(s) is None
-    assert "4097 asked" in EST.skip_reason(s.with_inputs(seq_len=4097))
+def test_training_past_the_positions_runs_with_rope_not_with_learned_positions():
+    """A RoPE model trains past its positions (extending its context: DeepSpeed issue #3901 fine-tunes Falcon-7B, 2,048
+    positions, at 4k, a published run of the validation set, offload-005); GPT-2's learned position embeddings end at
+    its 1,024 (its n_positions)."""
+    falcon = Scenario(model="Falcon-7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, gpu="A100-40GB")
+    assert EST.specs["Falcon-7B"].max_positions == 2048 and EST.skip_reason(falcon) is None
+    gpt2 = Scenario(model="GPT-2", workload="full", seq_len=1024, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM")
+    assert EST.skip_reason(gpt2) is None
+    assert "1025 asked" in EST.skip_reason(gpt2.with_inputs(seq_len=1025))
+
+
+def test_the_longest_rollout_counts():
     # a PPO actor's responses average 1,024 tokens but the longest reaches 3,584: its prompt and longest pass 4,096
     actor = Scenario(model="Llama-2-7B", workload="ppo", prompt_len=1024, gen_len=1024, gpu="H100-80GB-SXM")
     assert EST.skip_reason(actor.with_inputs(max_gen_len=3072)) is None

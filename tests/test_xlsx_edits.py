@@ -149,7 +149,7 @@ BAD_EDITS = (
     (dict(workload="full", zero_stage=3, num_gpus=2, checkpointing="none"), {"zero_stage": 7}),
     (dict(workload="full", zero_stage=3, num_gpus=2, checkpointing="full"), {"tp_size": 2}),
     (dict(workload="full", zero_stage=3, num_gpus=4, checkpointing="none"), {"checkpointing": "partial"}),
-    (dict(workload="full", zero_stage=3, num_gpus=4, checkpointing="full"), {"seq_len": 8192}),  # past 4,096 positions
+    (dict(model="Mistral-7B-v0.1", weight_dtype="bf16", serving_engine="hf-generate"), {"prompt_len": 40000}),  # 32k
     (dict(workload="lora", model="Qwen2.5-0.5B"), {"num_gpus": 4, "tp_size": 4}),
     (dict(workload="qlora", model="Qwen2.5-0.5B"), {"lora_rank": 0}),
     (dict(workload="lora", model="Llama-2-7B"), {"precision": "fp6"}),
