@@ -300,6 +300,17 @@ def test_colocated_roles_share_their_nodes_host_ram():
     assert _ppo_offloaded(host_ram_gib=between, placement="separate")["fits"] == 1
 
 
+def test_estimate_says_what_a_node_keeps_in_host_ram():
+    args = ["estimate", "--model", "Qwen2.5-7B", "--workload", "ppo", "--gpus", "8", "--zero", "3", "--offload", "all",
+            "--checkpointing", "full", "--framework", "deepspeed", "--engine", "vllm", "--rollout-tp", "2",
+            "--gpu-memory-utilization", "0.3", "--gpu", "H100-80GB-SXM"]
+    used = _ppo_offloaded()["node_host_bytes"] / 2**30
+    out = CliRunner().invoke(main, args).output
+    assert (f"host RAM per node: {used:,.2f} GiB of its 1,536 GiB (offloaded states and the sleeping rollout engine's "
+            "weights)") in out
+    assert "GiB of its 1,536 GiB (offloaded states)\n" in CliRunner().invoke(main, args + ["--engine-sleep", "discard"]).output
+
+
 @pytest.mark.parametrize("args,code,message", [
     (["--workload", "full", "--engine-sleep", "none"], 2, "--engine-sleep does not apply to full fine-tuning"),
     (["--workload", "grpo", "--engine", "vllm", "--rollout-placement", "separate", "--engine-sleep", "discard"], 1,

@@ -50,6 +50,7 @@ def estimate_table(est, assumptions) -> str:
     fit += _why_not(est.values, assumptions)
     if est["host_offload_bytes"]:
         fit += f"\nhost RAM for offloaded states: {_gib(est['host_offload_bytes'])} GiB per GPU"
+    fit += _host_ram(est.values, assumptions, [est.values])
     if est["engine_mode"]:
         fit += (f"\n{s.serving_engine}: KV pool {_gib(est['kv_pool_bytes'])} GiB per GPU = "
                 f"{format_count(est['kv_pool_tokens'])} tokens ({format_count(est['kv_blocks'])} blocks); "
@@ -60,6 +61,17 @@ def estimate_table(est, assumptions) -> str:
     timing = "\n\n" + _table(("time and cost", "value"), [(TERM_BY_NAME[k].label, _time_value(TERM_BY_NAME[k].unit, v))
                                                         for k, v in time.items()]) if time else ""
     return head + "\n" + _table(("per GPU", "bytes", "GiB", "GB"), rows) + "\n\n" + parts + "\n" + fit + timing
+
+
+def _host_ram(values, assumptions, roles) -> str:
+    """What a node keeps in host RAM against what it has, where it keeps any (separate pools: each its own), and
+    whose: the roles' (or the model's) offloaded states, a rollout engine's weights asleep at level 1."""
+    used = values.get("node_host_bytes", 0)
+    what = [w for w, kept in (("offloaded states", any(r["node_offload_bytes"] for r in roles)),
+                              ("the sleeping rollout engine's weights",
+                               any(r["node_host_bytes"] > r["node_offload_bytes"] for r in roles))) if kept]
+    return (f"\nhost RAM per node: {_gib(used)} GiB of its {assumptions['host_ram_per_node_gib']:,.0f} GiB "
+            f"({' and '.join(what)})" if used else "")
 
 
 def _time_value(unit: str, value: float) -> str:
@@ -87,7 +99,8 @@ def group_table(g, assumptions) -> str:
     out.append(_table(("per GPU (" + " · ".join(s.placement_words()) + ")", "bytes", "GiB", "GB"),
                       [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
     out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "
-               f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions))
+               f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions)
+               + _host_ram(g.values, assumptions, [e.values for _, e in g.roles]))
     from ..model.estimate import group_terms  # the estimator's module is loaded by then (as _phase reads it)
     terms = {t.name: t for t in group_terms(tuple(role for role, _ in g.roles), s.placement)}
     if s.generates_ahead:  # the phases do not add up: say how they combine
