@@ -223,9 +223,10 @@ INPUTS: tuple[Input, ...] = (
     Input("engine_sleep", "Rollout engine while the actor trains", "RLHF with a rollout engine beside the actor: "
           "offload (vLLM sleep level 1: its weights copied to host memory and back over PCIe, its KV pool freed: "
           "OpenRLHF's vllm_enable_sleep, veRL with vLLM before 0.8.5), discard (level 2: its weights freed too, the "
-          "refit writing the trained ones: veRL with vLLM 0.8.5 and later), or none (awake: its whole budget stays "
-          "on the GPUs while the actor trains, as in TRL's colocate mode without vllm_enable_sleep_mode or veRL "
-          "with free_cache_engine off)", "offload", choices=tb.ENGINE_SLEEP, option="--engine-sleep",
+          "refit writing the trained ones: veRL with vLLM 0.8.5 and later, and with SGLang, whose hybrid engine "
+          "releases its weights without a host copy), or none (awake: its whole budget stays on the GPUs while the "
+          "actor trains, as in TRL's colocate mode without vllm_enable_sleep_mode or veRL with free_cache_engine "
+          "off)", "offload", choices=tb.ENGINE_SLEEP, option="--engine-sleep",
           applies=_TRAINING, only_with=_ENGINES, layout=True, readers="rollout"),
     Input("max_gen_len", "Longest response (tokens)", "RLHF rollouts: the longest response of an iteration, which "
           "the generation waits for (gen_len is then the mean, which sets the cache and the work); 0: every "
