@@ -289,7 +289,8 @@ def test_colocated_roles_share_their_nodes_host_ram():
     offload, discard = _ppo_offloaded(), _ppo_offloaded("discard")
     roles = dict(offload.roles)
     assert offload["node_host_bytes"] == sum(e["node_host_bytes"] for e in roles.values())
-    engine_weights = 7_615_616_512 * 2 // 2 * 8  # Qwen2.5-7B (tests/data/transformers_counts.json) in bf16, TP 2, 8 GPUs
+    # Qwen2.5-7B's parameters (tests/data/transformers_counts.json) in bf16, TP 2, on each of a node's 8 GPUs
+    engine_weights = 7_615_616_512 * 2 // 2 * 8
     assert offload["node_host_bytes"] - discard["node_host_bytes"] == engine_weights
     largest = max(e["node_host_bytes"] for e in roles.values())
     between = (largest + offload["node_host_bytes"]) / 2 / 2**30
@@ -308,7 +309,18 @@ def test_estimate_says_what_a_node_keeps_in_host_ram():
     out = CliRunner().invoke(main, args).output
     assert (f"host RAM per node: {used:,.2f} GiB of its 1,536 GiB (offloaded states and the sleeping rollout engine's "
             "weights)") in out
-    assert "GiB of its 1,536 GiB (offloaded states)\n" in CliRunner().invoke(main, args + ["--engine-sleep", "discard"]).output
+    discarded = CliRunner().invoke(main, args + ["--engine-sleep", "discard"]).output
+    assert "GiB of its 1,536 GiB (offloaded states)\n" in discarded
+
+
+def test_a_plan_keeps_the_engines_sleep_and_says_it():
+    args = ["plan", "--model", "Qwen2.5-0.5B", "--workload", "grpo", "--engine", "vllm", "--gpu-type", "H100-80GB-SXM"]
+    awake = json.loads(CliRunner().invoke(main, args + ["--engine-sleep", "none", "--json"]).output)["options"][0]
+    assert awake["layout"]["engine_sleep"] == "none"
+    assert "awake while the actor trains" in CliRunner().invoke(main, args + ["--engine-sleep", "none"]).output
+    asleep = json.loads(CliRunner().invoke(main, args + ["--json"]).output)["options"][0]
+    assert asleep["layout"]["engine_sleep"] == "offload"
+    assert asleep["num_gpus"] <= awake["num_gpus"]  # an awake engine leaves the trainer less of each GPU
 
 
 @pytest.mark.parametrize("args,code,message", [
