@@ -371,6 +371,7 @@ def test_comparing_placements_answers_each_gpu_type_with_the_cheaper(mode):
     (["--workload", "full"], "applies to PPO and GRPO"),
     (["--workload", "ppo"], "needs a rollout engine to place"),
     (["--workload", "ppo", "--engine", "vllm", "--rollout-placement", "separate"], "and --rollout-placement both choose the placement"),
+    (["--workload", "grpo", "--engine", "vllm", "--engine-sleep", "none"], "places the engine apart too, where --engine-sleep"),
 ])
 def test_comparing_placements_needs_two_to_compare(args, words):
     out = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", "--compare-placements", *args])
