@@ -1809,22 +1809,20 @@ def _skip(code: str, text: str, when: Expr, **values: Expr) -> SkipRule:
 
 
 _TP, _GPUS = V("tp_size"), V("num_gpus")
-# The contexts a scenario asks of its model: served (a prompt and its longest response), and trained or scored (a
-# sequence, which a RoPE model runs past its positions when a context is extended by training; learned position
-# embeddings end there).
-_SERVED_CONTEXT = V("prompt_len") + MAX(V("gen_len"), V("max_gen_len"))
-_TRAINED_CONTEXT = IF(OR(V("is_train").eq(1), V("workload").eq(FROZEN)), V("seq_len"), 0)
+# The context a scenario asks of its model's positions: a served one (a prompt and its longest response), and a
+# trained or scored sequence where the positions are learned embeddings (a RoPE model runs past its positions when
+# a context is extended by training).
+_ASKED_CONTEXT = MAX(V("prompt_len") + MAX(V("gen_len"), V("max_gen_len")),
+                     IF(AND(_m("num_position_embeddings").gt(0), OR(V("is_train").eq(1), V("workload").eq(FROZEN))),
+                        V("seq_len"), 0))
 # In order: the first rule that holds is the reason. Read after the role terms (they use its lookups).
 SKIP_RULES: tuple[SkipRule, ...] = (
     # What the model cannot take whatever the GPU and layout: first, so that a plan names it alone.
     _skip("context_positions", "{model} takes at most {limit} tokens of context (its config's positions: vLLM derives "
           "max_model_len from them and refuses a longer one, and learned position embeddings end there); {tokens} "
           "asked: a longer context needs a model extended for it (RoPE scaling in its config)",
-          AND(_m("max_positions").gt(0),
-              OR(_SERVED_CONTEXT.gt(_m("max_positions")),
-                 AND(_m("num_position_embeddings").gt(0), _TRAINED_CONTEXT.gt(_m("max_positions"))))),
-          model=V("model"), limit=_m("max_positions"),
-          tokens=IF(_SERVED_CONTEXT.gt(_m("max_positions")), _SERVED_CONTEXT, _TRAINED_CONTEXT)),
+          AND(_m("max_positions").gt(0), _ASKED_CONTEXT.gt(_m("max_positions"))),
+          model=V("model"), limit=_m("max_positions"), tokens=_ASKED_CONTEXT),
     # What the GPU type cannot run whatever the layout: next, so that a plan names it alone.
     _skip("bf16_gpu", "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
           "KV cache",
