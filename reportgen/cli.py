@@ -21,9 +21,8 @@ import click
 from . import __version__
 from .model.catalog import catalog_entry, import_target, load_gpus, load_models, resolve_model, slug
 from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts, unknown_name
-from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS, ROLLOUT_PLACEMENTS,
-                     WORKLOAD_DEFAULTS,
-                     WORKLOAD_TYPES, Input, rlhf_setting_unused)
+from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS,
+                           ROLLOUT_PLACEMENTS, WORKLOAD_DEFAULTS, WORKLOAD_TYPES, Input, rlhf_setting_unused)
 from .limits import check_name
 from .model.spec import load_config_file, read_config_file
 from .model.shape import LORA_MODULES, lora_trainable, model_row, params_by_component

@@ -60,10 +60,15 @@ class RlhfScenario:
                         ) -> list[str]:
         """Where the roles run, the rollout engine where it has GPUs of its own, and (`ahead`) whether it generates
         the next iteration while the trainers train."""
-        apart = dict(self.settings).get("rollout_placement", "actor") != "actor"
         ahead = ahead and self.generates_ahead
-        return ([word("placement", self.placement)] + ([word("rollout_placement", "engines apart")] if apart else [])
+        return ([word("placement", self.placement)]
+                + ([word("rollout_placement", "engines apart")] if self.engine_apart else [])
                 + ([word("rollout_mode", "async")] if ahead else []))
+
+    @property
+    def engine_apart(self) -> bool:
+        """Whether its rollout engine has GPUs of its own (rollout_placement separate), where it never sleeps."""
+        return dict(self.settings).get("rollout_placement", "actor") != "actor"
 
     @property
     def generates_ahead(self) -> bool:
@@ -950,7 +955,8 @@ def make_scenario(values: Mapping[str, Any], *, workload: str, rlhf: Mapping[str
     inputs = check_inputs(values, workload=workload, models=estimator.specs, gpus=estimator.gpus, source=source,
                           key_path=key_path, checked=checked)
     scenario = Scenario(workload=settings.pop("actor_workload", workload), name=name, **inputs)
-    if settings.get("rollout_placement") == "separate" and scenario.engine_sleep != INPUT_BY_NAME["engine_sleep"].default:
+    sleep_given = scenario.engine_sleep != INPUT_BY_NAME["engine_sleep"].default
+    if settings.get("rollout_placement") == "separate" and sleep_given:  # an engine apart stays awake
         raise InputError(SLEEP_APART, source=source, key_path=key_path("engine_sleep"))
     reason = estimator.skip_check(scenario, undecided) if skips else None
     if reason or workload not in RLHF_ALGORITHMS:

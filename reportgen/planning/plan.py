@@ -100,7 +100,7 @@ class PlanOption:
                 out["rollout_tp_size"] = g.actor.rollout_tp_size
                 out["gpu_memory_utilization"] = g.actor.gpu_memory_utilization
                 out["rollout_mode"] = "async" if g.generates_ahead else "sync"
-                if dict(g.settings).get("rollout_placement", "actor") == "actor":  # an engine apart never sleeps
+                if not g.engine_apart:
                     out["engine_sleep"] = g.actor.engine_sleep
             if g.pooled_roles:
                 out["placement"] = g.placement
