@@ -7,9 +7,13 @@ Writes the sweep's workbook, then times LibreOffice's load (open, keep the cache
 CSV: lo_recalc.py's `load`) of the book as written and of variants whose Scenarios sheet has the formulas of one
 kind of column taken out (their cached values kept as plain values): the drop from the book as written is what
 those formulas cost the load. The kinds: every term (the estimate's columns), each section of the terms (terms.py's
-groups), the checks' lists, the catalogue key rows; and every formula on Scenarios. The book as written is loaded
-first and last, so each line has a baseline of the same run (the machine's load drifts). Each load is one soffice
-process in a fresh profile; runs of one book here differ by a few seconds (compare drops larger than that).
+groups), the checks' lists, the catalogue key rows; and every formula on Scenarios. Then what a term formula pays
+for: the term formulas each replaced by the constant 1 (the cells stay formulas: their number's own cost), by the row
+gate alone (`IF(row_ok=1,1,"")`), with their cell references replaced by the constant 1 (the same tokens, none a
+reference: what references cost), and with their catalogue lookups (`INDEX(Models_…,row)`) so replaced; and the book
+without the Charts sheet's charts (LibreOffice converts them at load, reading their cells). The book as written is
+loaded first and last, so each line has a baseline of the same run (the machine's load drifts). Each load is one
+soffice process in a fresh profile; runs of one book here differ by a few seconds (compare drops larger than that).
 """
 from __future__ import annotations
 
@@ -32,6 +36,11 @@ from reportgen.model.terms import ROLE_TERMS  # noqa: E402
 from reportgen.pipeline import load, make_report, write_outputs  # noqa: E402
 
 _FORMULA_CELL = re.compile(r'<c r="([A-Z]+)(\d+)"([^>]*)>(<f[^>]*/>|<f[^>]*>.*?</f>)')
+# a shared formula's text, on its first row (the later rows name it by its si alone)
+_SHARED_TEXT = re.compile(r'(<c r="([A-Z]+)\d+"[^>]*><f t="shared" ref="[^"]+" si="\d+">)(.*?)(</f>)')
+_CELL_REF = re.compile(r'(?<![A-Za-z_$])[A-Z]{1,3}\d+(?![\d(A-Za-z_])')  # a relative one: A1, not $A$1 or LOG10(
+_LOOKUP = re.compile(r'INDEX\([A-Za-z_0-9]+,[A-Z]+\d+\)')
+_GATE = re.compile(r'^IF\(([A-Z]+\d+)=1,')
 
 
 def column_kinds(names: list[str]) -> dict[str, set[int]]:
@@ -66,10 +75,33 @@ def without_formulas(xml: str, columns: set[str] | None) -> str:
                              else f'<c r="{m.group(1)}{m.group(2)}"{m.group(3)}>', xml)
 
 
-def variant(book: Path, member: str, xml: str, out: Path) -> Path:
+def with_templates(xml: str, columns: set[str], edit) -> str:
+    """The sheet's XML with the shared formulas of these columns rewritten by edit (text -> text)."""
+    return _SHARED_TEXT.sub(lambda m: m.group(1) + (edit(m.group(3)) if m.group(2) in columns else m.group(3))
+                            + m.group(4), xml)
+
+
+def gate_only(text: str) -> str:
+    gate = _GATE.match(text)
+    return f'IF({gate.group(1)}=1,1,"")' if gate else "1"
+
+
+TERM_EDITS = {  # what a term formula is made of: each variant keeps its cells formulas and their cached values
+    "term formulas as the constant 1": lambda text: "1",
+    "term formulas as the row gate alone": gate_only,
+    "term formulas' cell references as 1": lambda text: _CELL_REF.sub("1", text),
+    "term formulas' catalogue lookups as 1": lambda text: _LOOKUP.sub("1", text),
+}
+
+
+def variant(book: Path, member: str, xml: str, out: Path, drop_drawings: str = "") -> Path:
+    """The book with member's XML replaced (and the drawings of the sheet drop_drawings, when named, left out)."""
     with zipfile.ZipFile(book) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as dst:
         for item in src.infolist():
-            dst.writestr(item, xml if item.filename == member else src.read(item.filename))
+            data = xml if item.filename == member else src.read(item.filename)
+            if item.filename == drop_drawings:
+                data = re.sub(r"<drawing [^>]*/>", "", data.decode())
+            dst.writestr(item, data)
     return out
 
 
@@ -91,6 +123,7 @@ def main() -> None:
         sheets = openpyxl.load_workbook(book, read_only=True)
         names = [c.value or "" for c in next(sheets["Scenarios"].iter_rows(max_row=1))]
         member = f"xl/worksheets/sheet{sheets.sheetnames.index('Scenarios') + 1}.xml"
+        charts = f"xl/worksheets/sheet{sheets.sheetnames.index('Charts') + 1}.xml"
         sheets.close()
         with zipfile.ZipFile(book) as z:
             xml = z.read(member).decode()
@@ -107,6 +140,15 @@ def main() -> None:
             path.unlink()
             print(f"{'without ' + kind:34s} load {seconds:6.1f} s  ({formulas - text.count('<f'):,} formula cells "
                   f"fewer)", flush=True)
+        terms = letters(column_kinds(names)["terms"])
+        for name, edit in TERM_EDITS.items():
+            path = variant(book, member, with_templates(xml, terms, edit), root / "edited.xlsx")
+            seconds = load_seconds(path, root)
+            path.unlink()
+            print(f"{name:34s} load {seconds:6.1f} s", flush=True)
+        path = variant(book, member, xml, root / "no-charts.xlsx", drop_drawings=charts)
+        print(f"{'without the charts':34s} load {load_seconds(path, root):6.1f} s", flush=True)
+        path.unlink()
         baseline.append(load_seconds(book, root))
         print(f"{'as written, again':34s} load {baseline[1]:6.1f} s", flush=True)
 
