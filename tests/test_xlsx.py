@@ -5,6 +5,7 @@ skipped formula check proves nothing. Install it with scripts/install-system-dep
 """
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import math
@@ -21,7 +22,7 @@ import pytest
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
-from lo import recalculate, require_soffice
+from lo import convert, recalculate, require_soffice
 from reportgen.model.estimate import Estimator, RlhfScenario
 from reportgen.model.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
@@ -44,6 +45,7 @@ ALLOWED_FUNCTIONS = EXCEL_FUNCTIONS | {"INDEX", "MATCH", "SUMPRODUCT", "ROW", "C
                                        "SUBSTITUTE", "IFERROR"}
 NO_FIT = 10**15
 FORMULA_NAMES = ("=cmd|' /C calc'!A0", "@SUM(A1)")
+CSV_SHEET = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,{sheet}"  # one sheet, by number
 
 
 @pytest.fixture(scope="module")
@@ -457,6 +459,33 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     assert_plan(fresh, *on_written_rows(report.recommendations, recommend(results, gpu_types, report.interchangeable),
                                         fresh))
     assert_notes(fresh, report.notes)
+
+
+def test_plan_and_charts_open_from_their_cached_numbers(book, soffice, tmp_path):
+    """The sheets a planner opens first keep their cached numbers at load: LibreOffice (recalculation on load off,
+    its default for Excel files) shows a number planted in every numeric Plan and Charts formula cell, where it
+    would recalculate a shared formula's cell (and the Scenarios terms behind it) as soon as the tab or a chart read
+    it. Scenarios keeps its shared formulas (ten thousand rows of full formulas would not fit a planner's disk)."""
+    planted = 0
+
+    def edit(sheet: str, xml: str) -> str:
+        nonlocal planted
+        if sheet in ("Plan", "Charts"):
+            assert 't="shared"' not in xml
+            xml, n = re.subn(r'(<c r="[A-Z]+\d+"(?: s="\d+")?><f>[^<]*</f><v>)[^<]*(</v>)', r"\g<1>-7\g<2>", xml)
+            planted += n
+        else:
+            assert sheet != "Scenarios" or 't="shared"' in xml
+        return xml
+
+    edited = tmp_path / "planted.xlsx"
+    rewrite_parts(book, edited, edit)
+    assert planted > 200
+    plan_csv = convert(edited, tmp_path / "csv", CSV_SHEET.format(sheet=2), out_suffix="-Plan.csv", recalc=False)
+    with plan_csv.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(line for i, line in enumerate(f) if i != 1))  # row 2: the labels
+    gibs = [r["device_total_gib"] for r in rows if r["device_total_gib"]]
+    assert gibs and set(gibs) == {"-7"}
 
 
 def test_streamed_sheets_are_valid_spreadsheetml(book):

@@ -313,14 +313,15 @@ def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
 
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],
-               styles: Styles, per_row: Mapping[int, Mapping[str, str]] | None = None) -> None:
+               styles: Styles, per_row: Mapping[int, Mapping[str, str]] | None = None,
+               shared_formulas: bool = True) -> None:
     """Data rows (streamed in when the workbook closes, below the header XlsxWriter writes): inputs
     and ids as values, every formula column as its template (or a row's own formula) with the
-    Python value cached. Blank values leave blank cells, as write_value does."""
+    Python value cached. Blank values leave blank cells, as write_value does. shared_formulas: see SheetRows."""
     columns = [StreamColumn(col.name, styles.cell(col), col.is_formula, templates.get(col.name),
                             styles.cell(col, editable=False) if col.kind == "input" else None)
                for col in table.columns]
-    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row))
+    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row, shared_formulas))
 
 
 A4, A3 = 9, 8  # Excel paper codes

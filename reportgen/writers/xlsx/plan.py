@@ -436,7 +436,7 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
     rows = plan_rows(book)
     links = dict(enumerate(requirement_links(book, rec.sample) for rec in book.report.recommendations
                            for _ in rec.entries))
-    write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles, links)
+    write_rows(wb, ws, plan, rows, plan_templates(book, plan), styles, links, shared_formulas=False)
     for flag in ("cheapest", "cheapest_to_rent"):
         col = plan.index[flag]
         ws.conditional_format(plan.first_row - 1, col, MAX_ROW, col,
@@ -511,7 +511,7 @@ def write_charts(wb, book: Book, styles: Styles) -> None:
     table = Table("Charts", CHART_COLUMNS, SCENARIO_FIRST_ROW, len(picks) + SPARE_PICKS)
     rows, templates = chart_rows(book, plan_table(book), table, picks)
     write_header(ws, table, styles, book.t)
-    write_rows(wb, ws, table, rows, templates, styles)
+    write_rows(wb, ws, table, rows, templates, styles, shared_formulas=False)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, 1)
     if rows:
         _breakdown_chart(wb, ws, table, rows, book.t)

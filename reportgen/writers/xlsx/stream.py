@@ -10,7 +10,8 @@ How it stays fast:
 - A formula column whose template is the same in every row except for the row number is one
   *shared formula* (ECMA-376 Part 1, §18.3.1.40): its first row carries the text and
   `t="shared" ref="X3:X100002" si="k"`; every later row only `<f t="shared" si="k"/>` and its cached
-  value. `shareable` checks the template first; other formulas are written in full in every row.
+  value. `shareable` checks the template first; other formulas, and those of a sheet that shares
+  none (SheetRows.shared_formulas), are written in full in every row.
 - A row is one `%` format string, built once per row kind (which cells are text, numbers or
   blank, whether it is the first row, which own formulas it has) and filled with the row's values.
 - Rows given as columns (a ColumnRun: a sweep block's, columns.py) are grouped by kind with arrays;
@@ -74,6 +75,11 @@ class SheetRows:
     # A row's own formulas ("=…") by column name, by row (0-based; rows without any left out): in a formula column
     # instead of its template, in a value column (an RLHF role's input that follows its group) instead of a value.
     per_row: Mapping[int, Mapping[str, str]] | None = None
+    # False: every formula in full in every row. LibreOffice (7.4) keeps a shared formula's cached number but leaves
+    # the cell dirty, so the first reader of a sheet at load (a chart, the view of a tab) recalculates it and every
+    # term behind it; a formula written in full keeps its cached number clean. For sheets read as they open (Plan,
+    # Charts: benchmarks/lo_load.py), not for Scenarios, whose rows would each carry ~50,000 characters of formulas.
+    shared_formulas: bool = True
 
 
 class StreamingWorkbook(xlsxwriter.Workbook):
@@ -216,7 +222,7 @@ class RowWriter:
         overridden = {n for own in (sheet.per_row or {}).values() for n in own}
         self.shared: dict[int, int] = {}  # column -> si
         for c, col in enumerate(sheet.columns):
-            if col.template and col.name not in overridden and shareable(col.template):
+            if sheet.shared_formulas and col.template and col.name not in overridden and shareable(col.template):
                 self.shared[c] = len(self.shared)
         self.value_columns = [c for c, col in enumerate(sheet.columns) if not col.is_formula]
         self.kinds: dict[tuple, tuple[bytes, tuple[int, ...], tuple[int, ...], Any]] = {}
