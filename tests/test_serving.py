@@ -71,7 +71,8 @@ def test_hybrid_pages_as_vllm_logs_them():
     """pub-srv-030: vLLM 0.17.1 serving Nemotron-3-Nano-30B-A3B (23 Mamba-2 layers, 6 attention layers) logs 'Setting
     attention block size to 2096 tokens to ensure that attention page size is >= mamba page size' and 'Add 1 padding
     layers': the estimate's page is the logged block, and its pool (23.56 GiB) and concurrency at 8,192 tokens
-    (245.50x) are 4.5 % over (the activation profile of a 128-expert model at 16,384 tokens)."""
+    (245.50x) are 4.5 % over: it counts 2.6 GiB besides the weights and the pool where vLLM's profile used 3.56 GiB
+    (0.9 × 95.59 − 58.91 − 23.56; not split further by the log)."""
     (case,) = [c for c in CASES if c.id == "pub-srv-030"]
     values = EST.estimate(case.scenario).values
     assert values["kv_page_tokens"] == 2096
