@@ -57,25 +57,27 @@ def test_kv_pool_of_held_out_logs_within_ten_percent(case):
 
 def test_held_out_median_and_largest():
     errors = {(c, m): abs(_estimated(s, m) / v - 1) for c, s, m, v in _cases("holdout")}
-    assert len(errors) == 21
+    assert len(errors) == 22
     # 0.8 % today without gpt-oss-120b and Nemotron-3-Nano (3.3 % over 19 logs before the sampler and TP terms);
     # gpt-oss-120b's two figures, 3.5 % over (the checkpoint's weights where vLLM's Marlin kernels hold 2 GiB more per
-    # GPU), and Nemotron-3-Nano's two, 4.5 % over (its hybrid pages: test_hybrid_pages_as_vllm_logs_them), move it to
-    # 3.3 %
+    # GPU), and Nemotron-3-Nano's three, 4.5 % over (its hybrid pages: test_hybrid_pages_as_vllm_logs_them), move it to
+    # 3.4 %
     assert statistics.median(e for (c, _), e in errors.items() if c not in ("pub-srv-005", "pub-srv-030")) <= 0.008
-    assert statistics.median(errors.values()) <= 0.033
+    assert statistics.median(errors.values()) <= 0.034
     assert max(errors.values()) <= 0.084  # 8.3 % today (pub-srv-020, whose sampler is inferred from pub-srv-024)
 
 
 def test_hybrid_pages_as_vllm_logs_them():
     """pub-srv-030: vLLM 0.17.1 serving Nemotron-3-Nano-30B-A3B (23 Mamba-2 layers, 6 attention layers) logs 'Setting
     attention block size to 2096 tokens to ensure that attention page size is >= mamba page size' and 'Add 1 padding
-    layers': the estimate's page is the logged block, and its pool (23.56 GiB) and concurrency at 8,192 tokens
-    (245.50x) are 4.5 % over: it counts 2.6 GiB besides the weights and the pool where vLLM's profile used 3.56 GiB
+    layers': the estimate's page is the logged block, its KV cache groups the five vLLM's 'GPU KV cache size: 821,632
+    tokens' divides its blocks by, and that size, its pool (23.56 GiB) and its concurrency at 8,192 tokens (245.50x)
+    are 4.5 % over: it counts 2.6 GiB besides the weights and the pool where vLLM's profile used 3.56 GiB
     (0.9 × 95.59 − 58.91 − 23.56; not split further by the log)."""
     (case,) = [c for c in CASES if c.id == "pub-srv-030"]
     values = EST.estimate(case.scenario).values
     assert values["kv_page_tokens"] == 2096
+    assert values["kv_logged_tokens"] == values["kv_blocks"] // 5 * 2096  # 6 attention layers, 23 + 1 Mamba-2: 5 groups
     for metric, published in case.published.items():
         assert 0.04 <= serving_metrics(values)[metric] / published - 1 <= 0.05, metric
 

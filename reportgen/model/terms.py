@@ -1237,6 +1237,12 @@ TERMS: tuple[Term, ...] = (
          "whole blocks of kv_block_tokens (vLLM: '# GPU blocks' × block size)", "activation"),
     Term("kv_blocks", "KV blocks in the pool", "count", V("kv_pool_tokens") / V("kv_page_tokens"),
          "vLLM: '# GPU blocks'", "activation"),
+    Term("kv_logged_tokens", "KV cache size as vLLM logs it", "count",
+         IF(AND(V("mamba_state_bytes").gt(0), V("serving_engine").eq("vllm")),
+            FLOOR(V("kv_blocks") / _m("vllm_kv_groups")) * V("kv_page_tokens"), V("kv_pool_tokens")),
+         "vLLM's 'GPU KV cache size: N tokens': its blocks over its KV cache groups, times the block; for a hybrid "
+         "model the pool's blocks shared by the attention and Mamba-2 groups (Nemotron-3-Nano-30B-A3B: a fifth of "
+         "kv_pool_tokens), otherwise kv_pool_tokens", "activation"),
     Term("max_concurrency", "Sequences the pool holds at this context", "count",
          IF(V("engine_mode").eq(1),
             V("kv_blocks") * V("kv_page_tokens") * V("kv_elements_per_token") / V("kv_seq_elements"), 0),
@@ -1785,8 +1791,8 @@ TRAIN_TIME_KEYS = ("train_tokens_per_s", "train_tokens_per_s_per_gpu", "step_sec
 INFERENCE_TIME_KEYS = ("prefill_seconds", "seconds_per_output_token", "tokens_per_s_per_user",
                        "tokens_per_s_per_gpu", "usd_per_million_tokens")
 # A serving engine's answers: its KV block pool and what the pool holds.
-SERVING_KEYS = ("engine_budget_bytes", "kv_pool_bytes", "kv_pool_tokens", "kv_blocks", "max_concurrency",
-                "max_context_tokens")
+SERVING_KEYS = ("engine_budget_bytes", "kv_pool_bytes", "kv_pool_tokens", "kv_blocks", "kv_logged_tokens",
+                "max_concurrency", "max_context_tokens")
 RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "rollout_phase_seconds", "log_prob_seconds", "scoring_seconds",
                   "training_seconds", "iteration_seconds")
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).

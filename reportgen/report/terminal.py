@@ -53,7 +53,7 @@ def estimate_table(est, assumptions) -> str:
     fit += _host_ram(est.values, assumptions, [est.values])
     if est["engine_mode"]:
         fit += (f"\n{s.serving_engine}: KV pool {_gib(est['kv_pool_bytes'])} GiB per GPU = "
-                f"{format_count(est['kv_pool_tokens'])} tokens ({format_count(est['kv_blocks'])} blocks); "
+                f"{format_count(est['kv_logged_tokens'])} tokens ({format_count(est['kv_blocks'])} blocks); "
                 f"maximum concurrency {est['max_concurrency']:,.2f}x at {format_count(est['context_tokens'])} "
                 f"tokens per sequence; {format_count(est['max_context_tokens'])} tokens each for "
                 f"{s.batch_size} sequences")

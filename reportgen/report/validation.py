@@ -427,7 +427,7 @@ class ServingCase(_PerMetric):
 
 def serving_metrics(values: Mapping[str, float]) -> dict[str, float]:
     """The pool as an engine logs it: tokens, GiB per GPU, blocks of 16 tokens, requests it holds."""
-    return {"kv_tokens": values["kv_pool_tokens"], "kv_gib": values["kv_pool_bytes"] / GiB,
+    return {"kv_tokens": values["kv_logged_tokens"], "kv_gib": values["kv_pool_bytes"] / GiB,
             "gpu_blocks": values["kv_pool_tokens"] / 16, "max_concurrency": values["max_concurrency"]}
 
 
