@@ -224,3 +224,14 @@ def test_a_config_that_keeps_the_ssm_state_in_16_bits_halves_it():
     assert v["mamba_state_bytes"] == MAMBA * (CONV_STATE * 2 + SSM_STATE * 2)
     assert v["kv_page_tokens"] == 16 * ceil((CONV_STATE * 2 + SSM_STATE * 2) / (16 * KV_PER_TOKEN_LAYER * 2)) == 528
 
+
+
+def test_a_crowded_hybrid_pool_leaves_no_context_not_a_negative_one():
+    """Nemotron-3-Nano-30B-A3B's vLLM pool on an RTX PRO 6000 holds its Mamba-2 states for about 256 sequences at 8k
+    (pub-srv-030's log: 245.50x): asked for 1,024, each sequence's states alone take more than its share, so the
+    context left to each is none (the estimate said -4,184 tokens), and the pool does not fit the batch."""
+    crowded = EST.estimate(Scenario(
+        model="Nemotron-3-Nano-30B-A3B", workload="inference", serving_engine="vllm", gpu="RTX-PRO-6000-Blackwell",
+        batch_size=1024, prompt_len=8192, gen_len=0, max_num_batched_tokens=16384))
+    assert crowded["max_concurrency"] < 1024
+    assert crowded["max_context_tokens"] == 0 and not crowded["kv_fits"]

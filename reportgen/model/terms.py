@@ -221,7 +221,9 @@ _MEASURED = ("fitted to the 54 peaks measured on Llama-3.2-1B with transformers 
              "the validation appendix)")
 
 # The tokens a serving engine's pool gives each sequence of the batch, less what its Mamba-2 states take.
-_POOL_SHARE_TOKENS = FLOOR(V("kv_pool_tokens") / V("batch_size") - V("state_seq_elements") / V("kv_elements_per_token"))
+# none where a sequence's Mamba-2 states alone take more than its share of the pool
+_POOL_SHARE_TOKENS = MAX(0, FLOOR(V("kv_pool_tokens") / V("batch_size")
+                                  - V("state_seq_elements") / V("kv_elements_per_token")))
 
 TERMS: tuple[Term, ...] = (
     # ---- lookups: one column each, so later formulas stay short and auditable --------------
