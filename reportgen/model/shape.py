@@ -193,8 +193,8 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
               IF(V("num_mamba_layers").eq(0), 1,
                  V("vllm_mamba_page_layers") / _GROUP + CEIL(V("num_attention_layers") / _GROUP)),
               "a hybrid model's layers in groups of vllm_mamba_page_layers' size, each kind apart (Nemotron-3-Nano-30B-A3B: "
-              "its 6 attention layers one group, its 23 Mamba-2 layers and one of padding four); one for a model of "
-              "attention layers alone"),
+              "one group of its 6 attention layers, four of its 23 Mamba-2 layers and one padding layer); one for a "
+              "model of attention layers alone"),
     ShapeTerm("mamba_ssm_state_elements", "SSM state values per sequence (all Mamba-2 layers)", "elements",
               V("num_mamba_layers") * V("mamba_inner_dim") * V("ssm_state_size"),
               "heads × head_dim × ssm_state_size per layer, whatever the sequence's length"),
