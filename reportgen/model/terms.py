@@ -1240,8 +1240,8 @@ TERMS: tuple[Term, ...] = (
     Term("kv_blocks", "KV blocks in the pool", "count", V("kv_pool_tokens") / V("kv_page_tokens"),
          "vLLM: '# GPU blocks'", "activation"),
     Term("kv_logged_tokens", "KV cache size as vLLM logs it", "count",
-         IF(AND(V("mamba_state_bytes").gt(0), V("serving_engine").eq("vllm")),
-            FLOOR(V("kv_blocks") / _m("vllm_kv_groups")) * V("kv_page_tokens"), V("kv_pool_tokens")),
+         IF(V("serving_engine").eq("vllm"), FLOOR(V("kv_blocks") / _m("vllm_kv_groups")) * V("kv_page_tokens"),
+            V("kv_pool_tokens")),
          "vLLM's 'GPU KV cache size: N tokens': its blocks over its KV cache groups, times the block; for a hybrid "
          "model the pool's blocks shared by the attention and Mamba-2 groups (Nemotron-3-Nano-30B-A3B: a fifth of "
          "kv_pool_tokens), otherwise kv_pool_tokens", "activation"),
