@@ -159,7 +159,7 @@ def test_a_decode_step_reads_and_writes_every_state():
 
 
 @pytest.mark.parametrize("args", [["--workload", "full"], ["--workload", "lora"],
-                                  ["--workload", "inference", "--engine", "vllm", "--max-loras", "4"]])
+                                  ["--workload", "inference", "--engine", "sglang", "--max-loras", "4"]])
 def test_training_and_adapters_are_refused_in_one_line(args):
     result = CliRunner().invoke(main, ["estimate", "--model", "Nemotron-H-8B", "--gpu", "H100-80GB-SXM", *args])
     assert result.exit_code == 1 and "Traceback" not in result.output  # a scenario the estimator does not model

@@ -225,6 +225,16 @@ _MEASURED = ("fitted to the 54 peaks measured on Llama-3.2-1B with transformers 
 _POOL_SHARE_TOKENS = MAX(0, FLOOR(V("kv_pool_tokens") / V("batch_size")
                                   - V("state_seq_elements") / V("kv_elements_per_token")))
 
+# An engine serving LoRA adapters: one slot per adapter on every linear layer (vLLM, SGLang)
+_SERVES_LORA = AND(V("workload").eq("inference"), V("serving_engine").ne("hf-generate"), V("max_loras").gt(0))
+
+
+def _served_mlp(width: Expr) -> Expr:
+    """One MLP's LoRA slot per rank: gate (if gated) and up column-parallel, down row-parallel."""
+    return ((1 + V("gated_mlp")) * (V("hidden_size") + width / V("tp_size"))
+            + width / V("tp_size") + V("hidden_size"))
+
+
 TERMS: tuple[Term, ...] = (
     # ---- lookups: one column each, so later formulas stay short and auditable --------------
     Term("total_params", "Parameters (total)", "count", _m("total_params"), "exact count from config.json", "lookup"),
@@ -444,17 +454,32 @@ TERMS: tuple[Term, ...] = (
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("act_bytes", "Bytes per activation", "count",
          IF(V("is_train").eq(1), _p("compute_bytes"), IF(V("weight_dtype").eq("fp32"), 4, 2)), "", "activation"),
+    Term("served_lora_routed_params", "Served LoRA slots on routed experts, parameters per GPU", "count",
+         IF(_SERVES_LORA,
+            V("max_loras") * V("max_lora_rank") * _m("num_moe_layers") * V("num_experts")
+            * ((1 + V("gated_mlp") * (1 - _m("experts_as_parameters"))) * V("hidden_size")
+               + (2 + V("gated_mlp")) * _m("moe_intermediate_size") / V("tp_size") + V("hidden_size")), 0),
+         "vLLM's FusedMoEWithLoRA: every routed expert of every slot an A for its up projection (and its gate's, "
+         "where gated; GPT-OSS's packed gate_up one A: FusedMoE3DWithLoRA), a B for each split over the TP GPUs, "
+         "and a down projection's A split and B whole; expert parallelism is refused with LoRA", "state"),
     Term("served_lora_params", "Served LoRA slots' parameters per GPU", "count",
-         IF(AND(V("workload").eq("inference"), V("serving_engine").ne("hf-generate"), V("max_loras").gt(0)),
-            V("max_loras") * V("max_lora_rank") * V("num_layers")
-            * (3 * V("hidden_size") + (V("q_dim") + 2 * V("kv_dim")) / V("tp_size")
-               + V("q_dim") / V("tp_size") + V("hidden_size")
-               + (1 + V("gated_mlp")) * (V("hidden_size") + V("mlp_width") / V("tp_size"))
-               + V("mlp_width") / V("tp_size") + V("hidden_size")), 0),
-         "per slot and layer, an A (rank × in) and a B (out × rank) for each of q, k, v, o, the MLP's gate and up "
-         "(each slice of a packed layer its own A) and down; a column-parallel layer's B and a row-parallel "
-         "layer's A split over the TP GPUs, the other whole (vLLM's LoRA layers without fully_sharded_loras); at "
-         "TP 1 this is PEFT's all-linear adapter at max_lora_rank", "state"),
+         IF(_SERVES_LORA,
+            V("max_loras") * V("max_lora_rank")
+            * (_m("num_attention_layers") * (3 * V("hidden_size") + (V("q_dim") + 2 * V("kv_dim")) / V("tp_size")
+                                             + V("q_dim") / V("tp_size") + V("hidden_size"))
+               + _m("num_dense_layers") * _served_mlp(_m("intermediate_size"))
+               + _m("num_moe_layers") * (IF(_m("shared_expert_intermediate_size").gt(0),
+                                            _served_mlp(_m("shared_expert_intermediate_size")), 0)
+                                         + V("hidden_size") + V("num_experts"))
+               + _m("num_mamba_layers") * (5 * V("hidden_size") + _m("mamba_in_proj_width") / V("tp_size")
+                                           + _m("mamba_inner_dim") / V("tp_size") + V("hidden_size")))
+            + V("served_lora_routed_params"), 0),
+         "per slot, an A (rank × in) and a B (out × rank) on every linear layer: q, k, v and o of each attention "
+         "layer, each MLP's gate and up (each slice of a packed layer its own A) and down, a MoE layer's shared "
+         "experts, router and routed experts (served_lora_routed_params), a Mamba-2 layer's input projection (an "
+         "A for each of its five slices: z, x, B, C, dt) and output projection; a column-parallel layer's B and a "
+         "row-parallel layer's A split over the TP GPUs, the other whole (vLLM's LoRA layers without "
+         "fully_sharded_loras); at TP 1 a dense model's slot is PEFT's all-linear adapter at max_lora_rank", "state"),
     Term("served_lora_bytes", "Served LoRA slots per GPU", "bytes", CEIL(V("served_lora_params") * V("act_bytes")),
          "allocated with the model in its 16-bit dtype, before the engine profiles its KV pool", "state"),
     Term("weights", "Weights", "bytes",
@@ -1688,10 +1713,13 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("decode_weight_seconds", "Decode step: weight matrix multiplications", "seconds",
          IF(_INFER, MAX(V("weight_read_seconds"),
                         V("rollout_batch") * 2 * (V("active_params") / V("decode_tp")
-                                               + V("served_lora_params") / MAX(V("max_loras"), 1))
+                                               + (V("served_lora_params") - V("served_lora_routed_params")
+                                                  * (1 - _m("num_experts_per_tok") / MAX(V("num_experts"), 1)))
+                                               / MAX(V("max_loras"), 1))
                         / (V("peak_flops") * V("prefill_efficiency"))), 0),
          "every weight is read once per step (memory-bound at small batch) or the batch's 2N FLOPs per token "
-         "dominate (compute-bound at large batch); each token's adapter adds its FLOPs at max_lora_rank; a "
+         "dominate (compute-bound at large batch); each token's adapter adds its FLOPs at max_lora_rank (of the "
+         "routed experts, its top-k's); a "
          "prefill's adapter FLOPs (rank ÷ hidden of the layer's) are left out", "time"),
     Term("decode_attention_seconds", "Decode step: attention over the cache", "seconds",
          IF(_INFER, V("rollout_batch") * (V("context_block_tokens")
@@ -1964,9 +1992,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("lora_arch", "LoRA is not modelled for {model_type} models",
           AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
-    _skip("hybrid_inference", "{model_type} models are estimated for inference without adapters: what training "
-          "saves in their Mamba-2 layers, and adapters on them, are not modelled",
-          AND(_m("num_mamba_layers").gt(0), OR(V("workload").ne("inference"), V("max_loras").gt(0))),
+    _skip("hybrid_inference", "{model_type} models are estimated for inference, with adapters on vLLM alone: what "
+          "training saves in their Mamba-2 layers, and SGLang's adapters on them, are not modelled",
+          AND(_m("num_mamba_layers").gt(0),
+              OR(V("workload").ne("inference"), AND(V("max_loras").gt(0), V("serving_engine").ne("vllm")))),
           model_type=_m("model_type")),
     _skip("mamba_tp", "tp_size {tp}: a Mamba-2 layer splits over the tensor-parallel GPUs by its {heads} heads and "
           "{groups} groups: tp_size must divide the heads, and the groups unless there is one (vLLM's MambaMixer2)",
@@ -1979,8 +2008,12 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("lora_engine", "max_loras {loras}: generate() serves one adapter at a time; adapter slots need a serving "
           "engine (vllm or sglang)",
           AND(V("max_loras").gt(0), V("engine_mode").eq(0)), loras=V("max_loras")),
-    _skip("lora_moe", "max_loras {loras}: adapters on an MoE model's experts are not modelled",
-          AND(V("max_loras").gt(0), V("num_experts").gt(0)), loras=V("max_loras")),
+    _skip("lora_moe", "max_loras {loras}: adapters on an MoE model's experts are modelled for vLLM without expert "
+          "parallelism (vLLM refuses expert parallelism with LoRA; SGLang's expert adapters are not modelled)",
+          AND(V("max_loras").gt(0), V("num_experts").gt(0),
+              OR(V("serving_engine").ne("vllm"), V("ep_size").gt(1))), loras=V("max_loras")),
+    _skip("lora_mla", "max_loras {loras}: adapters on multi-head latent attention are not modelled",
+          AND(V("max_loras").gt(0), _m("kv_lora_rank").gt(0)), loras=V("max_loras")),
 )
 
 
