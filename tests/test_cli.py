@@ -66,6 +66,18 @@ def test_estimate_table_labels_units():
     assert "GiB" in out and "GB" in out and "FITS" in out
 
 
+def test_a_prompt_alone_has_no_cost_per_token():
+    """Serving without generated tokens (--gen-len 0, the default): the cost per million output tokens is undefined
+    and says why, where it printed 0.00 USD; with tokens it is a price."""
+    prompt_only = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", "--engine", "vllm"])
+    generating = CliRunner().invoke(main, ["estimate", "--model", "Llama-3-8B", "--engine", "vllm", "--gen-len", "256"])
+    cost = "Cost per million output tokens (hourly price)"
+    line = next(x for x in prompt_only.output.splitlines() if x.startswith(cost))
+    assert "no tokens generated (--gen-len 0)" in line and "USD" not in line
+    line = next(x for x in generating.output.splitlines() if x.startswith(cost))
+    assert line.endswith(" USD") and float(line.split()[-2]) > 0
+
+
 def test_plan_finds_a_fitting_layout():
     out = json.loads(run("plan", "--model", "Llama-2-7B", "--workload", "full", "--gpu-type", "A100-80GB",
                          "--json").output)["options"]

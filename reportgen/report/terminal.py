@@ -58,8 +58,11 @@ def estimate_table(est, assumptions) -> str:
                 f"tokens per sequence; {format_count(est['max_context_tokens'])} tokens each for "
                 f"{s.batch_size} sequences")
     time = est.time_json()
-    timing = "\n\n" + _table(("time and cost", "value"), [(TERM_BY_NAME[k].label, _time_value(TERM_BY_NAME[k].unit, v))
-                                                        for k, v in time.items()]) if time else ""
+    # without generated tokens the cost per token is undefined (the term is 0): say why instead of "0.00 USD"
+    undefined = {"usd_per_million_tokens": "none: no tokens generated (--gen-len 0)"} if not s.gen_len else {}
+    timing = "\n\n" + _table(("time and cost", "value"),
+                             [(TERM_BY_NAME[k].label, undefined.get(k) or _time_value(TERM_BY_NAME[k].unit, v))
+                              for k, v in time.items()]) if time else ""
     return head + "\n" + _table(("per GPU", "bytes", "GiB", "GB"), rows) + "\n\n" + parts + "\n" + fit + timing
 
 
