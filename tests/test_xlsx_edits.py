@@ -335,8 +335,8 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
         candidates.append((inputs, row - FIRST_ROW + 1, fits, (want["cost"]["purchase_usd"], seconds)))
     # the fixture's engine rows: 2 engines × 2 samplers × 2 layouts × with and without adapters, and vLLM serving
     # the sliding-window models (Mistral-7B-v0.1 in bf16, gpt-oss-20b in bf16 and MXFP4), and vLLM and SGLang serving
-    # the hybrid Nemotron-H-8B with a bf16 and an fp8 cache
-    assert engine_rows == 16 + 3 + 4
+    # the hybrid Nemotron-H-8B with a bf16 and an fp8 cache, and vLLM serving adapters on 3 MoE models at TP 1 and 2
+    assert engine_rows == 16 + 3 + 4 + 6
     assert ws.cell(switched, cols["requirement"]).value == text
     added_row = [fresh["Plan"].cell(added, columns(plan)[n]).value for n in ("model", "workload", "requirement")]
     assert added_row == ["Qwen2.5-7B", "inference", text]
