@@ -24,6 +24,7 @@ from .errors import EXIT_BAD_INPUT, InputError, Interrupted, handled_interrupts,
 from .model.inputs import (INPUT_BY_NAME, applies, INPUTS, RLHF_ALGORITHMS, RLHF_INPUT_BY_NAME, RLHF_INPUTS,
                            ROLLOUT_PLACEMENTS, WORKLOAD_DEFAULTS, WORKLOAD_TYPES, Input, rlhf_setting_unused)
 from .limits import check_name
+from .writers import LIVE_ROWS
 from .model.spec import load_config_file, read_config_file
 from .model.shape import LORA_MODULES, lora_trainable, model_row, params_by_component
 from .model.terms import ASSUMPTIONS, Assumption
@@ -628,9 +629,13 @@ def validate(measured, as_json):
                    "skipped combination, the inputs, every term's formula and the lookup tables, the notes' "
                    "figure tables and every validation row (by default the PDF is what a meeting reads and "
                    "says where these are: the HTML, the workbook and the JSON have them).")
+@click.option("--live-rows", default=str(LIVE_ROWS), show_default=True, metavar="N|all",
+              help="Workbook: Scenarios rows with live formulas, from the first; a bigger sweep's other rows hold "
+                   "their values (grey italics; the Guide sheet says which). all: every row (LibreOffice then takes "
+                   "about a minute to open a 10,000-row book).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary output.")
 @handle_input_errors
-def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
+def build(presets, out_dir, formats, lang, pdf_appendix, live_rows, quiet):
     """Build every output of one or more presets (default: the bundled `default`).
 
     PRESET is a bundled preset's name (see `reportgen presets`) or a YAML file. Each writes
@@ -651,6 +656,7 @@ def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
             raise click.BadParameter(f"unknown format {f!r} (known: {', '.join(WRITERS)})", param_hint="--format")
     if not chosen:
         raise click.BadParameter("give at least one format", param_hint="--format")
+    options = {"xlsx": {"live_rows": _live_rows(live_rows)}, **({"pdf": {"appendix": True}} if pdf_appendix else {})}
     generated_at = timestamp()
     progress = _progress(quiet)
     # One commit for all presets, after every one has rendered: a bad preset changes nothing.
@@ -659,11 +665,19 @@ def build(presets, out_dir, formats, lang, pdf_appendix, quiet):
             loaded = load(name, chosen)
             progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
                      f"{len(loaded.expansion.skipped)} skipped")
-            write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging,
-                          {"pdf": {"appendix": True}} if pdf_appendix else {})
+            write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging, options)
         written = staging.commit()
     if not quiet:
         _print_written(written)
+
+
+def _live_rows(text: str) -> int | None:
+    """--live-rows: a whole number of rows (0 or more), or all (None)."""
+    if text.strip().lower() == "all":
+        return None
+    if not text.strip().isascii() or not text.strip().isdigit():
+        raise click.BadParameter(f"expected a whole number of rows or all, got {text!r}", param_hint="--live-rows")
+    return int(text)
 
 
 def _print_written(paths) -> None:

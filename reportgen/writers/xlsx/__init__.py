@@ -38,6 +38,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ...errors import OutputError
+from .. import LIVE_ROWS
 from ...report.build import BlockResults, Report
 from .book import build_book
 from .decision import write_decision
@@ -68,15 +69,16 @@ def scenario_sheet_rows(report: Report) -> int:
         for part in parts)
 
 
-def write(report: Report, path, lang: str = "en") -> None:
-    """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages). A
-    sweep past Excel's row limit is refused before any work, not written as a file Excel cannot open."""
+def write(report: Report, path, lang: str = "en", live_rows: int | None = LIVE_ROWS) -> None:
+    """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages); live formulas on
+    the first `live_rows` rows of Scenarios (None: all), the rest values. A sweep past Excel's row limit is refused
+    before any work, not written as a file Excel cannot open."""
     rows = scenario_sheet_rows(report)
     if rows > layout.EXCEL_MAX_ROWS:
         raise OutputError(f"the workbook's Scenarios sheet would need {rows:,} rows, past Excel's limit of "
                           f"{layout.EXCEL_MAX_ROWS:,} rows per sheet: build json, html or pdf for this preset, "
                           f"or split its matrix", source=str(report.preset.name))
-    book = build_book(report, lang)
+    book = build_book(report, lang, live_rows)
     wb = StreamingWorkbook(str(path), {
         "constant_memory": True,
         # Belt and braces: text is written with write_string anyway, never parsed.

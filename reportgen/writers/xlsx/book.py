@@ -432,6 +432,12 @@ class Book:
     plan_values: list[dict[str, Any]] | None = None  # the Plan's rows, once computed (plan.plan_rows)
     scenario_columns: TableColumns | None = None  # the Scenarios values of a sweep block's rows
     made: dict[int, dict[str, Any]] = field(default_factory=dict)  # result index -> its Scenarios row, once read
+    live_rows: int | None = None  # Scenarios rows with live formulas, from the first (None: all); the rest values
+
+    def values_from_row(self) -> int | None:
+        """The first Scenarios row (1-based, as in A1) written as values, or None when every row is live."""
+        rows = len(self.scenario_rows)
+        return None if self.live_rows is None or self.live_rows >= rows else SCENARIO_FIRST_ROW + self.live_rows
 
     def candidates(self, result: Result) -> tuple[Table, TableRows, PlanFields]:
         """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""
@@ -566,10 +572,11 @@ def sheet_runs(report: Report) -> Iterator[tuple[Sequence[Result] | BlockResults
         yield parts[n], run - starts[n]
 
 
-def build_book(report: Report, lang: str = "en") -> Book:
+def build_book(report: Report, lang: str = "en", live_rows: int | None = None) -> Book:
     t = load_workbook_catalogue(lang)
     lookups = lookup_tables(t, report)
-    book = Book(report, t, lookups, catalog_rows(t, report, lookups), None, None, None, None, {}, {})
+    book = Book(report, t, lookups, catalog_rows(t, report, lookups), None, None, None, None, {}, {},
+                live_rows=live_rows)
     role_rows, result_rows = book.role_rows, book.result_rows
     runs: list[list[dict[str, Any]] | BlockRows] = []
     groups: list[Result] = []

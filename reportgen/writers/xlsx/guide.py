@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .book import Book
 from .plan import SPARE_PICKS
-from .layout import Styles, add_sheet, fit_row, page_setup, write_value
+from .layout import SCENARIO_FIRST_ROW, Styles, add_sheet, fit_row, page_setup, write_value
 
 
 # The Guide after its header: (style, catalogue key); "h" keys name headings.
@@ -36,8 +36,19 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
         ("text", t("guide.counts", singles=n_single, groups=n_groups,
                    roles=len(book.scenario_rows) - n_single, skipped=len(rep.skipped))),
     ] + [(style, t(key, spare=SPARE_PICKS) if key == "guide.add_plan" else t(key)) for style, key in GUIDE
-         ] + ([("h", t("guide.h.goals")), ("text", t("guide.goals"))] if rep.goals else []) + (
+         ] + _values_lines(book) + ([("h", t("guide.h.goals")), ("text", t("guide.goals"))] if rep.goals else []) + (
         [("h", t("guide.h.decision")), ("text", t("guide.decision"))] if rep.decision and rep.decision.choice.best else [])
+
+
+def _values_lines(book: Book) -> list[tuple[str, str]]:
+    """Where Scenarios holds values rather than formulas (a big sweep past its live rows), and what to do about it."""
+    first = book.values_from_row()
+    if first is None:
+        return []
+    rows = len(book.scenario_rows)
+    return [("h", book.t("guide.h.values")),
+            ("text", book.t("guide.values", rows=rows, live=book.live_rows, first=first,
+                            last=SCENARIO_FIRST_ROW + rows - 1))]
 
 
 def write_guide(wb, book: Book, styles: Styles) -> None:

@@ -220,6 +220,10 @@ class Styles:
         self.input_wrap = wb.add_format({**base, **INPUT_COLOURS, "text_wrap": True})
         self.highlight = wb.add_format({**base, "bold": True, "num_format": "0", "bg_color": "#C6EFCE"})
         self.invalid = wb.add_format({"bg_color": "#F8CBAD", "font_color": "#9C0006"})  # a row whose check fails
+        # a row past the live ones (SheetRows.live_rows): values in grey italics, no input colours (not editable)
+        frozen = {**base, "italic": True, "font_color": "#7F7F7F"}
+        self.frozen = {u: wb.add_format({**frozen, "num_format": f}) for u, f in NUMBER_FORMATS.items()}
+        self.frozen_wrap = wb.add_format({**frozen, "text_wrap": True})
 
     def cell(self, col: Column, editable: bool = True):
         """A column's cell style; editable=False: an input column's cell that holds a formula (a value it follows)."""
@@ -227,6 +231,10 @@ class Styles:
         if col.unit == "note":  # wrapped text: notes and sources
             return self.input_wrap if editable else self.wrap
         return self.input[col.unit] if editable else self.value[col.unit]
+
+    def frozen_cell(self, col: Column):
+        """A column's cell style in a row written as values."""
+        return self.frozen_wrap if col.unit == "note" else self.frozen[col.unit]
 
 
 def plain(value: Any) -> Any:
@@ -314,14 +322,16 @@ def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],
                styles: Styles, per_row: Mapping[int, Mapping[str, str]] | None = None,
-               shared_formulas: bool = True) -> None:
+               shared_formulas: bool = True, live_rows: int | None = None) -> None:
     """Data rows (streamed in when the workbook closes, below the header XlsxWriter writes): inputs
     and ids as values, every formula column as its template (or a row's own formula) with the
-    Python value cached. Blank values leave blank cells, as write_value does. shared_formulas: see SheetRows."""
+    Python value cached. Blank values leave blank cells, as write_value does. shared_formulas, live_rows: see
+    SheetRows."""
     columns = [StreamColumn(col.name, styles.cell(col), col.is_formula, templates.get(col.name),
-                            styles.cell(col, editable=False) if col.kind == "input" else None)
+                            styles.cell(col, editable=False) if col.kind == "input" else None,
+                            styles.frozen_cell(col) if live_rows is not None else None)
                for col in table.columns]
-    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row, shared_formulas))
+    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row, shared_formulas, live_rows))
 
 
 A4, A3 = 9, 8  # Excel paper codes

@@ -64,6 +64,7 @@ class StreamColumn:
     is_formula: bool = False  # cells hold a formula: the row's own, else `template`; no formula: no cell
     template: str | None = None  # "=…" with ROW for the row number
     own_fmt: Format | None = None  # a row's own formula in a value column: styled as a formula's cell, not an input
+    frozen_fmt: Format | None = None  # its cells in a row written as values (past SheetRows.live_rows)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,10 @@ class SheetRows:
     # term behind it; a formula written in full keeps its cached number clean. For sheets read as they open (Plan,
     # Charts: benchmarks/lo_load.py), not for Scenarios, whose rows would each carry ~50,000 characters of formulas.
     shared_formulas: bool = True
+    # Rows from this one on (0-based) hold values, not formulas: each cell its cached value in its column's frozen_fmt
+    # (None: every row live). LibreOffice's load pays for every formula's cell references (benchmarks/lo_load.py):
+    # a big sweep's book keeps live formulas where a planner edits and loads in seconds.
+    live_rows: int | None = None
 
 
 class StreamingWorkbook(xlsxwriter.Workbook):
@@ -93,7 +98,7 @@ class StreamingWorkbook(xlsxwriter.Workbook):
     def stream_rows(self, ws, rows: SheetRows) -> None:
         """Write `rows` below whatever XlsxWriter writes on `ws` (its header rows)."""
         assert ws.name not in self._streams, ws.name
-        for fmt in (f for col in rows.columns for f in (col.fmt, col.own_fmt)):
+        for fmt in (f for col in rows.columns for f in (col.fmt, col.own_fmt, col.frozen_fmt)):
             if fmt is not None:
                 # A format gets its style index when XlsxWriter writes a cell with it; these cells
                 # bypass XlsxWriter, so ask for the index now (it also puts the style in styles.xml).
@@ -218,7 +223,9 @@ class RowWriter:
         self.letters = [xl_col_to_name(i) for i in range(len(sheet.columns))]
         self.styles = [_style(c.fmt) for c in sheet.columns]
         self.own_styles = [_style(c.own_fmt or c.fmt) for c in sheet.columns]
-        self.last_row = sheet.first_row + len(sheet.rows) - 1
+        self.frozen_styles = [_style(c.frozen_fmt or c.fmt) for c in sheet.columns]
+        self.live = len(sheet.rows) if sheet.live_rows is None else min(sheet.live_rows, len(sheet.rows))
+        self.last_row = sheet.first_row + self.live - 1  # a shared formula's range: the live rows
         overridden = {n for own in (sheet.per_row or {}).values() for n in own}
         self.shared: dict[int, int] = {}  # column -> si
         for c, col in enumerate(sheet.columns):
@@ -249,7 +256,9 @@ class RowWriter:
         except KeyError:  # a row without some columns leaves them blank
             vals = [row.get(n) for n in self.names]
         own = self.sheet.per_row.get(i, {}) if self.sheet.per_row else {}
-        key = (tuple(map(type, vals)), tuple([c for c in self.value_columns if vals[c] == ""]), tuple(own), i == 0)
+        frozen = i >= self.live
+        key = (tuple(map(type, vals)), tuple([c for c in self.value_columns if vals[c] == ""]), tuple(own), i == 0,
+               frozen)
         kind = self.kinds.get(key)
         if kind is None:
             kind = self.kinds[key] = self._kind(*key)
@@ -258,7 +267,7 @@ class RowWriter:
             vals[c] = self._text(vals[c], "inline")
         for c in plain:
             vals[c] = self._text(vals[c], "plain")
-        if own:
+        if own and not frozen:
             vals.extend(xml_text(f[1:] if f.startswith("=") else f).encode() for f in own.values())
         return template.replace(ROW_BYTES, b"%d" % (self.sheet.first_row + i)) % pick(vals)
 
@@ -272,20 +281,24 @@ class RowWriter:
             hit = memo[text] = (inline_text(text) if how == "inline" else cell_text(text)).encode()
         return hit
 
-    def _kind(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool):
+    def _kind(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool,
+              frozen: bool):
         """How to write a mapping row of this kind: a `%` template (ROW for the row number), the
         columns holding an inline string, those holding a formula's text value, and a function that
         picks the template's arguments from the row's values followed by its own formulas."""
-        pieces = self._cells(types, blank, own, first)
+        pieces = self._cells(types, blank, own, first, frozen)
         slots = [p for p in pieces if not isinstance(p, str)]
         template = "".join(p.replace("%", "%%") if isinstance(p, str) else _FORMAT[p[1]] for p in pieces)
         return (template.encode(), tuple(c for c, how in slots if how == "inline"),
                 tuple(c for c, how in slots if how == "plain"), _picker([c for c, _ in slots]))
 
-    def _cells(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool) -> list[Piece]:
+    def _cells(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool,
+               frozen: bool = False) -> list[Piece]:
         """A row of this kind (its values' types, its blank value columns, the columns holding its own
-        formula, whether it is the table's first row) as literal XML and slots: a slot's value is
-        the column's (or, past the columns, the row's own formulas in order)."""
+        formula, whether it is the table's first row, whether it is written as values) as literal XML and
+        slots: a slot's value is the column's (or, past the columns, the row's own formulas in order)."""
+        if frozen:
+            return self._value_cells(types, blank, own)
         pieces: list[Piece] = [f'<row r="{ROW}">']
         own_slot = {name: len(self.names) + k for k, name in enumerate(own)}
         for c, (col, t) in enumerate(zip(self.sheet.columns, types)):
@@ -321,6 +334,21 @@ class RowWriter:
         pieces.append("</row>")
         return pieces
 
+    def _value_cells(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...]) -> list[Piece]:
+        """A row past the live rows: every cell that a live row fills, as its value (a formula's cached one), in
+        its column's frozen style; text as inline strings."""
+        pieces: list[Piece] = [f'<row r="{ROW}">']
+        for c, (col, t) in enumerate(zip(self.sheet.columns, types)):
+            if t is type(None) or c in blank or (col.is_formula and col.template is None and col.name not in own):
+                continue
+            cell = f'<c r="{self.letters[c]}{ROW}"{self.frozen_styles[c]}'
+            if t is str:
+                pieces += [cell + ' t="inlineStr"><is>', (c, "inline"), "</t></is></c>"]
+            else:
+                pieces += [cell + "><v>", (c, _number_slot(col, t)), "</v></c>"]
+        pieces.append("</row>")
+        return pieces
+
     # ---- rows given as columns ------------------------------------------------------------------
     def _column_rows(self, run: ColumnRun, start: int) -> Iterator[bytes]:
         for cols in run.chunks():
@@ -342,14 +370,17 @@ class RowWriter:
         if offset == 0:  # the table's first row defines the shared formulas
             kind_of = kind_of + 1
             kind_of[0] = 0
+        if offset + n > self.live:  # rows past the live ones are kinds of their own
+            kind_of = 2 * kind_of + (np.arange(offset, offset + n) >= self.live)
         texts: dict[Any, list[bytes]] = {}  # a column's texts, by rows or combinations
 
-        def column_texts(c: int, where: str) -> list[bytes]:
-            if (c, where) not in texts:
+        def column_texts(c: int, where: str, frozen: bool) -> list[bytes]:
+            as_formula = self.sheet.columns[c].is_formula and not frozen  # a value row's texts are inline strings
+            if (c, where, as_formula) not in texts:
                 _, column = sources[c]
                 count = n if where == "rows" else cols.num_combinations
-                texts[(c, where)] = self._texts(column, count, self.sheet.columns[c].is_formula)
-            return texts[(c, where)]
+                texts[(c, where, as_formula)] = self._texts(column, count, as_formula)
+            return texts[(c, where, as_formula)]
 
         kinds = {}  # kind -> its rows' XML, in order
         for k in np.unique(kind_of).tolist():
@@ -358,15 +389,17 @@ class RowWriter:
             at = [int(x if type(x) is int else x[r]) for x in codes]
             types = tuple(_CODE_TYPES[x] for x in at)
             blank = tuple(c for c, x in enumerate(at) if x == _BLANK)
-            template, fillers = self._compile(self._cells(types, blank, (), offset + r == 0), sources)
+            frozen = offset + r >= self.live
+            template, fillers = self._compile(self._cells(types, blank, (), offset + r == 0, frozen), sources, frozen)
             pick = rows.tolist()
             filled = []
             for f in fillers:
                 if f[0] == "rows":
-                    values = column_texts(f[1], "rows")
+                    values = column_texts(f[1], "rows", frozen)
                     values = values if len(rows) == n else [values[i] for i in pick]
                 else:  # a run of cells made per combination
-                    texts_of = [column_texts(p[0], "combinations") if type(p) is tuple else repeat(p) for p in f[1]]
+                    texts_of = [column_texts(p[0], "combinations", frozen) if type(p) is tuple else repeat(p)
+                                for p in f[1]]
                     run = list(map(b"".join, zip(*texts_of)))
                     values = list(map(run.__getitem__, cols.combination[rows].tolist()))
                 filled.append(values)
@@ -429,11 +462,12 @@ class RowWriter:
             return self._text(value, "plain" if is_formula else "inline")
         return b"%d" % value if type(value) is bool else b"%r" % value
 
-    def _compile(self, pieces: Sequence[Piece], sources: Sequence[tuple[str, Any]]) -> tuple[bytes, list]:
+    def _compile(self, pieces: Sequence[Piece], sources: Sequence[tuple[str, Any]],
+                 frozen: bool = False) -> tuple[bytes, list]:
         """A row kind's pieces as a `%` template (ROW for the row number) and its fillers: ("rows", c)
         (column c's text), or ("combinations", run) for a run of cells that depend on the row's
         combination alone (literal bytes and (c,) slots), made once per combination. Constant
-        columns become literal text."""
+        columns become literal text (a value row's as inline strings)."""
         template: list[bytes] = []
         fillers: list = []
         run: list = []  # the open run of cells made per combination
@@ -457,7 +491,7 @@ class RowWriter:
             c, _ = piece
             where, column = sources[c]
             if where == "const":
-                literal(self._value_text(column, self.sheet.columns[c].is_formula))
+                literal(self._value_text(column, self.sheet.columns[c].is_formula and not frozen))
             elif where == "rows":
                 close_run()
                 template.append(b"%s")

@@ -1,0 +1,121 @@
+"""A big sweep's workbook (#35): live formulas on the first rows of Scenarios, values on the rest.
+
+LibreOffice 7.4 pays for every formula's cell references when it loads a book (benchmarks/lo_load.py): a
+10,000-scenario sweep took 52 s to open with every row live, 11 s with the first 2,000 (the default,
+`reportgen build --live-rows`). Here the workbook-test sweep is written with 12 live rows: the rest carry the
+same numbers, as values in grey italics; LibreOffice recalculates the live rows and the Plan to the Python
+values; a planner's edit of a live row, and a live row copied over a value row (the Guide's recipe), recompute
+as the command line computes them. LibreOffice is required (see test_xlsx.py).
+"""
+from __future__ import annotations
+
+import openpyxl
+import pytest
+from click.testing import CliRunner
+
+from reportgen.cli import main
+from reportgen.model.terms import PER_GPU_KEYS
+from reportgen.pipeline import write_outputs
+from test_xlsx import ERRORS, FIRST_ROW, assert_plan, columns, same
+from test_xlsx_edits import _recalculated, cli_estimate, copy_row, report, soffice  # noqa: F401 (fixtures)
+
+LIVE = 12
+
+
+def alike(want, got) -> bool:
+    """The same cell value; a text formula's "" is read as None where it is cached, and a value row's "" (an empty
+    inline string) comes back from LibreOffice as None."""
+    return same(want, got) or {want, got} == {None, ""}
+
+
+@pytest.fixture(scope="module")
+def live_book(report, tmp_path_factory):
+    (path,) = write_outputs(report, tmp_path_factory.mktemp("all-live"), ["xlsx"], "en",
+                            options={"xlsx": {"live_rows": None}})
+    return path
+
+
+@pytest.fixture(scope="module")
+def values_book(report, tmp_path_factory):
+    (path,) = write_outputs(report, tmp_path_factory.mktemp("values"), ["xlsx"], "en",
+                            options={"xlsx": {"live_rows": LIVE}})
+    return path
+
+
+def test_rows_past_the_live_ones_hold_the_same_numbers_as_values(values_book, live_book):
+    values = openpyxl.load_workbook(values_book)["Scenarios"]
+    live = openpyxl.load_workbook(live_book)["Scenarios"]
+    cached = openpyxl.load_workbook(values_book, data_only=True)["Scenarios"]
+    live_cached = openpyxl.load_workbook(live_book, data_only=True)["Scenarios"]
+    cols = columns(values)
+    assert values.max_row == live.max_row > FIRST_ROW + LIVE + 50
+    for row in range(FIRST_ROW, values.max_row + 1):
+        formulas = [c for c in values[row] if c.data_type == "f"]
+        live_formulas = [c for c in live[row] if c.data_type == "f"]
+        if row < FIRST_ROW + LIVE:
+            assert [c.value for c in formulas] == [c.value for c in live_formulas] and len(formulas) > 300
+        else:
+            assert formulas == [] and len(live_formulas) > 300, row
+            for c in values[row]:
+                if c.value is not None:  # grey italics, no input colours: not an input to edit
+                    assert c.font.i and c.font.color.rgb.endswith("7F7F7F") and c.fill.fill_type is None, c.coordinate
+        for c in values[row]:  # every cell the number (or text) the live book caches
+            assert alike(live_cached[c.coordinate].value, cached[c.coordinate].value), c.coordinate
+    assert values.cell(FIRST_ROW + LIVE, cols["batch_size"]).font.i
+    assert not values.cell(FIRST_ROW, cols["batch_size"]).font.i
+
+
+def test_the_guide_says_which_rows_hold_values(values_book, live_book):
+    def guide(path):
+        return "\n".join(str(c.value) for c in openpyxl.load_workbook(path)["Guide"]["A"] if c.value)
+    rows = openpyxl.load_workbook(values_book)["Scenarios"].max_row - FIRST_ROW + 1
+    text = guide(values_book)
+    assert f"the first {LIVE:,} hold live formulas, and rows {FIRST_ROW + LIVE:,} to {FIRST_ROW + rows - 1:,}" in text
+    assert f"This sweep has {rows:,} rows on Scenarios" in text and "--live-rows all" in text
+    assert "Rows written as values" not in guide(live_book)
+
+
+def test_libreoffice_recalculates_the_live_rows_and_the_plan_over_the_values(values_book, report, soffice, tmp_path):
+    wb = openpyxl.load_workbook(values_book)
+    fresh = _recalculated(wb, tmp_path)
+    cached = openpyxl.load_workbook(values_book, data_only=True)
+    count = 0
+    for ws in cached.worksheets:
+        for line in ws.iter_rows():
+            for c in line:
+                got = fresh[ws.title][c.coordinate].value
+                assert alike(c.value, got), f"{ws.title}!{c.coordinate}: Python {c.value!r}, LibreOffice {got!r}"
+                assert not (isinstance(got, str) and got.startswith(ERRORS)), f"{ws.title}!{c.coordinate}"
+                count += 1
+    assert count > 50_000
+    assert_plan(fresh, report.recommendations)
+
+
+def test_a_live_row_edited_and_one_copied_over_a_value_row_recompute_like_the_cli(values_book, report, soffice,
+                                                                                     tmp_path):
+    wb = openpyxl.load_workbook(values_book)
+    ws = wb["Scenarios"]
+    cols = columns(ws)
+    serving = [r for r in range(FIRST_ROW, ws.max_row + 1) if ws.cell(r, cols["workload"]).value == "inference"
+               and not ws.cell(r, cols["group"]).value]
+    live_row = next(r for r in serving if r < FIRST_ROW + LIVE)
+    value_row = next(r for r in reversed(serving) if r >= FIRST_ROW + LIVE)
+    before = ws.cell(value_row, cols["allocated_peak"]).value
+    ws.cell(live_row, cols["batch_size"]).value = 24
+    copy_row(ws, live_row, value_row)
+    ws.cell(value_row, cols["batch_size"]).value = 40
+    fresh = _recalculated(wb, tmp_path)["Scenarios"]
+    inputs = {name: fresh.cell(live_row, c).value for name, c in cols.items()}
+    for row, batch in ((live_row, 24), (value_row, 40)):
+        want = cli_estimate({**inputs, "batch_size": batch}, report.assumptions)["per_gpu_bytes"]
+        for key in PER_GPU_KEYS:
+            assert same(want[key], fresh.cell(row, cols[key]).value), (row, key)
+    assert fresh.cell(value_row, cols["allocated_peak"]).value != before
+
+
+@pytest.mark.parametrize("given, code", [("all", 0), ("0", 0), ("5000", 0), ("x", 2), ("-1", 2), ("1.5", 2)])
+def test_live_rows_takes_a_whole_number_or_all(given, code, tmp_path):
+    result = CliRunner().invoke(main, ["build", "default", "--format", "json", "-o", str(tmp_path), "-q",
+                                       "--live-rows", given])
+    assert result.exit_code == code, result.output
+    assert code == 0 or "--live-rows" in result.output.splitlines()[-1]
