@@ -619,7 +619,7 @@ def test_a_wrapped_no_space_error_is_one_line(tmp_path, monkeypatch, writer):
     import importlib
     module = importlib.import_module(f"reportgen.writers.{writer}")
 
-    def full(report, path, lang):
+    def full(report, path, lang, **options):  # a writer takes its options (the CLI passes xlsx its live rows)
         try:
             raise OSError(errno.ENOSPC, "No space left on device")
         except OSError as exc:
