@@ -660,15 +660,31 @@ def build(presets, out_dir, formats, lang, pdf_appendix, live_rows, quiet):
     generated_at = timestamp()
     progress = _progress(quiet)
     # One commit for all presets, after every one has rendered: a bad preset changes nothing.
+    notices = []  # said once the files are written
     with _committing() as staging:
         for name in presets or ("default",):
             loaded = load(name, chosen)
             progress(f"{loaded.preset.name}: {len(loaded.expansion.scenarios)} scenarios, "
                      f"{len(loaded.expansion.skipped)} skipped")
-            write_outputs(make_report(loaded, generated_at), out_dir, chosen, lang, progress, staging, options)
+            report = make_report(loaded, generated_at)
+            paths = write_outputs(report, out_dir, chosen, lang, progress, staging, options)
+            notices += _value_rows_notice(report, paths, options["xlsx"]["live_rows"]) if "xlsx" in chosen else []
         written = staging.commit()
     if not quiet:
         _print_written(written)
+        for line in notices:
+            click.echo(line, err=True)
+
+
+def _value_rows_notice(report, paths, live_rows: int | None) -> list[str]:
+    """A line for a workbook whose later Scenarios rows hold values (a sweep past its live rows)."""
+    from .writers.xlsx import value_rows_of
+    values = value_rows_of(report, live_rows)
+    if values is None:
+        return []
+    (book,) = [p for p in paths if p.suffix == ".xlsx"]
+    return [f"{click.format_filename(book)}: Scenarios rows {values[0]:,} to {values[1]:,} hold values, not formulas "
+            f"(--live-rows all: every row live; LibreOffice then takes longer to open it)"]
 
 
 def _live_rows(text: str) -> int | None:

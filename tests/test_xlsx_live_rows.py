@@ -113,6 +113,22 @@ def test_a_live_row_edited_and_one_copied_over_a_value_row_recompute_like_the_cl
     assert fresh.cell(value_row, cols["allocated_peak"]).value != before
 
 
+def test_the_build_says_which_rows_hold_values_as_the_guide_does(tmp_path):
+    from test_xlsx import FIXTURE
+    result = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path),
+                                       "--live-rows", str(LIVE)])
+    assert result.exit_code == 0, result.output
+    rows = openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Scenarios"].max_row
+    said = f"Scenarios rows {FIRST_ROW + LIVE:,} to {rows:,} hold values, not formulas (--live-rows all"
+    assert said in result.stderr and f"rows {FIRST_ROW + LIVE:,} to {rows:,}" in "\n".join(
+        str(c.value) for c in openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Guide"]["A"] if c.value)
+    quiet = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path), "-q",
+                                      "--live-rows", str(LIVE)])
+    assert quiet.exit_code == 0 and quiet.output == ""
+    live = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path)])
+    assert live.exit_code == 0 and "hold values" not in live.output
+
+
 @pytest.mark.parametrize("given, code", [("all", 0), ("0", 0), ("5000", 0), ("x", 2), ("-1", 2), ("1.5", 2)])
 def test_live_rows_takes_a_whole_number_or_all(given, code, tmp_path):
     result = CliRunner().invoke(main, ["build", "default", "--format", "json", "-o", str(tmp_path), "-q",

@@ -25,7 +25,7 @@ from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, RO
                      row_check, rule_problems, scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
-                     Table, key_row_column, row_context)
+                     Table, key_row_column, row_context, value_rows)
 from .requirements import group_requirement, scenario_requirement
 from .stream import ROW
 
@@ -434,10 +434,9 @@ class Book:
     made: dict[int, dict[str, Any]] = field(default_factory=dict)  # result index -> its Scenarios row, once read
     live_rows: int | None = None  # Scenarios rows with live formulas, from the first (None: all); the rest values
 
-    def values_from_row(self) -> int | None:
-        """The first Scenarios row (1-based, as in A1) written as values, or None when every row is live."""
-        rows = len(self.scenario_rows)
-        return None if self.live_rows is None or self.live_rows >= rows else SCENARIO_FIRST_ROW + self.live_rows
+    def value_rows(self) -> tuple[int, int] | None:
+        """The first and last Scenarios rows written as values, or None when every row is live."""
+        return value_rows(len(self.scenario_rows), self.live_rows)
 
     def candidates(self, result: Result) -> tuple[Table, TableRows, PlanFields]:
         """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""

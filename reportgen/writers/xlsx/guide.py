@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .book import Book
 from .plan import SPARE_PICKS
-from .layout import SCENARIO_FIRST_ROW, Styles, add_sheet, fit_row, page_setup, write_value
+from .layout import Styles, add_sheet, fit_row, page_setup, write_value
 
 
 # The Guide after its header: (style, catalogue key); "h" keys name headings.
@@ -42,13 +42,12 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
 
 def _values_lines(book: Book) -> list[tuple[str, str]]:
     """Where Scenarios holds values rather than formulas (a big sweep past its live rows), and what to do about it."""
-    first = book.values_from_row()
-    if first is None:
+    values = book.value_rows()
+    if values is None:
         return []
-    rows = len(book.scenario_rows)
     return [("h", book.t("guide.h.values")),
-            ("text", book.t("guide.values", rows=rows, live=book.live_rows, first=first,
-                            last=SCENARIO_FIRST_ROW + rows - 1))]
+            ("text", book.t("guide.values", rows=len(book.scenario_rows), live=book.live_rows, first=values[0],
+                            last=values[1]))]
 
 
 def write_guide(wb, book: Book, styles: Styles) -> None:

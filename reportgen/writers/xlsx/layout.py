@@ -354,6 +354,14 @@ def page_setup(ws, *, header_rows: int, print_columns: int | None = None, print_
 # The workbook model: every table laid out before anything is written
 
 SCENARIO_FIRST_ROW = 3  # row 1: formula names, row 2: labels with units
+def value_rows(rows: int, live_rows: int | None) -> tuple[int, int] | None:
+    """The first and last Scenarios rows (1-based, as in A1) a table of `rows` rows writes as values with `live_rows`
+    live ones (SheetRows.live_rows), or None when every row is live."""
+    if live_rows is None or live_rows >= rows:
+        return None
+    return SCENARIO_FIRST_ROW + live_rows, SCENARIO_FIRST_ROW + rows - 1
+
+
 EXCEL_MAX_ROWS = 1_048_576  # rows a sheet may have (Excel 2007 and later; XlsxWriter drops rows past it)
 LOOKUP_FIRST_ROW = 2
 

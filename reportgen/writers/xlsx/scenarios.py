@@ -64,7 +64,7 @@ def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *,
 
 def write_scenarios(wb, book: Book, styles: Styles) -> None:
     _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows, per_row=book.role_formulas,
-                          live_rows=book.live_rows if book.values_from_row() is not None else None)
+                          live_rows=book.live_rows if book.value_rows() else None)
 
 
 def write_rlhf(wb, book: Book, styles: Styles) -> None:
