@@ -630,9 +630,9 @@ def validate(measured, as_json):
                    "figure tables and every validation row (by default the PDF is what a meeting reads and "
                    "says where these are: the HTML, the workbook and the JSON have them).")
 @click.option("--live-rows", default=str(LIVE_ROWS), show_default=True, metavar="N|all",
-              help="Workbook: Scenarios rows with live formulas, from the first; a bigger sweep's other rows hold "
-                   "their values (grey italics; the Guide sheet says which). all: every row (LibreOffice then takes "
-                   "about a minute to open a 10,000-row book).")
+              help="Workbook: Scenarios rows with live formulas (the Plan's picks, then the first rows); a bigger "
+                   "sweep's other rows hold their values (grey italics; the Guide sheet says so). all: every row "
+                   "(LibreOffice then takes about a minute to open a 10,000-row book).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary output.")
 @handle_input_errors
 def build(presets, out_dir, formats, lang, pdf_appendix, live_rows, quiet):
@@ -678,13 +678,15 @@ def build(presets, out_dir, formats, lang, pdf_appendix, live_rows, quiet):
 
 def _value_rows_notice(report, paths, live_rows: int | None) -> list[str]:
     """A line for a workbook whose later Scenarios rows hold values (a sweep past its live rows)."""
-    from .writers.xlsx import value_rows_of
-    values = value_rows_of(report, live_rows)
-    if values is None:
+    from .writers.xlsx import layout, scenario_count
+    rows = scenario_count(report)
+    values = layout.value_row_count(rows, live_rows)
+    if not values:
         return []
     (book,) = [p for p in paths if p.suffix == ".xlsx"]
-    return [f"{click.format_filename(book)}: Scenarios rows {values[0]:,} to {values[1]:,} hold values, not formulas "
-            f"(--live-rows all: every row live; LibreOffice then takes longer to open it)"]
+    return [f"{click.format_filename(book)}: {values:,} of its {rows:,} Scenarios rows hold values, not formulas (the "
+            f"Plan's picks and the first rows are live; --live-rows all: every row live, and LibreOffice slower to open "
+            f"it)"]
 
 
 def _live_rows(text: str) -> int | None:

@@ -1,14 +1,17 @@
-"""A big sweep's workbook (#35): live formulas on the first rows of Scenarios, values on the rest.
+"""A big sweep's workbook (#35): live formulas on the Plan's picks and the first rows of Scenarios, values on the rest.
 
 LibreOffice 7.4 pays for every formula's cell references when it loads a book (benchmarks/lo_load.py): a
-10,000-scenario sweep took 52 s to open with every row live, 11 s with the first 2,000 (the default,
-`reportgen build --live-rows`). Here the workbook-test sweep is written with 12 live rows: the rest carry the
-same numbers, as values in grey italics; LibreOffice recalculates the live rows and the Plan to the Python
-values; a planner's edit of a live row, and a live row copied over a value row (the Guide's recipe), recompute
-as the command line computes them. LibreOffice is required (see test_xlsx.py).
+10,000-scenario sweep took 52 s to open with every row live, 11 s with 2,000 (the default, `reportgen build
+--live-rows`). Here the workbook-test sweep (112 rows) is written with 60 live rows: the rows the Plan picks (to buy,
+to rent, nearest a goal) and then the first ones; the rest carry the same numbers, as values in grey italics;
+LibreOffice recalculates the live rows and the Plan to the Python values, also where the first row holds values (the
+shared formulas' text then stands on the first live row); a planner's edit of a live row, and a live row copied over
+a value row (the Guide's recipe), recompute as the command line computes them. LibreOffice is required (see
+test_xlsx.py).
 """
 from __future__ import annotations
 
+import numpy as np
 import openpyxl
 import pytest
 from click.testing import CliRunner
@@ -19,7 +22,7 @@ from reportgen.pipeline import write_outputs
 from test_xlsx import ERRORS, FIRST_ROW, assert_plan, columns, same
 from test_xlsx_edits import _recalculated, cli_estimate, copy_row, report, soffice  # noqa: F401 (fixtures)
 
-LIVE = 12
+LIVE = 60
 
 
 def alike(want, got) -> bool:
@@ -42,17 +45,28 @@ def values_book(report, tmp_path_factory):
     return path
 
 
-def test_rows_past_the_live_ones_hold_the_same_numbers_as_values(values_book, live_book):
+def live_rows(report, ws) -> set[int]:
+    """The rows that should be live: those of the Plan's picks (a group's role rows), then the first, LIVE in all."""
+    picks = {r.index for rec in report.recommendations for e in rec.entries for r in (e.result, e.rent, e.closest) if r}
+    index = columns(ws)["report_index"]
+    rows = {row for row in range(FIRST_ROW, ws.max_row + 1) if ws.cell(row, index).value in picks}
+    assert 0 < len(rows) < LIVE  # the sweep's picks, and room for first rows
+    return rows | set(sorted(set(range(FIRST_ROW, ws.max_row + 1)) - rows)[:LIVE - len(rows)])
+
+
+def test_rows_past_the_live_ones_hold_the_same_numbers_as_values(values_book, live_book, report):
     values = openpyxl.load_workbook(values_book)["Scenarios"]
     live = openpyxl.load_workbook(live_book)["Scenarios"]
     cached = openpyxl.load_workbook(values_book, data_only=True)["Scenarios"]
     live_cached = openpyxl.load_workbook(live_book, data_only=True)["Scenarios"]
     cols = columns(values)
-    assert values.max_row == live.max_row > FIRST_ROW + LIVE + 50
+    assert values.max_row == live.max_row > FIRST_ROW + LIVE + 40
+    expected = live_rows(report, values)
+    assert max(expected) > FIRST_ROW + LIVE  # a pick past the first rows
     for row in range(FIRST_ROW, values.max_row + 1):
         formulas = [c for c in values[row] if c.data_type == "f"]
         live_formulas = [c for c in live[row] if c.data_type == "f"]
-        if row < FIRST_ROW + LIVE:
+        if row in expected:
             assert [c.value for c in formulas] == [c.value for c in live_formulas] and len(formulas) > 300
         else:
             assert formulas == [] and len(live_formulas) > 300, row
@@ -61,8 +75,8 @@ def test_rows_past_the_live_ones_hold_the_same_numbers_as_values(values_book, li
                     assert c.font.i and c.font.color.rgb.endswith("7F7F7F") and c.fill.fill_type is None, c.coordinate
         for c in values[row]:  # every cell the number (or text) the live book caches
             assert alike(live_cached[c.coordinate].value, cached[c.coordinate].value), c.coordinate
-    assert values.cell(FIRST_ROW + LIVE, cols["batch_size"]).font.i
-    assert not values.cell(FIRST_ROW, cols["batch_size"]).font.i
+    frozen = min(set(range(FIRST_ROW, values.max_row + 1)) - expected)
+    assert values.cell(frozen, cols["batch_size"]).font.i and not values.cell(FIRST_ROW, cols["batch_size"]).font.i
 
 
 def test_the_guide_says_which_rows_hold_values(values_book, live_book):
@@ -70,8 +84,8 @@ def test_the_guide_says_which_rows_hold_values(values_book, live_book):
         return "\n".join(str(c.value) for c in openpyxl.load_workbook(path)["Guide"]["A"] if c.value)
     rows = openpyxl.load_workbook(values_book)["Scenarios"].max_row - FIRST_ROW + 1
     text = guide(values_book)
-    assert f"the first {LIVE:,} hold live formulas, and rows {FIRST_ROW + LIVE:,} to {FIRST_ROW + rows - 1:,}" in text
-    assert f"This sweep has {rows:,} rows on Scenarios" in text and "--live-rows all" in text
+    assert f"This sweep has {rows:,} rows on Scenarios: {LIVE:,} hold live formulas (the rows the Plan picks" in text
+    assert f"and the other {rows - LIVE:,} hold values, in grey italics" in text and "--live-rows all" in text
     assert "Rows written as values" not in guide(live_book)
 
 
@@ -98,8 +112,8 @@ def test_a_live_row_edited_and_one_copied_over_a_value_row_recompute_like_the_cl
     cols = columns(ws)
     serving = [r for r in range(FIRST_ROW, ws.max_row + 1) if ws.cell(r, cols["workload"]).value == "inference"
                and not ws.cell(r, cols["group"]).value]
-    live_row = next(r for r in serving if r < FIRST_ROW + LIVE)
-    value_row = next(r for r in reversed(serving) if r >= FIRST_ROW + LIVE)
+    live_row = next(r for r in serving if ws.cell(r, cols["allocated_peak"]).data_type == "f")
+    value_row = next(r for r in reversed(serving) if ws.cell(r, cols["allocated_peak"]).data_type != "f")
     before = ws.cell(value_row, cols["allocated_peak"]).value
     ws.cell(live_row, cols["batch_size"]).value = 24
     copy_row(ws, live_row, value_row)
@@ -113,14 +127,38 @@ def test_a_live_row_edited_and_one_copied_over_a_value_row_recompute_like_the_cl
     assert fresh.cell(value_row, cols["allocated_peak"]).value != before
 
 
+def test_a_first_row_written_as_values_moves_the_shared_formulas_to_the_first_live_one(report, soffice, tmp_path,
+                                                                                       monkeypatch):
+    """The shared formulas' text stands on the first live row (here the sixth): LibreOffice still recalculates
+    every live row (and the Plan over the rest) to the Python values."""
+    from reportgen.writers.xlsx import book
+    live = [5, 6, 40, 80, 100]
+
+    def chosen(self):
+        frozen = np.ones(len(self.scenario_rows), dtype=bool)
+        frozen[live] = False
+        return frozen
+    monkeypatch.setattr(book.Book, "frozen_rows", chosen)
+    (path,) = write_outputs(report, tmp_path / "book", ["xlsx"], "en", options={"xlsx": {"live_rows": len(live)}})
+    ws = openpyxl.load_workbook(path)["Scenarios"]
+    assert [r[0].row - FIRST_ROW for r in ws.iter_rows(min_row=FIRST_ROW) if any(c.data_type == "f" for c in r)] == live
+    fresh = _recalculated(openpyxl.load_workbook(path), tmp_path)
+    cached = openpyxl.load_workbook(path, data_only=True)
+    for sheet in ("Scenarios", "Plan", "RLHF"):
+        for line in cached[sheet].iter_rows():
+            for c in line:
+                assert alike(c.value, fresh[sheet][c.coordinate].value), f"{sheet}!{c.coordinate}"
+    assert_plan(fresh, report.recommendations)
+
+
 def test_the_build_says_which_rows_hold_values_as_the_guide_does(tmp_path):
     from test_xlsx import FIXTURE
     result = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path),
                                        "--live-rows", str(LIVE)])
     assert result.exit_code == 0, result.output
-    rows = openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Scenarios"].max_row
-    said = f"Scenarios rows {FIRST_ROW + LIVE:,} to {rows:,} hold values, not formulas (--live-rows all"
-    assert said in result.stderr and f"rows {FIRST_ROW + LIVE:,} to {rows:,}" in "\n".join(
+    rows = openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Scenarios"].max_row - FIRST_ROW + 1
+    said = f"{rows - LIVE:,} of its {rows:,} Scenarios rows hold values, not formulas (the Plan's picks and the first"
+    assert said in result.stderr and f"and the other {rows - LIVE:,} hold values" in "\n".join(
         str(c.value) for c in openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Guide"]["A"] if c.value)
     quiet = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path), "-q",
                                       "--live-rows", str(LIVE)])

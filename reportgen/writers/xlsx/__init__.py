@@ -69,15 +69,15 @@ def scenario_sheet_rows(report: Report) -> int:
         for part in parts)
 
 
-def value_rows_of(report: Report, live_rows: int | None = LIVE_ROWS) -> tuple[int, int] | None:
-    """The first and last Scenarios rows the report's workbook holds as values (None: every row live)."""
-    return layout.value_rows(scenario_sheet_rows(report) - layout.SCENARIO_FIRST_ROW + 1, live_rows)
+def scenario_count(report: Report) -> int:
+    """The Scenarios sheet's data rows."""
+    return scenario_sheet_rows(report) - layout.SCENARIO_FIRST_ROW + 1
 
 
 def write(report: Report, path, lang: str = "en", live_rows: int | None = LIVE_ROWS) -> None:
     """Write the workbook to `path`, its labels and texts in `lang` (notes carry both languages); live formulas on
-    the first `live_rows` rows of Scenarios (None: all), the rest values. A sweep past Excel's row limit is refused
-    before any work, not written as a file Excel cannot open."""
+    `live_rows` rows of Scenarios (None: all): the Plan's picks and the first rows; the rest values. A sweep past
+    Excel's row limit is refused before any work, not written as a file Excel cannot open."""
     rows = scenario_sheet_rows(report)
     if rows > layout.EXCEL_MAX_ROWS:
         raise OutputError(f"the workbook's Scenarios sheet would need {rows:,} rows, past Excel's limit of "

@@ -25,7 +25,7 @@ from .checks import (CATALOG_KIND, INPUT_LISTS, LOOKUP_KEY_INPUTS, ROW_CHECK, RO
                      row_check, rule_problems, scenario_check)
 from .labels import scenario_label
 from .layout import (ASSUMPTIONS_CHECK, DASH, GIB, LOOKUP_FIRST_ROW, NO_FIT, OK, SCENARIO_FIRST_ROW, Column, Names,
-                     Table, key_row_column, row_context, value_rows)
+                     Table, key_row_column, row_context, value_row_count)
 from .requirements import group_requirement, scenario_requirement
 from .stream import ROW
 
@@ -432,11 +432,26 @@ class Book:
     plan_values: list[dict[str, Any]] | None = None  # the Plan's rows, once computed (plan.plan_rows)
     scenario_columns: TableColumns | None = None  # the Scenarios values of a sweep block's rows
     made: dict[int, dict[str, Any]] = field(default_factory=dict)  # result index -> its Scenarios row, once read
-    live_rows: int | None = None  # Scenarios rows with live formulas, from the first (None: all); the rest values
+    live_rows: int | None = None  # Scenarios rows with live formulas (None: all); the rest values
 
-    def value_rows(self) -> tuple[int, int] | None:
-        """The first and last Scenarios rows written as values, or None when every row is live."""
-        return value_rows(len(self.scenario_rows), self.live_rows)
+    def value_rows(self) -> int:
+        """How many Scenarios rows hold values, not formulas."""
+        return value_row_count(len(self.scenario_rows), self.live_rows)
+
+    def frozen_rows(self) -> np.ndarray | None:
+        """Per Scenarios row, True where it holds values: all but live_rows rows, the Plan's picks (to buy, to rent,
+        nearest a goal; a group's role rows) first, then the first rows (None: every row live)."""
+        if not self.value_rows():
+            return None
+        picks = sorted({row - SCENARIO_FIRST_ROW for rec in self.report.recommendations for e in rec.entries
+                        for r in (e.result, e.rent, e.closest) if r is not None
+                        for row in ([self.role_rows[(r.index, role)] for role, _ in r.estimate.roles] if r.is_group
+                                    else [self.result_rows[r.index]])})[:self.live_rows]
+        frozen = np.ones(len(self.scenario_rows), dtype=bool)
+        frozen[picks] = False
+        first = np.flatnonzero(frozen)[:self.live_rows - len(picks)]
+        frozen[first] = False
+        return frozen
 
     def candidates(self, result: Result) -> tuple[Table, TableRows, PlanFields]:
         """The table, rows and plan fields holding a result: RLHF for groups, else Scenarios."""

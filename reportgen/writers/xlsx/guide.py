@@ -43,11 +43,10 @@ def _guide_lines(book: Book) -> list[tuple[str, str]]:
 def _values_lines(book: Book) -> list[tuple[str, str]]:
     """Where Scenarios holds values rather than formulas (a big sweep past its live rows), and what to do about it."""
     values = book.value_rows()
-    if values is None:
+    if not values:
         return []
     return [("h", book.t("guide.h.values")),
-            ("text", book.t("guide.values", rows=len(book.scenario_rows), live=book.live_rows, first=values[0],
-                            last=values[1]))]
+            ("text", book.t("guide.values", rows=len(book.scenario_rows), live=book.live_rows, values=values))]
 
 
 def write_guide(wb, book: Book, styles: Styles) -> None:

@@ -220,7 +220,7 @@ class Styles:
         self.input_wrap = wb.add_format({**base, **INPUT_COLOURS, "text_wrap": True})
         self.highlight = wb.add_format({**base, "bold": True, "num_format": "0", "bg_color": "#C6EFCE"})
         self.invalid = wb.add_format({"bg_color": "#F8CBAD", "font_color": "#9C0006"})  # a row whose check fails
-        # a row past the live ones (SheetRows.live_rows): values in grey italics, no input colours (not editable)
+        # a row written as values (SheetRows.frozen): grey italics, no input colours (not editable)
         frozen = {**base, "italic": True, "font_color": "#7F7F7F"}
         self.frozen = {u: wb.add_format({**frozen, "num_format": f}) for u, f in NUMBER_FORMATS.items()}
         self.frozen_wrap = wb.add_format({**frozen, "text_wrap": True})
@@ -322,16 +322,16 @@ def write_header(ws, table: Table, styles: Styles, t: Catalogue) -> None:
 
 def write_rows(wb: StreamingWorkbook, ws, table: Table, rows: Sequence[Mapping[str, Any]], templates: Mapping[str, str],
                styles: Styles, per_row: Mapping[int, Mapping[str, str]] | None = None,
-               shared_formulas: bool = True, live_rows: int | None = None) -> None:
+               shared_formulas: bool = True, frozen=None) -> None:
     """Data rows (streamed in when the workbook closes, below the header XlsxWriter writes): inputs
     and ids as values, every formula column as its template (or a row's own formula) with the
-    Python value cached. Blank values leave blank cells, as write_value does. shared_formulas, live_rows: see
+    Python value cached. Blank values leave blank cells, as write_value does. shared_formulas, frozen: see
     SheetRows."""
     columns = [StreamColumn(col.name, styles.cell(col), col.is_formula, templates.get(col.name),
                             styles.cell(col, editable=False) if col.kind == "input" else None,
-                            styles.frozen_cell(col) if live_rows is not None else None)
+                            styles.frozen_cell(col) if frozen is not None else None)
                for col in table.columns]
-    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row, shared_formulas, live_rows))
+    wb.stream_rows(ws, SheetRows(columns, table.first_row, rows, per_row, shared_formulas, frozen))
 
 
 A4, A3 = 9, 8  # Excel paper codes
@@ -354,12 +354,9 @@ def page_setup(ws, *, header_rows: int, print_columns: int | None = None, print_
 # The workbook model: every table laid out before anything is written
 
 SCENARIO_FIRST_ROW = 3  # row 1: formula names, row 2: labels with units
-def value_rows(rows: int, live_rows: int | None) -> tuple[int, int] | None:
-    """The first and last Scenarios rows (1-based, as in A1) a table of `rows` rows writes as values with `live_rows`
-    live ones (SheetRows.live_rows), or None when every row is live."""
-    if live_rows is None or live_rows >= rows:
-        return None
-    return SCENARIO_FIRST_ROW + live_rows, SCENARIO_FIRST_ROW + rows - 1
+def value_row_count(rows: int, live_rows: int | None) -> int:
+    """How many of a table's `rows` rows hold values with at most `live_rows` live ones (None: all live)."""
+    return 0 if live_rows is None else max(0, rows - live_rows)
 
 
 EXCEL_MAX_ROWS = 1_048_576  # rows a sheet may have (Excel 2007 and later; XlsxWriter drops rows past it)

@@ -48,11 +48,11 @@ def _validate_inputs(ws, table: Table, sources: Mapping[str, str], t: Catalogue)
 
 
 def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *, per_row=None,
-                          freeze_columns: int = 2, live_rows: int | None = None) -> None:
+                          freeze_columns: int = 2, frozen=None) -> None:
     ws = add_sheet(wb, table.sheet)
     write_header(ws, table, styles, book.t)
     templates = row_templates(table, book.context(table))
-    write_rows(wb, ws, table, rows, templates, styles, per_row, live_rows=live_rows)
+    write_rows(wb, ws, table, rows, templates, styles, per_row, frozen=frozen)
     ws.freeze_panes(SCENARIO_FIRST_ROW - 1, freeze_columns)
     ws.autofilter(1, 0, table.first_row + max(len(rows), 1) - 2, len(table.columns) - 1)
     _validate_inputs(ws, table, _choice_sources(book), book.t)
@@ -64,7 +64,7 @@ def _write_scenario_sheet(wb, book: Book, styles: Styles, table: Table, rows, *,
 
 def write_scenarios(wb, book: Book, styles: Styles) -> None:
     _write_scenario_sheet(wb, book, styles, book.scenarios, book.scenario_rows, per_row=book.role_formulas,
-                          live_rows=book.live_rows if book.value_rows() else None)
+                          frozen=book.frozen_rows())
 
 
 def write_rlhf(wb, book: Book, styles: Styles) -> None:

@@ -64,7 +64,7 @@ class StreamColumn:
     is_formula: bool = False  # cells hold a formula: the row's own, else `template`; no formula: no cell
     template: str | None = None  # "=…" with ROW for the row number
     own_fmt: Format | None = None  # a row's own formula in a value column: styled as a formula's cell, not an input
-    frozen_fmt: Format | None = None  # its cells in a row written as values (past SheetRows.live_rows)
+    frozen_fmt: Format | None = None  # its cells in a row written as values (SheetRows.frozen)
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,10 @@ class SheetRows:
     # term behind it; a formula written in full keeps its cached number clean. For sheets read as they open (Plan,
     # Charts: benchmarks/lo_load.py), not for Scenarios, whose rows would each carry ~50,000 characters of formulas.
     shared_formulas: bool = True
-    # Rows from this one on (0-based) hold values, not formulas: each cell its cached value in its column's frozen_fmt
-    # (None: every row live). LibreOffice's load pays for every formula's cell references (benchmarks/lo_load.py):
-    # a big sweep's book keeps live formulas where a planner edits and loads in seconds.
-    live_rows: int | None = None
+    # Per row, True: the row holds values, not formulas: each cell its cached value in its column's frozen_fmt (None:
+    # every row live). LibreOffice's load pays for every formula's cell references (benchmarks/lo_load.py): a big
+    # sweep's book keeps live formulas where a planner edits and loads in seconds.
+    frozen: np.ndarray | None = None
 
 
 class StreamingWorkbook(xlsxwriter.Workbook):
@@ -224,8 +224,11 @@ class RowWriter:
         self.styles = [_style(c.fmt) for c in sheet.columns]
         self.own_styles = [_style(c.own_fmt or c.fmt) for c in sheet.columns]
         self.frozen_styles = [_style(c.frozen_fmt or c.fmt) for c in sheet.columns]
-        self.live = len(sheet.rows) if sheet.live_rows is None else min(sheet.live_rows, len(sheet.rows))
-        self.last_row = sheet.first_row + self.live - 1  # a shared formula's range: the live rows
+        live = np.arange(len(sheet.rows)) if sheet.frozen is None else np.flatnonzero(~sheet.frozen)
+        # a shared formula's range: the first live row (which carries its text) to the last
+        self.first_live = int(live[0]) if len(live) else -1
+        self.first_live_row = sheet.first_row + self.first_live
+        self.last_row = sheet.first_row + (int(live[-1]) if len(live) else -1)
         overridden = {n for own in (sheet.per_row or {}).values() for n in own}
         self.shared: dict[int, int] = {}  # column -> si
         for c, col in enumerate(sheet.columns):
@@ -256,9 +259,9 @@ class RowWriter:
         except KeyError:  # a row without some columns leaves them blank
             vals = [row.get(n) for n in self.names]
         own = self.sheet.per_row.get(i, {}) if self.sheet.per_row else {}
-        frozen = i >= self.live
-        key = (tuple(map(type, vals)), tuple([c for c in self.value_columns if vals[c] == ""]), tuple(own), i == 0,
-               frozen)
+        frozen = self.sheet.frozen is not None and bool(self.sheet.frozen[i])
+        key = (tuple(map(type, vals)), tuple([c for c in self.value_columns if vals[c] == ""]), tuple(own),
+               i == self.first_live, frozen)
         kind = self.kinds.get(key)
         if kind is None:
             kind = self.kinds[key] = self._kind(*key)
@@ -317,7 +320,7 @@ class RowWriter:
             elif col.template is None:
                 continue  # no formula in this row (an RLHF group without this term)
             elif c in self.shared and first:
-                ref = f"{self.letters[c]}{self.sheet.first_row}:{self.letters[c]}{self.last_row}"
+                ref = f"{self.letters[c]}{self.first_live_row}:{self.letters[c]}{self.last_row}"
                 formula = [f'<f t="shared" ref="{ref}" si="{self.shared[c]}">' + _literal(col.template) + "</f>"]
             elif c in self.shared:
                 formula = [f'<f t="shared" si="{self.shared[c]}"/>']
@@ -367,11 +370,12 @@ class RowWriter:
         varying = [k for k in codes if isinstance(k, np.ndarray)]
         kind_of = (np.unique(np.stack(varying, axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
                    if varying else np.zeros(n, dtype=np.int64))
-        if offset == 0:  # the table's first row defines the shared formulas
+        if offset <= self.first_live < offset + n:  # the table's first live row defines the shared formulas
             kind_of = kind_of + 1
-            kind_of[0] = 0
-        if offset + n > self.live:  # rows past the live ones are kinds of their own
-            kind_of = 2 * kind_of + (np.arange(offset, offset + n) >= self.live)
+            kind_of[self.first_live - offset] = 0
+        frozen_rows = None if self.sheet.frozen is None else self.sheet.frozen[offset:offset + n]
+        if frozen_rows is not None and frozen_rows.any():  # rows written as values are kinds of their own
+            kind_of = 2 * kind_of + frozen_rows
         texts: dict[Any, list[bytes]] = {}  # a column's texts, by rows or combinations
 
         def column_texts(c: int, where: str, frozen: bool) -> list[bytes]:
@@ -389,8 +393,9 @@ class RowWriter:
             at = [int(x if type(x) is int else x[r]) for x in codes]
             types = tuple(_CODE_TYPES[x] for x in at)
             blank = tuple(c for c, x in enumerate(at) if x == _BLANK)
-            frozen = offset + r >= self.live
-            template, fillers = self._compile(self._cells(types, blank, (), offset + r == 0, frozen), sources, frozen)
+            frozen = frozen_rows is not None and bool(frozen_rows[r])
+            template, fillers = self._compile(self._cells(types, blank, (), offset + r == self.first_live, frozen),
+                                              sources, frozen)
             pick = rows.tolist()
             filled = []
             for f in fillers:
