@@ -8,12 +8,13 @@ has saved, straight into that sheet's `<sheetData>` while the zip is copied to t
 
 How it stays fast:
 - A formula column whose template is the same in every row except for the row number is one
-  *shared formula* (ECMA-376 Part 1, §18.3.1.40): its first row carries the text and
-  `t="shared" ref="X3:X100002" si="k"`; every later row only `<f t="shared" si="k"/>` and its cached
+  *shared formula* (ECMA-376 Part 1, §18.3.1.40): its first live row carries the text and
+  `t="shared" ref="X3:X100002" si="k"`; every later live row only `<f t="shared" si="k"/>` and its cached
   value. `shareable` checks the template first; other formulas, and those of a sheet that shares
   none (SheetRows.shared_formulas), are written in full in every row.
 - A row is one `%` format string, built once per row kind (which cells are text, numbers or
-  blank, whether it is the first row, which own formulas it has) and filled with the row's values.
+  blank, whether it is the first live row or one written as values, which own formulas it has) and filled
+  with the row's values.
 - Rows given as columns (a ColumnRun: a sweep block's, columns.py) are grouped by kind with arrays;
   a column's texts are made once per distinct value, and a run of cells that depends only on the
   row's combination of outer inputs (vector.py) once per combination: no Python object per cell.
@@ -298,7 +299,7 @@ class RowWriter:
     def _cells(self, types: tuple[type, ...], blank: tuple[int, ...], own: tuple[str, ...], first: bool,
                frozen: bool = False) -> list[Piece]:
         """A row of this kind (its values' types, its blank value columns, the columns holding its own
-        formula, whether it is the table's first row, whether it is written as values) as literal XML and
+        formula, whether it is the table's first live row, whether it is written as values) as literal XML and
         slots: a slot's value is the column's (or, past the columns, the row's own formulas in order)."""
         if frozen:
             return self._value_cells(types, blank, own)
