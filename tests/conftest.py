@@ -19,7 +19,8 @@ SLOW_MODULES = {"test_lo_harness", "test_xlsx_edits", "test_xlsx_goals", "test_i
                 "test_browser", "test_fuzz", "test_robustness", "test_injection", "test_random_presets",
                 "test_no_traceback", "test_signals_ignored", "test_plan_limits", "test_build_ends",
                 "test_xlsx", "test_xlsx_requirements", "test_report_html", "test_summary", "test_throughput",
-                "test_columnar", "test_columnar_xlsx", "test_xlsx_decision", "test_guarded", "test_startup"}
+                "test_columnar", "test_columnar_xlsx", "test_xlsx_decision", "test_guarded", "test_startup",
+                "test_xlsx_live_rows"}
 # Fixtures that start LibreOffice: a test that asks for one is slow wherever it is.
 SLOW_FIXTURES = {"soffice", "recalculated"}
 
