@@ -129,6 +129,32 @@ def presets_rate() -> dict:
     return peer_rates(estimator, scenarios)
 
 
+def group_rate(copies: int = 20) -> dict:
+    """RLHF groups: the bundled presets' groups, each `copies` times, made one by one (estimate_group) and as
+    columns (estimate_groups: every role as one sweep, the group terms over role-prefixed columns), paired."""
+    from reportgen.model.estimate import RlhfScenario
+    from reportgen.pipeline import load
+    from reportgen.scenarios.presets import bundled_presets
+    groups, estimator = [], None
+    for name in bundled_presets():
+        loaded = load(name)
+        estimator = estimator or loaded.estimator
+        groups += [s for _, s in loaded.expansion.scenarios if isinstance(s, RlhfScenario)]
+    groups *= copies
+    t = cpu_seconds()
+    for g in groups:
+        estimator.estimate_group(g)
+    one = cpu_seconds() - t
+    t = cpu_seconds()
+    columns = estimator.estimate_groups(groups)
+    as_columns = cpu_seconds() - t
+    for k in range(len(groups)):
+        columns.estimate(k)
+    read_back = cpu_seconds() - t
+    return {"groups": len(groups), "one": len(groups) / one, "columns": len(groups) / as_columns,
+            "read_back": len(groups) / read_back}
+
+
 def _row_lists(columns, n):
     from reportgen.model.vector import take, to_list
     return [to_list(take(c, slice(0, n)), n) for c in columns.values()]
@@ -289,6 +315,9 @@ def main() -> None:
     presets = presets_rate()
     print(f"estimator on the presets' {presets['scenarios']:,} scenarios: {presets['array']:,.0f}/s; llm-analysis: "
           + (f"{presets['peer']:,.0f}/s on the {presets['answered']:,} it answers" if presets["peer"] else "not installed"))
+    grouped = group_rate()
+    print(f"RLHF groups ({grouped['groups']:,}: the presets' groups 20 times): {grouped['one']:,.0f}/s one at a time, "
+          f"{grouped['columns']:,.0f}/s as columns, {grouped['read_back']:,.0f}/s with every group read back")
     search = plan_rate()
     print(f"plan search: {search['candidates']:,} candidates in {search['seconds']:.2f} s CPU "
           f"({search['rate']:,.0f} candidates/s)")

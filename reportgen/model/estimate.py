@@ -525,10 +525,79 @@ def _group_fn(role_names: tuple[str, ...], placement: str):
             if "." in n:
                 role, term = n.split(".", 1)
                 return f"R[{role!r}][{term!r}]"
-            return f"I[{n!r}]" if n in GROUP_INPUTS else _role_var(n)
+            return _group_var(n)
 
         _GROUP_FNS[key] = (compile_terms(terms, var, "_group"), terms)
     return _GROUP_FNS[key]
+
+
+def _group_var(n: str) -> str:
+    """Where a group's term reads a name: its settings and a role's values ("actor.weights") are inputs."""
+    return f"I[{n!r}]" if "." in n or n in GROUP_INPUTS else _role_var(n)
+
+
+@functools.cache
+def _group_vector(role_names: tuple[str, ...], placement: str) -> VectorTerms:
+    """The group terms for columns: a role's values are inputs named "role.term" (the rows the columns cannot hold
+    exactly go through the same terms compiled over those names)."""
+    _, terms = _group_fn(role_names, placement)
+    return VectorTerms(terms, (), compile_terms(terms, _group_var, "_group_row"))
+
+
+def _group_inputs(g: RlhfScenario) -> dict[str, Any]:
+    """A group's own inputs: its first role's GPUs and its settings its terms read."""
+    first = g.roles[0][1]
+    settings = dict(g.settings)
+    return {"num_gpus": first.num_gpus, "gpu": first.gpu, **{n: settings[n] for n in GROUP_INPUTS}}
+
+
+@dataclass(frozen=True)
+class _GroupKind:
+    """The groups of one shape (the same roles, the same placement) among a run of groups: where they stand in it,
+    each role's rows among the run's role scenarios, and the group terms over those rows' columns."""
+    positions: np.ndarray  # the groups' places in the run, ascending
+    role_rows: tuple[np.ndarray, ...]  # per role, in the groups' order
+    terms: Chunk
+
+
+class GroupColumns:
+    """Estimator.estimate_groups: every term of a run of RLHF groups and of their roles, as columns; a group is
+    read back as the GroupEstimate estimate_group makes (tests/test_group_columns.py)."""
+
+    def __init__(self, groups: Sequence[RlhfScenario], roles: Chunk, kinds: Sequence[_GroupKind],
+                 estimator: "Estimator"):
+        self.groups, self.roles, self.kinds, self.estimator = tuple(groups), roles, tuple(kinds), estimator
+        self._kind = np.empty(len(self.groups), dtype=np.int64)  # each group's kind, and its row there
+        self._row = np.empty(len(self.groups), dtype=np.int64)
+        for k, kind in enumerate(self.kinds):
+            self._kind[kind.positions] = k
+            self._row[kind.positions] = np.arange(len(kind.positions))
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def numbers(self, name: str, absent: float = 0) -> np.ndarray:
+        """A group term of every group, in order (`absent` where a group's shape has no such term)."""
+        out = np.full(len(self.groups), absent, dtype=float)
+        for kind in self.kinds:
+            if name in kind.terms.names:
+                out[kind.positions] = kind.terms.numbers(name)
+        return out
+
+    @functools.cached_property
+    def _role_values(self) -> list[tuple]:
+        return list(self.roles.rows())
+
+    @functools.cached_property
+    def _group_values(self) -> list[list[tuple]]:
+        return [list(kind.terms.rows()) for kind in self.kinds]
+
+    def estimate(self, k: int) -> GroupEstimate:
+        g, kind, row = self.groups[k], int(self._kind[k]), int(self._row[k])
+        role_rows = [int(rows[row]) for rows in self.kinds[kind].role_rows]
+        return GroupEstimate(g, tuple((name, self.estimator.estimate_row(s, self._role_values[at]))
+                                      for (name, s), at in zip(g.roles, role_rows)),
+                             dict(zip(self.kinds[kind].terms.names, self._group_values[kind][row])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -653,6 +722,34 @@ class Estimator:
         values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
                                                       {n: ChainMap(e.values, e.scenario.input_view()) for n, e in roles})))
         return GroupEstimate(g, roles, values)
+
+    def estimate_groups(self, groups: Sequence[RlhfScenario]) -> GroupColumns:
+        """estimate_group of each group, computed as columns: every role of every group as one sweep, then, for the
+        groups of each shape (roles and placement), the group terms over their roles' columns ("actor.weights")."""
+        scenarios = [s for g in groups for _, s in g.roles]
+        given = scenario_columns(scenarios)
+        chunks = tuple(self.estimate_chunks(given, len(scenarios), chunk_rows=max(1, len(scenarios))))
+        roles = chunks[0] if chunks else Chunk(_role_vector().names, 0, 0, {}, {})
+        first = np.cumsum([0] + [len(g.roles) for g in groups])  # each group's first role among the scenarios
+        shapes: dict[tuple[tuple[str, ...], str], list[int]] = {}
+        for k, g in enumerate(groups):
+            shapes.setdefault((tuple(n for n, _ in g.roles), g.placement), []).append(k)
+        kinds = []
+        for (names, placement), where in shapes.items():
+            vector = _group_vector(names, placement)
+            own = [_group_inputs(groups[k]) for k in where]
+            columns = {n: column_of([i[n] for i in own]) for n in own[0]}
+            role_rows = tuple(first[where] + r for r in range(len(names)))
+            taken = [roles.take(rows) for rows in role_rows]
+            for read in {n for t in vector.terms for n in t.expr.names() if "." in n}:
+                role, _, term = read.partition(".")  # a role's term, else its input (estimate_group's ChainMap)
+                r = names.index(role)
+                columns[read] = (column_of([given[term][i] for i in role_rows[r].tolist()]) if term not in roles.names
+                                 else taken[r].column(term) if not taken[r].overrides
+                                 else column_of(taken[r].tolist(term)))
+            (terms,) = vector.chunks(columns, len(where), self.assumptions, self.tables, chunk_rows=len(where))
+            kinds.append(_GroupKind(np.array(where, dtype=np.int64), role_rows, terms))
+        return GroupColumns(groups, roles, kinds, self)
 
     def estimate_known(self, s: Scenario, known: dict[Scenario, Estimate]) -> Estimate:
         """A role's estimate from `known` (a search's made estimates), made once. A role that generates nothing reads

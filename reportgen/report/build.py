@@ -140,9 +140,8 @@ class InputColumns:
         return cls(np.array([r.index for r in rows], dtype=np.int64), columns, keys, rows.__getitem__, True)
 
 
-class ResultRun(tuple):
-    """Result objects in index order (explicit scenarios, RLHF groups, a fleet's jobs): a part of the Results with
-    the same questions as a sweep's BlockResults, answered from its objects."""
+class _ObjectRows:
+    """The questions the Results ask of a part, answered from its rows as Result objects (self: a sequence of them)."""
 
     def rows(self, matrix: str | None = None) -> Iterator[Result]:
         return (r for r in self if matrix is None or r.matrix == matrix)
@@ -153,6 +152,10 @@ class ResultRun(tuple):
     def gpu_names(self) -> set[str]:
         return {r.gpu for r in self}
 
+    def single_scenarios(self) -> int:
+        """Its single-model scenarios: one a row, an RLHF group's roles each."""
+        return sum(len(r.estimate.roles) if r.is_group else 1 for r in self)
+
     def input_columns(self, matrix: str, inputs_of: Callable[[Result], Mapping[str, Any]],
                       key_of: Callable[[Result], tuple]) -> InputColumns | None:
         rows = tuple(self.rows(matrix))
@@ -161,16 +164,8 @@ class ResultRun(tuple):
     def requirements(self, interchangeable: Mapping[str, Iterable[str]], goals: Mapping[str, Goal]
                      ) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
         """The distinct requirements, the first row of each, and each row's (an index into them)."""
-        distinct: dict[Requirement, int] = {}
-        first: list[int] = []
-        of = []
-        for k, r in enumerate(self):
-            need = requirement(r, interchangeable.get(r.matrix, ()), goals.get(r.matrix))
-            if need not in distinct:
-                distinct[need] = len(distinct)
-                first.append(k)
-            of.append(distinct[need])
-        return list(distinct), np.array(first, dtype=np.int64), np.array(of, dtype=np.int64)
+        return distinct_requirements(requirement(r, interchangeable.get(r.matrix, ()), goals.get(r.matrix))
+                                     for r in self)
 
     def plan_columns(self) -> dict[str, np.ndarray]:
         # an RLHF group has no goal (a preset refuses one), nor the terms a goal reads
@@ -184,10 +179,64 @@ class ResultRun(tuple):
 
     def goal_met(self, columns: Mapping[str, np.ndarray], goals: Mapping[str, Goal]) -> np.ndarray:
         met = np.ones(len(self), dtype=bool)
-        for matrix in {r.matrix for r in self} & set(goals):
+        for matrix in set(self.matrices()) & set(goals):
             rows = np.array([r.matrix == matrix for r in self])
             met[rows] = goals[matrix].met({k: v[rows] for k, v in columns.items()})
         return met
+
+
+class ResultRun(_ObjectRows, tuple):
+    """Result objects in index order (a fleet's planned jobs; the scenarios of expand(columnar=False), the test
+    oracle of the columnar path): a part of the Results with the same questions as a sweep's BlockResults."""
+
+
+class GroupResults(_ObjectRows, Sequence):
+    """A run of RLHF groups, computed as columns (Estimator.estimate_groups); a group becomes a Result when read
+    (kept: the writers read them again). The plan reads its columns and its groups' settings, not its Results."""
+
+    def __init__(self, first_index: int, pairs: Sequence[tuple[str, RlhfScenario]], estimator: Estimator):
+        self.first_index = first_index
+        self.matrix_of = tuple(m for m, _ in pairs)
+        self.columns = estimator.estimate_groups([g for _, g in pairs])
+        self._made: list[Result | None] = [None] * len(pairs)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return tuple(self[i] for i in range(*k.indices(len(self))))
+        made = self._made[k]
+        if made is None:
+            k = range(len(self))[k]
+            made = self._made[k] = Result(self.first_index + k, self.matrix_of[k], self.columns.estimate(k))
+        return made
+
+    def matrices(self) -> Iterable[str]:
+        return dict.fromkeys(self.matrix_of)
+
+    def gpu_names(self) -> set[str]:
+        return {g.roles[0][1].gpu for g in self.columns.groups}
+
+    def single_scenarios(self) -> int:
+        return sum(len(g.roles) for g in self.columns.groups)
+
+    def requirements(self, interchangeable: Mapping[str, Iterable[str]], goals: Mapping[str, Goal]
+                     ) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
+        return distinct_requirements(group_requirement(g, interchangeable.get(m, ()), goals.get(m))
+                                     for m, g in zip(self.matrix_of, self.columns.groups))
+
+    def plan_columns(self) -> dict[str, np.ndarray]:
+        columns = {k: self.columns.numbers(k) for k in _PLAN_TERMS}
+        columns["total_gpus"] = self.columns.numbers("total_gpus").astype(np.int64)
+        columns["index"] = self.first_index + np.arange(len(self), dtype=np.int64)
+        return columns
+
+    def gpu_positions(self, position: Mapping[str, int]) -> np.ndarray:
+        return np.array([position[g.roles[0][1].gpu] for g in self.columns.groups], dtype=np.int64)
+
+    def goal_met(self, columns: Mapping[str, np.ndarray], goals: Mapping[str, Goal]) -> np.ndarray:
+        return np.ones(len(self), dtype=bool)  # a preset refuses a goal for RLHF groups
 
 
 class SmallBlocks:
@@ -256,6 +305,9 @@ class BlockResults:
 
     def matrices(self) -> Iterable[str]:
         return (self.block.matrix,)
+
+    def single_scenarios(self) -> int:
+        return self.block.size
 
     def gpu_names(self) -> set[str]:
         return self.block.gpu_names()
@@ -370,8 +422,12 @@ def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal 
     """A goal joins the requirement; the inputs it sets per layout (a serving goal's batch and prompt) leave it."""
     if not result.is_group:
         return single_requirement(result.lead, interchangeable, goal)
-    free = _free(result.workload, interchangeable, goal)
-    g = result.estimate.scenario
+    return group_requirement(result.estimate.scenario, interchangeable, goal)
+
+
+def group_requirement(g: RlhfScenario, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
+    """The requirement of an RLHF group: its actor's job, how it trains and its other roles' models."""
+    free = _free(g.algorithm, interchangeable, goal)
     s = g.actor
     # LoRA and QLoRA actors ask the same inputs: their workload tells them apart
     extra = [("actor_workload", s.workload)] + [(f"role.{name}", role.model) for name, role in g.job_roles[1:]]
@@ -381,11 +437,24 @@ def requirement(result: Result, interchangeable: Iterable[str] = (), goal: Goal 
     if prompts:  # the iteration's prompts, not a rank's share of them (which each layout sets)
         extra.append(("prompts_per_iteration", prompts))
     # A rank's prompts per iteration are its batch × accumulation, however the roles' micro-batches split them.
-    values = {**{n: getattr(s, n) for n in job_inputs(result.workload, s.workload)},
+    values = {**{n: getattr(s, n) for n in job_inputs(g.algorithm, s.workload)},
               "batch_size": s.batch_size * s.grad_accum_steps}
     settings = [(n, v) for n, v in values.items() if n not in free and n not in GROUP_PASS_INPUTS
                 and not (prompts and n == "batch_size")]
-    return Requirement(result.model, result.workload, tuple(settings + [(k, v) for k, v in extra if k not in free]))
+    return Requirement(g.roles[0][1].model, g.algorithm, tuple(settings + [(k, v) for k, v in extra if k not in free]))
+
+
+def distinct_requirements(needs: Iterable[Requirement]) -> tuple[list[Requirement], np.ndarray, np.ndarray]:
+    """Rows' requirements as the distinct ones, the first row of each, and each row's (an index into them)."""
+    distinct: dict[Requirement, int] = {}
+    first: list[int] = []
+    of = []
+    for k, need in enumerate(needs):
+        if need not in distinct:
+            distinct[need] = len(distinct)
+            first.append(k)
+        of.append(distinct[need])
+    return list(distinct), np.array(first, dtype=np.int64), np.array(of, dtype=np.int64)
 
 
 def single_requirement(s: Scenario, interchangeable: Iterable[str] = (), goal: Goal | None = None) -> Requirement:
@@ -638,12 +707,14 @@ def build_report(preset: Preset, expansion: Expansion, estimator: Estimator, *, 
                  notes: Sequence[Note] = (), validation: Sequence[ValidationRow] = (),
                  validation_figures: Sequence[PublishedFigure] = (),
                  validation_excluded: Sequence[Excluded] = ()) -> Report:
-    parts: list[ResultRun | BlockResults] = []
+    parts: list[ResultRun | GroupResults | BlockResults] = []
     index = 1
     small = SmallBlocks([p for p in expansion.scenarios.blocks if isinstance(p, SweepBlock)], estimator)
     for part in expansion.scenarios.blocks:
         if isinstance(part, SweepBlock):
             parts.append(BlockResults(index, part, estimator, small))
+        elif all(isinstance(s, RlhfScenario) for _, s in part):
+            parts.append(GroupResults(index, part, estimator))
         else:
             singles = iter(estimator.estimate_all([s for _, s in part if not isinstance(s, RlhfScenario)]))
             parts.append(ResultRun(Result(i, matrix, estimator.estimate_group(s) if isinstance(s, RlhfScenario)

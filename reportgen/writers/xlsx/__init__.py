@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 
 from ...errors import OutputError
 from .. import LIVE_ROWS
-from ...report.build import BlockResults, Report
+from ...report.build import Report
 from .book import build_book
 from .decision import write_decision
 from .catalogs import write_assumptions, write_choices, write_lookup_tables, write_terms
@@ -63,10 +63,7 @@ def _created(generated_at: str) -> datetime:
 def scenario_sheet_rows(report: Report) -> int:
     """The Scenarios sheet's last row: a row per single scenario and per RLHF role, below the headers
     (a sweep block's rows counted, not made)."""
-    parts = getattr(report.results, "parts", (report.results,))
-    return layout.SCENARIO_FIRST_ROW - 1 + sum(
-        len(part) if isinstance(part, BlockResults) else sum(len(r.estimate.roles) if r.is_group else 1 for r in part)
-        for part in parts)
+    return layout.SCENARIO_FIRST_ROW - 1 + sum(part.single_scenarios() for part in report.results.parts)
 
 
 def scenario_count(report: Report) -> int:
