@@ -244,6 +244,23 @@ def test_plan_finds_a_56_gpu_answer_where_it_is_cheapest():
         ("purchase_usd",))
 
 
+def test_plan_finds_a_48_gpu_answer_where_it_is_cheapest():
+    """Mixtral-8x7B (46.7 B parameters) fully fine-tuned under DeepSpeed without offload on L4s: six 8-GPU servers,
+    where the power-of-two search buys 64; the five servers below hold it only without the safety factor's room."""
+    found = _cli_plan("--model", "Mixtral-8x7B", "--workload", "full", "--offload", "none", "--framework",
+                      "deepspeed", "--gpu", "L4")
+    best = found["options"][0]
+    assert best["total_gpus"] == 48
+    kept = Scenario(model="Mixtral-8x7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, offload="none",
+                    framework="deepspeed")
+    picked = plan(EST, kept, ["L4"], fixed=("offload", "framework")).options[0]
+    assert picked.total_gpus == 48 and picked.estimate["fits_recommended"]
+    assert not EST.estimate(picked.estimate.scenario.with_inputs(num_gpus=40))["fits_recommended"]
+    powers = plan(EST, kept, ["L4"], counts=(1, 2, 4, 8, 16, 32, 64, 128), fixed=("offload", "framework"))
+    assert powers.options[0].total_gpus == 64
+    assert powers.options[0].estimate["purchase_usd"] > picked.estimate["purchase_usd"]
+
+
 def test_plan_says_why_a_gpu_type_has_no_answer():
     from click.testing import CliRunner
     from reportgen.cli import main
