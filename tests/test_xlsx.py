@@ -28,7 +28,9 @@ from reportgen.model.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.planning.ranking import PLAN_ORDER, RENT_ORDER
 from reportgen.report.build import PlanEntry, Recommendation, Requirement, Result, recommend
-from reportgen.model.terms import TERM_BY_NAME
+from reportgen.model.terms import BAR_PARTS, TERM_BY_NAME
+from reportgen.report.charts import PALETTE
+from reportgen.report.views import segments
 from reportgen.model.units import GiB
 from reportgen.writers.xlsx.book import sheet_runs
 from reportgen.writers.xlsx.plan import lookup_literal
@@ -252,6 +254,14 @@ def test_charts_follow_the_plan(recalculated, report):
         assert ws.cell(row, cols["label"]).value == label_of(wb, rec.best.result)
         assert same(values["resident_weights"] / GiB, ws.cell(row, cols["resident_weights_gib"]).value)
         assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
+        # the report's bar, part by part (terms.BAR_PARTS), adding up to the device total as LibreOffice computes it
+        bar = segments(rec.best.result.estimate)
+        charted = [part for part in bar if f"{part}_gib" in cols]
+        assert charted == [part for part in bar if part != "transient_peak"]  # (an RLHF pool's largest phase)
+        for part in charted:
+            assert same(bar[part] / GiB, ws.cell(row, cols[f"{part}_gib"]).value), part
+        assert same(sum(ws.cell(row, cols[f"{part}_gib"]).value for part in charted) * GiB,
+                    values["device_total"])
 
 
 def test_rows_of_a_requirement_stand_together(book, report):
@@ -774,6 +784,11 @@ def test_chart_is_native_with_visible_axes_and_cached_data(book):
     assert "<c:barChart>" in xml and '<c:grouping val="stacked"/>' in xml
     assert "<c:valAx>" in xml and "<c:catAx>" in xml and '<c:delete val="1"/>' not in xml
     assert "Charts!$F$3:$F$" in xml and "<c:numCache>" in xml
+    # a series per part of the report's bars (the allocator's reserve and the CUDA context too: an eighth colour for
+    # nine parts dropped the last one), each in the report's colour for it
+    fills = re.findall(r"<c:ser>.*?<a:srgbClr val=\"([0-9A-F]{6})\"", xml, flags=re.S)
+    parts = [p for p in BAR_PARTS if p != "transient_peak"]
+    assert fills == [PALETTE[BAR_PARTS.index(p)].lstrip("#").upper() for p in parts]
 
 
 # ---------------------------------------------------------------------------------------------

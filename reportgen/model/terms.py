@@ -1457,6 +1457,10 @@ TOTAL_TERMS: tuple[Term, ...] = (
          IF(V("engine_reserves").eq(1), V("engine_device_total"),
             V("reserved_peak") + V("cuda_context_mib") * MiB + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0)),
          "reserved + CUDA context + communication buffers: what nvidia-smi shows", "total"),
+    Term("allocator_reserve_bytes", "Allocator reserve", "bytes", V("reserved_peak") - V("allocated_peak"),
+         "reserved − allocated: the caching allocator's blocks held past the tensors in use", "total"),
+    Term("context_comm_bytes", "CUDA context + communication buffers", "bytes", V("device_total") - V("reserved_peak"),
+         "device total − reserved (an engine: what it holds past its profiled peak)", "total"),
     Term("recommended", "Recommended budget", "bytes",
          IF(V("engine_reserves").eq(1), V("device_total"), CEIL(V("device_total") * V("safety_factor"))),
          "k × device total (k editable; 1.2–1.3 in the source material); an engine's own margin is the memory "
@@ -1828,6 +1832,10 @@ RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "rollout_phase_seconds"
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
               "resident_activations", "resident_kv_cache", "resident_engine", "temporaries")
+# The stacked parts of a configuration's memory per GPU, in stacking order (the report's breakdown bars and the
+# workbook's Charts; a part keeps its colour in every chart): the peak's parts, an RLHF pool's largest phase, then what
+# the allocator reserves past the peak and what device_total adds past the reserve. They add up to device_total.
+BAR_PARTS = PEAK_PARTS + ("transient_peak", "allocator_reserve_bytes", "context_comm_bytes")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from ..model.lookups import LOOKUP_TABLES
 from ..model.inputs import (INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input,
                             job_inputs, rlhf_readers)
 from .notes import PLACEHOLDER
-from ..model.terms import ASSUMPTIONS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
+from ..model.terms import ASSUMPTIONS, BAR_PARTS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
 from ..model.units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
@@ -48,12 +48,9 @@ MAX_BARS = 40
 # budget (the figures a meeting sees). The HTML and --pdf-appendix print every group.
 MANAGEMENT_TERM_GROUPS = ("total",)
 
-# The segments of every breakdown bar, in stacking order (colours follow this order in every chart).
-# Single models stack PEAK_PARTS; RLHF groups stack their shared states and the largest phase.
-SEGMENTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
-            "resident_activations", "resident_kv_cache", "resident_engine", "temporaries", "transient_peak",
-            "fragmentation", "context_comm")
-assert set(PEAK_PARTS) <= set(SEGMENTS)
+# The segments of every breakdown bar (terms.BAR_PARTS). Single models stack PEAK_PARTS; RLHF groups stack their
+# shared states and the largest phase.
+SEGMENTS = BAR_PARTS
 
 # Capacity-matrix colour buckets: 1, 2, 4, 8, 16, 32, ≥64 GPUs.
 CAPACITY_BUCKETS = 7
@@ -434,8 +431,7 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
         parts["temporaries"] = int(v["zero3_buffer"]) + int(v["pp_recv_buffer_bytes"])
     else:
         parts = {k: int(v[k]) for k in PEAK_PARTS}
-    parts["fragmentation"] = int(v["reserved_peak"]) - int(v["allocated_peak"])
-    parts["context_comm"] = int(v["device_total"]) - int(v["reserved_peak"])
+    parts |= {k: int(v[k]) for k in ("allocator_reserve_bytes", "context_comm_bytes")}
     out = {k: parts.get(k, 0) for k in SEGMENTS}
     assert sum(out.values()) == int(v["device_total"]), "breakdown parts must add up to the device total"
     return out

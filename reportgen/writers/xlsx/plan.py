@@ -41,7 +41,8 @@ from ...report.i18n import Catalogue
 from ...model.inputs import RLHF_ALGORITHMS
 from ...planning.ranking import PLAN_ORDER, RENT_ORDER
 from ...report.build import Result
-from ...model.terms import PEAK_PARTS, TERM_BY_NAME
+from ...model.terms import BAR_PARTS, TERM_BY_NAME
+from ...report.charts import PALETTE
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .checks import unless_assumptions_fail
 from .layout import (DASH, GIB, MAX_ROW, NO_FIT, SCENARIO_FIRST_ROW, Column, Styles, Table, add_sheet,
@@ -451,13 +452,12 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
 # ---------------------------------------------------------------------------------------------
 # Charts: the peak memory breakdown of each Plan pick on Scenarios
 
-# The stacked parts, as expressions over the candidate's columns (GiB per GPU): the peak's parts,
-# then what device_total adds to allocated_peak (fragmentation, CUDA context, communication buffers).
-CHART_PARTS = (
-    tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GIB) for p in PEAK_PARTS)
-    + (Column("overhead_gib", "Fragmentation + CUDA context + comm buffers", "gib", "formula", 13,
-              (Var("device_total") - Var("allocated_peak")) / GIB),)
-)
+# The stacked parts of a single model's bar (GiB per GPU), the report's (terms.BAR_PARTS): the peak's parts, the
+# allocator's reserve, CUDA context and communication buffers; they add up to device_total.
+_SINGLE_PARTS = tuple(p for p in BAR_PARTS if p in TERM_BY_NAME)  # (an RLHF pool's largest phase is a group's)
+CHART_PARTS = tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GIB) for p in _SINGLE_PARTS)
+# each part in the report's colour for it
+PART_COLOURS = tuple(PALETTE[BAR_PARTS.index(p)] for p in _SINGLE_PARTS)
 CHART_COLUMNS = (
     (Column("pick", "#", "count", "id", 4),
      Column("plan_row", "Plan row (in table)", "count", "helper", 7),
@@ -467,7 +467,6 @@ CHART_COLUMNS = (
     + CHART_PARTS
     + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GIB),)
 )
-PART_COLOURS = ("#4472C4", "#8FAADC", "#ED7D31", "#A5A5A5", "#FFC000", "#5B9BD5", "#70AD47", "#7F7F7F")
 SPARE_PICKS = 3  # chart rows beyond the written picks, for Plan rows a planner adds
 
 
