@@ -717,9 +717,7 @@ class Estimator:
         """known: role estimates already made, filled as it goes (a search meets the same frozen roles many times)."""
         roles = tuple((name, self.estimate(s) if known is None else self.estimate_known(s, known)) for name, s in g.roles)
         fn, terms = _group_fn(tuple(n for n, _ in g.roles), g.placement)
-        first = g.roles[0][1]
-        inputs = {"num_gpus": first.num_gpus, "gpu": first.gpu, **{n: dict(g.settings)[n] for n in GROUP_INPUTS}}
-        values = dict(zip((t.name for t in terms), fn(inputs, self.assumptions, self.tables,
+        values = dict(zip((t.name for t in terms), fn(_group_inputs(g), self.assumptions, self.tables,
                                                       {n: ChainMap(e.values, e.scenario.input_view()) for n, e in roles})))
         return GroupEstimate(g, roles, values)
 

@@ -1832,10 +1832,12 @@ RLHF_TIME_KEYS = ("generation_seconds", "refit_seconds", "rollout_phase_seconds"
 # The parts that add up to allocated_peak at the peak phase (the stacked bars of every chart).
 PEAK_PARTS = ("resident_weights", "resident_master_weights", "resident_optimizer_states", "resident_gradients",
               "resident_activations", "resident_kv_cache", "resident_engine", "temporaries")
+# What device_total adds to allocated_peak: the allocator's reserve, then the CUDA context and communication buffers.
+OVERHEAD_PARTS = ("allocator_reserve_bytes", "context_comm_bytes")
 # The stacked parts of a configuration's memory per GPU, in stacking order (the report's breakdown bars and the
-# workbook's Charts; a part keeps its colour in every chart): the peak's parts, an RLHF pool's largest phase, then what
-# the allocator reserves past the peak and what device_total adds past the reserve. They add up to device_total.
-BAR_PARTS = PEAK_PARTS + ("transient_peak", "allocator_reserve_bytes", "context_comm_bytes")
+# workbook's Charts; a part keeps its colour in every chart): a single model's peak parts, an RLHF pool's largest
+# phase, then the overheads. They add up to device_total.
+BAR_PARTS = PEAK_PARTS + ("transient_peak",) + OVERHEAD_PARTS
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from ..model.lookups import LOOKUP_TABLES
 from ..model.inputs import (INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input,
                             job_inputs, rlhf_readers)
 from .notes import PLACEHOLDER
-from ..model.terms import ASSUMPTIONS, BAR_PARTS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
+from ..model.terms import ASSUMPTIONS, BAR_PARTS, OVERHEAD_PARTS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
 from ..model.units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
@@ -431,7 +431,7 @@ def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
         parts["temporaries"] = int(v["zero3_buffer"]) + int(v["pp_recv_buffer_bytes"])
     else:
         parts = {k: int(v[k]) for k in PEAK_PARTS}
-    parts |= {k: int(v[k]) for k in ("allocator_reserve_bytes", "context_comm_bytes")}
+    parts |= {k: int(v[k]) for k in OVERHEAD_PARTS}
     out = {k: parts.get(k, 0) for k in SEGMENTS}
     assert sum(out.values()) == int(v["device_total"]), "breakdown parts must add up to the device total"
     return out

@@ -41,7 +41,7 @@ from ...report.i18n import Catalogue
 from ...model.inputs import RLHF_ALGORITHMS
 from ...planning.ranking import PLAN_ORDER, RENT_ORDER
 from ...report.build import Result
-from ...model.terms import BAR_PARTS, TERM_BY_NAME
+from ...model.terms import BAR_PARTS, OVERHEAD_PARTS, PEAK_PARTS, TERM_BY_NAME
 from ...report.charts import PALETTE
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .checks import unless_assumptions_fail
@@ -454,7 +454,7 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
 
 # The stacked parts of a single model's bar (GiB per GPU), the report's (terms.BAR_PARTS): the peak's parts, the
 # allocator's reserve, CUDA context and communication buffers; they add up to device_total.
-_SINGLE_PARTS = tuple(p for p in BAR_PARTS if p in TERM_BY_NAME)  # (an RLHF pool's largest phase is a group's)
+_SINGLE_PARTS = PEAK_PARTS + OVERHEAD_PARTS
 CHART_PARTS = tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GIB) for p in _SINGLE_PARTS)
 # each part in the report's colour for it
 PART_COLOURS = tuple(PALETTE[BAR_PARTS.index(p)] for p in _SINGLE_PARTS)
