@@ -141,3 +141,30 @@ def test_the_plan_reads_a_group_runs_columns_not_its_results():
     made = sum(r is not None for r in part._made)
     picked = {e.result.index for rec in report.recommendations for e in rec.entries if e.result}
     assert 0 < made < len(part) and len(picked) <= made
+
+
+def test_role_rows_the_scalar_path_computed_are_read_from_its_values(monkeypatch):
+    """A role chunk's overrides (rows the columns cannot hold exactly: vector.py) are what the groups read. Forced
+    here: every fifth role row's columns are computed for another batch and overridden with its true values, so a
+    group that read the columns there would differ from estimate_group."""
+    from dataclasses import replace as replaced
+    from reportgen.model.inputs import INPUT_NAMES
+    groups = random_groups(5, 30)
+    real = Estimator.estimate_chunks
+
+    def planted(self, columns, size, chunk_rows=None, vector=None):
+        if vector is not None or "batch_size" not in columns:
+            return real(self, columns, size, chunk_rows or size, vector)
+        forced = range(0, size, 5)
+        truth = {k: tuple(self.estimate(Scenario(**{n: columns[n][k] for n in INPUT_NAMES})).values.values())
+                 for k in forced}
+        other = {**columns, "batch_size": [b * 2 if k % 5 == 0 else b for k, b in enumerate(columns["batch_size"])]}
+        return (replaced(chunk, overrides={**chunk.overrides, **{k - chunk.start: v for k, v in truth.items()
+                                                                  if chunk.start <= k < chunk.start + chunk.size}})
+                for chunk in real(self, other, size, chunk_rows or size))
+
+    monkeypatch.setattr(Estimator, "estimate_chunks", planted)
+    columns = EST.estimate_groups(groups)
+    monkeypatch.undo()
+    for k, g in enumerate(groups):
+        assert_same_group(columns.estimate(k), EST.estimate_group(g))
