@@ -168,3 +168,14 @@ def test_role_rows_the_scalar_path_computed_are_read_from_its_values(monkeypatch
     monkeypatch.undo()
     for k, g in enumerate(groups):
         assert_same_group(columns.estimate(k), EST.estimate_group(g))
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_an_engine_share_changed_on_a_group_is_the_group_laid_out_anew(seed):
+    """with_engine_share (what the plan's search over shares uses) makes what relayout makes: every group, role by
+    role, at every share the plan offers, for the bundled presets' groups and random ones."""
+    from reportgen.planning.plan import ENGINE_BUDGETS
+    groups = random_groups(seed, 40) + (preset_groups("ppo-rlhf") if seed == 6 else preset_groups("default"))
+    for g in groups:
+        for share in ENGINE_BUDGETS:
+            assert g.with_engine_share(share) == g.relayout(gpu_memory_utilization=share)

@@ -99,6 +99,13 @@ class RlhfScenario:
         return rlhf_scenario(name=self.name, algorithm=self.algorithm, placement=self.placement,
                              actor=self.actor.with_inputs(**inputs), **{**dict(self.settings), **settings})
 
+    def with_engine_share(self, share: float) -> "RlhfScenario":
+        """relayout(gpu_memory_utilization=share) without making the roles anew: every role carries the actor's share
+        of each GPU for its rollout engine, and no role sets its own or is made from it (tests/test_group_columns.py
+        holds the two equal)."""
+        return replace(self, actor=self.actor.with_inputs(gpu_memory_utilization=share),
+                       roles=tuple((n, s.with_inputs(gpu_memory_utilization=share)) for n, s in self.roles))
+
 
 # ---------------------------------------------------------------------------------------------
 # Why a well-formed combination cannot run: the rules and their English words are terms.SKIP_RULES; the

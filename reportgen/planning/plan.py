@@ -585,9 +585,8 @@ def _relayout(scenario: RlhfScenario, gpu: str, candidate: Scenario, micro_batch
                              **_actor_layout(candidate))
 
 
-def _group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candidate: Scenario,
-           micro_batch_size: int | None = None, known: dict | None = None) -> GroupEstimate:
-    group = _relayout(scenario, gpu, candidate, micro_batch_size)
+def _group(estimator: Estimator, group: RlhfScenario, known: dict | None = None) -> GroupEstimate:
+    """A laid-out group's estimate, its separate pools sized."""
     if group.pooled_roles:
         group = _sized_pools(estimator, group, {} if known is None else known)
     return estimator.estimate_group(group, known)
@@ -723,11 +722,13 @@ def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candi
     turn: a small one may not hold the engine's weights and one sequence's KV cache, a large one the trainer."""
     micros = _micro_batches(scenario, gpu, candidate, fixed)
     made: dict[tuple[float, int], GroupEstimate] = {}  # where none fits, the smallest share's group is made once
+    laid: dict[int, RlhfScenario] = {}  # the layout's group at each micro-batch, made once; each share changed on it
 
     def group(share: float, micro: int) -> GroupEstimate:
         if (share, micro) not in made:
-            made[share, micro] = _group(estimator, scenario, gpu, candidate.with_inputs(gpu_memory_utilization=share),
-                                        micro, known)
+            if micro not in laid:
+                laid[micro] = _relayout(scenario, gpu, candidate, micro)
+            made[share, micro] = _group(estimator, laid[micro].with_engine_share(share), known)
         return made[share, micro]
 
     shares = _engine_shares(candidate, fixed)
