@@ -492,7 +492,8 @@ def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_p
     micro-batch that fits, on the ground that a smaller micro-batch never needs more memory. Trying every (share,
     micro-batch) pair in the plan's order must give the same group for every layout the plan considers on these GPU
     counts."""
-    from reportgen.planning.plan import _engine_shares, _fitting_group, _group, _micro_batches, _rollout_layouts, candidates
+    from reportgen.planning.plan import (_engine_shares, _fitting_group, _group, _micro_batches, _relayout,
+                                         _rollout_layouts, candidates)
     compared, fitting_shares = 0, set()
     for gpu, n in configurations:
         base = group.actor.with_inputs(gpu=gpu)
@@ -502,7 +503,8 @@ def test_the_plan_finds_a_groups_largest_share_and_micro_batch_as_trying_every_p
                     continue
                 pairs = [(share, micro) for share in _engine_shares(layout, ())
                          for micro in _micro_batches(group, gpu, layout, ())]
-                every = [_group(EST, group, gpu, layout.with_inputs(gpu_memory_utilization=share), micro)
+                # each pair's group laid out anew (the plan changes the share on a group laid out once)
+                every = [_group(EST, _relayout(group, gpu, layout.with_inputs(gpu_memory_utilization=share), micro))
                          for share, micro in pairs]
                 expected = next((g for g in every if g["fits_recommended"]), every[-1])
                 assert _fitting_group(EST, group, gpu, layout, ()).scenario == expected.scenario
