@@ -619,6 +619,39 @@ def test_a_pool_made_alone_is_the_pool_the_group_makes(algorithm, settings):
                 assert made.num_gpus == n and made.zero_stage == (3 if n > 1 else 0)
 
 
+@pytest.mark.parametrize("gpu", ["H100-80GB-SXM", "L40S", "RTX-4090", "A100-40GB"])
+def test_a_pool_is_sized_as_trying_every_count_does(gpu):
+    """_pool_size stops past a node where the largest count does not hold the role (more GPUs never need more
+    memory per GPU for a pool's role); trying every buyable count in turn, as it did, gives the same size (or none)
+    for every pooled role of these groups: PPO and GRPO, separate pools and an engine apart, several layouts."""
+    from reportgen.planning.plan import MAX_GPUS, _pool_size, buyable_counts, pool_unit
+
+    def every_count(group, role):
+        s = group.role(role)
+        for n in buyable_counts(EST.gpus[s.gpu].gpus_per_node, MAX_GPUS):
+            if n <= MAX_GPUS and not n % pool_unit(s):
+                pool = group.role_on(role, n)
+                if EST.estimate(pool)["fits_recommended"]:
+                    return None if EST.skip_reasons(pool) else n
+        return None
+
+    sized, none = 0, 0
+    for model in ("Qwen2.5-7B", "Llama-3.1-70B"):
+        for layout in (dict(num_gpus=8, zero_stage=3), dict(num_gpus=16, tp_size=4, zero_stage=1, checkpointing="full"),
+                       dict(num_gpus=8, tp_size=2, zero_stage=3, checkpointing="full")):
+            actor = Scenario(model=model, workload="full", prompt_len=512, gen_len=1024, batch_size=4, gpu=gpu,
+                             serving_engine="vllm", **layout)
+            for algorithm, settings in (("ppo", dict(placement="separate")), ("grpo", dict(
+                    placement="separate", group_size=4)), ("ppo", dict(placement="colocated",
+                                                                       rollout_placement="separate"))):
+                group = rlhf_scenario(name="", algorithm=algorithm, actor=actor, **settings)
+                for role, _ in group.pooled_roles:
+                    want = every_count(group, role)
+                    assert _pool_size(EST, group, role, {}) == want, (model, layout, algorithm, role)
+                    sized, none = sized + (want is not None), none + (want is None)
+    assert sized > 10 and none > 3  # pools that fit somewhere and pools that fit nowhere
+
+
 def test_a_deadline_missed_with_iterations_that_grow_with_the_ranks_says_so():
     """Without --prompts-per-iteration an iteration takes the batch on each of the actor's data-parallel ranks, so a
     larger purchase runs larger iterations: a run that misses its deadline says so, and how to fix the size; with

@@ -700,15 +700,20 @@ def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict
     a trained role), that hold the group's `role` with the safety factor and run it (no skip rule holds); None where
     none does. A pool's role reads the actor and the group's settings, not the other pools' sizes."""
     s = group.role(role)
-    unit = pool_unit(s)
-    for n in buyable_counts(estimator.gpus[s.gpu].gpus_per_node, most):
-        if n > most:
-            break
-        if n % unit:
-            continue
-        pool = group.role_on(role, n)
-        if estimator.estimate_known(pool, known)["fits_recommended"]:
-            return None if estimator.skip_reasons(pool) else n
+    unit, per_node = pool_unit(s), estimator.gpus[s.gpu].gpus_per_node
+    counts = [n for n in buyable_counts(per_node, most) if n <= most and not n % unit]
+
+    def holds(n: int) -> bool:
+        return bool(estimator.estimate_known(group.role_on(role, n), known)["fits_recommended"])
+
+    past_node = next((k for k, n in enumerate(counts) if n > per_node), None)
+    for k, n in enumerate(counts):
+        if k == past_node and not holds(counts[-1]):
+            # past a node, more GPUs never need more memory per GPU for a pool's role (its rank's sequences and its
+            # shards only shrink): where the largest count does not hold it, none does
+            return None
+        if holds(n):
+            return None if estimator.skip_reasons(group.role_on(role, n)) else n
     return None
 
 
