@@ -652,6 +652,25 @@ def test_a_pool_is_sized_as_trying_every_count_does(gpu):
     assert sized > 10 and none > 3  # pools that fit somewhere and pools that fit nowhere
 
 
+def test_pools_sized_once_for_every_engine_share_are_the_pools_sized_at_each():
+    """The plan sizes a group's separate pools once for every engine share it tries (the sizes' key leaves the share
+    out): at each share the group's pools are those sized afresh there, for separate pools and an engine apart."""
+    from reportgen.planning.plan import ENGINE_BUDGETS, _sized_pools
+    actor = Scenario(model="Qwen2.5-7B", workload="full", prompt_len=512, gen_len=1024, batch_size=4, num_gpus=8,
+                     zero_stage=3, serving_engine="vllm")
+    checked = 0
+    for gpu in ("H100-80GB-SXM", "L40S"):
+        for settings in (dict(placement="separate"), dict(placement="colocated", rollout_placement="separate"),
+                         dict(placement="separate", rollout_placement="separate")):
+            group = rlhf_scenario(name="", algorithm="ppo", actor=actor.with_inputs(gpu=gpu), **settings)
+            known: dict = {}
+            for share in ENGINE_BUDGETS:
+                shared = group.with_engine_share(share)
+                assert _sized_pools(EST, shared, known) == _sized_pools(EST, shared, {}), (gpu, settings, share)
+                checked += 1
+    assert checked == 2 * 3 * len(ENGINE_BUDGETS)
+
+
 def test_a_deadline_missed_with_iterations_that_grow_with_the_ranks_says_so():
     """Without --prompts-per-iteration an iteration takes the batch on each of the actor's data-parallel ranks, so a
     larger purchase runs larger iterations: a run that misses its deadline says so, and how to fix the size; with

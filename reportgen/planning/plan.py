@@ -599,10 +599,11 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
     count, and the group does not fit.
 
     known: the search's made estimates (estimate_group's), and the sizes found per group. A role that generates
-    nothing reads no term of the engine's share of each GPU, which the search varies: its size is found once for
-    every share (share_free)."""
+    nothing reads no term of the engine's share of each GPU, which the search varies, nor does a pool read the
+    actor's share: the sizes are found once for every share (share_free; a rollout engine apart keeps its share)."""
     given = dict(group.settings).get("role_gpus") or {}
-    key = ("pools", tuple(map(share_free, (s for _, s in group.roles))), repr(group.settings))
+    key = ("pools", tuple(share_free(s) for _, s in group.pooled_roles),
+           group.actor.with_inputs(gpu_memory_utilization=0.0), repr(group.settings))
     sizes = known.get(key)
     if sizes is None:
         sizes = dict(given)
