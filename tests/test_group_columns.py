@@ -121,6 +121,7 @@ def scalar_groups(monkeypatch):
     monkeypatch.setattr(build, "GroupResults", objects)
 
 
+@pytest.mark.slow  # two reports of each preset
 @pytest.mark.parametrize("name", PRESETS_WITH_GROUPS)
 def test_a_report_on_group_columns_is_the_report_on_estimate_group(name, request):
     loaded = load(name)

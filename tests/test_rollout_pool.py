@@ -338,6 +338,7 @@ def _plan_json(*args: str) -> dict:
     return json.loads(out.output)
 
 
+@pytest.mark.slow  # two plans over every GPU type: 2 s each
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_comparing_placements_answers_each_gpu_type_with_the_cheaper(mode):
     """The plan with --compare-placements is, per GPU type, the cheaper by the plan's order (price, GPUs, speed) of
