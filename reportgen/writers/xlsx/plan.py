@@ -521,7 +521,7 @@ def _breakdown_chart(wb, ws, table: Table, rows: Sequence[Mapping[str, Any]], t:
     chart = wb.add_chart({"type": "bar", "subtype": "stacked"})
     first, last = table.first_row - 1, table.first_row + len(rows) - 2
     names = [r["label"] for r in rows]
-    for colour, part in zip(PART_COLOURS, CHART_PARTS):
+    for colour, part in zip(PART_COLOURS, CHART_PARTS, strict=True):  # (a part without a colour was dropped)
         c = table.index[part.name]
         chart.add_series({
             "name": ["Charts", 1, c],
