@@ -43,12 +43,17 @@ class RlhfScenario:
     actor: Scenario
     settings: tuple[tuple[str, Any], ...] = ()
 
+    @property
+    def lead(self) -> Scenario:
+        """The role that names the group and whose GPUs are its own: the actor (DPO's policy), as laid out."""
+        return self.roles[0][1]
+
     def role(self, name: str) -> Scenario:
         return dict(self.roles)[name]
 
     def label(self, word: Callable[[str, str], str] = lambda axis, value: value) -> str:
         """'PPO · Llama-2-7B · colocated' ('… · separate · engines apart'); word(axis, value) as for a Scenario's."""
-        return self.name or " · ".join([self.algorithm.upper(), self.roles[0][1].model, *self.placement_words(word)])
+        return self.name or " · ".join([self.algorithm.upper(), self.lead.model, *self.placement_words(word)])
 
     @property
     def job_roles(self) -> tuple[tuple[str, Scenario], ...]:
@@ -553,7 +558,7 @@ def _group_vector(role_names: tuple[str, ...], placement: str) -> VectorTerms:
 
 def _group_inputs(g: RlhfScenario) -> dict[str, Any]:
     """A group's own inputs: its first role's GPUs and its settings its terms read."""
-    first = g.roles[0][1]
+    first = g.lead
     settings = dict(g.settings)
     return {"num_gpus": first.num_gpus, "gpu": first.gpu, **{n: settings[n] for n in GROUP_INPUTS}}
 

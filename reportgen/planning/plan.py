@@ -95,7 +95,7 @@ class PlanOption:
         if isinstance(self.estimate, GroupEstimate):
             g = self.estimate.scenario
             out["sequences_per_gpu"] = g.rank_sequences
-            out["micro_batch_size"] = g.roles[0][1].batch_size
+            out["micro_batch_size"] = g.lead.batch_size
             if g.actor.serving_engine != "hf-generate":
                 out["rollout_tp_size"] = g.actor.rollout_tp_size
                 out["gpu_memory_utilization"] = g.actor.gpu_memory_utilization

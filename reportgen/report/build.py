@@ -42,7 +42,7 @@ class Result:
     @property
     def lead(self) -> Scenario:
         """The scenario that names the row: itself, or an RLHF group's actor/policy."""
-        return self.estimate.scenario.roles[0][1] if self.is_group else self.estimate.scenario
+        return self.estimate.scenario.lead if self.is_group else self.estimate.scenario
 
     @property
     def label(self) -> str:
@@ -216,7 +216,7 @@ class GroupResults(_ObjectRows, Sequence):
         return dict.fromkeys(self.matrix_of)
 
     def gpu_names(self) -> set[str]:
-        return {g.roles[0][1].gpu for g in self.columns.groups}
+        return {g.lead.gpu for g in self.columns.groups}
 
     def single_scenarios(self) -> int:
         return sum(len(g.roles) for g in self.columns.groups)
@@ -233,7 +233,7 @@ class GroupResults(_ObjectRows, Sequence):
         return columns
 
     def gpu_positions(self, position: Mapping[str, int]) -> np.ndarray:
-        return np.array([position[g.roles[0][1].gpu] for g in self.columns.groups], dtype=np.int64)
+        return np.array([position[g.lead.gpu] for g in self.columns.groups], dtype=np.int64)
 
     def goal_met(self, columns: Mapping[str, np.ndarray], goals: Mapping[str, Goal]) -> np.ndarray:
         return np.ones(len(self), dtype=bool)  # a preset refuses a goal for RLHF groups
@@ -441,7 +441,7 @@ def group_requirement(g: RlhfScenario, interchangeable: Iterable[str] = (), goal
               "batch_size": s.batch_size * s.grad_accum_steps}
     settings = [(n, v) for n, v in values.items() if n not in free and n not in GROUP_PASS_INPUTS
                 and not (prompts and n == "batch_size")]
-    return Requirement(g.roles[0][1].model, g.algorithm, tuple(settings + [(k, v) for k, v in extra if k not in free]))
+    return Requirement(g.lead.model, g.algorithm, tuple(settings + [(k, v) for k, v in extra if k not in free]))
 
 
 def distinct_requirements(needs: Iterable[Requirement]) -> tuple[list[Requirement], np.ndarray, np.ndarray]:

@@ -674,7 +674,7 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     t = book.t
     roles = tuple(name for name, _ in g.scenario.roles)
     role_rows = {role: book.role_rows[(r.index, role)] for role in roles}
-    lead = g.scenario.roles[0][1]
+    lead = g.scenario.lead
     # where it runs is fixed by its rows; whether its engines generate ahead is its rollout_mode cell's
     prefix = " · ".join([g.scenario.algorithm.upper(), *g.scenario.placement_words(ahead=False)])
     row = {"group": f"G{r.index}", "index": r.index, "name": g.scenario.name, "matrix": r.matrix,
