@@ -8,6 +8,7 @@ rule beside it. Regression tests of three wrong answers found on main:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
 from reportgen.model.estimate import Estimator, make_scenario
 from reportgen.pipeline import load, make_report
+from reportgen.model.terms import BAR_PARTS, PEAK_PARTS
 from reportgen.report.views import build_view, segments, tokens_short
+from test_group_columns import EST, random_groups
 
 WHEN = "2026-01-01T00:00:00+00:00"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -68,6 +71,38 @@ def test_rlhf_bars_show_gradient_buffers_as_gradients():
         if framework != "hf":
             assert parts["resident_gradients"] > 0, framework
         assert sum(parts.values()) == result["device_total"]
+
+
+def pool_bar(group) -> dict[str, int]:
+    """The oracle of a group's bar, from its pools (GroupEstimate.pools) rather than its bar_ terms: the first pool with
+    the largest device total; a pool of roles sharing the actor's GPUs stacks their states and the largest phase, a
+    role on GPUs of its own its single-model bar."""
+    _, est, v = max(group.pools(), key=lambda pool: pool[2]["device_total"])
+    if est is group:
+        parts = {f"resident_{k}": v[k] for k in ("weights", "master_weights", "optimizer_states")}
+        parts |= {"resident_gradients": v["resident_gradients"], "transient_peak": v["transient_peak"],
+                  "temporaries": v["zero3_buffer"] + v["pp_recv_buffer_bytes"]}
+    else:
+        parts = {k: v[k] for k in PEAK_PARTS}
+    parts |= {k: v[k] for k in ("allocator_reserve_bytes", "context_comm_bytes")}
+    return {k: int(parts.get(k, 0)) for k in BAR_PARTS}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_rlhf_bar_is_its_tightest_pool(seed):
+    """Every shape of group (colocated, separate pools, engines apart beside colocated trainers): the bar the report
+    and the workbook stack (the group's bar_ terms) is its tightest pool's, and adds up to the group's device total."""
+    groups = random_groups(seed, 60)
+    pools = Counter()
+    for g in groups:
+        made = EST.estimate_group(g)
+        want = pool_bar(made)
+        assert segments(made) == want, g.label()
+        assert sum(want.values()) == int(made["device_total"])
+        pools[len(made.pools()), max(range(len(made.pools())), key=lambda k: made.pools()[k][2]["device_total"]) > 0] += 1
+    # groups of one pool and of several, and among those, bars of a pool other than the actor's
+    assert pools[1, False] and sum(n for (size, _), n in pools.items() if size > 1) and sum(
+        n for (_, other), n in pools.items() if other), pools
 
 
 @pytest.mark.slow  # several seconds: the full run has it

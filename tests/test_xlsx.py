@@ -245,23 +245,29 @@ def test_every_formula_cell_recalculates_to_the_python_value(book, recalculated,
 
 
 def test_charts_follow_the_plan(recalculated, report):
+    """A bar per pick of the Plan, a single model's or an RLHF group's (its tightest pool's, of every shape of
+    group in the fixture), part by part the report's bar (terms.BAR_PARTS), adding up to the device total as
+    LibreOffice computes it."""
     wb = openpyxl.load_workbook(recalculated, data_only=True)
     ws = wb["Charts"]
     cols = columns(ws)
-    singles = [rec for rec in report.recommendations if rec.best and not rec.best.result.is_group]
-    for row, rec in enumerate(singles, start=FIRST_ROW):
-        values = rec.best.result.estimate.values
-        assert ws.cell(row, cols["label"]).value == label_of(wb, rec.best.result)
-        assert same(values["resident_weights"] / GiB, ws.cell(row, cols["resident_weights_gib"]).value)
+    picks = [rec.best.result for rec in report.recommendations if rec.best]
+    groups = [r for r in picks if r.is_group]
+    assert groups and len(groups) < len(picks)
+    assert {len(r.estimate.pools()) > 1 for r in groups} == {True, False}  # one pool and several
+    for row, r in enumerate(picks, start=FIRST_ROW):
+        values = r.estimate.values
+        assert ws.cell(row, cols["label"]).value == label_of(wb, r)
+        assert ws.cell(row, cols["sheet"]).value == ("RLHF" if r.is_group else "Scenarios")
         assert same(values["device_total"] / GiB, ws.cell(row, cols["device_total_gib"]).value)
-        # the report's bar, part by part (terms.BAR_PARTS), adding up to the device total as LibreOffice computes it
-        bar = segments(rec.best.result.estimate)
-        charted = [part for part in bar if f"{part}_gib" in cols]
-        assert charted == [part for part in bar if part != "transient_peak"]  # (an RLHF pool's largest phase)
-        for part in charted:
-            assert same(bar[part] / GiB, ws.cell(row, cols[f"{part}_gib"]).value), part
-        assert same(sum(ws.cell(row, cols[f"{part}_gib"]).value for part in charted) * GiB,
-                    values["device_total"])
+        bar = segments(r.estimate)
+        assert list(bar) == list(BAR_PARTS)
+        for part in bar:
+            assert same(bar[part] / GiB, ws.cell(row, cols[f"{part}_gib"]).value), (r.label, part)
+        assert same(sum(ws.cell(row, cols[f"{part}_gib"]).value for part in bar) * GiB, values["device_total"])
+    # the spare rows, for Plan rows a planner adds, show nothing yet
+    spare = range(FIRST_ROW + len(picks), ws.max_row + 1)
+    assert len(spare) == 3 and all(ws.cell(row, cols["label"]).value in ("", None) for row in spare)
 
 
 def test_rows_of_a_requirement_stand_together(book, report):
@@ -787,8 +793,7 @@ def test_chart_is_native_with_visible_axes_and_cached_data(book):
     # a series per part of the report's bars (the allocator's reserve and the CUDA context too: an eighth colour for
     # nine parts dropped the last one), each in the report's colour for it
     fills = re.findall(r"<c:ser>.*?<a:srgbClr val=\"([0-9A-F]{6})\"", xml, flags=re.S)
-    parts = [p for p in BAR_PARTS if p != "transient_peak"]
-    assert fills == [PALETTE[BAR_PARTS.index(p)].lstrip("#").upper() for p in parts]
+    assert fills == [PALETTE[BAR_PARTS.index(p)].lstrip("#").upper() for p in BAR_PARTS]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,8 +26,9 @@ from .inputs import (FROZEN, ROLLOUT, INPUT_BY_NAME, INPUT_NAMES, INPUTS, RLHF_A
                      SLEEP_APART, Scenario, check_inputs, check_rlhf)
 from .spec import ModelSpec
 from .shape import model_row, params_by_component
-from .terms import (ASSUMPTION_DEFAULTS, INFERENCE_TIME_KEYS, PEAK_PARTS, PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS,
-                    SERVING_KEYS, SKIP_RULES, TERM_BY_NAME, TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term, inlined)
+from .terms import (ASSUMPTION_DEFAULTS, BAR_PARTS, GROUP_BAR, INFERENCE_TIME_KEYS, OVERHEAD_PARTS, PEAK_PARTS,
+                    PER_GPU_KEYS, RLHF_TIME_KEYS, ROLE_TERMS, SERVING_KEYS, SINGLE_BAR, SKIP_RULES, TERM_BY_NAME,
+                    TOTAL_TERMS, TRAIN_TIME_KEYS, SkipRule, Term, inlined)
 from .vector import CHUNK_ROWS, Chunk, TermColumns, Text, VectorTerms, column_of, to_list
 
 
@@ -432,9 +433,10 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
              "time"),
     )
     if placement == "separate":  # each role sized on its own GPUs; the group reports the tightest pool
-        return pools_answer([{k: r(x, k) for k in POOL_ANSWERS} for x in role_names]) + time
+        return (pools_answer([{k: r(x, k) for k in POOL_ANSWERS} for x in role_names])
+                + bar_terms([_own_bar(x) for x in role_names]) + time)
     if ROLLOUT not in role_names:
-        return colocated_pool(role_names) + time
+        return colocated_pool(role_names) + bar_terms([_colocated_bar(Var)]) + time
     # Trainers colocated beside a rollout engine on GPUs of its own: the trainers' pool (its answers named
     # trainers_…, on the actor's GPUs), and the group's answer over it and the engine's pool.
     trainers = [t for t in colocated_pool(tuple(r for r in role_names if r != ROLLOUT)) if t.name != "total_gpus"]
@@ -448,7 +450,11 @@ def group_terms(role_names: Sequence[str], placement: str) -> tuple[Term, ...]:
 
     trainers = tuple(map(trainers_term, trainers))
     pool = {k: Var(renamed.get(k, k)) for k in POOL_ANSWERS}
-    return trainers + pools_answer((pool, {k: r(ROLLOUT, k) for k in POOL_ANSWERS})) + time
+    return (trainers + pools_answer((pool, {k: r(ROLLOUT, k) for k in POOL_ANSWERS}))
+            + bar_terms([_colocated_bar(lambda n: Var(renamed.get(n, n))), _own_bar(ROLLOUT)]) + time)
+
+
+TRANSIENT_PEAK_LABEL = "Largest phase's transient memory"
 
 
 def colocated_pool(role_names: Sequence[str]) -> tuple[Term, ...]:
@@ -474,7 +480,7 @@ def colocated_pool(role_names: Sequence[str]) -> tuple[Term, ...]:
         Term("pp_recv_buffer_bytes", "Pipeline receive buffers of every role", "bytes",
              total("pp_recv_buffer_bytes"), "part of the resident model states: a role trained by a torch pipeline "
              "keeps a receive buffer per micro-batch", "phase"),
-        Term("transient_peak", "Largest phase's transient memory", "bytes",
+        Term("transient_peak", TRANSIENT_PEAK_LABEL, "bytes",
              MAX(*(r(role, "allocated_peak") - r(role, "model_states") for role in role_names)),
              "rollout (actor KV cache), scoring forwards, and each trained role's step run one after another",
              "phase"),
@@ -511,6 +517,55 @@ def pools_answer(pools: Sequence[Mapping[str, Expr]]) -> tuple[Term, ...]:
         Term("hourly_usd", "Cloud cost per hour (USD)", "usd", every("hourly_usd")),
         Term("total_gpus", "GPUs in all", "count", every("num_gpus")),
     ])
+
+
+def _colocated_bar(var: Callable[[str], Expr]) -> dict[str, Expr]:
+    """The bar parts of the roles sharing the actor's GPUs (colocated_pool's terms, read through `var`): their
+    resident states, the largest phase's transient memory, the overheads, and the pool's device total."""
+    return {"resident_weights": var("weights"), "resident_master_weights": var("master_weights"),
+            "resident_optimizer_states": var("optimizer_states"), "resident_gradients": var("resident_gradients"),
+            "temporaries": var("zero3_buffer") + var("pp_recv_buffer_bytes"), "transient_peak": var("transient_peak"),
+            **{p: var(p) for p in OVERHEAD_PARTS}, "device_total": var("device_total")}
+
+
+def _own_bar(role: str) -> dict[str, Expr]:
+    """The bar parts of a role on GPUs of its own: its single-model bar, and its device total."""
+    return {**{p: _of(role, name) for p, name in SINGLE_BAR.items() if name}, "device_total": _of(role, "device_total")}
+
+
+def bar_terms(pools: Sequence[Mapping[str, Expr]]) -> tuple[Term, ...]:
+    """A group's bar (the report's breakdowns, the workbook's Charts): the parts of its tightest pool, the first
+    (GroupEstimate.pools' order) of those with the largest device total. A part a pool lacks is 0."""
+    if len(pools) == 1:
+        head: tuple[Term, ...] = ()
+
+        def part(p: str) -> Expr:
+            return pools[0].get(p, Num(0))
+    else:
+        top = MAX(*(pool["device_total"] for pool in pools))
+        which: Expr = Num(len(pools))
+        for k in range(len(pools) - 1, 0, -1):
+            which = IF(pools[k - 1]["device_total"].ge(top), k, which)
+        head = (Term("bar_pool", "Pool the bar shows (1: the actor's)", "count", which,
+                     "the tightest pool: the first, in role order, with the largest device total", "phase"),)
+
+        def part(p: str) -> Expr:
+            if not any(p in pool for pool in pools):
+                return Num(0)
+            out = pools[-1].get(p, Num(0))
+            for k in range(len(pools) - 1, 0, -1):
+                out = IF(Var("bar_pool").eq(k), pools[k - 1].get(p, Num(0)), out)
+            return out
+    return head + tuple(Term(GROUP_BAR[p], f"{_part_label(p)} (the bar)", "bytes", part(p), BAR_SOURCE, "phase")
+                        for p in BAR_PARTS)
+
+
+BAR_SOURCE = ("a part of the group's bar in the report's breakdowns and the workbook's Charts: its tightest pool's (where "
+              "the roles share the actor's GPUs, their states and largest phase; a role on GPUs of its own, its bar)")
+
+
+def _part_label(part: str) -> str:
+    return TRANSIENT_PEAK_LABEL if part == "transient_peak" else TERM_BY_NAME[part].label
 
 
 # What each pool of a group answers (pools_answer): its per-GPU bytes, fit, GPUs and prices.

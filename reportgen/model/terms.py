@@ -1838,6 +1838,10 @@ OVERHEAD_PARTS = ("allocator_reserve_bytes", "context_comm_bytes")
 # workbook's Charts; a part keeps its colour in every chart): a single model's peak parts, an RLHF pool's largest
 # phase, then the overheads. They add up to device_total.
 BAR_PARTS = PEAK_PARTS + ("transient_peak",) + OVERHEAD_PARTS
+# The term each part of a bar reads: a single model's own (it has no pool's largest phase: None, 0), an RLHF group's
+# bar_… term (estimate.group_terms: its tightest pool's part).
+SINGLE_BAR = {p: None if p == "transient_peak" else p for p in BAR_PARTS}
+GROUP_BAR = {p: f"bar_{p}" for p in BAR_PARTS}
 
 
 @dataclass(frozen=True)

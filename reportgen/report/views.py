@@ -33,7 +33,7 @@ from ..model.lookups import LOOKUP_TABLES
 from ..model.inputs import (INPUT_BY_NAME, INPUT_NAMES, INPUTS, FROZEN, ROLLOUT, RLHF_INPUTS, WORKLOAD_DEFAULTS, Input,
                             job_inputs, rlhf_readers)
 from .notes import PLACEHOLDER
-from ..model.terms import ASSUMPTIONS, BAR_PARTS, OVERHEAD_PARTS, PEAK_PARTS, RLHF_TIME_KEYS, ROLE_TERMS, Term
+from ..model.terms import ASSUMPTIONS, BAR_PARTS, GROUP_BAR, RLHF_TIME_KEYS, ROLE_TERMS, SINGLE_BAR, Term
 from ..model.units import GB, MB, SECONDS_PER, GiB, MiB, duration_unit, format_count
 from .validation import TARGETS, Excluded, PublishedFigure, RunName, ValidationRow, error_stats
 
@@ -48,8 +48,8 @@ MAX_BARS = 40
 # budget (the figures a meeting sees). The HTML and --pdf-appendix print every group.
 MANAGEMENT_TERM_GROUPS = ("total",)
 
-# The segments of every breakdown bar (terms.BAR_PARTS). Single models stack PEAK_PARTS; RLHF groups stack their
-# shared states and the largest phase.
+# The segments of every breakdown bar (terms.BAR_PARTS). Single models stack their peak's parts (SINGLE_BAR); RLHF
+# groups their tightest pool's (GROUP_BAR).
 SEGMENTS = BAR_PARTS
 
 # Capacity-matrix colour buckets: 1, 2, 4, 8, 16, 32, ≥64 GPUs.
@@ -418,21 +418,11 @@ def _fit_state(values: Mapping[str, float]) -> str:
 
 
 def segments(est: Estimate | GroupEstimate) -> dict[str, int]:
-    """The stacked parts of one configuration, in SEGMENTS order; they add up to device_total."""
+    """The stacked parts of one configuration, in SEGMENTS order (an RLHF group's: its tightest pool's); they add up
+    to device_total."""
     v = est.values
-    if isinstance(est, GroupEstimate):
-        # the bar is the tightest pool (the one with the largest device total): the roles' that share the actor's
-        # GPUs, or a role's on GPUs of its own
-        _, est, v = max(est.pools(), key=lambda pool: pool[2]["device_total"])
-    if isinstance(est, GroupEstimate):
-        # a group's states sum its roles'
-        parts = {f"resident_{k}": int(v[k]) for k in ("weights", "master_weights", "optimizer_states")}
-        parts |= {k: int(v[k]) for k in ("resident_gradients", "transient_peak")}
-        parts["temporaries"] = int(v["zero3_buffer"]) + int(v["pp_recv_buffer_bytes"])
-    else:
-        parts = {k: int(v[k]) for k in PEAK_PARTS}
-    parts |= {k: int(v[k]) for k in OVERHEAD_PARTS}
-    out = {k: parts.get(k, 0) for k in SEGMENTS}
+    out = {part: int(v[name]) if name else 0
+           for part, name in (GROUP_BAR if isinstance(est, GroupEstimate) else SINGLE_BAR).items()}
     assert sum(out.values()) == int(v["device_total"]), "breakdown parts must add up to the device total"
     return out
 

@@ -36,12 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ...model.formulas import ExcelContext, Var, to_excel
+from ...model.estimate import TRANSIENT_PEAK_LABEL
+from ...model.formulas import ExcelContext, Expr, Num, Var, to_excel
 from ...report.i18n import Catalogue
 from ...model.inputs import RLHF_ALGORITHMS
 from ...planning.ranking import PLAN_ORDER, RENT_ORDER
 from ...report.build import Result
-from ...model.terms import BAR_PARTS, OVERHEAD_PARTS, PEAK_PARTS, TERM_BY_NAME
+from ...model.terms import BAR_PARTS, GROUP_BAR, SINGLE_BAR, TERM_BY_NAME
 from ...report.charts import PALETTE
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .checks import unless_assumptions_fail
@@ -155,7 +156,7 @@ PLAN_TABLE_COLUMNS = (
     + (LINK_ROW, WRITTEN_ROWS) + SEARCH + PLAN_SEARCH
     + tuple(Column(ranking.column(k), label, "usd" if k.endswith("_usd") else "count", "helper", 11)
             for ranking, labels in RANKING_LABELS.items() for k, label in labels.items())
-    + (Column("chart_order", "Single-model picks so far (Charts row)", "count", "helper", 9),)
+    + (Column("chart_order", "Picks so far (Charts row)", "count", "helper", 9),)
 )
 PICKS = ((TO_BUY, PLAN_DETAILS), (TO_RENT, RENT_DETAILS))  # each ranking's pick and its figures
 
@@ -329,10 +330,8 @@ def plan_templates(book: Book, plan: Table) -> dict[str, str]:
     out.update(_plan_search(book, plan))
     out["cheapest"] = _first_of_requirement(book, plan, TO_BUY)
     out["cheapest_to_rent"] = _first_of_requirement(book, plan, TO_RENT)
-    cheapest, sheet = plan.letter("cheapest"), plan.letter("sheet")
-    first = plan.first_row
-    out["chart_order"] = (f'=SUMPRODUCT((${cheapest}${first}:{cheapest}{ROW}=1)'
-                          f'*(${sheet}${first}:{sheet}{ROW}="Scenarios"))')
+    cheapest, first = plan.letter("cheapest"), plan.first_row
+    out["chart_order"] = f"=COUNTIF(${cheapest}${first}:{cheapest}{ROW},1)"
     return out
 
 
@@ -402,7 +401,7 @@ def _plan_rows(book: Book) -> list[dict[str, Any]]:
         key = (-1 if sheet == "RLHF" else 1) * search["requirement_first"]
         for entry in rec.entries:
             cheapest = int(rec.best is not None and rec.best.gpu == entry.gpu)
-            picks += cheapest and sheet == "Scenarios"
+            picks += cheapest
             row = {"model": entry.model, "workload": entry.workload, "gpu": entry.gpu, "requirement": text,
                    WRITTEN.name: text,
                    "sheet": sheet, "scenarios_tried": entry.num_scenarios, "cheapest": cheapest,
@@ -450,63 +449,85 @@ def write_plan(wb, book: Book, styles: Styles) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Charts: the peak memory breakdown of each Plan pick on Scenarios
+# Charts: the memory breakdown of each Plan pick, a single model's or an RLHF group's
 
-# The stacked parts of a single model's bar (GiB per GPU), the report's (terms.BAR_PARTS): the peak's parts, the
-# allocator's reserve, CUDA context and communication buffers; they add up to device_total.
-_SINGLE_PARTS = PEAK_PARTS + OVERHEAD_PARTS
-CHART_PARTS = tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label, "gib", "formula", 11, Var(p) / GIB) for p in _SINGLE_PARTS)
+# The stacked parts of a bar (GiB per GPU), the report's (terms.BAR_PARTS): the peak's parts, an RLHF pool's largest
+# phase, the allocator's reserve, CUDA context and communication buffers; they add up to device_total. A single model's
+# are its terms on Scenarios, a group's its bar_ terms on RLHF (its tightest pool's).
+def _part_expr(names: Mapping[str, str | None], part: str) -> Expr:
+    return Var(names[part]) / GIB if names[part] else Num(0)
+
+
+CHART_PARTS = tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label if p in TERM_BY_NAME else TRANSIENT_PEAK_LABEL, "gib",
+                           "formula", 11, _part_expr(SINGLE_BAR, p)) for p in BAR_PARTS)
+GROUP_PARTS = tuple(replace(c, expr=_part_expr(GROUP_BAR, p)) for c, p in zip(CHART_PARTS, BAR_PARTS))
 # each part in the report's colour for it
-PART_COLOURS = tuple(PALETTE[BAR_PARTS.index(p)] for p in _SINGLE_PARTS)
+PART_COLOURS = tuple(PALETTE[BAR_PARTS.index(p)] for p in BAR_PARTS)
 CHART_COLUMNS = (
     (Column("pick", "#", "count", "id", 4),
      Column("plan_row", "Plan row (in table)", "count", "helper", 7),
+     Column("sheet", "Candidates on", "text", "helper", 9),
      Column("recommendation", "Model · workload", "text", "formula", 24),
-     Column(FOUND, "Scenarios row (in table)", "count", "helper", 9),
+     Column(FOUND, "Row on its candidate sheet (in table)", "count", "helper", 9),
      Column("label", "Cheapest configuration", "text", "formula", 62))
     + CHART_PARTS
     + (Column("device_total_gib", "Device total", "gib", "formula", 10, Var("device_total") / GIB),)
 )
+FIGURES = CHART_COLUMNS[6:]  # the bar's: read from the pick's candidate row
 SPARE_PICKS = 3  # chart rows beyond the written picks, for Plan rows a planner adds
 
 
 def chart_rows(book: Book, plan: Table, charts: Table, picks: Sequence) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Python values and formula templates of the Charts rows: the k-th row shows the k-th Plan row
-    marked cheapest whose candidates are on Scenarios (the k-th of `picks`)."""
-    values = compiled_columns(CHART_COLUMNS[5:], chained=False)
+    """Python values and formula templates of the Charts rows: the k-th row shows the k-th Plan row marked cheapest
+    (the k-th of `picks`), from its candidate row on Scenarios or RLHF."""
+    group_figures = GROUP_PARTS + FIGURES[-1:]
+    values = {False: compiled_columns(FIGURES, chained=False), True: compiled_columns(group_figures, chained=False)}
     plan_position = {}
     for i, row in enumerate(plan_rows(book), start=1):
         plan_position.setdefault(row["chart_order"], i)
     rows = []
     candidates = book.rows_of(picks)
     for k in range(1, charts.num_rows + 1):
-        row = {"pick": k, "plan_row": 0, "recommendation": "", FOUND: 0, "label": ""}
-        row.update({c.name: "" for c in CHART_COLUMNS[5:]})
+        row = {"pick": k, "plan_row": 0, "sheet": "", "recommendation": "", FOUND: 0, "label": ""}
+        row.update({c.name: "" for c in FIGURES})
         if k <= len(picks):
             r, candidate = picks[k - 1], candidates[k - 1]
-            row.update({"plan_row": plan_position[k], "recommendation": f"{r.model} · {r.workload}",
-                        FOUND: candidate["row_in_table"], "label": candidate["label"]})
-            row.update(zip((c.name for c in CHART_COLUMNS[5:]), values(candidate, book.report.assumptions)))
+            row.update({"plan_row": plan_position[k], "sheet": "RLHF" if r.is_group else "Scenarios",
+                        "recommendation": f"{r.model} · {r.workload}", FOUND: candidate["row_in_table"],
+                        "label": candidate["label"]})
+            row.update(zip((c.name for c in FIGURES), values[r.is_group](candidate, book.report.assumptions)))
         rows.append(row)
-    p, found = (lambda c: book.names.of(plan, c)), charts.ref(FOUND)
-    ctx = book.context(book.scenarios)
-    pick = replace(ctx, cell=lambda n: f"INDEX({book.names.of(book.scenarios, n)},${found})")
+    p, found, sheet = (lambda c: book.names.of(plan, c)), charts.ref(FOUND), charts.ref("sheet")
+
+    def on(table: Table) -> ExcelContext:  # the pick's row of a candidate sheet
+        return replace(book.context(table), cell=lambda n: f"INDEX({book.names.of(table, n)},${found})")
+
+    # (a book without RLHF groups has no group terms on RLHF)
+    single, group = on(book.scenarios), on(book.rlhf) if GROUP_BAR["transient_peak"] in book.rlhf.index else None
+
+    def figure(c: Column, g: Column) -> str:
+        one = to_excel(c.expr, single)
+        return f'IF(${sheet}="RLHF",{to_excel(g.expr, group)},{one})' if group is not None else one
+
+    label = Column("label", "", "text", "formula", expr=Var("label"))
+
     plan_row = charts.ref("plan_row")
     templates = {
         "plan_row": f"=IF(${charts.ref('pick')}>MAX({p('chart_order')}),0,MATCH(${charts.ref('pick')},"
                     f"{p('chart_order')},0))",
+        "sheet": f'=IF(${plan_row}=0,"",INDEX({p("sheet")},${plan_row}))',
         "recommendation": f'=IF(${plan_row}=0,"",INDEX({p("model")},${plan_row})&" · "&INDEX({p("workload")},'
                           f'${plan_row}))',
         FOUND: f"=IF(${plan_row}=0,0,INDEX({p(FOUND)},${plan_row}))",
-        "label": f'=IF(${found}=0,"",{pick.cell("label")})',
-        **{c.name: f'=IF(${found}=0,"",{to_excel(c.expr, pick)})' for c in CHART_COLUMNS[5:]},
+        "label": f'=IF(${found}=0,"",{figure(label, label)})',
+        **{c.name: f'=IF(${found}=0,"",{figure(c, g)})' for c, g in zip(FIGURES, group_figures)},
     }
     return rows, templates
 
 
 def write_charts(wb, book: Book, styles: Styles) -> None:
     ws = add_sheet(wb, "Charts")
-    picks = [rec.best.result for rec in book.report.recommendations if rec.best and not rec.best.result.is_group]
+    picks = [rec.best.result for rec in book.report.recommendations if rec.best]
     table = Table("Charts", CHART_COLUMNS, SCENARIO_FIRST_ROW, len(picks) + SPARE_PICKS)
     rows, templates = chart_rows(book, plan_table(book), table, picks)
     write_header(ws, table, styles, book.t)
