@@ -245,7 +245,7 @@ def builds(out: Path, sweeps: list[int]) -> list[tuple[str, dict]]:
 
 # ---------------------------------------------------------------------------------------------
 
-def table(machine_line: str, est: dict, presets: dict, search: dict, startup: dict,
+def table(machine_line: str, est: dict, presets: dict, search: dict, startup: dict, questions: dict,
           build_rows: list[tuple[str, dict]]) -> str:
     from startup import BASELINE
     base = startup[BASELINE]
@@ -256,6 +256,10 @@ def table(machine_line: str, est: dict, presets: dict, search: dict, startup: di
         if name.startswith(("reportgen --help", "reportgen estimate")):  # #35's start-up targets
             lines.append(f"| start-up: {name} | {cost:.3f} s | {cost - base:+.3f} s above `python -c pass` "
                          f"({base:.3f} s), median of 5 | |")
+    slowest = max(questions, key=questions.get)
+    lines.append(f"| `reportgen plan`, the {len(questions)} buyer questions of `benchmarks/questions.py`, each in a fresh "
+                 f"process, median of 3 | median {statistics.median(questions.values()):.2f} s, slowest "
+                 f"{questions[slowest]:.2f} s ({slowest}) | `python -c pass` {base:.3f} s | |")
     for what, f in build_rows:
         pages = f" ({f['pages']} pages)" if "pages" in f else ""
         lines.append(f"| {what}{pages} | {f['cpu']:.2f} s | | {f['mib']:,.0f} MiB |")
@@ -303,10 +307,15 @@ def main() -> None:
     for what, f in build_rows:
         print(f"{what}: {f['cpu']:.2f} s CPU ({f['wall']:.2f} s wall), peak {f['mib']:,.0f} MiB"
               + (f", {f['pages']} pages" if "pages" in f else ""))
-    from startup import startup_costs
+    from startup import BASELINE, startup_costs
     startup = startup_costs(5)
     for name, cost in startup.items():
         print(f"start-up: {name}: {cost:.3f} s CPU (median of 5)")
+    from questions import question_costs
+    questions = question_costs(3)
+    questions.pop(BASELINE)
+    for name, cost in questions.items():
+        print(f"plan, {name}: {cost:.2f} s CPU (median of 3)")
     est = estimator_rate(args.estimator_size)
     print(f"estimator: array rendering {est['best']:,.0f} scenarios/s best of 3, {est['median']:,.0f} median "
           f"(NumPy floor {est['floor']:,.0f}/s); at {est['small']:,} rows {est['small_rate']:,.0f}/s (floor "
@@ -325,7 +334,7 @@ def main() -> None:
     line = line if line == before else f"{line} (at the start: load average {before.split('load average ')[1]})"
     print(line)
     if args.write_readme:
-        write_readme(table(line, est, presets, search, startup, build_rows))
+        write_readme(table(line, est, presets, search, startup, questions, build_rows))
     print(f"this process: peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
 
 

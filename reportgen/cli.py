@@ -452,7 +452,7 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
     Example:
       reportgen plan --model Llama-2-70B --workload full --checkpointing full
       reportgen plan --model Llama-3-8B --workload full --train-tokens 1e9 --within 7d
-      reportgen plan --model Llama-3-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
+      reportgen plan --model Llama-3.1-8B --users 50 --context 32k --gen-len 512 --min-tokens-per-s 20
       reportgen plan --model Llama-3.1-70B --engine vllm --users 32 --context 8k --max-ttft 1s
     """
     from .model.estimate import RlhfScenario

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.cli import main
 from reportgen.model.estimate import Estimator, Scenario, data_parallel_ranks, rlhf_scenario
+from reportgen.model.inputs import ROLLOUT
 from reportgen.planning.plan import ENGINE_BUDGETS, plan
 
 EST = Estimator(load_models(), load_gpus())
@@ -606,17 +607,40 @@ def test_a_search_that_knows_its_roles_estimates_each_group_as_a_fresh_estimate_
 ])
 def test_a_pool_made_alone_is_the_pool_the_group_makes(algorithm, settings):
     """The plan sizes a separate pool one count at a time with RlhfScenario.role_on; the group made anew with that
-    count (relayout) gives the same role, for every role, count and ZeRO stage (a pool of one rank shards nothing)."""
+    count (relayout) gives the same role, for every role, count, GPU type and ZeRO stage (a pool of one rank shards
+    nothing); with_pools, every pool's count at once, gives the group made anew."""
     actor = Scenario(model="Qwen2.5-7B", workload="full", prompt_len=512, gen_len=512, batch_size=8, num_gpus=8,
                      zero_stage=3, gpu="H100-80GB-SXM")
     group = rlhf_scenario(name="", algorithm=algorithm, placement="separate", actor=actor, **settings)
     small = group.relayout({"role_gpus": {role: 1 for role, _ in group.roles[1:]}})  # every other pool unsharded
     for start in (group, small):
+        given = dict(start.settings)["role_gpus"] or {}
         for role, _ in start.roles[1:]:
             for n in (1, 2, 3, 8, 24):
-                made = start.relayout({"role_gpus": {**(dict(start.settings)["role_gpus"] or {}), role: n}}).role(role)
+                made = start.relayout({"role_gpus": {**given, role: n}}).role(role)
                 assert start.role_on(role, n) == made, (role, n)
                 assert made.num_gpus == n and made.zero_stage == (3 if n > 1 else 0)
+                # on another GPU type (the plan looks for each pool's cheapest)
+                elsewhere = start.relayout({"role_gpus": {**given, role: n}, "role_gpu_types": {role: "L40S"}})
+                assert start.role_on(role, n, "L40S") == elsewhere.role(role) != made, (role, n)
+        # every pool sized at once (the plan's sized pools), the other roles kept
+        for n in (1, 2, 8):
+            sizes = {**given, **{role: n + k for k, (role, _) in enumerate(start.roles[1:])}}
+            assert start.with_pools(sizes) == start.relayout({"role_gpus": sizes}), n
+
+
+@pytest.mark.parametrize("placement", ["colocated", "separate"])
+def test_an_engine_pool_apart_sized_alone_is_the_pool_the_group_makes(placement):
+    """A rollout engine on GPUs of its own (beside colocated trainers, or among separate pools): with_pools gives the
+    group made anew, the trainers' roles unchanged."""
+    actor = Scenario(model="Qwen2.5-7B", workload="full", prompt_len=512, gen_len=1024, batch_size=4, num_gpus=8,
+                     zero_stage=3, gpu="H100-80GB-SXM", serving_engine="vllm", rollout_tp_size=2)
+    group = rlhf_scenario(name="", algorithm="grpo", placement=placement, actor=actor, group_size=4,
+                          rollout_placement="separate")
+    for n in (2, 4, 16):
+        sizes = {role: n for role, _ in group.pooled_roles}
+        assert ROLLOUT in sizes
+        assert group.with_pools(sizes) == group.relayout({"role_gpus": sizes}), n
 
 
 @pytest.mark.parametrize("gpu", ["H100-80GB-SXM", "L40S", "RTX-4090", "A100-40GB"])

@@ -92,13 +92,22 @@ class RlhfScenario:
         """Sequences each of the actor's data-parallel ranks generates and trains on per iteration."""
         return rank_sequences(self.algorithm, self.actor, dict(self.settings))
 
-    def role_on(self, name: str, num_gpus: int) -> Scenario:
-        """A separate pool's role on num_gpus GPUs of its type, the other pools as they are: relayout's role with
-        role_gpus giving it num_gpus, made alone (a pool's size is searched one count at a time)."""
-        settings = dict(self.settings)
-        return _pooled(self.role(name).with_inputs(num_gpus=num_gpus, zero_stage=self.actor.zero_stage),
+    def role_on(self, name: str, num_gpus: int, gpu: str | None = None) -> Scenario:
+        """A separate pool's role on num_gpus GPUs of its type (or of type `gpu`), the other pools as they are:
+        relayout's role with role_gpus (and role_gpu_types) giving it them, made alone (a pool's size is searched one
+        count at a time, on each GPU type it might go on)."""
+        settings, role = dict(self.settings), self.role(name)
+        return _pooled(role.with_inputs(num_gpus=num_gpus, gpu=gpu or role.gpu, zero_stage=self.actor.zero_stage),
                        iteration_sequences_of(self.algorithm, self.actor, settings["group_size"]),
                        settings["micro_batch_size"], self.actor.grad_accum_steps)
+
+    def with_pools(self, role_gpus: Mapping[str, int]) -> "RlhfScenario":
+        """relayout({"role_gpus": role_gpus}) for counts that name every pool the group's own role_gpus names, without
+        making the other roles anew: each pool counted is role_on its count (tests/test_rlhf_phases.py holds the two
+        equal)."""
+        return replace(self, roles=tuple((n, self.role_on(n, role_gpus[n]) if n in role_gpus and own_pool(
+            self.placement, n) else s) for n, s in self.roles),
+            settings=tuple({**dict(self.settings), "role_gpus": dict(role_gpus)}.items()))
 
     def relayout(self, settings: Mapping[str, Any] = {}, **inputs: Any) -> "RlhfScenario":
         """The same group with the actor's layout inputs and these settings changed (every role follows)."""

@@ -615,7 +615,7 @@ def _sized_pools(estimator: Estimator, group: RlhfScenario, known: dict) -> Rlhf
             if n:
                 sizes[role] = n
         known[key] = sizes
-    return group.relayout({"role_gpus": sizes}) if sizes != given else group
+    return group.with_pools(sizes) if sizes != given else group
 
 
 def _micro_batches(scenario: RlhfScenario, gpu: str, candidate: Scenario, fixed: tuple[str, ...]) -> tuple[int, ...]:
@@ -660,8 +660,7 @@ def _with_cheaper_pools(estimator: Estimator, scenario: RlhfScenario, fitting: G
             for gpu in options:
                 if gpu == s.gpu or price[gpu] > best[0]:
                     continue  # one GPU of it costs more than the pool it would replace
-                n = _pool_size(estimator, group.relayout({"role_gpu_types": {**types, role: gpu}}), role, known,
-                               most=int(best[0] // price[gpu]))
+                n = _pool_size(estimator, group, role, known, most=int(best[0] // price[gpu]), gpu=gpu)
                 if n and (n * price[gpu], n, 1, gpu) < best:
                     best = (n * price[gpu], n, 1, gpu)
             known[key] = best
@@ -696,16 +695,17 @@ def _as_many_as_the_actors(group: RlhfScenario, s: Scenario) -> int:
     return -(-group.actor.num_gpus // pool_unit(s)) * pool_unit(s)
 
 
-def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict, most: int = MAX_GPUS) -> int | None:
-    """The fewest GPUs of its type, `most` at the most (buyable: whole tensor-parallel groups, and whole pipelines of
-    a trained role), that hold the group's `role` with the safety factor and run it (no skip rule holds); None where
-    none does. A pool's role reads the actor and the group's settings, not the other pools' sizes."""
+def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict, most: int = MAX_GPUS,
+               gpu: str | None = None) -> int | None:
+    """The fewest GPUs of its type (or of type `gpu`), `most` at the most (buyable: whole tensor-parallel groups, and
+    whole pipelines of a trained role), that hold the group's `role` with the safety factor and run it (no skip rule
+    holds); None where none does. A pool's role reads the actor and the group's settings, not the other pools' sizes."""
     s = group.role(role)
-    unit, per_node = pool_unit(s), estimator.gpus[s.gpu].gpus_per_node
+    unit, per_node = pool_unit(s), estimator.gpus[gpu or s.gpu].gpus_per_node
     counts = [n for n in buyable_counts(per_node, most) if n <= most and not n % unit]
 
     def holds(n: int) -> bool:
-        return bool(estimator.estimate_known(group.role_on(role, n), known)["fits_recommended"])
+        return bool(estimator.estimate_known(group.role_on(role, n, gpu), known)["fits_recommended"])
 
     past_node = next((k for k, n in enumerate(counts) if n > per_node), None)
     for k, n in enumerate(counts):
@@ -714,7 +714,7 @@ def _pool_size(estimator: Estimator, group: RlhfScenario, role: str, known: dict
             # shards only shrink): where the largest count does not hold it, none does
             return None
         if holds(n):
-            return None if estimator.skip_reasons(group.role_on(role, n)) else n
+            return None if estimator.skip_reasons(group.role_on(role, n, gpu)) else n
     return None
 
 
