@@ -1708,12 +1708,21 @@ TIME_TERMS: tuple[Term, ...] = (
          "is memory-bound, as a decode step is)", "time"),
     Term("decode_context_tokens", "Mean context length while generating", "count",
          V("prompt_len") + V("gen_len") / 2, "", "time"),
-    Term("decode_gather_seconds", "ZeRO-3 weight gathering per decode step", "seconds",
-         IF(AND(_TRAIN, V("gen_len").gt(0), V("rollout_engine").eq(0), V("zero_stage").eq(3), V("zero_group").gt(1)),
-            (V("zero_group") - 1) / V("zero_group") * V("weight_bytes_unsharded") / V("tp_size")
-            / V("dp_link_bytes_per_s"), 0),
-         "generate() on ZeRO-3 shards all-gathers every layer's weights for each generated token (what "
-         "DeepSpeed-Chat's hybrid engine and the rollout engines avoid)", "time"),
+    Term("offload_stream_seconds", "Offloaded parameters streamed from the host, once", "seconds",
+         IF(AND(_TRAIN, V("offload").eq("all")),
+            V("weight_bytes_unsharded") / V("weight_shards") / (_g("pcie_gbps") * 1e9), 0),
+         "with the parameters offloaded (ZeRO-Infinity, FSDP2's CPU offload) every pass over the model brings each "
+         "GPU's shard of them over PCIe, layer by layer: each forward, each generated token's step, a refit",
+         "time"),
+    Term("decode_gather_seconds", "Weights brought in per decode step: ZeRO-3 gathering, offloaded parameters",
+         "seconds",
+         IF(AND(_TRAIN, V("gen_len").gt(0), V("rollout_engine").eq(0)),
+            IF(AND(V("zero_stage").eq(3), V("zero_group").gt(1)),
+               (V("zero_group") - 1) / V("zero_group") * V("weight_bytes_unsharded") / V("tp_size")
+               / V("dp_link_bytes_per_s"), 0) + V("offload_stream_seconds"), 0),
+         "generate() on ZeRO-3 shards all-gathers every layer's weights for each generated token, and with the "
+         "parameters offloaded brings its shard of them from the host first (what DeepSpeed-Chat's hybrid engine and "
+         "the rollout engines avoid)", "time"),
     Term("decode_weight_seconds", "Decode step: weight matrix multiplications", "seconds",
          IF(_INFER, MAX(V("weight_read_seconds"),
                         V("rollout_batch") * 2 * (V("active_params") / V("decode_tp")
@@ -1764,11 +1773,12 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("refit_seconds", "Trained weights into the rollout engine, its sleep and wake-up", "seconds",
          IF(AND(_TRAIN, V("rollout_engine").eq(1)),
             IF(V("zero_stage").eq(3), (V("zero_group") - 1) / V("zero_group") * V("weight_bytes_unsharded")
-               / V("dp_link_bytes_per_s"), 0)
+               / V("dp_link_bytes_per_s"), 0) + V("offload_stream_seconds")
             + IF(V("engine_sleep").eq("offload"), 2 * V("decode_weight_bytes") / (_g("pcie_gbps") * 1e9), 0),
             IF(AND(V("workload").eq(ROLLOUT), V("rollout_engine").eq(1)),
                V("weight_bytes_unsharded") / (_g("inter_node_gbps") * 1e9 * V("comm_efficiency")), 0)),
-         "once per iteration: the trainer's ZeRO-3/FSDP shards are all-gathered layer by layer before each engine "
+         "once per iteration: the trainer's ZeRO-3/FSDP shards are all-gathered layer by layer (offloaded ones "
+         "brought from the host first) before each engine "
          "GPU loads its tensor-parallel slice (veRL's sharding manager); an engine that sleeps through training with "
          "its weights offloaded (engine_sleep offload: vLLM sleep level 1, its KV pool freed) wakes for the next "
          "rollout with its weights over PCIe each way; one that discards them (level 2) or stays awake moves none. "
@@ -1781,13 +1791,14 @@ TIME_TERMS: tuple[Term, ...] = (
             * (2.0 * (V("active_params") - V("routed_active_params")) / _g("train_efficiency")
                + V("attention_flops_per_token") / _g("attention_efficiency"))
             + MAX(V("forward_pass_peak_seconds") * 2.0 * V("routed_active_params") / _g("train_efficiency"),
-                  ceil_div(V("step_sequences"), V("batch_size")) * V("expert_read_seconds")), 0),
+                  ceil_div(V("step_sequences"), V("batch_size")) * V("expert_read_seconds"))
+            + ceil_div(V("step_sequences"), V("batch_size")) * V("offload_stream_seconds"), 0),
          "the training framework's forward over every whole sequence, micro-batch after micro-batch, its matrix "
          "multiplications and attention kernels at the GPU type's training efficiencies (those of the training "
          "step's forward, not a serving engine's prefill): how an RLHF role scores the rollouts (reference "
          "log-probabilities, rewards) and how the actor and critic compute the old log-probabilities and values "
          "before they train; routed experts that get few tokens in a micro-batch take their weights' reading "
-         "instead of their FLOPs", "time"),
+         "instead of their FLOPs; offloaded parameters come from the host for each micro-batch's pass", "time"),
     Term("scoring_seconds", "Scoring: one forward pass of a frozen model", "seconds",
          IF(V("workload").eq("frozen"), V("forward_pass_seconds"), 0),
          "reference and reward models score the rollouts", "time"),
