@@ -181,3 +181,25 @@ def test_a_non_zero_error_is_never_shown_as_zero(fraction, digits, signed):
         assert float(text.rstrip(" %").replace(",", "")) != 0, text
         if abs(value) * 100 >= 10 ** -digits:  # shown with the digits asked
             assert len(text.split(" ")[0].partition(".")[2]) == digits, text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_purchase_on_several_gpu_types_is_said_by_type(lang):
+    """An RLHF group whose separate pools went on a cheaper GPU type (ppo-rlhf's LoRA PPO: critic on the actor's
+    type, reference and reward on L40S) was said to need '5 × A100-80GB' for '$63,000 (5 × $15,000)'. Each pick says
+    its GPUs and their prices type by type; the prices, read from the GPU catalogue, add up to its purchase cost."""
+    report = bundled_report("ppo-rlhf")
+    view = build_view(report, lang)
+    mixed = 0
+    for rec, group in zip(report.recommendations, view.verdicts):
+        for entry, row in zip([e for e in rec.entries if e.result], [r for r in group.rows if r.fits]):
+            by_type = entry.result.estimate.gpus_by_type()
+            assert sum(by_type.values()) == entry.result.total_gpus
+            assert sum(n * report.gpus[g].price_purchase_usd for g, n in by_type.items()) == pytest.approx(
+                entry.result.purchase_usd, rel=1e-12)
+            units = " + ".join(f"{n} × ${report.gpus[g].price_purchase_usd:,.0f}" for g, n in by_type.items())
+            assert row.unit_price == units
+            if rec.best and entry.result.index == rec.best.result.index:
+                assert " + ".join(f"{n} × {g}" for g, n in by_type.items()) in group.verdict and units in group.verdict
+                mixed += len(by_type) > 1
+    assert mixed  # the case that was said wrongly is among the picks

@@ -316,6 +316,10 @@ class Estimate(_Totals):
     def params_json(self) -> dict[str, Any]:
         return fill_json(PARAMS_JSON, self)
 
+    def gpus_by_type(self) -> dict[str, int]:
+        """The GPUs it runs on, by type (one type)."""
+        return {self.scenario.gpu: self.scenario.num_gpus}
+
     def to_json(self) -> dict[str, Any]:
         return fill_json(estimate_json_layout(self.scenario.workload, self.values["is_train"],
                                               self.values["engine_mode"]), self)
@@ -351,6 +355,14 @@ class GroupEstimate(_Totals):
             out.append((shared, self, {**self.values, **{k.removeprefix(TRAINERS): v for k, v in self.values.items()
                                                           if k.startswith(TRAINERS)}} if apart else self.values))
         out += [((name,), e, e.values) for name, e in self.roles if own_pool(placement, name)]
+        return out
+
+    def gpus_by_type(self) -> dict[str, int]:
+        """Its GPUs by type, the actor's first: each pool's (separate pools may be on other types than the actor's)."""
+        roles, out = dict(self.scenario.roles), {}
+        for names, _, _ in self.pools():
+            s = roles[names[0]]
+            out[s.gpu] = out.get(s.gpu, 0) + s.num_gpus
         return out
 
     def pools_json(self) -> list[dict[str, Any]]:

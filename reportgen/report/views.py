@@ -236,7 +236,7 @@ class PlanRow:
     capacity: str
     headroom: str
     purchase: str  # the total
-    unit_price: str  # 'count × per-GPU price'
+    unit_price: str  # 'count × per-GPU price', by GPU type
     hourly: str
     speed: str  # time to train, tokens/s per user, or time per RLHF iteration
     mark: str  # '★ cheapest to buy', '◆ cheapest to rent', both, or ''
@@ -806,6 +806,17 @@ def speed(r: Result, t: Catalogue, short: bool = False) -> str:
     return t("speed.per_user", v=f"{v['tokens_per_s_per_user']:,.0f}")
 
 
+def _gpus(r: Result, t: Catalogue) -> str:
+    """What a configuration buys: '4 × H100-80GB-SXM', or an RLHF group's pools by type, '3 × A100-80GB + 2 × L40S'."""
+    return t("plan.and").join(t("plan.gpus", count=n, gpu=gpu) for gpu, n in r.estimate.gpus_by_type().items())
+
+
+def _unit_prices(r: Result, report: Report, t: Catalogue) -> str:
+    """Its purchase as GPUs × their price: '4 × $30,000', or by type, '3 × $15,000 + 2 × $9,000'."""
+    return t("plan.and").join(t("plan.unit_price", count=n, price=usd(report.gpus[gpu].price_purchase_usd))
+                              for gpu, n in r.estimate.gpus_by_type().items())
+
+
 def _rent(r: Result) -> str:
     """Renting: a training run's cost, or the hourly price."""
     return usd(r.estimate.rent_usd) if r.estimate.values.get("is_train") else usd_hour(r.estimate.rent_usd)
@@ -826,21 +837,22 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
             r = rec.best.result
             v = r.estimate
             layout = configuration(r, need, t)
-            unit = report.gpus[r.gpu].price_purchase_usd
             # an engine's budget (a served model's, or its own pool's) is its margin: no k on top
             margin = (t("verdict.engine_margin") if v["recommended"] == v["device_total"]
                       else t("verdict.with_k", budget=gib_unit(v["recommended"]), k=f"{k:g}"))
-            verdict = t("verdict.fit" if not layout else "verdict.fit_layout", subject=subject, count=r.total_gpus,
-                        gpu=r.gpu, layout=layout, device=gib_unit(v["device_total"]), margin=margin,
+            verdict = t("verdict.fit" if not layout else "verdict.fit_layout", subject=subject, gpus=_gpus(r, t),
+                        layout=layout, device=gib_unit(v["device_total"]), margin=margin,
                         capacity=gib_unit(v["gpu_memory_bytes"]),
-                        price=usd(v["purchase_usd"]), unit=usd(unit), speed=speed(r, t), rent=_rent(r))
+                        price=usd(v["purchase_usd"]), units=_unit_prices(r, report, t), speed=speed(r, t),
+                        rent=_rent(r))
             if not report.gpus[r.gpu].datacenter:
                 verdict += t("sentence.sep") + t("verdict.consumer_gpu", gpu=r.gpu)
             rent = rec.cheapest_to_rent.result
             if rent.index != r.index:
                 rent_layout = configuration(rent, need, t)
-                verdict += t("sentence.sep") + t("verdict.rent_layout" if rent_layout else "verdict.rent", count=rent.total_gpus,
-                                   gpu=rent.gpu, layout=rent_layout, speed=speed(rent, t), rent=_rent(rent))
+                verdict += t("sentence.sep") + t("verdict.rent_layout" if rent_layout else "verdict.rent",
+                                                 gpus=_gpus(rent, t), layout=rent_layout, speed=speed(rent, t),
+                                                 rent=_rent(rent))
             css = "verdict-fit"
         else:
             missed = any(e.closest for e in rec.entries)  # something fits, nothing meets the goal
@@ -862,8 +874,7 @@ def _plan(report: Report, t: Catalogue) -> tuple[PlanGroup, ...]:
             best = bool(marks[0])
             rows.append(PlanRow(e.gpu, str(r.total_gpus), configuration(r, need, t) or "—", gib(v["device_total"]),
                                 gib(v["recommended"]), gib(v["gpu_memory_bytes"]), gib(v["headroom_bytes"]),
-                                usd(v["purchase_usd"]),
-                                t("plan.unit_price", count=r.total_gpus, price=usd(report.gpus[r.gpu].price_purchase_usd)),
+                                usd(v["purchase_usd"]), _unit_prices(r, report, t),
                                 usd_hour(v["hourly_usd"]), speed(r, t, short=True) + (
                                     f" · {_rent(r)}" if v.values.get("is_train") else ""),
                                 " ".join(m for m in marks if m), "best" if best else "", True, ""))
