@@ -14,6 +14,7 @@ from reportgen.pipeline import load, make_report
 from reportgen.scenarios.presets import bundled_presets
 from reportgen.report.build import recommend
 from reportgen.report.views import build_view, setting_text
+from reportgen.writers.json_writer import report_json
 from conftest import bundled_report
 
 WHEN = "2026-01-01T00:00:00+00:00"
@@ -191,6 +192,9 @@ def test_a_purchase_on_several_gpu_types_is_said_by_type(lang):
     report = bundled_report("ppo-rlhf")
     view = build_view(report, lang)
     mixed = 0
+    plan = report_json(report, scenarios=False)["plan"]  # the JSON's entries say the same
+    assert [e.get("gpus_by_type") for p in plan for e in p["per_gpu_type"]] == [
+        e.result.estimate.gpus_by_type() if e.result else None for rec in report.recommendations for e in rec.entries]
     for rec, group in zip(report.recommendations, view.verdicts):
         for entry, row in zip([e for e in rec.entries if e.result], [r for r in group.rows if r.fits]):
             by_type = entry.result.estimate.gpus_by_type()

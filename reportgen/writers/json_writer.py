@@ -19,6 +19,7 @@ def _entry(e: PlanEntry) -> dict[str, Any]:
     if e.result:
         r = e.result
         out.update({"scenario": r.index, "name": r.label, "num_gpus": r.total_gpus,
+                    "gpus_by_type": r.estimate.gpus_by_type(),  # an RLHF group's pools may be on other types
                     "zero_stage": r.lead.zero_stage, "tp_size": r.lead.tp_size,
                     "device_total_bytes": int(r.estimate["device_total"]),
                     "recommended_bytes": int(r.estimate["recommended"]),
