@@ -270,6 +270,21 @@ def test_charts_follow_the_plan(recalculated, report):
     assert len(spare) == 3 and all(ws.cell(row, cols["label"]).value in ("", None) for row in spare)
 
 
+def test_a_groups_label_says_its_pools(recalculated, report):
+    """An RLHF group's label on RLHF (what the Plan and Charts show of a pick) names each pool on GPUs of its own
+    with its count and type, as LibreOffice computes it: the Plan's GPU type is the actor's, and a separate pool's
+    may be another's (the plan moves a pool to a cheaper type)."""
+    wb = openpyxl.load_workbook(recalculated, data_only=True)
+    pooled = 0
+    for r in report.results:
+        if r.is_group:
+            label = label_of(wb, r)
+            for role, s in r.estimate.scenario.pooled_roles:
+                assert f" · {role} {s.num_gpus}×{s.gpu}" in label, (label, role)
+                pooled += 1
+    assert pooled > 2
+
+
 def test_rows_of_a_requirement_stand_together(book, report):
     """The rows of one requirement stand together on Scenarios and on RLHF, in scenario order, so
     that each Plan row searches only them (its `together` cell is 1, its searched rows are them); so

@@ -704,7 +704,10 @@ def _group_row(book: Book, r: Result, sheet_row: int) -> tuple[dict[str, Any], d
     row.update(zip((c.name for c in split), compiled_columns(split)(
         {n: role_value(n) if "." in n else row[n] for n in read}, {})))
     ahead = IF(Var("rollout_mode").eq("async"), " · async", "")  # DPO's cell is blank
-    own = (Column("label", "", "text", "summary", expr=concat(prefix, ahead, " · ", Var(f"{roles[0]}.label"))),
+    # a pool on GPUs of its own says them (the actor's label ends with the actor's): its type may be another
+    pools = [part for role, _ in g.scenario.pooled_roles
+             for part in (f" · {role} ", Var(f"{role}.num_gpus"), "×", Var(f"{role}.gpu"))]
+    own = (Column("label", "", "text", "summary", expr=concat(prefix, ahead, " · ", Var(f"{roles[0]}.label"), *pools)),
            Column("check", "", "text", "summary", expr=IF(Var(SETTINGS_CHECK).ne(OK), Var(SETTINGS_CHECK),
                                                           group_check(t, list(role_rows.items())))),
            Column("requirement", "", "text", "summary",
