@@ -737,3 +737,26 @@ def test_a_deadline_missed_with_iterations_that_grow_with_the_ranks_says_so():
     assert "fits, but at 8 GPUs" in grows.output and "fits, but at 8 GPUs" in fixed.output
     assert "more ranks make it larger, not shorter (--prompts-per-iteration fixes its size)" in grows.output
     assert "--prompts-per-iteration" not in fixed.output.split("no answer on:")[1]
+
+
+@pytest.mark.parametrize("model,layout", [
+    ("Llama-2-7B", dict(num_gpus=8, pp_size=2, framework="megatron")),
+    ("Llama-2-7B", dict(num_gpus=16, pp_size=4, tp_size=2, framework="megatron")),
+    ("Mixtral-8x7B", dict(num_gpus=8, ep_size=4, zero_stage=1, framework="megatron")),
+    ("Mixtral-8x7B", dict(num_gpus=16, ep_size=2, pp_size=2, framework="megatron")),
+    ("Llama-2-7B", dict(num_gpus=8, pp_size=2, framework="megatron", workload="lora", lora_rank=16)),
+])
+@pytest.mark.parametrize("engine", ["hf-generate", "vllm"])
+def test_a_rollout_reads_the_whole_model_whatever_its_trainers_shards(model, layout, engine):
+    """A rollout reads every weight for each token: a rollout engine holds its own copy of the whole model at its own
+    TP, and generate() by pipeline stages runs each token through every stage. An actor trained with pipeline stages
+    or expert parallelism read its stage's (or its rank's experts') weights: PP 2 halved its decode time and doubled
+    its engine's KV pool. Its weights per step are the whole model's as a single unsharded rank of it holds them."""
+    actor = Scenario(model=model, **{"workload": "full", **layout}, batch_size=4, prompt_len=512, gen_len=512,
+                     gpu="H100-80GB-SXM", serving_engine=engine)
+    whole = Scenario(model=model, workload=actor.workload, lora_rank=actor.lora_rank, num_gpus=1, gpu="H100-80GB-SXM")
+    role = dict(EST.estimate_group(rlhf_scenario(name="", algorithm="ppo", placement="colocated", actor=actor)).roles)
+    assert layout.get("pp_size", 1) * layout.get("ep_size", 1) > 1  # the trainer holds part of the model
+    assert role["actor"]["weight_bytes_unsharded"] < EST.estimate(whole)["weight_bytes_unsharded"]
+    assert role["actor"]["decode_weight_bytes"] * role["actor"]["decode_tp"] == pytest.approx(
+        EST.estimate(whole)["weight_bytes_unsharded"], rel=1e-12)

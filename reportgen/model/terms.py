@@ -185,6 +185,21 @@ def _m(column: str) -> Expr:
     return Lookup("Models", column, Var("model"))
 
 
+
+def _quantised(params: Expr, experts: Expr) -> Expr:
+    """Of `params` (with `experts` of the routed experts), those stored at weight_bits: every layer but the
+    embeddings and the LM head, or a dtype of the experts alone (MXFP4) their weight matrices."""
+    return IF(V("experts_only_dtype").eq(1), experts * _m("expert_matrix_params") / MAX(_m("expert_params"), 1),
+              params - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
+
+
+def _weight_bytes(params: Expr, quantised: Expr, lora: Expr) -> Expr:
+    """The bytes of `params` weights, `quantised` of them at weight_bits (the rest at embed_bits), and LoRA's `lora`
+    bytes: the recipe's weight bytes for full training."""
+    return IF(V("is_full").eq(1), params * _p("weight_bytes"),
+              CEIL((quantised * V("weight_bits") + (params - quantised) * V("embed_bits")) / 8)) + lora
+
+
 def _p(column: str) -> Expr:
     return Lookup("Precisions", column, Var("precision"))
 
@@ -419,9 +434,7 @@ TERMS: tuple[Term, ...] = (
          IF(V("workload").eq("qlora"), 0, Lookup("Dtypes", "experts_only", V("weight_dtype"))),
          "Dtypes sheet (QLoRA's NF4 quantises every linear layer)", "state"),
     Term("quantised_params", "Parameters stored at weight_bits", "count",
-         IF(V("experts_only_dtype").eq(1),
-            V("weight_expert_params") * _m("expert_matrix_params") / MAX(_m("expert_params"), 1),
-            V("weight_params") - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params"))),
+         _quantised(V("weight_params"), V("weight_expert_params")),
          "every layer but the embeddings and the LM head; a dtype of the experts alone (MXFP4): the experts' "
          "weight matrices, their biases, the attention and the router at embed_bits", "state"),
     Term("embed_bits", "Bits per embedding/LM-head weight", "count",
@@ -441,13 +454,18 @@ TERMS: tuple[Term, ...] = (
             + V("resident_saved_module_params") * V("saved_module_bytes"),
             0),
          "adapters at adapter_bytes, saved modules at saved_module_bytes", "state"),
-    Term("weight_bytes_unsharded", "Weights, whole model", "bytes",
-         IF(V("is_full").eq(1), V("weight_params") * _p("weight_bytes"),
-            CEIL((V("quantised_params") * V("weight_bits")
-                  + (V("weight_params") - V("quantised_params")) * V("embed_bits")) / 8))
-         + V("lora_copy_bytes"),
-         "parameters × bytes; quantised layers keep 16-bit embeddings; LoRA adapters at adapter_bytes (saved "
-         "modules: a second copy beside the frozen original)", "state"),
+    Term("weight_bytes_unsharded", "Weights a tensor-parallel group holds before ZeRO-3 sharding", "bytes",
+         _weight_bytes(V("weight_params"), V("quantised_params"), V("lora_copy_bytes")),
+         "parameters × bytes (its pipeline stage's, its expert-parallel rank's experts); quantised layers keep "
+         "16-bit embeddings; LoRA adapters at adapter_bytes (saved modules: a second copy beside the frozen original)",
+         "state"),
+    Term("model_weight_bytes", "Weights of the whole model: every stage and expert", "bytes",
+         _weight_bytes(V("model_params"), _quantised(V("model_params"), _m("expert_params")),
+                       IF(V("is_lora").eq(1), V("adapter_params") * V("adapter_bytes")
+                          + V("saved_module_params") * V("saved_module_bytes"), 0)),
+         "as weight_bytes_unsharded over every pipeline stage and routed expert: what a rollout reads for each "
+         "token (a rollout engine holds its own copy at its own tensor parallelism; generate() by pipeline stages "
+         "passes each token through all of them in turn)", "state"),
     Term("fp8_gemms", "Linear layers in FP8 (1/0)", "flag", IF(V("is_full").eq(1), _p("fp8_gemms"), 0),
          "Precisions sheet: Transformer Engine's FP8 recipe for full training", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
@@ -1092,10 +1110,11 @@ TERMS: tuple[Term, ...] = (
          "until one layer's block holds one Mamba-2 layer's states, and pads those to the block "
          "(HybridAttentionMambaModelConfig: 1,040 tokens for Nemotron-H-8B with a bf16 cache)", "activation"),
     Term("decode_weight_bytes", "Weights a decode step reads, per GPU", "bytes",
-         IF(_ROLLS, V("weight_bytes_unsharded") / V("decode_tp"), V("weights")),
+         IF(_ROLLS, V("model_weight_bytes") / V("decode_tp"), V("weights")),
          "a served model its own; an RLHF actor (or its rollout engine on GPUs of its own) the whole model over "
-         "its tensor-parallel group, whatever its training shards: a rollout engine holds its own copy, and "
-         "generate() under ZeRO-3 gathers every layer", "time"),
+         "its tensor-parallel group, whatever its training shards (pipeline stages and expert-parallel ranks "
+         "included): a rollout engine holds its own copy, generate() under ZeRO-3 gathers every layer, and "
+         "generate() by pipeline stages runs each token through every stage in turn", "time"),
     Term("node_host_bytes", "A node's host RAM in use", "bytes",
          V("node_offload_bytes")
          + IF(AND(V("rollout_engine").eq(1), V("is_train").eq(1), V("engine_sleep").eq("offload")),
