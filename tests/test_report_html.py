@@ -541,3 +541,17 @@ def test_the_figures_accuracy_is_stated_once_beside_them(name):
     line = "Accuracy against held-out published figures"
     assert text.count(line) == 1 and "read these times as lower bounds" in text
     assert line in html.split('<section id="summary"')[1].split("<section")[0]  # in the summary section
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_preset_of_rlhf_groups_says_why_it_has_no_sensitivity_curve(lang):
+    """The curves are a single model's. ppo-rlhf's requirements are all RLHF groups, every one of which fits, and the
+    section said 'no single-model configuration of this preset fits'."""
+    from conftest import bundled_report
+    from reportgen.report.views import build_view
+    t = load_catalogue(lang)
+    report = bundled_report("ppo-rlhf")
+    assert all(rec.sample.is_group for rec in report.recommendations) and all(rec.best for rec in report.recommendations)
+    view = build_view(report, lang)
+    assert not view.sensitivity and view.sensitivity_none == t("sens.none_rlhf")
+    assert build_view(bundled_report("default"), lang).sensitivity  # single-model picks: curves

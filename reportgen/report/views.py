@@ -390,6 +390,7 @@ class ReportView:
     breakdowns_note: str  # '' or where the breakdown charts and tables are (the section is then this note)
     sensitivity: tuple[SensitivitySection, ...]
     sensitivity_note: str  # '' or where the sensitivity curves and tables are (the section is then this note)
+    sensitivity_none: str  # why there is no curve, where there is none
     terms: tuple[TermGroup, ...]
     # every input, from the one table the CLI, presets and workbook read (inputs.INPUTS); None: left out
     inputs: Table | None
@@ -1666,6 +1667,9 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
     # the management PDF leaves out the curves (a sixth of its render) and says where they are
     sensitivity_note = t("sens.elsewhere") if report.sensitivity and not appendix else ""
     sensitivity = () if sensitivity_note else _sensitivity(report, t, lang)
+    # the curves are a single model's: a preset of RLHF groups alone has none to draw, whether or not they fit
+    sensitivity_none = t("sens.none_rlhf" if all(r.is_group for r in (rec.sample for rec in report.recommendations))
+                         else "sens.none_available")
     # and the breakdowns (#34: a meeting's PDF is the decision, the plan, the capacity matrix, the notes, the
     # method on a page and the validation summary)
     breakdowns_note = t("breakdown.elsewhere") if not appendix else ""
@@ -1690,7 +1694,7 @@ def build_view(report: Report, lang: str = "en", *, pdf: bool = False, appendix:
                                      "hourly", "speed", "mark")),
         capacity=capacity, capacity_legend=legend,
         breakdowns=() if breakdowns_note else _breakdowns(report, t, lang, pdf), breakdowns_note=breakdowns_note,
-        sensitivity=sensitivity, sensitivity_note=sensitivity_note, terms=terms, assumptions=assumptions, lookup_tables=lookups,
+        sensitivity=sensitivity, sensitivity_note=sensitivity_note, sensitivity_none=sensitivity_none, terms=terms, assumptions=assumptions, lookup_tables=lookups,
         gpu_table=gpu_table, inputs=inputs_table(t) if appendix else None,
         method_note="" if appendix else t("method.elsewhere"), notes=_notes(report, t, appendix),
         notes_note="" if appendix else t("notes.figures_elsewhere"), scenarios=scenarios, scenarios_note=note,
