@@ -207,3 +207,6 @@ def test_a_purchase_on_several_gpu_types_is_said_by_type(lang):
                 assert " + ".join(f"{n} × {g}" for g, n in by_type.items()) in group.verdict and units in group.verdict
                 mixed += len(by_type) > 1
     assert mixed  # the case that was said wrongly is among the picks
+    # the capacity matrix's cell of such a configuration says its types when pointed at
+    titles = {c.title for row in view.capacity.rows for c in row if c.title}
+    assert any(" + " in title and "L40S" in title for title in titles)

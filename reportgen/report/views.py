@@ -909,8 +909,7 @@ def _capacity(report: Report, t: Catalogue) -> tuple[Table, tuple[Cell, ...]]:
                 n = e.result.total_gpus
                 bucket = min(int(math.log2(n)), CAPACITY_BUCKETS - 1)
                 star = rec.best is not None and rec.best.gpu == gpu
-                cells.append(Cell(f"{n}{' ★' if star else ''}", f"num cap-{bucket}",
-                                  title=t("capacity.cell_title", n=n, gpu=gpu)))
+                cells.append(Cell(f"{n}{' ★' if star else ''}", f"num cap-{bucket}", title=_gpus(e.result, t)))
         rows.append(tuple(cells))
         groups.append(t(f"workload.{rec.workload}") if rec.workload != previous else "")
         previous = rec.workload
