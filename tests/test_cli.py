@@ -435,3 +435,33 @@ def test_an_option_of_one_value_given_twice_is_refused(args, message, tmp_path):
     assert both.exit_code == 0 and {o["gpu"] for o in json.loads(both.output)["options"]} == {"A100-80GB", "L4"}
     quiet = CliRunner().invoke(main, ["build", "default", "--format", "json", "-o", str(tmp_path), "-q", "-q"])
     assert quiet.exit_code == 0 and (tmp_path / "default.json").exists()
+
+
+
+@pytest.mark.parametrize("settings", [
+    dict(placement="separate", critic_model="Qwen2.5-0.5B", reward_model="Qwen2.5-0.5B",
+         role_gpus={"critic": 1, "reward": 1, "reference": 2}),
+    dict(placement="colocated", rollout_placement="separate"),
+    dict(placement="separate", rollout_placement="separate"),
+])
+def test_a_group_of_several_pools_prints_its_tightest_pools_figures(settings):
+    """`estimate` of an RLHF group on several pools printed each term's largest over the pools (the reference's
+    weights beside the critic's activations and the actor's peak), rows that add up to no GPU's; it prints the
+    tightest pool's own figures (the first, in role order, with the largest device total) and names the pool."""
+    from reportgen.model.estimate import rlhf_scenario
+    from reportgen.model.terms import PER_GPU_KEYS, TERM_BY_NAME
+    from reportgen.report.terminal import group_table
+    est = Estimator(load_models(), load_gpus())
+    actor = Scenario(model="Llama-2-7B", workload="full", prompt_len=512, gen_len=512, batch_size=4, num_gpus=8,
+                     zero_stage=3, gpu="H100-80GB-SXM", serving_engine="vllm")
+    group = est.estimate_group(rlhf_scenario(name="", algorithm="ppo", actor=actor, **settings))
+    pools = group.pools()
+    assert len(pools) > 1
+    names, _, tightest = max(pools, key=lambda pool: pool[2]["device_total"])  # the first of the largest
+    text = group_table(group, est.assumptions)
+    assert f"per GPU, tightest pool ({', '.join(names)}: " in text
+    for key in PER_GPU_KEYS:
+        (line,) = [l for l in text.splitlines() if l.startswith(TERM_BY_NAME[key].label + "  ")]
+        assert int(line.split()[-3].replace(",", "")) == int(tightest[key]), key
+    # one GPU's figures: its states are within its own allocated peak
+    assert tightest["weights"] + tightest["optimizer_states"] <= tightest["allocated_peak"]

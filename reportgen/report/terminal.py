@@ -99,8 +99,15 @@ def group_table(g, assumptions) -> str:
              f"{e['purchase_usd']:,.0f}") for role, e in g.roles]
     out = [s.label(), _table(("role", "model", "workload", "GPUs", "states GiB", "transient GiB", "alone GiB",
                               "purchase USD"), rows), ""]
-    out.append(_table(("per GPU (" + " · ".join(s.placement_words()) + ")", "bytes", "GiB", "GB"),
-                      [(TERM_BY_NAME[k].label, format_count(g[k]), _gib(g[k]), _gb(g[k])) for k in PER_GPU_KEYS]))
+    # groups of several pools: the tightest pool's own figures (bar_pool, the bar's), which add up, not each term's
+    # largest over the pools
+    pools = g.pools()
+    names, _, v = pools[int(g.values.get("bar_pool", 1)) - 1]
+    lead = dict(s.roles)[names[0]]
+    title = (f"per GPU ({' · '.join(s.placement_words())})" if len(pools) == 1 else
+             f"per GPU, tightest pool ({', '.join(names)}: {lead.num_gpus} × {lead.gpu})")
+    out.append(_table((title, "bytes", "GiB", "GB"),
+                      [(TERM_BY_NAME[k].label, format_count(v[k]), _gib(v[k]), _gb(v[k])) for k in PER_GPU_KEYS]))
     out.append(f"\nGPUs in all: {int(g['total_gpus'])}; {'FITS' if g.fits else 'DOES NOT FIT'}; "
                f"headroom {_gib(g['headroom_bytes'])} GiB" + _why_not(g.values, assumptions)
                + _host_ram(g.values, assumptions, [e.values for _, e in g.roles]))
