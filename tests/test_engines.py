@@ -16,6 +16,8 @@ from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator, Scenario, rlhf_scenario
 from reportgen.model.shape import model_row
 from reportgen.model.terms import ASSUMPTION_DEFAULTS
+from reportgen.model.units import GiB
+from reportgen.report.i18n import fit_limit_text, load_catalogue
 
 EST = Estimator(load_models(), load_gpus())
 PSI = 7_000_000_000  # Generic-7B: exactly 7e9 parameters
@@ -216,7 +218,12 @@ def test_an_engine_whose_weights_pass_its_budget_shows_what_it_needs_and_does_no
     assert e["kv_pool_bytes"] == 0
     assert e["allocated_peak"] <= e["reserved_peak"] <= e["device_total"] <= e["recommended"]
     assert e["device_total"] >= e["engine_needed_bytes"] > e["engine_budget_bytes"]
-    assert (e["fits"], e["fits_recommended"], e["fit_limit"]) == (0, 0, 3)  # no pool for the one sequence
+    # what binds: its weights past its budget (vLLM's 'No available memory for the cache blocks'), said as such
+    assert (e["fits"], e["fits_recommended"], e["fit_limit"]) == (0, 0, 5)
+    assert fit_limit_text(e.values, 1536, load_catalogue("en")) == (
+        f"the weights take {e['weights'] / GiB:,.2f} GiB per GPU, more than the engine's budget of "
+        f"{e['engine_budget_bytes'] / GiB:,.2f} GiB (its gpu_memory_utilization of the GPU's "
+        f"{e['gpu_memory_bytes'] / GiB:,.2f} GiB): it cannot start")
 
 
 def test_fsdp_mixed_precision_is_fsdp2s_alone():

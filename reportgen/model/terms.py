@@ -1495,13 +1495,16 @@ TOTAL_TERMS: tuple[Term, ...] = (
     Term("fits_recommended", "Fits with safety factor (1/0)", "flag",
          IF(AND(V("recommended").le(V("gpu_memory_bytes")), V("kv_fits").eq(1), V("host_ram_fits").eq(1)), 1, 0),
          "", "fit"),
-    Term("fit_limit", "What keeps it from fitting with k (0 nothing, 1 weights, 2 budget, 3 KV pool, 4 host RAM)",
-         "count",
+    Term("fit_limit", "What keeps it from fitting with k (0 nothing, 1 weights, 2 budget, 3 KV pool, 4 host RAM, "
+         "5 an engine's weights past its budget)", "count",
          IF(V("fits_recommended").eq(1), 0,
             IF(V("weights").gt(V("gpu_memory_bytes")), 1,
-               IF(V("recommended").gt(V("gpu_memory_bytes")), 2, IF(V("kv_fits").eq(0), 3, 4)))),
-         "the first that binds: the weights alone, the recommended budget, a serving engine's KV pool against the "
-         "sequences' cache, the host RAM of the offloaded states (and a sleeping rollout engine's weights)", "fit"),
+               IF(AND(V("engine_mode").eq(1), V("weights").gt(V("engine_budget_bytes"))), 5,
+                  IF(V("recommended").gt(V("gpu_memory_bytes")), 2, IF(V("kv_fits").eq(0), 3, 4))))),
+         "the first that binds: the weights alone, a serving engine's weights past its budget (its share of the GPU: "
+         "vLLM does not start, 'No available memory for the cache blocks'), the recommended budget, a serving "
+         "engine's KV pool against the sequences' cache, the host RAM of the offloaded states (and a sleeping rollout "
+         "engine's weights)", "fit"),
     Term("purchase_usd", "Purchase cost (USD)", "usd", V("num_gpus") * _g("price_purchase_usd"), "GPUs sheet", "fit"),
     Term("hourly_usd", "Cloud cost per hour (USD)", "usd", V("num_gpus") * _g("price_per_hour_usd"), "GPUs sheet", "fit"),
 )

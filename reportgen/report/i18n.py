@@ -95,7 +95,7 @@ def fit_limit_text(values: Mapping[str, float], host_ram_per_node_gib: float, t:
     figures = (("weights", values["weights"]), ("memory", values["gpu_memory_bytes"]),
                ("recommended", values["recommended"]), ("pool", values.get("kv_pool_bytes", 0)),
                ("need", values.get("kv_cache", 0)), ("host", values.get("node_host_bytes", 0)),
-               ("ram", host_ram_per_node_gib * GiB))
+               ("ram", host_ram_per_node_gib * GiB), ("budget", values.get("engine_budget_bytes", 0)))
     return t(f"fit_limit.{code}", **{k: f"{v / GiB:,.2f}" for k, v in figures})
 
 
