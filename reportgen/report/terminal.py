@@ -33,7 +33,7 @@ def _why_not(values, assumptions) -> str:
     """The line that names what keeps a configuration from fitting with k ('' when it fits)."""
     from .i18n import fit_limit_text, load_catalogue
     why = fit_limit_text(values, assumptions["host_ram_per_node_gib"], load_catalogue("en"))
-    return f"\ndoes not fit with k: {why}" if why else ""
+    return f"\nwhat keeps it from fitting: {why}" if why else ""
 
 
 def estimate_table(est, assumptions) -> str:
@@ -44,9 +44,12 @@ def estimate_table(est, assumptions) -> str:
             f"{format_count(est['trainable_params'])} trainable\n")
     parts = _table(("at the peak (" + _phase(est) + ")", "bytes", "GiB", "GB"),
                    [(TERM_BY_NAME[k].label, format_count(est[k]), _gib(est[k]), _gb(est[k])) for k in PEAK_PARTS])
+    # an engine's budget is its own margin: no k on top (its recommended is its device total)
+    budget = ("as an engine (its budget is its margin: no k)" if est["recommended"] == est["device_total"]
+              and est["engine_mode"] else f"recommended (k) {_gib(est['recommended'])} GiB")
     fit = (f"\n{s.gpu}: {_gib(est['gpu_memory_bytes'])} GiB per GPU; device total {_gib(est['device_total'])} GiB "
            f"-> {'FITS' if est.fits else 'DOES NOT FIT'}; headroom {_gib(est['headroom_bytes'])} GiB; "
-           f"recommended (k) {_gib(est['recommended'])} GiB {'fits' if est['fits_recommended'] else 'does not fit'}")
+           f"{budget} {'fits' if est['fits_recommended'] else 'does not fit'}")
     fit += _why_not(est.values, assumptions)
     if est["host_offload_bytes"]:
         fit += f"\nhost RAM for offloaded states: {_gib(est['host_offload_bytes'])} GiB per GPU"
