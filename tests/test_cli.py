@@ -465,3 +465,19 @@ def test_a_group_of_several_pools_prints_its_tightest_pools_figures(settings):
         assert int(line.split()[-3].replace(",", "")) == int(tightest[key]), key
     # one GPU's figures: its states are within its own allocated peak
     assert tightest["weights"] + tightest["optimizer_states"] <= tightest["allocated_peak"]
+
+
+def test_an_engines_fit_lines_take_no_k_and_say_what_binds():
+    """#31's example: Llama-3.1-70B on 4 × H100 under vLLM, 64 sequences of 9,216 tokens. The lines said 'DOES NOT
+    FIT; headroom 5.32 GiB; recommended (k) … does not fit' for an engine that takes no k; they say its budget is its
+    margin, and what binds (its KV pool against the sequences' cache), with the figures the estimate has."""
+    result = run("estimate", "--model", "Llama-3.1-70B", "--engine", "vllm", "--gpus", "4", "--tp", "4", "--batch", "64",
+                 "--prompt-len", "8192", "--gen-len", "1024")
+    e = Estimator(load_models(), load_gpus()).estimate(Scenario(
+        model="Llama-3.1-70B", workload="inference", serving_engine="vllm", num_gpus=4, tp_size=4, batch_size=64,
+        prompt_len=8192, gen_len=1024))
+    assert not e["kv_fits"] and e["recommended"] == e["device_total"] < e["gpu_memory_bytes"]
+    assert "as an engine (its budget is its margin: no k) does not fit" in result.output
+    assert "recommended (k)" not in result.output
+    assert (f"what keeps it from fitting: the KV pool holds {e['kv_pool_bytes'] / 2**30:,.2f} GiB per GPU, the "
+            f"sequences need {e['kv_cache'] / 2**30:,.2f} GiB") in result.output
