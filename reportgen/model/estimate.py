@@ -577,7 +577,7 @@ def bar_terms(pools: Sequence[Mapping[str, Expr]]) -> tuple[Term, ...]:
             for k in range(len(pools) - 1, 0, -1):
                 out = IF(Var("bar_pool").eq(k), pools[k - 1].get(p, Num(0)), out)
             return out
-    return head + tuple(Term(GROUP_BAR[p], f"{_part_label(p)} (the bar)", "bytes", part(p), BAR_SOURCE, "phase")
+    return head + tuple(Term(GROUP_BAR[p], f"{bar_part_label(p)} (the bar)", "bytes", part(p), BAR_SOURCE, "phase")
                         for p in BAR_PARTS)
 
 
@@ -585,7 +585,8 @@ BAR_SOURCE = ("a part of the group's bar in the report's breakdowns and the work
               "the roles share the actor's GPUs, their states and largest phase; a role on GPUs of its own, its bar)")
 
 
-def _part_label(part: str) -> str:
+def bar_part_label(part: str) -> str:
+    """A bar part's label: its term's (a pool's largest phase: the group term's)."""
     return TRANSIENT_PEAK_LABEL if part == "transient_peak" else TERM_BY_NAME[part].label
 
 

@@ -185,12 +185,17 @@ def _m(column: str) -> Expr:
     return Lookup("Models", column, Var("model"))
 
 
-
 def _quantised(params: Expr, experts: Expr) -> Expr:
     """Of `params` (with `experts` of the routed experts), those stored at weight_bits: every layer but the
     embeddings and the LM head, or a dtype of the experts alone (MXFP4) their weight matrices."""
     return IF(V("experts_only_dtype").eq(1), experts * _m("expert_matrix_params") / MAX(_m("expert_params"), 1),
               params - V("embedding_params") - IF(V("head").eq("value"), 0, V("lm_head_params")))
+
+
+def _lora_bytes(adapters: Expr, saved: Expr) -> Expr:
+    """One copy of LoRA's trained parameters: `adapters` adapter parameters at adapter_bytes and `saved` saved-module
+    parameters at saved_module_bytes (0 without LoRA)."""
+    return IF(V("is_lora").eq(1), adapters * V("adapter_bytes") + saved * V("saved_module_bytes"), 0)
 
 
 def _weight_bytes(params: Expr, quantised: Expr, lora: Expr) -> Expr:
@@ -449,10 +454,7 @@ TERMS: tuple[Term, ...] = (
          "the copy keeps the original embedding's dtype (16-bit beside quantised layers), and torch's AdamW keeps "
          "its states in the parameter's dtype", "state"),
     Term("lora_copy_bytes", "One copy of the LoRA-trained parameters (weights, or their gradients)", "bytes",
-         IF(V("is_lora").eq(1),
-            V("adapter_params") * V("pp_layer_share") * V("adapter_bytes")
-            + V("resident_saved_module_params") * V("saved_module_bytes"),
-            0),
+         _lora_bytes(V("adapter_params") * V("pp_layer_share"), V("resident_saved_module_params")),
          "adapters at adapter_bytes, saved modules at saved_module_bytes", "state"),
     Term("weight_bytes_unsharded", "Weights a tensor-parallel group holds before ZeRO-3 sharding", "bytes",
          _weight_bytes(V("weight_params"), V("quantised_params"), V("lora_copy_bytes")),
@@ -461,8 +463,7 @@ TERMS: tuple[Term, ...] = (
          "state"),
     Term("model_weight_bytes", "Weights of the whole model: every stage and expert", "bytes",
          _weight_bytes(V("model_params"), _quantised(V("model_params"), _m("expert_params")),
-                       IF(V("is_lora").eq(1), V("adapter_params") * V("adapter_bytes")
-                          + V("saved_module_params") * V("saved_module_bytes"), 0)),
+                       _lora_bytes(V("adapter_params"), V("saved_module_params"))),
          "as weight_bytes_unsharded over every pipeline stage and routed expert: what a rollout reads for each "
          "token (a rollout engine holds its own copy at its own tensor parallelism; generate() by pipeline stages "
          "passes each token through all of them in turn)", "state"),
@@ -1673,11 +1674,16 @@ TIME_TERMS: tuple[Term, ...] = (
             V("moe_a2a_bytes") / V("moe_a2a_bytes_per_s") + V("moe_a2a_calls") * V("collective_latency_us") / 1e6, 0),
          "on the critical path, as Megatron-Core's dispatcher runs it without overlap; expert load imbalance and "
          "the grouped GEMMs' efficiency are not modelled", "time"),
+    Term("offload_stream_seconds", "Offloaded parameters streamed from the host, once", "seconds",
+         IF(AND(_TRAIN, V("offload").eq("all")),
+            V("weight_bytes_unsharded") / V("weight_shards") / (_g("pcie_gbps") * 1e9), 0),
+         "with the parameters offloaded (ZeRO-Infinity, FSDP2's CPU offload) every pass over the model brings each "
+         "GPU's shard of them over PCIe, layer by layer: each forward, each generated token's step, a refit",
+         "time"),
     Term("offload_seconds", "CPU-offload traffic per step", "seconds",
          IF(AND(_TRAIN, V("offload").ne("none")),
-            (V("gradients") + V("weight_bytes_unsharded") / V("weight_shards")
-             + IF(V("offload").eq("all"), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("weight_shards"),
-                  0)) / (_g("pcie_gbps") * 1e9), 0),
+            (V("gradients") + V("weight_bytes_unsharded") / V("weight_shards")) / (_g("pcie_gbps") * 1e9)
+            + 2 * V("grad_accum_steps") * V("offload_stream_seconds"), 0),
          "ZeRO-Offload moves gradients to the host and updated weights back every step over PCIe; parameter "
          "offload streams the weights in every forward and backward (Ren et al. 2021); the host's Adam is "
          "host_optimizer_seconds",
@@ -1730,12 +1736,6 @@ TIME_TERMS: tuple[Term, ...] = (
          "is memory-bound, as a decode step is)", "time"),
     Term("decode_context_tokens", "Mean context length while generating", "count",
          V("prompt_len") + V("gen_len") / 2, "", "time"),
-    Term("offload_stream_seconds", "Offloaded parameters streamed from the host, once", "seconds",
-         IF(AND(_TRAIN, V("offload").eq("all")),
-            V("weight_bytes_unsharded") / V("weight_shards") / (_g("pcie_gbps") * 1e9), 0),
-         "with the parameters offloaded (ZeRO-Infinity, FSDP2's CPU offload) every pass over the model brings each "
-         "GPU's shard of them over PCIe, layer by layer: each forward, each generated token's step, a refit",
-         "time"),
     Term("decode_gather_seconds", "Weights brought in per decode step: ZeRO-3 gathering, offloaded parameters",
          "seconds",
          IF(AND(_TRAIN, V("gen_len").gt(0), V("rollout_engine").eq(0)),

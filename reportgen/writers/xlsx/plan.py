@@ -36,13 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ...model.estimate import TRANSIENT_PEAK_LABEL
+from ...model.estimate import bar_part_label
 from ...model.formulas import ExcelContext, Expr, Num, Var, to_excel
 from ...report.i18n import Catalogue
 from ...model.inputs import RLHF_ALGORITHMS
 from ...planning.ranking import PLAN_ORDER, RENT_ORDER
 from ...report.build import Result
-from ...model.terms import BAR_PARTS, GROUP_BAR, SINGLE_BAR, TERM_BY_NAME
+from ...model.terms import BAR_PARTS, GROUP_BAR, SINGLE_BAR
 from ...report.charts import PALETTE
 from .book import RLHF_PLAN, SCENARIO_PLAN, Book, PlanFields, compiled_columns, plan_key_column
 from .checks import unless_assumptions_fail
@@ -458,8 +458,8 @@ def _part_expr(names: Mapping[str, str | None], part: str) -> Expr:
     return Var(names[part]) / GIB if names[part] else Num(0)
 
 
-CHART_PARTS = tuple(Column(f"{p}_gib", TERM_BY_NAME[p].label if p in TERM_BY_NAME else TRANSIENT_PEAK_LABEL, "gib",
-                           "formula", 11, _part_expr(SINGLE_BAR, p)) for p in BAR_PARTS)
+CHART_PARTS = tuple(Column(f"{p}_gib", bar_part_label(p), "gib", "formula", 11, _part_expr(SINGLE_BAR, p))
+                    for p in BAR_PARTS)
 GROUP_PARTS = tuple(replace(c, expr=_part_expr(GROUP_BAR, p)) for c, p in zip(CHART_PARTS, BAR_PARTS))
 # each part in the report's colour for it
 PART_COLOURS = tuple(PALETTE[BAR_PARTS.index(p)] for p in BAR_PARTS)
