@@ -23,19 +23,91 @@ def test_dispatch_and_combine_bytes_by_hand():
     e = EST.estimate(MOE)
     assert e["moe_a2a_calls"] == 4 * 48
     assert e["moe_a2a_bytes"] == pytest.approx(4 * 48 * 4096 * 8 * 2048 * 2 * 7 / 8)
+    assert e["moe_network_bytes"] == 0 and e["moe_nvlink_bytes"] == e["moe_a2a_bytes"]  # all 8 ranks in one node
     link = GPUS[H100].link_gbps * 1e9 * EST.assumptions["comm_efficiency"]
-    assert e["moe_a2a_bytes_per_s"] == pytest.approx(link)  # all 8 ranks in one node
+    assert e["moe_a2a_seconds"] == pytest.approx(e["moe_a2a_bytes"] / link + 4 * 48 * EST.assumptions["collective_latency_us"] / 1e6)
     full = EST.estimate(replace(MOE, checkpointing="full"))
     assert full["moe_a2a_calls"] == 6 * 48  # the recomputed forward dispatches again
 
 
 def test_an_expert_group_across_nodes_is_bound_by_the_network():
     inside, across = EST.estimate(MOE), EST.estimate(replace(MOE, ep_size=16))
-    per_gpu_network = GPUS[H100].inter_node_gbps * 1e9 * EST.assumptions["comm_efficiency"]
     # 7 of 15 peers on NVLink, 8 across the network: the network part dominates
-    assert per_gpu_network < across["moe_a2a_bytes_per_s"] < 2 * per_gpu_network
+    assert across["moe_network_bytes"] == pytest.approx(across["moe_a2a_bytes"] * 8 / 15, rel=1e-12)
+    assert across["moe_nvlink_bytes"] == pytest.approx(across["moe_a2a_bytes"] * 7 / 15, rel=1e-12)
+    per_gpu_network = GPUS[H100].inter_node_gbps * 1e9 * EST.assumptions["comm_efficiency"]
+    assert across["moe_a2a_seconds"] > across["moe_network_bytes"] / per_gpu_network
     assert across["moe_a2a_seconds"] > 3 * inside["moe_a2a_seconds"]
     assert across["train_tokens_per_s_per_gpu"] < inside["train_tokens_per_s_per_gpu"]
+
+
+def test_deepep_sends_a_token_once_to_each_node_of_its_experts():
+    """DeepEP's internode dispatch (its README: tokens go over RDMA to each target node once and NVLink forwards them
+    to the experts' GPUs there). Qwen3-235B-A22B at TP 2, ETP 1, EP 32: four nodes of 8 expert ranks; top-8 of 128
+    experts drawn evenly hit each of the 3 other nodes with probability 1 − (3/4)^8 (hand-computed here), where
+    NCCL's all-to-all sends 8 × 24/32 copies of each token over the network. DeepEP's stages overlap: the slower
+    bounds the time."""
+    scenario = Scenario(model="Qwen3-235B-A22B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                        num_gpus=256, tp_size=2, etp_size=1, ep_size=32, pp_size=8, vp_size=4, grad_accum_steps=128,
+                        framework="megatron", zero_stage=1, checkpointing="selective", gpu=H100)
+    nccl, deepep = EST.estimate(scenario), EST.estimate(replace(scenario, moe_dispatcher="deepep"))
+    calls = nccl["moe_a2a_calls"]
+    layers = EST.tables["Models"]["Qwen3-235B-A22B"]["num_moe_layers"]
+    assert calls == pytest.approx(4 * 12, rel=1e-12) and layers == 94  # the busiest stage: 12 of 94 (uneven chunks)
+    token_bytes = calls * 4096 / 2 * 4096 * 2  # each GPU's sequence shard, hidden 4096, bf16
+    assert nccl["moe_network_bytes"] == pytest.approx(token_bytes * 8 * 24 / 32, rel=1e-12)
+    assert deepep["moe_network_bytes"] == pytest.approx(token_bytes * 3 * (1 - 0.75 ** 8), rel=1e-12)
+    assert deepep["moe_nvlink_bytes"] == pytest.approx(token_bytes * 8 * 31 / 32, rel=1e-12)
+    wire = EST.assumptions["comm_efficiency"] * 1e9
+    latency = calls * EST.assumptions["collective_latency_us"] / 1e6
+    assert deepep["moe_a2a_seconds"] == pytest.approx(max(deepep["moe_network_bytes"] / GPUS[H100].inter_node_gbps,
+                                                          deepep["moe_nvlink_bytes"] / GPUS[H100].link_gbps) / wire
+                                                      + latency, rel=1e-12)
+    assert deepep["moe_a2a_seconds"] < nccl["moe_a2a_seconds"] / 2
+    assert deepep["train_tokens_per_s_per_gpu"] > nccl["train_tokens_per_s_per_gpu"]
+
+
+@pytest.mark.parametrize("ep,tp", [(4, 1), (8, 1), (8, 2), (16, 1), (16, 4), (32, 2), (64, 1)])
+def test_deepep_never_slower_than_nccl_and_the_same_inside_a_node(ep, tp):
+    """Property: fewer network bytes (1 − (1 − 1/n)^k ≤ k/n) and stages that overlap never take longer than NCCL's
+    all-to-all where NVLink is at least the network's speed; inside one node the two move the same bytes."""
+    scenario = replace(MOE, num_gpus=max(64, ep * tp), tp_size=tp, etp_size=1, ep_size=ep)
+    nccl, deepep = EST.estimate(scenario), EST.estimate(replace(scenario, moe_dispatcher="deepep"))
+    if nccl["ep_nodes"] == 1:
+        assert deepep["moe_a2a_seconds"] == pytest.approx(nccl["moe_a2a_seconds"], rel=1e-12)
+    else:
+        assert deepep["moe_network_bytes"] < nccl["moe_network_bytes"]
+        assert deepep["moe_a2a_seconds"] < nccl["moe_a2a_seconds"]
+
+
+def _megatron_ep_ranks_in_node(world: int, tp: int, etp: int, ep: int, pp: int, gpus_per_node: int) -> int:
+    """The oracle: Megatron-Core's expert rank groups (megatron/core/parallel_state.py, RankGenerator with the
+    order 'tp-cp-ep-dp-pp', ETP in TP's place and CP 1: a rank is etp_i + etp·(ep_i + ep·(edp_i + edp·pp_i))),
+    enumerated rank by rank; the most ranks of one EP group that share a node."""
+    edp = world // pp // (etp * ep)
+    most = 0
+    for etp_i in range(etp):
+        for edp_i in range(edp):
+            for pp_i in range(pp):
+                ranks = [etp_i + etp * (ep_i + ep * (edp_i + edp * pp_i)) for ep_i in range(ep)]
+                nodes = [r // gpus_per_node for r in ranks]
+                most = max(most, max(nodes.count(n) for n in set(nodes)))
+    return most
+
+
+@pytest.mark.parametrize("tp,etp,ep,pp", [(1, 1, 8, 1), (2, 1, 8, 1), (4, 1, 8, 2), (2, 1, 32, 8), (2, 2, 8, 1),
+                                          (4, 4, 4, 1), (2, 1, 16, 2), (8, 8, 4, 1), (4, 2, 16, 1)])
+def test_an_expert_groups_ranks_in_a_node_follow_megatrons_rank_order(tp, etp, ep, pp):
+    """Megatron-Core numbers an expert group's ranks ETP first: at ETP 1 an EP group is consecutive GPUs, whatever
+    the attention's TP (Qwen3-235B-A22B's published layouts: TP 2, ETP 1, EP 8 is one node's 8 GPUs, not 4 on NVLink
+    and 4 across the network). Fails on dividing the node by tp_size."""
+    world = 256
+    scenario = Scenario(model="Qwen3-235B-A22B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                        num_gpus=world, tp_size=tp, etp_size=etp, ep_size=ep, pp_size=pp, grad_accum_steps=2 * pp,
+                        framework="megatron", zero_stage=1, checkpointing="full", gpu=H100)
+    assert EST.skip_check(scenario) is None
+    node = GPUS[H100].gpus_per_node
+    assert EST.estimate(scenario)["ep_ranks_in_node"] == _megatron_ep_ranks_in_node(world, tp, etp, ep, pp, node)
 
 
 def test_no_all_to_all_without_expert_parallelism_or_experts():

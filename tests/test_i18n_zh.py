@@ -292,7 +292,7 @@ ZH_CITED_TITLES = (
 )
 ZH_FULL_TERMS_OF_ART = {
     "tp", "dp", "pp", "ep", "cp", "vp",  # the formulas' parallel degrees
-    "all-reduce", "all-gather", "all-to-all", "alltoall", "reduce-scatter", "ring", "top-k", "roofline", "matmul",
+    "all-reduce", "all-gather", "all-to-all", "alltoall", "deepep", "reduce-scatter", "ring", "top-k", "roofline", "matmul",
     "tanh", "tanh-GELU", "fc1", "act", "proj", "qkv", "query", "Query", "Key", "hidden", "one-hot", "log-softmax",
     "absmax", "int64", "bfloat16", "bf16-true", "float8", "compile", "chunk", "shell", "pull", "request", "ipg", "nvls",
     "fused", "foreach", "auto", "None", "True", "bs", "grad", "loss", "scale", "unscale", "recompute", "rank",

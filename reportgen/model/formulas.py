@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 # Excel functions this language may emit (all pre-2010, no _xlfn. prefix needed); Fn refuses others.
-EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "AND", "OR", "ISNUMBER", "NOT", "LEFT",
-                             "FIND"})
+EXCEL_FUNCTIONS = frozenset({"IF", "MAX", "MIN", "ROUNDUP", "INT", "MOD", "POWER", "AND", "OR", "ISNUMBER", "NOT",
+                             "LEFT", "FIND"})
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 _TEXT_OP = {"+": "+", "-": "−", "*": "×", "/": "÷", "=": "=", "<>": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
 # Python's math.ceil on a value a hair above an integer (float noise, 1e-12 relative) would differ
@@ -156,6 +156,7 @@ def MIN(*args) -> Expr: return lift(args[0]) if len(args) == 1 else Fn("MIN", tu
 def CEIL(x) -> Expr: return Fn("ROUNDUP", (lift(x), Num(0)))
 def FLOOR(x) -> Expr: return Fn("INT", (lift(x),))  # round down (INT in Excel)
 def MOD(a, b) -> Expr: return Fn("MOD", (lift(a), lift(b)))
+def POWER(a, b) -> Expr: return Fn("POWER", (lift(a), lift(b)))  # a ** b
 def AND(*args) -> Expr: return Fn("AND", tuple(lift(a) for a in args))
 def OR(*args) -> Expr: return Fn("OR", tuple(lift(a) for a in args))
 
@@ -368,7 +369,7 @@ def _is_text(expr: Expr) -> bool:
 
 
 # The functions to_python's code calls.
-PYTHON_HELPERS = {"_ceil": spreadsheet_ceil, "_floor": math.floor, "_text": spreadsheet_text,
+PYTHON_HELPERS = {"_ceil": spreadsheet_ceil, "_floor": math.floor, "_text": spreadsheet_text, "_power": math.pow,
                   "_isnumber": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)}
 
 
@@ -404,6 +405,8 @@ def to_python(expr: Expr, var: Callable[[str], str], lookup: Callable[[Lookup], 
             return f"_floor({args[0]})"
         if expr.name == "MOD":
             return f"({args[0]} % {args[1]})"
+        if expr.name == "POWER":
+            return f"_power({args[0]}, {args[1]})"
         if expr.name == "AND":
             return "(" + " and ".join(args) + ")"
         if expr.name == "OR":
@@ -514,7 +517,7 @@ _MUL_OPS = {"*": "*", "×": "*", "/": "/", "÷": "/"}
 _CMP_OPS = {"=": "=", "==": "=", "≠": "<>", "!=": "<>", "<>": "<>", "<": "<", "≤": "<=", "<=": "<=", ">": ">",
             "≥": ">=", ">=": ">="}
 _KEYWORDS = {"if", "else", "mod"}
-_ARITY = {"IF": (3, 3), "ROUNDUP": (2, 2), "INT": (1, 1), "MOD": (2, 2)}
+_ARITY = {"IF": (3, 3), "ROUNDUP": (2, 2), "INT": (1, 1), "MOD": (2, 2), "POWER": (2, 2)}
 
 
 def parse_expression(text: str, *, lookups: Mapping[str, str] | None = None,

@@ -171,6 +171,11 @@ INPUTS: tuple[Input, ...] = (
           "activations grow by it, and the whole group waits for it. 1 = balanced, as published benchmark runs "
           "force it (Megatron-Core's moe_router_force_load_balancing, 'only for benchmark'); set what your router "
           "reaches", 1.0, limits=(1.0, 16.0), decimal=True, option="--moe-load-imbalance", applies=_TRAINING),
+    Input("moe_dispatcher", "MoE token dispatcher", "MoE training with ep_size > 1: alltoall (NCCL's all-to-all, "
+          "Megatron-Core's alltoall dispatcher: a token's copy for each of its experts crosses the link to that "
+          "expert's GPU) or deepep (DeepEP, Megatron-Core's flex dispatcher: a token crosses the network once per "
+          "other node holding one of its experts, then NVLink inside it)", "alltoall", choices=tb.MOE_DISPATCHERS,
+          option="--moe-dispatcher", applies=_TRAINING, layout=True),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",

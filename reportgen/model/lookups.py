@@ -138,6 +138,8 @@ ATTENTION = ("flash", "eager")
 # transformers' experts implementations (config._experts_implementation); grouped_mm is its default
 EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")
 DROPOUT = ("off", "config")
+# MoE token dispatchers under training: NCCL's all-to-all (Megatron-Core's alltoall), DeepEP (its flex dispatcher)
+MOE_DISPATCHERS = ("alltoall", "deepep")
 ADAPTER_DTYPES = ("fp32", "model")
 LOSSES = ("fp32", "fp32-chunked", "compute", "compute-chunked")
 FRAMEWORKS = ("hf", "deepspeed", "fsdp2", "megatron", "litgpt")  # training frameworks (engines serve)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InputError
-from .formulas import (AND, CEIL, FLOOR, IF, MAX, MIN, MOD, NOT, OR, Cmp, Const, Expr, Fn, Lookup, Num, Op, Str, Var, ceil_div,
+from .formulas import (AND, CEIL, FLOOR, IF, MAX, MIN, MOD, NOT, OR, POWER, Cmp, Const, Expr, Fn, Lookup, Num, Op, Str, Var, ceil_div,
                        is_one_of, with_children)
 from .inputs import FROZEN, INPUT_NAMES, ROLLOUT
 from .units import GiB as _GIB, MiB as _MIB
@@ -1661,19 +1661,37 @@ TIME_TERMS: tuple[Term, ...] = (
          "(ep − 1) ÷ ep leave the GPU with balanced routing; a tensor-parallel group dispatches its sequence "
          "shards (Megatron-Core's alltoall token dispatcher)", "time"),
     Term("ep_ranks_in_node", "Expert-parallel ranks inside one node", "count",
-         MIN(V("ep_size"), MAX(1, FLOOR(_g("gpus_per_node") / V("tp_size")))), "", "time"),
-    Term("moe_a2a_bytes_per_s", "MoE all-to-all bandwidth per GPU", "bytes_per_s",
-         IF(V("ep_size").gt(1),
-            V("comm_efficiency") * 1e9 / ((V("ep_ranks_in_node") - 1) / (V("ep_size") - 1) / _g("link_gbps")
-                                          + (V("ep_size") - V("ep_ranks_in_node")) / (V("ep_size") - 1)
-                                          / _g("inter_node_gbps")), 0),
-         "the traffic to the ep ranks of the same node crosses NVLink (or PCIe), to the others the GPU's own "
-         "network link: an all-to-all over more than a node is bound by the network per GPU (GPUs sheet)", "time"),
+         MIN(V("ep_size"), MAX(1, FLOOR(_g("gpus_per_node") / V("expert_tp")))),
+         "Megatron-Core numbers an expert group's ranks ETP first, then EP (its expert rank order "
+         "'tp-cp-ep-dp-pp' with ETP for TP, the pipeline stage outermost): an EP group's ranks are expert_tp apart, "
+         "so a node holds gpus_per_node ÷ expert_tp of them", "time"),
+    Term("ep_nodes", "Nodes one expert-parallel group spans", "count",
+         CEIL(V("ep_size") / V("ep_ranks_in_node")), "", "time"),
+    Term("moe_network_bytes", "MoE token traffic per micro-batch leaving the node, per GPU", "bytes",
+         IF(V("moe_dispatcher").eq("deepep"),
+            V("moe_a2a_calls") * V("tokens") / V("tp_size") * V("hidden_size") * V("act_bytes") * V("moe_imbalance")
+            * (V("ep_nodes") - 1) * (1 - POWER(1 - 1 / V("ep_nodes"), _m("num_experts_per_tok"))),
+            V("moe_a2a_bytes") * (V("ep_size") - V("ep_ranks_in_node")) / MAX(1, V("ep_size") - 1)),
+         "alltoall: each routed token's copy for each of its experts on another node, (ep − ranks in the node) of "
+         "the ep − 1 peers; deepep: the token once to each other node that holds one of its top-k experts, which "
+         "forwards it over NVLink (DeepEP's internode kernels) — with the experts drawn evenly over n nodes a node "
+         "is hit with probability 1 − (1 − 1/n)^k (drawn with replacement: for 8 of 128 experts over 4 nodes "
+         "0.900, drawn without 0.907)", "time"),
+    Term("moe_nvlink_bytes", "MoE token traffic per micro-batch inside the node, per GPU", "bytes",
+         IF(V("moe_dispatcher").eq("deepep"), V("moe_a2a_bytes"),
+            V("moe_a2a_bytes") * (V("ep_ranks_in_node") - 1) / MAX(1, V("ep_size") - 1)),
+         "alltoall: the copies for experts on the other GPUs of the node; deepep: every copy that leaves the GPU "
+         "crosses NVLink once, from its sender or from the GPU that took it off the network", "time"),
     Term("moe_a2a_seconds", "MoE all-to-all per micro-batch", "seconds",
          IF(V("moe_a2a_calls").gt(0),
-            V("moe_a2a_bytes") / V("moe_a2a_bytes_per_s") + V("moe_a2a_calls") * V("collective_latency_us") / 1e6, 0),
-         "on the critical path, as Megatron-Core's dispatcher runs it without overlap; expert load imbalance and "
-         "the grouped GEMMs' efficiency are not modelled", "time"),
+            IF(V("moe_dispatcher").eq("deepep"),
+               MAX(V("moe_nvlink_bytes") / _g("link_gbps"), V("moe_network_bytes") / _g("inter_node_gbps")),
+               V("moe_nvlink_bytes") / _g("link_gbps") + V("moe_network_bytes") / _g("inter_node_gbps"))
+            / (1e9 * V("comm_efficiency")) + V("moe_a2a_calls") * V("collective_latency_us") / 1e6, 0),
+         "inside the node on NVLink (or PCIe), across nodes on the GPU's own network link (GPUs sheet); NCCL's "
+         "all-to-all moves both shares in one collective, bound by their sum; DeepEP pipelines its network and "
+         "NVLink stages, bound by the slower. On the critical path, as Megatron-Core's dispatchers run it without "
+         "overlap; the grouped GEMMs' efficiency is not modelled", "time"),
     Term("offload_stream_seconds", "Offloaded parameters streamed from the host, once", "seconds",
          IF(AND(_TRAIN, V("offload").eq("all")),
             V("weight_bytes_unsharded") / V("weight_shards") / (_g("pcie_gbps") * 1e9), 0),

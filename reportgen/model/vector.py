@@ -27,6 +27,7 @@ bool, str) of every term of every row.
 from __future__ import annotations
 
 import collections.abc
+import math
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -579,6 +580,28 @@ def _mod(frame: _Frame, e: Fn) -> Any:
     return Nums(v, t)
 
 
+def _power(frame: _Frame, e: Fn) -> Any:
+    """The scalar path's math.pow on each distinct (base, exponent) pair: numpy's power differs from it in the
+    last bit, and a term's few distinct pairs (nodes, top-k) make it cheap."""
+    a, b = frame.eval(e.args[0]), frame.eval(e.args[1])
+    na, nb = _nums(frame, a), _nums(frame, b)
+    if na is None or nb is None or (is_const(a) and is_const(b)):
+        return frame.python(e, [a, b])
+    pairs = np.stack(np.broadcast_arrays(_full(frame, _as_float(frame, na, exact=False)),
+                                         _full(frame, _as_float(frame, nb, exact=False))), axis=1)
+    distinct, where = np.unique(pairs, axis=0, return_inverse=True)
+    values, failed = np.zeros(len(distinct)), np.zeros(len(distinct), dtype=bool)
+    for k, (base, exponent) in enumerate(distinct.tolist()):
+        try:
+            values[k] = math.pow(base, exponent)
+        except (ValueError, OverflowError):  # a negative base to a fractional power, an overflow: #NUM!
+            failed[k] = True
+    where = where.reshape(-1)
+    if failed.any():
+        frame.flag(failed[where])
+    return Nums(values[where], FLOAT)
+
+
 def _fn(frame: _Frame, e: Fn) -> Any:
     handler = _FN.get(e.name)
     if handler is not None:
@@ -587,7 +610,7 @@ def _fn(frame: _Frame, e: Fn) -> Any:
 
 
 _FN = {"IF": _if, "AND": _and_or, "OR": _and_or, "NOT": _not, "MAX": _extreme, "MIN": _extreme,
-       "ROUNDUP": _round, "INT": _round, "MOD": _mod}
+       "ROUNDUP": _round, "INT": _round, "MOD": _mod, "POWER": _power}
 
 
 def _lookup(frame: _Frame, e: Lookup) -> Any:

@@ -191,7 +191,7 @@ class DslWorksheet(Worksheet):
 
     XlsxWriter runs ~30 regular expressions over every formula to add `_xlfn.` prefixes to
     functions newer than Excel 2007 (most of its time per formula). Our formulas only use
-    IF, MAX, MIN, ROUNDUP, AND, OR (the expression language) and INDEX, MATCH, SUMPRODUCT, ROW, COUNTIF,
+    formulas.EXCEL_FUNCTIONS (the expression language's) and INDEX, MATCH, SUMPRODUCT, ROW, COUNTIF,
     LEN, SUBSTITUTE (the plan), none of which takes a prefix; a test checks both facts on the written file. If a
     later XlsxWriter renames this hook, the override is simply unused (slower, same output)."""
 
