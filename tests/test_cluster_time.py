@@ -200,3 +200,31 @@ def test_load_imbalance_slows_and_fills_the_busiest_expert_gpu():
     assert busy["activations"] > even["activations"]
     for same in (replace(MOE, ep_size=1, num_gpus=16), replace(MOE, model="Qwen3-8B", ep_size=1)):
         assert EST.estimate(replace(same, moe_load_imbalance=1.5)).values == EST.estimate(same).values
+
+
+def test_a_pipeline_moves_at_its_busiest_stages_pace():
+    """Narayanan et al. 2021 §2.2: every slot of a 1F1B step waits for the slowest stage. With the split the memory
+    terms take, the last stage holds ⌈L ÷ pp⌉ layers and the LM head: Llama-3-8B (32 layers, a 128,256 × 4,096 head,
+    2.4 layers' worth of FLOPs) over 4 stages computes 8 layers and the head per micro-batch, not a quarter of the
+    model (hand-computed here from the model's sizes and the GPU's peak and efficiency)."""
+    scenario = Scenario(model="Llama-3-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=8,
+                        pp_size=4, grad_accum_steps=16, framework="megatron", zero_stage=1, checkpointing="none",
+                        gpu=H100)
+    e = EST.estimate(scenario)
+    gpu = GPUS[H100]
+    head = 4096 / (gpu.bf16_dense_tflops * 1e12) * 6 * 128256 * 4096 / gpu.train_efficiency
+    assert e["head_compute_seconds"] == pytest.approx(head, rel=1e-12)
+    layers = (e["train_compute_seconds"] - head) / 32
+    assert e["stage_compute_seconds"] == pytest.approx(8 * layers + head, rel=1e-12)
+    assert e["stage_compute_seconds"] > 1.1 * e["train_compute_seconds"] / 4  # the head: (8 + 2.4) against 8.6
+    assert e["step_seconds"] >= e["pipeline_slots"] * e["stage_compute_seconds"]
+    alone = EST.estimate(replace(scenario, pp_size=1, num_gpus=2))
+    assert alone["stage_compute_seconds"] == alone["train_compute_seconds"]
+    # Qwen3-235B-A22B at PP 32: the busiest stage's 3 of 94 layers and a head of about 2.4 layers' FLOPs (about 1.9
+    # layers' time: the layers' attention runs at the lower attention efficiency), against 94 ÷ 32 layers
+    deep = EST.estimate(Scenario(model="Qwen3-235B-A22B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                                 num_gpus=256, tp_size=2, etp_size=1, ep_size=8, pp_size=32, vp_size=3,
+                                 grad_accum_steps=512, framework="megatron", zero_stage=1, checkpointing="selective",
+                                 gpu=H100))
+    assert deep["pp_stage_layers"] == 3
+    assert 1.55 < deep["stage_compute_seconds"] / (deep["train_compute_seconds"] / 32) < 1.65

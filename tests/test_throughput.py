@@ -51,23 +51,25 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Eleven runs never fitted to: median |error| 25.0 % today, above issue #16's 15 % target. A gist's LLaMA-7B
+    """Eleven runs never fitted to: median |error| 20.8 % today, above issue #16's 15 % target. A gist's LLaMA-7B
     under DeepSpeed with a Hugging Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the
     efficiencies were fitted to llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three
     Llama 3 405B rows carry their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped
     without it, at ±4 %): with their micro-batches (32 and 16, one sequence each) the plain 1F1B bubble of 16
-    stages makes them −34.6 %, −46.7 % and −46.7 %, short as a bubble makes them (Meta's interleaving depth is not
-    published). The other six are within ±25.0 % (median 11.6 %); the largest is the 2021 Megatron-LM GPT-3 175B
-    run (tensor 8 × pipeline 16 × data 8) at +25.0 %."""
+    stages, and the busiest stage's 8 layers and LM head (since 2026-12-06; Meta balanced them by a layer fewer on
+    the first and last stage, which the estimate does not take), make them −39.3 %, −50.5 % and −48.9 % (Meta's
+    interleaving depth is not published). The other six are within ±20.8 % (median 9.2 %); the largest is the 2021
+    Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at +20.8 % (+25.0 % before its last stage's LM head
+    was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
     assert len(errors) == 11
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.251
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.209
     hf_deepspeed = {k: e for k, e in errors.items() if k in ("pub-tr-038", "pub-tr-039")}
     assert len(hf_deepspeed) == 2 and all(0.52 <= e <= 0.62 for e in hf_deepspeed.values()), hf_deepspeed
     llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
-    assert len(llama3) == 3 and all(-0.468 <= e <= -0.345 for e in llama3.values()), llama3
+    assert len(llama3) == 3 and all(-0.506 <= e <= -0.392 for e in llama3.values()), llama3
     others = [e for k, e in errors.items() if k not in llama3 and k not in hf_deepspeed]
-    assert statistics.median(abs(e) for e in others) <= 0.116 and max(abs(e) for e in others) <= 0.251
+    assert statistics.median(abs(e) for e in others) <= 0.093 and max(abs(e) for e in others) <= 0.209
 
 
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
@@ -103,15 +105,16 @@ def test_fp8_training_timed_at_the_bf16_peak_on_two_held_out_runs():
 def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
     """#32 item 7: Qwen3-235B-A22B under Megatron-Core on 256 H100 (Megatron-MoE-ModelZoo: layouts with EP 8 in a
     node and EP 32 over four, ETP 1, uneven interleaved pipelines), none fitted. The level reached: EP32 across
-    nodes with DeepEP −7.8 %, and −17.6 % where the run also overlapped its all-to-all with 1F1B (not modelled);
-    EP 8 inside a node +47.2 % (A2A) and +83.1 % (DeepEP, TP 4): the MoE layers' small grouped GEMMs (1,024 and
-    512 tokens per expert against EP32's 4,096), the token permutations and the router are not modelled. A change
-    that widens any of them fails; each run is a layout the estimator accepts."""
+    nodes with DeepEP −16.2 %, and −25.1 % where the run also overlapped its all-to-all with 1F1B (not modelled);
+    EP 8 inside a node −3.1 % (A2A, PP 32: its last stage's LM head weighs about 2.4 of its 3 layers' worth) and
+    +61.7 % (DeepEP, TP 4): the MoE layers' small grouped GEMMs (512 tokens per expert against EP32's 4,096), the
+    token permutations and the router are not modelled. A change that widens any of them fails; each run is a
+    layout the estimator accepts."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in MOE_TRAINING}
     assert len(errors) == 4 and all(EST.skip_check(c.scenario) is None for c in MOE_TRAINING)
-    assert -0.079 <= errors["pub-tr-034"] < 0 and -0.177 <= errors["pub-tr-035"] < 0
-    assert 0 < errors["pub-tr-036"] <= 0.473 and 0 < errors["pub-tr-037"] <= 0.832
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.325
+    assert -0.163 <= errors["pub-tr-034"] < 0 and -0.252 <= errors["pub-tr-035"] < 0
+    assert -0.032 <= errors["pub-tr-036"] < 0 and 0 < errors["pub-tr-037"] <= 0.618
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.207
 
 
 def test_experts_whole_on_their_gpus_skip_the_mlps_tensor_parallel_collectives():

@@ -1718,13 +1718,26 @@ TIME_TERMS: tuple[Term, ...] = (
          "1F1B runs m micro-batches in m + p − 1 slots: the bubble is (p − 1) / m of the step (Narayanan et "
          "al. 2021, §2.2), (p − 1) ÷ (v × m) with v interleaved chunks per GPU (§2.2.1); without pipelining "
          "(p = 1) the m micro-batches themselves", "time"),
+    Term("head_compute_seconds", "LM head's compute per micro-batch", "seconds",
+         IF(_TRAIN, V("micro_batch_peak_seconds") * IF(V("is_full").eq(1), 6, 4) * V("vocab_size") * V("hidden_size")
+            / _g("train_efficiency"), 0),
+         "the part of train_compute_seconds the LM head takes: vocabulary × hidden per token, forward and backward "
+         "(a frozen head: no weight gradient)", "time"),
+    Term("stage_compute_seconds", "Busiest pipeline stage's compute per micro-batch", "seconds",
+         IF(V("pp_stages").eq(1), V("train_compute_seconds"),
+            V("pp_stage_layers") * (V("train_compute_seconds") - V("head_compute_seconds")) / V("num_layers")
+            + V("head_compute_seconds")),
+         "a pipeline moves at its busiest stage's pace (Narayanan et al. 2021, §2.2): ⌈L ÷ pp⌉ layers and the last "
+         "stage's LM head, the split the memory terms take (the head of a model with a large vocabulary weighs "
+         "several layers: Qwen3-235B-A22B's about 2.4; a framework that counts the loss as a layer, Megatron-Core's "
+         "--account-for-loss-in-pipeline-split, balances it better, which is not modelled)", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
-         IF(_TRAIN, MAX(V("pipeline_slots") * V("train_compute_seconds") / V("pp_stages"), V("dp_comm_seconds"))
+         IF(_TRAIN, MAX(V("pipeline_slots") * V("stage_compute_seconds"), V("dp_comm_seconds"))
             + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds") + V("cp_ring_seconds"))
             + V("offload_seconds") + V("host_optimizer_seconds"), 0),
          "compute and data-parallel communication overlap (the longer counts); tensor-parallel, MoE all-to-all, "
-         "the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; a "
-         "pipeline stage computes its share of each micro-batch", "time"),
+         "the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; each "
+         "slot takes the busiest pipeline stage's compute", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("cp_degree") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0),
          "", "time"),
