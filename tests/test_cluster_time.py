@@ -228,3 +228,29 @@ def test_a_pipeline_moves_at_its_busiest_stages_pace():
                                  gpu=H100))
     assert deep["pp_stage_layers"] == 3
     assert 1.55 < deep["stage_compute_seconds"] / (deep["train_compute_seconds"] / 32) < 1.65
+
+
+def test_the_combined_1f1b_schedule_hides_the_all_to_all_behind_compute():
+    """Megatron-Core's --overlap-moe-expert-parallel-comm: a slot takes the longer of its compute and its
+    all-to-all, not their sum (pub-tr-035's layout: EP32 over four nodes with DeepEP, PP 8 × VP 4); Megatron runs it
+    for MoE models under EP > 1, and with a pipeline only interleaved: anything else is refused by name."""
+    scenario = Scenario(model="Qwen3-235B-A22B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                        num_gpus=256, tp_size=2, etp_size=1, ep_size=32, pp_size=8, vp_size=4, grad_accum_steps=128,
+                        framework="megatron", zero_stage=1, checkpointing="selective", moe_dispatcher="deepep",
+                        gpu=H100)
+    serial, hidden = EST.estimate(scenario), EST.estimate(replace(scenario, ep_overlap="on"))
+    assert serial["slot_seconds"] == pytest.approx(serial["stage_compute_seconds"] + serial["moe_a2a_seconds"],
+                                                   rel=1e-12)
+    assert hidden["slot_seconds"] == pytest.approx(max(hidden["stage_compute_seconds"], hidden["moe_a2a_seconds"]),
+                                                   rel=1e-12)
+    assert hidden["moe_a2a_seconds"] == serial["moe_a2a_seconds"] > 0
+    assert serial["step_seconds"] - hidden["step_seconds"] == pytest.approx(
+        serial["pipeline_slots"] * min(serial["stage_compute_seconds"], serial["moe_a2a_seconds"]), rel=1e-9)
+    for refused in (replace(scenario, ep_overlap="on", vp_size=1), replace(scenario, ep_overlap="on", ep_size=1),
+                    replace(scenario, ep_overlap="on", framework="fsdp2", zero_stage=3, vp_size=1),
+                    Scenario(model="Llama-3-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=8,
+                             framework="megatron", ep_overlap="on", gpu=H100)):
+        reason = EST.skip_check(refused)
+        assert reason is not None and reason.code == "ep_overlap", (refused, reason)
+    assert EST.skip_check(replace(scenario, ep_overlap="on")) is None
+    assert EST.skip_check(replace(scenario, ep_overlap="on", pp_size=1, vp_size=1, num_gpus=64)) is None

@@ -169,6 +169,27 @@ def test_chinese_preset_texts_are_checked(tmp_path):
     assert result.exit_code == 1 and f"Error: {bad}: title_zh: expected text, got [1]" in result.output
 
 
+def test_an_unquoted_on_or_off_reads_as_the_choice_yaml_would_have_made_a_boolean(tmp_path):
+    """YAML 1.1 reads an unquoted on/off (yes/no) as true/false: for an input whose choices are on and off they
+    mean those choices (lora_dropout: on, ep_overlap: [off, on]); elsewhere a boolean is named as such, with the
+    fix (quote it), not only 'expected text'."""
+    good = tmp_path / "onoff.yaml"
+    good.write_text("title: T\nmatrices:\n  - name: m\n    model: Llama-2-7B\n"
+                    "    workload: {type: lora, seq_len: 2048, batch_size: 1}\n    lora_dropout: on\n"
+                    "    sequence_parallel: [off, on]\n    tp_size: 2\n    num_gpus: 2\n", encoding="utf-8")
+    result = run("build", str(good), "--format", "json", "-o", str(tmp_path / "out"), "-q")
+    assert result.exit_code == 0, result.output
+    inputs = [s["inputs"] for s in json.loads((tmp_path / "out" / "onoff.json").read_text())["scenarios"]]
+    assert {i["lora_dropout"] for i in inputs} == {"on"} and sorted(i["sequence_parallel"] for i in inputs) == ["off",
+                                                                                                              "on"]
+    bad = tmp_path / "bool.yaml"
+    bad.write_text("title: T\nmatrices:\n  - name: m\n    model: Llama-2-7B\n    attention: no\n", encoding="utf-8")
+    result = run("check", str(bad))
+    assert result.exit_code == 1 and result.output == (
+        f"Error: {bad}: matrices[0].attention: expected text, got False (YAML reads an unquoted yes, no, on or off "
+        "as true or false: quote it)\n")
+
+
 # Issue #37: nothing in a preset is silently misread. Each case is accepted by the reading before it.
 MATRIX = "matrices:\n  - {name: m, model: Llama-2-7B}\n"
 

@@ -105,16 +105,16 @@ def test_fp8_training_timed_at_the_bf16_peak_on_two_held_out_runs():
 def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
     """#32 item 7: Qwen3-235B-A22B under Megatron-Core on 256 H100 (Megatron-MoE-ModelZoo: layouts with EP 8 in a
     node and EP 32 over four, ETP 1, uneven interleaved pipelines), none fitted. The level reached: EP32 across
-    nodes with DeepEP −16.2 %, and −25.1 % where the run also overlapped its all-to-all with 1F1B (not modelled);
-    EP 8 inside a node −3.1 % (A2A, PP 32: its last stage's LM head weighs about 2.4 of its 3 layers' worth) and
+    nodes with DeepEP −16.2 %, and +7.7 % where the run also overlapped its all-to-all with 1F1B (ep_overlap on);
+    EP 8 inside a node −3.1 % (A2A, PP 32: its last stage's LM head weighs about two of its 3 layers' time) and
     +61.7 % (DeepEP, TP 4): the MoE layers' small grouped GEMMs (512 tokens per expert against EP32's 4,096), the
     token permutations and the router are not modelled. A change that widens any of them fails; each run is a
     layout the estimator accepts."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in MOE_TRAINING}
     assert len(errors) == 4 and all(EST.skip_check(c.scenario) is None for c in MOE_TRAINING)
-    assert -0.163 <= errors["pub-tr-034"] < 0 and -0.252 <= errors["pub-tr-035"] < 0
+    assert -0.163 <= errors["pub-tr-034"] < 0 and 0 < errors["pub-tr-035"] <= 0.077
     assert -0.032 <= errors["pub-tr-036"] < 0 and 0 < errors["pub-tr-037"] <= 0.618
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.207
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.12
 
 
 def test_experts_whole_on_their_gpus_skip_the_mlps_tensor_parallel_collectives():

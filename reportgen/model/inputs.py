@@ -81,6 +81,11 @@ class Input:
             if not lo <= value <= hi:
                 raise InputError(f"must be between {lo} and {hi:,}, got {value}", source=source, key_path=key_path)
             return value
+        if isinstance(value, bool) and {"on", "off"} <= set(self.choices):
+            value = "on" if value else "off"  # YAML 1.1 reads an unquoted on/off as true/false
+        if isinstance(value, bool):
+            raise InputError(f"expected text, got {value!r} (YAML reads an unquoted yes, no, on or off as true or "
+                             "false: quote it)", source=source, key_path=key_path)
         if not isinstance(value, str):
             raise InputError(f"expected text, got {value!r}", source=source, key_path=key_path)
         if self.catalog == "gpu":
@@ -176,6 +181,10 @@ INPUTS: tuple[Input, ...] = (
           "expert's GPU) or deepep (DeepEP, Megatron-Core's flex dispatcher: a token crosses the network once per "
           "other node holding one of its experts, then NVLink inside it)", "alltoall", choices=tb.MOE_DISPATCHERS,
           option="--moe-dispatcher", applies=_TRAINING, layout=True),
+    Input("ep_overlap", "MoE all-to-all overlap", "MoE training under megatron with ep_size > 1: on "
+          "(Megatron-Core's --overlap-moe-expert-parallel-comm, its combined 1F1B schedule: one micro-batch's "
+          "dispatch and combine run while another's forward or backward computes; with a pipeline it needs "
+          "vp_size > 1) or off", "off", choices=tb.EP_OVERLAP, option="--ep-overlap", applies=_TRAINING, layout=True),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",

@@ -140,6 +140,7 @@ EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")
 DROPOUT = ("off", "config")
 # MoE token dispatchers under training: NCCL's all-to-all (Megatron-Core's alltoall), DeepEP (its flex dispatcher)
 MOE_DISPATCHERS = ("alltoall", "deepep")
+EP_OVERLAP = ("off", "on")  # Megatron-Core's --overlap-moe-expert-parallel-comm
 ADAPTER_DTYPES = ("fp32", "model")
 LOSSES = ("fp32", "fp32-chunked", "compute", "compute-chunked")
 FRAMEWORKS = ("hf", "deepspeed", "fsdp2", "megatron", "litgpt")  # training frameworks (engines serve)

@@ -1690,8 +1690,7 @@ TIME_TERMS: tuple[Term, ...] = (
             / (1e9 * V("comm_efficiency")) + V("moe_a2a_calls") * V("collective_latency_us") / 1e6, 0),
          "inside the node on NVLink (or PCIe), across nodes on the GPU's own network link (GPUs sheet); NCCL's "
          "all-to-all moves both shares in one collective, bound by their sum; DeepEP pipelines its network and "
-         "NVLink stages, bound by the slower. On the critical path, as Megatron-Core's dispatchers run it without "
-         "overlap; the grouped GEMMs' efficiency is not modelled", "time"),
+         "NVLink stages, bound by the slower; the grouped GEMMs' efficiency is not modelled", "time"),
     Term("offload_stream_seconds", "Offloaded parameters streamed from the host, once", "seconds",
          IF(AND(_TRAIN, V("offload").eq("all")),
             V("weight_bytes_unsharded") / V("weight_shards") / (_g("pcie_gbps") * 1e9), 0),
@@ -1731,13 +1730,20 @@ TIME_TERMS: tuple[Term, ...] = (
          "stage's LM head, the split the memory terms take (the head of a model with a large vocabulary weighs "
          "several layers: Qwen3-235B-A22B's about 2.4; a framework that counts the loss as a layer, Megatron-Core's "
          "--account-for-loss-in-pipeline-split, balances it better, which is not modelled)", "time"),
+    Term("slot_seconds", "A schedule slot's compute and MoE all-to-all", "seconds",
+         IF(V("ep_overlap").eq("on"), MAX(V("stage_compute_seconds"), V("moe_a2a_seconds")),
+            V("stage_compute_seconds") + V("moe_a2a_seconds")),
+         "Megatron-Core's dispatchers put the all-to-all on the critical path; its combined 1F1B schedule "
+         "(ep_overlap on) runs one micro-batch's dispatch and combine on a stream of their own while another "
+         "micro-batch computes, so a slot takes the longer of the two (communication kernels' share of the "
+         "GPU's SMs not counted)", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
-         IF(_TRAIN, MAX(V("pipeline_slots") * V("stage_compute_seconds"), V("dp_comm_seconds"))
-            + V("pipeline_slots") * (V("tp_comm_seconds") + V("moe_a2a_seconds") + V("cp_ring_seconds"))
+         IF(_TRAIN, MAX(V("pipeline_slots") * V("slot_seconds"), V("dp_comm_seconds"))
+            + V("pipeline_slots") * (V("tp_comm_seconds") + V("cp_ring_seconds"))
             + V("offload_seconds") + V("host_optimizer_seconds"), 0),
-         "compute and data-parallel communication overlap (the longer counts); tensor-parallel, MoE all-to-all, "
+         "compute and data-parallel communication overlap (the longer counts); tensor-parallel communication, "
          "the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; each "
-         "slot takes the busiest pipeline stage's compute", "time"),
+         "slot takes the busiest pipeline stage's compute and its MoE all-to-all (slot_seconds)", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("cp_degree") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0),
          "", "time"),
@@ -1981,6 +1987,13 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
     # --account-for-embedding/loss-in-pipeline-split): each chunk needs one of the layers + 2; the busiest stage
     # holds ⌈layers ÷ pp⌉ (pp_stage_layers).
+    _skip("ep_overlap", "ep_overlap on is Megatron-Core's combined 1F1B schedule: it needs MoE training under megatron "
+          "with ep_size > 1, and vp_size > 1 with a pipeline; framework {framework}, ep_size {ep}, pp_size {pp}, "
+          "vp_size {vp}",
+          AND(V("ep_overlap").eq("on"), V("is_train").eq(1),
+              OR(V("framework").ne("megatron"), V("num_experts").eq(0), V("ep_size").eq(1),
+                 AND(V("pp_stages").gt(1), V("vp_degree").eq(1)))),
+          framework=V("framework"), ep=V("ep_size"), pp=V("pp_stages"), vp=V("vp_degree")),
     _skip("vp_layers", "vp_size {vp} with pp_size {pp}: each of the pp × vp model chunks needs a layer of the "
           "{layers} (or the embedding or the loss), and the {accum} micro-batches per step must make whole rounds of "
           "pp (Megatron's interleaved schedule)",
