@@ -162,11 +162,11 @@ def test_zero_on_one_gpu_is_allowed_where_the_framework_allows_it():
     one = Scenario(model="Llama-2-7B", workload="full", seq_len=512, num_gpus=1, zero_stage=2, offload="optimizer")
     assert EST.skip_check(one).code == "zero_one_rank"
     assert EST.skip_check(replace(one, framework="deepspeed")) is None  # ZeRO-Offload on a single GPU
-    assert EST.skip_check(replace(one, framework="megatron")).code == "framework_zero"
+    assert EST.skip_check(replace(one, framework="megatron")).code == "offload_framework"  # Megatron-FSDP
+    assert EST.skip_check(replace(one, framework="megatron", offload="none")) is None
     assert EST.skip_check(replace(one, framework="fsdp2", zero_stage=1)).code == "framework_zero"
-    assert EST.skip_reason(replace(one, framework="megatron")) == (
-        "the megatron framework does not run ZeRO-2 (FSDP2 shards with stage 2 or 3, Megatron's distributed optimizer "
-        "is stage 1, LitGPT runs one device, DDP or FSDP)")
+    assert EST.skip_reason(replace(one, framework="fsdp2", zero_stage=1)) == (
+        "the fsdp2 framework does not run ZeRO-1 (FSDP2 shards with stage 2 or 3, LitGPT runs one device, DDP or FSDP)")
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=1)).code == "framework_zero"
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3)) is None
 

@@ -266,6 +266,7 @@ ZH_TERMS_OF_ART = {
 ZH_CITED_NAMES = {
     "transformers", "torchtune", "torchtitan", "litgpt", "lit-gpt", "llm-foundry", "mosaicml", "ms-swift", "swift",
     "peft", "deepspeed", "pytorch", "torch", "bitsandbytes", "nccl-tests", "llm-d", "Megatron", "Megatron-Core",
+    "Megatron-FSDP",
     "Megatron-LM", "Megatron-Bridge", "SGLang", "Lightning", "Fabric", "Trainer", "Gemini", "fms-hf-tuning", "liger",
     "Ulysses", "youpingfang", "Databricks", "Uptime", "Institute", "Mistral", "Grand", "Teton", "Hopper", "NVLink",
     "NVSwitch", "PCIe", "HBM2e",

@@ -280,8 +280,8 @@ def test_plan_says_why_a_gpu_type_has_no_answer():
 
 
 @pytest.mark.parametrize("options, reason", [
-    (("--workload", "full", "--framework", "megatron", "--zero", "3"), "the megatron framework does not run ZeRO-3"),
-    (("--workload", "grpo", "--framework", "megatron", "--zero", "3"), "the megatron framework does not run ZeRO-3"),
+    (("--workload", "full", "--framework", "fsdp2", "--zero", "1"), "the fsdp2 framework does not run ZeRO-1"),
+    (("--workload", "grpo", "--framework", "fsdp2", "--zero", "1"), "the fsdp2 framework does not run ZeRO-1"),
 ])
 def test_plan_names_the_rule_every_layout_breaks(options, reason):
     """Options that rule out every layout: one Error line names the rule they break, alone (it listed the first
@@ -388,16 +388,17 @@ def test_pipeline_layouts_are_timed_with_the_micro_batches_that_fill_them():
     """#32: a pipeline timed with one micro-batch per step idles (p − 1) / p of it (Llama-3.1-405B under
     Megatron on H100: 143.6 h for 10^9 tokens on 128 GPUs, TP8 PP8). The plan runs p stages with at least
     4p micro-batches, so the time is within the bubble's (p − 1) / 4p of the compute alone; an
-    accumulation given is kept."""
-    s = replace(FULL_70B, model="Llama-3.1-405B", framework="megatron", offload="none", gpu=H100)
-    option = plan(EST, s, [H100], fixed=("offload", "framework")).options[0]
+    accumulation given is kept. (Megatron's distributed optimizer, ZeRO-1: its FSDP, ZeRO-2/3, runs no pipeline.)"""
+    s = replace(FULL_70B, model="Llama-3.1-405B", framework="megatron", offload="none", zero_stage=1, gpu=H100)
+    option = plan(EST, s, [H100], fixed=("offload", "framework", "zero_stage")).options[0]
     layout, e = option.layout, option.estimate
     assert layout["pp_size"] > 1 and layout["grad_accum_steps"] >= 4 * layout["pp_size"]
     m = layout["grad_accum_steps"]
     assert (e["pipeline_slots"] - m) / e["pipeline_slots"] < 0.25  # the bubble's share of the step
     one = EST.estimate(replace(option.lead, grad_accum_steps=1, vp_size=1))  # plain 1F1B: interleaving needs m ≥ p
     assert one["time_to_train_seconds"] > 3 * e["time_to_train_seconds"]
-    kept = plan(EST, replace(s, grad_accum_steps=2), [H100], fixed=("offload", "framework", "grad_accum_steps"))
+    kept = plan(EST, replace(s, grad_accum_steps=2), [H100],
+                fixed=("offload", "framework", "zero_stage", "grad_accum_steps"))
     assert kept.options[0].layout["grad_accum_steps"] == 2
 
 
@@ -419,9 +420,10 @@ def test_long_sequences_may_be_split_over_context_parallel_gpus():
 
 def test_megatron_pipelines_may_interleave_their_stages():
     """#32: under Megatron the search tries 2 and 4 model chunks per GPU on a pipeline (never without one):
-    Llama-3.1-70B on 16 H100 takes TP4 PP4 with interleaving, faster than the same purchase without."""
-    s = replace(FULL_70B, framework="megatron", offload="none")
-    keep = ("framework", "offload")
+    Llama-3.1-70B on 16 H100 takes TP4 PP4 with interleaving, faster than the same purchase without (under its
+    distributed optimizer, ZeRO-1: Megatron-FSDP runs no pipeline)."""
+    s = replace(FULL_70B, framework="megatron", offload="none", zero_stage=1)
+    keep = ("framework", "offload", "zero_stage")
     chunked = plan(EST, s, [H100], fixed=keep).options[0]
     plain = plan(EST, s, [H100], fixed=keep + ("vp_size",)).options[0]
     assert chunked.layout["vp_size"] > 1 and chunked.layout["pp_size"] > 1 and plain.layout["vp_size"] == 1

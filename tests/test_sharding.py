@@ -38,7 +38,7 @@ DENSE = sorted(m for m, row in MODELS.items()
                if not row["is_moe"] and not row["is_generic"] and not row["num_mamba_layers"])
 HYBRID = sorted(m for m, row in MODELS.items() if row["num_mamba_layers"])
 # Of the frameworks with expert parallelism, each with the ZeRO stages it runs.
-FRAMEWORKS = {"deepspeed": (0, 1, 2, 3), "megatron": (0, 1), "fsdp2": (2, 3)}
+FRAMEWORKS = {"deepspeed": (0, 1, 2, 3), "megatron": (0, 1, 2, 3), "fsdp2": (2, 3)}  # megatron 2-3: Megatron-FSDP
 STATES = {"weights": 3, "gradients": 2, "optimizer_states": 1, "master_weights": 1}  # the ZeRO stage sharding each
 KEEP = ("checkpointing", "offload", "optimizer")
 
@@ -371,3 +371,25 @@ def test_autocast_keeps_no_whole_model_copy_under_fsdp_full_shard():
     assert 0.97 * 2 * params < fsdp2["autocast_cache_bytes"] < 2 * params  # every linear weight's bf16 copy
     zero2 = EST.estimate(replace(s, zero_stage=2))
     assert zero2["autocast_cache_bytes"] == fsdp2["autocast_cache_bytes"]
+
+
+def test_megatron_fsdp_shards_as_zero_2_and_3_with_fp32_main_grads():
+    """#32: Megatron's own FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads /
+    optim_grads_params: the README of megatron/core/distributed/fsdp calls them ZeRO-2 and ZeRO-3) as megatron at
+    zero_stage 2 and 3, where it was refused. Hand-computed for Llama-2-7B on 8 GPUs: bf16 weights sharded at
+    ZeRO-3, Megatron's fp32 main grads sharded from ZeRO-2, fp32 master weights and Adam states sharded; one decoder
+    layer gathered and the next prefetched, and one layer's fp32 gradients before their reduce-scatter. A pipeline
+    and optimizer offload stay Megatron's distributed optimizer's (ZeRO-1) alone."""
+    n = MODELS["Llama-2-7B"]["total_params"]
+    layer = MODELS["Llama-2-7B"]["decoder_layer_params"]
+    s = Scenario(model="Llama-2-7B", workload="full", framework="megatron", zero_stage=3, num_gpus=8, seq_len=4096,
+                 prompt_len=0, gen_len=0, gpu=H100)
+    assert EST.skip_check(s) is None and EST.skip_check(replace(s, zero_stage=2)) is None
+    e, two = EST.estimate(s), EST.estimate(replace(s, zero_stage=2))
+    assert e["weights"] == -(-2 * n // 8) and two["weights"] == 2 * n
+    assert e["gradients"] == two["gradients"] == -(-4 * n // 8)
+    assert e["master_weights"] == -(-4 * n // 8) and e["optimizer_states"] == -(-8 * n // 8)
+    assert e["zero3_buffer"] == 2 * 2 * MODELS["Llama-2-7B"]["largest_layer_params"]  # two layers, bf16
+    assert e["fsdp_reduce_scatter_bytes"] == two["fsdp_reduce_scatter_bytes"] == 4 * layer
+    assert EST.skip_check(replace(s, pp_size=2, grad_accum_steps=4)).code == "pp_zero"
+    assert EST.skip_check(replace(s, offload="optimizer")).code == "offload_framework"

@@ -625,7 +625,10 @@ TERMS: tuple[Term, ...] = (
          "ZeRO converts each 16-bit gradient partition to fp32 for the step of the fp32 master weights "
          "(stage_1_and_2.py and stage3.py); DeepSpeed's own estimator counts it: 16 and 18 bytes per parameter "
          "over the GPUs for ZeRO-2 and ZeRO-3 (docs memory.rst)", "state"),
-    Term("fsdp_reduce_scatter_bytes", "FSDP2 unsharded gradients and reduce-scatter buffer", "bytes",
+    Term("fsdp_reduce_scatter_bytes", "FSDP unsharded gradients and reduce-scatter buffer", "bytes",
+         IF(AND(V("framework").eq("megatron"), V("zero_stage").ge(2), V("is_train").eq(1)),
+            ceil_div(IF(V("is_full").eq(1), V("decoder_layer_params"), V("adapter_params") / V("num_layers"))
+                     * V("grad_elem_bytes"), V("tp_size")),
          IF(AND(OR(V("fsdp2_wraps").eq(1), V("framework").eq("litgpt")), V("zero_stage").ge(2), V("is_train").eq(1)),
             ceil_div(IF(V("is_full").eq(1),
                         IF(V("fsdp_pipeline").eq(1), V("hidden_size") * _m("intermediate_size") * _p("gather_bytes"),
@@ -633,7 +636,9 @@ TERMS: tuple[Term, ...] = (
                            * (_p("gather_bytes") + V("fsdp_reduce_bytes"))),
                         V("adapter_params") / V("num_layers")
                         * (V("grad_elem_bytes") + (1 - V("fsdp_pipeline")) * V("fsdp_reduce_bytes"))),
-                     V("tp_size")), 0),
+                     V("tp_size")), 0)),
+         "Megatron-FSDP (megatron at ZeRO-2/3: --use-megatron-fsdp, its unit a decoder layer): one unit's gradients "
+         "in its main-grad dtype before their reduce-scatter; FSDP2: "
          "during backward one unit's (decoder layer's) unsharded gradients, in the gathered weights' dtype, and the "
          "reduce-scatter input of the unit before it, in reduce_dtype (PyTorch FSDP2: reduce-scatter in its own "
          "stream, overlapping the next unit's backward); under a pipeline the MLP's first weight gradient (its down "
@@ -2048,9 +2053,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
     _skip("framework_zero", "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, "
-          "Megatron's distributed optimizer is stage 1, LitGPT runs one device, DDP or FSDP)",
-          AND(V("is_train").eq(1), OR(AND(V("framework").eq("megatron"), V("zero_stage").ge(2)),
-                                  AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
+          "LitGPT runs one device, DDP or FSDP)",
+          AND(V("is_train").eq(1), OR(AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
                                   AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
           framework=V("framework"), zero=V("zero_stage")),
     # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
@@ -2060,9 +2064,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           zero=V("zero_stage")),
     _skip("sp_tp", "sequence parallelism splits what tensor parallelism leaves whole: it needs tp_size > 1",
           AND(V("sequence_parallel").eq("on"), V("tp_size").eq(1), V("is_train").eq(1))),
-    _skip("offload_framework", "megatron offloads the optimizer only (--optimizer-cpu-offload), not the parameters: "
-          "offload all needs DeepSpeed ZeRO-Infinity or FSDP2's CPU offload",
-          AND(V("offload").eq("all"), V("is_train").eq(1), V("framework").eq("megatron"))),
+    _skip("offload_framework", "megatron offloads the optimizer only (--optimizer-cpu-offload), not the parameters, "
+          "and under its distributed optimizer (ZeRO-1) only, not Megatron-FSDP (ZeRO-2/3): offload all needs "
+          "DeepSpeed ZeRO-Infinity or FSDP2's CPU offload",
+          AND(V("is_train").eq(1), V("framework").eq("megatron"),
+              OR(V("offload").eq("all"), AND(V("offload").ne("none"), V("zero_stage").ge(2))))),
     # ZeRO-Offload and ZeRO-Infinity shard what they offload: DeepSpeed's offload_optimizer needs stage 1-3 and
     # offload_param stage 3 (FSDP2's CPUOffloadPolicy offloads its full sharding). On one rank nothing shards, and a
     # stage changes nothing (ZeRO-Offload on one GPU).
