@@ -1658,13 +1658,14 @@ TIME_TERMS: tuple[Term, ...] = (
             IF(V("checkpointing").eq("full"), 6, 4) * _m("num_moe_layers") * V("pp_layer_share"), 0),
          "each MoE layer dispatches its tokens to their experts and combines the outputs: forward and backward, "
          "and the forward again under full recompute", "time"),
+    Term("moe_token_bytes", "Routed tokens per micro-batch, one copy per all-to-all, per GPU", "bytes",
+         V("moe_a2a_calls") * V("tokens") / V("tp_size") * V("hidden_size") * V("act_bytes") * V("moe_imbalance"),
+         "the busiest expert-parallel GPU's (moe_imbalance) hidden vectors, once per all-to-all; a tensor-parallel "
+         "group dispatches its sequence shards (Megatron-Core's token dispatchers)", "time"),
     Term("moe_a2a_bytes", "MoE token traffic per micro-batch, per GPU", "bytes",
-         V("moe_a2a_calls") * V("tokens") / V("tp_size") * _m("num_experts_per_tok") * V("hidden_size")
-         * V("act_bytes") * (V("ep_size") - 1) / V("ep_size") * V("moe_imbalance"),
-         "the busiest expert-parallel GPU's (moe_imbalance): "
+         V("moe_token_bytes") * _m("num_experts_per_tok") * (V("ep_size") - 1) / V("ep_size"),
          "every routed token sends its hidden vector to each of its top-k experts (and gets one back), of which "
-         "(ep − 1) ÷ ep leave the GPU with balanced routing; a tensor-parallel group dispatches its sequence "
-         "shards (Megatron-Core's alltoall token dispatcher)", "time"),
+         "(ep − 1) ÷ ep leave the GPU with balanced routing", "time"),
     Term("ep_ranks_in_node", "Expert-parallel ranks inside one node", "count",
          MIN(V("ep_size"), MAX(1, FLOOR(_g("gpus_per_node") / V("expert_tp")))),
          "Megatron-Core numbers an expert group's ranks ETP first, then EP (its expert rank order "
@@ -1674,8 +1675,7 @@ TIME_TERMS: tuple[Term, ...] = (
          CEIL(V("ep_size") / V("ep_ranks_in_node")), "", "time"),
     Term("moe_network_bytes", "MoE token traffic per micro-batch leaving the node, per GPU", "bytes",
          IF(V("moe_dispatcher").eq("deepep"),
-            V("moe_a2a_calls") * V("tokens") / V("tp_size") * V("hidden_size") * V("act_bytes") * V("moe_imbalance")
-            * (V("ep_nodes") - 1) * (1 - POWER(1 - 1 / V("ep_nodes"), _m("num_experts_per_tok"))),
+            V("moe_token_bytes") * (V("ep_nodes") - 1) * (1 - POWER(1 - 1 / V("ep_nodes"), _m("num_experts_per_tok"))),
             V("moe_a2a_bytes") * (V("ep_size") - V("ep_ranks_in_node")) / MAX(1, V("ep_size") - 1)),
          "alltoall: each routed token's copy for each of its experts on another node, (ep − ranks in the node) of "
          "the ep − 1 peers; deepep: the token once to each other node that holds one of its top-k experts, which "
@@ -1988,10 +1988,6 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           "sets; framework {framework}",
           AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
           vp=V("vp_size"), framework=V("framework")),
-    # Chunks may be uneven (Megatron-Core's --decoder-first/last-pipeline-num-layers and pipeline layouts: Qwen3-235B's
-    # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
-    # --account-for-embedding/loss-in-pipeline-split): each chunk needs one of the layers + 2; the busiest stage
-    # holds ⌈layers ÷ pp⌉ (pp_stage_layers).
     _skip("ep_overlap", "ep_overlap on is Megatron-Core's combined 1F1B schedule: it needs MoE training under megatron "
           "with ep_size > 1, and vp_size > 1 with a pipeline; framework {framework}, ep_size {ep}, pp_size {pp}, "
           "vp_size {vp}",
@@ -1999,6 +1995,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
               OR(V("framework").ne("megatron"), V("num_experts").eq(0), V("ep_size").eq(1),
                  AND(V("pp_stages").gt(1), V("vp_degree").eq(1)))),
           framework=V("framework"), ep=V("ep_size"), pp=V("pp_stages"), vp=V("vp_degree")),
+    # Chunks may be uneven (Megatron-Core's --decoder-first/last-pipeline-num-layers and pipeline layouts: Qwen3-235B's
+    # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
+    # --account-for-embedding/loss-in-pipeline-split): each chunk needs one of the layers + 2; the busiest stage
+    # holds ⌈layers ÷ pp⌉ (pp_stage_layers).
     _skip("vp_layers", "vp_size {vp} with pp_size {pp}: each of the pp × vp model chunks needs a layer of the "
           "{layers} (or the embedding or the loss), and the {accum} micro-batches per step must make whole rounds of "
           "pp (Megatron's interleaved schedule)",
