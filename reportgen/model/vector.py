@@ -27,7 +27,6 @@ bool, str) of every term of every row.
 from __future__ import annotations
 
 import collections.abc
-import math
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -581,8 +580,8 @@ def _mod(frame: _Frame, e: Fn) -> Any:
 
 
 def _power(frame: _Frame, e: Fn) -> Any:
-    """The scalar path's math.pow on each distinct (base, exponent) pair: numpy's power differs from it in the
-    last bit, and a term's few distinct pairs (nodes, top-k) make it cheap."""
+    """The scalar path's POWER (its compiled Python) on each distinct (base, exponent) pair: numpy's power differs
+    from it in the last bit, and a term's few distinct pairs (nodes, top-k) make it cheap."""
     a, b = frame.eval(e.args[0]), frame.eval(e.args[1])
     na, nb = _nums(frame, a), _nums(frame, b)
     if na is None or nb is None or (is_const(a) and is_const(b)):
@@ -591,10 +590,11 @@ def _power(frame: _Frame, e: Fn) -> Any:
                                          _full(frame, _as_float(frame, nb, exact=False))), axis=1)
     distinct, where = np.unique(pairs, axis=0, return_inverse=True)
     values, failed = np.zeros(len(distinct)), np.zeros(len(distinct), dtype=bool)
+    power = _scalar_fn(e)
     for k, (base, exponent) in enumerate(distinct.tolist()):
         try:
-            values[k] = math.pow(base, exponent)
-        except (ValueError, OverflowError):  # a negative base to a fractional power, an overflow: #NUM!
+            values[k] = power(base, exponent)
+        except Exception:  # a negative base to a fractional power, an overflow: the spreadsheet's #NUM!
             failed[k] = True
     where = where.reshape(-1)
     if failed.any():
