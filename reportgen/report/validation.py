@@ -337,11 +337,26 @@ class ThroughputCase:
                                 (int(e["device_total"]), int(e["gpu_memory_bytes"])), self.memory_miss)]
 
 
+def _parallel_layout(scenario: Mapping[str, Any]) -> str:
+    """'TP 2 · PP 8 × VP 4 · EP 32': a training run's parallel degrees above one and its sharding past ZeRO-1 as it is
+    mapped, which tell apart the runs of a source on the same GPUs and lengths."""
+    degree = {name: int(scenario.get(f"{name.lower()}_size") or 1) for name in ("TP", "PP", "VP", "CP", "EP")}
+    parts = [f"{name} {n}" for name, n in degree.items() if n > 1 and name != "VP"]
+    if degree["VP"] > 1:
+        parts[[p.startswith("PP") for p in parts].index(True)] += f" × VP {degree['VP']}"
+    if scenario.get("ep_overlap") == "on":
+        parts.append("all-to-all overlapped")
+    if (scenario.get("zero_stage") or 0) >= 2:
+        parts.append(f"ZeRO-{scenario['zero_stage']}")
+    return " · ".join(parts)
+
+
 def throughput_cases(data: Mapping[str, Any]) -> list[ThroughputCase]:
     out = []
     for r in data["training"]:
         block = r["reportgen"]
-        name = RunName(r["model"], _setup(r["num_gpus"], r["gpu"]), seq_len=r.get("seq_len") or 0)
+        name = RunName(r["model"], _setup(r["num_gpus"], r["gpu"], _parallel_layout(block.get("scenario") or {})),
+                       seq_len=r.get("seq_len") or 0)
         dataset = block.get("dataset", "training")
         if block["use"] == "excluded":
             out.append(ThroughputCase(r["id"], "excluded", block["why"], name, None, None, 0.0, "", r["source"],
