@@ -49,6 +49,7 @@ class GpuSpec:
     tdp_watts: float
     train_efficiency: float  # fraction of the dense peak training matmuls achieve (see gpus.yaml)
     attention_efficiency: float  # the same for the attention kernels (FlashAttention)
+    fused_attention_efficiency: float  # the same for a Hopper-native fused attention kernel (cuDNN, FlashAttention-3)
     price_purchase_usd: float
     price_per_hour_usd: float
     memory_source: str
@@ -79,11 +80,12 @@ class GpuSpec:
             if not numeric and not isinstance(value, str):
                 raise InputError(f"expected text, got {value!r}", source=source, key_path=where)
         for name in ("bf16_dense_tflops", "memory_bandwidth_gbps", "fp32_tflops", "link_gbps", "pcie_gbps",
-                     "gpus_per_node", "inter_node_gbps", "train_efficiency", "attention_efficiency"):
+                     "gpus_per_node", "inter_node_gbps", "train_efficiency", "attention_efficiency",
+                     "fused_attention_efficiency"):
             if fields[name] <= 0:
                 raise InputError(f"expected a positive number, got {fields[name]!r}", source=source,
                                  key_path=f"{key_path}.{name}")
-        for name in ("train_efficiency", "attention_efficiency"):
+        for name in ("train_efficiency", "attention_efficiency", "fused_attention_efficiency"):
             if fields[name] > 1:
                 raise InputError(f"a fraction of the peak is at most 1, got {fields[name]!r}", source=source,
                                  key_path=f"{key_path}.{name}")
@@ -366,7 +368,7 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
 GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "bf16", "datacenter",
                "memory_bandwidth_gbps",
                "link_gbps", "nvls", "pcie_gbps", "gpus_per_node", "inter_node_gbps", "tdp_watts", "train_efficiency",
-               "attention_efficiency",
+               "attention_efficiency", "fused_attention_efficiency",
                "price_purchase_usd", "price_per_hour_usd")
 
 

@@ -133,7 +133,9 @@ INPUTS: tuple[Input, ...] = (
           choices=tb.LOGITS, option="--logits", applies=("inference",)),
     Input("checkpointing", "Gradient checkpointing", "none, full or selective", "none", choices=tb.CHECKPOINTING,
           headline=True, option="--checkpointing", applies=_TRAINING),
-    Input("attention", "Attention kernel", "flash (no S×S matrix) or eager", "flash", choices=tb.ATTENTION,
+    Input("attention", "Attention kernel", "flash (FlashAttention: no S×S matrix), fused (the same memory; a Hopper-"
+          "native kernel, cuDNN's through Transformer Engine as Megatron-Core runs it, or FlashAttention-3: timed at "
+          "the GPU type's fused_attention_efficiency) or eager", "flash", choices=tb.ATTENTION,
           option="--attention", layout=True),
     Input("experts_implementation", "MoE experts implementation", "MoE: grouped_mm (transformers' default: every "
           "routed token-expert pair at once) or eager (its per-expert loop: one expert's tokens at a time)",

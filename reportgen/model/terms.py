@@ -726,15 +726,15 @@ TERMS: tuple[Term, ...] = (
               + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")), 0)
          + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
          + _m("fused_projections") * (1 - V("litgpt"))
-         * IF(OR(V("attention").eq("flash"), V("num_heads").eq(V("num_kv_heads"))),
+         * IF(OR(V("attention").ne("eager"), V("num_heads").eq(V("num_kv_heads"))),
               V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
-         + MAX(_m("queries_head_major"), V("litgpt")) * IF(AND(V("attention").eq("flash"), V("is_full").eq(1)),
+         + MAX(_m("queries_head_major"), V("litgpt")) * IF(AND(V("attention").ne("eager"), V("is_full").eq(1)),
                                                           V("act_bytes") * V("q_dim"), 0)
-         + V("litgpt") * IF(V("attention").eq("flash"),
+         + V("litgpt") * IF(V("attention").ne("eager"),
                             V("act_bytes") * (V("q_dim") - V("kv_dim")
                                               + IF(OR(V("num_heads").eq(V("num_kv_heads")), V("num_kv_heads").eq(1)),
                                                    V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0),
-         "flash: Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
+         "flash (and fused): Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
          "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
          "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
          "keeps its whole output alive through the saved V view (LitGPT: with one head per key group or one "
@@ -1548,6 +1548,11 @@ TIME_TERMS: tuple[Term, ...] = (
          "else BF16/FP16 (dense, no sparsity); FP8 training is timed at the BF16 peak: attention, norms and "
          "casts stay in 16-bit, and llm-foundry's FP8 runs gain little (MPT-3B: 1.27× its BF16 tokens per GPU; "
          "the two held-out FP8 runs are within −16.7 % and +4.7 % so counted)", "time"),
+    Term("attention_kernel_efficiency", "Attention kernels' fraction of the peak", "ratio",
+         IF(V("attention").eq("fused"), _g("fused_attention_efficiency"), _g("attention_efficiency")),
+         "GPUs sheet: FlashAttention's (flash, and eager's attention matmuls), fitted to published runs; a "
+         "Hopper-native fused kernel's (fused: cuDNN's through Transformer Engine, FlashAttention-3), read from the "
+         "FlashAttention-3 paper's H100 benchmarks", "time"),
     # ---- training ------------------------------------------------------------------------------
     Term("attention_length", "Tokens of the sequence attention runs over", "count",
          IF(OR(_TRAIN, V("workload").eq("frozen")), V("seq_len"), V("context_tokens")),
@@ -1605,11 +1610,11 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
          IF(_TRAIN, V("micro_batch_peak_seconds")
             * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token"))
-               / _g("train_efficiency") + V("train_attention_flops_per_token") / _g("attention_efficiency"))
+               / _g("train_efficiency") + V("train_attention_flops_per_token") / V("attention_kernel_efficiency"))
             + MAX(V("expert_traffic_seconds"), V("expert_compute_seconds"))
             - V("expert_compute_seconds") / V("moe_imbalance"), 0),
          "tokens × FLOPs ÷ peak, the matrix multiplications at the GPU type's training efficiency and the "
-         "attention kernels at its attention efficiency (GPUs sheet, fitted to published runs); tensor "
+         "attention kernels at attention_kernel_efficiency (GPUs sheet); tensor "
          "parallelism splits every layer; the routed experts take the longer of their FLOPs and their weights' "
          "memory traffic (a roofline: few tokens per expert leave their grouped GEMMs memory-bound)", "time"),
     Term("dp_link_bytes_per_s", "Data-parallel collective bandwidth", "bytes_per_s",
@@ -1650,7 +1655,7 @@ TIME_TERMS: tuple[Term, ...] = (
             MAX(0, V("cp_ring_bytes") / (IF((V("tp_size") * V("cp_degree")).le(_g("gpus_per_node")), _g("link_gbps"),
                                             _g("inter_node_gbps")) * 1e9 * V("comm_efficiency"))
                 - V("tokens") / V("tp_size") * V("train_attention_flops_per_token") * V("pp_layer_share")
-                / (V("peak_flops") * _g("attention_efficiency"))), 0),
+                / (V("peak_flops") * V("attention_kernel_efficiency"))), 0),
          "each hop overlaps the attention of the chunk already there: only what the attention kernels do not "
          "cover adds; neighbours on NVLink inside a node, on the network across nodes", "time"),
     Term("moe_a2a_calls", "MoE all-to-alls per micro-batch on a stage", "count",
@@ -1853,7 +1858,7 @@ TIME_TERMS: tuple[Term, ...] = (
          IF(OR(_TRAIN, V("workload").eq("frozen")),
             V("forward_pass_peak_seconds")
             * (2.0 * (V("active_params") - V("routed_active_params")) / _g("train_efficiency")
-               + V("attention_flops_per_token") / _g("attention_efficiency"))
+               + V("attention_flops_per_token") / V("attention_kernel_efficiency"))
             + MAX(V("forward_pass_peak_seconds") * 2.0 * V("routed_active_params") / _g("train_efficiency"),
                   ceil_div(V("step_sequences"), V("batch_size")) * V("expert_read_seconds"))
             + ceil_div(V("step_sequences"), V("batch_size")) * V("offload_stream_seconds"), 0),
