@@ -393,3 +393,19 @@ def test_megatron_fsdp_shards_as_zero_2_and_3_with_fp32_main_grads():
     assert e["fsdp_reduce_scatter_bytes"] == two["fsdp_reduce_scatter_bytes"] == 4 * layer
     assert EST.skip_check(replace(s, pp_size=2, grad_accum_steps=4)).code == "pp_zero"
     assert EST.skip_check(replace(s, offload="optimizer")).code == "offload_framework"
+
+
+def test_megatron_runs_its_own_optimizer_not_bitsandbytes():
+    """Megatron-Core builds its own Adam or SGD (--optimizer; states fp32, or bf16 with
+    --use-precision-aware-optimizer): bitsandbytes' 8-bit AdamW under megatron is refused by name, and the plan,
+    which offers adamw-8bit as a trade-off, never picks it under megatron (it did for Llama-3.1-70B at 32K tokens on
+    16 H100 until 2026-12-06: 'ZeRO-3 TP2 CP8 · ckpt full · adamw-8bit · megatron')."""
+    base = Scenario(model="Llama-3.1-8B", workload="full", framework="megatron", zero_stage=1, num_gpus=8,
+                    seq_len=4096, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM", optimizer="adamw-8bit")
+    assert [r.code for r in EST.skip_reasons(base)] == ["optimizer_framework"]
+    assert EST.skip_reasons(replace(base, framework="deepspeed")) == []
+    assert EST.skip_reasons(replace(base, optimizer="adamw")) == []
+    asked = Scenario(model="Llama-3.1-70B", workload="full", framework="megatron", seq_len=32768, prompt_len=0,
+                     gen_len=0, gpu="H100-80GB-SXM")
+    option = plan(EST, asked, ["H100-80GB-SXM"]).options[0]
+    assert option.lead.optimizer == "adamw" and option.estimate["fits_recommended"], option.lead.label()
