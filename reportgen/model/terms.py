@@ -2062,8 +2062,6 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("is_train").eq(1), OR(AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
                                   AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
           framework=V("framework"), zero=V("zero_stage")),
-    # Megatron-Core builds its own optimizer (--optimizer adam or sgd, states fp32 or, with
-    # --use-precision-aware-optimizer, bf16); bitsandbytes' 8-bit AdamW is not among them.
     _skip("optimizer_framework", "optimizer adamw-8bit is bitsandbytes': Megatron-Core runs its own Adam or SGD "
           "(--optimizer), whose states it keeps in fp32 or bf16, not 8-bit",
           AND(V("is_train").eq(1), V("framework").eq("megatron"), V("optimizer").eq("adamw-8bit"))),
