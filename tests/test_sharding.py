@@ -409,3 +409,19 @@ def test_megatron_runs_its_own_optimizer_not_bitsandbytes():
                      gen_len=0, gpu="H100-80GB-SXM")
     option = plan(EST, asked, ["H100-80GB-SXM"]).options[0]
     assert option.lead.optimizer == "adamw" and option.estimate["fits_recommended"], option.lead.label()
+
+
+def test_an_offloaded_optimizer_is_not_bitsandbytes():
+    """An offloaded optimizer steps on the host (DeepSpeed's ZeRO-Offload runs DeepSpeedCPUAdam, FSDP2's CPU offload
+    steps the CPU shards, Megatron its --optimizer-cpu-offload) with fp32 or bf16 states; bitsandbytes' 8-bit AdamW
+    runs on the GPU. Refused by name; the plan for Llama-3.1-405B full fine-tuning on H100 said 'ZeRO-3 TP2 · ckpt
+    full · offload all · adamw-8bit' until 2026-12-06 and now offloads Adam."""
+    base = Scenario(model="Llama-3.1-8B", workload="full", framework="deepspeed", zero_stage=3, num_gpus=8,
+                    seq_len=4096, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM", optimizer="adamw-8bit")
+    for offload in ("optimizer", "all"):
+        assert [r.code for r in EST.skip_reasons(replace(base, offload=offload))] == ["offload_optimizer_8bit"]
+        assert EST.skip_reasons(replace(base, offload=offload, optimizer="adamw")) == []
+    assert EST.skip_reasons(base) == []
+    option = plan(EST, Scenario(model="Llama-3.1-405B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                                gpu="H100-80GB-SXM"), ["H100-80GB-SXM"]).options[0]
+    assert option.lead.offload != "none" and option.lead.optimizer == "adamw", option.lead.label()

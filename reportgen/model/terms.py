@@ -2065,6 +2065,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("optimizer_framework", "optimizer adamw-8bit is bitsandbytes': Megatron-Core runs its own Adam or SGD "
           "(--optimizer), whose states it keeps in fp32 or bf16, not 8-bit",
           AND(V("is_train").eq(1), V("framework").eq("megatron"), V("optimizer").eq("adamw-8bit"))),
+    _skip("offload_optimizer_8bit", "offload {offload} with optimizer adamw-8bit: an offloaded optimizer steps on the "
+          "host (DeepSpeedCPUAdam, FSDP2's CPU offload, Megatron's --optimizer-cpu-offload) with fp32 or bf16 states; "
+          "bitsandbytes' 8-bit AdamW runs on the GPU",
+          AND(V("is_train").eq(1), V("offload").ne("none"), V("optimizer").eq("adamw-8bit")), offload=V("offload")),
     # DeepSpeed, FSDP2 and Megatron run their sharding on one rank (ZeRO-Offload on a single GPU); plain
     # data parallelism has nothing to shard.
     _skip("zero_one_rank", "ZeRO-{zero} on one data-parallel rank shards nothing",
