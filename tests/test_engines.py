@@ -168,7 +168,9 @@ def test_zero_on_one_gpu_is_allowed_where_the_framework_allows_it():
     assert EST.skip_reason(replace(one, framework="fsdp2", zero_stage=1)) == (
         "the fsdp2 framework does not run ZeRO-1 (FSDP2 shards with stage 2 or 3, LitGPT runs one device, DDP or FSDP)")
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=1)).code == "framework_zero"
-    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3)) is None
+    # LitGPT's scripts run FSDP without CPU offload (finetune/full.py: FSDPStrategy(cpu_offload=False))
+    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3)).code == "offload_litgpt"
+    assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3, offload="none")) is None
 
 
 def test_the_hf_engine_adds_nothing():

@@ -425,3 +425,23 @@ def test_an_offloaded_optimizer_is_not_bitsandbytes():
     option = plan(EST, Scenario(model="Llama-3.1-405B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
                                 gpu="H100-80GB-SXM"), ["H100-80GB-SXM"]).options[0]
     assert option.lead.offload != "none" and option.lead.optimizer == "adamw", option.lead.label()
+
+
+def test_litgpt_runs_what_its_scripts_run():
+    """LitGPT's training scripts (litgpt at 2685705) run FSDP with cpu_offload=False on several GPUs and no strategy
+    on one (finetune/full.py, pretrain.py), LoRA on ModelParallelStrategy with tensor_parallel_size=1 (lora.py), and
+    refuse quantised (QLoRA) training on more than one GPU. So offload, TP and PP are refused under litgpt, and a
+    plan keeps to data parallelism and FSDP: Llama-3.1-8B full fine-tuning on H100 took 'single GPU · offload
+    optimizer · litgpt' until 2026-12-06, then, with offload refused, 'TP2 · adamw-8bit · litgpt'."""
+    base = Scenario(model="Llama-3.1-8B", workload="full", framework="litgpt", zero_stage=3, num_gpus=8, seq_len=2048,
+                    prompt_len=0, gen_len=0, gpu="H100-80GB-SXM")
+    for offload in ("optimizer", "all"):
+        assert [r.code for r in EST.skip_reasons(replace(base, offload=offload))] == ["offload_litgpt"]
+    for layout in ({"tp_size": 2}, {"pp_size": 2, "zero_stage": 0}, {"workload": "lora", "tp_size": 2}):
+        assert [r.code for r in EST.skip_reasons(replace(base, **layout))] == ["litgpt_parallel"], layout
+    assert [r.code for r in EST.skip_reasons(replace(base, workload="qlora"))] == ["litgpt_qlora"]
+    assert EST.skip_reasons(replace(base, workload="qlora", num_gpus=1, zero_stage=0)) == []
+    assert EST.skip_reasons(base) == [] and EST.skip_reasons(replace(base, framework="deepspeed", offload="all")) == []
+    option = plan(EST, replace(base, num_gpus=1, zero_stage=0), ["H100-80GB-SXM"]).options[0]
+    assert option.lead.offload == "none" and option.lead.tp_size == option.lead.pp_size == 1, option.lead.label()
+    assert option.estimate["fits_recommended"]

@@ -2093,6 +2093,16 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("offload_fsdp2", "fsdp2's CPU offload (CPUOffloadPolicy) moves the parameters, their gradients and the "
           "optimizer step to the host together: offload all, not the optimizer alone",
           AND(V("is_train").eq(1), V("framework").eq("fsdp2"), V("offload").eq("optimizer"))),
+    _skip("litgpt_parallel", "tp_size {tp} × pp_size {pp}: LitGPT's training scripts shard by data parallelism and FSDP "
+          "alone (finetune/lora.py's ModelParallelStrategy with tensor_parallel_size=1; full.py and pretrain.py "
+          "FSDPStrategy)",
+          AND(V("is_train").eq(1), V("framework").eq("litgpt"), (_TP * V("pp_size")).gt(1)), tp=_TP, pp=V("pp_size")),
+    _skip("litgpt_qlora", "qlora on {gpus} GPUs: LitGPT quantises for training on one GPU only (finetune/lora.py: "
+          "'Quantization is currently not supported for multi-GPU training')",
+          AND(V("workload").eq("qlora"), V("framework").eq("litgpt"), _GPUS.gt(1)), gpus=_GPUS),
+    _skip("offload_litgpt", "offload {offload}: LitGPT's scripts offload nothing to the host (finetune/full.py runs "
+          "FSDPStrategy(cpu_offload=False) on several GPUs, no strategy on one)",
+          AND(V("is_train").eq(1), V("framework").eq("litgpt"), V("offload").ne("none")), offload=V("offload")),
     _skip("offload_pipeline", "offload all with pipeline parallelism: the parameters are offloaded with ZeRO-3, which "
           "DeepSpeed and Megatron pipelines do not run",
           AND(V("is_train").eq(1), V("offload").eq("all"), V("pp_stages").gt(1))),
