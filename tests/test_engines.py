@@ -166,8 +166,13 @@ def test_zero_on_one_gpu_is_allowed_where_the_framework_allows_it():
     assert EST.skip_check(replace(one, framework="megatron", offload="none")) is None
     assert EST.skip_check(replace(one, framework="fsdp2", zero_stage=1)).code == "framework_zero"
     assert EST.skip_reason(replace(one, framework="fsdp2", zero_stage=1)) == (
-        "the fsdp2 framework does not run ZeRO-1 (FSDP2 shards with stage 2 or 3, LitGPT runs one device, DDP or FSDP)")
+        "the fsdp2 framework does not run ZeRO-1 (FSDP2 shards with stage 2 or 3, LitGPT's scripts one device or, on "
+        "several, FSDP's full sharding: ZeRO-3)")
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=1)).code == "framework_zero"
+    # LitGPT's scripts shard fully (FSDP's default FULL_SHARD) on several GPUs: neither ZeRO-2 nor plain DDP
+    several = replace(one, framework="litgpt", offload="none", num_gpus=4)
+    assert {EST.skip_check(replace(several, zero_stage=z)).code for z in (0, 2)} == {"framework_zero"}
+    assert EST.skip_check(replace(several, zero_stage=3)) is None
     # LitGPT's scripts run FSDP without CPU offload (finetune/full.py: FSDPStrategy(cpu_offload=False))
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3)).code == "offload_litgpt"
     assert EST.skip_check(replace(one, framework="litgpt", zero_stage=3, offload="none")) is None

@@ -437,7 +437,7 @@ def test_litgpt_runs_what_its_scripts_run():
                     prompt_len=0, gen_len=0, gpu="H100-80GB-SXM")
     for offload in ("optimizer", "all"):
         assert [r.code for r in EST.skip_reasons(replace(base, offload=offload))] == ["offload_litgpt"]
-    for layout in ({"tp_size": 2}, {"pp_size": 2, "zero_stage": 0}, {"workload": "lora", "tp_size": 2}):
+    for layout in ({"tp_size": 2}, {"pp_size": 2, "num_gpus": 2, "zero_stage": 0}, {"workload": "lora", "tp_size": 2}):
         assert [r.code for r in EST.skip_reasons(replace(base, **layout))] == ["litgpt_parallel"], layout
     assert [r.code for r in EST.skip_reasons(replace(base, workload="qlora"))] == ["litgpt_qlora"]
     assert EST.skip_reasons(replace(base, workload="qlora", num_gpus=1, zero_stage=0)) == []

@@ -2058,9 +2058,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("zero_stage").gt(0), V("is_train").eq(0)), zero=V("zero_stage"),
           workload=V("workload")),
     _skip("framework_zero", "the {framework} framework does not run ZeRO-{zero} (FSDP2 shards with stage 2 or 3, "
-          "LitGPT runs one device, DDP or FSDP)",
+          "LitGPT's scripts one device or, on several, FSDP's full sharding: ZeRO-3)",
           AND(V("is_train").eq(1), OR(AND(V("framework").eq("fsdp2"), V("zero_stage").lt(2)),
-                                  AND(V("framework").eq("litgpt"), V("zero_stage").eq(1)))),
+                                  AND(V("framework").eq("litgpt"),
+                                      OR(is_one_of(V("zero_stage"), 1, 2),
+                                         AND(V("zero_stage").eq(0), V("zero_group").gt(1)))))),
           framework=V("framework"), zero=V("zero_stage")),
     _skip("optimizer_framework", "optimizer adamw-8bit is bitsandbytes': Megatron-Core runs its own Adam or SGD "
           "(--optimizer), whose states it keeps in fp32 or bf16, not 8-bit",
