@@ -134,9 +134,7 @@ LOOKUP_TABLES = (PRECISIONS, DTYPES, OPTIMIZERS)
 # Choices for text inputs that are not table keys.
 WORKLOADS = ("inference", "full", "lora", "qlora")
 CHECKPOINTING = ("none", "full", "selective")
-# flash: FlashAttention at the GPU type's fitted efficiency; fused: a Hopper-native fused kernel (cuDNN's, through
-# Transformer Engine, or FlashAttention-3) at its own; eager: the unfused S × S path
-ATTENTION = ("flash", "fused", "eager")
+ATTENTION = ("flash", "fused", "eager")  # the attention kernels: the attention input's help says what each is
 # transformers' experts implementations (config._experts_implementation); grouped_mm is its default
 EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")
 DROPOUT = ("off", "config")
