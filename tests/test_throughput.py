@@ -75,19 +75,17 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 24 of 35 fit (10 of 30 before llm-foundry's 17 runs were counted as its own MPT code under
-    Composer's FSDP mixed precision; 6 of 28 before the autocast cache under FSDP FULL_SHARD was mended). The misses:
-    the Llama 3 405B runs (3) and the Qwen3-235B Megatron-Core runs with a pipeline (8; the one under Megatron-FSDP
-    fits)."""
+    level reached: 32 of 35 fit (24 before Megatron-Core's runs were estimated as its layers save and with their
+    --recompute-modules, 2026-12-07; 10 of 30 before llm-foundry's 17 runs were counted as its own MPT code under
+    Composer's FSDP mixed precision; 6 of 28 before the autocast cache under FSDP FULL_SHARD was mended). The
+    misses: the Llama 3 405B runs (3)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
     assert len(figures) == 35
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
-    assert sorted(f.id for f in figures if not f.fits) == [
-        "pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-034", "pub-tr-035", "pub-tr-036", "pub-tr-037",
-        "pub-tr-041", "pub-tr-042", "pub-tr-043", "pub-tr-044"]
+    assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026"]
 
 
 def test_no_two_compared_runs_read_alike():
@@ -121,24 +119,26 @@ def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
     """#32 item 7: Qwen3-235B-A22B under Megatron-Core on 256 H100 (Megatron-MoE-ModelZoo: layouts with EP 8 in a
     node and EP 32 over four, ETP 1, uneven interleaved pipelines, Megatron-FSDP, and contexts to 128K), none
     fitted, their attention Transformer Engine's fused kernel (attention fused, whose efficiency was read from the
-    FlashAttention-3 paper's H100 benchmarks, not from these runs). The level reached: EP32 across nodes with DeepEP
-    −5.3 %, and +28.9 % where the run also overlapped its all-to-all with 1F1B (ep_overlap on); EP 8 inside a node
-    +8.7 % (A2A, PP 32) and +82.1 % (DeepEP, TP 4 at 4K: the MoE layers' small grouped GEMMs, 512 tokens per expert,
-    the token permutations and the router are not modelled; the same layout at 16K is within 0.1 %). Megatron-FSDP
-    (EP 8, no pipeline, full recompute) within 0.1 %. The long-context table (TP 4, PP 8 × VP 4, EP 8, CP 1 to 8 for
-    16K to 128K tokens, forced balance) −0.1 %, −7.7 %, −13.0 %, −15.8 %. At llm-foundry's fitted FlashAttention
-    efficiency (attention flash) they were −33 % to −61 % and the median 33.0 %. A change that widens any of them
-    fails; each run is a layout the estimator accepts."""
+    FlashAttention-3 paper's H100 benchmarks, not from these runs), their recompute Megatron's modules (layernorm+moe_act
+    for 'norm, act', layernorm+moe for the long-context table: the attention core not recomputed). The level
+    reached: EP32 across nodes with DeepEP −3.1 %, and +33.4 % where the run also overlapped its all-to-all with 1F1B
+    (ep_overlap on); EP 8 inside a node +11.1 % (A2A, PP 32) and +82.1 % (DeepEP, TP 4 at 4K: the MoE layers' small
+    grouped GEMMs, 512 tokens per expert, the token permutations and the router are not modelled; the same layout at
+    16K is −5.4 %). Megatron-FSDP (EP 8, no pipeline, full recompute) within 0.1 %. The long-context table (TP 4,
+    PP 8 × VP 4, EP 8, CP 1 to 8 for 16K to 128K tokens, forced balance) −5.4 %, −5.7 %, −3.5 %, +0.2 %. Mapped
+    with selective recompute (the attention core recomputed) until 2026-12-07 they were −5.3, +28.9, +8.7, +82.1,
+    0.0, −0.1, −7.7, −13.0, −15.8 %; at llm-foundry's fitted FlashAttention efficiency (attention flash) −33 % to
+    −61 % and the median 33.0 %. A change that widens any of them fails; each run is a layout the estimator
+    accepts."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in MOE_TRAINING}
     assert len(errors) == 9 and all(EST.skip_check(c.scenario) is None for c in MOE_TRAINING)
     assert all(c.scenario.attention == "fused" for c in MOE_TRAINING)
-    assert -0.053 <= errors["pub-tr-034"] < 0 and 0 < errors["pub-tr-035"] <= 0.289
-    assert 0 < errors["pub-tr-036"] <= 0.088 and 0 < errors["pub-tr-037"] <= 0.821
+    assert -0.032 <= errors["pub-tr-034"] < 0 and 0 < errors["pub-tr-035"] <= 0.335
+    assert 0 < errors["pub-tr-036"] <= 0.111 and 0 < errors["pub-tr-037"] <= 0.821
     assert abs(errors["pub-tr-040"]) <= 0.001
     long_context = [errors[f"pub-tr-04{n}"] for n in range(1, 5)]
-    assert abs(long_context[0]) <= 0.001 and long_context[-1] >= -0.158
-    assert all(later < earlier for earlier, later in zip(long_context, long_context[1:]))
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.088
+    assert all(abs(e) <= 0.057 for e in long_context)
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.054
     flash = {c.id: EST.estimate(replace(c.scenario, attention="flash"))
              for c in MOE_TRAINING if c.id >= "pub-tr-041"}
     assert all(flash[k]["train_tokens_per_s_per_gpu"] < EST.estimate(_case(k).scenario)["train_tokens_per_s_per_gpu"]

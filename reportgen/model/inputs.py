@@ -131,7 +131,9 @@ INPUTS: tuple[Input, ...] = (
           unit="tokens", headline=True, option="--gen-len", applies=_SERVING),
     Input("logits", "Logits kept", "last (generate) or all prompt positions (a plain forward)", "last",
           choices=tb.LOGITS, option="--logits", applies=("inference",)),
-    Input("checkpointing", "Gradient checkpointing", "none, full or selective", "none", choices=tb.CHECKPOINTING,
+    Input("checkpointing", "Gradient checkpointing", "none, full, selective (the attention core), or under megatron "
+          "layernorm+moe_act (its --recompute-modules layernorm moe_act: the norms' outputs and the experts' "
+          "activation) or layernorm+moe (the norms' outputs and the whole MoE layer)", "none", choices=tb.CHECKPOINTING,
           headline=True, option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (FlashAttention: no S×S matrix), fused (the same memory; a Hopper-"
           "native kernel, cuDNN's through Transformer Engine as Megatron-Core runs it, or FlashAttention-3: timed at "

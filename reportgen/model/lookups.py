@@ -133,7 +133,9 @@ LOOKUP_TABLES = (PRECISIONS, DTYPES, OPTIMIZERS)
 
 # Choices for text inputs that are not table keys.
 WORKLOADS = ("inference", "full", "lora", "qlora")
-CHECKPOINTING = ("none", "full", "selective")
+# The last two are Megatron-Core's --recompute-granularity selective --recompute-modules lists (its default,
+# core_attn, is "selective").
+CHECKPOINTING = ("none", "full", "selective", "layernorm+moe_act", "layernorm+moe")
 ATTENTION = ("flash", "fused", "eager")  # the attention kernels: the attention input's help says what each is
 # transformers' experts implementations (config._experts_implementation); grouped_mm is its default
 EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")

@@ -233,6 +233,10 @@ _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
 _ARCH_ORACLE = ("derived from the tensors transformers saves, checked against the oracle peaks of "
                 "presets/validation/oracle_arch.json (fitted to its 'fit' shapes, held out on the others)")
+_MEGATRON_SAVES = ("Megatron-Core with Transformer Engine (github.com/NVIDIA/Megatron-LM at d98e8a6: "
+                   "transformer_layer.py, moe/router.py's RouterGatingLinearFunction, moe/experts.py's TEGroupedMLP, "
+                   "which applies the routing probabilities in its activation; the Megatron-MoE team's list of what a "
+                   "layer caches, github.com/yanring/Megatron-MoE-ModelZoo misc/tools/deepseek_mem_estimate.py)")
 _LITGPT_ORACLE = ("checked against LitGPT 0.5.3's code run on the oracle (presets/validation/oracle_arch.json, "
                   "litgpt records)")
 _MOE_ORACLE = ("measured on real tensors (Mixtral-shaped fit, Qwen2-MoE-shaped holdout: "
@@ -362,6 +366,21 @@ TERMS: tuple[Term, ...] = (
          "ColwiseParallel and RowwiseParallel, the embedding split by vocabulary, the LM head's logits left split by "
          "vocabulary for loss_parallel (one rank of TP on a fake process group: tools/oracle/measure_tp.py); "
          "without sequence parallelism the plan is not torchtitan's, and Megatron's rules apply", "derived"),
+    Term("megatron_layers", "Megatron-Core's Transformer Engine layers (1/0)", "flag",
+         IF(AND(V("framework").eq("megatron"), V("is_full").eq(1)), 1, 0),
+         "full training under megatron: its layers save for backward what Megatron-Core's do, not what "
+         "transformers' modeling code does (" + _MEGATRON_SAVES + ")", "derived"),
+    Term("norms_recomputed", "Decoder layers' norm outputs recomputed (1/0)", "flag",
+         IF(is_one_of(V("checkpointing"), "layernorm+moe_act", "layernorm+moe"), 1, 0),
+         "Megatron's 'layernorm' recompute module: the input and pre-MLP norms' outputs are discarded after the "
+         "forward and rebuilt in backward (CheckpointWithoutOutput)", "derived"),
+    Term("moe_module_recomputed", "Megatron's MoE layer recomputed whole (1/0)", "flag",
+         IF(V("checkpointing").eq("layernorm+moe"), 1, 0),
+         "its 'moe' recompute module: an MoE layer (router, dispatch, experts, combine) keeps only its input and "
+         "runs its forward again in backward", "derived"),
+    Term("moe_layer_recomputed", "MoE layers' forward run again in backward (1/0)", "flag",
+         IF(OR(V("checkpointing").eq("full"), V("moe_module_recomputed").eq(1)), 1, 0),
+         "full checkpointing, or Megatron's 'moe' module", "derived"),
     Term("stage_layer_params", "Decoder-layer parameters on the busiest pipeline stage", "count",
          (V("model_params") - V("embedding_params") - V("lm_head_params")) * V("pp_layer_share"), "", "derived"),
     Term("stage_params", "Parameters on the busiest pipeline stage", "count",
@@ -700,10 +719,15 @@ TERMS: tuple[Term, ...] = (
     Term("vocab_out", "Output width (vocabulary, or 1 for a value head)", "count",
          IF(V("head").eq("value"), 1, V("vocab_size")), "", "activation"),
     Term("norm_saved_bytes", "Saved bytes per hidden element per norm", "count",
-         IF(V("layer_norm").eq(1), IF(V("is_full").eq(1), 2, 1) * V("act_bytes"),
+         IF(OR(V("layer_norm").eq(1), V("megatron_layers").eq(1)), IF(V("is_full").eq(1), 2, 1) * V("act_bytes"),
             IF(V("is_full").eq(1), _p("norm_saved_bytes"), 4)),
-         "HF RMSNorm upcasts to fp32 and keeps its input and outputs; native LayerNorm keeps its input and "
-         "output in the activation dtype; frozen norms keep only their input", "activation"),
+         "HF RMSNorm upcasts to fp32 and keeps its input and outputs; native LayerNorm, and Megatron-Core's "
+         "Transformer Engine norms (RMSNorm too), keep the input and the output (saved by the next linear layer or "
+         "the MoE router) in the activation dtype; frozen norms keep only their input", "activation"),
+    Term("layer_norm_saved_bytes", "Saved bytes per hidden element per decoder-layer norm", "count",
+         V("norm_saved_bytes") - V("megatron_layers") * V("norms_recomputed") * V("act_bytes"),
+         "a recomputed norm keeps only its input (the final norm is not among Megatron's 'layernorm' module)",
+         "activation"),
     # Dropout as PyTorch runs it on a GPU: the fused native_dropout kernel keeps a bool mask (1 byte per
     # element) for backward; FlashAttention-2 regenerates its dropout mask from the saved RNG seed.
     Term("attn_dropout_on", "Attention dropout on (1/0)", "flag",
@@ -721,49 +745,75 @@ TERMS: tuple[Term, ...] = (
          "the cast probabilities (or adds to them where there is no cast); " + _ARCH_ORACLE, "activation"),
     Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
          V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
-         + IF(V("attention").eq("eager"),
-              V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
-              + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")), 0)
-         + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
-         + _m("fused_projections") * (1 - V("litgpt"))
-         * IF(OR(V("attention").ne("eager"), V("num_heads").eq(V("num_kv_heads"))),
-              V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
-         + MAX(_m("queries_head_major"), V("litgpt")) * IF(AND(V("attention").ne("eager"), V("is_full").eq(1)),
-                                                          V("act_bytes") * V("q_dim"), 0)
-         + V("litgpt") * IF(V("attention").ne("eager"),
-                            V("act_bytes") * (V("q_dim") - V("kv_dim")
-                                              + IF(OR(V("num_heads").eq(V("num_kv_heads")), V("num_kv_heads").eq(1)),
-                                                   V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0),
+         + IF(AND(V("megatron_layers").eq(1), V("attention").ne("eager")),
+              V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim")),
+              IF(V("attention").eq("eager"),
+                 V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
+                 + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")),
+                 0)
+              + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
+              + _m("fused_projections") * (1 - V("litgpt"))
+              * IF(OR(V("attention").ne("eager"), V("num_heads").eq(V("num_kv_heads"))),
+                   V("act_bytes") * (V("q_dim") + V("kv_dim")), 0)
+              + MAX(_m("queries_head_major"), V("litgpt")) * IF(AND(V("attention").ne("eager"), V("is_full").eq(1)),
+                                                               V("act_bytes") * V("q_dim"), 0)
+              + V("litgpt") * IF(V("attention").ne("eager"),
+                                 V("act_bytes") * (V("q_dim") - V("kv_dim")
+                                                   + IF(OR(V("num_heads").eq(V("num_kv_heads")),
+                                                           V("num_kv_heads").eq(1)),
+                                                        V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0)),
          "flash (and fused): Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
          "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
          "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
          "keeps its whole output alive through the saved V view (LitGPT: with one head per key group or one "
          "key head; K, and V for grouped queries, are copied to every head); queries left head-major by a "
-         "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE,
+         "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE
+         + ". Megatron-Core: Q, K, V, the output and the log-sum-exp, and Transformer Engine's q/k norms their 16-bit "
+         "input (their output is what the attention keeps)",
          "activation"),
     Term("routing_weight_bytes", "Bytes per MoE routing weight handed to the experts", "count",
          IF(_m("routing_weights_fp32").eq(1), 4, V("act_bytes")),
          "Mixtral's and DeepSeek's routers keep the top-k weights in fp32; Qwen2-MoE's and Qwen3-MoE's cast them "
          "to the compute dtype (transformers 5.24's modeling files)", "activation"),
+    Term("megatron_routing_per_token", "Megatron-Core MoE layer: routing and dispatch tensors per token", "bytes",
+         IF(AND(V("megatron_layers").eq(1), V("num_experts").gt(0)),
+            _m("num_experts_per_tok") * (V("act_bytes") * V("hidden_size") + 4) * V("moe_imbalance")
+            + (2 + 8) * V("num_experts"), 0),
+         "per routed (token, expert) pair, as many as the busiest expert-parallel GPU gets (moe_imbalance), the "
+         "permuted input (hidden wide) and its fp32 routing probability, which the experts apply in their "
+         "activation, so their output is not kept; per token the router's probabilities and the permutation's "
+         "int64 row map, one each per expert (the Megatron-MoE team's count; megatron_layers' sources)", "activation"),
+    Term("megatron_experts_per_token", "Megatron-Core MoE layer: the experts' tensors per token", "bytes",
+         IF(AND(V("megatron_layers").eq(1), V("num_experts").gt(0)),
+            V("act_bytes") * ((2 + V("gated_mlp") - IF(V("checkpointing").eq("layernorm+moe_act"), 1, 0))
+                              * V("moe_imbalance") * _m("num_experts_per_tok") * _m("moe_intermediate_size")
+                              + (2 + V("gated_mlp")) * _m("shared_expert_intermediate_size")), 0),
+         "the first linear layer's output (gate and up when gated) and the activation's output, for each routed "
+         "pair (on the busiest GPU) and the shared experts; the 'moe_act' module drops the routed experts' "
+         "activation output", "activation"),
     Term("moe_saved_per_token", "MoE layer: router, dispatch and combine, saved per token", "bytes",
          IF(V("num_experts").gt(0),
-            _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28) * V("moe_imbalance")
-            + 4 * V("num_experts") + 12 * _m("num_experts_per_tok") + 4 * _m("norm_topk_prob")
+            IF(V("megatron_layers").eq(1), (1 - V("moe_module_recomputed")) * V("megatron_routing_per_token"),
+               _m("num_experts_per_tok") * (2 * V("act_bytes") * V("hidden_size") + 28) * V("moe_imbalance")
+               + 4 * V("num_experts") + 12 * _m("num_experts_per_tok") + 4 * _m("norm_topk_prob"))
             + _m("shared_expert_gate") * V("act_bytes") * (V("hidden_size") + 1), 0),
          "per routed (token, expert) pair, as many as the busiest expert-parallel GPU gets (moe_imbalance): the "
          "gathered input and the expert output (hidden wide), two int64 "
          "sort permutations, the inverse permutation and an fp32 routing weight (28 bytes); per token: the fp32 "
          "router softmax, top-k indices (int64) and weights (fp32), the renormalising sum, Qwen2-MoE's "
          "shared-expert gate and gated output. transformers' grouped_mm experts (dropless, no capacity factor); "
-         "the experts' MLP tensors are mlp_width's; " + _MOE_ORACLE, "activation"),
+         "the experts' MLP tensors are mlp_width's; " + _MOE_ORACLE + ". Megatron-Core: megatron_routing_per_token, "
+         "none under its 'moe' recompute module", "activation"),
     Term("post_norm_saved_bytes", "Saved bytes per hidden element per post-norm (Gemma-2)", "count",
          IF(V("is_full").eq(1), 8, 4),
          "a norm on a block's output keeps its fp32 input and fp32 scaled product (frozen: the input only); "
          + _ARCH_ORACLE, "activation"),
     Term("norm_fp32_scale_bytes", "Extra bytes per hidden element per pre-norm (Gemma's fp32 scale)", "count",
-         IF(AND(V("is_full").eq(1), MAX(_m("norm_scale_fp32"), V("litgpt")).eq(1)), 4 - _p("residual_bytes"), 0),
+         IF(AND(V("is_full").eq(1), V("megatron_layers").eq(0), MAX(_m("norm_scale_fp32"), V("litgpt")).eq(1)),
+            4 - _p("residual_bytes"), 0),
          "Gemma (and LitGPT's RMSNorm for every model) multiplies by the weight in fp32 and keeps that fp32 "
-         "product where Llama keeps it in the residual dtype; " + _ARCH_ORACLE, "activation"),
+         "product where Llama keeps it in the residual dtype (not Megatron-Core's Transformer Engine norms); "
+         + _ARCH_ORACLE, "activation"),
     Term("lora_input_features", "Input features of the adapted layers, per layer", "count",
          IF(V("litgpt").eq(1),
             V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
@@ -777,9 +827,21 @@ TERMS: tuple[Term, ...] = (
          V("mlp_width") + (V("moe_imbalance") - 1) * _m("routed_mlp_width"),
          "the routed experts' part of the MLP width grows with the tokens the busiest GPU's experts get "
          "(moe_imbalance; dropless routing keeps them all)", "activation"),
+    Term("mlp_saved_per_token", "MLP, saved per token per layer", "bytes",
+         IF(V("megatron_layers").eq(1),
+            (V("act_bytes") * (2 + V("gated_mlp")) * _m("num_dense_layers") * _m("intermediate_size")
+             + (1 - V("moe_module_recomputed")) * _m("num_moe_layers") * V("megatron_experts_per_token"))
+            / (V("num_layers") - _m("mlp_free_layers")),
+            V("act_bytes") * V("saved_mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))),
+         "transformers' gated MLP keeps gate, up, act(gate) and their product (mlp_saved_tensors; a frozen one "
+         "not the down projection's input), averaged over the layers with an MLP. Megatron-Core keeps the first "
+         "linear layer's output (gate and up when gated) and the activation's output, 3 widths gated, 2 plain, in "
+         "its dense layers, and megatron_experts_per_token in its MoE layers unless its 'moe' module recomputes "
+         "them",
+         "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
-         2 * V("norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
-         + V("act_bytes") * V("saved_mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))
+         2 * V("layer_norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
+         + V("mlp_saved_per_token")
          + IF(V("is_lora").eq(1),
               IF(V("adapter_dtype").eq("fp32"),
                  (4 + IF(V("lora_dropout").eq("on"), 1, 0)) * V("lora_input_features"),
@@ -793,7 +855,8 @@ TERMS: tuple[Term, ...] = (
             + 2 * V("resid_dropout_on")) * V("hidden_size")
          + _m("num_moe_layers") / V("num_layers") * V("moe_saved_per_token")
          - V("fp8_gemms") * (2 * V("hidden_size") + V("q_dim") + V("mlp_width")) * (V("act_bytes") - 1)
-         - _m("fused_projections") * V("is_full") * _p("autocast_copies") * 3 * V("act_bytes") * V("hidden_size"),
+         - _m("fused_projections") * V("is_full") * (1 - V("megatron_layers")) * _p("autocast_copies") * 3
+         * V("act_bytes") * V("hidden_size"),
          "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
          "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
          "them; with lora_dropout each adapted layer keeps a 1-byte mask and, in the model's dtype, its own "
@@ -803,7 +866,7 @@ TERMS: tuple[Term, ...] = (
          "down projection keeps no input for a weight gradient; Gemma-2's post-norms; residual dropout's two "
          "1-byte masks; MoE layers' routing buffers (averaged over the layers); FP8 training saves the GEMM inputs (the two normed inputs, the attention output, the down projection's input) in 1-byte FP8 (Transformer Engine); autocast casts a norm's output "
          "once per linear layer, so fused qkv and gate_up projections (Phi-3) keep 2 casts where q, k, v, "
-         "gate, up keep 5. " + _KORTHIKANTI, "activation"),
+         "gate, up keep 5 (Megatron-Core runs no autocast). " + _KORTHIKANTI, "activation"),
     Term("loss_bytes", "Bytes per log-probability of the loss", "count",
          IF(OR(V("loss").eq("fp32"), V("loss").eq("fp32-chunked"), _p("autocast_copies").eq(1)), 4, V("act_bytes")),
          "transformers upcasts the logits to fp32 for its cross-entropy, and autocast runs log_softmax in fp32; "
@@ -814,7 +877,7 @@ TERMS: tuple[Term, ...] = (
             V("num_layers") * V("layer_saved_per_token")),
          "full checkpointing keeps each layer's input only", "activation"),
     Term("layer_replicated_per_token", "One layer, saved per token outside the tensor-parallel regions", "bytes",
-         (2 * V("norm_saved_bytes") + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
+         (2 * V("layer_norm_saved_bytes") + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
           + 2 * V("norm_fp32_scale_bytes") + 2 * V("resid_dropout_on")) * V("hidden_size"),
          "the norms' inputs and outputs (the outputs are what the column-parallel projections save) and the "
          "residual dropouts' masks: every tensor-parallel GPU holds them whole unless sequence parallelism splits "
@@ -943,7 +1006,8 @@ TERMS: tuple[Term, ...] = (
          "as group_saved_per_token, for one layer without checkpointing", "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
-            ceil_div(V("tokens") * V("group_layer_saved_per_token")
+            ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
+                                    * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
                      * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
                           IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
                      V("tp_size")), 0),
@@ -951,7 +1015,8 @@ TERMS: tuple[Term, ...] = (
          "attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
          "recompute_ratio_trained with every weight trained (assumptions fitted to the oracle, held out on other "
          "shapes); eager attention (whose backward makes S × S gradients as large as the saved scores) and "
-         "selective checkpointing: twice the saved bytes", "activation"),
+         "selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the MoE layer's tensors "
+         "it rebuilt", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").eq("full")),
             ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight")
@@ -1567,13 +1632,23 @@ TIME_TERMS: tuple[Term, ...] = (
          + 3 * V("attention_flops_per_token"),
          _KAPLAN + "; frozen weights (LoRA) need the backward for activations only (4N), adapters 6 per "
          "parameter, saved modules 2 (their weight gradients); attention: forward + twice for backward", "time"),
+    Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
+         _m("expert_params") - _m("inactive_expert_params"), "its top-k of the routed experts", "time"),
+    Term("attention_recomputed", "The attention scores computed again in backward (1/0)", "flag",
+         IF(is_one_of(V("checkpointing"), "full", "selective"), 1, 0),
+         "full and selective checkpointing (Megatron's module lists without core_attn leave it)", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
-         IF(V("checkpointing").eq("full"), 2 * V("active_params") + V("attention_flops_per_token"),
-            IF(V("checkpointing").eq("selective"), V("attention_flops_per_token"), 0)),
-         "full: one more forward; selective: the attention scores only (Korthikanti et al. 2022)", "time"),
+         IF(V("checkpointing").eq("full"), 2 * V("active_params"),
+            V("moe_module_recomputed") * 2
+            * (V("routed_active_params")
+               + _m("num_moe_layers") * V("hidden_size") * ((2 + V("gated_mlp")) * _m("shared_expert_intermediate_size")
+                                                            + V("num_experts"))))
+         + V("attention_recomputed") * V("attention_flops_per_token"),
+         "full: one more forward; selective: the attention scores only (Korthikanti et al. 2022); Megatron's 'moe' "
+         "module: every MoE layer's forward (router, routed and shared experts)", "time"),
     Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
-         (3 + IF(V("checkpointing").eq("none"), 0, 1)) * V("attention_flops_per_token"),
-         "forward, backward (twice) and the recomputed forward under checkpointing", "time"),
+         (3 + V("attention_recomputed")) * V("attention_flops_per_token"),
+         "forward, backward (twice) and the recomputed forward under full or selective checkpointing", "time"),
     Term("micro_batch_peak_seconds", "A micro-batch's tokens, one FLOP each, at the GPU's peak", "seconds",
          V("tokens") / V("tp_size") / V("peak_flops"),
          "what a FLOP per token costs a micro-batch (tensor parallelism splits every layer): the compute time "
@@ -1585,8 +1660,6 @@ TIME_TERMS: tuple[Term, ...] = (
          _g("memory_bandwidth_gbps") * 1e9 * V("decode_bandwidth_efficiency"),
          "the GPU's memory bandwidth at the decode bandwidth efficiency: what reading weights or a KV cache gets",
          "time"),
-    Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
-         _m("expert_params") - _m("inactive_expert_params"), "its top-k of the routed experts", "time"),
     Term("expert_read_seconds", "The GPU's routed experts read once from memory", "seconds",
          IF(V("num_experts").gt(0), _m("expert_params") / V("expert_shards") * V("act_bytes")
             / V("decode_bytes_per_s"), 0),
@@ -1595,16 +1668,16 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
          IF(AND(_TRAIN, V("num_experts").gt(0)),
             V("micro_batch_peak_seconds") / _g("train_efficiency")
-            * (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
+            * (IF(V("is_full").eq(1), 6, 4) + 2 * V("moe_layer_recomputed"))
             * V("routed_active_params") * V("moe_imbalance"), 0),
          "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
-         "backward (frozen experts: no weight gradient), and the recomputed forward under full checkpointing; "
+         "backward (frozen experts: no weight gradient), and the recomputed forward (moe_layer_recomputed); "
          "on the busiest expert-parallel GPU (moe_imbalance)",
          "time"),
     Term("expert_traffic_seconds", "Routed experts' weights through memory per micro-batch", "seconds",
-         IF(_TRAIN, (2 + V("is_full") + IF(V("checkpointing").eq("full"), 1, 0)) * V("expert_read_seconds"), 0),
+         IF(_TRAIN, (2 + V("is_full") + V("moe_layer_recomputed")) * V("expert_read_seconds"), 0),
          "the forward and the backward's input gradient read the GPU's experts, a trained expert's weight gradient "
-         "writes as much, full checkpointing reads them once more. Where fine-grained experts get few tokens per "
+         "writes as much, a recomputed MoE layer reads them once more. Where fine-grained experts get few tokens per "
          "micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 tokens give 64 each), this is longer than their "
          "FLOPs", "time"),
     Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
@@ -1660,9 +1733,9 @@ TIME_TERMS: tuple[Term, ...] = (
          "cover adds; neighbours on NVLink inside a node, on the network across nodes", "time"),
     Term("moe_a2a_calls", "MoE all-to-alls per micro-batch on a stage", "count",
          IF(AND(_TRAIN, V("num_experts").gt(0), V("ep_size").gt(1)),
-            IF(V("checkpointing").eq("full"), 6, 4) * _m("num_moe_layers") * V("pp_layer_share"), 0),
+            (4 + 2 * V("moe_layer_recomputed")) * _m("num_moe_layers") * V("pp_layer_share"), 0),
          "each MoE layer dispatches its tokens to their experts and combines the outputs: forward and backward, "
-         "and the forward again under full recompute", "time"),
+         "and the forward again where the MoE layer is recomputed (full, or Megatron's 'moe' module)", "time"),
     Term("moe_token_bytes", "Routed tokens per micro-batch, one copy per all-to-all, per GPU", "bytes",
          V("moe_a2a_calls") * V("tokens") / V("tp_size") * V("hidden_size") * V("act_bytes") * V("moe_imbalance"),
          "the busiest expert-parallel GPU's (moe_imbalance) hidden vectors, once per all-to-all; a tensor-parallel "
@@ -1993,6 +2066,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           "sets; framework {framework}",
           AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
           vp=V("vp_size"), framework=V("framework")),
+    _skip("recompute_modules", "checkpointing {ckpt} is a list of Megatron-Core's recompute modules (--recompute-modules): "
+          "it needs full training under megatron, not {workload} under {framework}",
+          AND(V("norms_recomputed").eq(1), V("megatron_layers").eq(0)),
+          ckpt=V("checkpointing"), workload=V("workload"), framework=V("framework")),
     _skip("ep_overlap", "ep_overlap on is Megatron-Core's combined 1F1B schedule: it needs MoE training under megatron "
           "with ep_size > 1, and vp_size > 1 with a pipeline; framework {framework}, ep_size {ep}, pp_size {pp}, "
           "vp_size {vp}",

@@ -22,6 +22,7 @@ from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, 
 from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
 from ..model.inputs import INPUT_NAMES, PARALLEL_LAYOUT, ROLLOUT
+from ..model.lookups import CHECKPOINTING
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from ..model.vector import CHUNK_ROWS, Text, take, to_list
 from ..model.units import duration_words
@@ -202,6 +203,8 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
         space["vp_size"] = VP_SIZES
         if moe:
             space["etp_size"] = ETP_SIZES
+            if s.workload == "full":
+                space["checkpointing"] = CHECKPOINTING  # with Megatron's recompute modules of an MoE layer
     if "optimizer" in space and s.optimizer not in space["optimizer"]:
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:

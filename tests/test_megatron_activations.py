@@ -1,0 +1,118 @@
+"""What Megatron-Core's layers save for backward (framework megatron, full training), and its selective recompute
+modules (--recompute-modules layernorm moe_act, layernorm moe).
+
+Independent references:
+- Korthikanti et al. 2022 (arXiv:2205.05198), Table 2: a GPT layer with tensor and sequence parallelism and
+  selective recompute saves s·b·h·34 ÷ t bytes (16-bit activations, LayerNorm, dropout, a 4h GELU MLP); with a
+  fused attention kernel the S × S part is never saved and its fp32 log-sum-exp is (4 bytes per head).
+- The Megatron-MoE team's list of what a Megatron-Core MoE layer caches, per token and layer
+  (github.com/yanring/Megatron-MoE-ModelZoo at e8650517, misc/tools/deepseek_mem_estimate.py, `cached`; written
+  out below for a grouped-query model, its MLA-only tensors left out), and what its recompute options save
+  ("By norm recompute, can save input_norm_out + mlp_norm_out", "By act_func recompute, can save
+  expert_act_out").
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
+from reportgen.pipeline import validation_figures
+
+EST = Estimator(load_models(), load_gpus())
+H100 = "H100-80GB-SXM"
+QWEN = Scenario(model="Qwen3-235B-A22B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=256,
+                tp_size=2, pp_size=8, vp_size=4, ep_size=32, etp_size=1, grad_accum_steps=128, gpu=H100,
+                framework="megatron", zero_stage=1, attention="fused", checkpointing="none")
+
+
+@pytest.mark.parametrize("checkpointing", ["none", "selective"])
+def test_a_gpt_layer_saves_korthikantis_34_sbh(checkpointing):
+    """GPT-2 (LayerNorm, dropout as configured, GELU MLP of 4h, one key head per query head) under megatron with
+    flash attention: 34 bytes per hidden element per token, and the log-sum-exp (4 bytes per head)."""
+    e = EST.estimate(Scenario(model="GPT-2", workload="full", seq_len=1024, prompt_len=0, gen_len=0, dropout="config",
+                              num_gpus=4, tp_size=4, framework="megatron", checkpointing=checkpointing))
+    assert e["layer_saved_per_token"] == 34 * e["hidden_size"] + 4 * e["num_heads"]
+    assert e["mlp_saved_per_token"] == 16 * e["hidden_size"]  # GELU's input and output, 4h wide, 16-bit
+
+
+def megatron_moe_team_cached(e) -> dict[str, float]:
+    """deepseek_mem_estimate.py's `cached` tensors of one layer, per token (tp 1, bf16), for a grouped-query model:
+    q, k, v after RoPE at their own widths."""
+    h, q, kv, heads = e["hidden_size"], e["q_dim"], e["kv_dim"], e["num_heads"]
+    experts, k, f = e["num_experts"], 8, 1536  # Qwen3-235B-A22B: top 8 of 128, moe_intermediate_size 1536
+    return {"input": 2 * h, "input_norm_out": 2 * h, "q_apply_rope_out": 2 * q, "k_apply_rope_out": 2 * kv,
+            "v_apply_rope_out": 2 * kv, "attn_out": 2 * q, "attn_ctx_tensor": 4 * heads, "attn_bda_out": 2 * h,
+            "router_probs": 2 * experts, "permute_row_id_map": 8 * experts, "permute_out": 2 * k * h,
+            "expert_linear_1_out": 2 * k * 2 * f, "expert_act_out": 2 * k * f, "unpermute_alltoall_out": 2 * k * h}
+
+
+def test_a_moe_layer_saves_the_megatron_moe_teams_list_and_what_the_code_adds_or_drops():
+    """Qwen3-235B-A22B (every layer MoE, q/k norms): the estimate is the team's list, plus the pre-MLP norm's output
+    (RouterGatingLinearFunction saves its input), the q/k norms' 16-bit inputs (a model their script does not
+    cover) and each routed pair's fp32 probability, less the expert output the unpermute kept before the
+    probabilities moved into the experts' activation (their 'probs2swiglu': Megatron-Core's TEGroupedMLP now)."""
+    e = EST.estimate(QWEN)
+    cached = megatron_moe_team_cached(e)
+    h, q, kv, k = e["hidden_size"], e["q_dim"], e["kv_dim"], 8
+    expected = (sum(cached.values()) + 2 * h + 2 * (q + kv) + 4 * k - cached["unpermute_alltoall_out"])
+    assert e["layer_saved_per_token"] == expected
+
+
+@pytest.mark.parametrize("checkpointing, saved", [
+    ("layernorm+moe_act", ("input_norm_out", "mlp_norm_out", "expert_act_out")),
+    ("layernorm+moe", None),
+])
+def test_recompute_modules_drop_what_megatron_discards(checkpointing, saved):
+    """'layernorm' discards both norms' outputs (2h each) and 'moe_act' the experts' activation output: the team's
+    figures of what they save. 'moe' keeps nothing of the MoE layer: its input is the pre-MLP norm's output, which
+    'layernorm' discards too; the layer keeps its norms' inputs and its attention."""
+    none = EST.estimate(QWEN)
+    e = EST.estimate(replace(QWEN, checkpointing=checkpointing))
+    cached = megatron_moe_team_cached(none) | {"mlp_norm_out": 2 * none["hidden_size"]}
+    if saved:
+        assert none["layer_saved_per_token"] - e["layer_saved_per_token"] == sum(cached[n] for n in saved)
+    else:
+        assert e["layer_saved_per_token"] == 2 * 2 * e["hidden_size"] + e["attention_saved_per_token"]
+        assert e["attention_saved_per_token"] == none["attention_saved_per_token"]
+    assert e["activations"] < none["activations"]
+
+
+def test_only_megatron_full_training_takes_the_module_lists():
+    for framework in ("hf", "deepspeed", "fsdp2"):
+        reason = EST.skip_reason(replace(QWEN, framework=framework, pp_size=1, vp_size=1, tp_size=1, etp_size=0,
+                                         zero_stage=3, checkpointing="layernorm+moe"))
+        assert reason and "--recompute-modules" in reason and framework in reason
+    lora = replace(QWEN, workload="lora", checkpointing="layernorm+moe_act")
+    assert "--recompute-modules" in EST.skip_reason(lora)
+    assert EST.skip_reason(replace(QWEN, checkpointing="layernorm+moe")) is None
+
+
+def test_the_moe_module_recomputes_the_moe_layers_forward_and_the_lists_leave_the_attention():
+    """Megatron's lists without core_attn do not recompute the attention scores; 'moe' runs every MoE layer's
+    forward again (router and experts: Qwen3 has no shared expert) and its dispatch and combine."""
+    by = {c: EST.estimate(replace(QWEN, checkpointing=c))
+          for c in ("none", "selective", "layernorm+moe_act", "layernorm+moe")}
+    attention = by["none"]["attention_flops_per_token"]
+    assert by["selective"]["train_attention_flops_per_token"] == 4 * attention
+    for c in ("none", "layernorm+moe_act", "layernorm+moe"):
+        assert by[c]["train_attention_flops_per_token"] == 3 * attention
+    assert by["layernorm+moe_act"]["recompute_flops_per_token"] == 0
+    moe = by["layernorm+moe"]
+    assert moe["recompute_flops_per_token"] == 2 * (moe["routed_active_params"]
+                                                    + 94 * moe["hidden_size"] * moe["num_experts"])
+    assert moe["moe_a2a_calls"] == pytest.approx(6 / 4 * by["layernorm+moe_act"]["moe_a2a_calls"])
+    assert moe["step_seconds"] > by["layernorm+moe_act"]["step_seconds"] == pytest.approx(by["none"]["step_seconds"])
+
+
+def test_published_megatron_core_runs_fit_and_any_run_that_does_not_says_why():
+    """A published training run ran on its GPUs. The Megatron-Core runs (Qwen3-235B-A22B on 256 H100, mapped with
+    their --recompute-modules) are estimated within their GPUs' memory; a run that is not carries its reason."""
+    figures, _ = validation_figures(EST)
+    training = [f for f in figures if f.dataset.startswith("training")]
+    megatron_core = [f for f in training if f.dataset == "training_moe"]
+    assert len(megatron_core) == 9 and all(f.fits for f in megatron_core), [
+        (f.id, f.memory) for f in megatron_core if not f.fits]
+    assert all(f.memory_miss for f in training if not f.fits)
