@@ -2067,7 +2067,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),
           vp=V("vp_size"), framework=V("framework")),
     _skip("recompute_modules", "checkpointing {ckpt} is a list of Megatron-Core's recompute modules (--recompute-modules): "
-          "it needs full training under megatron, not {workload} under {framework}",
+          "it needs full training under megatron (given: workload {workload}, framework {framework})",
           AND(V("norms_recomputed").eq(1), V("megatron_layers").eq(0)),
           ckpt=V("checkpointing"), workload=V("workload"), framework=V("framework")),
     _skip("ep_overlap", "ep_overlap on is Megatron-Core's combined 1F1B schedule: it needs MoE training under megatron "
