@@ -1455,7 +1455,9 @@ def _figures_section(dataset: str, figures: Sequence[PublishedFigure], excluded:
         summary = (t(f"validation.targets.{dataset}", target=percent(target, 0)),)
         summary += tuple(_stats(a.label, a.errors, t) for a in accuracy)
     if ran:  # one verdict per run
-        summary += (t("validation.memory_summary", fit=sum(f.fits for f in ran), runs=len(ran)),)
+        fit = sum(f.fits for f in ran)
+        summary += (t("validation.memory_summary" if fit < len(ran) else "validation.memory_summary_all", fit=fit,
+                      runs=len(ran)),)
     def note(f: PublishedFigure) -> str:  # the time's miss, then why the run does not fit the estimate's memory
         memory = "" if not f.memory or f.fits else t("validation.memory_miss", why=t.source(f.memory_miss, f.memory_miss))
         time = _miss(f.error, target, f.miss, t)
