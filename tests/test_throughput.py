@@ -51,36 +51,44 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Eleven runs never fitted to: median |error| 20.8 % today, above issue #16's 15 % target. A gist's LLaMA-7B
-    under DeepSpeed with a Hugging Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the
-    efficiencies were fitted to llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three
-    Llama 3 405B rows carry their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped
-    without it, at ±4 %): with their micro-batches (32 and 16, one sequence each) the plain 1F1B bubble of 16
-    stages, and the busiest stage's 8 layers and LM head (since 2026-12-06; Meta balanced them by a layer fewer on
-    the first and last stage, which the estimate does not take), make them −39.3 %, −50.5 % and −48.9 % (Meta's
-    interleaving depth is not published). The other six are within ±20.8 % (median 9.2 %); the largest is the 2021
-    Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at +20.8 % (+25.0 % before its last stage's LM head
-    was counted)."""
+    """Fifteen runs never fitted to: median |error| 16.7 % today (20.8 % over the eleven before Korthikanti et al.'s
+    four were added on 2026-12-07), above issue #16's 15 % target. A gist's LLaMA-7B under DeepSpeed with a Hugging
+    Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the efficiencies were fitted to
+    llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three Llama 3 405B rows carry
+    their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped without it, at ±4 %): with
+    their micro-batches (32 and 16, one sequence each) the plain 1F1B bubble of 16 stages, and the busiest stage's 8
+    layers and LM head (since 2026-12-06; Meta balanced them by a layer fewer on the first and last stage, which the
+    estimate does not take), make them −39.3 %, −50.5 % and −48.9 % (Meta's interleaving depth is not published).
+    Megatron-LM's 2022 runs with sequence parallelism and selective recompute (Korthikanti et al., data-parallel size
+    one): GPT-3 175B +4.5 %, MT-NLG 530B −4.7 %, 1T −5.5 %, and the 22B on one node +34.2 % (its smaller matrix
+    multiplications ran at HFU 43.7 % where the others ran at 52.8–57.0 %: one efficiency per GPU type). The other
+    six are within ±20.8 %; the largest is the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at
+    +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 11
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.209
+    assert len(errors) == 15
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.167
     hf_deepspeed = {k: e for k, e in errors.items() if k in ("pub-tr-038", "pub-tr-039")}
     assert len(hf_deepspeed) == 2 and all(0.52 <= e <= 0.62 for e in hf_deepspeed.values()), hf_deepspeed
     llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
     assert len(llama3) == 3 and all(-0.506 <= e <= -0.392 for e in llama3.values()), llama3
-    others = [e for k, e in errors.items() if k not in llama3 and k not in hf_deepspeed]
+    korthikanti = {k: e for k, e in errors.items() if k in ("pub-tr-046", "pub-tr-047", "pub-tr-048")}
+    assert len(korthikanti) == 3 and all(abs(e) <= 0.056 for e in korthikanti.values()), korthikanti
+    assert 0 < errors["pub-tr-045"] <= 0.343
+    others = [e for k, e in errors.items() if k not in llama3 | hf_deepspeed | korthikanti and k != "pub-tr-045"]
+    assert len(others) == 6
     assert statistics.median(abs(e) for e in others) <= 0.093 and max(abs(e) for e in others) <= 0.209
 
 
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 32 of 35 fit (24 before Megatron-Core's runs were estimated as its layers save and with their
+    level reached: 36 of 39 fit (Korthikanti et al.'s four Megatron-LM runs with sequence parallelism and selective
+    recompute, added on 2026-12-07, fit at 59 to 71 GiB on their 80 GB A100s; 24 of 35 before Megatron-Core's runs were estimated as its layers save and with their
     --recompute-modules, 2026-12-07; 10 of 30 before llm-foundry's 17 runs were counted as its own MPT code under
     Composer's FSDP mixed precision; 6 of 28 before the autocast cache under FSDP FULL_SHARD was mended). The
     misses: the Llama 3 405B runs (3)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 35
+    assert len(figures) == 39
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
@@ -93,7 +101,7 @@ def test_no_two_compared_runs_read_alike():
     overlap, ZeRO past stage 1) and length: two compared runs never read alike. Until 2026-12-06 the name left the
     layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five) read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 35
+    assert len(set(names)) == len(names) == 39
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
     assert by_id["pub-tr-035"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32 · all-to-all overlapped")
