@@ -116,3 +116,22 @@ def test_published_megatron_core_runs_fit_and_any_run_that_does_not_says_why():
     assert len(megatron_core) == 9 and all(f.fits for f in megatron_core), [
         (f.id, f.memory) for f in megatron_core if not f.fits]
     assert all(f.memory_miss for f in training if not f.fits)
+
+
+@pytest.mark.parametrize("checkpointing, fp8_inputs", [
+    ("none", lambda h, q, k, f: 2 * h + q + k * f + k * h),
+    ("layernorm+moe_act", lambda h, q, k, f: q + k * h),
+    ("layernorm+moe", lambda h, q, k, f: q),
+])
+def test_fp8_keeps_one_byte_of_each_linear_input_megatron_still_saves(checkpointing, fp8_inputs):
+    """fp8-te under megatron (Transformer Engine): the linear layers' saved inputs take 1 byte where bf16 takes 2:
+    the two normed inputs, the attention output, the experts' permuted inputs and their activation output
+    (Qwen3-30B-A3B: every layer MoE, top 8 of width 768). What a recompute module discards is not saved in any
+    precision, so it is no FP8 saving: the norms' outputs under 'layernorm', the activation under 'moe_act', every
+    expert input under 'moe' (Megatron-Core 'set_save_original_input' keeps the bf16 input for recomputation)."""
+    base = Scenario(model="Qwen3-30B-A3B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=16,
+                    tp_size=2, ep_size=8, gpu=H100, framework="megatron", zero_stage=1, checkpointing=checkpointing)
+    bf16, fp8 = EST.estimate(base), EST.estimate(replace(base, precision="fp8-te"))
+    assert EST.skip_reason(replace(base, precision="fp8-te")) is None
+    saved = fp8_inputs(fp8["hidden_size"], fp8["q_dim"], 8, 768)
+    assert bf16["layer_saved_per_token"] - fp8["layer_saved_per_token"] == saved

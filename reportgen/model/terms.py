@@ -839,6 +839,20 @@ TERMS: tuple[Term, ...] = (
          "its dense layers, and megatron_experts_per_token in its MoE layers unless its 'moe' module recomputes "
          "them",
          "activation"),
+    Term("fp8_saved_inputs_per_token", "GEMM inputs a layer saves in FP8, elements per token", "count",
+         V("fp8_gemms")
+         * (2 * V("hidden_size") * (1 - V("megatron_layers") * V("norms_recomputed")) + V("q_dim") + V("mlp_width")
+            + V("megatron_layers") * _m("num_moe_layers") / (V("num_layers") - _m("mlp_free_layers"))
+            * ((1 - V("moe_module_recomputed")) * _m("num_experts_per_tok") * V("hidden_size")
+               - IF(V("checkpointing").eq("layernorm+moe_act"), _m("num_experts_per_tok") * _m("moe_intermediate_size"),
+                    0)
+               - V("moe_module_recomputed") * (_m("num_experts_per_tok") * _m("moe_intermediate_size")
+                                               + _m("shared_expert_intermediate_size")))),
+         "Transformer Engine's FP8 recipe keeps the inputs of its linear layers in 1 byte: the two normed inputs, the "
+         "attention output and the down projections' inputs (mlp_width), and under Megatron-Core its experts' "
+         "permuted inputs too; what a Megatron recompute module discards is not kept in any precision (the normed "
+         "inputs under 'layernorm', the routed experts' activation under 'moe_act', the MoE layer's under 'moe')",
+         "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("layer_norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
          + V("mlp_saved_per_token")
@@ -854,7 +868,7 @@ TERMS: tuple[Term, ...] = (
          + (MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes") + 2 * V("norm_fp32_scale_bytes")
             + 2 * V("resid_dropout_on")) * V("hidden_size")
          + _m("num_moe_layers") / V("num_layers") * V("moe_saved_per_token")
-         - V("fp8_gemms") * (2 * V("hidden_size") + V("q_dim") + V("mlp_width")) * (V("act_bytes") - 1)
+         - V("fp8_saved_inputs_per_token") * (V("act_bytes") - 1)
          - _m("fused_projections") * V("is_full") * (1 - V("megatron_layers")) * _p("autocast_copies") * 3
          * V("act_bytes") * V("hidden_size"),
          "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
