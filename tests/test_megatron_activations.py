@@ -112,7 +112,7 @@ def test_published_megatron_core_runs_fit_and_any_run_that_does_not_says_why():
     their --recompute-modules) are estimated within their GPUs' memory; a run that is not carries its reason."""
     figures, _ = validation_figures(EST)
     training = [f for f in figures if f.dataset.startswith("training")]
-    megatron_core = [f for f in training if f.dataset == "training_moe"]
+    megatron_core = [f for f in training if "Megatron-MoE-ModelZoo" in f.source]
     assert len(megatron_core) == 9 and all(f.fits for f in megatron_core), [
         (f.id, f.memory) for f in megatron_core if not f.fits]
     assert all(f.memory_miss for f in training if not f.fits)
