@@ -135,3 +135,18 @@ def test_fp8_keeps_one_byte_of_each_linear_input_megatron_still_saves(checkpoint
     assert EST.skip_reason(replace(base, precision="fp8-te")) is None
     saved = fp8_inputs(fp8["hidden_size"], fp8["q_dim"], 8, 768)
     assert bf16["layer_saved_per_token"] - fp8["layer_saved_per_token"] == saved
+
+
+def test_megatrons_precision_aware_optimizer_halves_adams_moments_and_needs_its_distributed_optimizer():
+    """optimizer adamw-bf16: Megatron-Core's --use-precision-aware-optimizer with both moments in bf16, 2 bytes per
+    state element where AdamW keeps 4; the fp32 master weights stay. Megatron raises '--use-precision-aware-optimizer
+    only supported with distributed optimizer' (megatron/core/optimizer/__init__.py), so ZeRO-0 is refused, as is any
+    other framework."""
+    dense = Scenario(model="Llama-3.1-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=8,
+                     tp_size=2, gpu=H100, framework="megatron", zero_stage=1)
+    fp32, bf16 = EST.estimate(dense), EST.estimate(replace(dense, optimizer="adamw-bf16"))
+    assert EST.skip_reason(replace(dense, optimizer="adamw-bf16")) is None
+    assert bf16["optimizer_states"] * 2 == pytest.approx(fp32["optimizer_states"], abs=2)
+    assert bf16["master_weights"] == fp32["master_weights"] > 0
+    assert "ZeRO-0" in EST.skip_reason(replace(dense, optimizer="adamw-bf16", zero_stage=0))
+    assert "fsdp2" in EST.skip_reason(replace(dense, optimizer="adamw-bf16", framework="fsdp2", zero_stage=3))

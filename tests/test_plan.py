@@ -64,6 +64,14 @@ def test_megatrons_recompute_modules_are_searched_for_its_moe_full_training_only
         assert fixed.estimate["train_tokens_per_s_per_gpu"] < best.estimate["train_tokens_per_s_per_gpu"]
 
 
+def test_adams_state_dtype_searched_is_the_frameworks_own():
+    """Bitsandbytes' 8-bit AdamW where the framework can run it; under megatron, which builds its own Adam, the bf16
+    moments of its precision-aware optimizer instead."""
+    for framework, searched in (("hf", {"adamw", "adamw-8bit"}), ("megatron", {"adamw", "adamw-bf16"})):
+        s = replace(FULL_70B, model="Llama-3.1-8B", gpu=H100, framework=framework)
+        assert {c.optimizer for c in candidates(s, EST, 8)} == searched
+
+
 def test_offload_needs_the_host_ram_a_node_has():
     """The same search with 64 GiB of host RAM per node cannot offload a 70B model's states."""
     roomy = plan(EST, FULL_70B, [H100]).options[0]

@@ -88,7 +88,7 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     were estimated as its layers save and with their --recompute-modules, 2026-12-07; 10 of 30 before llm-foundry's
     17 runs were counted as its own MPT code under Composer's FSDP mixed precision; 6 of 28 before the autocast cache
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3) and DeepSeek-V3's pre-training (MLA
-    up-projections recomputed, activations cached in FP8, BF16 Adam moments: not modelled)."""
+    up-projections recomputed and activations cached in FP8: not modelled)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
     assert len(figures) == 40
     for f in figures:

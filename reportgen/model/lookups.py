@@ -115,6 +115,7 @@ OPTIMIZERS = Table(
     rows={
         "adamw": dict(num_states=2, state_bytes_override=0),
         "adamw-8bit": dict(num_states=2, state_bytes_override=1.001953125),
+        "adamw-bf16": dict(num_states=2, state_bytes_override=2),
         "sgd-momentum": dict(num_states=1, state_bytes_override=0),
         "sgd": dict(num_states=0, state_bytes_override=0),
     },
@@ -122,6 +123,9 @@ OPTIMIZERS = Table(
         "adamw": "Adam/AdamW: first and second moments, each one state per parameter.",
         "adamw-8bit": "bitsandbytes 8-bit AdamW: two 1-byte states plus an fp32 absmax per 2048-element block "
                       "(1 + 4/2048 bytes per state element).",
+        "adamw-bf16": "AdamW with both moments in bf16, 2 bytes per state element: Megatron-Core's precision-aware "
+                      "optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16, with "
+                      "its distributed optimizer); the fp32 master weights stay.",
         "sgd-momentum": "SGD with momentum: one state per parameter.",
         "sgd": "Plain SGD: no state.",
     },

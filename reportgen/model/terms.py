@@ -2158,6 +2158,12 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("optimizer_framework", "optimizer adamw-8bit is bitsandbytes': Megatron-Core runs its own Adam or SGD "
           "(--optimizer), whose states it keeps in fp32 or bf16, not 8-bit",
           AND(V("is_train").eq(1), V("framework").eq("megatron"), V("optimizer").eq("adamw-8bit"))),
+    _skip("optimizer_bf16", "optimizer adamw-bf16 is Megatron-Core's precision-aware optimizer, which runs with its "
+          "distributed optimizer: it needs framework megatron at ZeRO-1 or above (given: framework {framework}, "
+          "ZeRO-{zero})",
+          AND(V("is_train").eq(1), V("optimizer").eq("adamw-bf16"),
+              OR(V("framework").ne("megatron"), V("zero_stage").eq(0))),
+          framework=V("framework"), zero=V("zero_stage")),
     _skip("offload_optimizer_8bit", "offload {offload} with optimizer adamw-8bit: an offloaded optimizer steps on the "
           "host (DeepSpeedCPUAdam, FSDP2's CPU offload, Megatron's --optimizer-cpu-offload) with fp32 or bf16 states; "
           "bitsandbytes' 8-bit AdamW runs on the GPU",

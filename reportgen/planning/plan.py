@@ -177,7 +177,7 @@ class Plan:
 
 # What a plan may choose, per workload kind, unless the user fixed it: the layout, and for training
 # the recompute and offload trade-offs (slower, less memory) and Adam's state dtype (bitsandbytes'
-# 8-bit AdamW: a quarter of the state memory).
+# 8-bit AdamW: a quarter of the state memory; under Megatron, its precision-aware optimizer's bf16 moments: half).
 SEARCH = {
     "train": {"zero_stage": (0, 1, 2, 3), "tp_size": TP_SIZES, "pp_size": (1, 2, 4, 8), "ep_size": EP_SIZES,
               "checkpointing": ("none", "selective", "full"), "offload": ("none", "optimizer", "all"),
@@ -205,6 +205,8 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
             space["etp_size"] = ETP_SIZES
             if s.workload == "full":
                 space["checkpointing"] = CHECKPOINTING  # with Megatron's recompute modules of an MoE layer
+        if "optimizer" in space:  # Megatron-Core's own Adam: bf16 moments, never bitsandbytes' 8-bit
+            space["optimizer"] = ("adamw", "adamw-bf16")
     if "optimizer" in space and s.optimizer not in space["optimizer"]:
         space.pop("optimizer")  # SGD is a different recipe, not a state dtype of Adam
     for name in fixed:
