@@ -370,14 +370,18 @@ TERMS: tuple[Term, ...] = (
          IF(AND(V("framework").eq("megatron"), V("is_full").eq(1)), 1, 0),
          "full training under megatron: its layers save for backward what Megatron-Core's do, not what "
          "transformers' modeling code does (" + _MEGATRON_SAVES + ")", "derived"),
-    Term("norms_recomputed", "Decoder layers' norm outputs recomputed (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), "layernorm+moe_act", "layernorm+moe"), 1, 0),
-         "Megatron's 'layernorm' recompute module: the input and pre-MLP norms' outputs are discarded after the "
-         "forward and rebuilt in backward (CheckpointWithoutOutput)", "derived"),
+    Term("moe_act_recomputed", "Megatron's routed experts' activation recomputed (1/0)", "flag",
+         IF(V("checkpointing").eq("layernorm+moe_act"), 1, 0),
+         "its 'moe_act' recompute module: the experts' activation output is discarded after the forward and rebuilt "
+         "in backward", "derived"),
     Term("moe_module_recomputed", "Megatron's MoE layer recomputed whole (1/0)", "flag",
          IF(V("checkpointing").eq("layernorm+moe"), 1, 0),
          "its 'moe' recompute module: an MoE layer (router, dispatch, experts, combine) keeps only its input and "
          "runs its forward again in backward", "derived"),
+    Term("norms_recomputed", "Decoder layers' norm outputs recomputed (1/0)", "flag",
+         V("moe_act_recomputed") + V("moe_module_recomputed"),
+         "Megatron's 'layernorm' recompute module, in both lists: the input and pre-MLP norms' outputs are "
+         "discarded after the forward and rebuilt in backward (CheckpointWithoutOutput)", "derived"),
     Term("moe_layer_recomputed", "MoE layers' forward run again in backward (1/0)", "flag",
          IF(OR(V("checkpointing").eq("full"), V("moe_module_recomputed").eq(1)), 1, 0),
          "full checkpointing, or Megatron's 'moe' module", "derived"),
@@ -785,7 +789,7 @@ TERMS: tuple[Term, ...] = (
          "int64 row map, one each per expert (the Megatron-MoE team's count; megatron_layers' sources)", "activation"),
     Term("megatron_experts_per_token", "Megatron-Core MoE layer: the experts' tensors per token", "bytes",
          IF(AND(V("megatron_layers").eq(1), V("num_experts").gt(0)),
-            V("act_bytes") * ((2 + V("gated_mlp") - IF(V("checkpointing").eq("layernorm+moe_act"), 1, 0))
+            V("act_bytes") * ((2 + V("gated_mlp") - V("moe_act_recomputed"))
                               * V("moe_imbalance") * _m("num_experts_per_tok") * _m("moe_intermediate_size")
                               + (2 + V("gated_mlp")) * _m("shared_expert_intermediate_size")), 0),
          "the first linear layer's output (gate and up when gated) and the activation's output, for each routed "
@@ -842,12 +846,11 @@ TERMS: tuple[Term, ...] = (
     Term("fp8_saved_inputs_per_token", "GEMM inputs a layer saves in FP8, elements per token", "count",
          V("fp8_gemms")
          * (2 * V("hidden_size") * (1 - V("megatron_layers") * V("norms_recomputed")) + V("q_dim") + V("mlp_width")
-            + V("megatron_layers") * _m("num_moe_layers") / (V("num_layers") - _m("mlp_free_layers"))
-            * ((1 - V("moe_module_recomputed")) * _m("num_experts_per_tok") * V("hidden_size")
-               - IF(V("checkpointing").eq("layernorm+moe_act"), _m("num_experts_per_tok") * _m("moe_intermediate_size"),
-                    0)
-               - V("moe_module_recomputed") * (_m("num_experts_per_tok") * _m("moe_intermediate_size")
-                                               + _m("shared_expert_intermediate_size")))),
+            + V("megatron_layers")
+            * (_m("num_moe_layers") / (V("num_layers") - _m("mlp_free_layers"))
+               * ((1 - V("moe_module_recomputed")) * _m("num_experts_per_tok") * V("hidden_size")
+                  - V("moe_module_recomputed") * _m("shared_expert_intermediate_size"))
+               - (V("moe_act_recomputed") + V("moe_module_recomputed")) * _m("routed_mlp_width"))),
          "Transformer Engine's FP8 recipe keeps the inputs of its linear layers in 1 byte: the two normed inputs, the "
          "attention output and the down projections' inputs (mlp_width), and under Megatron-Core its experts' "
          "permuted inputs too; what a Megatron recompute module discards is not kept in any precision (the normed "
