@@ -1,5 +1,5 @@
 """What Megatron-Core's layers save for backward (framework megatron, full training), and its selective recompute
-modules (--recompute-modules layernorm moe_act, layernorm moe).
+modules (--recompute-modules layernorm moe_act, layernorm moe, and MLA's mla_up_proj and the dense layers' mlp).
 
 Independent references:
 - Korthikanti et al. 2022 (arXiv:2205.05198), Table 2: a GPT layer with tensor and sequence parallelism and
@@ -7,9 +7,9 @@ Independent references:
   fused attention kernel the S × S part is never saved and its fp32 log-sum-exp is (4 bytes per head).
 - The Megatron-MoE team's list of what a Megatron-Core MoE layer caches, per token and layer
   (github.com/yanring/Megatron-MoE-ModelZoo at e8650517, misc/tools/deepseek_mem_estimate.py, `cached`; written
-  out below for a grouped-query model, its MLA-only tensors left out), and what its recompute options save
+  out below for a grouped-query model and, apart, for DeepSeek-V3's MLA), and what its recompute options save
   ("By norm recompute, can save input_norm_out + mlp_norm_out", "By act_func recompute, can save
-  expert_act_out").
+  expert_act_out", "By up_proj+rope recompute, can save q_apply_rope_out + k_apply_rope_out + v_apply_rope_out").
 """
 from __future__ import annotations
 
@@ -116,6 +116,60 @@ def test_published_megatron_core_runs_fit_and_any_run_that_does_not_says_why():
     assert len(megatron_core) == 9 and all(f.fits for f in megatron_core), [
         (f.id, f.memory) for f in megatron_core if not f.fits]
     assert all(f.memory_miss for f in training if not f.fits)
+
+
+# DeepSeek-V3 on one pipeline stage of its own report's layout (PP 16, EP 64, ZeRO-1), bf16
+DEEPSEEK = Scenario(model="DeepSeek-V3", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=2048,
+                    pp_size=16, ep_size=64, grad_accum_steps=120, gpu=H100, framework="megatron", zero_stage=1,
+                    checkpointing="none")
+
+
+def megatron_moe_team_mla_cached() -> dict[str, int]:
+    """deepseek_mem_estimate.py's `cached` attention tensors of one DeepSeek-V3 layer, per token (tp 1, bf16), from its
+    config (q_lora_rank 1536, kv_lora_rank 512, 128 heads, qk_nope 128 + qk_rope 64, v_head_dim 128): the compressed
+    query and its norm's output, the compressed key-value and its norm's output, q, k and v after RoPE, the
+    attention output and the fp32 softmax statistics."""
+    heads, qk_head, v_head = 128, 128 + 64, 128
+    return {"q_down_out": 2 * 1536, "q_norm_out": 2 * 1536, "kv_compressed": 2 * 512, "kv_norm_out": 2 * 512,
+            "q_apply_rope_out": 2 * heads * qk_head, "k_apply_rope_out": 2 * heads * qk_head,
+            "v_apply_rope_out": 2 * heads * v_head, "attn_out": 2 * heads * v_head, "attn_ctx_tensor": 4 * heads}
+
+
+@pytest.mark.parametrize("checkpointing", ["none", "layernorm+moe_act", "mla_up_proj+mlp",
+                                           "layernorm+mla_up_proj+moe_act", "layernorm+mla_up_proj+mlp+moe"])
+def test_mla_saves_the_teams_list_and_mla_up_proj_drops_the_queries_keys_and_values(checkpointing):
+    """Multi-head latent attention under megatron saves what the team counts (values and output at v_head_dim, not
+    the query head width; the latents and their norms' outputs); 'mla_up_proj' saves q, k and v after RoPE: the
+    team's 'By up_proj+rope recompute, can save q_apply_rope_out + k_apply_rope_out + v_apply_rope_out'."""
+    e = EST.estimate(replace(DEEPSEEK, checkpointing=checkpointing))
+    assert EST.skip_reason(replace(DEEPSEEK, checkpointing=checkpointing)) is None
+    cached = megatron_moe_team_mla_cached()
+    dropped = (("q_apply_rope_out", "k_apply_rope_out", "v_apply_rope_out") if "mla_up_proj" in checkpointing else ())
+    assert e["attention_saved_per_token"] == sum(v for k, v in cached.items() if k not in dropped)
+
+
+def test_the_mla_and_mlp_modules_recompute_their_forward_and_mlp_drops_the_dense_layers_mlp():
+    """'mla_up_proj' runs the query and key-value up-projections again (DeepSeek-V3: 1536 → 128 × 192 and
+    512 → 128 × (128 + 128), 61 layers); 'mlp' the dense layers' gated MLPs (3 layers of 7168 → 18432), whose three
+    saved widths (fc1's gate and up, the activation's output) it drops; neither recomputes the attention scores."""
+    none = EST.estimate(DEEPSEEK)
+    up = EST.estimate(replace(DEEPSEEK, checkpointing="layernorm+mla_up_proj+moe_act"))
+    both = EST.estimate(replace(DEEPSEEK, checkpointing="mla_up_proj+mlp"))
+    up_flops = 2 * 61 * (1536 * 128 * 192 + 512 * 128 * (128 + 128))
+    dense_mlp_flops = 2 * 3 * 3 * 7168 * 18432
+    assert up["recompute_flops_per_token"] == up_flops
+    assert both["recompute_flops_per_token"] == up_flops + dense_mlp_flops
+    assert both["train_attention_flops_per_token"] == 3 * none["attention_flops_per_token"]
+    assert none["mlp_saved_per_token"] - both["mlp_saved_per_token"] == pytest.approx(2 * 3 * 3 * 18432 / 61, rel=1e-12)
+
+
+def test_mla_up_proj_needs_multi_head_latent_attention():
+    """Megatron-Core refuses 'mla_up_proj' without MLA (transformer_config.py); so does the estimate, naming it."""
+    reason = EST.skip_reason(replace(QWEN, checkpointing="layernorm+mla_up_proj+moe_act"))
+    assert reason and "mla_up_proj" in reason and "Qwen3-235B-A22B" in reason
+    hf = replace(DEEPSEEK, framework="hf", pp_size=1, ep_size=1, num_gpus=8, zero_stage=3, grad_accum_steps=1,
+                 checkpointing="mla_up_proj+mlp")
+    assert "--recompute-modules" in EST.skip_reason(hf)
 
 
 @pytest.mark.parametrize("checkpointing, fp8_inputs", [

@@ -7,6 +7,7 @@ import pytest
 
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.lookups import CHECKPOINTING
 from reportgen.planning.goals import Goal
 from reportgen.planning.plan import buyable_counts, candidates, plan
 
@@ -47,13 +48,15 @@ def test_expert_parallelism_only_for_mixture_of_experts():
 
 
 def test_megatrons_recompute_modules_are_searched_for_its_moe_full_training_only():
-    """The plan tries Megatron's --recompute-modules lists (layernorm+moe_act, layernorm+moe) where they apply: MoE
-    full training under megatron. Qwen3-30B-A3B on H100: each of none, selective and full fixed also fits 4 GPUs, the
+    """The plan tries Megatron's --recompute-modules lists (layernorm+moe_act, layernorm+moe; with MLA, those with
+    mla_up_proj) where they apply: MoE full training under megatron. Qwen3-30B-A3B on H100: each of none, selective and full fixed also fits 4 GPUs, the
     first two at half the speed (TP 2 without experts spread), full recomputing every layer; the plan takes
     layernorm+moe, the fastest of them (441 tokens/s per GPU against 438 with full)."""
     moe = replace(FULL_70B, model="Qwen3-30B-A3B", gpu=H100, framework="megatron")
     assert {c.checkpointing for c in candidates(moe, EST, 8)} == {
         "none", "selective", "full", "layernorm+moe_act", "layernorm+moe"}
+    # a model with multi-head latent attention also has the lists that recompute its up-projections
+    assert {c.checkpointing for c in candidates(replace(moe, model="DeepSeek-V2-Lite"), EST, 8)} == set(CHECKPOINTING)
     for other in (replace(moe, model="Llama-3.1-8B"), replace(moe, framework="fsdp2"), replace(moe, workload="lora")):
         assert {c.checkpointing for c in candidates(other, EST, 8)} <= {"none", "selective", "full"}
     best = plan(EST, moe, [H100]).options[0]

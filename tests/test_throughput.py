@@ -22,6 +22,7 @@ from hypothesis import given, settings, strategies as st
 
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.units import GiB
 from reportgen.report.validation import TARGETS, decode_cases, throughput_cases
 
 DATA = json.loads((Path(__file__).resolve().parent.parent / "presets" / "validation" /
@@ -83,19 +84,21 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 36 of 40 fit (Korthikanti et al.'s four Megatron-LM runs with sequence parallelism and selective
+    level reached: 37 of 40 fit (DeepSeek-V3's pre-training since its MLA up-projections are recomputed and MLA is
+    counted as Megatron-Core saves it, 2026-12-07: 71.9 GiB, 113.3 before; 36 of 40 before that; Korthikanti et al.'s
+    four Megatron-LM runs with sequence parallelism and selective
     recompute, added on 2026-12-07, fit at 59 to 71 GiB on their 80 GB A100s; 24 of 35 before Megatron-Core's runs
     were estimated as its layers save and with their --recompute-modules, 2026-12-07; 10 of 30 before llm-foundry's
     17 runs were counted as its own MPT code under Composer's FSDP mixed precision; 6 of 28 before the autocast cache
-    under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3) and DeepSeek-V3's pre-training (MLA
-    up-projections recomputed and activations cached in FP8: not modelled)."""
+    under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
+    published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
     assert len(figures) == 40
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
-    assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-049"]
+    assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026"]
 
 
 def test_no_two_compared_runs_read_alike():
@@ -158,12 +161,16 @@ def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
 def test_deepseek_v3_pretraining_is_short_by_the_dualpipe_overlap_it_does_not_model():
     """DeepSeek-V3's report (held out): 180K H800 GPU hours per trillion tokens, 1,543 tokens/s per GPU, on PP 16,
     EP 64 and ZeRO-1 with DualPipe hiding the all-to-all its report puts at about the computation's time (1:1). The
-    estimate runs a plain 1F1B pipeline with the all-to-all on the critical path: −55.3 %, about half, as that ratio
-    says; it does not fit the run's memory and says why. The level reached: within −56 %, short."""
+    estimate runs a plain 1F1B pipeline with the all-to-all on the critical path: −55.8 %, about half, as that ratio
+    says (−55.3 % before its MLA up-projections were recomputed, 2026-12-07). It fits the run's memory: 71.9 GiB of
+    the H800's 79.6 with the report's recompute (RMSNorm, MLA up-projections, SwiGLU output). The level reached:
+    within −56 %, short."""
     case = _case("pub-tr-049")
     e = case.estimate(EST)
     assert -0.56 <= e["train_tokens_per_s_per_gpu"] / case.published - 1 < -0.5
-    assert 0.25 <= e["moe_a2a_seconds"] / e["slot_seconds"] <= 0.4 and case.miss and case.memory_miss
+    assert 0.25 <= e["moe_a2a_seconds"] / e["slot_seconds"] <= 0.4 and case.miss and not case.memory_miss
+    assert case.scenario.checkpointing == "layernorm+mla_up_proj+moe_act"
+    assert 71 * GiB <= e["device_total"] <= 72 * GiB < e["gpu_memory_bytes"]
 
 
 def test_experts_whole_on_their_gpus_skip_the_mlps_tensor_parallel_collectives():

@@ -132,8 +132,9 @@ INPUTS: tuple[Input, ...] = (
     Input("logits", "Logits kept", "last (generate) or all prompt positions (a plain forward)", "last",
           choices=tb.LOGITS, option="--logits", applies=("inference",)),
     Input("checkpointing", "Gradient checkpointing", "none, full, selective (the attention core), or under megatron "
-          "layernorm+moe_act (its --recompute-modules layernorm moe_act: the norms' outputs and the experts' "
-          "activation) or layernorm+moe (the norms' outputs and the whole MoE layer)", "none", choices=tb.CHECKPOINTING,
+          "a list of its --recompute-modules joined by '+': layernorm (the norms' outputs), moe_act (the experts' "
+          "activation), moe (the whole MoE layer), mla_up_proj (MLA's queries, keys and values), mlp (the dense "
+          "layers' MLPs), as its published recipes combine them", "none", choices=tb.CHECKPOINTING,
           headline=True, option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (FlashAttention: no S×S matrix), fused (the same memory; a Hopper-"
           "native kernel, cuDNN's through Transformer Engine as Megatron-Core runs it, or FlashAttention-3: timed at "

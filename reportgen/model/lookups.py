@@ -137,9 +137,26 @@ LOOKUP_TABLES = (PRECISIONS, DTYPES, OPTIMIZERS)
 
 # Choices for text inputs that are not table keys.
 WORKLOADS = ("inference", "full", "lora", "qlora")
-# The last two are Megatron-Core's --recompute-granularity selective --recompute-modules lists (its default,
-# core_attn, is "selective").
-CHECKPOINTING = ("none", "full", "selective", "layernorm+moe_act", "layernorm+moe")
+# What each checkpointing choice recomputes in backward: full (every layer), selective (the attention core: Megatron's
+# default --recompute-modules core_attn), or a list of Megatron-Core's --recompute-granularity selective
+# --recompute-modules, each a recipe its authors publish: layernorm+moe_act and layernorm+moe (the MoE team's Qwen3
+# tables), mla_up_proj+mlp (its DeepSeek-V3 H100 recipe), layernorm+mla_up_proj+moe_act (DeepSeek-V3's own report:
+# RMSNorm, MLA up-projections, the SwiGLU output), layernorm+mla_up_proj+mlp+moe (its long-context DeepSeek-V3).
+RECOMPUTE_MODULES: dict[str, tuple[str, ...]] = {
+    "none": (), "full": ("full",), "selective": ("core_attn",),
+    "layernorm+moe_act": ("layernorm", "moe_act"), "layernorm+moe": ("layernorm", "moe"),
+    "mla_up_proj+mlp": ("mla_up_proj", "mlp"),
+    "layernorm+mla_up_proj+moe_act": ("layernorm", "mla_up_proj", "moe_act"),
+    "layernorm+mla_up_proj+mlp+moe": ("layernorm", "mla_up_proj", "mlp", "moe"),
+}
+CHECKPOINTING = tuple(RECOMPUTE_MODULES)
+# Megatron-Core's module lists: the choices that only its layers have
+MODULE_LISTS = tuple(c for c, modules in RECOMPUTE_MODULES.items() if set(modules) - {"full", "core_attn"})
+
+
+def recomputing(module: str) -> tuple[str, ...]:
+    """The checkpointing choices that recompute `module` (a Megatron-Core recompute module)."""
+    return tuple(c for c, modules in RECOMPUTE_MODULES.items() if module in modules)
 ATTENTION = ("flash", "fused", "eager")  # the attention kernels: the attention input's help says what each is
 # transformers' experts implementations (config._experts_implementation); grouped_mm is its default
 EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")

@@ -15,6 +15,7 @@ from ..errors import InputError
 from .formulas import (AND, CEIL, FLOOR, IF, MAX, MIN, MOD, NOT, OR, POWER, Cmp, Const, Expr, Fn, Lookup, Num, Op, Str, Var, ceil_div,
                        is_one_of, with_children)
 from .inputs import FROZEN, INPUT_NAMES, ROLLOUT
+from .lookups import MODULE_LISTS, recomputing
 from .units import GiB as _GIB, MiB as _MIB
 
 
@@ -370,18 +371,31 @@ TERMS: tuple[Term, ...] = (
          IF(AND(V("framework").eq("megatron"), V("is_full").eq(1)), 1, 0),
          "full training under megatron: its layers save for backward what Megatron-Core's do, not what "
          "transformers' modeling code does (" + _MEGATRON_SAVES + ")", "derived"),
+    Term("recompute_module_list", "Checkpointing is a list of Megatron-Core's recompute modules (1/0)", "flag",
+         IF(is_one_of(V("checkpointing"), *MODULE_LISTS), 1, 0),
+         "its --recompute-granularity selective --recompute-modules lists other than core_attn alone (selective)",
+         "derived"),
     Term("moe_act_recomputed", "Megatron's routed experts' activation recomputed (1/0)", "flag",
-         IF(V("checkpointing").eq("layernorm+moe_act"), 1, 0),
+         IF(is_one_of(V("checkpointing"), *recomputing("moe_act")), 1, 0),
          "its 'moe_act' recompute module: the experts' activation output is discarded after the forward and rebuilt "
          "in backward", "derived"),
     Term("moe_module_recomputed", "Megatron's MoE layer recomputed whole (1/0)", "flag",
-         IF(V("checkpointing").eq("layernorm+moe"), 1, 0),
+         IF(is_one_of(V("checkpointing"), *recomputing("moe")), 1, 0),
          "its 'moe' recompute module: an MoE layer (router, dispatch, experts, combine) keeps only its input and "
          "runs its forward again in backward", "derived"),
     Term("norms_recomputed", "Decoder layers' norm outputs recomputed (1/0)", "flag",
-         V("moe_act_recomputed") + V("moe_module_recomputed"),
-         "Megatron's 'layernorm' recompute module, in both lists: the input and pre-MLP norms' outputs are "
-         "discarded after the forward and rebuilt in backward (CheckpointWithoutOutput)", "derived"),
+         IF(is_one_of(V("checkpointing"), *recomputing("layernorm")), 1, 0),
+         "Megatron's 'layernorm' recompute module: the input and pre-MLP norms' outputs are discarded after the "
+         "forward and rebuilt in backward (CheckpointWithoutOutput)", "derived"),
+    Term("mla_up_proj_recomputed", "Megatron's MLA up-projections recomputed (1/0)", "flag",
+         IF(is_one_of(V("checkpointing"), *recomputing("mla_up_proj")), 1, 0),
+         "its 'mla_up_proj' recompute module: multi-head latent attention's queries, keys and values (the up-"
+         "projections and the rotary embedding applied to them) are discarded once the attention core has read them "
+         "and rebuilt from the compressed latents in backward (multi_latent_attention.py)", "derived"),
+    Term("dense_mlp_recomputed", "Megatron's dense MLPs recomputed (1/0)", "flag",
+         IF(is_one_of(V("checkpointing"), *recomputing("mlp")), 1, 0),
+         "its 'mlp' recompute module: the MLP of every layer that is not an MoE layer keeps only its input and runs "
+         "its forward again in backward (transformer_layer.py: not for MoE layers)", "derived"),
     Term("moe_layer_recomputed", "MoE layers' forward run again in backward (1/0)", "flag",
          IF(OR(V("checkpointing").eq("full"), V("moe_module_recomputed").eq(1)), 1, 0),
          "full checkpointing, or Megatron's 'moe' module", "derived"),
@@ -750,7 +764,10 @@ TERMS: tuple[Term, ...] = (
     Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
          V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
          + IF(AND(V("megatron_layers").eq(1), V("attention").ne("eager")),
-              V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim")),
+              V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim"))
+              + _m("is_mla") * V("act_bytes")
+              * (2 * (_m("attn_out_dim") + _m("q_lora_rank") + _m("kv_lora_rank") - V("kv_dim"))
+                 - V("mla_up_proj_recomputed") * (2 * V("q_dim") + _m("attn_out_dim"))),
               IF(V("attention").eq("eager"),
                  V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
                  + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")),
@@ -773,7 +790,10 @@ TERMS: tuple[Term, ...] = (
          "key head; K, and V for grouped queries, are copied to every head); queries left head-major by a "
          "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE
          + ". Megatron-Core: Q, K, V, the output and the log-sum-exp, and Transformer Engine's q/k norms their 16-bit "
-         "input (their output is what the attention keeps)",
+         "input (their output is what the attention keeps); its multi-head latent attention keeps the compressed "
+         "query and key-value latents and their norms' outputs, the queries and keys (heads × (nope + rope) each), "
+         "values and output (heads × v_head_dim each), as the Megatron-MoE team's count lists them "
+         "(deepseek_mem_estimate.py), less the queries, keys and values under its 'mla_up_proj' module",
          "activation"),
     Term("routing_weight_bytes", "Bytes per MoE routing weight handed to the experts", "count",
          IF(_m("routing_weights_fp32").eq(1), 4, V("act_bytes")),
@@ -833,15 +853,16 @@ TERMS: tuple[Term, ...] = (
          "(moe_imbalance; dropless routing keeps them all)", "activation"),
     Term("mlp_saved_per_token", "MLP, saved per token per layer", "bytes",
          IF(V("megatron_layers").eq(1),
-            (V("act_bytes") * (2 + V("gated_mlp")) * _m("num_dense_layers") * _m("intermediate_size")
+            ((1 - V("dense_mlp_recomputed")) * V("act_bytes") * (2 + V("gated_mlp")) * _m("num_dense_layers")
+             * _m("intermediate_size")
              + (1 - V("moe_module_recomputed")) * _m("num_moe_layers") * V("megatron_experts_per_token"))
             / (V("num_layers") - _m("mlp_free_layers")),
             V("act_bytes") * V("saved_mlp_width") * (V("mlp_saved_tensors") - IF(V("is_full").eq(1), 0, 1))),
          "transformers' gated MLP keeps gate, up, act(gate) and their product (mlp_saved_tensors; a frozen one "
          "not the down projection's input), averaged over the layers with an MLP. Megatron-Core keeps the first "
          "linear layer's output (gate and up when gated) and the activation's output, 3 widths gated, 2 plain, in "
-         "its dense layers, and megatron_experts_per_token in its MoE layers unless its 'moe' module recomputes "
-         "them",
+         "its dense layers unless its 'mlp' module recomputes them, and megatron_experts_per_token in its MoE layers "
+         "unless its 'moe' module does",
          "activation"),
     Term("fp8_saved_inputs_per_token", "GEMM inputs a layer saves in FP8, elements per token", "count",
          V("fp8_gemms")
@@ -850,11 +871,14 @@ TERMS: tuple[Term, ...] = (
             * (_m("num_moe_layers") / (V("num_layers") - _m("mlp_free_layers"))
                * ((1 - V("moe_module_recomputed")) * _m("num_experts_per_tok") * V("hidden_size")
                   - V("moe_module_recomputed") * _m("shared_expert_intermediate_size"))
-               - (V("moe_act_recomputed") + V("moe_module_recomputed")) * _m("routed_mlp_width"))),
+               - (V("moe_act_recomputed") + V("moe_module_recomputed")) * _m("routed_mlp_width")
+               - V("dense_mlp_recomputed") * _m("num_dense_layers") * _m("intermediate_size")
+               / (V("num_layers") - _m("mlp_free_layers")))),
          "Transformer Engine's FP8 recipe keeps the inputs of its linear layers in 1 byte: the two normed inputs, the "
          "attention output and the down projections' inputs (mlp_width), and under Megatron-Core its experts' "
          "permuted inputs too; what a Megatron recompute module discards is not kept in any precision (the normed "
-         "inputs under 'layernorm', the routed experts' activation under 'moe_act', the MoE layer's under 'moe')",
+         "inputs under 'layernorm', the routed experts' activation under 'moe_act', the MoE layer's under 'moe', the "
+         "dense MLPs' under 'mlp')",
          "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("layer_norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
@@ -1656,13 +1680,21 @@ TIME_TERMS: tuple[Term, ...] = (
          "full and selective checkpointing (Megatron's module lists without core_attn leave it)", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
          IF(V("checkpointing").eq("full"), 2 * V("active_params"),
-            V("moe_module_recomputed") * 2
-            * (V("routed_active_params")
-               + _m("num_moe_layers") * V("hidden_size") * ((2 + V("gated_mlp")) * _m("shared_expert_intermediate_size")
-                                                            + V("num_experts"))))
+            2 * (V("moe_module_recomputed")
+                 * (V("routed_active_params")
+                    + _m("num_moe_layers") * V("hidden_size")
+                    * ((2 + V("gated_mlp")) * _m("shared_expert_intermediate_size") + V("num_experts")))
+                 + V("mla_up_proj_recomputed") * _m("num_attention_layers")
+                 * (IF(_m("q_lora_rank").gt(0), _m("q_lora_rank"), V("hidden_size")) * V("q_dim")
+                    + _m("kv_lora_rank") * (V("q_dim") - V("num_heads") * _m("qk_rope_head_dim")
+                                            + _m("attn_out_dim")))
+                 + V("dense_mlp_recomputed") * _m("num_dense_layers") * (2 + V("gated_mlp")) * V("hidden_size")
+                 * _m("intermediate_size")))
          + V("attention_recomputed") * V("attention_flops_per_token"),
          "full: one more forward; selective: the attention scores only (Korthikanti et al. 2022); Megatron's 'moe' "
-         "module: every MoE layer's forward (router, routed and shared experts)", "time"),
+         "module: every MoE layer's forward (router, routed and shared experts); 'mla_up_proj': the query and "
+         "key-value up-projections (the queries' projection from the hidden state without a query latent); 'mlp': "
+         "the dense layers' MLPs", "time"),
     Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
          (3 + V("attention_recomputed")) * V("attention_flops_per_token"),
          "forward, backward (twice) and the recomputed forward under full or selective checkpointing", "time"),
@@ -2085,8 +2117,12 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           vp=V("vp_size"), framework=V("framework")),
     _skip("recompute_modules", "checkpointing {ckpt} is a list of Megatron-Core's recompute modules (--recompute-modules): "
           "it needs full training under megatron (given: workload {workload}, framework {framework})",
-          AND(V("norms_recomputed").eq(1), V("megatron_layers").eq(0)),
+          AND(V("recompute_module_list").eq(1), V("megatron_layers").eq(0)),
           ckpt=V("checkpointing"), workload=V("workload"), framework=V("framework")),
+    _skip("mla_up_proj", "checkpointing {ckpt} recomputes multi-head latent attention's up-projections "
+          "(mla_up_proj), which model {model} does not have",
+          AND(V("mla_up_proj_recomputed").eq(1), _m("is_mla").eq(0)),
+          ckpt=V("checkpointing"), model=V("model")),
     _skip("ep_overlap", "ep_overlap on is Megatron-Core's combined 1F1B schedule: it needs MoE training under megatron "
           "with ep_size > 1, and vp_size > 1 with a pipeline; framework {framework}, ep_size {ep}, pp_size {pp}, "
           "vp_size {vp}",
