@@ -7,18 +7,21 @@ as LitGPT and torchtune compute it (16-bit, chunked), PEFT's lora_dropout, LitGP
 (engine litgpt: its model, LoRA and loss code run on the oracle), LoRA with PEFT's modules_to_save
 (embedding and LM head trained as copies; each measured with and without), MoE (Mixtral-, Qwen3-MoE- and Qwen2-MoE-shaped, real
 tensors, grouped_mm and eager experts), gradient accumulation (2 to 8 micro-batches per optimizer step, HF
-and LitGPT), and generate() with sliding-window layers (Mistral-, Gemma-2- and Phi-3-shaped, prefilling or
-generating past the window). Each record has a split:
+and LitGPT), generate() with sliding-window layers (Mistral-, Gemma-2- and Phi-3-shaped, prefilling or
+generating past the window), and multi-head latent attention (DeepSeek-V2/V3- and Kimi-K2-shaped, every layer dense:
+tools/oracle/measure_mla.py). Each record has a split:
 
 - "fit": the shapes the new terms were derived from (Gemma2-small, Phi3-small, Llama-tiny with and
   without attention dropout, GPT-2 124M, Llama-tiny LoRA in bf16 and with other losses, Mixtral-tiny, the
   'moe_experts' prefills of Mixtral- and Qwen3-MoE-shaped models, the Llama-3.2-1B amp checkpointed
-  accumulation the end-of-forward phase was read from). Checked at the level
+  accumulation the end-of-forward phase was read from, MLA's small DeepSeek-V3- and V2-Lite-shaped models and
+  their own widths on two layers). Checked at the level
   reached, not evidence of generalisation.
 - "holdout": shapes that informed no term (Gemma-2-2B, Phi-3-mini-4k, Qwen2.5-0.5B with attention
   dropout, with bf16 LoRA and with other losses, GPT-2-medium, Llama-3.2-1B-untied with modules_to_save
   without checkpointing (its checkpointed records are fit: they set the count under checkpointing), Qwen2-MoE with a shared expert,
-  every other accumulation shape). The done criterion of
+  every other accumulation shape, MLA at DeepSeek-V2's and Kimi-K2's widths, in autocast, eager and without a
+  query latent). The done criterion of
   issue #18 applies to them: within ±5 %, none under-estimated by more than 3 %.
 
 Dropout records measured with the oracle's CPU dispatch (setting.dropout_dispatch "cpu": bf16 noise
@@ -48,9 +51,14 @@ def _cpu_dispatch(case) -> bool:
     return case["setting"].get("dropout_dispatch") == "cpu"
 
 
-# Holdout records outside the criterion, with the reason (none today: the last, FSDP2 with checkpointing on
-# Llama-2-7B-wide layers at +6.36 %, set fsdp_backward_unmade_bytes and is fit since).
-KNOWN_MISSES: dict[str, str] = {}
+# Holdout records outside the criterion, with the reason (before MLA's, added 2026-12-07, none: the last, FSDP2 with
+# checkpointing on Llama-2-7B-wide layers at +6.36 %, set fsdp_backward_unmade_bytes and is fit since).
+KNOWN_MISSES: dict[str, str] = {
+    "DeepSeekV2-widths-dense-2L/train/bf16/sdpa/b1/s2048/gc/fused":
+        "+5.22 %: at the end of backward the estimate holds every gradient beside the recomputed first layer; "
+        "transformers recomputes that layer before the untied embedding's gradient (a third of this two-layer "
+        "model's parameters) exists. A real depth (27 to 61 layers) makes both a small part of the peak",
+}
 
 
 def _estimate(case, source: Path = DATA):
@@ -90,6 +98,7 @@ def _family(case) -> str:
         return "lora_dropout"
     name = case["config_name"]
     for prefix, family in (("Gemma", "gemma2"), ("Phi", "phi3"), ("Mixtral", "moe"), ("Qwen2MoE", "moe"), ("Qwen3MoE", "moe"),
+                           ("DeepSeek", "mla"), ("KimiK2", "mla"), ("MLA-", "mla"),
                            ("GPT-2", "dropout"), ("Llama-tiny-4L-512-attndrop", "dropout"),
                            ("Qwen2.5-0.5B-attndrop", "dropout")):
         if name.startswith(prefix):
@@ -120,12 +129,15 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  "tp": 0.015,
                  # every PP fit record within 0.3 % (under FSDP2 0.73 %) but Llama-2-7B's layers at 2 stages x 2
                  # micro-batches (-2.27 %: the first backward's gradients appear while every micro-batch is in flight)
-                 "pp": 0.023}
+                 "pp": 0.023,
+                 # multi-head latent attention: every record without checkpointing within 0.02 %; checkpointed, the
+                 # small shapes within 0.02 % and DeepSeek-V3's widths on two layers +4.53 % (as KNOWN_MISSES' V2)
+                 "mla": 0.046}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 346
+    assert len(ids) == len(set(ids)) == 366
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -183,7 +195,8 @@ def test_holdout_summary_per_family():
     for case in HOLDOUT:
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
-                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp", "cp", "pp"}
+                              "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp", "cp", "pp",
+                              "mla"}
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
@@ -199,7 +212,8 @@ def test_holdout_summary_per_family():
         # TP's held-out ranks within 2.9 % (the largest, -2.81 %, Llama-2-7B layers at TP 8 with two sequences,
         # measured after the layer-backward phase was written: its forward peaks above the estimate's); CP's within
         # 1.4 % (its miss, -5.43 %, set FSDP2's root reduce and is fit since)
-        assert max(errors) <= {"fsdp2": 0.027, "tp": 0.029, "cp": 0.014, "pp": 0.017}.get(family, 0.018), family
+        # MLA's held-out within 2.7 % (autocast on a small shape, +2.64 %) but its known miss, +5.22 %
+        assert max(errors) <= {"fsdp2": 0.027, "tp": 0.029, "cp": 0.014, "pp": 0.017, "mla": 0.053}.get(family, 0.018), family
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     # with the ten held out of measure_fsdp2.py's 'root' set (checkpointed shapes whose root reduce or tied embedding
     # may peak: the untied 128k vocabulary at 2 ranks -0.00 %, in mixed precision at 4 ranks -0.00 %; four tied shapes,

@@ -764,10 +764,7 @@ TERMS: tuple[Term, ...] = (
     Term("attention_saved_per_token", "Attention, saved per token per layer", "bytes",
          V("act_bytes") * 2 * (V("q_dim") + V("kv_dim")) + 4 * V("num_heads")
          + IF(AND(V("megatron_layers").eq(1), V("attention").ne("eager")),
-              V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim"))
-              + _m("is_mla") * V("act_bytes")
-              * (2 * (_m("attn_out_dim") + _m("q_lora_rank") + _m("kv_lora_rank") - V("kv_dim"))
-                 - V("mla_up_proj_recomputed") * (2 * V("q_dim") + _m("attn_out_dim"))),
+              V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim")),
               IF(V("attention").eq("eager"),
                  V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
                  + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")),
@@ -782,7 +779,12 @@ TERMS: tuple[Term, ...] = (
                                  V("act_bytes") * (V("q_dim") - V("kv_dim")
                                                    + IF(OR(V("num_heads").eq(V("num_kv_heads")),
                                                            V("num_kv_heads").eq(1)),
-                                                        V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0)),
+                                                        V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0))
+         + _m("is_mla") * (V("norm_saved_bytes") * (_m("q_lora_rank") + _m("kv_lora_rank"))
+                           + V("act_bytes") * (2 * (_m("attn_out_dim") - V("kv_dim"))
+                                               + IF(AND(V("megatron_layers").eq(1), V("attention").ne("eager")),
+                                                    0 - V("mla_up_proj_recomputed") * (2 * V("q_dim") + _m("attn_out_dim")),
+                                                    V("q_dim") - V("num_heads") * _m("qk_rope_head_dim")))),
          "flash (and fused): Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
          "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
          "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
@@ -790,10 +792,12 @@ TERMS: tuple[Term, ...] = (
          "key head; K, and V for grouped queries, are copied to every head); queries left head-major by a "
          "torch.cat rotary (Phi-3, LitGPT) make FlashAttention's output a copy before o_proj; " + _ARCH_ORACLE
          + ". Megatron-Core: Q, K, V, the output and the log-sum-exp, and Transformer Engine's q/k norms their 16-bit "
-         "input (their output is what the attention keeps); its multi-head latent attention keeps the compressed "
-         "query and key-value latents and their norms' outputs, the queries and keys (heads × (nope + rope) each), "
-         "values and output (heads × v_head_dim each), as the Megatron-MoE team's count lists them "
-         "(deepseek_mem_estimate.py), less the queries, keys and values under its 'mla_up_proj' module",
+         "input (their output is what the attention keeps). Multi-head latent attention (DeepSeek) keeps its "
+         "compressed query and key-value latents through their norms (norm_saved_bytes each), the queries and keys "
+         "(heads × (nope + rope) each), the values and the output (heads × v_head_dim each): Megatron-Core's as the "
+         "Megatron-MoE team's count lists them (deepseek_mem_estimate.py), less the queries, keys and values under "
+         "its 'mla_up_proj' module; transformers' values are a view of the key-value up-projection, which keeps its "
+         "keys' half alive too (the oracle's DeepSeek-V3- and V2-Lite-shaped layers)",
          "activation"),
     Term("routing_weight_bytes", "Bytes per MoE routing weight handed to the experts", "count",
          IF(_m("routing_weights_fp32").eq(1), 4, V("act_bytes")),
