@@ -136,7 +136,8 @@ def megatron_moe_team_mla_cached() -> dict[str, int]:
 
 
 @pytest.mark.parametrize("checkpointing", ["none", "layernorm+moe_act", "mla_up_proj+mlp",
-                                           "layernorm+mla_up_proj+moe_act", "layernorm+mla_up_proj+mlp+moe"])
+                                           "layernorm+mla_up_proj+moe_act", "layernorm+mla_up_proj+mlp+moe",
+                                           "layernorm+mla_up_proj+mlp+moe_act"])
 def test_mla_saves_the_teams_list_and_mla_up_proj_drops_the_queries_keys_and_values(checkpointing):
     """Multi-head latent attention under megatron saves what the team counts (values and output at v_head_dim, not
     the query head width; the latents and their norms' outputs); 'mla_up_proj' saves q, k and v after RoPE: the

@@ -141,13 +141,15 @@ WORKLOADS = ("inference", "full", "lora", "qlora")
 # default --recompute-modules core_attn), or a list of Megatron-Core's --recompute-granularity selective
 # --recompute-modules, each a recipe its authors publish: layernorm+moe_act and layernorm+moe (the MoE team's Qwen3
 # tables), mla_up_proj+mlp (its DeepSeek-V3 H100 recipe), layernorm+mla_up_proj+moe_act (DeepSeek-V3's own report:
-# RMSNorm, MLA up-projections, the SwiGLU output), layernorm+mla_up_proj+mlp+moe (its long-context DeepSeek-V3).
+# RMSNorm, MLA up-projections, the SwiGLU output), layernorm+mla_up_proj+mlp+moe (its long-context DeepSeek-V3),
+# layernorm+mla_up_proj+mlp+moe_act (its Kimi-K2 GB200 recipe).
 RECOMPUTE_MODULES: dict[str, tuple[str, ...]] = {
     "none": (), "full": ("full",), "selective": ("core_attn",),
     "layernorm+moe_act": ("layernorm", "moe_act"), "layernorm+moe": ("layernorm", "moe"),
     "mla_up_proj+mlp": ("mla_up_proj", "mlp"),
     "layernorm+mla_up_proj+moe_act": ("layernorm", "mla_up_proj", "moe_act"),
     "layernorm+mla_up_proj+mlp+moe": ("layernorm", "mla_up_proj", "mlp", "moe"),
+    "layernorm+mla_up_proj+mlp+moe_act": ("layernorm", "mla_up_proj", "mlp", "moe_act"),
 }
 CHECKPOINTING = tuple(RECOMPUTE_MODULES)
 # Megatron-Core's module lists: the choices that only its layers have

@@ -767,7 +767,8 @@ TERMS: tuple[Term, ...] = (
               V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim")),
               IF(V("attention").eq("eager"),
                  V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
-                 + IF(V("checkpointing").eq("selective"), 0, V("score_saved_bytes") * V("num_heads") * V("seq_len")),
+                 + IF(is_one_of(V("checkpointing"), *recomputing("core_attn")), 0,
+                      V("score_saved_bytes") * V("num_heads") * V("seq_len")),
                  0)
               + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
               + _m("fused_projections") * (1 - V("litgpt"))
@@ -1680,7 +1681,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
          _m("expert_params") - _m("inactive_expert_params"), "its top-k of the routed experts", "time"),
     Term("attention_recomputed", "The attention scores computed again in backward (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), "full", "selective"), 1, 0),
+         IF(is_one_of(V("checkpointing"), *recomputing("full"), *recomputing("core_attn")), 1, 0),
          "full and selective checkpointing (Megatron's module lists without core_attn leave it)", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
          IF(V("checkpointing").eq("full"), 2 * V("active_params"),
