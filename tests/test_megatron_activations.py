@@ -164,6 +164,18 @@ def test_the_mla_and_mlp_modules_recompute_their_forward_and_mlp_drops_the_dense
     assert none["mlp_saved_per_token"] - both["mlp_saved_per_token"] == pytest.approx(2 * 3 * 3 * 18432 / 61, rel=1e-12)
 
 
+def test_the_modelzoo_deepseek_v3_h100_recipe_fits_with_its_recompute_modules():
+    """The Megatron-MoE team's DeepSeek-V3 recipe, 'best config on 1024 H100 GPUs with 4096 sequence lengths'
+    (ModelZoo best_practice/deepseek-v3/run_deepseek_v3_h100.sh at e8650517: TP 2, PP 8, VPP 4, EP 64, global batch
+    8192, FP8, the distributed optimizer with BF16 moments, --recompute-modules mla_up_proj mlp), ran: the estimate
+    fits it on the H100's memory (its MTP layer and uneven pipeline layout are not modelled)."""
+    recipe = replace(DEEPSEEK, num_gpus=1024, tp_size=2, pp_size=8, vp_size=4, grad_accum_steps=8192 // 64,
+                     precision="fp8-te", optimizer="adamw-bf16", attention="fused", checkpointing="mla_up_proj+mlp")
+    assert EST.skip_reason(recipe) is None
+    e = EST.estimate(recipe)
+    assert e["device_total"] < e["gpu_memory_bytes"]
+
+
 def test_mla_up_proj_needs_multi_head_latent_attention():
     """Megatron-Core refuses 'mla_up_proj' without MLA (transformer_config.py); so does the estimate, naming it."""
     reason = EST.skip_reason(replace(QWEN, checkpointing="layernorm+mla_up_proj+moe_act"))
