@@ -43,3 +43,11 @@ def measured() -> dict:
 def seed_passages() -> dict[str, dict]:
     """article id -> {"file", "title_zh", "title_en", "passages": [{"section", "text"}]}."""
     return _read(DATA / "seed_passages.json")["articles"]
+
+
+def router_bias_buffers(spec) -> int:
+    """The elements transformers 5.24 registers as buffers where the estimate counts parameters: DeepSeek-V3's and
+    Nemotron 3's e_score_correction_bias (GPT-OSS's router bias is a parameter); checkpoints store it, and the
+    estimate counts it."""
+    return (spec.num_moe_layers * spec.num_experts
+            if spec.router_bias and spec.model_type in ("deepseek_v3", "nemotron_h") else 0)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from refdata import REPO, facts_of, measured
+from refdata import REPO, facts_of, measured, router_bias_buffers
 from reportgen.model.catalog import load_models
 from reportgen.model.shape import lora_trainable, model_row, params_by_component
 from reportgen.errors import InputError
@@ -77,11 +77,7 @@ def _transformers_counts():
 def test_catalog_count_equals_transformers_meta_device_count(name, record):
     """Every supported model_type, built by transformers on the meta device (tests/data/README.md)."""
     spec = CATALOG[name].spec
-    # transformers 5.24 registers DeepSeek-V3's and Nemotron 3's e_score_correction_bias as a buffer, not a parameter
-    # (GPT-OSS's router bias is a parameter); the checkpoints store it, and the estimate counts it.
-    buffers = (spec.num_moe_layers * spec.num_experts
-               if spec.router_bias and spec.model_type in ("deepseek_v3", "nemotron_h") else 0)
-    assert model_row(spec)["total_params"] == record["total"] + buffers
+    assert model_row(spec)["total_params"] == record["total"] + router_bias_buffers(spec)
     assert sum(params_by_component(model_row(spec)).values()) == model_row(spec)["total_params"]
 
 

@@ -21,7 +21,8 @@ tools/oracle/measure_mla.py). Each record has a split:
   dropout, with bf16 LoRA and with other losses, GPT-2-medium, Llama-3.2-1B-untied with modules_to_save
   without checkpointing (its checkpointed records are fit: they set the count under checkpointing), Qwen2-MoE with a shared expert,
   every other accumulation shape, MLA at DeepSeek-V2's and Kimi-K2's widths, in autocast, eager and without a
-  query latent). The done criterion of
+  query latent, DeepSeek-V3's and V2's MoE layers on real CPU tensors: tools/oracle/measure_deepseek_moe.py). The
+  done criterion of
   issue #18 applies to them: within ±5 %, none under-estimated by more than 3 %.
 
 Dropout records measured with the oracle's CPU dispatch (setting.dropout_dispatch "cpu": bf16 noise
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from refdata import router_bias_buffers
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator
 from reportgen.model.spec import spec_from_config
@@ -137,7 +139,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 366
+    assert len(ids) == len(set(ids)) == 374
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -152,7 +154,8 @@ def test_parameter_counts_match_transformers(case):
     name = f"measured:{case['config_name']}"
     spec = spec_from_config(case["config"], name=name, source=str(DATA))
     est = EST.with_model(spec).estimate(scenario_for_case(case, name))
-    assert est.params_total == case["params"] - (case["trainable_params"] if case["workload"] == "lora" else 0)
+    assert est.params_total == case["params"] - (case["trainable_params"] if case["workload"] == "lora" else 0) \
+        + router_bias_buffers(spec)
 
 
 def _holdout_param(case):
