@@ -53,8 +53,12 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Fifteen runs never fitted to: median |error| 16.7 % today (20.8 % over the eleven before Korthikanti et al.'s
-    four were added on 2026-12-07), above issue #16's 15 % target. A gist's LLaMA-7B under DeepSpeed with a Hugging
+    """Nineteen runs never fitted to: median |error| 19.3 % today (16.7 % over the fifteen before NVIDIA's DGX Cloud
+    Benchmarking recipes' four Llama 3.1 runs were added on 2026-12-07, 20.8 % over the eleven before Korthikanti et
+    al.'s four), above issue #16's 15 % target. The DGX Cloud recipes (NeMo 24.09 on H100, each table's smallest
+    full-model scale): 8B on 8 GPUs (CP 2) −15.5 % and 70B on 64 (TP 4, PP 4 × VP 5, CP 2) −19.3 % in BF16; in FP8
+    −36.7 % and −39.7 %, where the recipe's FP8 ran 1.34x its BF16 tokens per GPU and the estimate times FP8 at the
+    BF16 peak. A gist's LLaMA-7B under DeepSpeed with a Hugging
     Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the efficiencies were fitted to
     llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three Llama 3 405B rows carry
     their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped without it, at ±4 %): with
@@ -67,8 +71,11 @@ def test_training_held_out_rows_at_the_level_reached():
     six are within ±20.8 %; the largest is the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at
     +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 15
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.167
+    assert len(errors) == 19
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.194
+    dgx_cloud = {k: e for k, e in errors.items() if k in ("pub-tr-050", "pub-tr-051", "pub-tr-052", "pub-tr-053")}
+    assert len(dgx_cloud) == 4 and -0.20 <= dgx_cloud["pub-tr-050"] < 0 and -0.20 <= dgx_cloud["pub-tr-051"] < 0
+    assert -0.40 <= dgx_cloud["pub-tr-052"] < -0.30 and -0.40 <= dgx_cloud["pub-tr-053"] < -0.30
     hf_deepspeed = {k: e for k, e in errors.items() if k in ("pub-tr-038", "pub-tr-039")}
     assert len(hf_deepspeed) == 2 and all(0.52 <= e <= 0.62 for e in hf_deepspeed.values()), hf_deepspeed
     llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
@@ -76,7 +83,8 @@ def test_training_held_out_rows_at_the_level_reached():
     korthikanti = {k: e for k, e in errors.items() if k in ("pub-tr-046", "pub-tr-047", "pub-tr-048")}
     assert len(korthikanti) == 3 and all(abs(e) <= 0.056 for e in korthikanti.values()), korthikanti
     assert 0 < errors["pub-tr-045"] <= 0.343
-    others = [e for k, e in errors.items() if k not in llama3 | hf_deepspeed | korthikanti and k != "pub-tr-045"]
+    others = [e for k, e in errors.items()
+              if k not in llama3 | hf_deepspeed | korthikanti | dgx_cloud and k != "pub-tr-045"]
     assert len(others) == 6
     assert statistics.median(abs(e) for e in others) <= 0.093 and max(abs(e) for e in others) <= 0.209
 
@@ -84,7 +92,9 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 37 of 40 fit (DeepSeek-V3's pre-training since its MLA up-projections are recomputed and MLA is
+    level reached: 39 of 44 fit (DGX Cloud's Llama 3.1 8B on 8 H100, BF16 and FP8, added 2026-12-07, do not: the
+    BF16 one's allocated peak fits and the allocator's reserve does not, FP8's primary weights are not modelled;
+    37 of 40 before; DeepSeek-V3's pre-training since its MLA up-projections are recomputed and MLA is
     counted as Megatron-Core saves it, 2026-12-07: 71.9 GiB, 113.3 before; 36 of 40 before that; Korthikanti et al.'s
     four Megatron-LM runs with sequence parallelism and selective
     recompute, added on 2026-12-07, fit at 59 to 71 GiB on their 80 GB A100s; 24 of 35 before Megatron-Core's runs
@@ -93,12 +103,13 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 40
+    assert len(figures) == 44
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
-    assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026"]
+    assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050",
+                                                          "pub-tr-052"]
 
 
 def test_no_two_compared_runs_read_alike():
@@ -106,7 +117,7 @@ def test_no_two_compared_runs_read_alike():
     overlap, ZeRO past stage 1) and length: two compared runs never read alike. Until 2026-12-06 the name left the
     layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five) read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 40
+    assert len(set(names)) == len(names) == 44
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
     assert by_id["pub-tr-035"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32 · all-to-all overlapped")
@@ -118,14 +129,21 @@ def _case(record_id: str):
     return next(c for c in TRAINING + MOE_TRAINING if c.id == record_id)
 
 
-def test_fp8_training_timed_at_the_bf16_peak_on_two_held_out_runs():
+def test_fp8_training_timed_at_the_bf16_peak_on_four_held_out_runs():
     """llm-foundry's two Transformer Engine FP8 runs (MPT-3B at 2k, MPT-1B at 8k, 8 × H100), which no
     coefficient was read from: −16.7 % and +4.7 % today. FP8 gains little at these sizes (MPT-3B: 1.27× the
     BF16 row's tokens per GPU), so the BF16 peak is the nearer count: the matrix multiplications at the FP8
-    peak (1,979 TFLOPS) with the BF16 efficiency give +46.7 % and +46.5 %."""
+    peak (1,979 TFLOPS) with the BF16 efficiency give +46.7 % and +46.5 %. NVIDIA's DGX Cloud recipes (NeMo 24.09,
+    Llama 3.1 8B and 70B, added 2026-12-07) ran FP8 at 1.34x their BF16 tokens per GPU on the same layouts: the
+    estimate gives FP8 its BF16 time, so they are −36.7 % and −39.7 %, short by that gain (their BF16 rows −15.5 %
+    and −19.3 %). An FP8 rate between the two is the next model to try, held out on these four."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING if c.scenario and c.scenario.precision == "fp8-te"}
-    assert sorted(errors) == ["pub-tr-010", "pub-tr-011"]
-    assert all(abs(e) <= 0.17 for e in errors.values())
+    assert sorted(errors) == ["pub-tr-010", "pub-tr-011", "pub-tr-052", "pub-tr-053"]
+    assert all(abs(errors[k]) <= 0.17 for k in ("pub-tr-010", "pub-tr-011"))
+    for fp8, bf16 in (("pub-tr-052", "pub-tr-050"), ("pub-tr-053", "pub-tr-051")):
+        assert _case(fp8).estimated(EST) == pytest.approx(_case(bf16).estimated(EST), rel=1e-9)
+        assert _case(fp8).published / _case(bf16).published == pytest.approx(1.34, abs=0.005)
+        assert -0.40 <= errors[fp8] < -0.30
 
 
 def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
