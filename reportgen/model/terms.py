@@ -206,6 +206,16 @@ def _weight_bytes(params: Expr, quantised: Expr, lora: Expr) -> Expr:
               CEIL((quantised * V("weight_bits") + (params - quantised) * V("embed_bits")) / 8)) + lora
 
 
+def _recomputing(*modules: str) -> Expr:
+    """Whether the checkpointing choice recomputes any of these modules (lookups.RECOMPUTE_MODULES)."""
+    return is_one_of(V("checkpointing"), *(c for m in modules for c in recomputing(m)))
+
+
+def _recomputes(*modules: str) -> Expr:
+    """The same as a 1/0 flag."""
+    return IF(_recomputing(*modules), 1, 0)
+
+
 def _p(column: str) -> Expr:
     return Lookup("Precisions", column, Var("precision"))
 
@@ -376,24 +386,24 @@ TERMS: tuple[Term, ...] = (
          "its --recompute-granularity selective --recompute-modules lists other than core_attn alone (selective)",
          "derived"),
     Term("moe_act_recomputed", "Megatron's routed experts' activation recomputed (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), *recomputing("moe_act")), 1, 0),
+         _recomputes("moe_act"),
          "its 'moe_act' recompute module: the experts' activation output is discarded after the forward and rebuilt "
          "in backward", "derived"),
     Term("moe_module_recomputed", "Megatron's MoE layer recomputed whole (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), *recomputing("moe")), 1, 0),
+         _recomputes("moe"),
          "its 'moe' recompute module: an MoE layer (router, dispatch, experts, combine) keeps only its input and "
          "runs its forward again in backward", "derived"),
     Term("norms_recomputed", "Decoder layers' norm outputs recomputed (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), *recomputing("layernorm")), 1, 0),
+         _recomputes("layernorm"),
          "Megatron's 'layernorm' recompute module: the input and pre-MLP norms' outputs are discarded after the "
          "forward and rebuilt in backward (CheckpointWithoutOutput)", "derived"),
     Term("mla_up_proj_recomputed", "Megatron's MLA up-projections recomputed (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), *recomputing("mla_up_proj")), 1, 0),
+         _recomputes("mla_up_proj"),
          "its 'mla_up_proj' recompute module: multi-head latent attention's queries, keys and values (the up-"
          "projections and the rotary embedding applied to them) are discarded once the attention core has read them "
          "and rebuilt from the compressed latents in backward (multi_latent_attention.py)", "derived"),
     Term("dense_mlp_recomputed", "Megatron's dense MLPs recomputed (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), *recomputing("mlp")), 1, 0),
+         _recomputes("mlp"),
          "its 'mlp' recompute module: the MLP of every layer that is not an MoE layer keeps only its input and runs "
          "its forward again in backward (transformer_layer.py: not for MoE layers)", "derived"),
     Term("moe_layer_recomputed", "MoE layers' forward run again in backward (1/0)", "flag",
@@ -767,7 +777,7 @@ TERMS: tuple[Term, ...] = (
               V("qk_norm") * V("act_bytes") * (V("q_dim") + V("kv_dim")),
               IF(V("attention").eq("eager"),
                  V("act_bytes") * 2 * (V("q_dim") - V("kv_dim")) - 4 * V("num_heads")
-                 + IF(is_one_of(V("checkpointing"), *recomputing("core_attn")), 0,
+                 + IF(_recomputing("core_attn"), 0,
                       V("score_saved_bytes") * V("num_heads") * V("seq_len")),
                  0)
               + V("qk_norm") * IF(V("is_full").eq(1), 4 + V("act_bytes"), 4) * (V("q_dim") + V("kv_dim"))
@@ -1681,7 +1691,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
          _m("expert_params") - _m("inactive_expert_params"), "its top-k of the routed experts", "time"),
     Term("attention_recomputed", "The attention scores computed again in backward (1/0)", "flag",
-         IF(is_one_of(V("checkpointing"), *recomputing("full"), *recomputing("core_attn")), 1, 0),
+         _recomputes("full", "core_attn"),
          "full and selective checkpointing (Megatron's module lists without core_attn leave it)", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
          IF(V("checkpointing").eq("full"), 2 * V("active_params"),
