@@ -89,3 +89,45 @@ def test_the_mi300x_efficiencies_are_the_h200s_over_the_published_ratio():
                  gpu="H200-141GB")
     h200_rate, mi300x_rate = (est.estimate(replace(s, gpu=g))["train_tokens_per_s"] for g in ("H200-141GB", "MI300X"))
     assert h200_rate / mi300x_rate == pytest.approx(1.36, rel=0.01)
+
+
+HOPPER = ("H100-80GB-SXM", "H100-80GB-PCIe", "H200-141GB", "H20", "H800-80GB")
+
+
+def test_fp8_training_efficiency_is_read_on_hopper_and_claims_no_gain_elsewhere():
+    """The H100's fp8_train_efficiency is read from torchao's published pair (tests/test_throughput.py checks the
+    read); the other Hopper GPUs share it, and a GPU with FP8 tensor cores but no FP8 training benchmark gets the
+    efficiency at which its FP8 linear layers run at its BF16 rate, so FP8 training there is no faster than BF16 (its
+    casts make it a little slower). Without FP8 tensor cores the efficiency is 0."""
+    gpus = load_gpus()
+    for name, g in gpus.items():
+        assert (g.fp8_dense_tflops > 0) == (g.fp8_train_efficiency > 0), name
+        if name in HOPPER:
+            assert g.fp8_train_efficiency == gpus["H100-80GB-SXM"].fp8_train_efficiency
+        elif g.fp8_dense_tflops:
+            assert g.fp8_train_efficiency * g.fp8_dense_tflops == pytest.approx(
+                g.train_efficiency * g.bf16_dense_tflops, rel=0.005), name
+            s = replace(TRAIN, model="Llama-3.1-8B", gpu=name, seq_len=1024)
+            assert EST.estimate(replace(s, precision="fp8-te"))["step_seconds"] >= EST.estimate(s)["step_seconds"]
+
+
+def test_fp8_training_gains_more_on_wider_matrices():
+    """torchao's rule: FP8 saves GEMM time in proportion to the FLOPs (hidden × width per token) and pays casts in
+    proportion to the elements (hidden + width), so its gain grows with the model's width: on one H100 at 2,048
+    tokens, Llama 3.2 1B < Llama 3.1 8B < Qwen2.5 32B (each a gain)."""
+    def gain(model):
+        s = Scenario(model=model, workload="full", seq_len=2048, batch_size=1, prompt_len=0, gen_len=0,
+                     gpu="H100-80GB-SXM", checkpointing="full")
+        return EST.estimate(s)["step_seconds"] / EST.estimate(replace(s, precision="fp8-te"))["step_seconds"]
+    gains = [gain(m) for m in ("Llama-3.2-1B", "Llama-3.1-8B", "Qwen2.5-32B")]
+    assert 1 < gains[0] < gains[1] < gains[2] < 2, gains
+
+
+def test_a_gpu_with_fp8_tensor_cores_states_its_fp8_training_efficiency(tmp_path):
+    from reportgen.errors import InputError
+    from reportgen.model.catalog import data_dir
+    text = (data_dir("presets") / "gpus.yaml").read_text(encoding="utf-8")
+    edited = tmp_path / "gpus.yaml"
+    edited.write_text(text.replace("fp8_train_efficiency: 0.394", "fp8_train_efficiency: 0", 1), encoding="utf-8")
+    with pytest.raises(InputError, match=r"gpus\[2\]\.fp8_train_efficiency.*expected a positive fp8_train_efficiency"):
+        load_gpus(edited)

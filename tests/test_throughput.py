@@ -3,8 +3,9 @@
 Published figures: presets/validation/published_throughput.json (each record with its source and a
 verbatim quote; its "reportgen" block maps the run to estimator inputs). Which data what was fitted to:
 - the per-GPU training efficiencies in presets/gpus.yaml were fitted to the llm-foundry runs marked
-  "fit" (scripts/fit_train_efficiency.py); the runs marked "holdout" (torchtitan, the Llama 3 paper,
-  Megatron-LM) were never used for fitting;
+  "fit", and the H100's FP8 efficiency to torchao's float8-over-bfloat16 pair, marked "fit" too
+  (scripts/fit_train_efficiency.py); the runs marked "holdout" (torchtitan, the Llama 3 paper,
+  Megatron-LM, NVIDIA's DGX Cloud recipes, the FP8 runs of llm-foundry and NeMo) were never used for fitting;
 - the decode, prefill and communication efficiencies are assumptions with their own published
   sources (terms.ASSUMPTIONS); no decode record was fitted.
 Targets of issue #16: training within ±15 % median and ±30 % max (not met since the 405B rows carry their
@@ -46,19 +47,20 @@ def test_enough_published_figures_with_reasons_for_the_rest():
 
 
 def test_training_fit_rows_at_the_level_reached():
-    """The llm-foundry rows the efficiencies were fitted to: largest error 17.3 % today."""
+    """The llm-foundry rows the efficiencies were fitted to, and torchao's Llama 3 8B pair (bfloat16 +9.7 %, float8
+    +9.7 %: the FP8 efficiency is read from their ratio): largest error 17.3 % today."""
     errors = _training_errors("fit")
-    assert len(errors) == 15
+    assert len(errors) == 17
     assert max(abs(e) for e in errors) <= 0.18
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Nineteen runs never fitted to: median |error| 19.3 % today (16.7 % over the fifteen before NVIDIA's DGX Cloud
-    Benchmarking recipes' four Llama 3.1 runs were added on 2026-12-07, 20.8 % over the eleven before Korthikanti et
-    al.'s four), above issue #16's 15 % target. The DGX Cloud recipes (NeMo 24.09 on H100, each table's smallest
-    full-model scale): 8B on 8 GPUs (CP 2) −15.5 % and 70B on 64 (TP 4, PP 4 × VP 5, CP 2) −19.3 % in BF16; in FP8
-    −36.7 % and −39.7 %, where the recipe's FP8 ran 1.34x its BF16 tokens per GPU and the estimate times FP8 at the
-    BF16 peak. A gist's LLaMA-7B under DeepSpeed with a Hugging
+    """Nineteen runs never fitted to: median |error| 15.5 % today (19.3 % before FP8 training's linear layers were
+    timed at the FP8 peak, 2026-12-07; 16.7 % over the fifteen before NVIDIA's DGX Cloud Benchmarking recipes' four
+    Llama 3.1 runs were added the same day, 20.8 % over the eleven before Korthikanti et al.'s four), above issue
+    #16's 15 % target. The DGX Cloud recipes (NeMo 24.09 on H100, each table's smallest full-model scale): 8B on 8
+    GPUs (CP 2) −15.5 % and 70B on 64 (TP 4, PP 4 × VP 5, CP 2) −19.3 % in BF16; in FP8 −15.0 % and −15.1 % (−36.7 %
+    and −39.7 % when FP8 was timed at the BF16 peak). A gist's LLaMA-7B under DeepSpeed with a Hugging
     Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the efficiencies were fitted to
     llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three Llama 3 405B rows carry
     their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped without it, at ±4 %): with
@@ -68,14 +70,14 @@ def test_training_held_out_rows_at_the_level_reached():
     Megatron-LM's 2022 runs with sequence parallelism and selective recompute (Korthikanti et al., data-parallel size
     one): GPT-3 175B +4.5 %, MT-NLG 530B −4.7 %, 1T −5.5 %, and the 22B on one node +34.2 % (its smaller matrix
     multiplications ran at HFU 43.7 % where the others ran at 52.8–57.0 %: one efficiency per GPU type). The other
-    six are within ±20.8 %; the largest is the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8) at
-    +20.8 % (+25.0 % before its last stage's LM head was counted)."""
+    six are within ±21.6 %: llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 ×
+    pipeline 16 × data 8) at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
     assert len(errors) == 19
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.194
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.156
     dgx_cloud = {k: e for k, e in errors.items() if k in ("pub-tr-050", "pub-tr-051", "pub-tr-052", "pub-tr-053")}
     assert len(dgx_cloud) == 4 and -0.20 <= dgx_cloud["pub-tr-050"] < 0 and -0.20 <= dgx_cloud["pub-tr-051"] < 0
-    assert -0.40 <= dgx_cloud["pub-tr-052"] < -0.30 and -0.40 <= dgx_cloud["pub-tr-053"] < -0.30
+    assert -0.16 <= dgx_cloud["pub-tr-052"] < -0.14 and -0.16 <= dgx_cloud["pub-tr-053"] < -0.14
     hf_deepspeed = {k: e for k, e in errors.items() if k in ("pub-tr-038", "pub-tr-039")}
     assert len(hf_deepspeed) == 2 and all(0.52 <= e <= 0.62 for e in hf_deepspeed.values()), hf_deepspeed
     llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
@@ -86,13 +88,14 @@ def test_training_held_out_rows_at_the_level_reached():
     others = [e for k, e in errors.items()
               if k not in llama3 | hf_deepspeed | korthikanti | dgx_cloud and k != "pub-tr-045"]
     assert len(others) == 6
-    assert statistics.median(abs(e) for e in others) <= 0.093 and max(abs(e) for e in others) <= 0.209
+    assert statistics.median(abs(e) for e in others) <= 0.118 and max(abs(e) for e in others) <= 0.217
 
 
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 39 of 44 fit (DGX Cloud's Llama 3.1 8B on 8 H100, BF16 and FP8, added 2026-12-07, do not: the
+    level reached: 39 of 46 fit (torchao's Llama 3 8B pair, added 2026-12-07 to read the FP8 efficiency from, do
+    not: torchtitan's per-op selective checkpointing is not modelled, 86.7 and 81.4 GiB against its 47.65 GB; DGX Cloud's Llama 3.1 8B on 8 H100, BF16 and FP8, added 2026-12-07, do not: the
     BF16 one's allocated peak fits and the allocator's reserve does not, FP8's primary weights are not modelled;
     37 of 40 before; DeepSeek-V3's pre-training since its MLA up-projections are recomputed and MLA is
     counted as Megatron-Core saves it, 2026-12-07: 71.9 GiB, 113.3 before; 36 of 40 before that; Korthikanti et al.'s
@@ -103,13 +106,13 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 44
+    assert len(figures) == 46
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
     assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050",
-                                                          "pub-tr-052"]
+                                                          "pub-tr-052", "pub-tr-055", "pub-tr-056"]
 
 
 def test_no_two_compared_runs_read_alike():
@@ -117,7 +120,7 @@ def test_no_two_compared_runs_read_alike():
     overlap, ZeRO past stage 1) and length: two compared runs never read alike. Until 2026-12-06 the name left the
     layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five) read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 44
+    assert len(set(names)) == len(names) == 46
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
     assert by_id["pub-tr-035"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32 · all-to-all overlapped")
@@ -129,21 +132,26 @@ def _case(record_id: str):
     return next(c for c in TRAINING + MOE_TRAINING if c.id == record_id)
 
 
-def test_fp8_training_timed_at_the_bf16_peak_on_four_held_out_runs():
-    """llm-foundry's two Transformer Engine FP8 runs (MPT-3B at 2k, MPT-1B at 8k, 8 × H100), which no
-    coefficient was read from: −16.7 % and +4.7 % today. FP8 gains little at these sizes (MPT-3B: 1.27× the
-    BF16 row's tokens per GPU), so the BF16 peak is the nearer count: the matrix multiplications at the FP8
-    peak (1,979 TFLOPS) with the BF16 efficiency give +46.7 % and +46.5 %. NVIDIA's DGX Cloud recipes (NeMo 24.09,
-    Llama 3.1 8B and 70B, added 2026-12-07) ran FP8 at 1.34x their BF16 tokens per GPU on the same layouts: the
-    estimate gives FP8 its BF16 time, so they are −36.7 % and −39.7 %, short by that gain (their BF16 rows −15.5 %
-    and −19.3 %). An FP8 rate between the two is the next model to try, held out on these four."""
-    errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING if c.scenario and c.scenario.precision == "fp8-te"}
+def test_fp8_training_gains_on_four_held_out_runs_as_published():
+    """FP8 training's linear layers at the FP8 peak, at the H100's fp8_train_efficiency (0.394, read from torchao's
+    Llama 3 8B float8-over-bfloat16 pair, 1.2503x: rows pub-tr-055/056, marked fit), plus their casts' memory
+    traffic; attention, norms and the LM head in 16-bit. Held out on four Transformer Engine runs no coefficient was
+    read from: llm-foundry's MPT-3B at 2k +9.7 % and MPT-1B at 8k +21.6 % (−16.7 % and +4.7 % when FP8 was timed at
+    the BF16 peak, until 2026-12-07; the 1B's casts weigh most: FP8 gained it 1.10x in llm-foundry's tables),
+    NVIDIA's DGX Cloud recipes (NeMo 24.09, Llama 3.1 8B and 70B) −15.0 % and −15.1 % (were −36.7 % and −39.7 %).
+    Those recipes ran FP8 at 1.34x their BF16 tokens per GPU on the same layouts; the estimate gains 1.34x and 1.41x,
+    so the FP8 rows inherit their BF16 twins' error (−15.5 %, −19.3 %)."""
+    errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING
+              if c.use == "holdout" and c.scenario.precision == "fp8-te"}
     assert sorted(errors) == ["pub-tr-010", "pub-tr-011", "pub-tr-052", "pub-tr-053"]
-    assert all(abs(errors[k]) <= 0.17 for k in ("pub-tr-010", "pub-tr-011"))
-    for fp8, bf16 in (("pub-tr-052", "pub-tr-050"), ("pub-tr-053", "pub-tr-051")):
-        assert _case(fp8).estimated(EST) == pytest.approx(_case(bf16).estimated(EST), rel=1e-9)
+    assert 0.09 <= errors["pub-tr-010"] <= 0.10 and 0.21 <= errors["pub-tr-011"] <= 0.22
+    for fp8, bf16, gain in (("pub-tr-052", "pub-tr-050", (1.33, 1.35)), ("pub-tr-053", "pub-tr-051", (1.40, 1.42))):
         assert _case(fp8).published / _case(bf16).published == pytest.approx(1.34, abs=0.005)
-        assert -0.40 <= errors[fp8] < -0.30
+        assert gain[0] <= _case(fp8).estimated(EST) / _case(bf16).estimated(EST) <= gain[1]
+        assert -0.16 <= errors[fp8] < -0.14
+    fit, twin = _case("pub-tr-056"), _case("pub-tr-055")
+    assert fit.use == twin.use == "fit" and fit.scenario == replace(twin.scenario, precision="fp8-te")
+    assert fit.estimated(EST) / twin.estimated(EST) == pytest.approx(fit.published / twin.published, abs=0.001)
 
 
 def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
@@ -179,13 +187,13 @@ def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
 def test_deepseek_v3_pretraining_is_short_by_the_dualpipe_overlap_it_does_not_model():
     """DeepSeek-V3's report (held out): 180K H800 GPU hours per trillion tokens, 1,543 tokens/s per GPU, on PP 16,
     EP 64 and ZeRO-1 with DualPipe hiding the all-to-all its report puts at about the computation's time (1:1). The
-    estimate runs a plain 1F1B pipeline with the all-to-all on the critical path: −55.8 %, about half, as that ratio
-    says (−55.3 % before its MLA up-projections were recomputed, 2026-12-07). It fits the run's memory: 71.9 GiB of
-    the H800's 79.6 with the report's recompute (RMSNorm, MLA up-projections, SwiGLU output). The level reached:
-    within −56 %, short."""
+    estimate runs a plain 1F1B pipeline with the all-to-all on the critical path: −49.3 %, about half, as that ratio
+    says (−55.8 % before FP8 training's linear layers, its experts' included, were timed at the FP8 peak, and −55.3 %
+    before its MLA up-projections were recomputed, 2026-12-07). It fits the run's memory: 71.9 GiB of the H800's 79.6
+    with the report's recompute (RMSNorm, MLA up-projections, SwiGLU output). The level reached: within −50 %, short."""
     case = _case("pub-tr-049")
     e = case.estimate(EST)
-    assert -0.56 <= e["train_tokens_per_s_per_gpu"] / case.published - 1 < -0.5
+    assert -0.50 <= e["train_tokens_per_s_per_gpu"] / case.published - 1 < -0.48
     assert 0.25 <= e["moe_a2a_seconds"] / e["slot_seconds"] <= 0.4 and case.miss and not case.memory_miss
     assert case.scenario.checkpointing == "layernorm+mla_up_proj+moe_act"
     assert 71 * GiB <= e["device_total"] <= 72 * GiB < e["gpu_memory_bytes"]

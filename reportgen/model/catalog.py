@@ -50,6 +50,7 @@ class GpuSpec:
     train_efficiency: float  # fraction of the dense peak training matmuls achieve (see gpus.yaml)
     attention_efficiency: float  # the same for the attention kernels (FlashAttention)
     fused_attention_efficiency: float  # the same for a Hopper-native fused attention kernel (cuDNN, FlashAttention-3)
+    fp8_train_efficiency: float  # fraction of the FP8 dense peak FP8 training's linear layers achieve (0: no FP8)
     price_purchase_usd: float
     price_per_hour_usd: float
     memory_source: str
@@ -85,10 +86,14 @@ class GpuSpec:
             if fields[name] <= 0:
                 raise InputError(f"expected a positive number, got {fields[name]!r}", source=source,
                                  key_path=f"{key_path}.{name}")
-        for name in ("train_efficiency", "attention_efficiency", "fused_attention_efficiency"):
+        for name in ("train_efficiency", "attention_efficiency", "fused_attention_efficiency", "fp8_train_efficiency"):
             if fields[name] > 1:
                 raise InputError(f"a fraction of the peak is at most 1, got {fields[name]!r}", source=source,
                                  key_path=f"{key_path}.{name}")
+        if (fields["fp8_dense_tflops"] > 0) != (fields["fp8_train_efficiency"] > 0):
+            raise InputError("expected a positive fp8_train_efficiency where fp8_dense_tflops is positive, and 0 where it "
+                             f"is 0, got {fields['fp8_train_efficiency']!r}", source=source,
+                             key_path=f"{key_path}.fp8_train_efficiency")
         for name in ("nvls", "bf16", "datacenter"):
             if fields[name] not in (0, 1):
                 raise InputError(f"expected 0 or 1, got {fields[name]!r}", source=source, key_path=f"{key_path}.{name}")
@@ -368,7 +373,7 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
 GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "bf16", "datacenter",
                "memory_bandwidth_gbps",
                "link_gbps", "nvls", "pcie_gbps", "gpus_per_node", "inter_node_gbps", "tdp_watts", "train_efficiency",
-               "attention_efficiency", "fused_attention_efficiency",
+               "attention_efficiency", "fused_attention_efficiency", "fp8_train_efficiency",
                "price_purchase_usd", "price_per_hour_usd")
 
 

@@ -1666,9 +1666,14 @@ TIME_TERMS: tuple[Term, ...] = (
             IF(AND(_INFER, V("weight_dtype").eq("fp8"), _g("fp8_dense_tflops").gt(0)), _g("fp8_dense_tflops"),
                _g("bf16_dense_tflops"))) * 1e12,
          "GPUs sheet: FP32 for fp32 compute, FP8 tensor cores for fp8-weight inference where the GPU has them, "
-         "else BF16/FP16 (dense, no sparsity); FP8 training is timed at the BF16 peak: attention, norms and "
-         "casts stay in 16-bit, and llm-foundry's FP8 runs gain little (MPT-3B: 1.27× its BF16 tokens per GPU; "
-         "the two held-out FP8 runs are within −16.7 % and +4.7 % so counted)", "time"),
+         "else BF16/FP16 (dense, no sparsity); FP8 training's linear layers run at fp8_linear_time_ratio of "
+         "this peak's time, the rest of it (attention, norms, the LM head) in 16-bit", "time"),
+    Term("fp8_linear_time_ratio", "An FP8 training linear-layer FLOP's time over a 16-bit one's", "ratio",
+         IF(V("fp8_gemms").eq(1), V("peak_flops") * _g("train_efficiency")
+            / (MAX(_g("fp8_dense_tflops") * _g("fp8_train_efficiency"), 1e-9) * 1e12), 1),
+         "GPUs sheet: the BF16 peak × train_efficiency over the FP8 peak × fp8_train_efficiency (on Hopper read "
+         "from torchao's FP8 training speedup, its casts counted apart: fp8_cast_seconds); 1 without FP8 linears",
+         "time"),
     Term("attention_kernel_efficiency", "Attention kernels' fraction of the peak", "ratio",
          IF(V("attention").eq("fused"), _g("fused_attention_efficiency"), _g("attention_efficiency")),
          "GPUs sheet: FlashAttention's (flash, and eager's attention matmuls), fitted to published runs; a "
@@ -1731,12 +1736,12 @@ TIME_TERMS: tuple[Term, ...] = (
          "memory bandwidth a decode step reaches", "time"),
     Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
          IF(AND(_TRAIN, V("num_experts").gt(0)),
-            V("micro_batch_peak_seconds") / _g("train_efficiency")
+            V("micro_batch_peak_seconds") / _g("train_efficiency") * V("fp8_linear_time_ratio")
             * (IF(V("is_full").eq(1), 6, 4) + 2 * V("moe_layer_recomputed"))
             * V("routed_active_params") * V("moe_imbalance"), 0),
          "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
-         "backward (frozen experts: no weight gradient), and the recomputed forward (moe_layer_recomputed); "
-         "on the busiest expert-parallel GPU (moe_imbalance)",
+         "backward (frozen experts: no weight gradient), and the recomputed forward (moe_layer_recomputed), in FP8 "
+         "where the linear layers are; on the busiest expert-parallel GPU (moe_imbalance)",
          "time"),
     Term("expert_traffic_seconds", "Routed experts' weights through memory per micro-batch", "seconds",
          IF(_TRAIN, (2 + V("is_full") + V("moe_layer_recomputed")) * V("expert_read_seconds"), 0),
@@ -1744,13 +1749,40 @@ TIME_TERMS: tuple[Term, ...] = (
          "writes as much, a recomputed MoE layer reads them once more. Where fine-grained experts get few tokens per "
          "micro-batch (Qwen3-30B-A3B: 128 experts, top 8, 1,024 tokens give 64 each), this is longer than their "
          "FLOPs", "time"),
+    Term("fp8_linear_flops_per_token", "Training FLOPs per token in FP8 linear layers", "flops",
+         V("fp8_gemms") * MAX(0, V("train_flops_per_token") + V("recompute_flops_per_token")
+                              - V("train_attention_flops_per_token")
+                              - IF(V("checkpointing").eq("full"), 8, 6) * (V("embedding_params") + V("lm_head_params"))),
+         "the decoder layers' linear layers (the routed experts' too), forward, backward and recomputed: what is "
+         "not attention, nor the embedding and LM head, which Transformer Engine and torchao leave in 16-bit",
+         "time"),
+    Term("fp8_cast_elements_per_token", "Elements one layer's FP8 linear layers cast per token", "count",
+         V("fp8_gemms") * (4 * V("hidden_size") + 2 * V("q_dim") + 2 * V("kv_dim")
+                           + (2 + V("gated_mlp")) * V("mlp_width")),
+         "each linear layer casts its input in forward and its output's gradient in backward: the attention's "
+         "input (h) and q, k, v gradients (q_dim + 2 kv_dim), the output projection's input (q_dim) and gradient "
+         "(h), the MLP's input (h), its up and gate projections' gradients ((1 + gated) × mlp_width), the down "
+         "projection's input (mlp_width) and gradient (h)", "time"),
+    Term("fp8_cast_seconds", "FP8 casts' memory traffic per micro-batch", "seconds",
+         IF(AND(_TRAIN, V("fp8_gemms").eq(1)),
+            6 * V("fp8_cast_elements_per_token") * V("num_layers") * V("tokens") / V("tp_size")
+            / V("decode_bytes_per_s"), 0),
+         "a dynamically scaled cast reads its 16-bit tensor twice (the absolute maximum for its scale, then the "
+         "cast) and writes it twice in 1 byte (as it is and transposed, for the other GEMM of backward): 6 bytes "
+         "per element, at the bandwidth a streaming kernel reaches (decode_bytes_per_s); the weights' casts, made "
+         "once per step (Transformer Engine keeps them across micro-batches, torchao casts the FSDP shards), are "
+         "left out. torchao's rule: FP8 gains where the GEMM time it saves exceeds this traffic (small matrices "
+         "lose)", "time"),
     Term("train_compute_seconds", "Compute time of one micro-batch", "seconds",
          IF(_TRAIN, V("micro_batch_peak_seconds")
-            * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token"))
+            * ((V("train_flops_per_token") + V("recompute_flops_per_token") - V("train_attention_flops_per_token")
+                - (1 - V("fp8_linear_time_ratio")) * V("fp8_linear_flops_per_token"))
                / _g("train_efficiency") + V("train_attention_flops_per_token") / V("attention_kernel_efficiency"))
+            + V("fp8_cast_seconds")
             + MAX(V("expert_traffic_seconds"), V("expert_compute_seconds"))
             - V("expert_compute_seconds") / V("moe_imbalance"), 0),
-         "tokens × FLOPs ÷ peak, the matrix multiplications at the GPU type's training efficiency and the "
+         "tokens × FLOPs ÷ peak, the matrix multiplications at the GPU type's training efficiency (FP8 linear "
+         "layers at fp8_linear_time_ratio of that time, plus their casts) and the "
          "attention kernels at attention_kernel_efficiency (GPUs sheet); tensor "
          "parallelism splits every layer; the routed experts take the longer of their FLOPs and their weights' "
          "memory traffic (a roofline: few tokens per expert leave their grouped GEMMs memory-bound)", "time"),
