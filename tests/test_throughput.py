@@ -160,8 +160,9 @@ def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
     fitted, their attention Transformer Engine's fused kernel (attention fused, whose efficiency was read from the
     FlashAttention-3 paper's H100 benchmarks, not from these runs), their recompute Megatron's modules (layernorm+moe_act
     for 'norm, act', layernorm+moe for the long-context table: the attention core not recomputed). The level
-    reached: EP32 across nodes with DeepEP −3.1 %, and +33.4 % where the run also overlapped its all-to-all with 1F1B
-    (ep_overlap on); EP 8 inside a node +11.1 % (A2A, PP 32) and +82.1 % (DeepEP, TP 4 at 4K: the MoE layers' small
+    reached: EP32 across nodes with DeepEP −3.1 %, and +23.3 % where the run also overlapped its all-to-all with 1F1B
+    (ep_overlap on; +33.4 % until 2026-12-07, when the overlapped all-to-all's kernels began to hold 20 of the SMs,
+    a2a_overlap_sm_share: the run gained 11.9 % from the overlap, the estimate still gains 42 %); EP 8 inside a node +11.1 % (A2A, PP 32) and +82.1 % (DeepEP, TP 4 at 4K: the MoE layers' small
     grouped GEMMs, 512 tokens per expert, the token permutations and the router are not modelled; the same layout at
     16K is −5.4 %). Megatron-FSDP (EP 8, no pipeline, full recompute) within 0.1 %. The long-context table (TP 4,
     PP 8 × VP 4, EP 8, CP 1 to 8 for 16K to 128K tokens, forced balance) −5.4 %, −5.7 %, −3.5 %, +0.2 %. Mapped
@@ -172,7 +173,7 @@ def test_moe_training_held_out_rows_are_as_accurate_as_recorded():
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in MODELZOO}
     assert len(errors) == 9 and all(EST.skip_check(c.scenario) is None for c in MODELZOO)
     assert all(c.scenario.attention == "fused" for c in MODELZOO)
-    assert -0.032 <= errors["pub-tr-034"] < 0 and 0 < errors["pub-tr-035"] <= 0.335
+    assert -0.032 <= errors["pub-tr-034"] < 0 and 0 < errors["pub-tr-035"] <= 0.234
     assert 0 < errors["pub-tr-036"] <= 0.111 and 0 < errors["pub-tr-037"] <= 0.821
     assert abs(errors["pub-tr-040"]) <= 0.001
     long_context = [errors[f"pub-tr-04{n}"] for n in range(1, 5)]

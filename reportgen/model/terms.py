@@ -153,6 +153,11 @@ ASSUMPTIONS = (
     Assumption("collective_latency_us", "Collective latency", 15, "µs",
                "latency of one small all-reduce inside a node (NVLink, NCCL); decode pays two per layer at TP > 1",
                (0, 100_000)),
+    Assumption("a2a_overlap_sm_share", "SMs an overlapped MoE all-to-all holds", 20 / 132, "fraction of the GPU's SMs",
+               "while a micro-batch's dispatch or combine overlaps another's compute (ep_overlap on) its kernels hold "
+               "this share of the SMs: DeepEP's 20 (Megatron-Core's moe_deepep_num_sms, 'historical default 20'; "
+               "DeepSeek-V3's report, §3.2.2: 20 SMs suffice to saturate IB and NVLink) of a Hopper GPU's 132",
+               (0.0, 0.9)),
     Assumption("host_optimizer_ns_per_param", "CPU optimizer time per parameter", 1.14, "ns per parameter a node updates",
                "an offloaded optimizer steps on the host's CPUs (DeepSpeedCPUAdam, FSDP2's CPU offload): the seconds "
                "per step are this times the parameters every GPU of a node updates together. Fitted to the Adam "
@@ -1910,12 +1915,14 @@ TIME_TERMS: tuple[Term, ...] = (
          "several layers: Qwen3-235B-A22B's about 2.4; a framework that counts the loss as a layer, Megatron-Core's "
          "--account-for-loss-in-pipeline-split, balances it better, which is not modelled)", "time"),
     Term("slot_seconds", "A schedule slot's compute and MoE all-to-all", "seconds",
-         IF(V("ep_overlap").eq("on"), MAX(V("stage_compute_seconds"), V("moe_a2a_seconds")),
+         IF(V("ep_overlap").eq("on"),
+            MAX(V("moe_a2a_seconds"), V("stage_compute_seconds") + V("a2a_overlap_sm_share") * V("moe_a2a_seconds")),
             V("stage_compute_seconds") + V("moe_a2a_seconds")),
          "Megatron-Core's dispatchers put the all-to-all on the critical path; its combined 1F1B schedule "
          "(ep_overlap on) runs one micro-batch's dispatch and combine on a stream of their own while another "
-         "micro-batch computes, so a slot takes the longer of the two (communication kernels' share of the "
-         "GPU's SMs not counted)", "time"),
+         "micro-batch computes, so a slot takes the longer of the two, the compute slowed while the all-to-all "
+         "runs beside it by the SMs its kernels hold (a2a_overlap_sm_share): compute + share × all-to-all, or the "
+         "all-to-all where it is the longer", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("slot_seconds"), V("dp_comm_seconds"))
             + V("pipeline_slots") * (V("tp_comm_seconds") + V("cp_ring_seconds"))
