@@ -46,6 +46,19 @@ def test_an_unreadable_cache_file_is_compiled_again_and_replaced(cache):
     assert kept.read_bytes() != b"\x00garbage"
 
 
+def test_a_tables_earlier_cache_is_removed_and_other_tables_kept(cache):
+    """An edited term table (or an upgrade) leaves no stale bytecode behind; another table's cache stays."""
+    other = compile_terms(TERMS[:1], lambda n: f"I[{n!r}]", "_other_table", cache=True)
+    _table()
+    old = {p.name for p in cache.glob("terms-_cached_test-*.marshal")}
+    edited = compile_terms((TERMS[0], Term("b", "b", "count", Var("a") + 2)), lambda n: f"I[{n!r}]", "_cached_test",
+                           cache=True)
+    assert edited({"x": 3}, {}, {}, None) == (6, 8) and other({"x": 1}, {}, {}, None) == (2,)
+    [kept] = cache.glob("terms-_cached_test-*.marshal")
+    assert len(old) == 1 and kept.name not in old
+    assert len(list(cache.glob("terms-_other_table-*.marshal"))) == 1
+
+
 def test_nothing_is_written_where_python_writes_no_bytecode(cache, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     assert _table()({"x": 1}, {}, {}, None) == (2, 3)

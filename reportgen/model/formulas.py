@@ -468,9 +468,11 @@ CODE_CACHE = Path(__file__).resolve().parent / "__pycache__"
 
 def cached_compile(source: str, filename: str):
     """compile(source) from CODE_CACHE where an earlier run left it, else compiled and left there (unless
-    Python writes no bytecode here: PYTHONDONTWRITEBYTECODE, a read-only installation)."""
+    Python writes no bytecode here: PYTHONDONTWRITEBYTECODE, a read-only installation). The table's earlier
+    caches (another version of its terms) are removed then, as an upgrade or an edit would otherwise leave them."""
+    table = "".join(c for c in filename if c.isalnum() or c == "_")
     key = hashlib.sha256(f"{sys.version}\0{filename}\0{source}".encode()).hexdigest()[:24]
-    path = CODE_CACHE / f"terms-{key}.{sys.implementation.cache_tag}.marshal"
+    path = CODE_CACHE / f"terms-{table}-{key}.{sys.implementation.cache_tag}.marshal"
     try:
         return marshal.loads(path.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):  # none yet, or unreadable: compile again
@@ -482,6 +484,9 @@ def cached_compile(source: str, filename: str):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(marshal.dumps(code))
             os.replace(tmp, path)  # whole or not at all: another process may be reading it
+            for stale in CODE_CACHE.glob(f"terms-{table}-*.{sys.implementation.cache_tag}.marshal"):
+                if stale != path:
+                    stale.unlink(missing_ok=True)
         except OSError:
             pass
     return code
