@@ -60,6 +60,16 @@ KNOWN_MISSES: dict[str, str] = {
         "+5.22 %: at the end of backward the estimate holds every gradient beside the recomputed first layer; "
         "transformers recomputes that layer before the untied embedding's gradient (a third of this two-layer "
         "model's parameters) exists. A real depth (27 to 61 layers) makes both a small part of the peak",
+    # torchtitan's per-op checkpointing (measure_op_checkpointing.py, 2026-12-07), both peaking while the last layer is
+    # rebuilt in backward. Not changed on them: they are held out
+    "Phi-3-small-4L/train/bf16/sdpa/b2/s1024/op/fused/fsdp2-2":
+        "+5.51 %: the estimate rebuilds the last layer at full checkpointing's working set, in which the outputs "
+        "per-op checkpointing kept (Phi-3's fused qkv and gate_up: 19,520 bytes per token) are counted a second time "
+        "beside the layers' saved tensors; without them it would be -2.3 %",
+    "Llama-3-8B-4L-v512/train/fsdp-mixed/sdpa/b2/s2048/op/fused/fsdp2-4":
+        "-3.45 %: in FSDP2's mixed precision the rebuilt layer's backward holds more than full checkpointing's working "
+        "set (the oracle's backward temporaries 2,252 MiB at the peak); the same layers in bf16 are -0.60 % and "
+        "-1.03 %",
 }
 
 
@@ -80,6 +90,8 @@ def _family(case) -> str:
         return "tp"
     if "measure_cp" in case.get("notes", ""):
         return "cp"
+    if "measure_op_checkpointing" in case.get("notes", ""):
+        return "op_checkpointing"
     if "measure_fsdp2" in case.get("notes", ""):
         return "fsdp2"
     if "measure_sliding_window" in case.get("notes", ""):
@@ -134,12 +146,15 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  "pp": 0.023,
                  # multi-head latent attention: every record without checkpointing within 0.02 %; checkpointed, the
                  # small shapes within 0.02 % and DeepSeek-V3's widths on two layers +4.53 % (as KNOWN_MISSES' V2)
-                 "mla": 0.046}
+                 "mla": 0.046,
+                 # torchtitan's per-op checkpointing: Llama 3 8B's layers on one GPU, the probe its term was written
+                 # against, -1.03 %
+                 "op_checkpointing": 0.011}
 
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 374
+    assert len(ids) == len(set(ids)) == 384
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -199,12 +214,13 @@ def test_holdout_summary_per_family():
         by_family.setdefault(_family(case), []).append(abs(_error(case)))
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
                               "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp", "cp", "pp",
-                              "mla"}
+                              "mla", "op_checkpointing"}
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
+        # torchtitan's per-op checkpointing: nine held out, median 0.60 % (its two known misses +5.51 %, -3.45 %)
         assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.0036, "cp": 0.0066,
-                                             "pp": 0.0021}.get(family, 0.005), family
+                                             "pp": 0.0021, "op_checkpointing": 0.0061}.get(family, 0.005), family
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
         # prefill (3,221,225,472 B both) since sliding windows are modelled; the kernel's working set is not.
@@ -216,7 +232,10 @@ def test_holdout_summary_per_family():
         # measured after the layer-backward phase was written: its forward peaks above the estimate's); CP's within
         # 1.4 % (its miss, -5.43 %, set FSDP2's root reduce and is fit since)
         # MLA's held-out within 2.7 % (autocast on a small shape, +2.64 %) but its known miss, +5.22 %
-        assert max(errors) <= {"fsdp2": 0.027, "tp": 0.029, "cp": 0.014, "pp": 0.017, "mla": 0.053}.get(family, 0.018), family
+        assert max(errors) <= {"fsdp2": 0.027, "tp": 0.029, "cp": 0.014, "pp": 0.017, "mla": 0.053,
+                               "op_checkpointing": 0.056}.get(family, 0.018), family
+    op = sorted(abs(_error(c)) for c in HOLDOUT if _family(c) == "op_checkpointing" and c["id"] not in KNOWN_MISSES)
+    assert len(op) == 7 and op[-1] <= 0.015  # Mistral 7B's layers on one GPU, +1.43 %; the others within 0.6 %
     fsdp2 = [abs(_error(c)) for c in HOLDOUT if _family(c) == "fsdp2" and c["id"] not in KNOWN_MISSES]
     # with the ten held out of measure_fsdp2.py's 'root' set (checkpointed shapes whose root reduce or tied embedding
     # may peak: the untied 128k vocabulary at 2 ranks -0.00 %, in mixed precision at 4 ranks -0.00 %; four tied shapes,

@@ -7,7 +7,7 @@ import pytest
 
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator, Scenario
-from reportgen.model.lookups import CHECKPOINTING
+from reportgen.model.lookups import RECOMPUTE_MODULES
 from reportgen.planning.goals import Goal
 from reportgen.planning.plan import buyable_counts, candidates, plan
 
@@ -56,7 +56,7 @@ def test_megatrons_recompute_modules_are_searched_for_its_moe_full_training_only
     assert {c.checkpointing for c in candidates(moe, EST, 8)} == {
         "none", "selective", "full", "layernorm+moe_act", "layernorm+moe"}
     # a model with multi-head latent attention also has the lists that recompute its up-projections
-    assert {c.checkpointing for c in candidates(replace(moe, model="DeepSeek-V2-Lite"), EST, 8)} == set(CHECKPOINTING)
+    assert {c.checkpointing for c in candidates(replace(moe, model="DeepSeek-V2-Lite"), EST, 8)} == set(RECOMPUTE_MODULES)
     for other in (replace(moe, model="Llama-3.1-8B"), replace(moe, framework="fsdp2"), replace(moe, workload="lora")):
         assert {c.checkpointing for c in candidates(other, EST, 8)} <= {"none", "selective", "full"}
     best = plan(EST, moe, [H100]).options[0]

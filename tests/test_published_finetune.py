@@ -13,6 +13,7 @@ the earlier micro-batches stay resident, which TinyLlama's and Gemma-2B's full f
 """
 import json
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_every_record_is_annotated():
         else:
             assert record["complete"], f"{case.id}: an incomplete record is compared"
             assert case.level == LEVEL_TERM[record["level"]], case.id
-    assert len(COMPARED) == 18
+    assert len(COMPARED) == 20
     assert not KNOWN_MISSES
 
 
@@ -59,13 +60,27 @@ def test_published_figure_within_15_percent(case):
 def test_median_and_largest_error_at_the_level_each_reports():
     rows = published_rows(VALIDATION / "published_finetune.json", EST)
     errors = [abs(r.error) for r in rows]
-    assert len(errors) == 18
+    assert len(errors) == 20
     assert statistics.median(errors) <= 0.05  # issue #18's target
     assert statistics.median(errors) <= 0.025  # the level reached: 2.2 %
     assert max(errors) <= 0.125  # the level reached: 12.3 % (pub-ft-014, Gemma-2B LoRA under LitGPT)
     by_level = published_summary(rows)
-    assert set(by_level) == {"all", "allocated_peak", "device_total"}  # no compared figure reports reserved memory
+    assert set(by_level) == {"all", "allocated_peak", "device_total", "reserved_peak"}
     assert by_level["allocated_peak"]["figures"] == 17 and by_level["allocated_peak"]["median_abs_error"] <= 0.03
+
+
+def test_torchtitans_per_op_checkpointing_runs_reserve_what_they_published():
+    """torchtitan's Llama 3.1 8B benchmark (Dec 2024, FSDP2 over 8 and 128 H100, two sequences of 8,192 tokens, its
+    8B config's per-op selective checkpointing; reserved memory, GiB): excluded until 2026-12-07, when per-op
+    checkpointing was modelled (the estimator's selective is the attention core's), held out since: -8.4 % and
+    -4.6 %. Under 'selective' they would be far over (the attention core alone recomputed keeps every other tensor)."""
+    by_id = {c.id: c for c in COMPARED}
+    for record_id, low, high in (("pub-ft-066", -0.09, -0.08), ("pub-ft-067", -0.05, -0.04)):
+        case = by_id[record_id]
+        assert case.scenario.checkpointing == "op" and case.level == "reserved_peak"
+        assert low <= case.estimated(EST) / case.published_bytes - 1 <= high, record_id
+        selective = EST.estimate(replace(case.scenario, checkpointing="selective"))["reserved_peak"]
+        assert selective / case.published_bytes - 1 > 0.15
 
 
 def test_each_run_is_compared_with_the_accumulation_its_record_states():

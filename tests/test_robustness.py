@@ -432,7 +432,7 @@ def test_a_preset_path_that_is_not_utf8_is_one_error(tmp_path):
      ": cases[0].setting.precision: unknown precision ['bf16']"),
     ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 1,
        "setting": {"mode": "train", "precision": "bf16", "attn": "sdpa", "batch": 1, "seq": 4, "grad_ckpt": "yes"}}],
-     ": cases[0].setting.grad_ckpt: expected true or false, got 'yes'"),
+     ": cases[0].setting.grad_ckpt: expected true, false or 'op', got 'yes'"),
     # found by the full fuzz run (#36): validate's summary asserted that every row had a known split
     ([{"id": "a", "config_name": "x", "config": LLAMA, "peak_bytes": 1, "setting": {}, "split": "test"}],
      ": cases[0].split: expected 'holdout' or 'fit' (or no split), got 'test'"),

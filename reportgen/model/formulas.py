@@ -352,8 +352,6 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
             return f"({a} mod {b})"
         if expr.name == "IF":
             return f"({args[1]} if {args[0]} else {args[2]})"
-        if expr.name == "NOT":
-            return f"not {args[0]}"
         return f"{expr.name.lower()}({', '.join(args)})"
     raise TypeError(f"cannot render {expr!r}")
 

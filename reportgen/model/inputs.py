@@ -134,7 +134,9 @@ INPUTS: tuple[Input, ...] = (
     Input("checkpointing", "Gradient checkpointing", "none, full, selective (the attention core), or under megatron "
           "a list of its --recompute-modules joined by '+': layernorm (the norms' outputs), moe_act (the experts' "
           "activation), moe (the whole MoE layer), mla_up_proj (MLA's queries, keys and values), mlp (the dense "
-          "layers' MLPs), as its published recipes combine them", "none", choices=tb.CHECKPOINTING,
+          "layers' MLPs), as its published recipes combine them; or op, torchtitan's per-op selective checkpointing (a "
+          "layer keeps its input, the attention kernel's output and every other matrix multiplication's)", "none",
+          choices=tb.CHECKPOINTING,
           headline=True, option="--checkpointing", applies=_TRAINING),
     Input("attention", "Attention kernel", "flash (FlashAttention: no S×S matrix), fused (the same memory; a Hopper-"
           "native kernel, cuDNN's through Transformer Engine as Megatron-Core runs it, or FlashAttention-3: timed at "

@@ -151,7 +151,15 @@ RECOMPUTE_MODULES: dict[str, tuple[str, ...]] = {
     "layernorm+mla_up_proj+mlp+moe": ("layernorm", "mla_up_proj", "mlp", "moe"),
     "layernorm+mla_up_proj+mlp+moe_act": ("layernorm", "mla_up_proj", "mlp", "moe_act"),
 }
-CHECKPOINTING = tuple(RECOMPUTE_MODULES)
+# op: torchtitan's per-op selective checkpointing (selective_ac_option 'op'), a policy over the operators a layer
+# dispatches rather than a list of modules: a layer keeps its input, the attention kernel's outputs and every other
+# plain matrix multiplication's output, and recomputes the rest (terms.py: op_layer_saved_per_token)
+CHECKPOINTING = (*RECOMPUTE_MODULES, "op")
+# The layer code whose linear layers per-op checkpointing is modelled for (terms._op_checkpoint_linears: q, k, v, o,
+# gate, up, down in that order, or Phi-3's fused qkv and gate_up); GPT-2, OPT, BLOOM and GPT-NeoX put a bias on
+# every linear layer, so it keeps none of them whatever their order
+OP_CHECKPOINT_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "generic", "gpt2", "opt",
+                             "bloom", "gpt_neox")
 # Megatron-Core's module lists: the choices that only its layers have
 MODULE_LISTS = tuple(c for c, modules in RECOMPUTE_MODULES.items() if set(modules) - {"full", "core_attn"})
 

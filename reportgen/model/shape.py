@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..errors import InputError
-from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, OR, Expr, Var, compile_terms
+from .formulas import AND, CEIL, FLOOR, IF, MAX, MIN, OR, Expr, Var, compile_terms, is_one_of
+from .lookups import OP_CHECKPOINT_MODEL_TYPES
 from .spec import ModelSpec
 
 V = Var
@@ -155,6 +156,10 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
     ShapeTerm("is_generic", "Known only by its size (1/0)", "flag", IF(V("generic_total_params").gt(0), 1, 0)),
     ShapeTerm("is_moe", "Mixture of experts (1/0)", "flag", IF(V("num_experts").gt(0), 1, 0)),
     ShapeTerm("is_mla", "Multi-head latent attention (1/0)", "flag", IF(V("kv_lora_rank").gt(0), 1, 0)),
+    ShapeTerm("op_checkpoint_layers", "Dense layers whose linear layers per-op checkpointing is modelled for (1/0)",
+              "flag", IF(AND(is_one_of(V("model_type"), *OP_CHECKPOINT_MODEL_TYPES), V("num_experts").eq(0)), 1, 0),
+              "lookups.OP_CHECKPOINT_MODEL_TYPES: q, k, v, o, gate, up, down in that order (or Phi-3's fused ones), "
+              "or a bias on every linear layer"),
     ShapeTerm("qk_head_dim", "Query/key width per head", "count",
               IF(V("is_mla").eq(1), V("qk_nope_head_dim") + V("qk_rope_head_dim"), V("head_dim"))),
     ShapeTerm("q_dim", "Query width (heads × head_dim)", "count", V("num_attention_heads") * V("qk_head_dim")),

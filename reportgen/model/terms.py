@@ -240,6 +240,31 @@ def _lora_column(prefix: str) -> Expr:
 
 
 V = Var  # terms read earlier terms and inputs by name
+
+
+def _op_checkpoint_linears(part: str) -> Expr:
+    """Per-op checkpointing's share of a decoder layer's linear layers, taken in call order (q, k, v, o, gate, up,
+    down; Phi-3: qkv, o, gate_up, down): part 'saved', the output widths it keeps (the 1st, 3rd, ... of those
+    without a bias, which run as plain matrix multiplications, aten.mm, and are the ones it counts), or
+    'recomputed', the weights of those it runs again in backward (the rest: the even ones and every biased one).
+    Each kept flag is the parity of the plain ones before it: q, k, v, and gate, up, down share a bias setting."""
+    h, q, kv, inter, g = V("hidden_size"), V("q_dim"), V("kv_dim"), _m("intermediate_size"), V("gated_mlp")
+    a, b, c = 1 - _m("qkv_bias"), 1 - _m("o_bias"), 1 - _m("mlp_bias")  # 1: plain (no bias)
+    # the parity of the plain ones before the MLP (3a + b, or a + b fused: the parity of the two bias flags' sum)
+    odd = MOD(_m("qkv_bias") + _m("o_bias"), 2)
+    separate = ((q, h * q, 1, a), (kv, h * kv, 1, 0), (kv, h * kv, 1, a), (h, q * h, 1, b * odd),
+                (inter, h * inter, g, c * g * (1 - odd)),
+                (inter, h * inter, 1, c * MOD(_m("qkv_bias") + _m("o_bias") + g + 1, 2)),
+                (h, inter * h, 1, c * MOD(_m("qkv_bias") + _m("o_bias") + g, 2)))
+    fused = ((q + 2 * kv, h * (q + 2 * kv), 1, a), (h, q * h, 1, b * odd),
+             ((1 + g) * inter, h * (1 + g) * inter, 1, c * (1 - odd)), (h, inter * h, 1, c * odd))
+
+    def total(linears):
+        if part == "saved":
+            return sum((kept * width for width, _, _, kept in linears[1:]), linears[0][3] * linears[0][0])
+        return sum(((present - kept) * weights for _, weights, present, kept in linears[1:]),
+                   (linears[0][2] - linears[0][3]) * linears[0][1])
+    return IF(_m("fused_projections").eq(1), total(fused), total(separate))
 # A role that may generate rollouts: a trained actor, or its rollout engine on GPUs of its own.
 _ROLLS = OR(V("is_train").eq(1), V("workload").eq(ROLLOUT))
 MiB = Const(_MIB, "MiB")  # bytes per MiB, named in the method text
@@ -932,11 +957,24 @@ TERMS: tuple[Term, ...] = (
          IF(OR(V("loss").eq("fp32"), V("loss").eq("fp32-chunked"), _p("autocast_copies").eq(1)), 4, V("act_bytes")),
          "transformers upcasts the logits to fp32 for its cross-entropy, and autocast runs log_softmax in fp32; "
          "a loss on 16-bit logits without autocast (LitGPT bf16-true) keeps them in the compute dtype", "activation"),
+    Term("layer_input_saved_per_token", "A checkpointed layer's input, per token", "bytes",
+         V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
+         "the residual stream a checkpointed layer keeps to run again (in the residual dtype when trained)",
+         "activation"),
+    Term("op_layer_saved_per_token", "One layer under per-op checkpointing, saved per token", "bytes",
+         V("layer_input_saved_per_token") + V("act_bytes") * _op_checkpoint_linears("saved")
+         + IF(V("attention").eq("eager"), 0, V("act_bytes") * V("q_dim") + 4 * V("num_heads")),
+         "torchtitan's per-op selective checkpointing (selective_ac_option 'op'): the layer's input, the output of "
+         "every other plain matrix multiplication in call order (Llama: q, v, gate, down; a linear layer with a bias "
+         "runs as addmm, which it recomputes) and the attention kernel's output and fp32 log-sum-exp; the norms, "
+         "RoPE, activation functions and the other matrix multiplications run again in backward (one rank of FSDP2 "
+         "under it: tools/oracle/measure_op_checkpointing.py)", "activation"),
     Term("layers_saved_per_token", "Every layer, saved per token", "bytes",
-         IF(V("checkpointing").eq("full"),
-            V("num_layers") * V("hidden_size") * IF(V("is_full").eq(1), _p("residual_bytes"), V("act_bytes")),
-            V("num_layers") * V("layer_saved_per_token")),
-         "full checkpointing keeps each layer's input only", "activation"),
+         IF(V("checkpointing").eq("full"), V("num_layers") * V("layer_input_saved_per_token"),
+            V("num_layers") * IF(V("checkpointing").eq("op"), V("op_layer_saved_per_token"),
+                                 V("layer_saved_per_token"))),
+         "full checkpointing keeps each layer's input only, per-op checkpointing what op_layer_saved_per_token "
+         "says", "activation"),
     Term("layer_replicated_per_token", "One layer, saved per token outside the tensor-parallel regions", "bytes",
          (2 * V("layer_norm_saved_bytes") + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
           + 2 * V("norm_fp32_scale_bytes") + 2 * V("resid_dropout_on")) * V("hidden_size"),
@@ -994,10 +1032,10 @@ TERMS: tuple[Term, ...] = (
          "run it, PyTorch FSDP's FULL_SHARD, whose layers' gathered weights are views of its flat parameter",
          "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies saved for backward", "bytes",
-         IF(AND(V("checkpointing").eq("full"), V("autocast_cache_bytes").gt(0)),
+         IF(AND(is_one_of(V("checkpointing"), "full", "op"), V("autocast_cache_bytes").gt(0)),
             ceil_div(2 * V("vocab_size") * V("hidden_size"), V("tp_size")), V("autocast_cache_bytes")),
-         "backward keeps every copy, only the LM head's under checkpointing (the layers cast again when they "
-         "recompute); " + _MEASURED, "activation"),
+         "backward keeps every copy, only the LM head's under full or per-op checkpointing (the layers cast again "
+         "when they recompute); " + _MEASURED, "activation"),
     Term("group_saved_per_token", "Saved per token by a tensor-parallel group (all layers + head)", "bytes",
          V("saved_per_token") + (V("tp_replicas_outside") - 1) * V("replicated_saved_per_token")
          + (V("tp_size") - 1) * V("sp_gathered_saved_per_token"),
@@ -1069,21 +1107,22 @@ TERMS: tuple[Term, ...] = (
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
             ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
                                     * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
-                     * IF(AND(V("checkpointing").eq("full"), V("attention").ne("eager")),
+                     * IF(AND(is_one_of(V("checkpointing"), "full", "op"), V("attention").ne("eager")),
                           IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
                      V("tp_size")), 0),
-         "one layer's activations rebuilt, plus its backward's gradients. Full checkpointing with flash "
+         "one layer's activations rebuilt, plus its backward's gradients. Full (or per-op) checkpointing with flash "
          "attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
          "recompute_ratio_trained with every weight trained (assumptions fitted to the oracle, held out on other "
          "shapes); eager attention (whose backward makes S × S gradients as large as the saved scores) and "
          "selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the MoE layer's tensors "
          "it rebuilt", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
-         IF(AND(V("is_train").eq(1), V("checkpointing").eq("full")),
+         IF(AND(V("is_train").eq(1), is_one_of(V("checkpointing"), "full", "op")),
             ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight")
                      * V("tp_replicas_outside"), V("tp_size")), 0),
          "full checkpointing: backward rebuilds the last layer first, while every layer's saved input is still "
-         "held (the loss's log-probabilities and logit gradients are freed by then)", "activation"),
+         "held (the loss's log-probabilities and logit gradients are freed by then); per-op checkpointing: every "
+         "layer's saved tensors", "activation"),
     Term("embedding_backward_bytes", "Embedding backward buffer", "bytes",
          IF(V("is_full").eq(1),
             IF(V("titan_tp").eq(1),
@@ -1705,7 +1744,8 @@ TIME_TERMS: tuple[Term, ...] = (
          "full and selective checkpointing (Megatron's module lists without core_attn leave it)", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
          IF(V("checkpointing").eq("full"), 2 * V("active_params"),
-            2 * (V("moe_module_recomputed")
+            IF(V("checkpointing").eq("op"), 2 * V("num_layers") * _op_checkpoint_linears("recomputed"), 0)
+            + 2 * (V("moe_module_recomputed")
                  * (V("routed_active_params")
                     + _m("num_moe_layers") * V("hidden_size")
                     * ((2 + V("gated_mlp")) * _m("shared_expert_intermediate_size") + V("num_experts")))
@@ -1716,8 +1756,8 @@ TIME_TERMS: tuple[Term, ...] = (
                  + V("dense_mlp_recomputed") * _m("num_dense_layers") * (2 + V("gated_mlp")) * V("hidden_size")
                  * _m("intermediate_size")))
          + V("attention_recomputed") * V("attention_flops_per_token"),
-         "full: one more forward; selective: the attention scores only (Korthikanti et al. 2022); Megatron's 'moe' "
-         "module: every MoE layer's forward (router, routed and shared experts); 'mla_up_proj': the query and "
+         "full: one more forward; selective: the attention scores only (Korthikanti et al. 2022); op (per-op): "
+         "the matrix multiplications it does not keep, 2 FLOPs per weight; Megatron's 'moe' module: every MoE layer's forward (router, routed and shared experts); 'mla_up_proj': the query and "
          "key-value up-projections (the queries' projection from the hidden state without a query latent); 'mlp': "
          "the dense layers' MLPs", "time"),
     Term("train_attention_flops_per_token", "Attention-score FLOPs per token, executed in training", "flops",
@@ -2173,6 +2213,16 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           "it needs full training under megatron (given: workload {workload}, framework {framework})",
           AND(V("recompute_module_list").eq(1), V("megatron_layers").eq(0)),
           ckpt=V("checkpointing"), workload=V("workload"), framework=V("framework")),
+    _skip("op_checkpointing", "checkpointing op (torchtitan's per-op selective checkpointing) is modelled for full "
+          "training of dense Llama-, Mistral-, Qwen2-, Qwen3-, Gemma-, Phi-3-like layers under hf, fsdp2 or deepspeed, "
+          "not in FP8, without tensor, context or pipeline parallelism (given: {model} of type {model_type}, "
+          "{workload}, {framework}, {precision}, tp_size {tp}, cp_size {cp}, pp_size {pp})",
+          AND(V("checkpointing").eq("op"),
+              OR(_m("op_checkpoint_layers").eq(0), V("is_full").eq(0),
+                 NOT(is_one_of(V("framework"), "hf", "fsdp2", "deepspeed")),
+                 V("fp8_gemms").eq(1), V("tp_size").gt(1), V("cp_degree").gt(1), V("pp_stages").gt(1))),
+          model=V("model"), model_type=_m("model_type"), workload=V("workload"), framework=V("framework"),
+          precision=V("precision"), tp=V("tp_size"), cp=V("cp_degree"), pp=V("pp_stages")),
     _skip("mla_up_proj", "checkpointing {ckpt} recomputes multi-head latent attention's up-projections "
           "(mla_up_proj), which model {model} does not have",
           AND(V("mla_up_proj_recomputed").eq(1), _m("is_mla").eq(0)),

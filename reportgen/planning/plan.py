@@ -22,7 +22,7 @@ from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, 
 from ..model.terms import SKIP_RULES
 from .goals import GOAL_TERMS, Goal
 from ..model.inputs import INPUT_NAMES, PARALLEL_LAYOUT, ROLLOUT
-from ..model.lookups import CHECKPOINTING, recomputing
+from ..model.lookups import RECOMPUTE_MODULES, recomputing
 from .ranking import CLOSEST_ORDER, PLAN_FITS, PLAN_ORDER, RENT_ORDER, first_rows
 from ..model.vector import CHUNK_ROWS, Text, take, to_list
 from ..model.units import duration_words
@@ -205,7 +205,7 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
             space["etp_size"] = ETP_SIZES
             if s.workload == "full":  # with Megatron's recompute module lists (MLA's up-projections where it has them)
                 mla = estimator.tables["Models"][s.model]["is_mla"]
-                space["checkpointing"] = tuple(c for c in CHECKPOINTING if mla or c not in recomputing("mla_up_proj"))
+                space["checkpointing"] = tuple(c for c in RECOMPUTE_MODULES if mla or c not in recomputing("mla_up_proj"))
         if "optimizer" in space:  # Megatron-Core's own Adam: bf16 moments, never bitsandbytes' 8-bit
             space["optimizer"] = ("adamw", "adamw-bf16")
     if "optimizer" in space and s.optimizer not in space["optimizer"]:

@@ -94,15 +94,16 @@ def scenario_for_case(case: Mapping[str, Any], model_name: str, *, source: str |
             raise InputError(f"expected a mapping with r and targets, got {lora!r}", source=source,
                              key_path=f"{where}.setting.lora")
         checkpointing = get("grad_ckpt")
-        if not isinstance(checkpointing, bool):
-            raise InputError(f"expected true or false, got {checkpointing!r}", source=source,
+        if not (isinstance(checkpointing, bool) or checkpointing == "op"):  # op: torchtitan's per-op checkpointing
+            raise InputError(f"expected true, false or 'op', got {checkpointing!r}", source=source,
                              key_path=f"{where}.setting.grad_ckpt")
         targets = lora.get("targets", "q_proj,v_proj")
         # The oracle trains with the config's dropout probabilities (model.train()).
         values.update(workload="lora" if lora else "full", seq_len=get("seq"), prompt_len=0, gen_len=0,
                       dropout="config", loss=get("loss", default="fp32"), framework=get("engine", default="hf"),
                       lora_dropout="on" if lora and lora.get("dropout", 0) > 0 else "off",
-                      checkpointing="full" if checkpointing else "none", optimizer="adamw",
+                      checkpointing="op" if checkpointing == "op" else "full" if checkpointing else "none",
+                      optimizer="adamw",
                       optimizer_impl=get("optim", default="fused"), grad_accum_steps=get("grad_accum", default=1),
                       lora_rank=lora.get("r", 16),
                       lora_targets="all-linear" if targets in _ALL_LINEAR else targets,

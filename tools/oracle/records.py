@@ -28,7 +28,7 @@ def measure_rank(name, config, split, precision, batch, seq, grad_ckpt, layout, 
                                 grad_ckpt=grad_ckpt, use_memtracker=False, optim="fused", **parallel)
     setting = {"mode": "train", "precision": precision, "attn": "sdpa", "batch": batch, "seq": seq,
                "grad_ckpt": grad_ckpt, "optim": "fused", **parallel}
-    rec = dict(id=f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'gc' if grad_ckpt else 'nogc'}/fused/{layout}",
+    rec = dict(id=f"{name}/train/{precision}/sdpa/b{batch}/s{seq}/{'op' if grad_ckpt == 'op' else 'gc' if grad_ckpt else 'nogc'}/fused/{layout}",
                config_name=name, split=split, config=config, workload="full", setting=setting,
                peak_bytes=result["peak_bytes"], first_step_peak_bytes=result["first_step_peak_bytes"],
                params=result["params"], trainable_params=result["trainable_params"],
