@@ -47,6 +47,16 @@ def test_expert_parallelism_only_for_mixture_of_experts():
     assert dense == {1} and moe == {1, 2, 4, 8}
 
 
+def test_per_op_checkpointing_is_searched_under_fsdp2_where_it_is_modelled():
+    """torchtitan's per-op checkpointing (checkpointing op) is a choice of the FSDP2 search for the dense layers it is
+    modelled for, without TP or PP (its skip rule), and not elsewhere."""
+    fsdp2 = replace(FULL_70B, model="Llama-3.1-8B", gpu=H100, framework="fsdp2")
+    runnable = [c for c in candidates(fsdp2, EST, 8) if c.checkpointing == "op" and EST.skip_check(c) is None]
+    assert runnable and all(c.tp_size == c.pp_size == c.cp_size == 1 for c in runnable)
+    for other in (replace(fsdp2, framework="hf"), replace(fsdp2, model="Qwen3-30B-A3B"), replace(fsdp2, workload="lora")):
+        assert all(c.checkpointing != "op" for c in candidates(other, EST, 8))
+
+
 def test_megatrons_recompute_modules_are_searched_for_its_moe_full_training_only():
     """The plan tries Megatron's --recompute-modules lists (layernorm+moe_act, layernorm+moe; with MLA, those with
     mla_up_proj) where they apply: MoE full training under megatron. Qwen3-30B-A3B on H100: each of none, selective and full fixed also fits 4 GPUs, the

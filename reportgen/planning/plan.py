@@ -190,7 +190,7 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
     """The SEARCH choices for scenario s on n GPUs, less those in `fixed`: tensor parallelism inside
     one node, expert parallelism only for MoE models and over a divisor of n, context parallelism under
     the frameworks that have it for sequences of more than CP_MIN_CHUNK_TOKENS per GPU, virtual pipeline
-    stages under Megatron."""
+    stages under Megatron, torchtitan's per-op checkpointing under FSDP2."""
     space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
     per_node = estimator.gpus[s.gpu].gpus_per_node
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
@@ -199,6 +199,9 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
     if s.workload != "inference" and s.framework in CP_FRAMEWORKS:
         space["cp_size"] = tuple(cp for cp in CP_SIZES if n % cp == 0 and s.seq_len % (2 * cp) == 0
                                  and (cp == 1 or s.seq_len // cp >= CP_MIN_CHUNK_TOKENS))
+    if s.workload == "full" and s.framework == "fsdp2" and estimator.tables["Models"][s.model]["op_checkpoint_layers"]:
+        # torchtitan's per-op checkpointing, where its count is modelled (without TP, CP or PP: the skip rule)
+        space["checkpointing"] += ("op",)
     if s.workload != "inference" and s.framework == "megatron":
         space["vp_size"] = VP_SIZES
         if moe:
