@@ -47,6 +47,10 @@ def test_it_recomputes_the_matmuls_it_does_not_keep():
     assert e["attention_recomputed"] == 0
     selective, full = EST.estimate(replace(BASE, checkpointing="selective")), EST.estimate(replace(BASE, checkpointing="full"))
     assert full["layers_saved_per_token"] < e["layers_saved_per_token"] < selective["layers_saved_per_token"]
+    # eager attention runs its scores as bmm, which the policy neither keeps nor counts: they run again
+    eager = EST.estimate(replace(BASE, attention="eager"))
+    assert eager["attention_recomputed"] == 1
+    assert eager["op_layer_saved_per_token"] == e["op_layer_saved_per_token"] - 2 * 4096 - 4 * 32
     assert selective["recompute_flops_per_token"] < e["recompute_flops_per_token"] < full["recompute_flops_per_token"]
 
 

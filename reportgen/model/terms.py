@@ -1740,8 +1740,10 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("routed_active_params", "Routed-expert parameters a token passes through", "count",
          _m("expert_params") - _m("inactive_expert_params"), "its top-k of the routed experts", "time"),
     Term("attention_recomputed", "The attention scores computed again in backward (1/0)", "flag",
-         _recomputes("full", "core_attn"),
-         "full and selective checkpointing (Megatron's module lists without core_attn leave it)", "time"),
+         IF(OR(_recomputing("full", "core_attn"), AND(V("checkpointing").eq("op"), V("attention").eq("eager"))), 1, 0),
+         "full and selective checkpointing (Megatron's module lists without core_attn leave it); per-op checkpointing "
+         "keeps the attention kernel's output, but eager attention's matrix multiplications (bmm) are not the ones it "
+         "keeps", "time"),
     Term("recompute_flops_per_token", "Recomputed FLOPs per token (checkpointing)", "flops",
          IF(V("checkpointing").eq("full"), 2 * V("active_params"),
             IF(V("checkpointing").eq("op"), 2 * V("num_layers") * _op_checkpoint_linears("recomputed"), 0)
