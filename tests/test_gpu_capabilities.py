@@ -96,13 +96,15 @@ HOPPER = ("H100-80GB-SXM", "H100-80GB-PCIe", "H200-141GB", "H20", "H800-80GB")
 
 def test_fp8_training_efficiency_is_read_on_hopper_and_claims_no_gain_elsewhere():
     """The H100's fp8_train_efficiency is read from torchao's published pair (tests/test_throughput.py checks the
-    read); the other Hopper GPUs share it, and a GPU with FP8 tensor cores but no FP8 training benchmark gets the
+    read); the other Hopper GPUs share it, as does the B200, whose BF16 efficiencies are the H100's too (a guess,
+    stated in its efficiency_source); a GPU with FP8 tensor cores but no FP8 training benchmark otherwise gets the
     efficiency at which its FP8 linear layers run at its BF16 rate, so FP8 training there is no faster than BF16 (its
     casts make it a little slower). Without FP8 tensor cores the efficiency is 0."""
     gpus = load_gpus()
+    assert gpus["B200"].train_efficiency == gpus["H100-80GB-SXM"].train_efficiency
     for name, g in gpus.items():
         assert (g.fp8_dense_tflops > 0) == (g.fp8_train_efficiency > 0), name
-        if name in HOPPER:
+        if name in HOPPER + ("B200",):
             assert g.fp8_train_efficiency == gpus["H100-80GB-SXM"].fp8_train_efficiency
         elif g.fp8_dense_tflops:
             assert g.fp8_train_efficiency * g.fp8_dense_tflops == pytest.approx(
