@@ -9,7 +9,7 @@ Held out (measured after the term was written): layers with biases on q, k, v (Q
 policy neither keeps nor counts), Phi-3's fused projections, GPT-2 (a bias on every linear layer), Llama 3.2 1B's
 tied head, under FSDP2 in bf16 and in its mixed precision; Mistral 7B's layers on one GPU.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_op_checkpointing.py OUT.json
+    /tmp/ovenv/bin/python tools/oracle/measure_op_checkpointing.py OUT.json [baselines]
 """
 import json
 import os
@@ -44,6 +44,28 @@ CASES = [("fit", "bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 0, 1, 4096)),
                               2048))]
 
 
+# Measured the same day, held out, as baselines of two per-op shapes: FSDP2 ranks without checkpointing and with full
+# checkpointing (measure_fsdp2's protocol), and one more per-op rank ((precision, config name, config, world, batch,
+# length, checkpointing)): `measure_op_checkpointing.py OUT.json baselines`
+BASELINES = [(p, "Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 4, 2, 2048, gc) for gc in (True, False)
+             for p in ("fsdp-mixed", "bf16")] + [(p, "Phi-3-small-4L", PHI3_SMALL, 2, 2, 1024, gc) for gc in (True, False)
+                                                 for p in ("bf16",)] + [
+    ("bf16", "Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 4, 2, 2048, "op")]
+
+
+def baselines(out_path):
+    out = []
+    for precision, name, cfg, world, batch, seq, gc in BASELINES:
+        note = ("measure_op_checkpointing: torchtitan's per-op selective checkpointing on transformers' layers; measured "
+                "after the term was written (held out)" if gc == "op" else
+                "measure_fsdp2: one rank of FSDP2 on a fake process group; measured 2026-12-07 as the baselines (no "
+                "checkpointing, full checkpointing) of torchtitan's per-op checkpointing records, after every FSDP2 "
+                "term was written (held out)")
+        out.append(R.measure_rank(name, cfg, "holdout", precision, batch, seq, gc, f"fsdp2-{world}", note,
+                                  fsdp_world=world))
+        json.dump(out, open(out_path, "w"), indent=1)
+
+
 def main(out_path):
     out = []
     for split, precision, (name, cfg, world, batch, seq) in CASES:
@@ -57,4 +79,4 @@ def main(out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    (baselines if sys.argv[2:] == ["baselines"] else main)(sys.argv[1])
