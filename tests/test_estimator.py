@@ -314,6 +314,13 @@ def test_fp8_training_casts_the_layer_weights_and_saves_fp8_gemm_inputs():
     assert fp8["train_compute_seconds"] == pytest.approx(
         bf16["train_compute_seconds"] - bf16_linear_s + fp8_linear_s + cast_s, rel=1e-12)
     assert 0.7 < fp8["step_seconds"] / bf16["step_seconds"] < 0.8  # FP8 gains 1.2–1.4x end to end (torchao, NeMo)
+    # an MoE layer casts a token's hidden input, and its down projection's gradient, once per expert it reaches
+    moe = est.estimate(replace(base, model="Qwen3-30B-A3B", precision="fp8-te"))
+    row = est.tables["Models"]["Qwen3-30B-A3B"]
+    h, k = row["hidden_size"], row["num_experts_per_tok"]
+    assert row["shared_expert_intermediate_size"] == 0 and k == 8
+    assert moe["fp8_cast_elements_per_token"] == 2 * h + 2 * row["q_dim"] + 2 * row["kv_dim"] + 2 * h * k \
+        + 3 * row["mlp_width"]
     assert est.skip_check(replace(base, precision="fp8-te", gpu="A100-80GB")).code == "fp8_gpu"
 
 

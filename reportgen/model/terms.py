@@ -1804,12 +1804,16 @@ TIME_TERMS: tuple[Term, ...] = (
          "not attention, nor the embedding and LM head, which Transformer Engine and torchao leave in 16-bit",
          "time"),
     Term("fp8_cast_elements_per_token", "Elements one layer's FP8 linear layers cast per token", "count",
-         V("fp8_gemms") * (4 * V("hidden_size") + 2 * V("q_dim") + 2 * V("kv_dim")
+         V("fp8_gemms") * (2 * V("hidden_size") + 2 * V("q_dim") + 2 * V("kv_dim")
+                           + 2 * V("hidden_size") * IF(V("num_experts").gt(0),
+                                                       _m("num_experts_per_tok")
+                                                       + IF(_m("shared_expert_intermediate_size").gt(0), 1, 0), 1)
                            + (2 + V("gated_mlp")) * V("mlp_width")),
          "each linear layer casts its input in forward and its output's gradient in backward: the attention's "
          "input (h) and q, k, v gradients (q_dim + 2 kv_dim), the output projection's input (q_dim) and gradient "
-         "(h), the MLP's input (h), its up and gate projections' gradients ((1 + gated) × mlp_width), the down "
-         "projection's input (mlp_width) and gradient (h)", "time"),
+         "(h), the MLP's input (h) and its down projection's gradient (h) once per expert a token reaches (its "
+         "top-k and a shared expert), the up and gate projections' gradients ((1 + gated) × mlp_width), the down "
+         "projection's input (mlp_width)", "time"),
     Term("fp8_cast_seconds", "FP8 casts' memory traffic per micro-batch", "seconds",
          IF(AND(_TRAIN, V("fp8_gemms").eq(1)),
             6 * V("fp8_cast_elements_per_token") * V("num_layers") * V("tokens") / V("tp_size")
