@@ -270,6 +270,9 @@ _ROLLS = OR(V("is_train").eq(1), V("workload").eq(ROLLOUT))
 MiB = Const(_MIB, "MiB")  # bytes per MiB, named in the method text
 GiB = Const(_GIB, "GiB")
 
+# Full and per-op checkpointing both run a whole layer again in backward (per-op reusing what it kept): the rebuilt
+# layer's working set, the held layer inputs at its start, autocast's casts made again
+_REBUILDS_LAYERS = is_one_of(V("checkpointing"), "full", "op")
 _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
 _ARCH_ORACLE = ("derived from the tensors transformers saves, checked against the oracle peaks of "
@@ -1032,7 +1035,7 @@ TERMS: tuple[Term, ...] = (
          "run it, PyTorch FSDP's FULL_SHARD, whose layers' gathered weights are views of its flat parameter",
          "activation"),
     Term("autocast_copies_bytes", "Autocast bf16 weight copies saved for backward", "bytes",
-         IF(AND(is_one_of(V("checkpointing"), "full", "op"), V("autocast_cache_bytes").gt(0)),
+         IF(AND(_REBUILDS_LAYERS, V("autocast_cache_bytes").gt(0)),
             ceil_div(2 * V("vocab_size") * V("hidden_size"), V("tp_size")), V("autocast_cache_bytes")),
          "backward keeps every copy, only the LM head's under full or per-op checkpointing (the layers cast again "
          "when they recompute); " + _MEASURED, "activation"),
@@ -1107,7 +1110,7 @@ TERMS: tuple[Term, ...] = (
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
             ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
                                     * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
-                     * IF(AND(is_one_of(V("checkpointing"), "full", "op"), V("attention").ne("eager")),
+                     * IF(AND(_REBUILDS_LAYERS, V("attention").ne("eager")),
                           IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
                      V("tp_size")), 0),
          "one layer's activations rebuilt, plus its backward's gradients. Full (or per-op) checkpointing with flash "
@@ -1117,7 +1120,7 @@ TERMS: tuple[Term, ...] = (
          "selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the MoE layer's tensors "
          "it rebuilt", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
-         IF(AND(V("is_train").eq(1), is_one_of(V("checkpointing"), "full", "op")),
+         IF(AND(V("is_train").eq(1), _REBUILDS_LAYERS),
             ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight")
                      * V("tp_replicas_outside"), V("tp_size")), 0),
          "full checkpointing: backward rebuilds the last layer first, while every layer's saved input is still "

@@ -44,6 +44,8 @@ CASES = [("fit", "bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 0, 1, 4096)),
                               2048))]
 
 
+OP_NOTE = "measure_op_checkpointing: torchtitan's per-op selective checkpointing on transformers' layers"
+HELD_OUT = "; measured after the term was written (held out)"
 # Measured the same day, held out, as baselines of two per-op shapes: FSDP2 ranks without checkpointing and with full
 # checkpointing (measure_fsdp2's protocol), and one more per-op rank ((precision, config name, config, world, batch,
 # length, checkpointing)): `measure_op_checkpointing.py OUT.json baselines`
@@ -56,8 +58,7 @@ BASELINES = [(p, "Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 4, 2, 2048, gc) for gc
 def baselines(out_path):
     out = []
     for precision, name, cfg, world, batch, seq, gc in BASELINES:
-        note = ("measure_op_checkpointing: torchtitan's per-op selective checkpointing on transformers' layers; measured "
-                "after the term was written (held out)" if gc == "op" else
+        note = (OP_NOTE + HELD_OUT if gc == "op" else
                 "measure_fsdp2: one rank of FSDP2 on a fake process group; measured 2026-12-07 as the baselines (no "
                 "checkpointing, full checkpointing) of torchtitan's per-op checkpointing records, after every FSDP2 "
                 "term was written (held out)")
@@ -69,8 +70,7 @@ def baselines(out_path):
 def main(out_path):
     out = []
     for split, precision, (name, cfg, world, batch, seq) in CASES:
-        note = ("measure_op_checkpointing: torchtitan's per-op selective checkpointing on transformers' layers"
-                + ("" if split == "fit" else "; measured after the term was written (held out)"))
+        note = OP_NOTE + ("" if split == "fit" else HELD_OUT)
         parallel = dict(fsdp_world=world) if world else {}
         rec = R.measure_rank(name, cfg, split, precision, batch, seq, "op", f"fsdp2-{world}" if world else "1gpu",
                              note, **parallel)
