@@ -330,7 +330,7 @@ class Estimate(_Totals):
 
 
 PHASE_NAMES = {1: "backward_start", 2: "backward_end", 3: "optimizer_step", 4: "forward", 5: "forward_end",
-               6: "recompute_start", 7: "pipeline_first_stage", 8: "pipeline_middle_stage"}
+               6: "recompute_start", 7: "pipeline_first_stage", 8: "pipeline_middle_stage", 9: "fsdp_layer_backward"}
 
 
 @dataclass(frozen=True)

@@ -273,6 +273,12 @@ GiB = Const(_GIB, "GiB")
 # Full and per-op checkpointing both run a whole layer again in backward (per-op reusing what it kept): the rebuilt
 # layer's working set, the held layer inputs at its start, autocast's casts made again
 _REBUILDS_LAYERS = is_one_of(V("checkpointing"), "full", "op")
+
+
+def _training_phase(applies: Expr, gradients: Expr, activations: Expr, temporaries: Expr) -> Expr:
+    """A training phase where it applies (else 0): the resident states, those gradients, activations and
+    temporaries, and a rollout engine kept awake beside them."""
+    return IF(applies, V("model_states") + gradients + activations + temporaries + V("awake_engine_bytes"), 0)
 _ZERO_PAPER = "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054), §3 and Fig. 1"
 _KORTHIKANTI = "Korthikanti et al. 2022, Reducing Activation Recomputation (arXiv:2205.05198); layer terms re-derived for HF Llama and checked against measured peaks"
 _ARCH_ORACLE = ("derived from the tensors transformers saves, checked against the oracle peaks of "
@@ -767,6 +773,16 @@ TERMS: tuple[Term, ...] = (
          "unsharded gradient, the embedding's and their sum (not added in place: the head's is still held), beside "
          "the gathered root and the first decoder layer's reduce-scatter input in flight, before the root's "
          "shard of the gradients exists (tools/oracle/measure_fsdp2.py 'root')", "state"),
+    Term("fsdp_layer_backward", "FSDP2's decoder layers in backward beside the earlier layers' activations (1/0)",
+         "flag", IF(AND(V("fsdp2_reduces").eq(1), V("num_layers").ge(2), NOT(_REBUILDS_LAYERS)), 1, 0),
+         "without a rebuilt layer (full or per-op checkpointing) the busiest moment of FSDP2's backward is the second "
+         "decoder layer from the back, not its start: the last layer's activations are freed by then, its "
+         "reduce-scatter input is still held (tools/oracle/measure_fsdp2.py: Llama-2-7B's and Llama 3 8B's layers)",
+         "derived"),
+    Term("fsdp_reduce_input_bytes", "FSDP2's last reduced unit's reduce-scatter input", "bytes",
+         ceil_div(V("decoder_layer_params") * V("fsdp_reduce_bytes"), V("tp_size")),
+         "the whole decoder layer in reduce_dtype, kept by FSDP2 until the next unit's reduce-scatter is issued",
+         "state"),
     Term("framework_backward_start_bytes", "Training framework buffers when backward starts", "bytes",
          V("ds_reduce_bucket_bytes") + V("ds_live_params_bytes"),
          "FSDP2's reduce-scatter buffers come with the first decoder layer's gradients, after the loss's "
@@ -1139,6 +1155,34 @@ TERMS: tuple[Term, ...] = (
          IF(V("is_train").eq(1), ceil_div(3 * V("act_bytes") * V("tokens") * _m("intermediate_size"), V("tp_size")), 0),
          "the gradients of the MLP's gate, up and activated outputs while its first matrix multiplications run "
          "backward: the peak of a stage without the loss (tools/oracle/measure_pp.py)", "activation"),
+    Term("norm_backward_per_token", "An RMSNorm's backward working set per token", "bytes",
+         5 * 4 * V("hidden_size"),
+         "five fp32 hidden-wide tensors: transformers' RMSNorm upcasts to fp32 and its backward runs there (read "
+         "from the oracle's Llama-2-7B layers under FSDP2: the end of a decoder layer's backward)", "activation"),
+    Term("fsdp_mlp_backward_bytes", "A decoder layer's MLP in backward, beyond the activations left", "bytes",
+         ceil_div(V("hidden_size") * _m("intermediate_size") * _p("gather_bytes"), V("tp_size"))
+         - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size")) + V("layer_backward_bytes"),
+         "the down projection's weight gradient (the gathered dtype) and the MLP's working set, its input freed",
+         "activation"),
+    Term("fsdp_layer_end_backward_bytes", "A decoder layer at the end of its backward, beyond the activations left",
+         "bytes",
+         V("fsdp_gathered_layer_bytes")
+         + ceil_div(V("tokens") * (V("norm_backward_per_token")
+                                   + V("tp_replicas_outside") * V("layer_norm_saved_bytes") * V("hidden_size")),
+                    V("tp_size"))
+         - ceil_div(V("tokens") * V("stage_layers_saved_per_token") / V("num_layers"), V("tp_size")),
+         "every weight gradient of the layer made (the gathered dtype), its activations freed but its first norm's "
+         "input, that norm's backward running", "activation"),
+    Term("fsdp_layer_backward_bytes", "FSDP2's second decoder layer from the back in backward: buffers and working "
+         "set", "bytes",
+         IF(V("fsdp_layer_backward").eq(1),
+            V("fsdp_reduce_input_bytes") + V("fsdp_gathered_layer_bytes")
+            + IF(V("accumulated_gradients").eq(0), V("fsdp_layer_shard_bytes"), 0)
+            + ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
+            + MAX(V("fsdp_mlp_backward_bytes"), V("fsdp_layer_end_backward_bytes")), 0),
+         "the last layer's reduce-scatter input, the layer before it prefetched (gathered), the last layer's gradient "
+         "shard (kept already with gradient accumulation), the residual stream's gradient, and the larger of the "
+         "layer's MLP backward and the end of its backward", "state"),
     Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
@@ -1508,14 +1552,25 @@ TERMS: tuple[Term, ...] = (
          "vllm_enable_sleep_mode, veRL with free_cache_engine off) keeps its whole budget, weights and KV pool, "
          "through every training phase; asleep (offload, discard) it frees both", "phase"),
     Term("backward_start_bytes", "Temporaries when backward starts", "bytes",
-         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"), V("framework_backward_bytes"),
-             V("layer_backward_bytes"))
+         MAX(V("loss_backward_bytes") + V("framework_backward_start_bytes"),
+             IF(V("fsdp_layer_backward").eq(1), 0, V("framework_backward_bytes")), V("layer_backward_bytes"))
          + V("pp_kept_logits_bytes"),
-         "the loss's logit gradients, or, where FSDP2 shards the gradients, the first decoder layers' backward if "
-         "larger: the last layer's gradients in the reduce-scatter, the next layer gathered (one rank of FSDP2 on a "
-         "fake process group: tools/oracle/measure_fsdp2.py); or the last decoder layer's backward working set, "
+         "the loss's logit gradients, or, where the training framework shards the gradients, the first decoder "
+         "layers' backward if larger: the last layer's gradients in the reduce-scatter, the next layer gathered (one "
+         "rank of FSDP2 on a fake process group: tools/oracle/measure_fsdp2.py; FSDP2 without a rebuilt layer "
+         "peaks a layer later, phase_fsdp_layer_backward); or the last decoder layer's backward working set, "
          "beside every saved activation, where it exceeds the loss's (a small vocabulary: tools/oracle/"
          "measure_tp.py); a torch pipeline's last stage keeps its logits", "phase"),
+    Term("fsdp_layer_backward_activations", "Activations in FSDP2's second layer's backward", "bytes",
+         IF(V("fsdp_layer_backward").eq(1),
+            ceil_div(V("tokens") * V("stage_layers_saved_per_token") * (V("num_layers") - 1) / V("num_layers"),
+                     V("tp_size")) + V("autocast_copies_bytes"), 0),
+         "every decoder layer's but the last's (freed, as the head's are, by then)", "activation"),
+    Term("phase_fsdp_layer_backward", "Phase: FSDP2's second decoder layer from the back in backward", "bytes",
+         _training_phase(V("fsdp_layer_backward").eq(1), V("accumulated_gradients"),
+                         V("fsdp_layer_backward_activations"), V("fsdp_layer_backward_bytes")),
+         "the layers before it keep their activations; FSDP2's buffers and the layer's working set beside them (one "
+         "rank of FSDP2 on a fake process group: tools/oracle/measure_fsdp2.py)", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes")
          + V("awake_engine_bytes"),
@@ -1543,15 +1598,13 @@ TERMS: tuple[Term, ...] = (
          "the peak when the layers' inputs outweigh the loss's logit gradients and the gradients are small "
          "(LoRA, sharded states)", "phase"),
     Term("phase_forward_end", "Phase: end of forward (the loss)", "bytes",
-         IF(V("is_train").eq(1),
-            V("model_states") + V("accumulated_gradients") + V("training_activations") + V("forward_end_bytes")
-            + V("awake_engine_bytes"), 0),
+         _training_phase(V("is_train").eq(1), V("accumulated_gradients"), V("training_activations"),
+                         V("forward_end_bytes")),
          "activations saved, the loss computing, autocast's whole weight cache; the peak when earlier micro-batches' "
          "gradients are resident and checkpointing keeps the activations small", "phase"),
     Term("phase_pipeline_first_stage", "Phase: the first pipeline stage's backward", "bytes",
-         IF(V("pp_microbatch_bytes").gt(0),
-            V("model_states") + V("pp_first_stage_gradients") + V("pp_first_stage_activations")
-            + V("pp_first_stage_backward_bytes") + V("awake_engine_bytes"), 0),
+         _training_phase(V("pp_microbatch_bytes").gt(0), V("pp_first_stage_gradients"),
+                         V("pp_first_stage_activations"), V("pp_first_stage_backward_bytes")),
          "the stage with the embedding and the most micro-batches in flight, backpropagating one of them: the "
          "others' activations (and, in a torch pipeline, every one's output) beside it; the other phases are the "
          "last stage's, with the loss (one stage of torch's pipeline on a fake process group: "
@@ -1580,12 +1633,13 @@ TERMS: tuple[Term, ...] = (
          IF(V("is_train").eq(1),
             MAX(V("phase_backward_start"), V("phase_backward_end"), V("phase_optimizer_step"), V("generation_phase"),
                 V("phase_forward_end"), V("phase_recompute_start"), V("phase_pipeline_first_stage"),
-                V("phase_pipeline_middle_stage")),
+                V("phase_pipeline_middle_stage"), V("phase_fsdp_layer_backward")),
             IF(V("workload").eq(ROLLOUT), V("generation_phase"), V("phase_forward"))),
          "largest phase, not the sum of every term: what torch.cuda.max_memory_allocated reports (a rollout "
          "engine on GPUs of its own: its budget)", "total"),
     Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
-         "forward, 6 first recomputed layer, 7 the first pipeline stage's backward, 8 a middle stage's)", "count",
+         "forward, 6 first recomputed layer, 7 the first pipeline stage's backward, 8 a middle stage's, 9 FSDP2's "
+         "second layer from the back in backward)", "count",
          IF(V("is_train").eq(0), 4,
             IF(V("phase_backward_start").eq(V("allocated_peak")), 1,
                IF(V("phase_recompute_start").eq(V("allocated_peak")), 6,
@@ -1593,7 +1647,8 @@ TERMS: tuple[Term, ...] = (
                      IF(V("phase_optimizer_step").eq(V("allocated_peak")), 3,
                         IF(V("phase_forward_end").eq(V("allocated_peak")), 5,
                            IF(V("generation_phase").eq(V("allocated_peak")), 4,
-                              IF(V("phase_pipeline_first_stage").eq(V("allocated_peak")), 7, 8)))))))),
+                              IF(V("phase_pipeline_first_stage").eq(V("allocated_peak")), 7,
+                                 IF(V("phase_fsdp_layer_backward").eq(V("allocated_peak")), 9, 8))))))))),
          "the first phase, in this order, that reaches the peak", "phase"),
     # The busiest GPU's states: a middle pipeline stage's (its layers alone) where it peaks, else the busiest stage's.
     Term("resident_weights", "Weights at the peak", "bytes",
@@ -1605,7 +1660,8 @@ TERMS: tuple[Term, ...] = (
     Term("resident_gradients", "Gradients at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_all_gradients"),
             V("persistent_gradients") + V("ddp_bucket_bytes")
-            + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
+            + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6), V("peak_phase").eq(9)),
+                 V("accumulated_gradients"),
                  IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
                     IF(V("peak_phase").eq(3), V("transient_gradients"),
                        IF(V("peak_phase").eq(7), V("pp_first_stage_gradients"), 0))))),
@@ -1615,8 +1671,10 @@ TERMS: tuple[Term, ...] = (
             IF(V("peak_phase").eq(6), V("recompute_start_activations"),
                IF(V("peak_phase").eq(7), V("pp_first_stage_activations"),
                   IF(V("peak_phase").eq(8), V("pp_middle_stage_activations"),
-                     IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
-                        IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")), 0))))),
+                     IF(V("peak_phase").eq(9), V("fsdp_layer_backward_activations"),
+                        IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
+                           IF(V("engine_mode").eq(1), V("engine_activation_bytes"), V("forward_transient_bytes")),
+                           0)))))),
          "", "phase"),
     Term("resident_kv_cache", "KV cache at the peak", "bytes",
          IF(AND(V("peak_phase").eq(4), V("rollout_engine").eq(0)),
@@ -1633,7 +1691,8 @@ TERMS: tuple[Term, ...] = (
                                    IF(V("peak_phase").eq(6), V("recompute_bytes") + V("framework_backward_bytes"),
                                       IF(V("peak_phase").eq(3), V("optimizer_step_bytes") + V("framework_step_bytes"),
                                          IF(V("peak_phase").eq(5), V("forward_end_bytes"),
-                                            IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"), 0))))))),
+                                            IF(V("peak_phase").eq(7), V("pp_first_stage_backward_bytes"),
+                                               IF(V("peak_phase").eq(9), V("fsdp_layer_backward_bytes"), 0)))))))),
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
          "framework and pipeline buffers; at the end of forward the loss's logits and autocast's weight cache; a "
          "pipeline stage's micro-batch in backward", "phase"),

@@ -4,7 +4,7 @@ one rank of a data-parallel world of 2 to 8, in this process, with fake tensors 
 fsdp_world). Pure bf16 (parameters, gradients and AdamW states), and FSDP2's mixed precision (fp32 parameters,
 bf16 compute: 'fsdp-mixed'); fused AdamW, two steps.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout|root|tied|prefetch]
+    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout|root|tied|prefetch|layer_backward]
 """
 import json
 import os
@@ -69,13 +69,28 @@ PREFETCH = [("bf16", ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 1, 2048, True))
             ("bf16", ("Llama-2-7B-6L-v512", LLAMA_7B_6L_V512, 2, 1, 1024, True)),
             ("bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 4, 1, 2048, True))]
 
+# Without checkpointing FSDP2's backward peaks at the second decoder layer from the back (phase_fsdp_layer_backward,
+# read from the traces of Llama-2-7B's layers at 2 ranks and Llama 3 8B's at 4, whose records are fit): shapes measured
+# once that phase was written, held out. Wide layers with a small vocabulary, where the phase binds, and one with
+# Phi-3's fused projections (at 4 ranks, 4 x 1,024 tokens). measure_fsdp2 'layer_backward'
+MISTRAL_7B_4L_V512 = dict(C.MISTRAL_7B_V01, num_hidden_layers=4, vocab_size=512)
+LAYER_BACKWARD = [("bf16", ("Mistral-7B-4L-v512", MISTRAL_7B_4L_V512, 4, 1, 4096, False)),
+                  ("fsdp-mixed", ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 2, 2048, False)),
+                  ("bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 8, 1, 2048, False)),
+                  ("bf16", ("Phi-3-small-4L", C.PHI3_SMALL_4L, 4, 4, 1024, False)),
+                  ("fsdp-mixed", ("Llama-2-7B-6L-v512", LLAMA_7B_6L_V512, 4, 2, 1024, False)),
+                  ("bf16", ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 2, 1, 4096, False)),
+                  ("fsdp-mixed", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 2, 1, 4096, False)),
+                  ("bf16", ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 8, 1, 1024, False))]
+
 
 def main(out_path, split):
     sets = {"fit": [("bf16", c) for c in FIT] + [("fsdp-mixed", c) for c in MIXED_FIT],
             "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT], "root": ROOT,
-            "tied": TIED, "prefetch": PREFETCH}
+            "tied": TIED, "prefetch": PREFETCH, "layer_backward": LAYER_BACKWARD}
     after = {"root": "the root unit's reduce", "tied": "the tied embedding's end of backward",
-             "prefetch": "the late backward's prefetched layer"}
+             "prefetch": "the late backward's prefetched layer",
+             "layer_backward": "the second layer's backward (phase_fsdp_layer_backward)"}
     note = "measure_fsdp2: one rank of FSDP2 on a fake process group"
     if split in after:  # held out, and says so
         note += f"; measured after {after[split]} was written (held out)"

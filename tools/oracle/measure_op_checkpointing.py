@@ -23,10 +23,6 @@ import records as R  # noqa: E402
 
 LLAMA3_8B_4L_V512 = dict(C.LLAMA_3_8B, num_hidden_layers=4, vocab_size=512)
 QWEN_7B_4L_V512 = dict(C.QWEN2_5_7B, num_hidden_layers=4, vocab_size=512)
-PHI3_SMALL = dict(model_type="phi3", architectures=["Phi3ForCausalLM"], vocab_size=512, hidden_size=1024,
-                  intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=16,
-                  max_position_embeddings=4096, rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False,
-                  pad_token_id=0)
 # GPT-2 without its dropouts: the oracle runs attention with dropout through SDPA's math kernel (its CUDA emulation's
 # FlashAttention takes no dropout), which per-op checkpointing does not keep, where a GPU's FlashAttention-2 would
 GPT2_NO_DROPOUT = dict(C.GPT2_124M, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0)
@@ -38,7 +34,7 @@ CASES = [("fit", "bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 0, 1, 4096)),
          ("holdout", "fsdp-mixed", ("Llama-3.2-1B", C.LLAMA_3_2_1B, 2, 2, 1024)),
          ("holdout", "bf16", ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 1, 2048)),
          ("holdout", "bf16", ("Qwen2.5-0.5B", C.QWEN2_5_0_5B, 4, 2, 1024)),
-         ("holdout", "bf16", ("Phi-3-small-4L", PHI3_SMALL, 2, 2, 1024)),
+         ("holdout", "bf16", ("Phi-3-small-4L", C.PHI3_SMALL_4L, 2, 2, 1024)),
          ("holdout", "bf16", ("GPT-2-no-dropout", GPT2_NO_DROPOUT, 0, 4, 1024)),
          ("holdout", "bf16", ("Mistral-7B-v0.1", dict(C.MISTRAL_7B_V01, num_hidden_layers=4, vocab_size=512), 0, 1,
                               2048))]
@@ -50,7 +46,8 @@ HELD_OUT = "; measured after the term was written (held out)"
 # checkpointing (measure_fsdp2's protocol), and one more per-op rank ((precision, config name, config, world, batch,
 # length, checkpointing)): `measure_op_checkpointing.py OUT.json baselines`
 BASELINES = [(p, "Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 4, 2, 2048, gc) for gc in (True, False)
-             for p in ("fsdp-mixed", "bf16")] + [(p, "Phi-3-small-4L", PHI3_SMALL, 2, 2, 1024, gc) for gc in (True, False)
+             for p in ("fsdp-mixed", "bf16")] + [(p, "Phi-3-small-4L", C.PHI3_SMALL_4L, 2, 2, 1024, gc)
+                                                 for gc in (True, False)
                                                  for p in ("bf16",)] + [
     ("bf16", "Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 4, 2, 2048, "op")]
 
