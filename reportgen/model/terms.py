@@ -773,12 +773,13 @@ TERMS: tuple[Term, ...] = (
          "unsharded gradient, the embedding's and their sum (not added in place: the head's is still held), beside "
          "the gathered root and the first decoder layer's reduce-scatter input in flight, before the root's "
          "shard of the gradients exists (tools/oracle/measure_fsdp2.py 'root')", "state"),
-    Term("fsdp_layer_backward", "FSDP2's decoder layers in backward beside the earlier layers' activations (1/0)",
-         "flag", IF(AND(V("fsdp2_reduces").eq(1), V("num_layers").ge(2), NOT(_REBUILDS_LAYERS)), 1, 0),
-         "without a rebuilt layer (full or per-op checkpointing) the busiest moment of FSDP2's backward is the second "
-         "decoder layer from the back, not its start: the last layer's activations are freed by then, its "
-         "reduce-scatter input is still held (tools/oracle/measure_fsdp2.py: Llama-2-7B's and Llama 3 8B's layers)",
-         "derived"),
+    Term("fsdp_layer_backward", "FSDP2's busiest decoder layer in backward is a phase of its own (1/0)",
+         "flag", IF(AND(V("fsdp2_reduces").eq(1), V("num_layers").ge(2), V("checkpointing").ne("op")), 1, 0),
+         "FSDP2 holds the last reduced layer's reduce-scatter input and prefetches the next layer while a layer runs "
+         "backward: without checkpointing the busiest is the second decoder layer from the back (the last layer's "
+         "activations freed), under full checkpointing the second from the front (the layers behind it reduced, "
+         "their shards made, the layer rebuilt whole) (tools/oracle/measure_fsdp2.py: Llama-2-7B's and Llama 3 8B's "
+         "layers; per-op checkpointing not measured there)", "derived"),
     Term("fsdp_reduce_input_bytes", "FSDP2's last reduced unit's reduce-scatter input", "bytes",
          ceil_div(V("decoder_layer_params") * V("fsdp_reduce_bytes"), V("tp_size")),
          "the whole decoder layer in reduce_dtype, kept by FSDP2 until the next unit's reduce-scatter is issued",
@@ -1170,19 +1171,25 @@ TERMS: tuple[Term, ...] = (
          + ceil_div(V("tokens") * (V("norm_backward_per_token")
                                    + V("tp_replicas_outside") * V("layer_norm_saved_bytes") * V("hidden_size")),
                     V("tp_size"))
-         - ceil_div(V("tokens") * V("stage_layers_saved_per_token") / V("num_layers"), V("tp_size")),
+         - ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
          "every weight gradient of the layer made (the gathered dtype), its activations freed but its first norm's "
          "input, that norm's backward running", "activation"),
-    Term("fsdp_layer_backward_bytes", "FSDP2's second decoder layer from the back in backward: buffers and working "
-         "set", "bytes",
+    Term("fsdp_layer_backward_bytes", "FSDP2's busiest decoder layer in backward: buffers and working set", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
             V("fsdp_reduce_input_bytes") + V("fsdp_gathered_layer_bytes")
-            + IF(V("accumulated_gradients").eq(0), V("fsdp_layer_shard_bytes"), 0)
             + ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
             + MAX(V("fsdp_mlp_backward_bytes"), V("fsdp_layer_end_backward_bytes")), 0),
-         "the last layer's reduce-scatter input, the layer before it prefetched (gathered), the last layer's gradient "
-         "shard (kept already with gradient accumulation), the residual stream's gradient, and the larger of the "
-         "layer's MLP backward and the end of its backward", "state"),
+         "the layer behind it's reduce-scatter input, the layer before it prefetched (gathered), the residual stream's "
+         "gradient, and the larger of the layer's MLP backward and the end of its backward", "state"),
+    Term("fsdp_layer_backward_gradients", "Gradients in FSDP2's busiest decoder layer's backward", "bytes",
+         IF(V("fsdp_layer_backward").eq(1),
+            IF(V("accumulated_gradients").gt(0), V("accumulated_gradients"),
+               IF(V("checkpointing").eq("full"),
+                  V("transient_gradients") - V("fsdp_root_shard_bytes") - 2 * V("fsdp_layer_shard_bytes"),
+                  V("fsdp_layer_shard_bytes"))), 0),
+         "the shards of the layers behind it: the last layer's, or, under full checkpointing, all but the root's, the "
+         "first layer's and its own (with gradient accumulation every shard, kept from the earlier micro-batches)",
+         "state"),
     Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
@@ -1561,16 +1568,21 @@ TERMS: tuple[Term, ...] = (
          "peaks a layer later, phase_fsdp_layer_backward); or the last decoder layer's backward working set, "
          "beside every saved activation, where it exceeds the loss's (a small vocabulary: tools/oracle/"
          "measure_tp.py); a torch pipeline's last stage keeps its logits", "phase"),
-    Term("fsdp_layer_backward_activations", "Activations in FSDP2's second layer's backward", "bytes",
+    Term("fsdp_layer_backward_activations", "Activations in FSDP2's busiest decoder layer's backward", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
-            ceil_div(V("tokens") * V("stage_layers_saved_per_token") * (V("num_layers") - 1) / V("num_layers"),
-                     V("tp_size")) + V("autocast_copies_bytes"), 0),
-         "every decoder layer's but the last's (freed, as the head's are, by then)", "activation"),
-    Term("phase_fsdp_layer_backward", "Phase: FSDP2's second decoder layer from the back in backward", "bytes",
-         _training_phase(V("fsdp_layer_backward").eq(1), V("accumulated_gradients"),
+            IF(V("checkpointing").eq("full"),
+               ceil_div(V("tokens") * (2 * V("tp_replicas_outside") * V("layer_input_saved_per_token")
+                                       + V("group_layer_saved_per_token")), V("tp_size")),
+               ceil_div(V("tokens") * V("stage_layers_saved_per_token") * (V("num_layers") - 1) / V("num_layers"),
+                        V("tp_size"))) + V("autocast_copies_bytes"), 0),
+         "every decoder layer's but the last's (freed, as the head's are, by then); under full checkpointing the "
+         "first layer's and its own saved input and its own activations, rebuilt", "activation"),
+    Term("phase_fsdp_layer_backward", "Phase: FSDP2's busiest decoder layer in backward", "bytes",
+         _training_phase(V("fsdp_layer_backward").eq(1), V("fsdp_layer_backward_gradients"),
                          V("fsdp_layer_backward_activations"), V("fsdp_layer_backward_bytes")),
-         "the layers before it keep their activations; FSDP2's buffers and the layer's working set beside them (one "
-         "rank of FSDP2 on a fake process group: tools/oracle/measure_fsdp2.py)", "phase"),
+         "the shards of the layers behind it, the activations of those before it (their inputs under full "
+         "checkpointing, and its own rebuilt), FSDP2's buffers and the layer's working set (one rank of FSDP2 on a "
+         "fake process group: tools/oracle/measure_fsdp2.py)", "phase"),
     Term("phase_backward_start", "Phase: start of backward", "bytes",
          V("model_states") + V("accumulated_gradients") + V("training_activations") + V("backward_start_bytes")
          + V("awake_engine_bytes"),
@@ -1578,11 +1590,13 @@ TERMS: tuple[Term, ...] = (
          "earlier micro-batches; the training framework's backward buffers (and an awake rollout engine beside "
          "them, as in every training phase)", "phase"),
     Term("backward_end_bytes", "Temporaries at the end of backward", "bytes",
-         MAX(MAX(V("embedding_backward_bytes"), V("recompute_bytes")) + V("framework_backward_bytes")
+         MAX(MAX(V("embedding_backward_bytes"), IF(V("fsdp_layer_backward").eq(1), 0, V("recompute_bytes")))
+             + V("framework_backward_bytes")
              + V("zero3_buffer") - V("fsdp_backward_unmade_bytes"),
              V("fsdp_root_reduce_bytes"), V("fsdp_tied_embedding_bytes")),
          "the last layers' backward (the embedding's gradient buffer or a recomputed layer, the training "
-         "framework's backward buffers, the gathered units); or FSDP2's tied embedding's gradients; or, later, "
+         "framework's backward buffers, the gathered units; FSDP2's rebuilt layer is phase_fsdp_layer_backward's but "
+         "under per-op checkpointing); or FSDP2's tied embedding's gradients; or, later, "
          "FSDP2's root unit reduced with every unit resharded (torchtitan's whole-vocabulary embedding gradient freed "
          "by then, its slice kept)", "phase"),
     Term("phase_backward_end", "Phase: end of backward", "bytes",
@@ -1639,7 +1653,7 @@ TERMS: tuple[Term, ...] = (
          "engine on GPUs of its own: its budget)", "total"),
     Term("peak_phase", "Peak phase (1 backward start, 2 backward end, 3 optimizer step, 4 forward, 5 end of "
          "forward, 6 first recomputed layer, 7 the first pipeline stage's backward, 8 a middle stage's, 9 FSDP2's "
-         "second layer from the back in backward)", "count",
+         "busiest decoder layer in backward)", "count",
          IF(V("is_train").eq(0), 4,
             IF(V("phase_backward_start").eq(V("allocated_peak")), 1,
                IF(V("phase_recompute_start").eq(V("allocated_peak")), 6,
@@ -1660,11 +1674,11 @@ TERMS: tuple[Term, ...] = (
     Term("resident_gradients", "Gradients at the peak", "bytes",
          IF(V("peak_phase").eq(8), V("pp_middle_stage_all_gradients"),
             V("persistent_gradients") + V("ddp_bucket_bytes")
-            + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6), V("peak_phase").eq(9)),
-                 V("accumulated_gradients"),
+            + IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5), V("peak_phase").eq(6)), V("accumulated_gradients"),
                  IF(V("peak_phase").eq(2), MAX(V("transient_gradients"), V("accumulated_gradients")),
                     IF(V("peak_phase").eq(3), V("transient_gradients"),
-                       IF(V("peak_phase").eq(7), V("pp_first_stage_gradients"), 0))))),
+                       IF(V("peak_phase").eq(7), V("pp_first_stage_gradients"),
+                          IF(V("peak_phase").eq(9), V("fsdp_layer_backward_gradients"), 0)))))),
          "", "phase"),
     Term("resident_activations", "Activations at the peak", "bytes",
          IF(OR(V("peak_phase").eq(1), V("peak_phase").eq(5)), V("training_activations"),
