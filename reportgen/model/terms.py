@@ -275,6 +275,17 @@ GiB = Const(_GIB, "GiB")
 _REBUILDS_LAYERS = is_one_of(V("checkpointing"), "full", "op")
 
 
+def _fsdp_layer_load(before: Expr | int, behind: Expr | int) -> Expr:
+    """What one of FSDP2's decoder layers holds in backward beyond what every layer does: the saved tensors of the
+    layers before it and, once a layer behind it was reduced, their gradient shards and the last one's reduce-scatter
+    input."""
+    def times(count, term):  # written without "1 ×"
+        return V(term) if isinstance(count, int) and count == 1 else count * V(term)
+    kept = times(before, "fsdp_layer_kept_bytes")
+    return kept if isinstance(behind, int) and behind == 0 else \
+        kept + times(behind, "fsdp_new_shard_bytes") + V("fsdp_reduce_input_bytes")
+
+
 def _training_phase(applies: Expr, gradients: Expr, activations: Expr, temporaries: Expr) -> Expr:
     """A training phase where it applies (else 0): the resident states, those gradients, activations and
     temporaries, and a rollout engine kept awake beside them."""
@@ -774,12 +785,11 @@ TERMS: tuple[Term, ...] = (
          "the gathered root and the first decoder layer's reduce-scatter input in flight, before the root's "
          "shard of the gradients exists (tools/oracle/measure_fsdp2.py 'root')", "state"),
     Term("fsdp_layer_backward", "FSDP2's busiest decoder layer in backward is a phase of its own (1/0)",
-         "flag", IF(AND(V("fsdp2_reduces").eq(1), V("num_layers").ge(2), V("checkpointing").ne("op")), 1, 0),
+         "flag", IF(AND(V("fsdp2_reduces").eq(1), V("num_layers").ge(2)), 1, 0),
          "FSDP2 holds the last reduced layer's reduce-scatter input and prefetches the next layer while a layer runs "
-         "backward: without checkpointing the busiest is the second decoder layer from the back (the last layer's "
-         "activations freed), under full checkpointing the second from the front (the layers behind it reduced, "
-         "their shards made, the layer rebuilt whole) (tools/oracle/measure_fsdp2.py: Llama-2-7B's and Llama 3 8B's "
-         "layers; per-op checkpointing not measured there)", "derived"),
+         "backward, under checkpointing rebuilt whole: the busiest layer (fsdp_busiest_layer) replaces the first "
+         "recomputed layer's phase (tools/oracle/measure_fsdp2.py, measure_op_checkpointing.py: Llama-2-7B's, "
+         "Llama 3 8B's and Phi-3's layers)", "derived"),
     Term("fsdp_reduce_input_bytes", "FSDP2's last reduced unit's reduce-scatter input", "bytes",
          ceil_div(V("decoder_layer_params") * V("fsdp_reduce_bytes"), V("tp_size")),
          "the whole decoder layer in reduce_dtype, kept by FSDP2 until the next unit's reduce-scatter is issued",
@@ -1174,22 +1184,33 @@ TERMS: tuple[Term, ...] = (
          - ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
          "every weight gradient of the layer made (the gathered dtype), its activations freed but its first norm's "
          "input, that norm's backward running", "activation"),
+    Term("fsdp_layer_kept_bytes", "A decoder layer's saved tensors in backward, while it waits", "bytes",
+         ceil_div(V("tokens") * V("stage_layers_saved_per_token") / V("num_layers"), V("tp_size")),
+         "everything it saved, its input alone under full checkpointing, what per-op checkpointing keeps", "activation"),
+    Term("fsdp_new_shard_bytes", "A gradient shard FSDP2's backward adds per layer", "bytes",
+         IF(V("accumulated_gradients").gt(0), 0, V("fsdp_layer_shard_bytes")),
+         "none with gradient accumulation: every shard is kept from the earlier micro-batches", "state"),
+    Term("fsdp_busiest_layer", "FSDP2's busiest decoder layer in backward, counted from the back", "count",
+         IF(AND(V("num_layers").ge(3), _fsdp_layer_load(1, V("num_layers") - 2).gt(
+                MAX(_fsdp_layer_load(V("num_layers") - 1, 0), _fsdp_layer_load(V("num_layers") - 2, 1)))),
+            V("num_layers") - 1,
+            IF(_fsdp_layer_load(V("num_layers") - 2, 1).gt(_fsdp_layer_load(V("num_layers") - 1, 0)), 2, 1)),
+         "the k-th layer from the back holds the saved tensors of the L - k layers before it and the shards of the k - 1 "
+         "behind it, and from the second on the reduce-scatter input of the one behind it: linear in k, so the last "
+         "(k = 1), the second from the back or the second from the front (tools/oracle/measure_fsdp2.py: the second "
+         "from the back without checkpointing and under per-op checkpointing, from the front under full)", "derived"),
+    Term("fsdp_layer_backward_gradients", "Gradients in FSDP2's busiest decoder layer's backward", "bytes",
+         IF(V("fsdp_layer_backward").eq(1),
+            V("accumulated_gradients") + (V("fsdp_busiest_layer") - 1) * V("fsdp_new_shard_bytes"), 0),
+         "the shards of the layers behind it (with gradient accumulation every shard, kept from the earlier "
+         "micro-batches)", "state"),
     Term("fsdp_layer_backward_bytes", "FSDP2's busiest decoder layer in backward: buffers and working set", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
-            V("fsdp_reduce_input_bytes") + V("fsdp_gathered_layer_bytes")
+            IF(V("fsdp_busiest_layer").ge(2), V("fsdp_reduce_input_bytes"), 0) + V("fsdp_gathered_layer_bytes")
             + ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
             + MAX(V("fsdp_mlp_backward_bytes"), V("fsdp_layer_end_backward_bytes")), 0),
          "the layer behind it's reduce-scatter input, the layer before it prefetched (gathered), the residual stream's "
          "gradient, and the larger of the layer's MLP backward and the end of its backward", "state"),
-    Term("fsdp_layer_backward_gradients", "Gradients in FSDP2's busiest decoder layer's backward", "bytes",
-         IF(V("fsdp_layer_backward").eq(1),
-            IF(V("accumulated_gradients").gt(0), V("accumulated_gradients"),
-               IF(V("checkpointing").eq("full"),
-                  V("transient_gradients") - V("fsdp_root_shard_bytes") - 2 * V("fsdp_layer_shard_bytes"),
-                  V("fsdp_layer_shard_bytes"))), 0),
-         "the shards of the layers behind it: the last layer's, or, under full checkpointing, all but the root's, the "
-         "first layer's and its own (with gradient accumulation every shard, kept from the earlier micro-batches)",
-         "state"),
     Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
@@ -1570,13 +1591,13 @@ TERMS: tuple[Term, ...] = (
          "measure_tp.py); a torch pipeline's last stage keeps its logits", "phase"),
     Term("fsdp_layer_backward_activations", "Activations in FSDP2's busiest decoder layer's backward", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
-            IF(V("checkpointing").eq("full"),
-               ceil_div(V("tokens") * (2 * V("tp_replicas_outside") * V("layer_input_saved_per_token")
-                                       + V("group_layer_saved_per_token")), V("tp_size")),
-               ceil_div(V("tokens") * V("stage_layers_saved_per_token") * (V("num_layers") - 1) / V("num_layers"),
-                        V("tp_size"))) + V("autocast_copies_bytes"), 0),
-         "every decoder layer's but the last's (freed, as the head's are, by then); under full checkpointing the "
-         "first layer's and its own saved input and its own activations, rebuilt", "activation"),
+            (V("num_layers") - V("fsdp_busiest_layer")) * V("fsdp_layer_kept_bytes")
+            + ceil_div(V("tokens") * (IF(_REBUILDS_LAYERS, V("tp_replicas_outside") * V("layer_input_saved_per_token"),
+                                         0) + V("group_layer_saved_per_token")), V("tp_size"))
+            + V("autocast_copies_bytes"), 0),
+         "the saved tensors of the layers before it, and its own, rebuilt whole under full or per-op checkpointing "
+         "beside the input the checkpoint kept (the layers behind it and the head have freed theirs)",
+         "activation"),
     Term("phase_fsdp_layer_backward", "Phase: FSDP2's busiest decoder layer in backward", "bytes",
          _training_phase(V("fsdp_layer_backward").eq(1), V("fsdp_layer_backward_gradients"),
                          V("fsdp_layer_backward_activations"), V("fsdp_layer_backward_bytes")),
@@ -1605,12 +1626,12 @@ TERMS: tuple[Term, ...] = (
          "all gradients (unsharded while LitGPT's FSDP accumulates), activations freed, the end of backward's "
          "temporaries (the gathered buffers among them)", "phase"),
     Term("phase_recompute_start", "Phase: first recomputed layer", "bytes",
-         IF(V("recompute_start_activations").gt(0),
+         IF(AND(V("recompute_start_activations").gt(0), V("fsdp_layer_backward").eq(0)),
             V("model_states") + V("accumulated_gradients") + V("recompute_start_activations")
             + V("recompute_bytes") + V("framework_backward_bytes") + V("awake_engine_bytes"), 0),
          "full checkpointing: the last layer rebuilt and its backward running beside every layer's saved input; "
          "the peak when the layers' inputs outweigh the loss's logit gradients and the gradients are small "
-         "(LoRA, sharded states)", "phase"),
+         "(LoRA, sharded states); FSDP2's layers are phase_fsdp_layer_backward's", "phase"),
     Term("phase_forward_end", "Phase: end of forward (the loss)", "bytes",
          _training_phase(V("is_train").eq(1), V("accumulated_gradients"), V("training_activations"),
                          V("forward_end_bytes")),

@@ -4,7 +4,7 @@ one rank of a data-parallel world of 2 to 8, in this process, with fake tensors 
 fsdp_world). Pure bf16 (parameters, gradients and AdamW states), and FSDP2's mixed precision (fp32 parameters,
 bf16 compute: 'fsdp-mixed'); fused AdamW, two steps.
 
-    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout|root|tied|prefetch|layer_backward|rebuilt_layer]
+    /tmp/ovenv/bin/python tools/oracle/measure_fsdp2.py OUT.json [fit|holdout|root|tied|prefetch|layer_backward|rebuilt_layer|positions]
 """
 import json
 import os
@@ -95,15 +95,27 @@ REBUILT_LAYER = [("bf16", ("Mistral-7B-4L-v512", MISTRAL_7B_4L_V512, 4, 1, 2048,
                  ("fsdp-mixed", ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 2, 1, 2048, True)),
                  ("bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 8, 4, 1024, True))]
 
+# The busiest layer may also be the last (long sequences) or, without checkpointing, the second from the front (few
+# tokens, wide layers: fsdp_busiest_layer): shapes measured once the phase chose among the three, held out.
+# `measure_fsdp2.py OUT.json positions`
+POSITIONS = [("bf16", ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 4, 1, 512, False)),
+             ("fsdp-mixed", ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 8, 1, 256, False)),
+             ("bf16", ("Llama-2-7B-6L-v512", LLAMA_7B_6L_V512, 8, 1, 512, False)),
+             ("bf16", ("Llama-3-8B-4L-v512", LLAMA3_8B_4L_V512, 8, 1, 8192, False)),
+             ("fsdp-mixed", ("Qwen2.5-7B-4L-v512", QWEN_7B_4L_V512, 4, 2, 4096, False)),
+             ("bf16", ("Llama-2-7B-4L-v512", LLAMA_7B_4L_V512, 8, 1, 8192, True))]
+
 
 def main(out_path, split):
     sets = {"fit": [("bf16", c) for c in FIT] + [("fsdp-mixed", c) for c in MIXED_FIT],
             "holdout": [("bf16", c) for c in HOLDOUT] + [("fsdp-mixed", c) for c in MIXED_HOLDOUT], "root": ROOT,
-            "tied": TIED, "prefetch": PREFETCH, "layer_backward": LAYER_BACKWARD, "rebuilt_layer": REBUILT_LAYER}
+            "tied": TIED, "prefetch": PREFETCH, "layer_backward": LAYER_BACKWARD, "rebuilt_layer": REBUILT_LAYER,
+            "positions": POSITIONS}
     after = {"root": "the root unit's reduce", "tied": "the tied embedding's end of backward",
              "prefetch": "the late backward's prefetched layer",
              "layer_backward": "the second layer's backward (phase_fsdp_layer_backward)",
-             "rebuilt_layer": "the rebuilt layer's backward (phase_fsdp_layer_backward under full checkpointing)"}
+             "rebuilt_layer": "the rebuilt layer's backward (phase_fsdp_layer_backward under full checkpointing)",
+             "positions": "the busiest layer's position (fsdp_busiest_layer)"}
     note = "measure_fsdp2: one rank of FSDP2 on a fake process group"
     if split in after:  # held out, and says so
         note += f"; measured after {after[split]} was written (held out)"
