@@ -63,8 +63,12 @@ KNOWN_MISSES: dict[str, str] = {
     # FSDP2's backward without checkpointing peaks at the second decoder layer from the back (phase_fsdp_layer_backward):
     # eight shapes measured once it was written, held out, seven within 0.83 %
     "Mistral-7B-4L-v512/train/bf16/sdpa/b1/s4096/nogc/fused/fsdp2-4":
-        "-4.10 %: Mistral's sliding window (4,096) at 4,096 tokens makes transformers give SDPA an explicit mask, and "
-        "the layers save more than the estimate counts, about 80 MiB a layer (one GPU, the same layers: -2.69 % with "
+        "-4.10 %: at 4,096 tokens Mistral's sliding window (4,096) makes transformers give SDPA an explicit mask "
+        "(masking_utils skips it only while the keys are fewer than the window), so SDPA takes the memory-efficient "
+        "kernel, which saves each layer's bias converted from the bool mask (4,096 x 4,096 bf16: 32 MiB) and K and V "
+        "repeated to all 32 heads (transformers' repeat_kv: no GQA in SDPA with a mask; 48 MiB more than 8 heads): "
+        "80 MiB a layer, the gap exactly. The estimate's 'flash' is FlashAttention's memory (FlashAttention-2 "
+        "slides natively); HF's default SDPA past a window is not modelled (one GPU, the same layers: -2.69 % with "
         "the window, +0.96 % without; probes, not records)",
 }
 
