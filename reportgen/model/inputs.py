@@ -138,9 +138,12 @@ INPUTS: tuple[Input, ...] = (
           "layer keeps its input, the attention kernel's output and every other matrix multiplication's)", "none",
           choices=tb.CHECKPOINTING,
           headline=True, option="--checkpointing", applies=_TRAINING),
-    Input("attention", "Attention kernel", "flash (FlashAttention: no S×S matrix), fused (the same memory; a Hopper-"
-          "native kernel, cuDNN's through Transformer Engine as Megatron-Core runs it, or FlashAttention-3: timed at "
-          "the GPU type's fused_attention_efficiency) or eager", "flash", choices=tb.ATTENTION,
+    Input("attention", "Attention kernel", "flash (FlashAttention: no S×S matrix), sdpa (transformers' default, "
+          "PyTorch's scaled_dot_product_attention: flash's memory and time, but from a sequence as long as a sliding "
+          "window, where transformers passes a mask, the memory-efficient kernel saves each layer's mask and K/V "
+          "repeated to every head), fused (the same memory as flash; a Hopper-native kernel, cuDNN's through "
+          "Transformer Engine as Megatron-Core runs it, or FlashAttention-3: timed at the GPU type's "
+          "fused_attention_efficiency) or eager", "flash", choices=tb.ATTENTION,
           option="--attention", layout=True),
     Input("experts_implementation", "MoE experts implementation", "MoE: grouped_mm (transformers' default: every "
           "routed token-expert pair at once) or eager (its per-expert loop: one expert's tokens at a time)",

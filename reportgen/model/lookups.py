@@ -167,7 +167,7 @@ MODULE_LISTS = tuple(c for c, modules in RECOMPUTE_MODULES.items() if set(module
 def recomputing(module: str) -> tuple[str, ...]:
     """The checkpointing choices that recompute `module` (a Megatron-Core recompute module)."""
     return tuple(c for c, modules in RECOMPUTE_MODULES.items() if module in modules)
-ATTENTION = ("flash", "fused", "eager")  # the attention kernels: the attention input's help says what each is
+ATTENTION = ("flash", "sdpa", "fused", "eager")  # the attention kernels: the attention input's help says what each is
 # transformers' experts implementations (config._experts_implementation); grouped_mm is its default
 EXPERTS_IMPLEMENTATIONS = ("grouped_mm", "eager")
 DROPOUT = ("off", "config")

@@ -955,9 +955,22 @@ TERMS: tuple[Term, ...] = (
          "inputs under 'layernorm', the routed experts' activation under 'moe_act', the MoE layer's under 'moe', the "
          "dense MLPs' under 'mlp')",
          "activation"),
+    Term("sdpa_mask_saved_per_token", "SDPA's mask and repeated K/V past a sliding window, per token per layer",
+         "bytes",
+         IF(AND(V("attention").eq("sdpa"), V("megatron_layers").eq(0), V("litgpt").eq(0), V("sliding_layers").gt(0),
+                V("seq_len").ge(V("sliding_window")), V("cp_degree").eq(1)),
+            V("sliding_layers") / V("num_layers") * V("act_bytes")
+            * (V("seq_len") + IF(V("num_heads").gt(V("num_kv_heads")), 2 * (V("q_dim") - V("kv_dim")), 0)
+               - _m("queries_head_major") * V("is_full") * V("q_dim")), 0),
+         "from a sequence as long as the window transformers gives SDPA a mask (masking_utils skips it only while the "
+         "keys are fewer), and SDPA takes the memory-efficient kernel: each sliding layer saves the mask converted "
+         "to the activation dtype (S × S per sequence) and K and V repeated to every head (repeat_kv: SDPA's own "
+         "grouped-query attention is not used with a mask), and makes no contiguous copy of head-major queries "
+         "(Phi-3's, which FlashAttention's path keeps); averaged over the layers (the oracle's Mistral 7B layers at "
+         "4,096 tokens under FSDP2: 80 MiB a layer)", "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
          2 * V("layer_norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
-         + V("mlp_saved_per_token")
+         + V("mlp_saved_per_token") + V("sdpa_mask_saved_per_token")
          + IF(V("is_lora").eq(1),
               IF(V("adapter_dtype").eq("fp32"),
                  (4 + IF(V("lora_dropout").eq("on"), 1, 0)) * V("lora_input_features"),

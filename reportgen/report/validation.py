@@ -22,7 +22,7 @@ from ..model.lookups import EXPERTS_IMPLEMENTATIONS
 from ..model.units import GiB
 
 _PRECISION = {"bf16": "bf16", "amp": "amp-bf16", "fsdp-mixed": "fsdp-bf16"}
-_ATTENTION = {"sdpa": "flash", "eager": "eager"}
+_ATTENTION = {"sdpa": "sdpa", "eager": "eager"}
 # PEFT target lists that name every linear layer but the LM head are what "all-linear" adapts.
 _ALL_LINEAR = {"qkv_proj,o_proj,gate_up_proj,down_proj", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
 
