@@ -1222,8 +1222,9 @@ TERMS: tuple[Term, ...] = (
             IF(V("fsdp_busiest_layer").ge(2), V("fsdp_reduce_input_bytes"), 0) + V("fsdp_gathered_layer_bytes")
             + ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
             + MAX(V("fsdp_mlp_backward_bytes"), V("fsdp_layer_end_backward_bytes")), 0),
-         "the layer behind it's reduce-scatter input, the layer before it prefetched (gathered), the residual stream's "
-         "gradient, and the larger of the layer's MLP backward and the end of its backward", "state"),
+         "the reduce-scatter input of the layer behind it (none for the last layer), the layer before it prefetched "
+         "(gathered), the residual stream's gradient, and the larger of the layer's MLP backward and the end of its "
+         "backward", "state"),
     Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
