@@ -1203,11 +1203,20 @@ TERMS: tuple[Term, ...] = (
     Term("fsdp_new_shard_bytes", "A gradient shard FSDP2's backward adds per layer", "bytes",
          IF(V("accumulated_gradients").gt(0), 0, V("fsdp_layer_shard_bytes")),
          "none with gradient accumulation: every shard is kept from the earlier micro-batches", "state"),
+    Term("fsdp_last_layer_load", "FSDP2's last decoder layer in backward, beyond what every layer holds", "bytes",
+         _fsdp_layer_load(V("num_layers") - 1, 0), "the saved tensors of the layers before it", "state"),
+    Term("fsdp_second_layer_load", "FSDP2's second decoder layer from the back, beyond what every layer holds",
+         "bytes", _fsdp_layer_load(V("num_layers") - 2, 1),
+         "the saved tensors of the layers before it, the last layer's gradient shard and reduce-scatter input",
+         "state"),
+    Term("fsdp_front_layer_load", "FSDP2's second decoder layer from the front, beyond what every layer holds",
+         "bytes", _fsdp_layer_load(1, V("num_layers") - 2),
+         "the first layer's saved tensors, the shards of the layers behind it and the reduce-scatter input of the "
+         "one behind it", "state"),
     Term("fsdp_busiest_layer", "FSDP2's busiest decoder layer in backward, counted from the back", "count",
-         IF(AND(V("num_layers").ge(3), _fsdp_layer_load(1, V("num_layers") - 2).gt(
-                MAX(_fsdp_layer_load(V("num_layers") - 1, 0), _fsdp_layer_load(V("num_layers") - 2, 1)))),
-            V("num_layers") - 1,
-            IF(_fsdp_layer_load(V("num_layers") - 2, 1).gt(_fsdp_layer_load(V("num_layers") - 1, 0)), 2, 1)),
+         IF(AND(V("num_layers").ge(3),
+                V("fsdp_front_layer_load").gt(MAX(V("fsdp_last_layer_load"), V("fsdp_second_layer_load")))),
+            V("num_layers") - 1, IF(V("fsdp_second_layer_load").gt(V("fsdp_last_layer_load")), 2, 1)),
          "the k-th layer from the back holds the saved tensors of the L - k layers before it and the shards of the k - 1 "
          "behind it, and from the second on the reduce-scatter input of the one behind it: linear in k, so the last "
          "(k = 1), the second from the back or the second from the front (tools/oracle/measure_fsdp2.py: the second "
