@@ -955,10 +955,13 @@ TERMS: tuple[Term, ...] = (
          "inputs under 'layernorm', the routed experts' activation under 'moe_act', the MoE layer's under 'moe', the "
          "dense MLPs' under 'mlp')",
          "activation"),
+    Term("sdpa_past_window", "SDPA asked of a sequence as long as a sliding window (1/0)", "flag",
+         IF(AND(V("attention").eq("sdpa"), V("sliding_layers").gt(0), V("seq_len").ge(V("sliding_window"))), 1, 0),
+         "transformers' model code then gives SDPA the window's mask (masking_utils skips it only while the keys are "
+         "fewer)", "derived"),
     Term("sdpa_mask_saved_per_token", "SDPA's mask and repeated K/V past a sliding window, per token per layer",
          "bytes",
-         IF(AND(V("attention").eq("sdpa"), V("megatron_layers").eq(0), V("litgpt").eq(0), V("sliding_layers").gt(0),
-                V("seq_len").ge(V("sliding_window")), V("cp_degree").eq(1)),
+         IF(AND(V("sdpa_past_window").eq(1), V("megatron_layers").eq(0), V("litgpt").eq(0)),
             V("sliding_layers") / V("num_layers") * V("act_bytes")
             * (V("seq_len") + IF(V("num_heads").gt(V("num_kv_heads")), 2 * (V("q_dim") - V("kv_dim")), 0)
                - _m("queries_head_major") * V("is_full") * V("q_dim")), 0),
@@ -2324,8 +2327,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("cp_gpus", "tp_size {tp} × pp_size {pp} × cp_size {cp} does not divide num_gpus {gpus}",
           AND(V("cp_degree").gt(1), MOD(_GPUS, V("replica_gpus")).ne(0)),
           tp=_TP, pp=V("pp_stages"), cp=V("cp_degree"), gpus=_GPUS),
-    _skip("cp_framework", "cp_size {cp}: framework {framework} has no context parallelism (megatron and fsdp2 have)",
-          AND(V("cp_degree").gt(1), is_one_of(V("framework"), "hf", "deepspeed", "litgpt")),
+    _skip("cp_framework", "cp_size {cp}: framework {framework} has no context parallelism here (megatron has, and "
+          "fsdp2 but for sdpa past a sliding window: its SDPA takes no mask)",
+          AND(V("cp_degree").gt(1), OR(is_one_of(V("framework"), "hf", "deepspeed", "litgpt"),
+                                       AND(V("framework").eq("fsdp2"), V("sdpa_past_window").eq(1)))),
           cp=V("cp_degree"), framework=V("framework")),
     _skip("cp_seq", "cp_size {cp}: seq_len {seq} must split into 2 × cp_size equal chunks (the load-balanced causal "
           "split)",
@@ -2346,9 +2351,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("checkpointing").eq("op"),
               OR(_m("op_checkpoint_layers").eq(0), V("is_full").eq(0),
                  NOT(is_one_of(V("framework"), "hf", "fsdp2", "deepspeed")),
-                 V("fp8_gemms").eq(1), V("tp_size").gt(1), V("cp_degree").gt(1), V("pp_stages").gt(1))),
+                 # full training (refused otherwise) trains every context-parallel and pipeline GPU: the inputs
+                 V("fp8_gemms").eq(1), V("tp_size").gt(1), V("cp_size").gt(1), V("pp_size").gt(1))),
           model=V("model"), model_type=_m("model_type"), workload=V("workload"), framework=V("framework"),
-          precision=V("precision"), tp=V("tp_size"), cp=V("cp_degree"), pp=V("pp_stages")),
+          precision=V("precision"), tp=V("tp_size"), cp=V("cp_size"), pp=V("pp_size")),
     _skip("mla_up_proj", "checkpointing {ckpt} recomputes multi-head latent attention's up-projections "
           "(mla_up_proj), which model {model} does not have",
           AND(V("mla_up_proj_recomputed").eq(1), _m("is_mla").eq(0)),
