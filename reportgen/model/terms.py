@@ -112,7 +112,8 @@ ASSUMPTIONS = (
     # rows; the other shapes held out: tests/test_oracle_arch.py)
     Assumption("recompute_ratio_trained", "Recomputed layer, every weight trained", 0.92, "×",
                "what backward holds while one fully checkpointed layer (flash attention) is rebuilt, in units of "
-               "that layer's saved bytes, when every weight trains: backward frees the saved tensors as it "
+               "that layer's saved bytes, when every weight trains in Megatron's or LitGPT's layers (transformers' "
+               "are counted by their parts: rebuilt_layer_by_parts): backward frees the saved tensors as it "
                "consumes them; fitted to the oracle's Llama-2-7B-shaped layers (oracle_arch.json 'recompute')",
                (0, 10)),
     Assumption("recompute_ratio_frozen", "Recomputed layer, frozen base (LoRA)", 1.35, "×",
@@ -281,7 +282,7 @@ def _fsdp_layer_load(before: Expr | int, behind: Expr | int) -> Expr:
     input."""
     def times(count, term):  # written without "1 ×"
         return V(term) if isinstance(count, int) and count == 1 else count * V(term)
-    kept = times(before, "fsdp_layer_kept_bytes")
+    kept = times(before, "layer_kept_bytes")
     return kept if isinstance(behind, int) and behind == 0 else \
         kept + times(behind, "fsdp_new_shard_bytes") + V("fsdp_reduce_input_bytes")
 
@@ -1149,18 +1150,85 @@ TERMS: tuple[Term, ...] = (
          V("layer_saved_per_token") + (V("tp_replicas_outside") - 1) * V("layer_replicated_per_token")
          + (V("tp_size") - 1) * 2 * V("sp_gathered_input_bytes"),
          "as group_saved_per_token, for one layer without checkpointing", "activation"),
+    Term("layer_backward_bytes", "A decoder layer's backward working set (its gated MLP)", "bytes",
+         IF(V("is_train").eq(1), ceil_div(3 * V("act_bytes") * V("tokens") * _m("intermediate_size"), V("tp_size")), 0),
+         "the gradients of the MLP's gate, up and activated outputs while its first matrix multiplications run "
+         "backward: the peak of a stage without the loss (tools/oracle/measure_pp.py)", "activation"),
+    Term("norm_backward_per_token", "An RMSNorm's backward working set per token", "bytes",
+         5 * 4 * V("hidden_size"),
+         "five fp32 hidden-wide tensors: transformers' RMSNorm upcasts to fp32 and its backward runs there (read "
+         "from the oracle's Llama-2-7B layers under FSDP2: the end of a decoder layer's backward)", "activation"),
+    Term("layer_gradient_elem_bytes", "Bytes per weight-gradient element a decoder layer's backward makes", "count",
+         IF(V("fsdp2_reduces").eq(1), _p("gather_bytes"), V("grad_elem_bytes")),
+         "FSDP2 makes a layer's gradients unsharded in its compute dtype before the reduce-scatter; otherwise in "
+         "the gradients' own dtype", "state"),
+    Term("layer_weight_gradient_bytes", "A decoder layer's weight gradients, as its backward makes them", "bytes",
+         ceil_div(V("decoder_layer_params") * V("layer_gradient_elem_bytes"), V("tp_size")), "", "state"),
+    Term("layer_gradients_whole", "A decoder layer's gradients are kept whole (1/0)", "flag",
+         IF(OR(V("fsdp_pipeline").eq(1), AND(V("gradient_shards").eq(V("tp_size")), V("fsdp2_reduces").eq(0))), 1, 0),
+         "neither ZeRO-2 or 3 nor FSDP2 reduces them to a shard after the layer's backward (FSDP2 under a pipeline "
+         "keeps them whole until the last micro-batch): among every gradient, the layer's own are whole", "state"),
+    Term("layer_gradients_in_place", "A decoder layer's new gradients are added into those kept (1/0)", "flag",
+         IF(AND(V("layer_gradients_whole").eq(1), V("accumulated_gradients").gt(0)), 1, 0),
+         "with gradient accumulation whole gradients stay from the earlier micro-batches and backward adds each new "
+         "one into them as it is made", "state"),
+    Term("mlp_down_gradient_bytes", "The MLP's down projection's weight gradient", "bytes",
+         ceil_div(V("hidden_size") * _m("intermediate_size") * V("layer_gradient_elem_bytes"), V("tp_size")),
+         "", "state"),
+    Term("layer_mlp_backward_bytes", "A decoder layer's MLP in backward, beyond the activations left", "bytes",
+         V("layer_backward_bytes") - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size"))
+         + ceil_div(V("tokens") * (V("tp_size") - 1) * V("sp_gathered_input_bytes"), V("tp_size")),
+         "the MLP's working set, its input freed; under torchtitan's sequence parallelism the down projection's "
+         "output gradient gathered whole (the backward of its reduce-scatter: the oracle's trace of Llama-2-7B's "
+         "layers on 8 TP ranks)", "activation"),
+    Term("layer_end_backward_bytes", "A decoder layer at the end of its backward, beyond the activations left",
+         "bytes",
+         ceil_div(V("tokens") * (V("norm_backward_per_token")
+                                 + V("tp_replicas_outside") * V("layer_norm_saved_bytes") * V("hidden_size")),
+                  V("tp_size"))
+         - ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
+         "its activations freed but its first norm's input, that norm's backward running", "activation"),
+    Term("layer_backward_peak_bytes", "A decoder layer's backward at its busiest, beyond the activations left",
+         "bytes",
+         ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
+         + MAX((1 - V("layer_gradients_in_place")) * V("mlp_down_gradient_bytes") + V("layer_mlp_backward_bytes"),
+               (1 - V("layer_gradients_in_place")) * V("layer_weight_gradient_bytes") + V("layer_end_backward_bytes")),
+         "the residual stream's gradient and the larger of the MLP's backward (the down projection's weight gradient "
+         "made) and the end of the layer's backward (every weight gradient of the layer made); gradients added into "
+         "kept ones take nothing more (the oracle's traces: tools/oracle/trace_backward.py)", "activation"),
+    Term("rebuilt_layer_by_parts", "A rebuilt layer's backward is counted by its parts (1/0)", "flag",
+         IF(AND(V("is_full").eq(1), _REBUILDS_LAYERS, V("attention").ne("eager"),
+                is_one_of(V("framework"), "hf", "deepspeed", "fsdp2")), 1, 0),
+         "every weight trained, full or per-op checkpointing, transformers' layers and a fused attention kernel: "
+         "the layer's saved tensors made again and its backward's busiest point, as the oracle's traces show them; "
+         "otherwise (a frozen base, eager attention, Megatron's or LitGPT's layers) a ratio to its saved bytes",
+         "derived"),
+    Term("layer_kept_bytes", "A decoder layer's saved tensors in backward, while it waits", "bytes",
+         ceil_div(V("tokens") * (V("group_saved_per_token") - V("group_head_saved_per_token")) / V("num_layers"),
+                  V("tp_size")),
+         "everything it saved, its input alone under full checkpointing, what per-op checkpointing keeps", "activation"),
+    Term("rebuilt_layer_input_bytes", "The input a checkpoint keeps to rebuild its layer from", "bytes",
+         IF(_REBUILDS_LAYERS,
+            ceil_div(V("tokens") * V("tp_replicas_outside") * V("layer_input_saved_per_token"), V("tp_size")), 0),
+         "full or per-op checkpointing: the layer's input, in the residual stream's dtype", "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
-            ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
-                                    * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
-                     * IF(AND(_REBUILDS_LAYERS, V("attention").ne("eager")),
-                          IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
-                     V("tp_size")), 0),
-         "one layer's activations rebuilt, plus its backward's gradients. Full (or per-op) checkpointing with flash "
-         "attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
-         "recompute_ratio_trained with every weight trained (assumptions fitted to the oracle, held out on other "
-         "shapes); eager attention (whose backward makes S × S gradients as large as the saved scores) and "
-         "selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the MoE layer's tensors "
+            IF(V("rebuilt_layer_by_parts").eq(1),
+               ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")) + V("rebuilt_layer_input_bytes")
+               - V("layer_kept_bytes") + V("layer_backward_peak_bytes"),
+               ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
+                                       * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
+                        * IF(AND(_REBUILDS_LAYERS, V("attention").ne("eager")),
+                             IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
+                        V("tp_size"))), 0),
+         "one layer's activations rebuilt, plus its backward's working set. Every weight trained in transformers' "
+         "layers (rebuilt_layer_by_parts): the layer's saved tensors made again beyond those it kept and its "
+         "backward at its busiest, its own gradients as made (read from the oracle's traces, held out on one GPU at "
+         "4,096-16,384 tokens: tools/oracle/measure_rebuilt_layer.py). Otherwise full (or per-op) checkpointing with "
+         "flash attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
+         "recompute_ratio_trained with every weight trained (Megatron's and LitGPT's layers; assumptions fitted to the "
+         "oracle, held out on other shapes); eager attention (whose backward makes S × S gradients as large as the "
+         "saved scores) and selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the MoE layer's tensors "
          "it rebuilt", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
          IF(AND(V("is_train").eq(1), _REBUILDS_LAYERS),
@@ -1178,31 +1246,6 @@ TERMS: tuple[Term, ...] = (
          "backward (" + _MEASURED + "); torchtitan's embedding split by vocabulary: DTensor has no vocabulary-split "
          "rule for the embedding's backward, so each GPU makes the whole vocabulary's gradient and keeps its slice "
          "(the whole less the slice, which is its gradient; tools/oracle/measure_tp.py)", "activation"),
-    Term("layer_backward_bytes", "A decoder layer's backward working set (its gated MLP)", "bytes",
-         IF(V("is_train").eq(1), ceil_div(3 * V("act_bytes") * V("tokens") * _m("intermediate_size"), V("tp_size")), 0),
-         "the gradients of the MLP's gate, up and activated outputs while its first matrix multiplications run "
-         "backward: the peak of a stage without the loss (tools/oracle/measure_pp.py)", "activation"),
-    Term("norm_backward_per_token", "An RMSNorm's backward working set per token", "bytes",
-         5 * 4 * V("hidden_size"),
-         "five fp32 hidden-wide tensors: transformers' RMSNorm upcasts to fp32 and its backward runs there (read "
-         "from the oracle's Llama-2-7B layers under FSDP2: the end of a decoder layer's backward)", "activation"),
-    Term("fsdp_mlp_backward_bytes", "A decoder layer's MLP in backward, beyond the activations left", "bytes",
-         ceil_div(V("hidden_size") * _m("intermediate_size") * _p("gather_bytes"), V("tp_size"))
-         - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size")) + V("layer_backward_bytes"),
-         "the down projection's weight gradient (the gathered dtype) and the MLP's working set, its input freed",
-         "activation"),
-    Term("fsdp_layer_end_backward_bytes", "A decoder layer at the end of its backward, beyond the activations left",
-         "bytes",
-         V("fsdp_gathered_layer_bytes")
-         + ceil_div(V("tokens") * (V("norm_backward_per_token")
-                                   + V("tp_replicas_outside") * V("layer_norm_saved_bytes") * V("hidden_size")),
-                    V("tp_size"))
-         - ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
-         "every weight gradient of the layer made (the gathered dtype), its activations freed but its first norm's "
-         "input, that norm's backward running", "activation"),
-    Term("fsdp_layer_kept_bytes", "A decoder layer's saved tensors in backward, while it waits", "bytes",
-         ceil_div(V("tokens") * V("stage_layers_saved_per_token") / V("num_layers"), V("tp_size")),
-         "everything it saved, its input alone under full checkpointing, what per-op checkpointing keeps", "activation"),
     Term("fsdp_new_shard_bytes", "A gradient shard FSDP2's backward adds per layer", "bytes",
          IF(V("accumulated_gradients").gt(0), 0, V("fsdp_layer_shard_bytes")),
          "none with gradient accumulation: every shard is kept from the earlier micro-batches", "state"),
@@ -1232,11 +1275,9 @@ TERMS: tuple[Term, ...] = (
     Term("fsdp_layer_backward_bytes", "FSDP2's busiest decoder layer in backward: buffers and working set", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
             IF(V("fsdp_busiest_layer").ge(2), V("fsdp_reduce_input_bytes"), 0) + V("fsdp_gathered_layer_bytes")
-            + ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
-            + MAX(V("fsdp_mlp_backward_bytes"), V("fsdp_layer_end_backward_bytes")), 0),
+            + V("layer_backward_peak_bytes"), 0),
          "the reduce-scatter input of the layer behind it (none for the last layer), the layer before it prefetched "
-         "(gathered), the residual stream's gradient, and the larger of the layer's MLP backward and the end of its "
-         "backward", "state"),
+         "(gathered), and the layer's backward at its busiest", "state"),
     Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
@@ -1617,9 +1658,8 @@ TERMS: tuple[Term, ...] = (
          "measure_tp.py); a torch pipeline's last stage keeps its logits", "phase"),
     Term("fsdp_layer_backward_activations", "Activations in FSDP2's busiest decoder layer's backward", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
-            (V("num_layers") - V("fsdp_busiest_layer")) * V("fsdp_layer_kept_bytes")
-            + ceil_div(V("tokens") * (IF(_REBUILDS_LAYERS, V("tp_replicas_outside") * V("layer_input_saved_per_token"),
-                                         0) + V("group_layer_saved_per_token")), V("tp_size"))
+            (V("num_layers") - V("fsdp_busiest_layer")) * V("layer_kept_bytes")
+            + V("rebuilt_layer_input_bytes") + ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size"))
             + V("autocast_copies_bytes"), 0),
          "the saved tensors of the layers before it, and its own, rebuilt whole under full or per-op checkpointing "
          "beside the input the checkpoint kept (the layers behind it and the head have freed theirs)",
@@ -1636,8 +1676,16 @@ TERMS: tuple[Term, ...] = (
          "all activations saved, logit gradients allocated, no gradients yet but a persistent buffer and those of "
          "earlier micro-batches; the training framework's backward buffers (and an awake rollout engine beside "
          "them, as in every training phase)", "phase"),
+    Term("backward_end_layer_bytes", "The first decoder layer's backward, beside every gradient", "bytes",
+         IF(V("rebuilt_layer_by_parts").eq(1),
+            V("recompute_bytes") + V("layer_kept_bytes")
+            - IF(AND(V("layer_gradients_whole").eq(1), V("layer_gradients_in_place").eq(0)),
+                 V("layer_weight_gradient_bytes"), 0),
+            V("recompute_bytes")),
+         "the first decoder layer, the last that backward rebuilds, beside the tensors it kept, less its own "
+         "gradients where every gradient counts them already", "activation"),
     Term("backward_end_bytes", "Temporaries at the end of backward", "bytes",
-         MAX(MAX(V("embedding_backward_bytes"), IF(V("fsdp_layer_backward").eq(1), 0, V("recompute_bytes")))
+         MAX(MAX(V("embedding_backward_bytes"), IF(V("fsdp_layer_backward").eq(1), 0, V("backward_end_layer_bytes")))
              + V("framework_backward_bytes")
              + V("zero3_buffer") - V("fsdp_backward_unmade_bytes"),
              V("fsdp_root_reduce_bytes"), V("fsdp_tied_embedding_bytes")),

@@ -4,10 +4,10 @@ temporaries, gradients, parameters) at each operation of the last step's backwar
 more than a threshold, and at the peak. The traces of FSDP2's backward read with it (2026-12-07) set
 terms.phase_fsdp_layer_backward: which decoder layer is busiest, and what it holds.
 
-    /tmp/ovenv/bin/python tools/oracle/trace_backward.py SHAPE WORLD BATCH SEQ none|full|op PRECISION [MiB]
+    /tmp/ovenv/bin/python tools/oracle/trace_backward.py SHAPE WORLD BATCH SEQ none|full|op PRECISION [MiB [TP]]
 
 SHAPE: llama-2-7b, llama-3-8b, qwen2.5-7b (their layers, 4 of them, vocabulary 512) or phi-3-small (oracle_configs'
-PHI3_SMALL_4L); WORLD: FSDP2 ranks (0: one GPU); PRECISION: bf16 or fsdp-mixed.
+PHI3_SMALL_4L); WORLD: FSDP2 ranks (0: one GPU); TP: tensor-parallel ranks (torchtitan's plan, sequence parallel); PRECISION: bf16 or fsdp-mixed.
 """
 import os
 import sys
@@ -25,7 +25,7 @@ SHAPES = {"llama-2-7b": dict(C.LLAMA_2_7B, num_hidden_layers=4, vocab_size=512),
 MiB = 2 ** 20
 
 
-def trace(shape, world, batch, seq, checkpointing, precision, step_mib=50.0):
+def trace(shape, world, batch, seq, checkpointing, precision, step_mib=50.0, tp=1):
     log = []
     update_peak = M.LiveTracker._update_peak
 
@@ -38,7 +38,7 @@ def trace(shape, world, batch, seq, checkpointing, precision, step_mib=50.0):
     try:
         result = M.run_case(SHAPES[shape], mode="train", precision=precision, attn="sdpa", batch=batch, seq=seq,
                             grad_ckpt={"none": False, "full": True, "op": "op"}[checkpointing],
-                            use_memtracker=False, optim="fused", fsdp_world=world)
+                            use_memtracker=False, optim="fused", fsdp_world=world, tp_world=tp)
     finally:
         M.LiveTracker._update_peak = update_peak
     last_step = log[len(log) // 2:]  # two steps of equal length: the second is the steady one
@@ -57,4 +57,4 @@ def trace(shape, world, batch, seq, checkpointing, precision, step_mib=50.0):
 if __name__ == "__main__":
     shape, world, batch, seq, checkpointing, precision = sys.argv[1:7]
     trace(shape, int(world), int(batch), int(seq), checkpointing, precision,
-          float(sys.argv[7]) if len(sys.argv) > 7 else 50.0)
+          float(sys.argv[7]) if len(sys.argv) > 7 else 50.0, int(sys.argv[8]) if len(sys.argv) > 8 else 1)
