@@ -84,7 +84,8 @@ def test_per_op_checkpointing_counts_the_rebuilt_layers_kept_tensors_once():
     kept tensors and that layer rebuilt whole, which includes its own kept ones (the oracle's Qwen2.5-7B layers at
     16,384 tokens were +6.10 % while they were counted twice)."""
     e = EST.estimate(replace(BASE, checkpointing="op"))
-    rebuilt_whole = TOKENS * e["group_layer_saved_per_token"] + e["rebuilt_layer_input_bytes"]
-    assert e["recompute_bytes"] == rebuilt_whole - e["layer_kept_bytes"] + e["layer_backward_peak_bytes"]
+    # the peak holds the layer's saved tensors, made again beside its input; its kept ones are among them
+    assert e["layer_backward_peak_bytes"] >= e["layer_saved_bytes"] == TOKENS * e["group_layer_saved_per_token"]
+    assert e["recompute_bytes"] == e["rebuilt_layer_input_bytes"] - e["layer_kept_bytes"] + e["layer_backward_peak_bytes"]
     assert e["recompute_start_activations"] == 32 * e["layer_kept_bytes"]
     assert e["layer_kept_bytes"] > e["rebuilt_layer_input_bytes"] > 0

@@ -1175,20 +1175,23 @@ TERMS: tuple[Term, ...] = (
     Term("mlp_down_gradient_bytes", "The MLP's down projection's weight gradient", "bytes",
          ceil_div(V("hidden_size") * _m("intermediate_size") * V("layer_gradient_elem_bytes"), V("tp_size")),
          "", "state"),
-    Term("layer_mlp_backward_bytes", "A decoder layer's MLP in backward, beyond the activations left", "bytes",
-         V("layer_backward_bytes") - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size"))
+    Term("layer_saved_bytes", "A decoder layer's saved tensors", "bytes",
+         ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
+         "without checkpointing, or rebuilt whole in backward under it", "activation"),
+    Term("layer_mlp_backward_bytes", "A decoder layer's activations and working set in its MLP's backward", "bytes",
+         V("layer_saved_bytes") + V("layer_backward_bytes")
+         - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size"))
          + ceil_div(V("tokens") * (V("tp_size") - 1) * V("sp_gathered_input_bytes"), V("tp_size")),
-         "the MLP's working set, its input freed; under torchtitan's sequence parallelism the down projection's "
+         "its saved tensors and the MLP's working set, the MLP's input freed; under torchtitan's sequence parallelism the down projection's "
          "output gradient gathered whole (the backward of its reduce-scatter: the oracle's trace of Llama-2-7B's "
          "layers on 8 TP ranks)", "activation"),
-    Term("layer_end_backward_bytes", "A decoder layer at the end of its backward, beyond the activations left",
+    Term("layer_end_backward_bytes", "A decoder layer's activations and working set at the end of its backward",
          "bytes",
          ceil_div(V("tokens") * (V("norm_backward_per_token")
                                  + V("tp_replicas_outside") * V("layer_norm_saved_bytes") * V("hidden_size")),
-                  V("tp_size"))
-         - ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
-         "its activations freed but its first norm's input, that norm's backward running", "activation"),
-    Term("layer_backward_peak_bytes", "A decoder layer's backward at its busiest, beyond the activations left",
+                  V("tp_size")),
+         "its saved tensors freed but its first norm's input, that norm's backward running", "activation"),
+    Term("layer_backward_peak_bytes", "A decoder layer's backward at its busiest: activations, working set, gradients",
          "bytes",
          ceil_div(V("tokens") * V("act_bytes") * V("hidden_size"), V("tp_size"))
          + MAX((1 - V("layer_gradients_in_place")) * V("mlp_down_gradient_bytes") + V("layer_mlp_backward_bytes"),
@@ -1214,8 +1217,7 @@ TERMS: tuple[Term, ...] = (
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
             IF(V("rebuilt_layer_by_parts").eq(1),
-               ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")) + V("rebuilt_layer_input_bytes")
-               - V("layer_kept_bytes") + V("layer_backward_peak_bytes"),
+               V("rebuilt_layer_input_bytes") - V("layer_kept_bytes") + V("layer_backward_peak_bytes"),
                ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
                                        * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
                         * IF(AND(_REBUILDS_LAYERS, V("attention").ne("eager")),
@@ -1275,16 +1277,16 @@ TERMS: tuple[Term, ...] = (
     Term("fsdp_layer_backward_bytes", "FSDP2's busiest decoder layer in backward: buffers and working set", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
             IF(V("fsdp_busiest_layer").ge(2), V("fsdp_reduce_input_bytes"), 0) + V("fsdp_gathered_layer_bytes")
-            + V("layer_backward_peak_bytes"), 0),
+            + V("layer_backward_peak_bytes") - V("layer_saved_bytes"), 0),
          "the reduce-scatter input of the layer behind it (none for the last layer), the layer before it prefetched "
-         "(gathered), and the layer's backward at its busiest", "state"),
+         "(gathered), and the layer's backward at its busiest beyond its saved tensors (its activations)", "state"),
     Term("pp_embedding_grad_bytes", "The embedding's gradient made in backward", "bytes",
          IF(V("is_full").eq(1), ceil_div(V("vocab_size") * V("hidden_size") * V("grad_elem_bytes"), V("tp_size")), 0),
          "the embedding's backward makes a dense gradient of the whole table, added to the one already kept: the "
          "first stage's last operation of each micro-batch's backward", "activation"),
     Term("pp_layer_backward_working_bytes", "A pipeline stage's layer in backward, beside its micro-batch", "bytes",
          V("layer_backward_bytes")
-         + IF(V("checkpointing").eq("full"), ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")), 0),
+         + IF(V("checkpointing").eq("full"), V("layer_saved_bytes"), 0),
          "a layer's backward working set, under full checkpointing beside the layer rebuilt whole", "activation"),
     Term("pp_first_stage_backward_bytes", "The first pipeline stage's micro-batch in backward", "bytes",
          MAX(V("pp_microbatch_bytes") + V("pp_layer_backward_working_bytes"), V("pp_embedding_grad_bytes"))
@@ -1659,7 +1661,7 @@ TERMS: tuple[Term, ...] = (
     Term("fsdp_layer_backward_activations", "Activations in FSDP2's busiest decoder layer's backward", "bytes",
          IF(V("fsdp_layer_backward").eq(1),
             (V("num_layers") - V("fsdp_busiest_layer")) * V("layer_kept_bytes")
-            + V("rebuilt_layer_input_bytes") + ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size"))
+            + V("rebuilt_layer_input_bytes") + V("layer_saved_bytes")
             + V("autocast_copies_bytes"), 0),
          "the saved tensors of the layers before it, and its own, rebuilt whole under full or per-op checkpointing "
          "beside the input the checkpoint kept (the layers behind it and the head have freed theirs)",
