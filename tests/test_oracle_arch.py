@@ -125,8 +125,9 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  # of the rebuilt layer were read from: -0.73 % (-5.44 % by the ratio)
                  "sdpa_mask": 0.0075,
                  # per-op checkpointing on one GPU at 16,384 tokens: its +6.10 % showed the first recomputed layer's
-                 # kept tensors counted twice; -0.09 % since
-                 "rebuilt_layer_1gpu": 0.001,
+                 # kept tensors counted twice, -0.09 % since; autocast at 8,192 tokens, whose trace showed the rebuilt
+                 # layer's weight casts held, +0.82 % (-1.13 % without them)
+                 "rebuilt_layer_1gpu": 0.0085,
                  # Llama-2-7B's layers under FSDP2 at 8 ranks with checkpointing, +0.93 % (-6.94 % until the late
                  # backward's prefetched layer and unmade shards, +3.14 % until FSDP2's busiest layer,
                  # phase_fsdp_layer_backward, covered the rebuilt layer: read from Phi-3's trace, -0.31 %); without,
@@ -157,7 +158,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 438
+    assert len(ids) == len(set(ids)) == 442
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -240,11 +241,11 @@ def test_holdout_summary_per_family():
         # checkpointing's: 0.94 % (Mistral 7B's layers on one GPU +1.43 % by the rebuilt layer's ratio, -0.08 % by its
         # parts); past a sliding window under SDPA within 1.34 % (its known miss, -5.44 %, full checkpointing at 8,192
         # tokens, is fit since: the rebuilt layer's parts were read from its trace); one GPU with every weight trained
-        # and the layer rebuilt (measure_rebuilt_layer.py, 4,096 to 16,384 tokens): 1.13 % (autocast), -10.33 % at most
-        # by the ratio
+        # and the layer rebuilt (measure_rebuilt_layer.py, 4,096 to 16,384 tokens, 13): within 1.07 % (per-op at 12,288
+        # tokens), -10.33 % at most by the ratio; the four in autocast within +0.92 %
         assert max(errors) <= {"fsdp2": 0.0084, "tp": 0.029, "cp": 0.014, "pp": 0.017, "mla": 0.028,
                                "op_checkpointing": 0.0095, "sdpa_mask": 0.0135,
-                               "rebuilt_layer_1gpu": 0.0114}.get(family, 0.018), family
+                               "rebuilt_layer_1gpu": 0.0107}.get(family, 0.018), family
     op = sorted(abs(_error(c)) for c in HOLDOUT if _family(c) == "op_checkpointing" and c["id"] not in KNOWN_MISSES)
     # the FSDP2 ranks within 0.94 % (Llama 3 8B's layers in mixed precision -3.45 % and in bf16 -2.25 % until
     # phase_fsdp_layer_backward covered per-op checkpointing; eight more measured after it); Mistral's layers on one GPU

@@ -89,3 +89,14 @@ def test_per_op_checkpointing_counts_the_rebuilt_layers_kept_tensors_once():
     assert e["recompute_bytes"] == e["rebuilt_layer_input_bytes"] - e["layer_kept_bytes"] + e["layer_backward_peak_bytes"]
     assert e["recompute_start_activations"] == 32 * e["layer_kept_bytes"]
     assert e["layer_kept_bytes"] > e["rebuilt_layer_input_bytes"] > 0
+
+
+def test_autocast_holds_the_rebuilt_layers_weight_casts_through_its_mlp_backward():
+    """Under autocast (fp32 weights, bf16 compute) the recomputed layer casts its weights to bf16 again and its matrix
+    multiplications save the casts: every one but the down projection's (2 bytes each) is held while the MLP's backward
+    runs; none in bf16 training (no casts) or without checkpointing (no layer rebuilt)."""
+    amp = EST.estimate(replace(BASE, precision="amp-bf16"))
+    assert amp["rebuilt_layer_casts_bytes"] == 2 * (amp["decoder_layer_params"] - HIDDEN * MLP)
+    assert amp["layer_mlp_backward_bytes"] - EST.estimate(replace(BASE, precision="amp-bf16", checkpointing="none"))[
+        "layer_mlp_backward_bytes"] == amp["rebuilt_layer_casts_bytes"]
+    assert EST.estimate(BASE)["rebuilt_layer_casts_bytes"] == 0
