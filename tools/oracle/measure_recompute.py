@@ -33,6 +33,9 @@ LLAMA_2_70B = dict(model_type="llama", architectures=["LlamaForCausalLM"], vocab
                    max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False)
 
 
+NOTE = "measure_recompute: full checkpointing's rebuilt layer; LoRA dropout dispatched as on CUDA"
+
+
 def small(config, name):
     """8 layers and a 512-token vocabulary: the loss never peaks."""
     return f"{name}-8L-v512", dict(config, num_hidden_layers=8, vocab_size=512, tie_word_embeddings=False)
@@ -74,9 +77,7 @@ def main(out_path):
         adapted = (f"lora{lo['r']}-{lo['targets']}" + (f"/lora-dropout{lo['dropout']}" if lo["dropout"] else "")
                    + f"/adapters-{lo['adapter_dtype']}") if lo else "full"
         cid = f"{name}/train/bf16/sdpa/b{batch}/s{seq}/gc/fused/{adapted}/recompute"
-        recs.append(R.record(cid, name, split, config, setting, r,
-                             "measure_recompute: full checkpointing's rebuilt layer; LoRA dropout dispatched as on CUDA",
-                             workload="lora" if lo else "full"))
+        recs.append(R.record(cid, name, split, config, setting, r, NOTE, workload="lora" if lo else "full"))
         print(f"{cid:100s} {r['peak_bytes'] / 2**30:8.4f} GiB {r['seconds']}s", flush=True)
         R.save(out_path, recs, t0)
 
