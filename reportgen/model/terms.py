@@ -1189,9 +1189,9 @@ TERMS: tuple[Term, ...] = (
          V("layer_saved_bytes") + V("rebuilt_layer_casts_bytes") + V("layer_backward_bytes")
          - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size"))
          + ceil_div(V("tokens") * (V("tp_size") - 1) * V("sp_gathered_input_bytes"), V("tp_size")),
-         "its saved tensors and the MLP's working set, the MLP's input freed; under torchtitan's sequence parallelism the down projection's "
-         "output gradient gathered whole (the backward of its reduce-scatter: the oracle's trace of Llama-2-7B's "
-         "layers on 8 TP ranks)", "activation"),
+         "its saved tensors and the MLP's working set, the MLP's input freed; under torchtitan's sequence "
+         "parallelism the down projection's output gradient gathered whole (the backward of its reduce-scatter: the "
+         "oracle's trace of Llama-2-7B's layers on 8 TP ranks)", "activation"),
     Term("layer_end_backward_bytes", "A decoder layer's activations and working set at the end of its backward",
          "bytes",
          ceil_div(V("tokens") * (V("norm_backward_per_token")
@@ -1237,8 +1237,8 @@ TERMS: tuple[Term, ...] = (
          "flash attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
          "recompute_ratio_trained with every weight trained (Megatron's and LitGPT's layers; assumptions fitted to the "
          "oracle, held out on other shapes); eager attention (whose backward makes S × S gradients as large as the "
-         "saved scores) and selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the MoE layer's tensors "
-         "it rebuilt", "activation"),
+         "saved scores) and selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the "
+         "MoE layer's tensors it rebuilt", "activation"),
     Term("recompute_start_activations", "Layer inputs held while the last layer recomputes", "bytes",
          IF(AND(V("is_train").eq(1), _REBUILDS_LAYERS),
             ceil_div(V("tokens") * V("layers_saved_per_token") * V("pp_layer_share") * V("pp_in_flight")

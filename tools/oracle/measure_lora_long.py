@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """LoRA with full checkpointing at long sequences: the first recomputed layer's phase (every layer's input held, the
-last layer rebuilt) counts the rebuilt layer as recompute_ratio_frozen (1.35, fitted at 2,048 tokens: measure_recompute.py)
-× its saved bytes. Measured 2026-12-07 to check that ratio past its fit, held out; two of the three miss (q/v adapters
--6.76 %: the working set of the MLP's backward does not scale with what LoRA saves; all-linear bf16 adapters with
-dropout +3.56 %). The trace of the fp32 all-linear shape (trace_backward.py's machinery with these adapters) peaks in
-the rebuilt forward, at the gate/up adapters' fp32 outputs: what a model of the rebuilt LoRA layer by its parts needs.
+last layer rebuilt) counts the rebuilt layer as recompute_ratio_frozen (1.35, fitted at 2,048 tokens:
+measure_recompute.py) × its saved bytes. Measured 2026-12-07 to check that ratio past its fit, held out: fp32 all-linear
+adapters at 16,384 tokens -0.52 %, q/v adapters at 8,192 -6.76 % (a known miss: the MLP's backward does not scale with
+what LoRA saves), bf16 all-linear adapters with dropout at 2 x 8,192 +3.56 %. The trace of the fp32 all-linear shape
+(trace_backward.py's machinery with these adapters) peaks in the rebuilt forward, at the gate/up adapters' fp32
+outputs: what a model of the rebuilt LoRA layer by its parts needs.
 
     /tmp/ovenv/bin/python tools/oracle/measure_lora_long.py OUT.json
 """

@@ -5,8 +5,9 @@ its parts (rebuilt_layer_by_parts: the layer's saved tensors made again, its kep
 larger of the MLP's backward and the end of the layer's, as FSDP2's layer phase does), where a ratio to the saved
 bytes (recompute_ratio_trained, fitted at 2,048 tokens) fell short at long sequences (Mistral 7B's layers at 8,192
 tokens: -5.44 %). Written from the traces of FSDP2's layers and Mistral's one-GPU record (fit since); the shapes
-here were measured after it was written, held out: long sequences (8,192-16,384 tokens), gradient accumulation
-(new gradients added into kept ones), autocast's fp32 gradients, per-op checkpointing, small wide-vocabulary models.
+here were measured after it was written, held out but for two whose traces were then read (fit, marked in cases()):
+long sequences (8,192-16,384 tokens), gradient accumulation (new gradients added into kept ones), autocast,
+per-op checkpointing, small wide-vocabulary models.
 
     /tmp/ovenv/bin/python tools/oracle/measure_rebuilt_layer.py OUT.json
 """
@@ -23,7 +24,7 @@ import records as R  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 NOTE = ("measure_rebuilt_layer: one GPU, every weight trained, the first decoder layer rebuilt at the end of backward; "
-        "measured after rebuilt_layer_by_parts was written (held out)")
+        "measured after rebuilt_layer_by_parts was written (held out, but for the two whose traces were read: fit)")
 
 
 def _layers(config, layers, vocab=512):

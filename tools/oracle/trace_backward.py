@@ -7,7 +7,8 @@ terms.phase_fsdp_layer_backward: which decoder layer is busiest, and what it hol
     /tmp/ovenv/bin/python tools/oracle/trace_backward.py SHAPE WORLD BATCH SEQ none|full|op PRECISION [MiB [TP]]
 
 SHAPE: llama-2-7b, llama-3-8b, qwen2.5-7b (their layers, 4 of them, vocabulary 512) or phi-3-small (oracle_configs'
-PHI3_SMALL_4L); WORLD: FSDP2 ranks (0: one GPU); TP: tensor-parallel ranks (torchtitan's plan, sequence parallel); PRECISION: bf16 or fsdp-mixed.
+PHI3_SMALL_4L); WORLD: FSDP2 ranks (0: one GPU); PRECISION: bf16, amp or fsdp-mixed; TP: tensor-parallel ranks
+(torchtitan's plan, sequence parallel).
 """
 import os
 import sys
