@@ -56,13 +56,7 @@ def _cpu_dispatch(case) -> bool:
 # Holdout records outside the criterion, with the reason: none since 2026-12-07, when a layer rebuilt with every weight
 # trained was counted by its parts (rebuilt_layer_by_parts): DeepSeek-V2's widths on two layers checkpointed, +5.22 %,
 # are +2.73 %; Mistral 7B's layers checkpointed at 8,192 tokens, -5.44 %, whose trace it was read from, are fit since.
-KNOWN_MISSES: dict[str, str] = {
-    # LoRA at long sequences (measure_lora_long.py, held out, 2026-12-07)
-    "Qwen2.5-7B-8L-v512/train/bf16/sdpa/b1/s8192/gc/fused/lora16-q_proj,v_proj/adapters-fp32/recompute":
-        "-6.76 %: the first recomputed layer counts the rebuilt LoRA layer as recompute_ratio_frozen (1.35, fitted at "
-        "2,048 tokens) x its saved bytes; with adapters on q and v only the layer saves little beyond the frozen "
-        "base's tensors while its MLP's backward still makes three intermediate-wide tensors",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _estimate(case, source: Path = DATA):
@@ -136,6 +130,9 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  # kept tensors counted twice, -0.09 % since; autocast at 8,192 tokens, whose trace showed the rebuilt
                  # layer's weight casts held, +0.82 % (-1.13 % without them)
                  "rebuilt_layer_1gpu": 0.0085,
+                 # LoRA with q/v adapters at 8,192 tokens, whose -6.76 % by the frozen ratio made the rebuilt layer's
+                 # parts a floor under it: -0.07 %
+                 "lora_long": 0.001,
                  # Llama-2-7B's layers under FSDP2 at 8 ranks with checkpointing, +0.93 % (-6.94 % until the late
                  # backward's prefetched layer and unmade shards, +3.14 % until FSDP2's busiest layer,
                  # phase_fsdp_layer_backward, covered the rebuilt layer: read from Phi-3's trace, -0.31 %); without,
@@ -166,7 +163,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 445
+    assert len(ids) == len(set(ids)) == 449
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -231,8 +228,9 @@ def test_holdout_summary_per_family():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
         # torchtitan's per-op checkpointing: 17 held out, median 0.21 %
-        # LoRA at long sequences: three, the frozen ratio past its fit (-0.52, -6.76, +3.56 %)
-        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.0015, "cp": 0.0066, "lora_long": 0.036,
+        # LoRA at long sequences: six held out, -0.52, +3.56 % (all-linear: the frozen ratio) and -0.10, -1.08, -0.06,
+        # -0.04 % (attention adapters: the rebuilt layer's parts, a floor under the ratio; -3.68 to -6.29 % without it)
+        assert statistics.median(errors) <= {"sliding_window": 0.0095, "tp": 0.0015, "cp": 0.0066, "lora_long": 0.0032,
                                              "pp": 0.0021, "op_checkpointing": 0.0061}.get(family, 0.005), family
         # 1.78 % at most today: Phi-3-mini's batch-4 prefill of 2,048 tokens, past its 2,047-token window, where
         # transformers masks the window and SDPA takes the memory-efficient kernel. Its cache is the oracle's after the
@@ -254,7 +252,7 @@ def test_holdout_summary_per_family():
         # tokens), -10.33 % at most by the ratio; the four in autocast within +0.92 %
         assert max(errors) <= {"fsdp2": 0.0084, "tp": 0.029, "cp": 0.014, "pp": 0.017, "mla": 0.028,
                                "op_checkpointing": 0.0095, "sdpa_mask": 0.0135,
-                               "rebuilt_layer_1gpu": 0.0107, "lora_long": 0.068}.get(family, 0.018), family
+                               "rebuilt_layer_1gpu": 0.0107, "lora_long": 0.0357}.get(family, 0.018), family
     op = sorted(abs(_error(c)) for c in HOLDOUT if _family(c) == "op_checkpointing" and c["id"] not in KNOWN_MISSES)
     # the FSDP2 ranks within 0.94 % (Llama 3 8B's layers in mixed precision -3.45 % and in bf16 -2.25 % until
     # phase_fsdp_layer_backward covered per-op checkpointing; eight more measured after it); Mistral's layers on one GPU

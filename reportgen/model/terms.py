@@ -1163,7 +1163,8 @@ TERMS: tuple[Term, ...] = (
          "FSDP2 makes a layer's gradients unsharded in its compute dtype before the reduce-scatter; otherwise in "
          "the gradients' own dtype", "state"),
     Term("layer_weight_gradient_bytes", "A decoder layer's weight gradients, as its backward makes them", "bytes",
-         ceil_div(V("decoder_layer_params") * V("layer_gradient_elem_bytes"), V("tp_size")), "", "state"),
+         V("is_full") * ceil_div(V("decoder_layer_params") * V("layer_gradient_elem_bytes"), V("tp_size")),
+         "none with a frozen base (LoRA's r-wide adapters' are left out)", "state"),
     Term("layer_gradients_whole", "A decoder layer's gradients are kept whole (1/0)", "flag",
          IF(OR(V("fsdp_pipeline").eq(1), AND(V("gradient_shards").eq(V("tp_size")), V("fsdp2_reduces").eq(0))), 1, 0),
          "neither ZeRO-2 or 3 nor FSDP2 reduces them to a shard after the layer's backward (FSDP2 under a pipeline "
@@ -1173,8 +1174,17 @@ TERMS: tuple[Term, ...] = (
          "with gradient accumulation whole gradients stay from the earlier micro-batches and backward adds each new "
          "one into them as it is made", "state"),
     Term("mlp_down_gradient_bytes", "The MLP's down projection's weight gradient", "bytes",
-         ceil_div(V("hidden_size") * _m("intermediate_size") * V("layer_gradient_elem_bytes"), V("tp_size")),
-         "", "state"),
+         V("is_full") * ceil_div(V("hidden_size") * _m("intermediate_size") * V("layer_gradient_elem_bytes"),
+                                 V("tp_size")), "none with a frozen base", "state"),
+    Term("mlp_down_input_bytes", "What the down projection saved of its input, freed by its backward", "bytes",
+         ceil_div(V("tokens") * _m("intermediate_size")
+                  * IF(V("is_full").eq(1), V("act_bytes"),
+                       IF(AND(V("is_lora").eq(1), V("lora_targets").eq("all-linear")),
+                          IF(V("adapter_dtype").eq("fp32"), 4 + IF(V("lora_dropout").eq("on"), 1, 0),
+                             IF(V("lora_dropout").eq("on"), 1 + V("act_bytes"), V("act_bytes"))), 0)), V("tp_size")),
+         "its input, for its weight gradient; with a frozen base only what its adapter keeps, as layer_saved_per_token "
+         "counts it (an fp32 cast, or the input and with dropout a mask and a dropped copy), none without one",
+         "activation"),
     Term("layer_saved_bytes", "A decoder layer's saved tensors", "bytes",
          ceil_div(V("tokens") * V("group_layer_saved_per_token"), V("tp_size")),
          "without checkpointing, or rebuilt whole in backward under it", "activation"),
@@ -1186,10 +1196,10 @@ TERMS: tuple[Term, ...] = (
          "for backward: all but the down projection's, freed with its backward, are held while the MLP's backward "
          "runs (the oracle's trace of Llama 3 8B's layers in autocast at 8,192 tokens)", "activation"),
     Term("layer_mlp_backward_bytes", "A decoder layer's activations and working set in its MLP's backward", "bytes",
-         V("layer_saved_bytes") + V("rebuilt_layer_casts_bytes") + V("layer_backward_bytes")
-         - ceil_div(V("tokens") * V("act_bytes") * _m("intermediate_size"), V("tp_size"))
+         V("layer_saved_bytes") + V("rebuilt_layer_casts_bytes") + V("layer_backward_bytes") - V("mlp_down_input_bytes")
          + ceil_div(V("tokens") * (V("tp_size") - 1) * V("sp_gathered_input_bytes"), V("tp_size")),
-         "its saved tensors and the MLP's working set, the MLP's input freed; under torchtitan's sequence "
+         "its saved tensors and the MLP's working set, what the down projection saved of its input freed; under "
+         "torchtitan's sequence "
          "parallelism the down projection's output gradient gathered whole (the backward of its reduce-scatter: the "
          "oracle's trace of Llama-2-7B's layers on 8 TP ranks)", "activation"),
     Term("layer_end_backward_bytes", "A decoder layer's activations and working set at the end of its backward",
@@ -1206,13 +1216,16 @@ TERMS: tuple[Term, ...] = (
          "the residual stream's gradient and the larger of the MLP's backward (the down projection's weight gradient "
          "made) and the end of the layer's backward (every weight gradient of the layer made); gradients added into "
          "kept ones take nothing more (the oracle's traces: tools/oracle/trace_backward.py)", "activation"),
-    Term("rebuilt_layer_by_parts", "A rebuilt layer's backward is counted by its parts (1/0)", "flag",
-         IF(AND(V("is_full").eq(1), _REBUILDS_LAYERS, V("attention").ne("eager"),
+    Term("rebuilt_layer_parts_known", "A rebuilt layer's parts are known (1/0)", "flag",
+         IF(AND(V("is_train").eq(1), _REBUILDS_LAYERS, V("attention").ne("eager"),
                 is_one_of(V("framework"), "hf", "deepspeed", "fsdp2")), 1, 0),
-         "every weight trained, full or per-op checkpointing, transformers' layers and a fused attention kernel: "
-         "the layer's saved tensors made again and its backward's busiest point, as the oracle's traces show them; "
-         "otherwise (a frozen base, eager attention, Megatron's or LitGPT's layers) a ratio to its saved bytes",
-         "derived"),
+         "full or per-op checkpointing, transformers' layers and a fused attention kernel: the layer's saved tensors "
+         "made again and its backward's busiest point, as the oracle's traces show them", "derived"),
+    Term("rebuilt_layer_by_parts", "A rebuilt layer's backward is counted by its parts (1/0)", "flag",
+         V("is_full") * V("rebuilt_layer_parts_known"),
+         "every weight trained; with a frozen base (LoRA) the parts are a floor under the fitted ratio (its rebuilt "
+         "forward holds adapter outputs they do not count: tools/oracle/measure_lora_long.py); eager attention, "
+         "Megatron's or LitGPT's layers keep a ratio to the saved bytes", "derived"),
     Term("layer_kept_bytes", "A decoder layer's saved tensors in backward, while it waits", "bytes",
          ceil_div(V("tokens") * (V("group_saved_per_token") - V("group_head_saved_per_token")) / V("num_layers"),
                   V("tp_size")),
@@ -1221,20 +1234,26 @@ TERMS: tuple[Term, ...] = (
          IF(_REBUILDS_LAYERS,
             ceil_div(V("tokens") * V("tp_replicas_outside") * V("layer_input_saved_per_token"), V("tp_size")), 0),
          "full or per-op checkpointing: the layer's input, in the residual stream's dtype", "activation"),
+    Term("rebuilt_layer_parts_bytes", "A rebuilt layer by its parts, beyond the tensors it kept", "bytes",
+         V("rebuilt_layer_input_bytes") - V("layer_kept_bytes") + V("layer_backward_peak_bytes"),
+         "its saved tensors made again beside its kept input (its kept tensors are among them) and its backward at its "
+         "busiest", "activation"),
     Term("recompute_bytes", "Checkpointed layer recomputed in backward", "bytes",
          IF(AND(V("is_train").eq(1), V("checkpointing").ne("none")),
             IF(V("rebuilt_layer_by_parts").eq(1),
-               V("rebuilt_layer_input_bytes") - V("layer_kept_bytes") + V("layer_backward_peak_bytes"),
-               ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
-                                       * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
-                        * IF(AND(_REBUILDS_LAYERS, V("attention").ne("eager")),
-                             IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
-                        V("tp_size"))), 0),
+               V("rebuilt_layer_parts_bytes"),
+               MAX(ceil_div(V("tokens") * (V("group_layer_saved_per_token") + V("moe_module_recomputed")
+                                           * (V("megatron_routing_per_token") + V("megatron_experts_per_token")))
+                            * IF(AND(_REBUILDS_LAYERS, V("attention").ne("eager")),
+                                 IF(V("is_full").eq(1), V("recompute_ratio_trained"), V("recompute_ratio_frozen")), 2),
+                            V("tp_size")),
+                   V("rebuilt_layer_parts_known") * V("rebuilt_layer_parts_bytes"))), 0),
          "one layer's activations rebuilt, plus its backward's working set. Every weight trained in transformers' "
          "layers (rebuilt_layer_by_parts): the layer's saved tensors made again beyond those it kept and its "
          "backward at its busiest, its own gradients as made (read from the oracle's traces, held out on one GPU at "
          "4,096-16,384 tokens: tools/oracle/measure_rebuilt_layer.py). Otherwise full (or per-op) checkpointing with "
-         "flash attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA), "
+         "flash attention: recompute_ratio_frozen × the layer's saved bytes with a frozen base (LoRA; in transformers' "
+         "layers never below the parts: tools/oracle/measure_lora_long.py), "
          "recompute_ratio_trained with every weight trained (Megatron's and LitGPT's layers; assumptions fitted to the "
          "oracle, held out on other shapes); eager attention (whose backward makes S × S gradients as large as the "
          "saved scores) and selective checkpointing: twice the saved bytes, with under Megatron's 'moe' module the "
