@@ -118,7 +118,8 @@ ASSUMPTIONS = (
                (0, 10)),
     Assumption("recompute_ratio_frozen", "Recomputed layer, frozen base (LoRA)", 1.35, "×",
                "the same with a frozen base (LoRA, QLoRA), whose weights keep no gradients; fitted to the same "
-               "oracle records", (0, 10)),
+               "oracle records; in transformers' layers never below the layer's parts (rebuilt_layer_parts_bytes: "
+               "adapters on the attention only at long sequences)", (0, 10)),
     # ---- training frameworks: buffer sizes users tune in their framework's config ----
     Assumption("ds_reduce_bucket_size", "DeepSpeed reduce_bucket_size", 500_000_000, "elements",
                "contiguous-gradient bucket of ZeRO-1/2/3 (contiguous_gradients, on by default): DeepSpeed's default "
