@@ -1093,8 +1093,11 @@ TERMS: tuple[Term, ...] = (
          V("head_saved_per_token") + (V("tp_replicas_outside") - 1) * V("head_replicated_per_token")
          + (V("tp_size") - 1) * V("sp_gathered_input_bytes"),
          "the LM head's gathered input under torchtitan's sequence parallelism", "activation"),
+    Term("group_layers_saved_per_token", "Every decoder layer, saved per token by a tensor-parallel group", "bytes",
+         V("group_saved_per_token") - V("group_head_saved_per_token"), "group_saved_per_token less the head's",
+         "activation"),
     Term("stage_layers_saved_per_token", "A pipeline stage's layers, saved per token by a tensor-parallel group",
-         "bytes", V("pp_layer_share") * (V("group_saved_per_token") - V("group_head_saved_per_token")),
+         "bytes", V("pp_layer_share") * V("group_layers_saved_per_token"),
          "the busiest stage's share of the layers (all of them without a pipeline)", "activation"),
     Term("training_activations", "Saved activations (training)", "bytes",
          IF(V("is_train").eq(1),
@@ -1228,8 +1231,7 @@ TERMS: tuple[Term, ...] = (
          "forward holds adapter outputs they do not count: tools/oracle/measure_lora_long.py); eager attention, "
          "Megatron's or LitGPT's layers keep a ratio to the saved bytes", "derived"),
     Term("layer_kept_bytes", "A decoder layer's saved tensors in backward, while it waits", "bytes",
-         ceil_div(V("tokens") * (V("group_saved_per_token") - V("group_head_saved_per_token")) / V("num_layers"),
-                  V("tp_size")),
+         ceil_div(V("tokens") * V("group_layers_saved_per_token") / V("num_layers"), V("tp_size")),
          "everything it saved, its input alone under full checkpointing, what per-op checkpointing keeps", "activation"),
     Term("rebuilt_layer_input_bytes", "The input a checkpoint keeps to rebuild its layer from", "bytes",
          IF(_REBUILDS_LAYERS,
