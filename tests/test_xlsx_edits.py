@@ -26,6 +26,7 @@ from reportgen.model.inputs import INPUT_NAMES, INPUTS, applies
 from reportgen.pipeline import load, make_report, write_outputs
 from reportgen.report.build import recommend
 from reportgen.model.terms import ASSUMPTIONS, PER_GPU_KEYS
+from reportgen.writers.xlsx.checks import INPUT_LISTS, RULE_LISTS
 from test_xlsx import FIRST_ROW, FIXTURE, STAMP, assert_plan, book, columns, on_written_rows, same  # noqa: F401 (book: a fixture)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -187,7 +188,7 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
         got = ws.cell(row, cols["check"]).value
         assert HINTS.sub("", got) == HINTS.sub("", want), (row, got, want)
         assert ws.cell(row, cols["device_total_gib"]).value is None  # totals of an invalid row are blank
-        lists = [ws.cell(row, cols[name]).value for name in ("input_problems_1", "input_problems_2", "rule_problems_1", "rule_problems_2")]
+        lists = [ws.cell(row, cols[name]).value for name in INPUT_LISTS + RULE_LISTS]
         assert all(text.endswith("—") for text in lists) and got + " ¦ " in "".join(lists), (row, lists)
     # The GPU row shows its reason; rows on that GPU point at it; every other row is ok.
     memory_reason = fresh["GPUs"].cell(a100, gpu_cols["check"]).value
@@ -202,7 +203,7 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
             assert check == "ok", (row, check)
             # A row without problems: every list is just its end mark, never an empty text (which
             # LibreOffice would compute again on load).
-            for name in ("input_problems_1", "input_problems_2", "rule_problems_1", "rule_problems_2"):
+            for name in INPUT_LISTS + RULE_LISTS:
                 assert ws.cell(row, cols[name]).value == "—", (row, name)
     for sheet in ("Models", "Precisions", "Dtypes", "Optimizers"):
         checks = [c.value for c in fresh[sheet]["B"][1:] if c.value is not None]

@@ -78,9 +78,9 @@ def problem_columns(t: Catalogue) -> tuple[Column, ...]:
     inputs = "each input against its allowed values, range or catalog row"
     return (Column(INPUT_LISTS[0], "Input problems (first inputs)", "text", "helper", 12, first, help=inputs),
             Column(INPUT_LISTS[1], "Input problems (other inputs)", "text", "helper", 12, second, help=inputs),
-            *(Column(name, f"Skip-rule problems ({which} rules)", "text", "helper", 20, expr,
-                     help="the skip rules the command line applies, once the inputs are valid")
-              for name, which, expr in zip(RULE_LISTS, ("first", "other"), rule_problems(t))),
+            *(Column(name, f"Skip-rule problems (rules, part {part} of {len(RULE_LISTS)})", "text", "helper", 20,
+                     expr, help="the skip rules the command line applies, once the inputs are valid")
+              for part, (name, expr) in enumerate(zip(RULE_LISTS, rule_problems(t)), start=1)),
             Column(ROW_CHECK, "Check of the row's inputs", "text", "helper", 20, row_check(),
                    help="ok, or the row's first problem (the check less the assumptions')"),
             Column(ROW_OK, "Row's inputs ok (1/0)", "flag", "helper", 7, IF(Var(ROW_CHECK).eq(OK), 1, 0),

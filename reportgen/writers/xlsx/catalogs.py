@@ -8,7 +8,7 @@ from ...model.inputs import INPUT_BY_NAME, INPUTS
 from ...model.lookups import LOOKUP_TABLES
 from ...model.terms import ASSUMPTIONS, SKIP_RULES
 from .book import Book, compiled_columns
-from .checks import (LOOKUP_KEY_INPUTS, RULE_LISTS, in_two, assumption_check, assumption_in_use, catalog_validation, first_failure,
+from .checks import (LOOKUP_KEY_INPUTS, RULE_LISTS, in_parts, assumption_check, assumption_in_use, catalog_validation, first_failure,
                      skip_template)
 from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table,
                      add_sheet, column_label, column_text, fit_row, mark_invalid_rows, page_setup, plain,
@@ -25,10 +25,9 @@ def _prose(book: Book, col: Column) -> str:
     t = book.t
     if col.name in ("input_problems_1", "input_problems_2"):  # the halves of one rule, said once
         return t("terms.input_problems")
-    if col.name in RULE_LISTS:  # the skip rules as defined (over terms), each with its words, in their halves
-        first, second = in_two(SKIP_RULES)
-        return "\n".join(f"{skip_template(t, r.code)}  ⇐  {to_text(r.when)}"
-                         for r in (first if col.name == RULE_LISTS[0] else second))
+    if col.name in RULE_LISTS:  # the skip rules as defined (over terms), each with its words, in their parts
+        rules = in_parts(SKIP_RULES, len(RULE_LISTS))[RULE_LISTS.index(col.name)]
+        return "\n".join(f"{skip_template(t, r.code)}  ⇐  {to_text(r.when)}" for r in rules)
     if col.expr is not None:
         return to_text(col.expr)
     return t(f"terms.{col.special}")

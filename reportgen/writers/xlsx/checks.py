@@ -143,29 +143,33 @@ def _input_problem(t: Catalogue, i: Input) -> Expr:
 def input_problems(t: Catalogue) -> tuple[Expr, Expr]:
     """Each input against its allowed values, range or catalog (and that catalog row's check), in two
     lists: one formula for all would pass Excel's 8,192 characters."""
-    return halves([_input_problem(t, i) for i in INPUTS])
+    return problem_lists([_input_problem(t, i) for i in INPUTS])
 
 
-def in_two(parts: Sequence) -> tuple[Sequence, Sequence]:
-    """The first half (the larger where odd) and the rest: what two list columns take."""
-    middle = (len(parts) + 1) // 2
-    return parts[:middle], parts[middle:]
+def in_parts(parts: Sequence, count: int = 2) -> tuple[Sequence, ...]:
+    """`count` consecutive runs of nearly equal length (the first ones the longer): what `count` list columns
+    take."""
+    size, longer = divmod(len(parts), count)
+    ends = [sum(size + (k < longer) for k in range(i + 1)) for i in range(count)]
+    return tuple(parts[start:end] for start, end in zip([0] + ends, ends))
 
 
-def halves(parts: Sequence[Expr]) -> tuple[Expr, Expr]:
-    first, second = in_two(parts)
-    return problem_list(first), problem_list(second)
+def problem_lists(parts: Sequence[Expr], count: int = 2) -> tuple[Expr, ...]:
+    """The parts as `count` lists (in_parts), each ended by END."""
+    return tuple(problem_list(run) for run in in_parts(parts, count))
 
 
 INPUT_LISTS = ("input_problems_1", "input_problems_2")  # the columns input_problems' lists fill
 
 
-RULE_LISTS = ("rule_problems_1", "rule_problems_2")  # the columns rule_problems' lists fill
+# The columns rule_problems' lists fill: three, as two passed Excel's 8,192 characters from row 1,000 on (every
+# reference to the row grows with its number's digits; tests/test_xlsx.py measures them at the last row).
+RULE_LISTS = ("rule_problems_1", "rule_problems_2", "rule_problems_3")
 
 
-def rule_problems(t: Catalogue) -> tuple[Expr, Expr]:
-    """The skip rules, each with its message, once the inputs are valid, in two lists (one formula for
-    all passed Excel's 8,192 characters). A frozen role row (or a rollout engine's on GPUs of its own) is made
+def rule_problems(t: Catalogue) -> tuple[Expr, ...]:
+    """The skip rules, each with its message, once the inputs are valid, in RULE_LISTS' lists (one formula for
+    all passes Excel's 8,192 characters). A frozen role row (or a rollout engine's on GPUs of its own) is made
     by the program from its actor's row, which carries the rules: they speak of the scenarios a planner defines
     (ZeRO on a frozen model shards its weights)."""
     rules = [_problem(inlined(r.when), message(skip_template(t, r.code), **{k: inlined(v) for k, v in r.values}))
@@ -174,7 +178,7 @@ def rule_problems(t: Catalogue) -> tuple[Expr, Expr]:
     read = set().union(*(r.names() for r in rules))
     assert read <= set(INPUT_NAMES), f"skip rules read {sorted(read - set(INPUT_NAMES))}"
     skipped = OR(*(Var(name).ne(END) for name in INPUT_LISTS), is_one_of(Var("workload"), FROZEN, ROLLOUT))
-    return tuple(IF(skipped, END, half) for half in halves(rules))
+    return tuple(IF(skipped, END, part) for part in problem_lists(rules, len(RULE_LISTS)))
 
 
 # A row's own check (its inputs and the rules), and as a 1/0 flag the gate of its terms: not the
@@ -308,7 +312,7 @@ def catalog_problems(t: Catalogue, table: str, columns: Sequence[str]) -> tuple[
         heads, kv = Var("num_attention_heads"), Var("num_key_value_heads")
         whole = AND(_positive_whole(heads), _positive_whole(kv))
         parts.append(IF(whole, _problem(MOD(heads, kv).ne(0), message(t("check.kv_heads"), kv=kv, heads=heads)), ""))
-    return halves(parts)
+    return problem_lists(parts)
 
 
 def assumption_in_use(a: Assumption) -> Expr:
