@@ -360,9 +360,10 @@ def test_an_input_applies_exactly_when_it_changes_a_term():
                            (b.actor if hasattr(b, "actor") else b).inputs()) for b in bases):
                 # (Llama-3-8B's config sets every dropout probability to 0: dropout=config changes nothing for it;
                 # it has no experts: experts_implementation and moe_load_imbalance are tested on an MoE model below,
-                # moe_dispatcher and ep_overlap in test_cluster_time.py)
+                # moe_dispatcher, ep_overlap and tp_overlap in test_cluster_time.py)
                 assert changed or not computed or i.name in ("dropout", "experts_implementation",
-                                                             "moe_load_imbalance", "moe_dispatcher", "ep_overlap"), (
+                                                             "moe_load_imbalance", "moe_dispatcher", "ep_overlap",
+                                                             "tp_overlap"), (
                     workload, i.name, "applies, yet changes no term")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from reportgen.model.catalog import load_gpus, load_models
 from reportgen.model.estimate import Estimator, Scenario
+from reportgen.model.terms import TERMS
 
 GPUS = load_gpus()
 EST = Estimator(load_models(), GPUS)
@@ -230,6 +231,34 @@ def test_a_pipeline_moves_at_its_busiest_stages_pace():
                                  gpu=H100))
     assert deep["pp_stage_layers"] == 3
     assert 1.55 < deep["stage_compute_seconds"] / (deep["train_compute_seconds"] / 32) < 1.65
+
+
+def test_tensor_parallel_overlap_hides_what_the_stage_compute_covers():
+    """Megatron-Core's --tp-comm-overlap (torchtitan's async TP): the all-gathers and reduce-scatters run beside the
+    matrix multiplications, so a micro-batch waits only for what its stage's compute does not cover, and nothing else
+    moves (Megatron-LM's 2024 H100 table, GPT 177B on TP 8 × PP 6: 13.5 % of the step was TP communication). It needs
+    training under megatron or fsdp2 with TP and sequence parallelism: anything else is refused by name."""
+    scenario = Scenario(model="Llama-3.1-70B", workload="full", seq_len=8192, prompt_len=0, gen_len=0, num_gpus=64,
+                        tp_size=8, pp_size=4, grad_accum_steps=16, framework="megatron", zero_stage=1,
+                        checkpointing="none", gpu=H100)
+    serial, hidden = EST.estimate(scenario), EST.estimate(replace(scenario, tp_overlap="on"))
+    tp, compute = serial["tp_comm_seconds"], serial["stage_compute_seconds"]
+    assert 0 < tp < compute and serial["tp_exposed_seconds"] == tp and hidden["tp_exposed_seconds"] == 0
+    assert serial["step_seconds"] - hidden["step_seconds"] == pytest.approx(serial["pipeline_slots"] * tp, rel=1e-9)
+    memory = [t.name for t in TERMS if t.unit == "bytes"]
+    assert len(memory) > 100 and [serial[k] for k in memory] == [hidden[k] for k in memory]  # time only
+    # where the communication outlasts the compute (a slow link between nodes), the rest stays exposed
+    slow = replace(EST.gpus[H100], link_gbps=1, nvls=0)
+    crawling = Estimator(load_models(), {**EST.gpus, H100: slow}).estimate(replace(scenario, tp_overlap="on"))
+    assert crawling["tp_comm_seconds"] > crawling["stage_compute_seconds"]
+    assert crawling["tp_exposed_seconds"] == pytest.approx(
+        crawling["tp_comm_seconds"] - crawling["stage_compute_seconds"], rel=1e-12)
+    for refused in (replace(scenario, tp_overlap="on", framework="hf"),
+                    replace(scenario, tp_overlap="on", sequence_parallel="off"),
+                    replace(scenario, tp_overlap="on", tp_size=1, pp_size=4)):
+        reason = EST.skip_check(refused)
+        assert reason is not None and reason.code == "tp_overlap", (refused, reason)
+    assert EST.skip_check(replace(scenario, tp_overlap="on", framework="fsdp2", zero_stage=3, pp_size=1)) is None
 
 
 def test_the_combined_1f1b_schedule_hides_the_all_to_all_behind_compute():

@@ -55,29 +55,43 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Nineteen runs never fitted to: median |error| 15.5 % today (19.3 % before FP8 training's linear layers were
-    timed at the FP8 peak, 2026-12-07; 16.7 % over the fifteen before NVIDIA's DGX Cloud Benchmarking recipes' four
-    Llama 3.1 runs were added the same day, 20.8 % over the eleven before Korthikanti et al.'s four), above issue
-    #16's 15 % target. The DGX Cloud recipes (NeMo 24.09 on H100, each table's smallest full-model scale): 8B on 8
-    GPUs (CP 2) −15.5 % and 70B on 64 (TP 4, PP 4 × VP 5, CP 2) −19.3 % in BF16; in FP8 −15.0 % and −15.1 % (−36.7 %
-    and −39.7 % when FP8 was timed at the BF16 peak). A gist's LLaMA-7B under DeepSpeed with a Hugging
-    Face model on 8 A800 (2026-12-05) runs 52 % and 62 % below the estimate: the efficiencies were fitted to
-    llm-foundry's fused MPT code, and reportgen has no efficiency per framework. The three Llama 3 405B rows carry
-    their published layout (PP 16, and CP 16 at 128K; until 2026-12-04 they were mapped without it, at ±4 %): with
-    their micro-batches (32 and 16, one sequence each) the plain 1F1B bubble of 16 stages, and the busiest stage's 8
-    layers and LM head (since 2026-12-06; Meta balanced them by a layer fewer on the first and last stage, which the
-    estimate does not take), make them −39.3 %, −50.5 % and −48.9 % (Meta's interleaving depth is not published).
-    Megatron-LM's 2022 runs with sequence parallelism and selective recompute (Korthikanti et al., data-parallel size
-    one): GPT-3 175B +4.5 %, MT-NLG 530B −4.7 %, 1T −5.5 %, and the 22B on one node +34.2 % (its smaller matrix
-    multiplications ran at HFU 43.7 % where the others ran at 52.8–57.0 %: one efficiency per GPU type). The other
-    six are within ±21.6 %: llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 ×
-    pipeline 16 × data 8) at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
+    """Twenty-eight runs never fitted to: median |error| 11.5 % today, above issue #32's 10 % target (15.5 % over
+    the nineteen before Megatron-LM's 2024 H100 table and tensor-parallel communication overlap were added,
+    2026-12-07; 19.3 % before FP8 training's linear layers were timed at the FP8 peak; 20.8 % over the eleven before
+    Korthikanti et al.'s four).
+    Megatron-LM's H100 weak-scaling table (README of 2024-07-15, Megatron-Core r0.8.0: GPT 1.7B to 462B, TP up to 8,
+    PP up to 16, 48 data-parallel ranks, --tp-comm-overlap): the overlap (tp_overlap) was written after seeing these
+    nine rows' errors grow with the TP size (+10.2 % at TP 1, −6.1 % at TP 2, −15.2 % at TP 4, −18.4 % at TP 8: the
+    TP communication counted on the critical path); it reads no coefficient. With it the unpipelined rows are
+    +10.2, +0.0, −4.2, +3.5 % (the 1.7B's small matrices run below the fitted efficiency), and the pipelined ones
+    fall with the 1F1B bubble of their unpublished schedule, mapped without interleaving: PP 2 +0.3 %, PP 4 −7.2 %,
+    PP 6 −12.5 %, PP 8 −21.4 %, PP 16 −22.3 %.
+    The DGX Cloud recipes (NeMo 24.09 on H100, each table's smallest full-model scale): 8B on 8 GPUs (CP 2) −15.5 % and
+    70B on 64 (TP 4, PP 4 × VP 5, CP 2, ub_tp_comm_overlap, mapped as tp_overlap on since 2026-12-07: −19.3 % before)
+    −12.0 % in BF16; in FP8 −15.0 % and −3.8 % (−15.1 % before the overlap; −36.7 % and −39.7 % when FP8 was timed at
+    the BF16 peak). A gist's LLaMA-7B under DeepSpeed with a Hugging Face model on 8 A800 (2026-12-05) runs 52 % and
+    62 % below the estimate: the efficiencies were fitted to llm-foundry's fused MPT code, and reportgen has no
+    efficiency per framework. The three Llama 3 405B rows carry their published layout (PP 16, and CP 16 at 128K;
+    until 2026-12-04 they were mapped without it, at ±4 %): with their micro-batches (32 and 16, one sequence each)
+    the plain 1F1B bubble of 16 stages, and the busiest stage's 8 layers and LM head (since 2026-12-06; Meta balanced
+    them by a layer fewer on the first and last stage, which the estimate does not take), make them −39.3 %, −50.5 %
+    and −48.9 % (Meta's interleaving depth is not published). Megatron-LM's 2022 runs with sequence parallelism and
+    selective recompute (Korthikanti et al., data-parallel size one, no TP overlap then): GPT-3 175B +4.5 %, MT-NLG
+    530B −4.7 %, 1T −5.5 %, and the 22B on one node +34.2 % (its smaller matrix multiplications ran at HFU 43.7 %
+    where the others ran at 52.8–57.0 %: one efficiency per GPU type). The other six are within ±21.6 %:
+    llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8)
+    at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 19
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.156
+    assert len(errors) == 28
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.116
+    megatron_2024 = {k: e for k, e in errors.items() if "f2e5db402c" in _case(k).source}
+    assert len(megatron_2024) == 9
+    unpipelined = [e for k, e in megatron_2024.items() if _case(k).scenario.pp_size == 1]
+    assert len(unpipelined) == 4 and max(abs(e) for e in unpipelined) <= 0.103
+    assert all(-0.224 <= e <= 0.004 for k, e in megatron_2024.items() if _case(k).scenario.pp_size > 1)
     dgx_cloud = {k: e for k, e in errors.items() if k in ("pub-tr-050", "pub-tr-051", "pub-tr-052", "pub-tr-053")}
-    assert len(dgx_cloud) == 4 and -0.20 <= dgx_cloud["pub-tr-050"] < 0 and -0.20 <= dgx_cloud["pub-tr-051"] < 0
-    assert -0.16 <= dgx_cloud["pub-tr-052"] < -0.14 and -0.16 <= dgx_cloud["pub-tr-053"] < -0.14
+    assert len(dgx_cloud) == 4 and -0.16 <= dgx_cloud["pub-tr-050"] < -0.15 and -0.121 <= dgx_cloud["pub-tr-051"] < 0
+    assert -0.151 <= dgx_cloud["pub-tr-052"] < -0.14 and -0.039 <= dgx_cloud["pub-tr-053"] < 0
     hf_deepspeed = {k: e for k, e in errors.items() if k in ("pub-tr-038", "pub-tr-039")}
     assert len(hf_deepspeed) == 2 and all(0.52 <= e <= 0.62 for e in hf_deepspeed.values()), hf_deepspeed
     llama3 = {k: e for k, e in errors.items() if k in ("pub-tr-024", "pub-tr-025", "pub-tr-026")}
@@ -86,7 +100,7 @@ def test_training_held_out_rows_at_the_level_reached():
     assert len(korthikanti) == 3 and all(abs(e) <= 0.056 for e in korthikanti.values()), korthikanti
     assert 0 < errors["pub-tr-045"] <= 0.343
     others = [e for k, e in errors.items()
-              if k not in llama3 | hf_deepspeed | korthikanti | dgx_cloud and k != "pub-tr-045"]
+              if k not in llama3 | hf_deepspeed | korthikanti | dgx_cloud | megatron_2024 and k != "pub-tr-045"]
     assert len(others) == 6
     assert statistics.median(abs(e) for e in others) <= 0.118 and max(abs(e) for e in others) <= 0.217
 
@@ -94,7 +108,8 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 39 of 46 fit (torchao's Llama 3 8B pair, added 2026-12-07 to read the FP8 efficiency from, do
+    level reached: 48 of 55 fit (Megatron-LM's nine H100 weak-scaling runs, added 2026-12-07, fit at 27.5 to 64.5 GiB;
+    39 of 46 before; torchao's Llama 3 8B pair, added 2026-12-07 to read the FP8 efficiency from, do
     not: torchtitan's per-op selective checkpointing is not modelled, 86.7 and 81.4 GiB against its 47.65 GB; DGX Cloud's Llama 3.1 8B on 8 H100, BF16 and FP8, added 2026-12-07, do not: the
     BF16 one's allocated peak fits and the allocator's reserve does not, FP8's primary weights are not modelled;
     37 of 40 before; DeepSeek-V3's pre-training since its MLA up-projections are recomputed and MLA is
@@ -106,7 +121,7 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 46
+    assert len(figures) == 55
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
@@ -117,10 +132,12 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
 
 def test_no_two_compared_runs_read_alike():
     """The appendix names a run by its model, GPUs, parallel layout (as mapped: TP, PP × VP, CP, EP, the all-to-all
-    overlap, ZeRO past stage 1) and length: two compared runs never read alike. Until 2026-12-06 the name left the
-    layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five) read the same."""
+    overlap, the TP communication overlap, ZeRO past stage 1) and length: two compared runs never read alike. Until
+    2026-12-06 the name left the layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five)
+    read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 46
+    assert len(set(names)) == len(names) == 55
+    assert _case("pub-tr-051").name.setup.endswith(" · TP 4 · PP 4 × VP 5 · CP 2 · TP communication overlapped")
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
     assert by_id["pub-tr-035"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32 · all-to-all overlapped")
@@ -138,17 +155,20 @@ def test_fp8_training_gains_on_four_held_out_runs_as_published():
     traffic; attention, norms and the LM head in 16-bit. Held out on four Transformer Engine runs no coefficient was
     read from: llm-foundry's MPT-3B at 2k +9.7 % and MPT-1B at 8k +21.6 % (−16.7 % and +4.7 % when FP8 was timed at
     the BF16 peak, until 2026-12-07; the 1B's casts weigh most: FP8 gained it 1.10x in llm-foundry's tables),
-    NVIDIA's DGX Cloud recipes (NeMo 24.09, Llama 3.1 8B and 70B) −15.0 % and −15.1 % (were −36.7 % and −39.7 %).
-    Those recipes ran FP8 at 1.34x their BF16 tokens per GPU on the same layouts; the estimate gains 1.34x and 1.41x,
-    so the FP8 rows inherit their BF16 twins' error (−15.5 %, −19.3 %)."""
+    NVIDIA's DGX Cloud recipes (NeMo 24.09, Llama 3.1 8B and 70B) −15.0 % and −3.8 % (were −36.7 % and −39.7 %; the
+    70B −15.1 % until its TP communication overlap was modelled, 2026-12-07). Those recipes ran FP8 at 1.34x their
+    BF16 tokens per GPU on the same layouts; the estimate gains 1.34x and 1.46x (1.41x with the TP communication on
+    the critical path: FP8 shortens the compute it hides behind, not the communication), so the FP8 rows are near
+    their BF16 twins' error (−15.5 %, −12.0 %)."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING
               if c.use == "holdout" and c.scenario.precision == "fp8-te"}
     assert sorted(errors) == ["pub-tr-010", "pub-tr-011", "pub-tr-052", "pub-tr-053"]
     assert 0.09 <= errors["pub-tr-010"] <= 0.10 and 0.21 <= errors["pub-tr-011"] <= 0.22
-    for fp8, bf16, gain in (("pub-tr-052", "pub-tr-050", (1.33, 1.35)), ("pub-tr-053", "pub-tr-051", (1.40, 1.42))):
+    for fp8, bf16, gain, error in (("pub-tr-052", "pub-tr-050", (1.33, 1.35), (-0.151, -0.149)),
+                                   ("pub-tr-053", "pub-tr-051", (1.46, 1.48), (-0.039, -0.037))):
         assert _case(fp8).published / _case(bf16).published == pytest.approx(1.34, abs=0.005)
         assert gain[0] <= _case(fp8).estimated(EST) / _case(bf16).estimated(EST) <= gain[1]
-        assert -0.16 <= errors[fp8] < -0.14
+        assert error[0] <= errors[fp8] <= error[1]
     fit, twin = _case("pub-tr-056"), _case("pub-tr-055")
     assert fit.use == twin.use == "fit" and fit.scenario == replace(twin.scenario, precision="fp8-te")
     assert fit.estimated(EST) / twin.estimated(EST) == pytest.approx(fit.published / twin.published, abs=0.001)

@@ -174,6 +174,7 @@ DROPOUT = ("off", "config")
 # MoE token dispatchers under training: NCCL's all-to-all (Megatron-Core's alltoall), DeepEP (its flex dispatcher)
 MOE_DISPATCHERS = ("alltoall", "deepep")
 EP_OVERLAP = ("off", "on")  # Megatron-Core's --overlap-moe-expert-parallel-comm
+TP_OVERLAP = ("off", "on")  # Megatron-Core's --tp-comm-overlap, torchtitan's async TP
 ADAPTER_DTYPES = ("fp32", "model")
 LOSSES = ("fp32", "fp32-chunked", "compute", "compute-chunked")
 FRAMEWORKS = ("hf", "deepspeed", "fsdp2", "megatron", "litgpt")  # training frameworks (engines serve)

@@ -2162,6 +2162,13 @@ TIME_TERMS: tuple[Term, ...] = (
          "stage's LM head, the split the memory terms take (the head of a model with a large vocabulary weighs "
          "several layers: Qwen3-235B-A22B's about 2.4; a framework that counts the loss as a layer, Megatron-Core's "
          "--account-for-loss-in-pipeline-split, balances it better, which is not modelled)", "time"),
+    Term("tp_exposed_seconds", "Tensor-parallel communication not hidden, per micro-batch", "seconds",
+         IF(V("tp_overlap").eq("on"), MAX(V("tp_comm_seconds") - V("stage_compute_seconds"), 0),
+            V("tp_comm_seconds")),
+         "tp_overlap on (Megatron-Core's --tp-comm-overlap, torchtitan's async TP) splits each all-gather and "
+         "reduce-scatter into chunks that run beside the matrix multiplications that read or make them: what the "
+         "stage's compute cannot cover; the SMs and memory bandwidth the overlapped copies take from the matrix "
+         "multiplications, and the userbuffers Transformer Engine allocates for them, are not counted", "time"),
     Term("slot_seconds", "A schedule slot's compute and MoE all-to-all", "seconds",
          IF(V("ep_overlap").eq("on"),
             MAX(V("moe_a2a_seconds"), V("stage_compute_seconds") + V("a2a_overlap_sm_share") * V("moe_a2a_seconds")),
@@ -2173,10 +2180,10 @@ TIME_TERMS: tuple[Term, ...] = (
          "all-to-all where it is the longer", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("slot_seconds"), V("dp_comm_seconds"))
-            + V("pipeline_slots") * (V("tp_comm_seconds") + V("cp_ring_seconds"))
+            + V("pipeline_slots") * (V("tp_exposed_seconds") + V("cp_ring_seconds"))
             + V("offload_seconds") + V("host_optimizer_seconds"), 0),
-         "compute and data-parallel communication overlap (the longer counts); tensor-parallel communication, "
-         "the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; each "
+         "compute and data-parallel communication overlap (the longer counts); tensor-parallel communication "
+         "(its unhidden part with tp_overlap on), the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; each "
          "slot takes the busiest pipeline stage's compute and its MoE all-to-all (slot_seconds)", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("cp_degree") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0),
@@ -2445,6 +2452,13 @@ SKIP_RULES: tuple[SkipRule, ...] = (
               OR(V("framework").ne("megatron"), V("num_experts").eq(0), V("ep_size").eq(1),
                  AND(V("pp_stages").gt(1), V("vp_degree").eq(1)))),
           framework=V("framework"), ep=V("ep_size"), pp=V("pp_stages"), vp=V("vp_degree")),
+    _skip("tp_overlap", "tp_overlap on overlaps tensor parallelism's all-gathers and reduce-scatters with the matrix "
+          "multiplications (Megatron-Core's --tp-comm-overlap, torchtitan's async TP): it needs training under "
+          "megatron or fsdp2 with tp_size > 1 and sequence parallelism; framework {framework}, tp_size {tp}, "
+          "sequence_parallel {sp}",
+          AND(V("tp_overlap").eq("on"), V("is_train").eq(1),
+              OR(NOT(is_one_of(V("framework"), "megatron", "fsdp2")), V("sp_on").eq(0))),
+          framework=V("framework"), tp=_TP, sp=V("sequence_parallel")),
     # Chunks may be uneven (Megatron-Core's --decoder-first/last-pipeline-num-layers and pipeline layouts: Qwen3-235B's
     # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
     # --account-for-embedding/loss-in-pipeline-split): each chunk needs one of the layers + 2; the busiest stage
