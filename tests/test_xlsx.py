@@ -754,8 +754,8 @@ def test_a_formula_at_the_last_row_counts_seven_digits_per_own_reference():
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_formulas_fit_excels_limits(report, tmp_path, language):
-    """Excel refuses a formula longer than 8,192 characters or nesting more than 64 functions
-    (LibreOffice accepts both, so its recalculation would not tell). Measured as each formula reads on the
+    """Excel refuses a formula longer than 8,192 characters, nesting more than 64 functions or holding a text
+    longer than 255 characters (LibreOffice accepts all three, so its recalculation would not tell). Measured as each formula reads on the
     sheet's last row: a row's references grow with its number (the skip rules' two lists, 7,553 characters on
     row 3, passed the limit from row 1,000 on until they were made three)."""
     (path,) = write_outputs(report, tmp_path, ["xlsx"], language)
@@ -764,6 +764,9 @@ def test_formulas_fit_excels_limits(report, tmp_path, language):
                 for _, coordinate, f in formula_cells(path)] + [n.attr_text for n in wb.defined_names.values()]
     assert max(len(f) for f in formulas) <= 8192
     assert max(nesting(f) for f in formulas) <= 64
+    # and a text constant in a formula longer than 255 characters (the skip rule op_checkpointing's words: 260)
+    texts = [text.replace('""', '"') for f in formulas for text in re.findall(r'"((?:[^"]|"")*)"', f)]
+    assert len(texts) > 1000 and max(map(len, texts)) <= 255
 
 
 def test_workbook_structure(book):

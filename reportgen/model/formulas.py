@@ -313,6 +313,17 @@ def _number(value: float) -> str:
     return text.replace("e+", "E+").replace("e-", "E-")
 
 
+# Excel refuses a text constant longer than 255 characters in a formula ("Text values in formulas are limited to 255
+# characters"; LibreOffice accepts it): a longer text is written as its pieces joined by &.
+EXCEL_TEXT_LIMIT = 255
+
+
+def _excel_text(value: str) -> str:
+    pieces = ['"' + value[i:i + EXCEL_TEXT_LIMIT].replace('"', '""') + '"'
+              for i in range(0, len(value), EXCEL_TEXT_LIMIT)] or ['""']
+    return pieces[0] if len(pieces) == 1 else "(" + "&".join(pieces) + ")"
+
+
 def _render(expr: Expr, atom, *, excel: bool) -> str:
     hit = atom(expr)
     if hit is not None:
@@ -322,7 +333,7 @@ def _render(expr: Expr, atom, *, excel: bool) -> str:
     if isinstance(expr, Num):
         return _number(expr.value)
     if isinstance(expr, Str):
-        return '"' + expr.value.replace('"', '""') + '"' if excel else f"“{expr.value}”"
+        return _excel_text(expr.value) if excel else f"“{expr.value}”"
     if isinstance(expr, Concat):
         parts = [_render(p, atom, excel=excel) for p in expr.parts]
         parts = [f"({s})" if p.precedence < expr.precedence else s for p, s in zip(expr.parts, parts)]
