@@ -346,7 +346,7 @@ def _parallel_layout(scenario: Mapping[str, Any]) -> str:
     if degree["VP"] > 1:
         parts[[p.startswith("PP") for p in parts].index(True)] += f" × VP {degree['VP']}"
     if scenario.get("tp_overlap") == "on":
-        parts.append("TP communication overlapped")
+        parts.append("TP overlapped")
     if scenario.get("ep_overlap") == "on":
         parts.append("all-to-all overlapped")
     if (scenario.get("zero_stage") or 0) >= 2:
