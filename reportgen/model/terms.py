@@ -2183,8 +2183,9 @@ TIME_TERMS: tuple[Term, ...] = (
             + V("pipeline_slots") * (V("tp_exposed_seconds") + V("cp_ring_seconds"))
             + V("offload_seconds") + V("host_optimizer_seconds"), 0),
          "compute and data-parallel communication overlap (the longer counts); tensor-parallel communication "
-         "(its unhidden part with tp_overlap on), the context-parallel ring's unhidden part, offload transfers and the host's optimizer step add; each "
-         "slot takes the busiest pipeline stage's compute and its MoE all-to-all (slot_seconds)", "time"),
+         "(its unhidden part with tp_overlap on), the context-parallel ring's unhidden part, offload transfers and "
+         "the host's optimizer step add; each slot takes the busiest pipeline stage's compute and its MoE all-to-all "
+         "(slot_seconds)", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
          IF(_TRAIN, V("tokens") * V("cp_degree") * V("grad_accum_steps") * V("dp_size") / V("step_seconds"), 0),
          "", "time"),

@@ -8,8 +8,8 @@ from ...model.inputs import INPUT_BY_NAME, INPUTS
 from ...model.lookups import LOOKUP_TABLES
 from ...model.terms import ASSUMPTIONS, SKIP_RULES
 from .book import Book, compiled_columns
-from .checks import (LOOKUP_KEY_INPUTS, RULE_LISTS, in_parts, assumption_check, assumption_in_use, catalog_validation, first_failure,
-                     skip_template)
+from .checks import (INPUT_LISTS, LOOKUP_KEY_INPUTS, RULE_LISTS, assumption_check, assumption_in_use, catalog_validation,
+                     first_failure, in_parts, skip_template)
 from .layout import (A3, A4, ASSUMPTIONS_CHECK, LINE_HEIGHT, LOOKUP_FIRST_ROW, MAX_ROW, Column, Styles, Table,
                      add_sheet, column_label, column_text, fit_row, mark_invalid_rows, page_setup, plain,
                      text_lines, write_value)
@@ -23,7 +23,7 @@ def _prose(book: Book, col: Column) -> str:
     """A formula column in words: its expression (the definition, without the check's gate), or
     what its per-row formula does."""
     t = book.t
-    if col.name in ("input_problems_1", "input_problems_2"):  # the halves of one rule, said once
+    if col.name in INPUT_LISTS:  # the parts of one rule, said once
         return t("terms.input_problems")
     if col.name in RULE_LISTS:  # the skip rules as defined (over terms), each with its words, in their parts
         rules = in_parts(SKIP_RULES, len(RULE_LISTS))[RULE_LISTS.index(col.name)]

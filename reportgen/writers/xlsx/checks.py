@@ -150,8 +150,12 @@ def in_parts(parts: Sequence, count: int = 2) -> tuple[Sequence, ...]:
     """`count` consecutive runs of nearly equal length (the first ones the longer): what `count` list columns
     take."""
     size, longer = divmod(len(parts), count)
-    ends = [sum(size + (k < longer) for k in range(i + 1)) for i in range(count)]
-    return tuple(parts[start:end] for start, end in zip([0] + ends, ends))
+    runs, start = [], 0
+    for k in range(count):
+        end = start + size + (k < longer)
+        runs.append(parts[start:end])
+        start = end
+    return tuple(runs)
 
 
 def problem_lists(parts: Sequence[Expr], count: int = 2) -> tuple[Expr, ...]:
