@@ -195,10 +195,11 @@ INPUTS: tuple[Input, ...] = (
           "(Megatron-Core's --overlap-moe-expert-parallel-comm, its combined 1F1B schedule: one micro-batch's "
           "dispatch and combine run while another's forward or backward computes; with a pipeline it needs "
           "vp_size > 1) or off", "off", choices=tb.EP_OVERLAP, option="--ep-overlap", applies=_TRAINING, layout=True),
-    Input("tp_overlap", "Tensor-parallel communication overlap", "training with tp_size > 1 and sequence "
-          "parallelism under megatron or fsdp2: on (Megatron-Core's --tp-comm-overlap with Transformer Engine's "
-          "userbuffers, NeMo's ub_tp_comm_overlap; torchtitan's async TP: each layer's all-gathers and "
-          "reduce-scatters run in chunks beside its matrix multiplications) or off (they wait for each other)", "off",
+    Input("tp_overlap", "Tensor-parallel communication overlap", "training under megatron or fsdp2, with sequence "
+          "parallelism where tp_size > 1 (at tp_size 1 it changes nothing): on (Megatron-Core's --tp-comm-overlap "
+          "with Transformer Engine's userbuffers, NeMo's ub_tp_comm_overlap; torchtitan's async TP: each layer's "
+          "all-gathers and reduce-scatters run in chunks beside its matrix multiplications) or off (they wait for "
+          "each other)", "off",
           choices=tb.TP_OVERLAP, option="--tp-overlap", applies=_TRAINING, layout=True),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "

@@ -2453,12 +2453,14 @@ SKIP_RULES: tuple[SkipRule, ...] = (
               OR(V("framework").ne("megatron"), V("num_experts").eq(0), V("ep_size").eq(1),
                  AND(V("pp_stages").gt(1), V("vp_degree").eq(1)))),
           framework=V("framework"), ep=V("ep_size"), pp=V("pp_stages"), vp=V("vp_degree")),
+    # Without tensor parallelism there is nothing to overlap: NeMo's and Megatron-Bridge's comm-overlap config turns
+    # the flag off with a warning below TP 2 (Megatron-LM's own arguments refuse it there: it needs sequence parallelism).
     _skip("tp_overlap", "tp_overlap on overlaps tensor parallelism's all-gathers and reduce-scatters with the matrix "
           "multiplications (Megatron-Core's --tp-comm-overlap, torchtitan's async TP): it needs training under "
-          "megatron or fsdp2 with tp_size > 1 and sequence parallelism; framework {framework}, tp_size {tp}, "
+          "megatron or fsdp2, with sequence parallelism where tp_size > 1; framework {framework}, tp_size {tp}, "
           "sequence_parallel {sp}",
           AND(V("tp_overlap").eq("on"), V("is_train").eq(1),
-              OR(NOT(is_one_of(V("framework"), "megatron", "fsdp2")), V("sp_on").eq(0))),
+              OR(NOT(is_one_of(V("framework"), "megatron", "fsdp2")), AND(_TP.gt(1), V("sp_on").eq(0)))),
           framework=V("framework"), tp=_TP, sp=V("sequence_parallel")),
     # Chunks may be uneven (Megatron-Core's --decoder-first/last-pipeline-num-layers and pipeline layouts: Qwen3-235B's
     # 94 layers ran at PP8 × VP4 and PP32 × VP3, its embedding and loss counted as a chunk's layer each with
