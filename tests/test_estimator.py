@@ -280,7 +280,7 @@ def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits
     special = tuple(replace(t, expr=specialise(t.expr, constants)) for t in TOTAL_TERMS)
     assert not any(set(constants) & t.expr.names() for t in special)
     inputs = {"allocated_peak": allocated, "num_gpus": gpus, "gpu": "H100-80GB-SXM", "weights": weights,
-              "node_host_bytes": host, "engine_budget_bytes": budget, **constants}
+              "node_host_bytes": host, "engine_budget_bytes": budget, "tp_overlap_buffer_bytes": budget, **constants}
 
     def var(n):
         return f"A[{n!r}]" if n in ASSUMPTION_DEFAULTS else f"I[{n!r}]"

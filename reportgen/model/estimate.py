@@ -597,7 +597,8 @@ POOL_ANSWERS = PER_GPU_KEYS + ("gpu_memory_bytes", "fits", "headroom_bytes", "fi
 
 # RLHF roles train or score with a training framework, never a serving engine's pool: the shared
 # totals read, for a group, without the engine's branches.
-GROUP_CONSTANTS = {"engine_mode": 0, "engine_reserves": 0, "engine_device_total": 0}
+# An RLHF group adds no userbuffers of a TP overlap to its device total (its trainers' processes are its roles').
+GROUP_CONSTANTS = {"engine_mode": 0, "engine_reserves": 0, "engine_device_total": 0, "tp_overlap_buffer_bytes": 0}
 GROUP_TOTAL_TERMS = tuple(replace(t, expr=specialise(t.expr, GROUP_CONSTANTS)) for t in TOTAL_TERMS)
 
 # The group's settings its terms read (beside its first role's GPUs): on the RLHF sheet, cells of the group's row.

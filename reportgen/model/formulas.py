@@ -699,14 +699,19 @@ def substituted(expr: Expr, replacement: Callable[[str], Expr | None]) -> Expr:
 
 def specialise(expr: Expr, constants: Mapping[str, float | str]) -> Expr:
     """The expression with the named Vars replaced by numbers or texts and every decided condition folded
-    away (IF with a constant condition takes its branch; AND/OR drop constant arguments), so a term
-    shared by two tables reads, in each, only what applies there."""
+    away (IF with a constant condition takes its branch; AND/OR drop constant arguments; a zero added or
+    subtracted drops), so a term shared by two tables reads, in each, only what applies there."""
     def walk(e: Expr) -> Expr:
         if isinstance(e, Var) and e.name in constants:
             value = constants[e.name]
             return Str(value) if isinstance(value, str) else Num(value)
         if isinstance(e, Op):
-            return Op(e.op, walk(e.a), walk(e.b))
+            a, b = walk(e.a), walk(e.b)
+            if e.op in ("+", "-") and _constant(b) and b.value == 0:
+                return a
+            if e.op == "+" and _constant(a) and a.value == 0:
+                return b
+            return Op(e.op, a, b)
         if isinstance(e, Cmp):
             a, b = walk(e.a), walk(e.b)
             if _constant(a) and _constant(b) or type(a) is type(b) is Str:

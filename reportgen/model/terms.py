@@ -271,6 +271,10 @@ def _op_checkpoint_linears(part: str) -> Expr:
 _ROLLS = OR(V("is_train").eq(1), V("workload").eq(ROLLOUT))
 MiB = Const(_MIB, "MiB")  # bytes per MiB, named in the method text
 GiB = Const(_GIB, "GiB")
+# Transformer Engine's userbuffers for the TP communication overlap (module/base.py initialize_ub's defaults): the
+# reduce-scatters' (proj_fprop, fc2_fprop, qkv_wgrad, fc1_wgrad) and the all-gathers' (qkv_fprop, qkv_dgrad,
+# proj_dgrad, fc1_fprop, fc1_dgrad, fc2_dgrad), one buffer each
+UB_REDUCE_SCATTER_BUFFERS, UB_ALL_GATHER_BUFFERS = 4, 6
 
 # Full and per-op checkpointing both run a whole layer again in backward (per-op reusing what it kept): the rebuilt
 # layer's working set, the held layer inputs at its start, autocast's casts made again
@@ -1836,6 +1840,17 @@ TERMS: tuple[Term, ...] = (
          "logit gradients, embedding-gradient buffer, recomputed layer, optimizer temporary, ZeRO-3 buffer, "
          "framework and pipeline buffers; at the end of forward the loss's logits and autocast's weight cache; a "
          "pipeline stage's micro-batch in backward", "phase"),
+    # Transformer Engine's initialize_ub (Megatron-Core's --tp-comm-overlap): a buffer per overlapped GEMM of the
+    # layer, each of the micro-batch's tokens ÷ cp × hidden, registered outside PyTorch's allocator; the all-gathers'
+    # hold FP8 bytes where the linear layers run in FP8 (TE's layers_all_gather_overlap, fp8_buf).
+    Term("tp_overlap_buffer_bytes", "Userbuffers of the TP communication overlap", "bytes",
+         IF(AND(V("tp_overlap").eq("on"), V("framework").eq("megatron"), V("tp_size").gt(1)),
+            V("tokens") * V("hidden_size")
+            * (UB_REDUCE_SCATTER_BUFFERS * 2 + UB_ALL_GATHER_BUFFERS * IF(V("fp8_gemms").eq(1), 1, 2)), 0),
+         "tp_overlap on under megatron: Transformer Engine's userbuffers, ten communication buffers (four "
+         "reduce-scatters' in 16 bits, six all-gathers' in FP8 where the linear layers run in it, else 16 bits) "
+         "of the micro-batch's tokens on the GPU × hidden, beside PyTorch's allocator (torchtitan's async TP "
+         "keeps its symmetric-memory buffers in it: not counted apart)", "total"),
 )
 
 # Shared by a single model and by an RLHF group: from the allocated peak to what to buy.
@@ -1847,8 +1862,10 @@ TOTAL_TERMS: tuple[Term, ...] = (
          "total"),
     Term("device_total", "Device total", "bytes",
          IF(V("engine_reserves").eq(1), V("engine_device_total"),
-            V("reserved_peak") + V("cuda_context_mib") * MiB + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0)),
-         "reserved + CUDA context + communication buffers: what nvidia-smi shows", "total"),
+            V("reserved_peak") + V("cuda_context_mib") * MiB + IF(V("num_gpus").gt(1), V("comm_buffer_mib") * MiB, 0)
+            + V("tp_overlap_buffer_bytes")),
+         "reserved + CUDA context + communication buffers (and the TP overlap's userbuffers): what nvidia-smi "
+         "shows", "total"),
     Term("allocator_reserve_bytes", "Allocator reserve", "bytes", V("reserved_peak") - V("allocated_peak"),
          "reserved − allocated: the caching allocator's blocks held past the tensors in use", "total"),
     Term("context_comm_bytes", "CUDA context + communication buffers", "bytes", V("device_total") - V("reserved_peak"),
@@ -2168,7 +2185,8 @@ TIME_TERMS: tuple[Term, ...] = (
          "tp_overlap on (Megatron-Core's --tp-comm-overlap, torchtitan's async TP) splits each all-gather and "
          "reduce-scatter into chunks that run beside the matrix multiplications that read or make them: what the "
          "stage's compute cannot cover; the SMs and memory bandwidth the overlapped copies take from the matrix "
-         "multiplications, and the userbuffers Transformer Engine allocates for them, are not counted", "time"),
+         "multiplications are not counted (the buffers Transformer Engine allocates for them are: "
+         "tp_overlap_buffer_bytes)", "time"),
     Term("slot_seconds", "A schedule slot's compute and MoE all-to-all", "seconds",
          IF(V("ep_overlap").eq("on"),
             MAX(V("moe_a2a_seconds"), V("stage_compute_seconds") + V("a2a_overlap_sm_share") * V("moe_a2a_seconds")),
