@@ -1846,9 +1846,11 @@ TERMS: tuple[Term, ...] = (
     Term("tp_overlap_buffer_bytes", "Userbuffers of the TP communication overlap", "bytes",
          IF(AND(V("tp_overlap").eq("on"), V("framework").eq("megatron"), V("tp_size").gt(1)),
             V("tokens") * V("hidden_size")
-            * (UB_REDUCE_SCATTER_BUFFERS * 2 + UB_ALL_GATHER_BUFFERS * IF(V("fp8_gemms").eq(1), 1, 2)), 0),
+            * (UB_REDUCE_SCATTER_BUFFERS * V("act_bytes")
+               + UB_ALL_GATHER_BUFFERS * IF(V("fp8_gemms").eq(1), 1, V("act_bytes"))), 0),
          "tp_overlap on under megatron: Transformer Engine's userbuffers, ten communication buffers (four "
-         "reduce-scatters' in 16 bits, six all-gathers' in FP8 where the linear layers run in it, else 16 bits) "
+         "reduce-scatters' in the compute dtype, six all-gathers' in FP8 where the linear layers run in it, else "
+         "the compute dtype) "
          "of the micro-batch's tokens on the GPU × hidden, beside PyTorch's allocator (torchtitan's async TP "
          "keeps its symmetric-memory buffers in it: not counted apart)", "total"),
 )
