@@ -89,20 +89,22 @@ def test_peak_at_the_level_reached(case):
 
 def test_held_out_measured_peaks_at_the_level_reached():
     """The appendix states accuracy on the held-out shapes only (no estimator term was derived from them):
-    283 cases across the three measured files, median |error| 0.08 %, 277 within 1.6 %; the largest LoRA's all-linear
+    293 cases across the three measured files, median |error| 0.09 %, 287 within 1.6 %; the largest LoRA's all-linear
     bf16 adapters with dropout at 2 x 8,192 tokens, +3.56 % (measured 2026-12-07 past the frozen ratio's fit; q/v
     adapters there were -6.76 % until the rebuilt layer's parts became a floor under the ratio, that record fit since),
     a TP rank at -2.81 %, MLA's +2.73 % (DeepSeek-V2's widths on two checkpointed layers; a known miss at +5.22 % until
     the layer rebuilt with every weight trained was counted by its parts, 2026-12-07, when the other known miss, Mistral
     7B's layers checkpointed on one GPU at 8,192 tokens, -5.44 %, became fit: its trace was read), MLA's autocast on a
-    small shape at +2.64 %, Phi-3-mini's prefill past its window at -1.78 %. Every case carries its split."""
+    small shape at +2.64 %, Phi-3-mini's prefill past its window at -1.78 %. The ten LoRA records on fused qkv layers and
+    plain MLPs held out (2026-12-07, tools/oracle/measure_lora_layouts.py) are within 1.42 % (283 cases, median 0.08 %,
+    before them). Every case carries its split."""
     import statistics
     from reportgen.pipeline import validation_rows
     rows = [r for r in validation_rows(Estimator(load_models(), load_gpus())) if r.kind == "measured"]
     assert {r.split for r in rows} == {"fit", "holdout"}
     from test_oracle_arch import KNOWN_MISSES
     held_out = sorted(abs(r.error) for r in rows if r.split == "holdout")
-    assert len(held_out) == 283 and not KNOWN_MISSES
-    assert statistics.median(held_out) <= 0.0008 and 0.0356 <= held_out[-1] <= 0.0357 and held_out[-2] <= 0.0281 \
+    assert len(held_out) == 293 and not KNOWN_MISSES
+    assert statistics.median(held_out) <= 0.0009 and 0.0356 <= held_out[-1] <= 0.0357 and held_out[-2] <= 0.0281 \
         and held_out[-3] <= 0.0274 and held_out[-4] <= 0.0265 and held_out[-5] <= 0.0178 and held_out[-7] <= 0.0153
 

@@ -41,7 +41,9 @@ def test_every_record_is_annotated():
         else:
             assert record["complete"], f"{case.id}: an incomplete record is compared"
             assert case.level == LEVEL_TERM[record["level"]], case.id
-    assert len(COMPARED) == 17  # 20 until 2026-12-07: three LoRA runs on a gpt_neox model, which is not modelled
+    # three LitGPT LoRA runs on a gpt_neox model were excluded on 2026-12-07 while LoRA on its fused query_key_value was
+    # not modelled, and compared again the same day once it was
+    assert len(COMPARED) == 20
     assert not KNOWN_MISSES
 
 
@@ -60,18 +62,19 @@ def test_published_figure_within_15_percent(case):
 def test_median_and_largest_error_at_the_level_each_reports():
     rows = published_rows(VALIDATION / "published_finetune.json", EST)
     errors = [abs(r.error) for r in rows]
-    assert len(errors) == 17
+    assert len(errors) == 20
     assert statistics.median(errors) <= 0.05  # issue #18's target
     assert statistics.median(errors) <= 0.025  # the level reached: 2.2 %
     assert max(errors) <= 0.125  # the level reached: 12.3 % (pub-ft-014, Gemma-2B LoRA under LitGPT)
     by_level = published_summary(rows)
     assert set(by_level) == {"all", "allocated_peak", "device_total", "reserved_peak"}
-    assert by_level["allocated_peak"]["figures"] == 14 and by_level["allocated_peak"]["median_abs_error"] <= 0.03
+    assert by_level["allocated_peak"]["figures"] == 17 and by_level["allocated_peak"]["median_abs_error"] <= 0.025
 
 
 def test_every_compared_run_is_a_scenario_the_command_line_accepts():
     """No skip rule refuses a compared run: until 2026-12-07 three LitGPT LoRA runs of StableLM-Alpha 3B (gpt_neox,
-    whose fused query_key_value no target set names) were compared with no adapter in their estimate."""
+    whose fused query_key_value no target set named) were compared with no adapter in their estimate; since LoRA is
+    modelled on fused qkv layers they are compared with their adapters (-1.15 %, -1.93 %, -2.83 %)."""
     refused = {c.id: reason.code for c in COMPARED
                if (reason := (EST.with_model(c.spec) if c.spec else EST).skip_check(c.scenario)) is not None}
     assert refused == {}

@@ -392,10 +392,15 @@ def test_validation_appendix_states_the_medians_the_tests_assert(default_report)
     assert percent(published_summary(list(default_report.validation))["all"]["median_abs_error"], 2) in html
     stated = " ".join(line for g in build_view(default_report, "en").validation for s in g.sections for line in s.summary)
     fit = [f.error for f in default_report.validation_figures if f.dataset == "training" and f.use == "fit"]
-    for errors in (measured, fit):
-        assert percent(error_stats(errors)["median_abs_error"], 2) not in stated
-    held_out = [f.error for f in default_report.validation_figures if f.dataset == "training" and f.use == "holdout"]
-    assert percent(error_stats(held_out)["median_abs_error"], 2) in html
+    training_held_out = [f.error for f in default_report.validation_figures
+                         if f.dataset == "training" and f.use == "holdout"]
+    # a median over fit rows is not stated (where it prints as the held-out one, 0.09 % for the measured peaks since
+    # 2026-12-07, the text cannot tell them apart)
+    for errors, held in ((measured, held_out), (fit, training_held_out)):
+        median = percent(error_stats(errors)["median_abs_error"], 2)
+        if median != percent(error_stats(held)["median_abs_error"], 2):
+            assert median not in stated
+    assert percent(error_stats(training_held_out)["median_abs_error"], 2) in html
     serving = [f.error for f in default_report.validation_figures if f.dataset == "serving" and f.use == "holdout"]
     assert percent(error_stats(serving)["median_abs_error"], 2) in html
 

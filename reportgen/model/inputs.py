@@ -217,7 +217,9 @@ INPUTS: tuple[Input, ...] = (
           option="--offload", applies=_TRAINING, layout=True),
     Input("lora_rank", "LoRA rank", "LoRA rank r", 16, limits=(1, 65536), option="--lora-rank",
           applies=("lora", "qlora")),
-    Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear", "q_proj,v_proj",
+    Input("lora_targets", "LoRA targets", "q_proj,v_proj | q_proj,k_proj,v_proj,o_proj | all-linear (where q, k and v "
+          "are one layer, as in GPT-2, GPT-NeoX, Falcon, BLOOM, MPT and Phi-3, that layer; o_proj: the attention's "
+          "output projection)", "q_proj,v_proj",
           choices=LORA_TARGET_SETS, option="--lora-targets", applies=("lora", "qlora")),
     Input("lora_modules_to_save", "LoRA modules to save", "none, or embed-head (PEFT modules_to_save=[\"embed_tokens\", "
           "\"lm_head\"], as fine-tuning scripts set for new tokens or a chat template: trainable copies of the "

@@ -53,12 +53,16 @@ _PEFT = ("PEFT LoRA: r × (in + out) per adapted nn.Linear; all-linear adapts ev
          "head (experts and router of MoE blocks included); checked against PEFT counts")
 
 # Module names PEFT targets, and each module's (in_features, out_features, how many in the model).
-# Fused projections (Phi-3) and multi-head latent attention / plain MLPs (no LoRA offered) resolve
-# through the flags; MoE experts carry MLP names except in Mixtral (w1/w2/w3).
+# A fused qkv layer (Phi-3, GPT-2, GPT-NeoX, Falcon, BLOOM, MPT), Phi-3's fused gate_up_proj and plain MLPs
+# (fc1/fc2 by whatever name) resolve through the flags; multi-head latent attention and Mamba-2 layers get no
+# LoRA; MoE experts carry MLP names except in Mixtral (w1/w2/w3).
 _H, _L, _A = V("hidden_size"), V("num_hidden_layers"), V("num_attention_layers")
-_SUPPORTED = AND(V("kv_lora_rank").eq(0), V("gated_mlp").eq(1))
-_SPLIT = AND(_SUPPORTED, V("fused_projections").eq(0))
-_FUSED = AND(_SUPPORTED, V("fused_projections").eq(1))
+_SUPPORTED = AND(V("kv_lora_rank").eq(0), V("num_mamba_layers").eq(0))
+_SPLIT = AND(_SUPPORTED, V("fused_qkv").eq(0))
+_FUSED = AND(_SUPPORTED, V("fused_qkv").eq(1))
+_GATED_SPLIT = AND(_SPLIT, V("gated_mlp").eq(1))  # gate_proj, up_proj, down_proj
+_GATE_UP = AND(_SUPPORTED, V("fused_projections").eq(1))  # Phi-3: gate_up_proj, down_proj
+_PLAIN = AND(_SUPPORTED, V("gated_mlp").eq(0))  # two linear layers: fc1/fc2, dense_h_to_4h/dense_4h_to_h, c_fc/c_proj
 _EXPERT_LAYERS = V("num_moe_layers") * V("num_experts")
 
 
@@ -92,16 +96,17 @@ def _lora_mlp_module(name: str) -> tuple[ShapeTerm, ...]:
     fused = {"count": _L, "params": _L * (V("intermediate_size") + h), "inputs": _L * V("intermediate_size")}
     if name != "down_proj":
         fused = {k: 0 for k in fused}
-    return tuple(ShapeTerm(f"lora_{name}_{kind}", label, "count", IF(_SPLIT, split, IF(_FUSED, fused[kind], 0)), _PEFT)
+    return tuple(ShapeTerm(f"lora_{name}_{kind}", label, "count", IF(_GATED_SPLIT, split, IF(_GATE_UP, fused[kind], 0)),
+                           _PEFT)
                  for kind, label, split in (("count", f"Linear layers named {name}", count),
                                             ("params", f"LoRA parameters per rank on {name}", params),
                                             ("inputs", f"Input features of all {name} layers", inputs)))
 
 
-LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "qkv_proj",
-                "gate_up_proj")
-_SPLIT_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-_FUSED_NAMES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+# The module names a model's layout has: attention split or fused, a gated MLP split or fused (Phi-3).
+_SPLIT_ATTENTION, _FUSED_ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj"), ("qkv_proj", "o_proj")
+_SPLIT_MLP, _FUSED_MLP = ("gate_proj", "up_proj", "down_proj"), ("gate_up_proj", "down_proj")
+LORA_MODULES = _SPLIT_ATTENTION + _SPLIT_MLP + ("qkv_proj", "gate_up_proj")
 # The named target sets a scenario may choose (inputs.LORA_TARGET_SETS) and the modules each adapts.
 LORA_SET_MODULES = {"q_proj,v_proj": ("q_proj", "v_proj"),
                     "q_proj,k_proj,v_proj,o_proj": ("q_proj", "k_proj", "v_proj", "o_proj")}
@@ -110,24 +115,29 @@ LORA_SET_SUFFIX = {"q_proj,v_proj": "qv", "q_proj,k_proj,v_proj,o_proj": "qkvo",
 
 def _all_linear(kind: str) -> Expr:
     """all-linear: every attention projection, every MLP of every layer (experts and shared experts
-    whatever their names), and the router, where they are nn.Linear layers."""
-    h, moe = _H, V("num_moe_layers")
+    whatever their names), and the router, where they are nn.Linear layers (GPT-2's Conv1D layers too)."""
+    h, moe, width = _H, V("num_moe_layers"), V("intermediate_size")
     out: Expr = V(f"lora_o_proj_{kind}") + V(f"lora_q_proj_{kind}") + V(f"lora_k_proj_{kind}") + V(
         f"lora_v_proj_{kind}") + V(f"lora_qkv_proj_{kind}") + V(f"lora_gate_up_proj_{kind}")
-    for width, n in _mlp_modules(named=False):
-        per = {"count": 3, "params": 3 * (h + width), "inputs": 2 * h + width}[kind]
-        out = out + IF(_SPLIT, _adapted(width, n, per), 0)
+    for mlp_width, n in _mlp_modules(named=False):
+        per = {"count": 3, "params": 3 * (h + mlp_width), "inputs": 2 * h + mlp_width}[kind]
+        out = out + IF(_GATED_SPLIT, _adapted(mlp_width, n, per), 0)
+    plain = {"count": 2, "params": 2 * (h + width), "inputs": h + width}[kind]
     router = {"count": moe, "params": moe * (h + V("num_experts")), "inputs": moe * h}[kind]
     return (out + IF(AND(_SPLIT, V("num_experts").gt(0), V("experts_as_parameters").eq(0)), router, 0)
-            + IF(_FUSED, V(f"lora_down_proj_{kind}"), 0))
+            + IF(_GATE_UP, V(f"lora_down_proj_{kind}"), 0)
+            + IF(_PLAIN, _adapted(width, V("num_dense_layers"), plain), 0))
 
 
 def _set(kind: str, modules: tuple[str, ...]) -> Expr:
+    """The named set's modules; where q, k and v are one layer, that layer (PEFT's default target on those
+    architectures; LitGPT adapts the queries and values inside it) and the output projection where named."""
     present = AND(*(V(f"lora_{m}_count").gt(0) for m in modules))
     total: Expr = V(f"lora_{modules[0]}_{kind}")
     for m in modules[1:]:
         total = total + V(f"lora_{m}_{kind}")
-    return IF(present, total, 0)
+    fused: Expr = V(f"lora_qkv_proj_{kind}") + (V(f"lora_o_proj_{kind}") if "o_proj" in modules else 0)
+    return IF(present, total, IF(_FUSED, fused, 0))
 
 
 def _lora_sets() -> tuple[ShapeTerm, ...]:
@@ -214,9 +224,9 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
                  V("intermediate_size")),
               "the routed top-k and shared experts a token passes through, averaged over the layers with an MLP"),
     ShapeTerm("mlp_saved_tensors", "MLP-width tensors saved per token (trained MLP)", "count",
-              IF(V("gated_mlp").eq(1), 4, IF(OR(V("hidden_act").eq("gelu_new"), V("hidden_act").eq("gelu_fast")), 5, 2)),
-              "gated: gate, up, act(gate), product; plain: fc1 output and act output (tanh-GELU written out in "
-              "Python keeps 5)"),
+              IF(V("gated_mlp").eq(1), 4, IF(V("hidden_act").eq("gelu_new"), 5, IF(V("hidden_act").eq("gelu_fast"), 8, 2))),
+              "gated: gate, up, act(gate), product; plain: fc1 output and act output (a tanh-GELU written out in "
+              "Python keeps more: GPT-2's NewGELU 5, transformers' FastGELU, gelu_fast, 8)"),
     ShapeTerm("layer_norm", "LayerNorm (1) or RMSNorm (0)", "flag", V("norm_bias")),
     # ---- exact parameter counts ------------------------------------------------------------------
     ShapeTerm("embedding_dim", "Embedding width", "count",
@@ -292,7 +302,7 @@ MODEL_TERMS: tuple[ShapeTerm, ...] = (
     *_lora_module("v_proj", _h, _kv, IF(_SPLIT, _L, 0)),
     *_lora_module("o_proj", V("attn_out_dim"), _h, IF(_SUPPORTED, _L, 0)),
     *_lora_module("qkv_proj", _h, _q + 2 * _kv, IF(_FUSED, _L, 0)),
-    *_lora_module("gate_up_proj", _h, 2 * V("intermediate_size"), IF(_FUSED, _L, 0)),
+    *_lora_module("gate_up_proj", _h, 2 * V("intermediate_size"), IF(_GATE_UP, _L, 0)),
     *_lora_mlp_module("gate_proj"),
     *_lora_mlp_module("up_proj"),
     *_lora_mlp_module("down_proj"),
@@ -335,16 +345,23 @@ def params_by_component(row: dict) -> dict[str, int]:
 
 
 def lora_trainable(row: dict, rank: int, targets: tuple[str, ...], *, model: str) -> int:
-    """LoRA parameters for PEFT target module names (or ("all-linear",)) on a model's row."""
+    """LoRA parameters for PEFT target module names (or ("all-linear",)) on a model's row. A named set's modules
+    count as the set does (a fused qkv layer for q_proj and v_proj); o_proj names the attention's output
+    projection and qkv_proj a fused query-key-value layer, whatever the architecture calls them (OPT's out_proj,
+    GPT-NeoX's dense and query_key_value, GPT-2's c_proj and c_attn)."""
     if not row["lora_per_rank_all"]:
-        raise InputError(f"LoRA is not modelled for {model} ({row['model_type']}): only Llama-style "
-                         "attention with gated MLPs", key_path="lora_targets")
-    if targets == ("all-linear",):
-        return rank * int(row["lora_per_rank_all"])
-    # The names the architecture has (a name may match no layer, as gate_proj in Mixtral's MoE blocks).
-    present = [m for m in LORA_MODULES if (m in _FUSED_NAMES if row["fused_projections"] else m in _SPLIT_NAMES)]
+        raise InputError(f"LoRA is not modelled for {model} ({row['model_type']}): multi-head latent attention "
+                         "and Mamba-2 layers get no adapters here", key_path="lora_targets")
+    named = {modules: suffix for name, suffix in LORA_SET_SUFFIX.items()
+             for modules in [LORA_SET_MODULES.get(name, (name,))]}
+    if targets in named:
+        return rank * int(row[f"lora_per_rank_{named[targets]}"])
+    # The names the architecture has (a name may match no layer, as gate_proj in Mixtral's MoE blocks); a plain
+    # MLP's two layers are reached by all-linear only.
+    present = ((_FUSED_ATTENTION if row["fused_qkv"] else _SPLIT_ATTENTION)
+               + ((_FUSED_MLP if row["fused_projections"] else _SPLIT_MLP) if row["gated_mlp"] else ()))
     for t in targets:
         if t not in present:
-            raise InputError(f"{model} has no module named {t!r} (its linear layers: {', '.join(present) or 'none'})",
-                             key_path="lora_targets")
+            raise InputError(f"{model} has no module named {t!r} (the ones counted on it: {', '.join(present)}, "
+                             "or all-linear)", key_path="lora_targets")
     return rank * sum(int(row[f"lora_{t}_params"]) for t in targets)

@@ -61,6 +61,14 @@ class ModelSpec:
     num_moe_layers: int = 0
     # PEFT module names: Phi-3 fuses q/k/v and gate/up; Mixtral's experts are w1/w2/w3, not MLP names.
     fused_projections: bool = False
+    # q, k and v are one linear layer (Phi-3's qkv_proj, GPT-2's c_attn, GPT-NeoX's, Falcon's and BLOOM's
+    # query_key_value, MPT's Wqkv): the module a LoRA on the queries and values adapts there.
+    fused_qkv: bool = False
+    # Attention and MLP both read the layer's input (GPT-NeoX's use_parallel_residual, Falcon's parallel_attn).
+    parallel_residual: bool = False
+    # transformers hands SDPA fewer key-value heads than query heads without enable_gqa (Falcon's multi-query
+    # layers): PyTorch's dispatcher then runs the math kernel, which no term describes.
+    sdpa_math: bool = False
     experts_named_like_mlp: bool = True
     experts_as_parameters: bool = False  # GPT-OSS: experts and router are bare 3-D/2-D parameters, no nn.Linear
     # What training saves for backward beyond the Llama layout (activation terms of terms.py).
@@ -286,7 +294,7 @@ def _spec_gemma(f, name, mt):
 
 def _spec_phi3(f, name, mt):
     # Fused qkv_proj and gate_up_proj hold the same number of parameters as separate ones.
-    return _llama_like(f, name, mt, fused_projections=True, queries_head_major=True,
+    return _llama_like(f, name, mt, fused_projections=True, fused_qkv=True, queries_head_major=True,
                        resid_dropout=f.number("resid_pdrop", 0.0), embd_dropout=f.number("embd_pdrop", 0.0))
 
 
@@ -367,7 +375,7 @@ def _spec_gpt2(f, name, mt):
         # GPT2Config's defaults: 0.1 each (attn_pdrop on the attention probabilities, resid_pdrop after
         # each block's output projection, embd_pdrop on the summed embeddings).
         attention_dropout=f.number("attn_pdrop", 0.1), resid_dropout=f.number("resid_pdrop", 0.1),
-        embd_dropout=f.number("embd_pdrop", 0.1), source=f.source,
+        embd_dropout=f.number("embd_pdrop", 0.1), fused_qkv=True, source=f.source,
     )
 
 
@@ -381,7 +389,8 @@ def _spec_gpt_neox(f, name, mt):
         hidden_act=f.text("hidden_act", "gelu"),
         tie_word_embeddings=f.bool("tie_word_embeddings", False),
         qkv_bias=f.bool("attention_bias", True), o_bias=f.bool("attention_bias", True),
-        mlp_bias=True, norm_bias=True, source=f.source,
+        mlp_bias=True, norm_bias=True, fused_qkv=True, parallel_residual=f.bool("use_parallel_residual", True),
+        source=f.source,
     )
 
 
@@ -401,7 +410,10 @@ def _spec_falcon(f, name, mt):
         head_dim=h // nh, intermediate_size=f.int("ffn_hidden_size", default=4 * h), gated_mlp=False,
         tie_word_embeddings=f.bool("tie_word_embeddings", True),
         qkv_bias=bias, o_bias=bias, mlp_bias=bias, norm_bias=True,
-        norms_per_layer=2 if (new_arch or not parallel) else 1, source=f.source,
+        # FalconAttention's eager path takes the softmax in the activation dtype; with ALiBi, in fp32
+        softmax_fp32=f.bool("alibi", False),
+        norms_per_layer=2 if (new_arch or not parallel) else 1, fused_qkv=True,
+        parallel_residual=new_arch or parallel, sdpa_math=not new_arch and kv < nh, source=f.source,
     )
 
 
@@ -433,7 +445,8 @@ def _spec_bloom(f, name, mt):
         num_hidden_layers=f.int("n_layer", "num_hidden_layers"), num_attention_heads=nh, num_key_value_heads=nh,
         head_dim=h // nh, intermediate_size=4 * h, gated_mlp=False,
         tie_word_embeddings=f.bool("tie_word_embeddings", True),
-        qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True, embedding_norm=True, source=f.source,
+        qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True, embedding_norm=True, fused_qkv=True,
+        source=f.source,
     )
 
 
@@ -533,7 +546,7 @@ def _spec_mpt(f, name, mt):
         num_position_embeddings=(f.int("max_seq_len", default=2048)
                                  if f.bool("learned_pos_emb", True) and not attn.bool("alibi", False) else 0),
         attention_dropout=attn.number("attn_pdrop", 0.0), resid_dropout=f.number("resid_pdrop", 0.0),
-        embd_dropout=f.number("emb_pdrop", 0.0), source=f.source,
+        embd_dropout=f.number("emb_pdrop", 0.0), fused_qkv=True, source=f.source,
     )
 
 

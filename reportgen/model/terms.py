@@ -344,8 +344,8 @@ TERMS: tuple[Term, ...] = (
     Term("mlp_width", "MLP width per token (MoE: top-k + shared experts)", "count", _m("mlp_width"), "", "lookup"),
     Term("gated_mlp", "Gated MLP (1/0)", "flag", _m("gated_mlp"), "", "lookup"),
     Term("mlp_saved_tensors", "MLP-width tensors saved per token (trained MLP)", "count", _m("mlp_saved_tensors"),
-         "gated: gate, up, act(gate), product; plain: fc1 output and act output (tanh-GELU written out in "
-         "Python keeps 5)", "lookup"),
+         "gated: gate, up, act(gate), product; plain: fc1 output and act output (a tanh-GELU written out in "
+         "Python keeps more: GPT-2's NewGELU 5, transformers' FastGELU, gelu_fast, 8)", "lookup"),
     Term("layer_norm", "LayerNorm (1) or RMSNorm (0)", "flag", _m("layer_norm"), "", "lookup"),
     Term("qk_norm", "Norms on queries and keys (1/0)", "flag", _m("qk_norm"), "", "lookup"),
     Term("softmax_fp32", "Eager softmax in fp32 (1/0)", "flag", _m("softmax_fp32"), "", "lookup"),
@@ -923,10 +923,11 @@ TERMS: tuple[Term, ...] = (
          IF(V("litgpt").eq(1),
             V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
                                   V("q_dim") + IF(V("lora_targets").eq("all-linear"),
-                                                  2 * V("hidden_size") + V("mlp_width"), 0)),
+                                                  (1 + V("gated_mlp")) * V("hidden_size") + V("mlp_width"), 0)),
             _lora_column("lora_inputs_")),
-         "PEFT: one per adapted linear layer (q, k and v each read the normed input); LitGPT adapts its fused "
-         "qkv layer once, then proj, fc_1, fc_2 and the MLP's proj (litgpt/lora.py)", "activation"),
+         "PEFT: one per adapted linear layer (q, k and v each read the normed input; a fused qkv layer once); "
+         "LitGPT adapts its fused qkv layer once, then proj, the MLP's fc_1 and fc_2 (gated) or fc (plain) and its "
+         "proj (litgpt/lora.py)", "activation"),
     Term("saved_mlp_width", "MLP width whose tensors a layer saves per token, on the busiest expert-parallel GPU",
          "count",
          V("mlp_width") + (V("moe_imbalance") - 1) * _m("routed_mlp_width"),
@@ -1021,12 +1022,20 @@ TERMS: tuple[Term, ...] = (
          "runs as addmm, which it recomputes) and the attention kernel's output and fp32 log-sum-exp; the norms, "
          "RoPE, activation functions and the other matrix multiplications run again in backward (one rank of FSDP2 "
          "under it: tools/oracle/measure_op_checkpointing.py)", "activation"),
+    Term("first_mlp_spared_per_token", "The first layer's MLP tensors a frozen input spares, per token", "bytes",
+         IF(AND(V("is_lora").eq(1), _m("parallel_residual").eq(1), V("lora_targets").ne("all-linear"),
+                V("saved_module_params").eq(0), V("checkpointing").eq("none")), V("mlp_saved_per_token"), 0),
+         "with a parallel residual the first layer's MLP reads the frozen embedding's output, not the attention's: "
+         "without an adapter of its own nothing in it needs a gradient, so autograd saves none of its tensors "
+         "(GPT-NeoX's 2 layers under q and v adapters: 12.4 % of the peak, tools/oracle/measure_lora_layouts.py)",
+         "activation"),
     Term("layers_saved_per_token", "Every layer, saved per token", "bytes",
          IF(V("checkpointing").eq("full"), V("num_layers") * V("layer_input_saved_per_token"),
             V("num_layers") * IF(V("checkpointing").eq("op"), V("op_layer_saved_per_token"),
-                                 V("layer_saved_per_token"))),
+                                 V("layer_saved_per_token")) - V("first_mlp_spared_per_token")),
          "full checkpointing keeps each layer's input only, per-op checkpointing what op_layer_saved_per_token "
-         "says", "activation"),
+         "says; LoRA on a parallel residual spares the first layer's MLP (first_mlp_spared_per_token)",
+         "activation"),
     Term("layer_replicated_per_token", "One layer, saved per token outside the tensor-parallel regions", "bytes",
          (2 * V("layer_norm_saved_bytes") + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
           + 2 * V("norm_fp32_scale_bytes") + 2 * V("resid_dropout_on")) * V("hidden_size"),
@@ -2601,6 +2610,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("lora_arch", "LoRA is not modelled for {model_type} models",
           AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
           targets=V("lora_targets")),
+    _skip("sdpa_math", "attention sdpa with {model_type}'s multi-query layers: transformers hands PyTorch's SDPA one "
+          "key-value head for {heads} query heads without enable_gqa, which neither FlashAttention nor the "
+          "memory-efficient kernel takes, and the math kernel it falls to keeps S x S scores (not modelled): choose "
+          "flash or eager", AND(V("attention").eq("sdpa"), _m("sdpa_math").eq(1)),
+          model_type=_m("model_type"), heads=V("num_heads")),
     _skip("hybrid_inference", "{model_type} models are estimated for inference, with adapters on vLLM alone: what "
           "training saves in their Mamba-2 layers, and SGLang's adapters on them, are not modelled",
           AND(_m("num_mamba_layers").gt(0),

@@ -75,9 +75,7 @@ def main(out_path):
         rec = R.record(case_id(name, s), name, split, cfgs[name], setting, r,
                        "peft get_peft_model(..., autocast_adapter_dtype=False): LoRA weights, gradients and AdamW "
                          f"states in bf16, no fp32 input casts; SDPA kernels: {r['sdpa_kernels'] or ['none (eager)']}")
-        recs.append(rec)
-        print(f"{rec['id']:95s} {r['peak_bytes'] / 2**30:8.4f} GiB {r['seconds']}s", flush=True)
-        R.save(out_path, recs, t0)
+        R.keep(out_path, recs, rec, r, t0)
 
 
 if __name__ == "__main__":

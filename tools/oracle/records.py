@@ -38,6 +38,13 @@ def measure_rank(name, config, split, precision, batch, seq, grad_ckpt, layout, 
     return rec
 
 
+def keep(out_path, records, rec, result, started):
+    """A measured record kept: its peak printed, and the file of records so far written."""
+    records.append(rec)
+    print(f"{rec['id']:95s} {result['peak_bytes'] / 2**30:8.4f} GiB {result['seconds']}s", flush=True)
+    save(out_path, records, started)
+
+
 def save(out_path, records, started):
     """The records so far (written after every case, so an interrupted run keeps what it measured)."""
     with open(out_path, "w") as f:
