@@ -163,9 +163,10 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
                  # whose trace extended phase_fsdp_layer_backward to it, -0.27 % (+5.51 % before)
                  "op_checkpointing": 0.0045,
                  # LoRA on fused qkv layers and plain MLPs: Falcon's two records, which showed its eager softmax in the
-                 # activation dtype, +2.89 % and +2.49 %; GPT-NeoX's, which showed FastGELU's saved tensors and the
-                 # first layer's MLP spared under a parallel residual, -0.37 % and -0.47 %
-                 "lora_layouts": 0.029}
+                 # activation dtype, +1.60 % and +1.38 % (+2.89 % and +2.49 % until its one LayerNorm was counted once);
+                 # GPT-NeoX's, which showed FastGELU's saved tensors and the first layer's MLP spared under a parallel
+                 # residual, -0.47 % and -0.37 %
+                 "lora_layouts": 0.0161}
 
 
 def test_file_is_complete():

@@ -979,7 +979,7 @@ TERMS: tuple[Term, ...] = (
          "(Phi-3's, which FlashAttention's path keeps); averaged over the layers (the oracle's Mistral 7B layers at "
          "4,096 tokens under FSDP2: 80 MiB a layer)", "activation"),
     Term("layer_saved_per_token", "One layer, saved per token", "bytes",
-         2 * V("layer_norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
+         MIN(_m("norms_per_layer"), 2) * V("layer_norm_saved_bytes") * V("hidden_size") + V("attention_saved_per_token")
          + V("mlp_saved_per_token") + V("sdpa_mask_saved_per_token")
          + IF(V("is_lora").eq(1),
               IF(V("adapter_dtype").eq("fp32"),
@@ -996,7 +996,7 @@ TERMS: tuple[Term, ...] = (
          - V("fp8_saved_inputs_per_token") * (V("act_bytes") - 1)
          - _m("fused_projections") * V("is_full") * (1 - V("megatron_layers")) * _p("autocast_copies") * 3
          * V("act_bytes") * V("hidden_size"),
-         "two norms + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
+         "two norms (Falcon-7B's one, which its attention and MLP share) + attention + MLP + LoRA's inputs (fp32 adapters: a cast copy per adapted layer; model-dtype "
          "adapters: the attention and MLP inputs and the down projection's input, shared by the layers that read "
          "them; with lora_dropout each adapted layer keeps a 1-byte mask and, in the model's dtype, its own "
          "dropped copy; LitGPT's qkv adapter on q and v only keeps its zero-padded q + v output) and r-wide "
@@ -1037,7 +1037,8 @@ TERMS: tuple[Term, ...] = (
          "says; LoRA on a parallel residual spares the first layer's MLP (first_mlp_spared_per_token)",
          "activation"),
     Term("layer_replicated_per_token", "One layer, saved per token outside the tensor-parallel regions", "bytes",
-         (2 * V("layer_norm_saved_bytes") + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
+         (MIN(_m("norms_per_layer"), 2) * V("layer_norm_saved_bytes")
+          + MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes")
           + 2 * V("norm_fp32_scale_bytes") + 2 * V("resid_dropout_on")) * V("hidden_size"),
          "the norms' inputs and outputs (the outputs are what the column-parallel projections save) and the "
          "residual dropouts' masks: every tensor-parallel GPU holds them whole unless sequence parallelism splits "
