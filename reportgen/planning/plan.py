@@ -734,7 +734,12 @@ def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candi
 
     A smaller micro-batch never needs more memory, so each share is tried first with the smallest (a share where
     it does not fit is passed over) and its largest fitting micro-batch is then bisected. A share is tried each in
-    turn: a small one may not hold the engine's weights and one sequence's KV cache, a large one the trainer."""
+    turn: a small one may not hold the engine's weights and one sequence's KV cache, a large one the trainer.
+
+    known: a count's made estimates (_search_group's); the layout's group is kept there too, as the count's
+    least-memory layouts are laid out again with the others once one of them fits."""
+    if known is not None and ("fitting", candidate) in known:
+        return known["fitting", candidate]
     micros = _micro_batches(scenario, gpu, candidate, fixed)
     made: dict[tuple[float, int], GroupEstimate] = {}  # where none fits, the smallest share's group is made once
     laid: dict[int, RlhfScenario] = {}  # the layout's group at each micro-batch, made once; each share changed on it
@@ -749,16 +754,19 @@ def _fitting_group(estimator: Estimator, scenario: RlhfScenario, gpu: str, candi
     shares = _engine_shares(candidate, fixed)
     smallest = _largest_fitting_share(shares, lambda share: group(share, micros[-1]))
     if smallest is None:
-        return group(shares[-1], micros[-1])
-    share = smallest.scenario.actor.gpu_memory_utilization
-    fitting, low, high = smallest, 0, len(micros) - 1  # micros[high] fits; find the first that does
-    while low < high:
-        middle = (low + high) // 2
-        tried = group(share, micros[middle])
-        if tried["fits_recommended"]:
-            fitting, high = tried, middle
-        else:
-            low = middle + 1
+        fitting = group(shares[-1], micros[-1])
+    else:
+        share = smallest.scenario.actor.gpu_memory_utilization
+        fitting, low, high = smallest, 0, len(micros) - 1  # micros[high] fits; find the first that does
+        while low < high:
+            middle = (low + high) // 2
+            tried = group(share, micros[middle])
+            if tried["fits_recommended"]:
+                fitting, high = tried, middle
+            else:
+                low = middle + 1
+    if known is not None:
+        known["fitting", candidate] = fitting
     return fitting
 
 
