@@ -509,8 +509,11 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
         found = best_of([replace(plan_run(estimator, scenario, candidates, steps, parse_duration(within), goal,
                                           fixed=tuple(given)), prompts=prompts) for scenario in scenarios])
     else:
-        found = best_of([make_plan(estimator, scenario, candidates, goal, fixed=tuple(given))
-                         for scenario in scenarios])
+        plans = []
+        for scenario in scenarios:  # a placement compared searches, per GPU type, what could cost less than the first
+            bound = {o.gpu: float(o.estimate["purchase_usd"]) for o in plans[0].options} if plans else None
+            plans.append(make_plan(estimator, scenario, candidates, goal, fixed=tuple(given), cheaper_than=bound))
+        found = best_of(plans)
     if not found.options and found.misses and all(m.nearest is None and m.skipped for m in found.misses):
         # the options given rule out every layout on every GPU type: an input error, as estimate's
         texts = list(dict.fromkeys(r.text() for m in found.misses for r in m.skipped))
@@ -530,7 +533,9 @@ def plan(model, config_path, gpu_types, within, steps, prompts, users, context, 
 @_model_options
 @click.option("--lora-rank", type=click.IntRange(1, 65536), help="LoRA rank r (counts trainable adapters).")
 @click.option("--lora-targets", default="q_proj,v_proj", show_default=True,
-              help="PEFT target modules, comma-separated, or all-linear.")
+              help="PEFT target modules, comma-separated, or all-linear; qkv_proj is a fused query-key-value layer and "
+                   "o_proj the attention's output projection, whatever the architecture calls them (q_proj,v_proj on "
+                   "GPT-NeoX: its query_key_value).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: params.total, active_per_token, trainable, by_component.")
 @handle_input_errors
 def params(model, config_path, lora_rank, lora_targets, as_json):

@@ -338,6 +338,16 @@ def _plan_json(*args: str) -> dict:
     return json.loads(out.output)
 
 
+def _cheaper_per_gpu(*plans: dict) -> dict:
+    """Per GPU type, the plans' option first by the plan's order (price, GPUs, speed)."""
+    best = {}
+    for option in (o for found in plans for o in found["options"]):
+        key = (option["purchase_usd"], option["total_gpus"], option["iteration_seconds"])
+        if option["gpu"] not in best or key < best[option["gpu"]][0]:
+            best[option["gpu"]] = (key, option)
+    return {gpu: option for gpu, (_, option) in best.items()}
+
+
 @pytest.mark.slow  # two plans over every GPU type: 2 s each
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_comparing_placements_answers_each_gpu_type_with_the_cheaper(mode):
@@ -348,12 +358,7 @@ def test_comparing_placements_answers_each_gpu_type_with_the_cheaper(mode):
     beside = _plan_json("--rollout-placement", "actor")
     apart = _plan_json("--rollout-placement", "separate", "--rollout-mode", mode)
     assert both["candidates_tried"] == beside["candidates_tried"] + apart["candidates_tried"]
-    by_gpu = {}
-    for option in beside["options"] + apart["options"]:
-        key = (option["purchase_usd"], option["total_gpus"], option["iteration_seconds"])
-        if option["gpu"] not in by_gpu or key < by_gpu[option["gpu"]][0]:
-            by_gpu[option["gpu"]] = (key, option)
-    assert {o["gpu"]: o for o in both["options"]} == {gpu: o for gpu, (_, o) in by_gpu.items()}
+    assert {o["gpu"]: o for o in both["options"]} == _cheaper_per_gpu(beside, apart)
     assert {m["gpu"] for m in both["not_found"]} == ({m["gpu"] for m in beside["not_found"]}
                                                      & {m["gpu"] for m in apart["not_found"]})
     # which placement and mode each answer runs is in its layout; on H200s, 8 engines generating ahead beside 8
@@ -365,6 +370,26 @@ def test_comparing_placements_answers_each_gpu_type_with_the_cheaper(mode):
         if apart_answer:
             apart_answers.add(option["gpu"])
     assert mode == "sync" or "H200-141GB" in apart_answers  # the merge takes the second plan's answer too
+
+
+def test_comparing_placements_searches_the_second_only_where_it_could_cost_less():
+    """Without a deadline the engine apart is searched, per GPU type, only at counts whose actor and engine pools
+    (as many GPUs as the actor's, on its type) cost no more than the engine beside the actor's answer there: the
+    answers are the cheaper of the two full plans, from fewer candidates than both (H100: one GPU beside the actor
+    answers, two apart cannot cost less, so none is tried; RTX-3090: 48 beside, 16 apart)."""
+    gpus = ["--gpu-type", "H100-80GB-SXM", "--gpu-type", "RTX-3090", "--gpu-type", "L4", "--gpu-type", "A100-40GB"]
+
+    def planned(*args):
+        out = CliRunner().invoke(main, ["plan", "--model", "Qwen2.5-7B", "--workload", "ppo", "--engine", "vllm",
+                                        *gpus, "--json", *args])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.output)
+    both = planned("--compare-placements")
+    beside, apart = planned("--rollout-placement", "actor"), planned("--rollout-placement", "separate")
+    assert {o["gpu"]: o for o in both["options"]} == _cheaper_per_gpu(beside, apart)
+    assert {o["gpu"]: o["total_gpus"] for o in both["options"]} == {"H100-80GB-SXM": 1, "A100-40GB": 4,
+                                                                    "RTX-3090": 16, "L4": 16}
+    assert both["candidates_tried"] < beside["candidates_tried"] + apart["candidates_tried"]
 
 
 @pytest.mark.parametrize("args,words", [

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
 from ..model.estimate import (Estimate, Estimator, GroupEstimate, RlhfScenario, Scenario, SkipReason, pool_unit, share_free,
@@ -263,13 +263,16 @@ def candidates(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] =
 
 
 def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence[str], goal: Goal = Goal(),
-         counts: Sequence[int] | None = None, fixed: Iterable[str] = (), iteration_seconds: float | None = None) -> Plan:
+         counts: Sequence[int] | None = None, fixed: Iterable[str] = (), iteration_seconds: float | None = None,
+         cheaper_than: Mapping[str, float] | None = None) -> Plan:
     """Per GPU type, the first candidate by the plan's order at the smallest GPU count where one fits
     with the safety factor and meets the goal; GPU types where none does up to the largest count are
     misses, with why. `fixed`: inputs the search must keep as the scenario has them (num_gpus among
     them: that count alone); counts: the GPU counts to try (default: buyable_counts per GPU type);
     iteration_seconds: an RLHF group's iterations must take at most this long, where a layout of the count can
-    (plan_run's deadline)."""
+    (plan_run's deadline); cheaper_than: per GPU type, another plan's purchase (USD) for the same goal, which
+    best_of keeps unless this plan's option there costs no more: an RLHF group's counts that must cost more are
+    not searched."""
     fixed = tuple(fixed)
     search = partial(_search_group, pool_gpus=tuple(dict.fromkeys(gpus)), iteration_seconds=iteration_seconds) \
         if isinstance(scenario, RlhfScenario) else _search
@@ -278,11 +281,27 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
     for k, gpu in enumerate(dict.fromkeys(gpus)):
         gpu_counts = ((lead.num_gpus,) if "num_gpus" in fixed else
                       tuple(counts) if counts is not None else buyable_counts(estimator.gpus[gpu].gpus_per_node))
+        if cheaper_than and gpu in cheaper_than and isinstance(scenario, RlhfScenario):
+            gpu_counts = tuple(n for n in gpu_counts
+                               if _least_purchase_usd(estimator, scenario, gpu, n, gpus) <= cheaper_than[gpu])
         found, n = search(estimator, scenario, gpu, goal, gpu_counts, fixed, k)
         tried += n
         (options if isinstance(found, PlanOption) else misses).append(found)
     return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses), tried,
                 lead.gen_len if lead.workload == "inference" else None)
+
+
+def _least_purchase_usd(estimator: Estimator, scenario: RlhfScenario, gpu: str, n: int,
+                        pool_gpus: Sequence[str]) -> float:
+    """The least an RLHF group can cost with its actor on n GPUs of `gpu`: those; a rollout engine's own pool, unless
+    given, on as many of the same type (_sized_pools, _with_cheaper_pools); any other pool one GPU of the cheapest
+    type searched at least."""
+    given = dict(scenario.settings)
+    price = estimator.gpus[gpu].price_purchase_usd
+    cheapest = min(estimator.gpus[g].price_purchase_usd for g in dict.fromkeys((gpu, *pool_gpus)))
+    sized = {**(given.get("role_gpus") or {}), **(given.get("role_gpu_types") or {})}
+    return n * price + sum(n * price if role == ROLLOUT and role not in sized else cheapest
+                           for role, _ in scenario.pooled_roles)
 
 
 def best_of(plans: Sequence[Plan]) -> Plan:
