@@ -18,7 +18,7 @@ parallel residual: first_mlp_spared_per_token), its all-linear one (its -9.3 % s
 MLP-wide tensors, where the count had GPT-2's five) and Falcon's two (their +87 % and +38 % showed its eager softmax
 in the activation dtype). The others are held out.
 
-    /work/tmp/ovenv/bin/python tools/oracle/measure_lora_layouts.py OUT.json
+    /work/tmp/ovenv/bin/python tools/oracle/measure_lora_layouts.py OUT.json [full]
 """
 import json
 import os
@@ -84,8 +84,40 @@ CASES = [  # (model, attention, batch, seq, checkpointing, rank, named set)
 ]
 
 
+# Full fine-tuning of the same shapes (argument `full`), held out: the terms these layouts' LoRA records set
+# (FastGELU's tensors, Falcon's softmax and one norm) and the rest, in bf16 and in autocast (precision amp).
+FULL_CASES = [  # (model, precision, attention, batch, seq, checkpointing)
+    ("OPT-6.7B-4L", "bf16", "sdpa", 1, 2048, False),
+    ("OPT-6.7B-4L", "bf16", "sdpa", 2, 2048, True),
+    ("GPT-NeoX-20B-2L", "bf16", "sdpa", 1, 2048, False),
+    ("GPT-NeoX-20B-2L", "bf16", "sdpa", 2, 2048, True),
+    ("BLOOM-560M", "bf16", "eager", 1, 1024, False),
+    ("Falcon-7B-4L", "bf16", "eager", 1, 2048, False),
+    ("GPT-2", "amp", "sdpa", 2, 1024, False),
+    ("OPT-6.7B-4L", "amp", "sdpa", 1, 2048, False),
+    ("GPT-NeoX-20B-2L", "amp", "sdpa", 1, 2048, False),
+    ("BLOOM-560M", "amp", "eager", 1, 1024, False),
+    ("Falcon-7B-4L", "amp", "eager", 1, 2048, False),
+]
+
+
 def case_id(name, attn, batch, seq, ckpt, rank, targets):
     return f"{name}/train/bf16/{attn}/b{batch}/s{seq}/{'gc' if ckpt else 'nogc'}/fused/lora{rank}-{targets}"
+
+
+def measure_full(out_path):
+    measure_cuda_dropout.patch()
+    recs, t0 = [], time.time()
+    for name, precision, attn, batch, seq, ckpt in FULL_CASES:
+        config = MODELS[name][0]
+        setting = dict(mode="train", precision=precision, attn=attn, batch=batch, seq=seq, grad_ckpt=ckpt,
+                       optim="fused")
+        r = M.run_case(config, use_memtracker=False, **setting)
+        rec = R.record(f"{name}/train/{precision}/{attn}/b{batch}/s{seq}/{'gc' if ckpt else 'nogc'}/fused/layouts",
+                       name, "holdout", config, dict(setting, dropout_dispatch="cuda"), r,
+                       "measure_lora_layouts.py full: full fine-tuning of the LoRA layouts' shapes; SDPA kernels: "
+                       f"{r.get('sdpa_kernels') or ['none (eager)']}", workload="full")
+        R.keep(out_path, recs, rec, r, t0)
 
 
 def main(out_path):
@@ -107,4 +139,4 @@ def main(out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    measure_full(sys.argv[1]) if sys.argv[2:] == ["full"] else main(sys.argv[1])
