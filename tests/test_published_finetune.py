@@ -42,8 +42,8 @@ def test_every_record_is_annotated():
             assert record["complete"], f"{case.id}: an incomplete record is compared"
             assert case.level == LEVEL_TERM[record["level"]], case.id
     # three LitGPT LoRA runs on a gpt_neox model were excluded on 2026-12-07 while LoRA on its fused query_key_value was
-    # not modelled, and compared again the same day once it was
-    assert len(COMPARED) == 20
+    # not modelled, and compared again the same day once it was, with LitGPT's Falcon-7B LoRA run (-2.02 %)
+    assert len(COMPARED) == 21
     assert not KNOWN_MISSES
 
 
@@ -62,13 +62,13 @@ def test_published_figure_within_15_percent(case):
 def test_median_and_largest_error_at_the_level_each_reports():
     rows = published_rows(VALIDATION / "published_finetune.json", EST)
     errors = [abs(r.error) for r in rows]
-    assert len(errors) == 20
+    assert len(errors) == 21
     assert statistics.median(errors) <= 0.05  # issue #18's target
     assert statistics.median(errors) <= 0.025  # the level reached: 2.2 %
     assert max(errors) <= 0.125  # the level reached: 12.3 % (pub-ft-014, Gemma-2B LoRA under LitGPT)
     by_level = published_summary(rows)
     assert set(by_level) == {"all", "allocated_peak", "device_total", "reserved_peak"}
-    assert by_level["allocated_peak"]["figures"] == 17 and by_level["allocated_peak"]["median_abs_error"] <= 0.025
+    assert by_level["allocated_peak"]["figures"] == 18 and by_level["allocated_peak"]["median_abs_error"] <= 0.025
 
 
 def test_every_compared_run_is_a_scenario_the_command_line_accepts():

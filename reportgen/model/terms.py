@@ -2608,13 +2608,14 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("is_train").eq(1), V("offload").eq("all"), V("pp_stages").gt(1))),
     _skip("offload_inference", "CPU offload applies to training",
           AND(V("offload").ne("none"), V("is_train").eq(0))),
-    _skip("lora_arch", "LoRA is not modelled for {model_type} models",
-          AND(V("is_lora").eq(1), V("adapter_params").eq(0)), model_type=_m("model_type"),
-          targets=V("lora_targets")),
+    _skip("lora_arch", "LoRA is not modelled for {model_type} models: the target sets name no module of multi-head "
+          "latent attention (q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj)",
+          AND(V("is_lora").eq(1), V("adapter_params").eq(0), _m("num_mamba_layers").eq(0)),
+          model_type=_m("model_type"), targets=V("lora_targets")),
     _skip("sdpa_math", "attention sdpa with {model_type}'s multi-query layers: transformers hands PyTorch's SDPA one "
           "key-value head for {heads} query heads without enable_gqa, which neither FlashAttention nor the "
           "memory-efficient kernel takes, and the math kernel it falls to keeps S x S scores (not modelled): choose "
-          "flash or eager", AND(V("attention").eq("sdpa"), _m("sdpa_math").eq(1)),
+          "flash or eager", AND(V("attention").eq("sdpa"), _m("sdpa_math").eq(1), V("litgpt").eq(0)),
           model_type=_m("model_type"), heads=V("num_heads")),
     _skip("hybrid_inference", "{model_type} models are estimated for inference, with adapters on vLLM alone: what "
           "training saves in their Mamba-2 layers, and SGLang's adapters on them, are not modelled",
