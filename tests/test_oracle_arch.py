@@ -531,3 +531,17 @@ def test_every_held_out_multi_rank_peak_within_3_percent():
     assert len(errors) == 128 and {_family(c) for c in ranks} == {"fsdp2", "tp", "cp", "pp", "op_checkpointing",
                                                                   "sdpa_mask"}
     assert max(abs(e) for e in errors.values()) <= 0.0281
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in CASES
+                                  if _family(c) == "litgpt" and c["workload"] == "lora"])
+def test_litgpts_adapters_are_counted_as_its_code_makes_them(case):
+    """LitGPT's own LoRA (its records' trainable parameters, counted on LitGPT's model): q, k and v in its fused qkv
+    layer each get their own A where PEFT's fused layer has one (Phi-3's fused gate and up too); the LM head's adapter
+    that its 'all' configs add (lora_head) is not among the target sets, so it is added here, r × (hidden + vocab)."""
+    name = f"measured:{case['config_name']}"
+    spec = spec_from_config(case["config"], name=name, source=str(DATA))
+    lora = case["setting"]["lora"]
+    head = lora["r"] * (spec.hidden_size + spec.vocab_size) if lora.get("litgpt_head_adapter") else 0
+    assert int(EST.with_model(spec).estimate(scenario_for_case(case, name))["trainable_params"]) + head \
+        == case["trainable_params"]

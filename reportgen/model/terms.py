@@ -507,8 +507,15 @@ TERMS: tuple[Term, ...] = (
          "their expert-data-parallel group (dp ÷ ep) shards what expert parallelism left, so one GPU holds "
          "1 ÷ (tp × dp) of each; dividing by ep_size too would count the experts twice", "derived"),
     Term("adapter_params", "LoRA adapter parameters", "count",
-         IF(V("is_lora").eq(1), V("lora_rank") * _lora_column("lora_per_rank_"), 0),
-         "r × Σ(in + out) over targeted linear layers (PEFT)"),
+         IF(V("is_lora").eq(1),
+            V("lora_rank") * (_lora_column("lora_per_rank_")
+                              + V("litgpt") * _m("fused_qkv") * _m("num_attention_layers")
+                              * IF(V("lora_targets").eq("q_proj,v_proj"), V("hidden_size") - V("kv_dim"),
+                                   (2 + IF(V("lora_targets").eq("all-linear"), _m("fused_projections"), 0))
+                                   * V("hidden_size"))), 0),
+         "r × Σ(in + out) over targeted linear layers (PEFT); where q, k and v are one layer LitGPT gives each of "
+         "them adapted its own A (r × hidden: its LoRAQKVLinear) where PEFT's fused layer has one, and Phi-3's "
+         "gate and up projections theirs"),
     Term("saved_module_params", "Parameters of the modules LoRA trains whole (modules_to_save)", "count",
          IF(AND(V("is_lora").eq(1), V("lora_modules_to_save").eq("embed-head")),
             V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params")), 0),
