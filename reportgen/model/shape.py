@@ -352,8 +352,7 @@ def lora_trainable(row: dict, rank: int, targets: tuple[str, ...], *, model: str
     if not row["lora_per_rank_all"]:
         raise InputError(f"LoRA is not modelled for {model} ({row['model_type']}): multi-head latent attention "
                          "and Mamba-2 layers get no adapters here", key_path="lora_targets")
-    named = {modules: suffix for name, suffix in LORA_SET_SUFFIX.items()
-             for modules in [LORA_SET_MODULES.get(name, (name,))]}
+    named = {LORA_SET_MODULES.get(name, (name,)): suffix for name, suffix in LORA_SET_SUFFIX.items()}
     if targets in named:
         return rank * int(row[f"lora_per_rank_{named[targets]}"])
     # The names the architecture has (a name may match no layer, as gate_proj in Mixtral's MoE blocks); a plain
