@@ -65,7 +65,9 @@ def test_median_and_largest_error_at_the_level_each_reports():
     assert len(errors) == 21
     assert statistics.median(errors) <= 0.05  # issue #18's target
     assert statistics.median(errors) <= 0.025  # the level reached: 2.2 %
-    assert max(errors) <= 0.125  # the level reached: 12.3 % (pub-ft-014, Gemma-2B LoRA under LitGPT)
+    # the level reached: 12.9 % (pub-ft-014, Gemma-2B LoRA under LitGPT; 12.3 % until 2026-12-07, mapped at rank 16
+    # where its config sets 8)
+    assert max(errors) <= 0.129
     by_level = published_summary(rows)
     assert set(by_level) == {"all", "allocated_peak", "device_total", "reserved_peak"}
     assert by_level["allocated_peak"]["figures"] == 18 and by_level["allocated_peak"]["median_abs_error"] <= 0.025
