@@ -308,9 +308,9 @@ def test_a_fused_qkv_layer_stands_for_q_k_and_v():
 
 def test_falcons_multi_query_layers_under_sdpa_are_refused_with_the_reason():
     """transformers' Falcon hands SDPA 71 query heads and one key-value head without enable_gqa: PyTorch's math
-    kernel runs, which no term describes (the oracle measured 16.9 GiB where FlashAttention's count gives 10.8 for
-    Falcon-7B's 4 layers at 2 × 2,048 tokens); flash and eager are estimated, and a model whose heads are equal is not
-    refused."""
+    kernel runs, which no term describes (the oracle measured 16.9 GiB for Falcon-7B's 4 layers with q/v adapters at
+    2 × 2,048 tokens, 10.8 GiB with eager attention); flash and eager are estimated, and a model whose heads are equal
+    is not refused."""
     from reportgen.model.estimate import Scenario
     falcon = Scenario(model="Falcon-7B", workload="lora", seq_len=2048, prompt_len=0, gen_len=0, attention="sdpa")
     reason = _estimator().skip_check(falcon)
