@@ -10,7 +10,8 @@ tensors, grouped_mm and eager experts), gradient accumulation (2 to 8 micro-batc
 and LitGPT), generate() with sliding-window layers (Mistral-, Gemma-2- and Phi-3-shaped, prefilling or
 generating past the window), multi-head latent attention (DeepSeek-V2/V3- and Kimi-K2-shaped, every layer dense:
 tools/oracle/measure_mla.py), and PEFT LoRA on fused query-key-value layers and plain MLPs (GPT-2, GPT-NeoX, Falcon,
-BLOOM, OPT, Phi-3's qkv_proj alone: tools/oracle/measure_lora_layouts.py). Each record has a split:
+BLOOM, OPT, Phi-3's qkv_proj alone: tools/oracle/measure_lora_layouts.py), with those shapes' full fine-tuning, and
+Gemma-7B and Qwen3-8B cut to 4 layers (tools/oracle/measure_catalog_shapes.py). Each record has a split:
 
 - "fit": the shapes the new terms were derived from (Gemma2-small, Phi3-small, Llama-tiny with and
   without attention dropout, GPT-2 124M, Llama-tiny LoRA in bf16 and with other losses, Mixtral-tiny, the
@@ -75,6 +76,8 @@ def _error(case) -> float:
 
 
 def _family(case) -> str:
+    if "measure_catalog_shapes" in case.get("notes", ""):
+        return "catalog_shapes"
     if "measure_lora_layouts" in case.get("notes", ""):
         return "layouts_full" if case["workload"] == "full" else "lora_layouts"
     if "measure_pp" in case.get("notes", ""):
@@ -175,7 +178,7 @@ FIT_TOLERANCE = {"gemma2": 0.033, "phi3": 0.077, "moe": 0.034, "dropout": 0.016,
 
 def test_file_is_complete():
     ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids)) == 474
+    assert len(ids) == len(set(ids)) == 480
     assert {c["split"] for c in CASES} == {"fit", "holdout"}
     assert set(KNOWN_MISSES) <= {c["id"] for c in HOLDOUT}
     # every CPU-dispatch dropout record has its CUDA-dispatch re-measurement
@@ -236,7 +239,7 @@ def test_holdout_summary_per_family():
     assert set(by_family) == {"gemma2", "phi3", "moe", "dropout", "adapter_dtype", "loss", "lora_dropout", "litgpt",
                               "modules_to_save", "grad_accum", "recompute", "sliding_window", "fsdp2", "tp", "cp", "pp",
                               "mla", "op_checkpointing", "sdpa_mask", "rebuilt_layer_1gpu", "lora_long", "lora_layouts",
-                              "layouts_full"}
+                              "layouts_full", "catalog_shapes"}
     for family, errors in by_family.items():
         # 0.30 % at most today (LitGPT); the sliding-window prefills and generations 0.94 % (their three: +0.98 %,
         # +0.15 %, -0.94 %; counting every layer at the whole context they would be +2.78 %, +0.92 %, -0.87 %)
