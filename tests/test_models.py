@@ -4,13 +4,15 @@ import json
 import pytest
 
 from refdata import REPO, facts_of, measured, router_bias_buffers
-from reportgen.model.catalog import load_models
+from reportgen.model.catalog import load_gpus, load_models
+from reportgen.model.estimate import Estimator, Scenario
 from reportgen.model.inputs import LORA_TARGET_SETS
 from reportgen.model.shape import lora_trainable, model_row, params_by_component
 from reportgen.errors import InputError
 from reportgen.model.spec import SUPPORTED_MODEL_TYPES, spec_from_config
 
 CATALOG = load_models()
+EST = Estimator(CATALOG, load_gpus())
 
 # facts.json records that count something other than Hugging Face's instantiated model
 # (reference/README.md "gotchas"): Keras double-counts tied heads of Llama 3.2; Keras'
@@ -265,17 +267,6 @@ def test_sliding_window_layers_are_those_transformers_caches(name, record):
     assert (spec.num_sliding_layers, spec.sliding_window) == (cache["sliding_layers"], cache["sliding_window"] or 0)
 
 
-_ESTIMATOR = None
-
-
-def _estimator():
-    global _ESTIMATOR
-    if _ESTIMATOR is None:
-        from reportgen.model.catalog import load_gpus
-        from reportgen.model.estimate import Estimator
-        _ESTIMATOR = Estimator(CATALOG, load_gpus())
-    return _ESTIMATOR
-
 
 @pytest.mark.parametrize("name", [n for n, m in CATALOG.items()
                                   if not m.spec.kv_lora_rank and not m.spec.num_mamba_layers])
@@ -283,14 +274,13 @@ def test_lora_reaches_every_dense_catalog_model_with_pefts_count(name):
     """Every named set on every model but multi-head latent attention and hybrid Mamba-2 ones runs (until 2026-12-07
     GPT-2, GPT-NeoX, Falcon, BLOOM, OPT, MPT and Phi-3's q/v were refused: LoRA was modelled for gated MLPs and split
     q, k, v only), its trainable parameters those `reportgen params` counts for the set (PEFT's, test above)."""
-    from reportgen.model.estimate import Scenario
     spec = CATALOG[name].spec
     for targets in LORA_TARGET_SETS:
         scenario = Scenario(model=name, workload="lora", lora_rank=8, lora_targets=targets, seq_len=512, prompt_len=0,
                             gen_len=0)
-        reason = _estimator().skip_check(scenario)
+        reason = EST.skip_check(scenario)
         assert reason is None, (name, targets, reason)
-        trainable = _estimator().estimate(scenario)["trainable_params"]
+        trainable = EST.estimate(scenario)["trainable_params"]
         assert trainable == lora_trainable(model_row(spec), 8, tuple(targets.split(",")), model=name) > 0
 
 
@@ -311,10 +301,9 @@ def test_falcons_multi_query_layers_under_sdpa_are_refused_with_the_reason():
     kernel runs, which no term describes (the oracle measured 16.9 GiB for Falcon-7B's 4 layers with q/v adapters at
     2 × 2,048 tokens, 10.8 GiB with eager attention); flash and eager are estimated, and a model whose heads are equal
     is not refused."""
-    from reportgen.model.estimate import Scenario
     falcon = Scenario(model="Falcon-7B", workload="lora", seq_len=2048, prompt_len=0, gen_len=0, attention="sdpa")
-    reason = _estimator().skip_check(falcon)
+    reason = EST.skip_check(falcon)
     assert reason is not None and reason.code == "sdpa_math" and reason.values["heads"] == 71
     for attention in ("flash", "eager"):
-        assert _estimator().skip_check(falcon.with_inputs(attention=attention)) is None
-    assert _estimator().skip_check(falcon.with_inputs(model="GPT-NeoX-20B")) is None
+        assert EST.skip_check(falcon.with_inputs(attention=attention)) is None
+    assert EST.skip_check(falcon.with_inputs(model="GPT-NeoX-20B")) is None

@@ -299,7 +299,7 @@ def _least_purchase_usd(estimator: Estimator, scenario: RlhfScenario, gpu: str, 
     given = dict(scenario.settings)
     price = estimator.gpus[gpu].price_purchase_usd
     cheapest = min(estimator.gpus[g].price_purchase_usd for g in dict.fromkeys((gpu, *pool_gpus)))
-    sized = {**(given.get("role_gpus") or {}), **(given.get("role_gpu_types") or {})}
+    sized = set(given.get("role_gpus") or ()) | set(given.get("role_gpu_types") or ())
     return n * price + sum(n * price if role == ROLLOUT and role not in sized else cheapest
                            for role, _ in scenario.pooled_roles)
 
