@@ -301,3 +301,16 @@ def test_the_combined_1f1b_schedule_hides_the_all_to_all_behind_compute():
         assert reason is not None and reason.code == "ep_overlap", (refused, reason)
     assert EST.skip_check(replace(scenario, ep_overlap="on")) is None
     assert EST.skip_check(replace(scenario, ep_overlap="on", pp_size=1, vp_size=1, num_gpus=64)) is None
+
+
+@pytest.mark.parametrize("tp,gpus,nics", [(1, 32, 8), (2, 32, 4), (4, 32, 2), (8, 32, 1), (8, 8, None), (1, 8, None)])
+def test_a_data_parallel_group_reduces_over_the_nics_of_its_gpus_in_each_node(tp, gpus, nics):
+    """Every GPU of a node reduces its gradients at once, each in its own data-parallel group: beside TP t a group has
+    8 ÷ t GPUs in each node of its span and moves its data over their NICs (one where TP 8 fills the node), the
+    node's eight rails shared by the t groups; a group inside one node has NVLink. (Until 2026-12-07 every group
+    across nodes had all eight NICs: TP 8's gradient traffic 8× too fast.)"""
+    e = EST.estimate(Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                              num_gpus=gpus, tp_size=tp, framework="megatron", zero_stage=1, gpu=H100))
+    gpu, efficiency = GPUS[H100], EST.assumptions["comm_efficiency"]
+    per_gpu = gpu.link_gbps if nics is None else min(gpu.link_gbps, nics * gpu.inter_node_gbps)
+    assert e["dp_link_bytes_per_s"] == pytest.approx(per_gpu * 1e9 * efficiency)

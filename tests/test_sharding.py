@@ -286,10 +286,55 @@ def test_the_context_parallel_ring_is_counted_only_beyond_the_attention_it_overl
 
 
 def test_what_context_parallelism_cannot_split_is_refused_with_its_reason():
-    assert "no context parallelism" in EST.skip_reason(replace(CP_BASE, cp_size=2, framework="deepspeed"))
+    for framework in ("hf", "litgpt"):
+        assert "no context parallelism" in EST.skip_reason(replace(CP_BASE, cp_size=2, framework=framework))
     assert "2 × cp_size" in EST.skip_reason(replace(CP_BASE, cp_size=4, seq_len=32764))
     assert "does not divide num_gpus" in EST.skip_reason(replace(CP_BASE, cp_size=16))
     assert EST.skip_reason(replace(CP_BASE, cp_size=8)) is None
+
+
+# DeepSpeed's context parallelism: Ulysses, on data parallelism and ZeRO alone
+ULYSSES_BASE = replace(CP_BASE, framework="deepspeed", tp_size=1, zero_stage=3, num_gpus=8)
+
+
+def test_ulysses_splits_the_heads_it_swaps_and_nothing_else():
+    """Ulysses hands each GPU num_heads ÷ cp heads of every token: cp must divide the query and the key/value heads
+    (Llama-3.1-8B: 32 and 8); it runs beside data parallelism and ZeRO, not TP or a pipeline, and its sequence splits
+    into cp chunks, not ring attention's 2 × cp."""
+    assert EST.skip_reason(replace(ULYSSES_BASE, cp_size=8)) is None
+    for refused in (dict(cp_size=16, num_gpus=16), dict(cp_size=4, tp_size=2), dict(cp_size=4, pp_size=2)):
+        assert "Ulysses" in EST.skip_reason(replace(ULYSSES_BASE, **refused)), refused
+    assert EST.skip_reason(replace(ULYSSES_BASE, cp_size=4, seq_len=32764)) is None  # 4 chunks of 8,191
+    assert "must split into 4 equal chunks" in EST.skip_reason(replace(ULYSSES_BASE, cp_size=4, seq_len=32766))
+    mla = replace(ULYSSES_BASE, model="DeepSeek-V2-Lite", cp_size=2, num_gpus=8)
+    assert "multi-head latent attention" in EST.skip_reason(mla)
+
+
+def test_ulysses_divides_the_activations_like_a_ring_and_swaps_queries_keys_values_and_outputs():
+    """Outside attention each GPU holds seq ÷ cp tokens, as under ring attention (every saved tensor per token);
+    the all-to-alls move q, k, v in and the output back, forward, backward and the recomputed forward, (cp − 1) ÷ cp
+    of them off the GPU: Llama-3.1-8B's 32 layers of q 4,096 and k, v 1,024 wide in bf16."""
+    one, four = EST.estimate(ULYSSES_BASE), EST.estimate(replace(ULYSSES_BASE, cp_size=4))
+    assert four["training_activations"] == pytest.approx(one["training_activations"] / 4, abs=1)
+    assert four["zero_group"] == one["zero_group"] == 8 and four["optimizer_states"] == one["optimizer_states"]
+    assert four["cp_ring_bytes"] == 0 and one["cp_a2a_bytes"] == 0 == one["cp_a2a_seconds"]
+    tokens = ULYSSES_BASE.seq_len // 4
+    assert four["cp_a2a_bytes"] == pytest.approx(2 * 32 * tokens * (4096 + 1024 + 1024 + 4096) * 2 * 3 / 4)
+    full = EST.estimate(replace(ULYSSES_BASE, cp_size=4, checkpointing="full"))
+    assert full["cp_a2a_bytes"] == pytest.approx(four["cp_a2a_bytes"] * 3 / 2)
+    assert four["step_seconds"] > four["stage_compute_seconds"] + four["cp_a2a_seconds"] * 0.999
+
+
+def test_ulysses_across_nodes_pays_the_network_for_the_peers_off_the_node():
+    """Llama-2-7B has 32 key/value heads: cp 16 spans two 8-GPU nodes, and half of each GPU's peers (8 of 15) are
+    on the other node, whose link is slower than NVLink: more seconds per byte than cp 8 inside one node."""
+    base = replace(ULYSSES_BASE, model="Llama-2-7B", seq_len=65536, num_gpus=16)
+    inside, across = (EST.estimate(replace(base, cp_size=cp)) for cp in (8, 16))
+    gpu = EST.gpus[H100]
+    assert gpu.gpus_per_node == 8 and gpu.inter_node_gbps < gpu.link_gbps
+    latency = lambda e: 4 * 2 * 32 * 15e-6  # noqa: E731  four all-to-alls a layer, forward and backward
+    per_byte = [(e["cp_a2a_seconds"] - latency(e)) / e["cp_a2a_bytes"] for e in (inside, across)]
+    assert per_byte[1] > per_byte[0]
 
 
 @pytest.mark.parametrize("model", ["Llama-3.1-70B", "Mixtral-8x7B", "Qwen3-30B-A3B"])

@@ -206,7 +206,8 @@ INPUTS: tuple[Input, ...] = (
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",
           option="--vp", applies=_TRAINING, layout=True, tag="VP{v}"),
     Input("cp_size", "Context parallel", "training: GPUs one sequence is split over (ring attention: Megatron-Core's "
-          "and torchtitan's context parallelism); each holds seq_len ÷ cp_size tokens of every layer's activations",
+          "and torchtitan's context parallelism; under deepspeed, Ulysses sequence parallelism, which swaps sequence "
+          "shards for head shards around attention); each holds seq_len ÷ cp_size tokens of every layer's activations",
           1, limits=(1, 1024), unit="GPUs", option="--cp", applies=_TRAINING, layout=True, tag="CP{v}"),
     Input("sequence_parallel", "Sequence parallelism", "with tensor parallelism, split the norms, dropouts and "
           "layer inputs along the sequence too (Korthikanti et al. 2022): on, off, or auto (the framework's way: on "

@@ -373,6 +373,12 @@ TERMS: tuple[Term, ...] = (
          V("tp_size") * V("pp_stages"), "", "derived"),
     Term("cp_degree", "Context-parallel degree (training only)", "count", IF(V("is_train").eq(1), V("cp_size"), 1),
          "", "derived"),
+    Term("cp_ulysses", "Context parallelism as Ulysses' all-to-all (1/0)", "flag",
+         IF(AND(V("cp_degree").gt(1), V("framework").eq("deepspeed")), 1, 0),
+         "DeepSpeed's sequence parallelism (Ulysses: Jacobs et al. 2023; for Hugging Face models through ALST, "
+         "Bekman et al. 2025) gives each GPU seq_len ÷ cp_size tokens outside attention and swaps them by "
+         "all-to-all for all the tokens of num_heads ÷ cp_size heads inside it; Megatron-Core and torchtitan pass keys "
+         "and values around a ring instead", "derived"),
     Term("replica_gpus", "GPUs that train one set of sequences (tensor × pipeline × context)", "count",
          V("model_parallel_size") * V("cp_degree"), "", "derived"),
     Term("dp_size", "Data-parallel degree", "count", V("num_gpus") / V("replica_gpus"),
@@ -1932,15 +1938,18 @@ def _keys_attended(length: Expr) -> Expr:
     return ((_m("num_attention_layers") - V("sliding_layers")) * length / 2
             + V("sliding_layers") * IF(length.le(window), length / 2, window - window * window / (2 * length)))
 _KAPLAN = "Kaplan et al. 2020 (arXiv:2001.08361) §2.1: 2N FLOPs per token forward, 4N backward"
-_LINK = ("GPUs sheet: the NVLink/PCIe link inside a node; across nodes NCCL runs a collective over every "
-         "rail at once (one NIC per GPU), so the bus bandwidth is the node's network (GPUs per node × NIC "
-         "bandwidth) capped by the link inside the node (nccl-tests on 8 × 400 Gb/s H100 nodes: ~370-400 GB/s)")
+_LINK = ("GPUs sheet: the NVLink/PCIe link inside a node; across nodes NCCL runs a collective over the rails of "
+         "the group's GPUs in each node at once (one NIC per GPU), so the bus bandwidth is those GPUs' NICs (for a "
+         "whole node 8 × 400 Gb/s H100: nccl-tests ~370-400 GB/s) capped by the link inside the node; every GPU of a "
+         "node reduces at once, so a data-parallel group with tensor parallelism beside it has gpus_per_node ÷ tp "
+         "GPUs and NICs in each node (one where TP fills the node)")
 
 
-def _collective_bandwidth(span: Expr) -> Expr:
-    """Bytes per second a collective over `span` GPUs moves per GPU (bus bandwidth × efficiency)."""
+def _collective_bandwidth(span: Expr, in_node: Expr) -> Expr:
+    """Bytes per second a collective over a group moves per GPU (bus bandwidth × efficiency): span, the ranks its
+    members lie among; in_node, its members in one node when it spans several."""
     inside = _g("link_gbps")
-    return IF(span.le(_g("gpus_per_node")), inside, MIN(inside, _g("inter_node_gbps") * _g("gpus_per_node"))) \
+    return IF(span.le(_g("gpus_per_node")), inside, MIN(inside, _g("inter_node_gbps") * in_node)) \
         * 1e9 * V("comm_efficiency")
 TIME_TERMS: tuple[Term, ...] = (
     Term("peak_flops", "Dense peak of the compute dtype", "flop_per_s",
@@ -2076,9 +2085,10 @@ TIME_TERMS: tuple[Term, ...] = (
          "parallelism splits every layer; the routed experts take the longer of their FLOPs and their weights' "
          "memory traffic (a roofline: few tokens per expert leave their grouped GEMMs memory-bound)", "time"),
     Term("dp_link_bytes_per_s", "Data-parallel collective bandwidth", "bytes_per_s",
-         _collective_bandwidth(V("num_gpus")), _LINK, "time"),
+         _collective_bandwidth(V("tp_size") * V("zero_group"),
+                               MIN(V("zero_group"), MAX(1, FLOOR(_g("gpus_per_node") / V("tp_size"))))), _LINK, "time"),
     Term("tp_link_bytes_per_s", "Tensor-parallel collective bandwidth", "bytes_per_s",
-         _collective_bandwidth(V("tp_size")), _LINK, "time"),
+         _collective_bandwidth(V("tp_size"), V("tp_size")), _LINK, "time"),
     Term("dp_comm_bytes", "Data-parallel traffic per optimizer step, per GPU", "bytes",
          IF(AND(_TRAIN, V("zero_group").gt(1)),
             (V("zero_group") - 1) / V("zero_group")
@@ -2102,7 +2112,7 @@ TIME_TERMS: tuple[Term, ...] = (
          "experts are whole on their GPUs (expert_tp 1) and that has no shared expert skips the MLP's: its tokens "
          "go to the experts by the all-to-all instead; on the critical path", "time"),
     Term("cp_ring_bytes", "Context-parallel ring traffic per micro-batch, per GPU", "bytes",
-         IF(AND(_TRAIN, V("cp_degree").gt(1)),
+         IF(AND(_TRAIN, V("cp_degree").gt(1), V("cp_ulysses").eq(0)),
             IF(V("checkpointing").eq("full"), 4, 3) * V("pp_stage_layers") * (V("cp_degree") - 1) * V("tokens")
             * 2 * V("kv_dim") * V("act_bytes") / V("tp_size"), 0),
          "ring attention passes each GPU's keys and values around the cp GPUs of a sequence, cp − 1 hops per "
@@ -2116,6 +2126,24 @@ TIME_TERMS: tuple[Term, ...] = (
                 / (V("peak_flops") * V("attention_kernel_efficiency"))), 0),
          "each hop overlaps the attention of the chunk already there: only what the attention kernels do not "
          "cover adds; neighbours on NVLink inside a node, on the network across nodes", "time"),
+    Term("cp_a2a_passes", "Ulysses all-to-all passes over the layers per micro-batch", "count",
+         IF(V("cp_ulysses").eq(1), IF(V("checkpointing").eq("full"), 3, 2), 0),
+         "forward, backward (the gradients of the same tensors) and the recomputed forward", "time"),
+    Term("cp_a2a_bytes", "Ulysses all-to-all traffic per micro-batch, per GPU", "bytes",
+         V("cp_a2a_passes") * V("pp_stage_layers") * V("tokens") * 2 * (V("q_dim") + V("kv_dim")) * V("act_bytes")
+         * (V("cp_degree") - 1) / V("cp_degree"),
+         "each layer swaps its queries, keys and values (sequence shards for head shards) before attention and its "
+         "output back after it: (cp − 1) ÷ cp of them leave the GPU (DeepSpeed's DistributedAttention, ALST's "
+         "UlyssesSPAttentionHF: four all-to-alls a layer)", "time"),
+    Term("cp_a2a_seconds", "Ulysses all-to-all time per micro-batch", "seconds",
+         IF(V("cp_a2a_bytes").gt(0),
+            V("cp_a2a_bytes") / (V("cp_degree") - 1)
+            * ((MIN(V("cp_degree"), _g("gpus_per_node")) - 1) / _g("link_gbps")
+               + (V("cp_degree") - MIN(V("cp_degree"), _g("gpus_per_node"))) / _g("inter_node_gbps"))
+            / (1e9 * V("comm_efficiency"))
+            + 4 * V("cp_a2a_passes") * V("pp_stage_layers") * V("collective_latency_us") / 1e6, 0),
+         "on the critical path (attention waits for its heads); the peers in the node on NVLink (or PCIe), the "
+         "others on the GPU's network link, bound by their sum as NCCL's all-to-all is", "time"),
     Term("moe_a2a_calls", "MoE all-to-alls per micro-batch on a stage", "count",
          IF(AND(_TRAIN, V("num_experts").gt(0), V("ep_size").gt(1)),
             (4 + 2 * V("moe_layer_recomputed")) * _m("num_moe_layers") * V("pp_layer_share"), 0),
@@ -2217,10 +2245,10 @@ TIME_TERMS: tuple[Term, ...] = (
          "all-to-all where it is the longer", "time"),
     Term("step_seconds", "Time per optimizer step", "seconds",
          IF(_TRAIN, MAX(V("pipeline_slots") * V("slot_seconds"), V("dp_comm_seconds"))
-            + V("pipeline_slots") * (V("tp_exposed_seconds") + V("cp_ring_seconds"))
+            + V("pipeline_slots") * (V("tp_exposed_seconds") + V("cp_ring_seconds") + V("cp_a2a_seconds"))
             + V("offload_seconds") + V("host_optimizer_seconds"), 0),
          "compute and data-parallel communication overlap (the longer counts); tensor-parallel communication "
-         "(its unhidden part with tp_overlap on), the context-parallel ring's unhidden part, offload transfers and "
+         "(its unhidden part with tp_overlap on), the context-parallel ring's unhidden part or Ulysses' all-to-all, offload transfers and "
          "the host's optimizer step add; each slot takes the busiest pipeline stage's compute and its MoE all-to-all "
          "(slot_seconds)", "time"),
     Term("train_tokens_per_s", "Training tokens per second (all GPUs)", "tokens_per_s",
@@ -2408,6 +2436,7 @@ def _skip(code: str, text: str, when: Expr, **values: Expr) -> SkipRule:
 
 
 _TP, _GPUS = V("tp_size"), V("num_gpus")
+_CP_CHUNKS = IF(V("framework").eq("deepspeed"), 1, 2) * V("cp_degree")  # Ulysses' sequence shards, ring attention's
 # The context a scenario asks of its model's positions: a served one (a prompt and its longest response), and a
 # trained or scored sequence where the positions are learned embeddings (a RoPE model runs past its positions when
 # a context is extended by training).
@@ -2451,15 +2480,24 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("cp_gpus", "tp_size {tp} × pp_size {pp} × cp_size {cp} does not divide num_gpus {gpus}",
           AND(V("cp_degree").gt(1), MOD(_GPUS, V("replica_gpus")).ne(0)),
           tp=_TP, pp=V("pp_stages"), cp=V("cp_degree"), gpus=_GPUS),
-    _skip("cp_framework", "cp_size {cp}: framework {framework} has no context parallelism here (megatron has, and "
-          "fsdp2 but for sdpa past a sliding window: its SDPA takes no mask)",
-          AND(V("cp_degree").gt(1), OR(is_one_of(V("framework"), "hf", "deepspeed", "litgpt"),
+    _skip("cp_framework", "cp_size {cp}: framework {framework} has no context parallelism here (megatron has ring "
+          "attention, and fsdp2 but for sdpa past a sliding window: its SDPA takes no mask; deepspeed has Ulysses' "
+          "all-to-all)",
+          AND(V("cp_degree").gt(1), OR(is_one_of(V("framework"), "hf", "litgpt"),
                                        AND(V("framework").eq("fsdp2"), V("sdpa_past_window").eq(1)))),
           cp=V("cp_degree"), framework=V("framework")),
-    _skip("cp_seq", "cp_size {cp}: seq_len {seq} must split into 2 × cp_size equal chunks (the load-balanced causal "
-          "split)",
-          AND(V("cp_degree").gt(1), MOD(V("seq_len"), 2 * V("cp_degree")).ne(0)),
-          cp=V("cp_degree"), seq=V("seq_len")),
+    _skip("cp_ulysses", "cp_size {cp} under deepspeed is Ulysses sequence parallelism, which splits the attention "
+          "heads over the cp GPUs: cp_size must divide num_heads {heads} and num_kv_heads {kv}, with tp_size and "
+          "pp_size 1 (given: {tp}, {pp}) and no multi-head latent attention (model type {model_type})",
+          AND(V("cp_degree").gt(1), V("framework").eq("deepspeed"), OR(MOD(V("num_heads"), V("cp_degree")).ne(0),
+                                        MOD(V("num_kv_heads"), V("cp_degree")).ne(0),
+                                        _TP.gt(1), V("pp_stages").gt(1), _m("is_mla").eq(1))),
+          cp=V("cp_degree"), heads=V("num_heads"), kv=V("num_kv_heads"), tp=_TP, pp=V("pp_stages"),
+          model_type=_m("model_type")),
+    _skip("cp_seq", "cp_size {cp}: seq_len {seq} must split into {chunks} equal chunks (ring attention's "
+          "load-balanced causal split: 2 × cp_size; Ulysses: cp_size)",
+          AND(V("cp_degree").gt(1), MOD(V("seq_len"), _CP_CHUNKS).ne(0)),
+          cp=V("cp_degree"), seq=V("seq_len"), chunks=_CP_CHUNKS),
     _skip("vp_pp", "vp_size {vp} needs pipeline parallelism (pp_size > 1) under megatron, whose interleaved 1F1B it "
           "sets; framework {framework}",
           AND(V("vp_size").gt(1), OR(V("pp_stages").eq(1), V("framework").ne("megatron"))),

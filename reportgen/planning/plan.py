@@ -39,7 +39,7 @@ PIPELINE_MICRO_BATCHES_PER_STAGE = 4
 # (shorter chunks leave the ring's key/value hops too little attention to hide behind).
 CP_MIN_CHUNK_TOKENS = 4096
 CP_SIZES = (1, 2, 4, 8, 16, 32)
-CP_FRAMEWORKS = ("megatron", "fsdp2")
+CP_FRAMEWORKS = ("megatron", "fsdp2", "deepspeed")  # ring attention; deepspeed: Ulysses' all-to-all
 # Megatron's interleaved 1F1B: model chunks per GPU the search tries on a pipeline.
 VP_SIZES = (1, 2, 4)
 # Megatron's expert tensor parallelism for MoE: as TP (0, its default) or whole experts (1, as MoE recipes set).

@@ -166,9 +166,10 @@ def problem_lists(parts: Sequence[Expr], count: int = 2) -> tuple[Expr, ...]:
 INPUT_LISTS = ("input_problems_1", "input_problems_2")  # the columns input_problems' lists fill
 
 
-# The columns rule_problems' lists fill: three, as two passed Excel's 8,192 characters from row 1,000 on (every
-# reference to the row grows with its number's digits; tests/test_xlsx.py measures them at the last row).
-RULE_LISTS = ("rule_problems_1", "rule_problems_2", "rule_problems_3")
+# The columns rule_problems' lists fill: four, as two passed Excel's 8,192 characters from row 1,000 on (every
+# reference to the row grows with its number's digits; tests/test_xlsx.py measures them at the last row), and three
+# once the Ulysses rules were added.
+RULE_LISTS = ("rule_problems_1", "rule_problems_2", "rule_problems_3", "rule_problems_4")
 
 
 def rule_problems(t: Catalogue) -> tuple[Expr, ...]:
