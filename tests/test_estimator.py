@@ -290,6 +290,22 @@ def test_specialised_totals_compute_what_the_shared_ones_compute(engine, kv_fits
     assert full == folded
 
 
+def test_fp8_primary_weights_hold_the_fp8_weight_and_its_transpose_instead_of_bf16_and_two_casts():
+    """fp8-te-params (Megatron-Core's --fp8-param-gather): Llama-3.1-8B's decoder linear weights as FP8 with the
+    transpose Hopper's GEMMs need (1 + 1 bytes) instead of bf16 (2) plus fp8-te's two casts (2): 2 bytes a parameter
+    fewer; the 128,256 × 4096 embedding and head stay bf16; states, activations and time as fp8-te's. Megatron only."""
+    est = Estimator(load_models(), load_gpus())
+    base = Scenario(model="Llama-3.1-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM",
+                    framework="megatron", num_gpus=8, tp_size=2, zero_stage=1)
+    casts, primary = est.estimate(replace(base, precision="fp8-te")), est.estimate(replace(base, precision="fp8-te-params"))
+    layer_params = 8_030_261_248 - 2 * 128_256 * 4096
+    assert casts["weights"] - primary["weights"] == 2 * layer_params // 2  # over TP 2
+    assert primary["weights"] == est.estimate(replace(base, precision="bf16-mixed"))["weights"]
+    for term in ("gradients", "optimizer_states", "master_weights", "training_activations", "step_seconds"):
+        assert primary[term] == casts[term], term
+    assert "needs framework megatron" in est.skip_reason(replace(base, precision="fp8-te-params", framework="fsdp2"))
+
+
 def test_fp8_training_casts_the_layer_weights_and_saves_fp8_gemm_inputs():
     """Transformer Engine's FP8 recipe over bf16-mixed states, against hand-computed figures for
     Llama-3.1-8B (32 layers, hidden 4096, q_dim 4096, MLP 14336, 128,256 × 4096 embedding and head)."""

@@ -5,7 +5,8 @@ verbatim quote; its "reportgen" block maps the run to estimator inputs). Which d
 - the per-GPU training efficiencies in presets/gpus.yaml were fitted to the llm-foundry runs marked
   "fit", and the H100's FP8 efficiency to torchao's float8-over-bfloat16 pair, marked "fit" too
   (scripts/fit_train_efficiency.py); the runs marked "holdout" (torchtitan, the Llama 3 paper,
-  Megatron-LM, NVIDIA's DGX Cloud recipes, the FP8 runs of llm-foundry and NeMo) were never used for fitting;
+  Megatron-LM, NVIDIA's DGX Cloud recipes, the FP8 runs of llm-foundry and NeMo, BigScience's BLOOM, MLPerf Training
+  v4.0's GPT-3) were never used for fitting;
 - the decode, prefill and communication efficiencies are assumptions with their own published
   sources (terms.ASSUMPTIONS); no decode record was fitted.
 Targets of issue #16: training within ±15 % median and ±30 % max (not met since the 405B rows carry their
@@ -55,7 +56,15 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Twenty-eight runs never fitted to: median |error| 11.5 % today, above issue #32's 10 % target (15.5 % over
+    """Forty-three runs never fitted to: median |error| 18.4 % today, above issue #32's 10 % target (11.5 % over the
+    twenty-eight before BigScience's BLOOM runs, MLPerf Training v4.0's GPT-3 175B and torchtitan's H200 table were
+    added, 2026-12-07, every row of each table read, none chosen by its error). BLOOM-176B's production run (Megatron-
+    DeepSpeed on 384 A100, TP 4 × PP 12, steady state) +5.0 %; its trial at a global batch of 16 (one micro-batch
+    through 12 stages) +76.9 %; the topology search's eight iteration-2 snapshots at TP 8 +18.4 to +48.6 % (micro-batch 2
+    ran 10 to 11 % slower than 4 there, which the estimate does not show). MLPerf's GPT-3 175B in FP8 on 512 H100
+    (PP 8 × VP 4) −21.7 %, on 10,752 and 11,616 (PP 6 × VP 8) +11.2 % and +11.3 %; torchtitan's Llama 3.1 8B in float8
+    on 32 and 64 H200 −21.7 % and −20.4 %.
+    Before those: median 11.5 % over twenty-eight (15.5 % over
     the nineteen before Megatron-LM's 2024 H100 table and tensor-parallel communication overlap were added,
     2026-12-07; 19.3 % before FP8 training's linear layers were timed at the FP8 peak; 20.8 % over the eleven before
     Korthikanti et al.'s four).
@@ -82,8 +91,18 @@ def test_training_held_out_rows_at_the_level_reached():
     llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8)
     at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 28
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.116
+    assert len(errors) == 43
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.184
+    bloom = {k: e for k, e in errors.items() if "bigscience-workshop/bigscience" in _case(k).source}
+    assert len(bloom) == 10 and 0.05 <= bloom["pub-tr-066"] <= 0.051 and 0.769 <= bloom["pub-tr-067"] <= 0.77
+    assert all(0.18 <= e <= 0.486 for k, e in bloom.items() if k not in ("pub-tr-066", "pub-tr-067")), bloom
+    mlperf = {k: e for k, e in errors.items() if "training_results_v4.0" in _case(k).source}
+    assert len(mlperf) == 3 and -0.218 <= mlperf["pub-tr-093"] <= -0.217
+    assert all(0.111 <= mlperf[k] <= 0.114 for k in ("pub-tr-094", "pub-tr-095"))
+    h200 = {k: e for k, e in errors.items() if _case(k).scenario.gpu == "H200-141GB"}
+    assert sorted(h200) == ["pub-tr-091", "pub-tr-092"] and all(-0.218 <= e <= -0.203 for e in h200.values())
+    errors = {k: e for k, e in errors.items() if k not in bloom | mlperf | h200}
+    assert len(errors) == 28 and statistics.median(abs(e) for e in errors.values()) <= 0.116
     megatron_2024 = {k: e for k, e in errors.items() if "f2e5db402c" in _case(k).source}
     assert len(megatron_2024) == 9
     unpipelined = [e for k, e in megatron_2024.items() if _case(k).scenario.pp_size == 1]
@@ -108,7 +127,11 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 48 of 55 fit (Megatron-LM's nine H100 weak-scaling runs, added 2026-12-07, fit at 27.5 to 65.9 GiB,
+    level reached: 62 of 70 fit (BigScience's ten BLOOM runs at 43 to 57 GiB of their 80 GB A100s and torchtitan's
+    two float8 runs on H200, added 2026-12-07, fit; MLPerf's GPT-3 175B runs in FP8 on 10,752 and 11,616 H100 fit at
+    65.9 GiB with their FP8 primary weights (fp8-te-params, 2026-12-07; 80.8 GiB as fp8-te), on 512 not by the
+    allocator's reserve and CUDA context over a 69.8 GiB allocated peak (91.2 GiB as fp8-te), as NeMo's Llama 3.1 8B
+    in FP8 (75.8 GiB allocated; 88.8 as fp8-te); 48 of 55 before; Megatron-LM's nine H100 weak-scaling runs, added 2026-12-07, fit at 27.5 to 65.9 GiB,
     the TP overlap's userbuffers included;
     39 of 46 before; torchao's Llama 3 8B pair, added 2026-12-07 to read the FP8 efficiency from, do
     not: torchtitan's per-op selective checkpointing is not modelled, 86.7 and 81.4 GiB against its 47.65 GB; DGX Cloud's Llama 3.1 8B on 8 H100, BF16 and FP8, added 2026-12-07, do not: the
@@ -122,13 +145,13 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 55
+    assert len(figures) == 70
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
     assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050",
-                                                          "pub-tr-052", "pub-tr-055", "pub-tr-056"]
+                                                          "pub-tr-052", "pub-tr-055", "pub-tr-056", "pub-tr-093"]
 
 
 def test_compared_runs_are_scenarios_the_command_line_accepts():
@@ -152,7 +175,7 @@ def test_no_two_compared_runs_read_alike():
     2026-12-06 the name left the layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five)
     read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 55
+    assert len(set(names)) == len(names) == 70
     assert _case("pub-tr-051").name.setup.endswith(" · TP 4 · PP 4 × VP 5 · CP 2 · TP overlapped")
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
@@ -177,7 +200,8 @@ def test_fp8_training_gains_on_four_held_out_runs_as_published():
     the critical path: FP8 shortens the compute it hides behind, not the communication), so the FP8 rows are near
     their BF16 twins' error (−15.5 %, −12.0 %)."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING
-              if c.use == "holdout" and c.scenario.precision == "fp8-te"}
+              if c.use == "holdout" and c.scenario.precision.startswith("fp8-te") and c.scenario.gpu == "H100-80GB-SXM"
+              and "training_results_v4.0" not in c.source}  # MLPerf's: test_training_held_out_rows_at_the_level_reached
     assert sorted(errors) == ["pub-tr-010", "pub-tr-011", "pub-tr-052", "pub-tr-053"]
     assert 0.09 <= errors["pub-tr-010"] <= 0.10 and 0.21 <= errors["pub-tr-011"] <= 0.22
     for fp8, bf16, gain, error in (("pub-tr-052", "pub-tr-050", (1.33, 1.35), (-0.151, -0.149)),

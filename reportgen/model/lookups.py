@@ -23,22 +23,26 @@ PRECISIONS = Table(
     name="Precisions",
     key="precision",
     columns=("weight_bytes", "grad_bytes", "master_bytes", "state_bytes", "compute_bytes",
-             "norm_saved_bytes", "residual_bytes", "autocast_copies", "fp8_gemms", "gather_bytes"),
+             "norm_saved_bytes", "residual_bytes", "autocast_copies", "fp8_gemms", "fp8_copy_bytes", "gather_bytes"),
     rows={
         "fp32": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=4,
-                     norm_saved_bytes=12, residual_bytes=4, autocast_copies=0, fp8_gemms=0, gather_bytes=4),
+                     norm_saved_bytes=12, residual_bytes=4, autocast_copies=0, fp8_gemms=0, fp8_copy_bytes=0, gather_bytes=4),
         "amp-bf16": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=2,
-                         norm_saved_bytes=14, residual_bytes=4, autocast_copies=1, fp8_gemms=0, gather_bytes=4),
+                         norm_saved_bytes=14, residual_bytes=4, autocast_copies=1, fp8_gemms=0, fp8_copy_bytes=0, gather_bytes=4),
         "bf16-mixed": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
-                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
+                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, fp8_copy_bytes=0, gather_bytes=2),
         "fp16-mixed": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
-                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
+                           norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, fp8_copy_bytes=0, gather_bytes=2),
         "bf16": dict(weight_bytes=2, grad_bytes=2, master_bytes=0, state_bytes=2, compute_bytes=2,
-                     norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
+                     norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, fp8_copy_bytes=0, gather_bytes=2),
         "fp8-te": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
-                       norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=1, gather_bytes=2),
+                       norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=1, fp8_copy_bytes=2,
+                       gather_bytes=2),
+        "fp8-te-params": dict(weight_bytes=2, grad_bytes=2, master_bytes=4, state_bytes=4, compute_bytes=2,
+                              norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=1, fp8_copy_bytes=0,
+                              gather_bytes=2),
         "fsdp-bf16": dict(weight_bytes=4, grad_bytes=4, master_bytes=0, state_bytes=4, compute_bytes=2,
-                          norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, gather_bytes=2),
+                          norm_saved_bytes=8, residual_bytes=2, autocast_copies=0, fp8_gemms=0, fp8_copy_bytes=0, gather_bytes=2),
     },
     notes={
         "fp32": "Everything in fp32: weights, gradients and Adam states 4 bytes each (the 16N of pure fp32 training).",
@@ -57,6 +61,10 @@ PRECISIONS = Table(
                   "master weights and Adam states): the linear layers' GEMMs run in FP8, each layer weight is cast "
                   "to FP8 twice (row-wise and its transpose, kept for the step) and the GEMM inputs are saved in FP8; "
                   "norms, attention, the embedding and the LM head stay in bf16.",
+        "fp8-te-params": "fp8-te with FP8 primary weights (Transformer Engine's fp8_model_init: Megatron-Core's "
+                         "--fp8-param-gather, NeMo's fp8_params): the decoder layers' linear weights are held in FP8 "
+                         "with the transpose Hopper's GEMMs need (1 + 1 bytes) in place of bf16 weights and their two "
+                         "casts; fp32 master weights and Adam states, bf16 gradients, as fp8-te.",
     },
     column_help={
         "weight_bytes": "bytes per parameter of the working weights",
@@ -71,6 +79,8 @@ PRECISIONS = Table(
         "gather_bytes": "bytes per element of the weights ZeRO-3/FSDP gathers to compute with, and of their "
                         "unsharded gradients",
         "fp8_gemms": "1 if the linear layers' GEMMs run in FP8 (Transformer Engine)",
+        "fp8_copy_bytes": "bytes per decoder-layer linear weight of FP8 casts kept beside the working weights for "
+                          "the step (row-wise and transposed: 2; none where the weights are FP8 themselves)",
     },
 )
 

@@ -620,13 +620,14 @@ TERMS: tuple[Term, ...] = (
     Term("weights", "Weights", "bytes",
          IF(OR(V("offload").eq("all"), V("workload").eq(ROLLOUT)), 0,
             ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
-         + ceil_div(V("fp8_gemms") * 2 * (V("weight_params") - V("embedding_params") - V("lm_head_params")),
-                    V("weight_shards"))
+         + ceil_div(V("fp8_gemms") * _p("fp8_copy_bytes")
+                    * (V("weight_params") - V("embedding_params") - V("lm_head_params")), V("weight_shards"))
          + V("served_lora_bytes"),
          "parameter offload streams weights from host memory layer by layer; FP8 training adds the decoder "
          "layers' FP8 weight casts, row-wise and column-wise (the transpose Hopper's FP8 GEMMs need), 2 bytes "
          "per parameter, cached for the step (Transformer Engine docs: Performance considerations, Handling "
-         "transposes; FP8 weight caching); an engine serving LoRA adapters holds their slots; a rollout engine on its "
+         "transposes; FP8 weight caching), none with FP8 primary weights (fp8-te-params: the FP8 weight and its "
+         "transpose take the bf16 weight's 2 bytes); an engine serving LoRA adapters holds their slots; a rollout engine on its "
          "own GPUs holds its copy inside its budget (engine_budget_bytes)", "state"),
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
@@ -2455,7 +2456,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("bf16_gpu", "{gpu} has no bf16 (Volta's tensor cores are FP16 only): choose fp16-mixed, or fp16 weights and "
           "KV cache",
           AND(_g("bf16").eq(0),
-              IF(V("is_train").eq(1), is_one_of(V("precision"), "amp-bf16", "bf16-mixed", "bf16", "fp8-te"),
+              IF(V("is_train").eq(1), is_one_of(V("precision"), "amp-bf16", "bf16-mixed", "bf16", "fp8-te", "fp8-te-params"),
                  OR(V("weight_dtype").eq("bf16"), V("kv_dtype").eq("bf16")))), gpu=V("gpu")),
     _skip("mxfp4_gpu", "MXFP4 weights need an Ampere GPU or later (vLLM's Marlin and Triton kernels); {gpu} is older",
           AND(_g("bf16").eq(0), V("experts_only_dtype").eq(1), V("is_full").eq(0)), gpu=V("gpu")),
@@ -2556,6 +2557,10 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("precision_fsdp", "precision fsdp-bf16 is FSDP2's mixed-precision policy: it needs framework fsdp2, not "
           "{framework}",
           AND(V("is_full").eq(1), V("precision").eq("fsdp-bf16"), V("framework").ne("fsdp2")), framework=V("framework")),
+    _skip("precision_fp8_params", "precision fp8-te-params is Transformer Engine's FP8 primary weights as Megatron-Core "
+          "keeps them (--fp8-param-gather): it needs framework megatron, not {framework}",
+          AND(V("is_full").eq(1), V("precision").eq("fp8-te-params"), V("framework").ne("megatron")),
+          framework=V("framework")),
     _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
           AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
     _skip("dtype_experts", "weight_dtype {dtype} quantises the experts of a mixture-of-experts model; {model} has none",
