@@ -56,7 +56,10 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Forty-three runs never fitted to: median |error| 18.4 % today, above issue #32's 10 % target (11.5 % over the
+    """Forty-seven runs never fitted to: median |error| 15.5 % today, above issue #32's 10 % target (18.4 % over
+    forty-three before the rest of torchtitan's 2024 A100 tables were added, 2026-12-07: Llama 2 13B at a local batch
+    of 2 without checkpointing +13.2 % and with per-op checkpointing +15.5 %, Llama 2 70B with per-op at 1 +21.7 % and
+    full at 2 +2.2 %; its two rows with layer-selective checkpointing are excluded, not an option here; 11.5 % over the
     twenty-eight before BigScience's BLOOM runs, MLPerf Training v4.0's GPT-3 175B and torchtitan's H200 table were
     added, 2026-12-07, every row of each table read, none chosen by its error). BLOOM-176B's production run (Megatron-
     DeepSpeed on 384 A100, TP 4 × PP 12, steady state) +5.0 %; its trial at a global batch of 16 (one micro-batch
@@ -91,8 +94,10 @@ def test_training_held_out_rows_at_the_level_reached():
     llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8)
     at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 43
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.184
+    assert len(errors) == 47
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.156
+    torchtitan_a100 = {k: e for k, e in errors.items() if k in ("pub-tr-097", "pub-tr-099", "pub-tr-100", "pub-tr-101")}
+    assert len(torchtitan_a100) == 4 and all(0.02 <= e <= 0.218 for e in torchtitan_a100.values()), torchtitan_a100
     bloom = {k: e for k, e in errors.items() if "bigscience-workshop/bigscience" in _case(k).source}
     assert len(bloom) == 10 and 0.05 <= bloom["pub-tr-066"] <= 0.051 and 0.769 <= bloom["pub-tr-067"] <= 0.77
     assert all(0.18 <= e <= 0.486 for k, e in bloom.items() if k not in ("pub-tr-066", "pub-tr-067")), bloom
@@ -101,7 +106,7 @@ def test_training_held_out_rows_at_the_level_reached():
     assert all(0.111 <= mlperf[k] <= 0.114 for k in ("pub-tr-094", "pub-tr-095"))
     h200 = {k: e for k, e in errors.items() if _case(k).scenario.gpu == "H200-141GB"}
     assert sorted(h200) == ["pub-tr-091", "pub-tr-092"] and all(-0.218 <= e <= -0.203 for e in h200.values())
-    errors = {k: e for k, e in errors.items() if k not in bloom | mlperf | h200}
+    errors = {k: e for k, e in errors.items() if k not in bloom | mlperf | h200 | torchtitan_a100}
     assert len(errors) == 28 and statistics.median(abs(e) for e in errors.values()) <= 0.116
     megatron_2024 = {k: e for k, e in errors.items() if "f2e5db402c" in _case(k).source}
     assert len(megatron_2024) == 9
@@ -127,7 +132,9 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 62 of 70 fit (BigScience's ten BLOOM runs at 43 to 57 GiB of their 80 GB A100s and torchtitan's
+    level reached: 65 of 74 fit (torchtitan's Llama 2 13B on 64 A100 without checkpointing does not: 88.4 GiB
+    against 80, the estimate counting transformers' Llama layers, the run torchtitan's own; its three others fit;
+    62 of 70 before: BigScience's ten BLOOM runs at 43 to 57 GiB of their 80 GB A100s and torchtitan's
     two float8 runs on H200, added 2026-12-07, fit; MLPerf's GPT-3 175B runs in FP8 on 10,752 and 11,616 H100 fit at
     65.9 GiB with their FP8 primary weights (fp8-te-params, 2026-12-07; 80.8 GiB as fp8-te), on 512 not by the
     allocator's reserve and CUDA context over a 69.8 GiB allocated peak (91.2 GiB as fp8-te), as NeMo's Llama 3.1 8B
@@ -145,13 +152,14 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 70
+    assert len(figures) == 74
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
     assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050",
-                                                          "pub-tr-052", "pub-tr-055", "pub-tr-056", "pub-tr-093"]
+                                                          "pub-tr-052", "pub-tr-055", "pub-tr-056", "pub-tr-093",
+                                                          "pub-tr-097"]
 
 
 def test_compared_runs_are_scenarios_the_command_line_accepts():
@@ -175,7 +183,7 @@ def test_no_two_compared_runs_read_alike():
     2026-12-06 the name left the layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five)
     read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 70
+    assert len(set(names)) == len(names) == 74
     assert _case("pub-tr-051").name.setup.endswith(" · TP 4 · PP 4 × VP 5 · CP 2 · TP overlapped")
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
