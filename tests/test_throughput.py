@@ -56,7 +56,11 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Forty-seven runs never fitted to: median |error| 15.5 % today, above issue #32's 10 % target (18.4 % over
+    """Sixty-six runs never fitted to: median |error| 14.3 % today, above issue #32's 10 % target (15.5 % over forty-seven
+    before MLPerf Training's other rounds were added, 2026-12-07: every NVIDIA-GPU GPT-3 175B submission of v3.0, v3.1
+    and v4.1 that is stored, nineteen, FP8 on 64 to 11,616 GPUs, −26.4 to +20.9 %: v3.x's within ±10 % but the two
+    largest scales of v3.0 and the three of v3.1 (+13 to +21 %: the estimate's data-parallel traffic hides behind the
+    pipeline), v4.1's smaller runs −14 to −26 % (its software had layer CUDA graphs); 18.4 % over
     forty-three before the rest of torchtitan's 2024 A100 tables were added, 2026-12-07: Llama 2 13B at a local batch
     of 2 without checkpointing +13.2 % and with per-op checkpointing +15.5 %, Llama 2 70B with per-op at 1 +21.7 % and
     full at 2 +2.2 %; its two rows with layer-selective checkpointing are excluded, not an option here; 11.5 % over the
@@ -94,16 +98,17 @@ def test_training_held_out_rows_at_the_level_reached():
     llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8)
     at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 47
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.156
+    assert len(errors) == 66
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.144
     torchtitan_a100 = {k: e for k, e in errors.items() if k in ("pub-tr-097", "pub-tr-099", "pub-tr-100", "pub-tr-101")}
     assert len(torchtitan_a100) == 4 and all(0.02 <= e <= 0.218 for e in torchtitan_a100.values()), torchtitan_a100
     bloom = {k: e for k, e in errors.items() if "bigscience-workshop/bigscience" in _case(k).source}
     assert len(bloom) == 10 and 0.05 <= bloom["pub-tr-066"] <= 0.051 and 0.769 <= bloom["pub-tr-067"] <= 0.77
     assert all(0.18 <= e <= 0.486 for k, e in bloom.items() if k not in ("pub-tr-066", "pub-tr-067")), bloom
-    mlperf = {k: e for k, e in errors.items() if "training_results_v4.0" in _case(k).source}
-    assert len(mlperf) == 3 and -0.218 <= mlperf["pub-tr-093"] <= -0.217
+    mlperf = {k: e for k, e in errors.items() if "mlcommons/training_results" in _case(k).source}
+    assert len(mlperf) == 22 and -0.218 <= mlperf["pub-tr-093"] <= -0.217
     assert all(0.111 <= mlperf[k] <= 0.114 for k in ("pub-tr-094", "pub-tr-095"))
+    assert all(-0.265 <= e <= 0.21 for e in mlperf.values()), mlperf
     h200 = {k: e for k, e in errors.items() if _case(k).scenario.gpu == "H200-141GB"}
     assert sorted(h200) == ["pub-tr-091", "pub-tr-092"] and all(-0.218 <= e <= -0.203 for e in h200.values())
     errors = {k: e for k, e in errors.items() if k not in bloom | mlperf | h200 | torchtitan_a100}
@@ -132,7 +137,8 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 65 of 74 fit (torchtitan's Llama 2 13B on 64 A100 without checkpointing does not: 88.4 GiB
+    level reached: 83 of 93 fit (MLPerf's other rounds, nineteen GPT-3 175B runs added 2026-12-07, fit at 54 to 78 GiB
+    but v4.1's 256-GPU run, 71.7 GiB allocated, by the allocator's reserve and CUDA context; 65 of 74 before: torchtitan's Llama 2 13B on 64 A100 without checkpointing does not: 88.4 GiB
     against 80, the estimate counting transformers' Llama layers, the run torchtitan's own; its three others fit;
     62 of 70 before: BigScience's ten BLOOM runs at 43 to 57 GiB of their 80 GB A100s and torchtitan's
     two float8 runs on H200, added 2026-12-07, fit; MLPerf's GPT-3 175B runs in FP8 on 10,752 and 11,616 H100 fit at
@@ -152,14 +158,14 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 74
+    assert len(figures) == 93
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
     assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050",
                                                           "pub-tr-052", "pub-tr-055", "pub-tr-056", "pub-tr-093",
-                                                          "pub-tr-097"]
+                                                          "pub-tr-097", "pub-tr-117"]
 
 
 def test_compared_runs_are_scenarios_the_command_line_accepts():
@@ -183,7 +189,7 @@ def test_no_two_compared_runs_read_alike():
     2026-12-06 the name left the layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five)
     read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 74
+    assert len(set(names)) == len(names) == 93
     assert _case("pub-tr-051").name.setup.endswith(" · TP 4 · PP 4 × VP 5 · CP 2 · TP overlapped")
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
@@ -209,7 +215,7 @@ def test_fp8_training_gains_on_four_held_out_runs_as_published():
     their BF16 twins' error (−15.5 %, −12.0 %)."""
     errors = {c.id: c.estimated(EST) / c.published - 1 for c in TRAINING
               if c.use == "holdout" and c.scenario.precision.startswith("fp8-te") and c.scenario.gpu == "H100-80GB-SXM"
-              and "training_results_v4.0" not in c.source}  # MLPerf's: test_training_held_out_rows_at_the_level_reached
+              and "mlcommons/training_results" not in c.source}  # MLPerf's: test_training_held_out_rows_at_the_level_reached
     assert sorted(errors) == ["pub-tr-010", "pub-tr-011", "pub-tr-052", "pub-tr-053"]
     assert 0.09 <= errors["pub-tr-010"] <= 0.10 and 0.21 <= errors["pub-tr-011"] <= 0.22
     for fp8, bf16, gain, error in (("pub-tr-052", "pub-tr-050", (1.33, 1.35), (-0.151, -0.149)),
