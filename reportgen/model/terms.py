@@ -242,6 +242,9 @@ def _lora_column(prefix: str) -> Expr:
 
 
 V = Var  # terms read earlier terms and inputs by name
+# DeepSpeed's context parallelism is Ulysses' all-to-all; Megatron-Core's and torchtitan's a ring (the term cp_ulysses,
+# and the skip rules, which the workbook inlines: they read this, not the term, to keep its formulas short)
+_ULYSSES = AND(V("cp_degree").gt(1), V("framework").eq("deepspeed"))
 
 
 def _op_checkpoint_linears(part: str) -> Expr:
@@ -374,7 +377,7 @@ TERMS: tuple[Term, ...] = (
     Term("cp_degree", "Context-parallel degree (training only)", "count", IF(V("is_train").eq(1), V("cp_size"), 1),
          "", "derived"),
     Term("cp_ulysses", "Context parallelism as Ulysses' all-to-all (1/0)", "flag",
-         IF(AND(V("cp_degree").gt(1), V("framework").eq("deepspeed")), 1, 0),
+         IF(_ULYSSES, 1, 0),
          "DeepSpeed's sequence parallelism (Ulysses: Jacobs et al. 2023; for Hugging Face models through ALST, "
          "Bekman et al. 2025) gives each GPU seq_len ÷ cp_size tokens outside attention and swaps them by "
          "all-to-all for all the tokens of num_heads ÷ cp_size heads inside it; Megatron-Core and torchtitan pass keys "
@@ -2437,7 +2440,7 @@ def _skip(code: str, text: str, when: Expr, **values: Expr) -> SkipRule:
 
 
 _TP, _GPUS = V("tp_size"), V("num_gpus")
-_CP_CHUNKS = IF(V("framework").eq("deepspeed"), 1, 2) * V("cp_degree")  # Ulysses' sequence shards, ring attention's
+_CP_CHUNKS = IF(_ULYSSES, 1, 2) * V("cp_degree")  # Ulysses' sequence shards, ring attention's load-balanced ones
 # The context a scenario asks of its model's positions: a served one (a prompt and its longest response), and a
 # trained or scored sequence where the positions are learned embeddings (a RoPE model runs past its positions when
 # a context is extended by training).
@@ -2490,9 +2493,8 @@ SKIP_RULES: tuple[SkipRule, ...] = (
     _skip("cp_ulysses", "cp_size {cp} under deepspeed is Ulysses sequence parallelism, which splits the attention "
           "heads over the cp GPUs: cp_size must divide num_heads {heads} and num_kv_heads {kv}, with tp_size and "
           "pp_size 1 (given: {tp}, {pp}) and no multi-head latent attention (model type {model_type})",
-          AND(V("cp_degree").gt(1), V("framework").eq("deepspeed"), OR(MOD(V("num_heads"), V("cp_degree")).ne(0),
-                                        MOD(V("num_kv_heads"), V("cp_degree")).ne(0),
-                                        _TP.gt(1), V("pp_stages").gt(1), _m("is_mla").eq(1))),
+          AND(_ULYSSES, OR(MOD(V("num_heads"), V("cp_degree")).ne(0), MOD(V("num_kv_heads"), V("cp_degree")).ne(0),
+                           _TP.gt(1), V("pp_stages").gt(1), _m("is_mla").eq(1))),
           cp=V("cp_degree"), heads=V("num_heads"), kv=V("num_kv_heads"), tp=_TP, pp=V("pp_stages"),
           model_type=_m("model_type")),
     _skip("cp_seq", "cp_size {cp}: seq_len {seq} must split into {chunks} equal chunks (ring attention's "
