@@ -340,6 +340,31 @@ def test_fp8_training_casts_the_layer_weights_and_saves_fp8_gemm_inputs():
     assert est.skip_check(replace(base, precision="fp8-te", gpu="A100-80GB")).code == "fp8_gpu"
 
 
+def test_fp8_lora_runs_the_frozen_layers_in_fp8_and_the_adapters_in_16_bit():
+    """LoRA under Transformer Engine's FP8 (NeMo's and MLPerf's Llama 2 70B LoRA): the frozen decoder linear layers
+    run their forward and input-gradient GEMMs (4 FLOPs a parameter a token) in FP8 with their casts; the adapters,
+    the embedding and the head stay 16-bit. Frozen layers save no GEMM input (no weight gradient), so the
+    activations are bf16 LoRA's; the weights gain fp8-te's two cached casts (none with FP8 primary weights).
+    Llama-3.1-8B: 8,030,261,248 parameters, 128,256 × 4096 embedding and head (the norms count with the layers, as
+    in the 6N of full training)."""
+    base = Scenario(model="Llama-3.1-8B", workload="lora", seq_len=4096, prompt_len=0, gen_len=0, gpu="H100-80GB-SXM",
+                    framework="megatron", num_gpus=8, tp_size=2)
+    bf16, fp8, primary = (EST.estimate(replace(base, precision=p)) for p in ("bf16-mixed", "fp8-te", "fp8-te-params"))
+    layer_params = 8_030_261_248 - 2 * 128_256 * 4096
+    assert bf16["fp8_linear_flops_per_token"] == 0
+    assert fp8["fp8_linear_flops_per_token"] == pytest.approx(4 * layer_params, rel=1e-12)
+    assert fp8["fp8_cast_seconds"] > 0
+    assert 0.6 < fp8["train_compute_seconds"] / bf16["train_compute_seconds"] < 0.9
+    assert fp8["training_activations"] == bf16["training_activations"]
+    assert fp8["weights"] - bf16["weights"] == 2 * layer_params // 2  # the casts, over TP 2
+    assert primary["weights"] == bf16["weights"] and primary["step_seconds"] == fp8["step_seconds"]
+    for term in ("adapter_params", "gradients", "optimizer_states"):
+        assert fp8[term] == bf16[term], term
+    assert EST.skip_check(replace(base, workload="qlora", precision="fp8-te")).code == "fp8_qlora"
+    assert EST.skip_check(replace(base, precision="fp8-te-params", framework="fsdp2")).code == "precision_fp8_params"
+    assert EST.skip_check(replace(base, workload="qlora")) is None
+
+
 @settings(max_examples=150, deadline=None)
 @given(model=st.sampled_from(["Llama-3.2-1B", "Qwen2.5-0.5B", "Mixtral-8x7B", "Gemma-2-9B", "GPT-2"]),
        workload=st.sampled_from(["full", "lora"]), precision=st.sampled_from(["bf16", "bf16-mixed", "amp-bf16", "fp8-te"]),

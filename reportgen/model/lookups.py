@@ -60,7 +60,9 @@ PRECISIONS = Table(
         "fp8-te": "FP8 training with NVIDIA Transformer Engine on bf16-mixed states (bf16 weights and gradients, fp32 "
                   "master weights and Adam states): the linear layers' GEMMs run in FP8, each layer weight is cast "
                   "to FP8 twice (row-wise and its transpose, kept for the step) and the GEMM inputs are saved in FP8; "
-                  "norms, attention, the embedding and the LM head stay in bf16.",
+                  "norms, attention, the embedding and the LM head stay in bf16. Under LoRA the frozen layers' "
+                  "forward and input-gradient GEMMs run in FP8 (their weights cast as above, no input saved) and "
+                  "the adapters in 16-bit.",
         "fp8-te-params": "fp8-te with FP8 primary weights (Transformer Engine's fp8_model_init: Megatron-Core's "
                          "--fp8-param-gather, NeMo's fp8_params): the decoder layers' linear weights are held in FP8 "
                          "with the transpose Hopper's GEMMs need (1 + 1 bytes) in place of bf16 weights and their two "

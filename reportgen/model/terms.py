@@ -586,8 +586,11 @@ TERMS: tuple[Term, ...] = (
          "as weight_bytes_unsharded over every pipeline stage and routed expert: what a rollout reads for each "
          "token (a rollout engine holds its own copy at its own tensor parallelism; generate() by pipeline stages "
          "passes each token through all of them in turn)", "state"),
-    Term("fp8_gemms", "Linear layers in FP8 (1/0)", "flag", IF(V("is_full").eq(1), _p("fp8_gemms"), 0),
-         "Precisions sheet: Transformer Engine's FP8 recipe for full training", "state"),
+    Term("fp8_gemms", "Linear layers in FP8 (1/0)", "flag",
+         IF(OR(V("is_full").eq(1), V("workload").eq("lora")), _p("fp8_gemms"), 0),
+         "Precisions sheet: Transformer Engine's FP8 recipe for full training, and for LoRA's frozen linear layers "
+         "(NeMo's and MLPerf's Llama 2 70B LoRA: the adapters stay in 16-bit); QLoRA's 4-bit layers are refused it "
+         "(fp8_qlora)", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("act_bytes", "Bytes per activation", "count",
@@ -964,7 +967,7 @@ TERMS: tuple[Term, ...] = (
          "unless its 'moe' module does",
          "activation"),
     Term("fp8_saved_inputs_per_token", "GEMM inputs a layer saves in FP8, elements per token", "count",
-         V("fp8_gemms")
+         V("fp8_gemms") * V("is_full")
          * (2 * V("hidden_size") * (1 - V("megatron_layers") * V("norms_recomputed")) + V("q_dim") + V("mlp_width")
             + V("megatron_layers")
             * (_m("num_moe_layers") / (V("num_layers") - _m("mlp_free_layers"))
@@ -2050,9 +2053,12 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("fp8_linear_flops_per_token", "Training FLOPs per token in FP8 linear layers", "flops",
          V("fp8_gemms") * MAX(0, V("train_flops_per_token") + V("recompute_flops_per_token")
                               - V("train_attention_flops_per_token")
-                              - IF(V("checkpointing").eq("full"), 8, 6) * (V("embedding_params") + V("lm_head_params"))),
+                              - (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
+                              * (V("embedding_params") + V("lm_head_params"))
+                              - 6 * V("adapter_params") - 2 * V("saved_module_params")),
          "the decoder layers' linear layers (the routed experts' too), forward, backward and recomputed: what is "
-         "not attention, nor the embedding and LM head, which Transformer Engine and torchao leave in 16-bit",
+         "not attention, nor the embedding and LM head, which Transformer Engine and torchao leave in 16-bit, nor "
+         "LoRA's adapters and saved modules (16-bit beside the frozen FP8 layers)",
          "time"),
     Term("fp8_cast_elements_per_token", "Elements one layer's FP8 linear layers cast per token", "count",
          V("fp8_gemms") * (2 * V("hidden_size") + 2 * V("q_dim") + 2 * V("kv_dim")
@@ -2561,8 +2567,12 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           AND(V("is_full").eq(1), V("precision").eq("fsdp-bf16"), V("framework").ne("fsdp2")), framework=V("framework")),
     _skip("precision_fp8_params", "precision fp8-te-params is Transformer Engine's FP8 primary weights as Megatron-Core "
           "keeps them (--fp8-param-gather): it needs framework megatron, not {framework}",
-          AND(V("is_full").eq(1), V("precision").eq("fp8-te-params"), V("framework").ne("megatron")),
+          AND(V("is_train").eq(1), V("precision").eq("fp8-te-params"), V("framework").ne("megatron")),
           framework=V("framework")),
+    _skip("fp8_qlora", "precision {precision} runs the linear layers in FP8 (Transformer Engine); QLoRA's 4-bit layers "
+          "are dequantised to 16-bit for each matrix multiplication (bitsandbytes): choose workload lora for FP8 "
+          "frozen layers, or a 16-bit precision",
+          AND(V("workload").eq("qlora"), _p("fp8_gemms").eq(1)), precision=V("precision")),
     _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
           AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
     _skip("dtype_experts", "weight_dtype {dtype} quantises the experts of a mixture-of-experts model; {model} has none",
