@@ -471,6 +471,12 @@ def test_deepspeed_long_sequences_may_be_split_by_ulysses():
     whole = plan(EST, s, [H100], fixed=("framework", "cp_size")).options[0]
     assert split.layout["cp_size"] == 8 and whole.layout["cp_size"] == 1
     assert split.total_gpus < whole.total_gpus
+    # Ulysses splits a sequence into cp chunks, ring attention into 2 × cp: 8 × 8,191 tokens go to 8 GPUs under
+    # DeepSpeed, not under Megatron (the skip rule cp_seq, which the search leaves to prune)
+    odd = replace(s, seq_len=8 * 8191)
+    assert 8 in {c.cp_size for c in candidates(odd, EST, 8) if EST.skip_check(c) is None}
+    assert {c.cp_size for c in candidates(replace(odd, framework="megatron"), EST, 8)
+            if EST.skip_check(c) is None} == {1, 2, 4}
 
 
 def test_megatron_pipelines_may_interleave_their_stages():

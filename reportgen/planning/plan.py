@@ -39,7 +39,6 @@ PIPELINE_MICRO_BATCHES_PER_STAGE = 4
 # (shorter chunks leave the ring's key/value hops too little attention to hide behind).
 CP_MIN_CHUNK_TOKENS = 4096
 CP_SIZES = (1, 2, 4, 8, 16, 32)
-CP_FRAMEWORKS = ("megatron", "fsdp2", "deepspeed")  # ring attention; deepspeed: Ulysses' all-to-all
 # Megatron's interleaved 1F1B: model chunks per GPU the search tries on a pipeline.
 VP_SIZES = (1, 2, 4)
 # Megatron's expert tensor parallelism for MoE: as TP (0, its default) or whole experts (1, as MoE recipes set).
@@ -189,15 +188,16 @@ SEARCH = {
 def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> dict[str, tuple]:
     """The SEARCH choices for scenario s on n GPUs, less those in `fixed`: tensor parallelism inside
     one node, expert parallelism only for MoE models and over a divisor of n, context parallelism under
-    the frameworks that have it for sequences of more than CP_MIN_CHUNK_TOKENS per GPU, virtual pipeline
+    the frameworks that have it for chunks of at least CP_MIN_CHUNK_TOKENS per GPU, virtual pipeline
     stages under Megatron, torchtitan's per-op checkpointing under FSDP2."""
     space = dict(SEARCH["serve" if s.workload == "inference" else "train"])
     per_node = estimator.gpus[s.gpu].gpus_per_node
     space["tp_size"] = tuple(tp for tp in space["tp_size"] if tp <= min(n, per_node))
     moe = estimator.tables["Models"][s.model]["is_moe"]
     space["ep_size"] = tuple(ep for ep in space["ep_size"] if n % ep == 0 and (moe or ep == 1))
-    if s.workload != "inference" and s.framework in CP_FRAMEWORKS:
-        space["cp_size"] = tuple(cp for cp in CP_SIZES if n % cp == 0 and s.seq_len % (2 * cp) == 0
+    if s.workload != "inference" and _has_context_parallelism(s, estimator):
+        # what else a CP size needs (the sequence's chunks, the heads Ulysses splits) the skip rules prune
+        space["cp_size"] = tuple(cp for cp in CP_SIZES if n % cp == 0
                                  and (cp == 1 or s.seq_len // cp >= CP_MIN_CHUNK_TOKENS))
     if s.workload == "full" and s.framework == "fsdp2" and estimator.tables["Models"][s.model]["op_checkpoint_layers"]:
         # torchtitan's per-op checkpointing, where its count is modelled (without TP, CP or PP: the skip rule)
@@ -216,6 +216,13 @@ def _space(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str]) -> d
     for name in fixed:
         space.pop(name, None)
     return space
+
+
+def _has_context_parallelism(s: Scenario, estimator: Estimator) -> bool:
+    """Whether s's framework (and attention) has context parallelism: the skip rule cp_framework, asked of s at
+    cp_size 2, says no (one place says which frameworks have it)."""
+    probe = estimator.skip_check(replace(s, cp_size=2, num_gpus=2 * s.tp_size * s.pp_size))
+    return probe is None or probe.code != "cp_framework"
 
 
 def candidate_columns(s: Scenario, estimator: Estimator, n: int, fixed: Iterable[str] = ()) -> tuple[dict, int]:
