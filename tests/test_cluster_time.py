@@ -314,3 +314,15 @@ def test_a_data_parallel_group_reduces_over_the_nics_of_its_gpus_in_each_node(tp
     gpu, efficiency = GPUS[H100], EST.assumptions["comm_efficiency"]
     per_gpu = gpu.link_gbps if nics is None else min(gpu.link_gbps, nics * gpu.inter_node_gbps)
     assert e["dp_link_bytes_per_s"] == pytest.approx(per_gpu * 1e9 * efficiency)
+
+
+def test_a_tensor_parallel_group_across_nodes_moves_over_the_nics_of_a_node():
+    """TP 16 on H100 nodes of 8: the group's ring leaves each node over that node's 8 NICs (8 × 50 GB/s, below
+    NVLink's 450); inside a node TP has NVLink. (Until 2026-12-07 a TP group across nodes counted a NIC per member:
+    16, and got NVLink's whole rate.)"""
+    gpu, efficiency = GPUS[H100], EST.assumptions["comm_efficiency"]
+    for tp, per_gpu in ((8, gpu.link_gbps), (16, min(gpu.link_gbps, gpu.gpus_per_node * gpu.inter_node_gbps))):
+        e = EST.estimate(Scenario(model="Llama-3.1-70B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                                  num_gpus=16, tp_size=tp, framework="megatron", zero_stage=1, gpu=H100))
+        assert e["tp_link_bytes_per_s"] == pytest.approx(per_gpu * 1e9 * efficiency)
+    assert gpu.gpus_per_node * gpu.inter_node_gbps < gpu.link_gbps  # the case tells the two rules apart

@@ -2098,7 +2098,7 @@ TIME_TERMS: tuple[Term, ...] = (
          _collective_bandwidth(V("tp_size") * V("zero_group"),
                                MIN(V("zero_group"), MAX(1, FLOOR(_g("gpus_per_node") / V("tp_size"))))), _LINK, "time"),
     Term("tp_link_bytes_per_s", "Tensor-parallel collective bandwidth", "bytes_per_s",
-         _collective_bandwidth(V("tp_size"), V("tp_size")), _LINK, "time"),
+         _collective_bandwidth(V("tp_size"), MIN(V("tp_size"), _g("gpus_per_node"))), _LINK, "time"),
     Term("dp_comm_bytes", "Data-parallel traffic per optimizer step, per GPU", "bytes",
          IF(AND(_TRAIN, V("zero_group").gt(1)),
             (V("zero_group") - 1) / V("zero_group")
