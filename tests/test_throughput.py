@@ -56,7 +56,14 @@ def test_training_fit_rows_at_the_level_reached():
 
 
 def test_training_held_out_rows_at_the_level_reached():
-    """Sixty-six runs never fitted to: median |error| 14.3 % today, above issue #32's 10 % target (15.5 % over forty-seven
+    """A hundred and ten runs never fitted to: median |error| 13.9 % today, above issue #32's 10 % target (14.3 % over
+    sixty-six before MLPerf Training's Llama 2 70B LoRA benchmark was added, 2026-12-07: every stored submission of
+    v4.0 to v5.1 on H100 SXM, H200 SXM or B200 whose layout and throughput the stored files give, one row per round,
+    GPU count and layout (the median of its submitters), forty-four: NeMo's FP8 LoRA on one or a few nodes −14.7 to
+    +7.9 % (−25 % when LoRA's frozen layers were timed in 16-bit, before that day), at TP 4 × CP 2 with one
+    micro-batch a GPU a step on 16 to 1,024 GPUs +16.6 to +77.2 % (no fixed cost per step, one GEMM efficiency), on
+    B200 −34.9 to +2.4 % (its FP8 efficiency is the H100's), and Hugging Face's LoRA under DeepSpeed +11.9 and +43.5 %;
+    15.5 % over forty-seven
     before MLPerf Training's other rounds were added, 2026-12-07: every NVIDIA-GPU GPT-3 175B submission of v3.0, v3.1
     and v4.1 that is stored, nineteen, FP8 on 64 to 11,616 GPUs, −26.4 to +20.9 %: v3.x's within ±10 % but the two
     largest scales of v3.0 and the three of v3.1 (+13 to +21 %: the estimate's data-parallel traffic hides behind the
@@ -98,8 +105,21 @@ def test_training_held_out_rows_at_the_level_reached():
     llm-foundry's FP8 MPT-1B at 8k +21.6 % and the 2021 Megatron-LM GPT-3 175B run (tensor 8 × pipeline 16 × data 8)
     at +20.8 % (+25.0 % before its last stage's LM head was counted)."""
     errors = dict(zip((c.id for c in TRAINING if c.use == "holdout"), _training_errors("holdout")))
-    assert len(errors) == 66
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.144
+    assert len(errors) == 110
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.139
+    lora = {k: e for k, e in errors.items() if "llama2_70b_lora" in _case(k).name.model}
+    assert len(lora) == 44
+    by_kind: dict[str, list[float]] = {"hf": [], "b200": [], "tp4cp2": [], "rest": []}
+    for k, e in lora.items():
+        s = _case(k).scenario
+        by_kind["hf" if s.framework != "megatron" else "b200" if s.gpu == "B200"
+                else "tp4cp2" if (s.tp_size, s.cp_size) == (4, 2) else "rest"].append(e)
+    assert len(by_kind["rest"]) == 21 and all(-0.148 <= e <= 0.079 for e in by_kind["rest"]), by_kind["rest"]
+    assert statistics.median(abs(e) for e in by_kind["rest"]) <= 0.079
+    assert len(by_kind["tp4cp2"]) == 13 and all(0.166 <= e <= 0.772 for e in by_kind["tp4cp2"]), by_kind["tp4cp2"]
+    assert len(by_kind["b200"]) == 8 and all(-0.349 <= e <= 0.024 for e in by_kind["b200"]), by_kind["b200"]
+    assert sorted(round(e, 3) for e in by_kind["hf"]) == [0.119, 0.435]
+    errors = {k: e for k, e in errors.items() if k not in lora}
     torchtitan_a100 = {k: e for k, e in errors.items() if k in ("pub-tr-097", "pub-tr-099", "pub-tr-100", "pub-tr-101")}
     assert len(torchtitan_a100) == 4 and all(0.02 <= e <= 0.218 for e in torchtitan_a100.values()), torchtitan_a100
     bloom = {k: e for k, e in errors.items() if "bigscience-workshop/bigscience" in _case(k).source}
@@ -137,7 +157,12 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 83 of 93 fit (MLPerf's other rounds, nineteen GPT-3 175B runs added 2026-12-07, fit at 54 to 78 GiB
+    level reached: 104 of 137 fit (MLPerf's Llama 2 70B LoRA, 44 configurations added 2026-12-07: the 21 at TP 4 × CP 2,
+    at TP 4 on H200, v5.0's CP 8 on 64 B200 and Hugging Face's under ZeRO-3 fit at 28 to 179 GiB; the 23 others, at TP 1
+    to 4 with CP 1 to 8, do not (107 to 561 GiB: LoRA is counted as PEFT's layers on transformers' Llama save it, and
+    FP8 primary weights with their transposes; NeMo's Megatron-Core LoRA with FP8 activations is not modelled); 83 of
+    93 before
+    (MLPerf's other rounds, nineteen GPT-3 175B runs added 2026-12-07, fit at 54 to 78 GiB
     but v4.1's 256-GPU run, 71.7 GiB allocated, by the allocator's reserve and CUDA context; 65 of 74 before: torchtitan's Llama 2 13B on 64 A100 without checkpointing does not: 88.4 GiB
     against 80, the estimate counting transformers' Llama layers, the run torchtitan's own; its three others fit;
     62 of 70 before: BigScience's ten BLOOM runs at 43 to 57 GiB of their 80 GB A100s and torchtitan's
@@ -158,14 +183,16 @@ def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     under FSDP FULL_SHARD was mended). The misses: the Llama 3 405B runs (3: Meta's memory optimisations are not
     published)."""
     figures = [f for c in TRAINING + MOE_TRAINING for f in c.figures(EST)]
-    assert len(figures) == 93
+    assert len(figures) == 137
     for f in figures:
         assert f.fits == (not f.memory_miss), f.id
         assert f.memory[1] == EST.estimate(replace(Scenario(model="Llama-3-8B"), gpu=_case(f.id).scenario.gpu))[
             "gpu_memory_bytes"]
-    assert sorted(f.id for f in figures if not f.fits) == ["pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050",
-                                                          "pub-tr-052", "pub-tr-055", "pub-tr-056", "pub-tr-093",
-                                                          "pub-tr-097", "pub-tr-117"]
+    lora = [f.id for f in figures if not f.fits and "llama2_70b_lora" in f.name.model]
+    assert len(lora) == 23
+    assert sorted(f.id for f in figures if not f.fits and f.id not in lora) == [
+        "pub-tr-024", "pub-tr-025", "pub-tr-026", "pub-tr-050", "pub-tr-052", "pub-tr-055", "pub-tr-056", "pub-tr-093",
+        "pub-tr-097", "pub-tr-117"]
 
 
 def test_compared_runs_are_scenarios_the_command_line_accepts():
@@ -189,7 +216,7 @@ def test_no_two_compared_runs_read_alike():
     2026-12-06 the name left the layout out, and the Megatron-MoE-ModelZoo's four runs at 4K on 256 H100 (then five)
     read the same."""
     names = [(c.name.model, c.name.setup, c.name.seq_len) for c in TRAINING + MOE_TRAINING]
-    assert len(set(names)) == len(names) == 93
+    assert len(set(names)) == len(names) == 137
     assert _case("pub-tr-051").name.setup.endswith(" · TP 4 · PP 4 × VP 5 · CP 2 · TP overlapped")
     by_id = {c.id: c.name.setup for c in MOE_TRAINING}
     assert by_id["pub-tr-034"].endswith(" · TP 2 · PP 8 × VP 4 · EP 32")
