@@ -217,3 +217,26 @@ def test_megatrons_precision_aware_optimizer_halves_adams_moments_and_needs_its_
     assert bf16["master_weights"] == fp32["master_weights"] > 0
     assert "ZeRO-0" in EST.skip_reason(replace(dense, optimizer="adamw-bf16", zero_stage=0))
     assert "fsdp2" in EST.skip_reason(replace(dense, optimizer="adamw-bf16", framework="fsdp2", zero_stage=3))
+
+
+def test_lora_under_megatron_keeps_what_frozen_transformer_engine_layers_keep():
+    """NeMo's LoRA on Megatron-Core (MLPerf's Llama 2 70B recipe: adapters on linear_qkv and linear_proj, rank 16,
+    dropout 0.1, bf16 under megatron_amp_O2). Transformer Engine's Linear and LayerNormLinear save their input only
+    for a weight gradient (backward_needs_input = is_grad_enabled and weight.requires_grad), so a frozen layer
+    keeps: each norm's input (16-bit), the attention's Q, K, V, output and log-sum-exp, the MLP's first-layer output
+    (gate and up: the fused SwiGLU's backward reads it) but not the activation's output (the frozen down
+    projection's input); the adapters keep their inputs, read once by the fused qkv layer (h) and by the output
+    projection (q_dim), each with a 1-byte dropout mask and a dropped 16-bit copy. Llama-2-7B: h = q_dim = 4096,
+    32 heads, MLP 11008."""
+    lora = Scenario(model="Llama-2-7B", workload="lora", seq_len=4096, prompt_len=0, gen_len=0, gpu=H100,
+                    framework="megatron", attention="fused", adapter_dtype="model", lora_dropout="on",
+                    lora_targets="q_proj,k_proj,v_proj,o_proj")
+    e, full = EST.estimate(lora), EST.estimate(replace(lora, workload="full"))
+    h, heads, ffn = 4096, 32, 11008
+    assert e["megatron_layers"] == 1 and e["lora_input_features"] == h + h
+    assert e["mlp_saved_per_token"] == 2 * 2 * ffn and full["mlp_saved_per_token"] == 3 * 2 * ffn
+    adapters = (1 + 2) * 2 * h + e["adapter_bytes"] * 16 * 4  # mask and dropped copy per input; r-wide outputs
+    assert e["layer_saved_per_token"] == 2 * 2 * h + 2 * 2 * (h + h) + 4 * heads + 2 * 2 * ffn + adapters
+    hf = EST.estimate(replace(lora, framework="deepspeed"))
+    assert hf["megatron_layers"] == 0 and hf["layer_saved_per_token"] > e["layer_saved_per_token"]
+    assert EST.estimate(replace(lora, model="Mixtral-8x7B"))["megatron_layers"] == 0  # frozen experts: not modelled

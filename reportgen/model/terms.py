@@ -443,9 +443,13 @@ TERMS: tuple[Term, ...] = (
          "vocabulary for loss_parallel (one rank of TP on a fake process group: tools/oracle/measure_tp.py); "
          "without sequence parallelism the plan is not torchtitan's, and Megatron's rules apply", "derived"),
     Term("megatron_layers", "Megatron-Core's Transformer Engine layers (1/0)", "flag",
-         IF(AND(V("framework").eq("megatron"), V("is_full").eq(1)), 1, 0),
-         "full training under megatron: its layers save for backward what Megatron-Core's do, not what "
-         "transformers' modeling code does (" + _MEGATRON_SAVES + ")", "derived"),
+         IF(AND(V("framework").eq("megatron"),
+                OR(V("is_full").eq(1), AND(V("workload").eq("lora"), V("num_experts").eq(0)))), 1, 0),
+         "full training, and LoRA of a dense model (NeMo's adapters on Megatron-Core), under megatron: its layers "
+         "save for backward what Megatron-Core's do, not what transformers' modeling code does (" + _MEGATRON_SAVES
+         + "); a frozen Transformer Engine linear layer keeps no input (its backward_needs_input is its weight's "
+         "requires_grad); an MoE model's frozen experts under Megatron-Core are not modelled (transformers' count)",
+         "derived"),
     Term("recompute_module_list", "Checkpointing is a list of Megatron-Core's recompute modules (1/0)", "flag",
          IF(is_one_of(V("checkpointing"), *MODULE_LISTS), 1, 0),
          "its --recompute-granularity selective --recompute-modules lists other than core_attn alone (selective)",
@@ -944,10 +948,15 @@ TERMS: tuple[Term, ...] = (
             V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
                                   V("q_dim") + IF(V("lora_targets").eq("all-linear"),
                                                   (1 + V("gated_mlp")) * V("hidden_size") + V("mlp_width"), 0)),
-            _lora_column("lora_inputs_")),
+            IF(V("megatron_layers").eq(1),
+               V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
+                                     V("q_dim") + IF(V("lora_targets").eq("all-linear"),
+                                                     V("hidden_size") + V("mlp_width"), 0)),
+               _lora_column("lora_inputs_"))),
          "PEFT: one per adapted linear layer (q, k and v each read the normed input; a fused qkv layer once); "
          "LitGPT adapts its fused qkv layer once, then proj, the MLP's fc_1 and fc_2 (gated) or fc (plain) and its "
-         "proj (litgpt/lora.py)", "activation"),
+         "proj (litgpt/lora.py); NeMo on Megatron-Core its fused linear_qkv once, linear_proj, and with the MLP "
+         "linear_fc1 (gate and up fused) and linear_fc2", "activation"),
     Term("saved_mlp_width", "MLP width whose tensors a layer saves per token, on the busiest expert-parallel GPU",
          "count",
          V("mlp_width") + (V("moe_imbalance") - 1) * _m("routed_mlp_width"),
@@ -955,7 +964,8 @@ TERMS: tuple[Term, ...] = (
          "(moe_imbalance; dropless routing keeps them all)", "activation"),
     Term("mlp_saved_per_token", "MLP, saved per token per layer", "bytes",
          IF(V("megatron_layers").eq(1),
-            ((1 - V("dense_mlp_recomputed")) * V("act_bytes") * (2 + V("gated_mlp")) * _m("num_dense_layers")
+            ((1 - V("dense_mlp_recomputed")) * V("act_bytes") * (1 + V("gated_mlp") + V("is_full"))
+             * _m("num_dense_layers")
              * _m("intermediate_size")
              + (1 - V("moe_module_recomputed")) * _m("num_moe_layers") * V("megatron_experts_per_token"))
             / (V("num_layers") - _m("mlp_free_layers")),
@@ -963,8 +973,9 @@ TERMS: tuple[Term, ...] = (
          "transformers' gated MLP keeps gate, up, act(gate) and their product (mlp_saved_tensors; a frozen one "
          "not the down projection's input), averaged over the layers with an MLP. Megatron-Core keeps the first "
          "linear layer's output (gate and up when gated) and the activation's output, 3 widths gated, 2 plain, in "
-         "its dense layers unless its 'mlp' module recomputes them, and megatron_experts_per_token in its MoE layers "
-         "unless its 'moe' module does",
+         "its dense layers unless its 'mlp' module recomputes them (a frozen MLP, LoRA's, not the activation's "
+         "output: the down projection's input, for a weight gradient), and megatron_experts_per_token in its MoE "
+         "layers unless its 'moe' module does",
          "activation"),
     Term("fp8_saved_inputs_per_token", "GEMM inputs a layer saves in FP8, elements per token", "count",
          V("fp8_gemms") * V("is_full")
@@ -2513,7 +2524,7 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           vp=V("vp_size"), framework=V("framework")),
     _skip("recompute_modules", "checkpointing {ckpt} is a list of Megatron-Core's recompute modules (--recompute-modules): "
           "it needs full training under megatron (given: workload {workload}, framework {framework})",
-          AND(V("recompute_module_list").eq(1), V("megatron_layers").eq(0)),
+          AND(V("recompute_module_list").eq(1), OR(V("megatron_layers").eq(0), V("is_full").eq(0))),
           ckpt=V("checkpointing"), workload=V("workload"), framework=V("framework")),
     _skip("op_checkpointing", "checkpointing op (torchtitan's per-op selective checkpointing) is modelled for full "
           "training of dense Llama-, Mistral-, Qwen2-, Qwen3-, Gemma-, Phi-3-like layers under hf, fsdp2 or deepspeed, "
