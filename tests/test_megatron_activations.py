@@ -234,6 +234,8 @@ def test_lora_under_megatron_keeps_what_frozen_transformer_engine_layers_keep():
     e, full = EST.estimate(lora), EST.estimate(replace(lora, workload="full"))
     h, heads, ffn = 4096, 32, 11008
     assert e["megatron_layers"] == 1 and e["lora_input_features"] == h + h
+    # all-linear adds linear_fc1 (gate and up fused: one input, h) and linear_fc2 (the MLP's width)
+    assert EST.estimate(replace(lora, lora_targets="all-linear"))["lora_input_features"] == h + h + h + ffn
     assert e["mlp_saved_per_token"] == 2 * 2 * ffn and full["mlp_saved_per_token"] == 3 * 2 * ffn
     adapters = (1 + 2) * 2 * h + e["adapter_bytes"] * 16 * 4  # mask and dropped copy per input; r-wide outputs
     assert e["layer_saved_per_token"] == 2 * 2 * h + 2 * 2 * (h + h) + 4 * heads + 2 * 2 * ffn + adapters

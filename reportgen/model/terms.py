@@ -944,15 +944,12 @@ TERMS: tuple[Term, ...] = (
          "product where Llama keeps it in the residual dtype (not Megatron-Core's Transformer Engine norms); "
          + _ARCH_ORACLE, "activation"),
     Term("lora_input_features", "Input features of the adapted layers, per layer", "count",
-         IF(V("litgpt").eq(1),
+         IF(OR(V("litgpt").eq(1), V("megatron_layers").eq(1)),
             V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
                                   V("q_dim") + IF(V("lora_targets").eq("all-linear"),
-                                                  (1 + V("gated_mlp")) * V("hidden_size") + V("mlp_width"), 0)),
-            IF(V("megatron_layers").eq(1),
-               V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
-                                     V("q_dim") + IF(V("lora_targets").eq("all-linear"),
-                                                     V("hidden_size") + V("mlp_width"), 0)),
-               _lora_column("lora_inputs_"))),
+                                                  (1 + V("litgpt") * V("gated_mlp")) * V("hidden_size")
+                                                  + V("mlp_width"), 0)),
+            _lora_column("lora_inputs_")),
          "PEFT: one per adapted linear layer (q, k and v each read the normed input; a fused qkv layer once); "
          "LitGPT adapts its fused qkv layer once, then proj, the MLP's fc_1 and fc_2 (gated) or fc (plain) and its "
          "proj (litgpt/lora.py); NeMo on Megatron-Core its fused linear_qkv once, linear_proj, and with the MLP "
