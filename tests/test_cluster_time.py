@@ -326,3 +326,16 @@ def test_a_tensor_parallel_group_across_nodes_moves_over_the_nics_of_a_node():
                                   num_gpus=16, tp_size=tp, framework="megatron", zero_stage=1, gpu=H100))
         assert e["tp_link_bytes_per_s"] == pytest.approx(per_gpu * 1e9 * efficiency)
     assert gpu.gpus_per_node * gpu.inter_node_gbps < gpu.link_gbps  # the case tells the two rules apart
+
+
+@pytest.mark.parametrize("framework,zero,bytes_per_param", [("megatron", 1, 4 + 2), ("megatron", 0, 2 * 4),
+                                                            ("deepspeed", 1, 2 + 2), ("deepspeed", 2, 2 + 2)])
+def test_zero_1_and_2_reduce_scatter_the_gradients_and_gather_the_working_weights(framework, zero, bytes_per_param):
+    """Data-parallel bytes a GPU sends per step, Llama-3.1-8B (8,030,261,248 parameters) over 16 ranks: ZeRO-1 and -2
+    (Megatron's distributed optimizer) reduce-scatter the gradients and all-gather the updated weights in their
+    working dtype: Megatron's fp32 gradients and bf16 weights 4 + 2 bytes a parameter, DeepSpeed's bf16 ones 2 + 2;
+    plain data parallelism all-reduces the gradients, twice their bytes. (Until 2026-12-07 ZeRO-1 and -2 counted
+    twice the gradients: Megatron's 8.)"""
+    e = EST.estimate(Scenario(model="Llama-3.1-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
+                              num_gpus=16, framework=framework, zero_stage=zero, gpu=H100))
+    assert e["dp_comm_bytes"] == pytest.approx(15 / 16 * bytes_per_param * 8_030_261_248, rel=1e-12)

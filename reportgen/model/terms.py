@@ -2110,11 +2110,16 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("dp_comm_bytes", "Data-parallel traffic per optimizer step, per GPU", "bytes",
          IF(AND(_TRAIN, V("zero_group").gt(1)),
             (V("zero_group") - 1) / V("zero_group")
-            * (IF(V("zero_stage").eq(3), 1, 2) * V("gradient_bytes_unsharded") / V("tp_size")
-               + IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded") / V("tp_size"),
-                    0)), 0),
-         "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-3 reduce-scatters them once and "
-         "all-gathers the weights in every forward and backward (1.5× the traffic: " + _ZERO_PAPER + ")", "time"),
+            * (V("gradient_bytes_unsharded")
+               + IF(V("zero_stage").eq(0), V("gradient_bytes_unsharded"),
+                    IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded"),
+                       IF(V("is_full").eq(1), V("gradient_params") * _p("weight_bytes"),
+                          V("gradient_bytes_unsharded"))))) / V("tp_size"), 0),
+         "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-1 and -2 (Megatron's distributed "
+         "optimizer) reduce-scatter them and all-gather the updated parameters, in the working weights' dtype "
+         "(Megatron's fp32 gradients, bf16 weights: 4 + 2 bytes a parameter, not 2 × 4); ZeRO-3 reduce-scatters "
+         "them once and all-gathers the weights in every forward and backward (1.5× the traffic: " + _ZERO_PAPER
+         + ")", "time"),
     Term("dp_comm_seconds", "Data-parallel communication per step", "seconds",
          V("dp_comm_bytes") / V("dp_link_bytes_per_s"), "overlaps with backward compute", "time"),
     Term("tp_comm_seconds", "Tensor-parallel communication per micro-batch", "seconds",
