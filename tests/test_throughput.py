@@ -157,8 +157,8 @@ def test_training_held_out_rows_at_the_level_reached():
 def test_each_published_training_run_fits_in_the_estimate_or_says_why():
     """Every compared training run ran on its GPUs, so the estimate should fit it (device total within the
     GPU's memory); one that does not carries its reason ("memory_miss"), and one that fits carries none. The
-    level reached: 110 of 137 fit (MLPerf's Llama 2 70B LoRA, 44 configurations added 2026-12-07: the 27 at TP 4 and
-    v5.0's CP 8 on 64 B200 fit, counted as NeMo's adapters on Megatron-Core layers keep them (21 when LoRA under
+    level reached: 110 of 137 fit (MLPerf's Llama 2 70B LoRA, 44 configurations added 2026-12-07: the 27 at TP 4, v5.0's
+    CP 8 on 64 B200 and Hugging Face's two under ZeRO-3 fit, NeMo's counted as its adapters on Megatron-Core layers keep them (21 when LoRA under
     megatron was counted as PEFT's layers on transformers' Llama: the TP 4 runs on 4 to 32 H100 over by 27 to 28 GiB); the 17 at TP 1 or 2
     on H200 and B200 do not (154 to 445 GiB: the FP8 weights' transposes, or the bf16 weights' two FP8 casts, kept whole,
     and FP8 attention and activations counted in 16-bit); 83 of 93 before
