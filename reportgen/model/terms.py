@@ -1993,9 +1993,12 @@ TIME_TERMS: tuple[Term, ...] = (
          4 * V("q_dim") * _keys_attended(V("attention_length")),
          "the Q·K scores and their product with V over a causal context: 2 × 2 × q_dim × S/2 per layer (what "
          "FlashAttention executes); a sliding-window layer's queries see the window at most", "time"),
+    Term("weight_flops_per_token", "Training FLOPs a weight costs each token", "flops",
+         IF(V("is_full").eq(1), 6, 4),
+         "2 forward, 2 for the input's gradient, and 2 for the weight's own gradient where it is trained (a frozen "
+         "weight, LoRA's: 4)", "time"),
     Term("train_flops_per_token", "Training FLOPs per token", "flops",
-         IF(V("is_full").eq(1), 6 * V("active_params"),
-            4 * V("active_params") + 6 * V("adapter_params") + 2 * V("saved_module_params"))
+         V("weight_flops_per_token") * V("active_params") + 6 * V("adapter_params") + 2 * V("saved_module_params")
          + 3 * V("attention_flops_per_token"),
          _KAPLAN + "; frozen weights (LoRA) need the backward for activations only (4N), adapters 6 per "
          "parameter, saved modules 2 (their weight gradients); attention: forward + twice for backward", "time"),
@@ -2046,7 +2049,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("expert_compute_seconds", "Routed experts' matrix multiplications per micro-batch", "seconds",
          IF(AND(_TRAIN, V("num_experts").gt(0)),
             V("micro_batch_peak_seconds") / _g("train_efficiency") * V("fp8_linear_time_ratio")
-            * (IF(V("is_full").eq(1), 6, 4) + 2 * V("moe_layer_recomputed"))
+            * (V("weight_flops_per_token") + 2 * V("moe_layer_recomputed"))
             * V("routed_active_params") * V("moe_imbalance"), 0),
          "the part of train_compute_seconds the routed experts take: each token's top-k experts, forward and "
          "backward (frozen experts: no weight gradient), and the recomputed forward (moe_layer_recomputed), in FP8 "
@@ -2061,7 +2064,7 @@ TIME_TERMS: tuple[Term, ...] = (
     Term("fp8_linear_flops_per_token", "Training FLOPs per token in FP8 linear layers", "flops",
          V("fp8_gemms") * MAX(0, V("train_flops_per_token") + V("recompute_flops_per_token")
                               - V("train_attention_flops_per_token")
-                              - (IF(V("is_full").eq(1), 6, 4) + IF(V("checkpointing").eq("full"), 2, 0))
+                              - (V("weight_flops_per_token") + IF(V("checkpointing").eq("full"), 2, 0))
                               * (V("embedding_params") + V("lm_head_params"))
                               - 6 * V("adapter_params") - 2 * V("saved_module_params")),
          "the decoder layers' linear layers (the routed experts' too), forward, backward and recomputed: what is "
@@ -2237,7 +2240,7 @@ TIME_TERMS: tuple[Term, ...] = (
          "al. 2021, §2.2), (p − 1) ÷ (v × m) with v interleaved chunks per GPU (§2.2.1); without pipelining "
          "(p = 1) the m micro-batches themselves", "time"),
     Term("head_compute_seconds", "LM head's compute per micro-batch", "seconds",
-         IF(_TRAIN, V("micro_batch_peak_seconds") * IF(V("is_full").eq(1), 6, 4) * V("vocab_size") * V("hidden_size")
+         IF(_TRAIN, V("micro_batch_peak_seconds") * V("weight_flops_per_token") * V("vocab_size") * V("hidden_size")
             / _g("train_efficiency"), 0),
          "the part of train_compute_seconds the LM head takes: vocabulary × hidden per token, forward and backward "
          "(a frozen head: no weight gradient)", "time"),
