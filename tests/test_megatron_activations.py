@@ -234,10 +234,17 @@ def test_lora_under_megatron_keeps_what_frozen_transformer_engine_layers_keep():
     e, full = EST.estimate(lora), EST.estimate(replace(lora, workload="full"))
     h, heads, ffn = 4096, 32, 11008
     assert e["megatron_layers"] == 1 and e["lora_input_features"] == h + h
-    # all-linear adds linear_fc1 (gate and up fused: one input, h) and linear_fc2 (the MLP's width)
-    assert EST.estimate(replace(lora, lora_targets="all-linear"))["lora_input_features"] == h + h + h + ffn
+    # one adapter on linear_qkv (A: r × h, B: (q + k + v) × r) and one on linear_proj, where PEFT has four
+    assert e["adapter_params"] == 16 * ((h + 3 * h) + (h + h)) * 32
+    # all-linear adds linear_fc1 (gate and up fused: one input, h, one adapter) and linear_fc2 (the MLP's width)
+    every = EST.estimate(replace(lora, lora_targets="all-linear"))
+    assert every["lora_input_features"] == h + h + h + ffn
+    assert every["adapter_params"] == e["adapter_params"] + 16 * ((h + 2 * ffn) + (ffn + h)) * 32
+    # q_proj,v_proj alone: NeMo's CanonicalLoRA, linear_q and linear_v each with its own adapter, as PEFT's
+    qv = EST.estimate(replace(lora, lora_targets="q_proj,v_proj"))
+    assert qv["lora_input_features"] == 2 * h and qv["adapter_params"] == 16 * 2 * (h + h) * 32
     assert e["mlp_saved_per_token"] == 2 * 2 * ffn and full["mlp_saved_per_token"] == 3 * 2 * ffn
-    adapters = (1 + 2) * 2 * h + e["adapter_bytes"] * 16 * 4  # mask and dropped copy per input; r-wide outputs
+    adapters = (1 + 2) * 2 * h + e["adapter_bytes"] * 16 * 2  # mask and dropped copy per input; r-wide outputs
     assert e["layer_saved_per_token"] == 2 * 2 * h + 2 * 2 * (h + h) + 4 * heads + 2 * 2 * ffn + adapters
     hf = EST.estimate(replace(lora, framework="deepspeed"))
     assert hf["megatron_layers"] == 0 and hf["layer_saved_per_token"] > e["layer_saved_per_token"]

@@ -519,16 +519,26 @@ TERMS: tuple[Term, ...] = (
          "ZeRO-3 (FSDP) shards every parameter of the stage over its tp × dp GPUs, the routed experts included: "
          "their expert-data-parallel group (dp ÷ ep) shards what expert parallelism left, so one GPU holds "
          "1 ÷ (tp × dp) of each; dividing by ep_size too would count the experts twice", "derived"),
+    Term("nemo_merged_adapters", "Adapters NeMo's fused layers merge away, over the model", "count",
+         V("megatron_layers") * (1 - _m("fused_qkv"))
+         * (IF(V("lora_targets").eq("q_proj,k_proj,v_proj,o_proj"), 2 * _m("num_attention_layers"), 0)
+            + IF(V("lora_targets").eq("all-linear"),
+                 2 * _m("num_attention_layers") + V("gated_mlp") * _m("num_dense_layers"), 0)),
+         "NeMo's LoRA on Megatron-Core adapts the fused linear_qkv with one adapter where PEFT gives q, k and v "
+         "each its own (two fewer), and the fused linear_fc1 (gate and up) with one (one fewer); each merged "
+         "adapter is an A of r × hidden that read the layer's input (q_proj,v_proj alone: its CanonicalLoRA's "
+         "linear_q and linear_v, PEFT's)", "derived"),
     Term("adapter_params", "LoRA adapter parameters", "count",
          IF(V("is_lora").eq(1),
             V("lora_rank") * (_lora_column("lora_per_rank_")
                               + V("litgpt") * _m("fused_qkv") * _m("num_attention_layers")
                               * IF(V("lora_targets").eq("q_proj,v_proj"), V("hidden_size") - V("kv_dim"),
                                    (2 + IF(V("lora_targets").eq("all-linear"), _m("fused_projections"), 0))
-                                   * V("hidden_size"))), 0),
+                                   * V("hidden_size"))
+                              - V("nemo_merged_adapters") * V("hidden_size")), 0),
          "r × Σ(in + out) over targeted linear layers (PEFT); where q, k and v are one layer LitGPT gives each of "
          "them adapted its own A (r × hidden: its LoRAQKVLinear) where PEFT's fused layer has one, and Phi-3's "
-         "gate and up projections theirs"),
+         "gate and up projections theirs; NeMo's fused layers one A where PEFT has several"),
     Term("saved_module_params", "Parameters of the modules LoRA trains whole (modules_to_save)", "count",
          IF(AND(V("is_lora").eq(1), V("lora_modules_to_save").eq("embed-head")),
             V("embedding_params") + IF(V("head").eq("value"), 0, V("lm_head_params")), 0),
@@ -944,16 +954,16 @@ TERMS: tuple[Term, ...] = (
          "product where Llama keeps it in the residual dtype (not Megatron-Core's Transformer Engine norms); "
          + _ARCH_ORACLE, "activation"),
     Term("lora_input_features", "Input features of the adapted layers, per layer", "count",
-         IF(OR(V("litgpt").eq(1), V("megatron_layers").eq(1)),
+         IF(V("litgpt").eq(1),
             V("hidden_size") + IF(V("lora_targets").eq("q_proj,v_proj"), 0,
                                   V("q_dim") + IF(V("lora_targets").eq("all-linear"),
-                                                  (1 + V("litgpt") * V("gated_mlp")) * V("hidden_size")
-                                                  + V("mlp_width"), 0)),
-            _lora_column("lora_inputs_")),
+                                                  (1 + V("gated_mlp")) * V("hidden_size") + V("mlp_width"), 0)),
+            _lora_column("lora_inputs_") - V("nemo_merged_adapters") / V("num_layers") * V("hidden_size")),
          "PEFT: one per adapted linear layer (q, k and v each read the normed input; a fused qkv layer once); "
          "LitGPT adapts its fused qkv layer once, then proj, the MLP's fc_1 and fc_2 (gated) or fc (plain) and its "
          "proj (litgpt/lora.py); NeMo on Megatron-Core its fused linear_qkv once, linear_proj, and with the MLP "
-         "linear_fc1 (gate and up fused) and linear_fc2", "activation"),
+         "linear_fc1 (gate and up fused) and linear_fc2 (q_proj,v_proj alone: its CanonicalLoRA's linear_q and "
+         "linear_v, PEFT's count)", "activation"),
     Term("saved_mlp_width", "MLP width whose tensors a layer saves per token, on the busiest expert-parallel GPU",
          "count",
          V("mlp_width") + (V("moe_imbalance") - 1) * _m("routed_mlp_width"),
@@ -1015,7 +1025,8 @@ TERMS: tuple[Term, ...] = (
                  IF(V("lora_dropout").eq("on"), (1 + V("act_bytes")) * V("lora_input_features"),
                     V("act_bytes") * (V("hidden_size") + IF(V("lora_targets").eq("all-linear"),
                                                             V("hidden_size") + V("mlp_width"), 0))))
-              + V("adapter_bytes") * V("lora_rank") * _lora_column("lora_modules_")
+              + V("adapter_bytes") * V("lora_rank")
+              * (_lora_column("lora_modules_") - V("nemo_merged_adapters") / V("num_layers"))
               + V("litgpt") * IF(V("lora_targets").eq("q_proj,v_proj"), V("act_bytes") * (V("q_dim") + V("kv_dim")), 0),
               0)
          + (MAX(_m("norms_per_layer") - 2, 0) * V("post_norm_saved_bytes") + 2 * V("norm_fp32_scale_bytes")
