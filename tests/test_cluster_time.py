@@ -339,3 +339,16 @@ def test_zero_1_and_2_reduce_scatter_the_gradients_and_gather_the_working_weight
     e = EST.estimate(Scenario(model="Llama-3.1-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0,
                               num_gpus=16, framework=framework, zero_stage=zero, gpu=H100))
     assert e["dp_comm_bytes"] == pytest.approx(15 / 16 * bytes_per_param * 8_030_261_248, rel=1e-12)
+
+
+def test_fp8_primary_weights_are_gathered_in_one_byte():
+    """Megatron's --fp8-param-gather (fp8-te-params): the distributed optimizer all-gathers the updated decoder
+    weights in FP8, 1 byte, and the embedding and the untied LM head (128,256 × 4,096 each on Llama-3.1-8B) in bf16;
+    the gradients are reduce-scattered in fp32 as under fp8-te, whose gather is 2 bytes a parameter."""
+    params, embedding = 8_030_261_248, 128_256 * 4096
+    base = Scenario(model="Llama-3.1-8B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, num_gpus=16,
+                    framework="megatron", zero_stage=1, gpu=H100, precision="fp8-te")
+    fp8, primary = EST.estimate(base), EST.estimate(replace(base, precision="fp8-te-params"))
+    assert fp8["dp_comm_bytes"] == pytest.approx(15 / 16 * (4 + 2) * params, rel=1e-12)
+    gathered = 2 * 2 * embedding + 1 * (params - 2 * embedding)
+    assert primary["dp_comm_bytes"] == pytest.approx(15 / 16 * (4 * params + gathered), rel=1e-12)

@@ -2127,11 +2127,15 @@ TIME_TERMS: tuple[Term, ...] = (
             * (V("gradient_bytes_unsharded")
                + IF(V("zero_stage").eq(0), V("gradient_bytes_unsharded"),
                     IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded"),
-                       IF(V("is_full").eq(1), V("gradient_params") * _p("weight_bytes"),
+                       IF(V("is_full").eq(1),
+                          V("gradient_params") * _p("weight_bytes")
+                          - V("fp8_gemms") * IF(_p("fp8_copy_bytes").eq(0), 1, 0) * (_p("weight_bytes") - 1)
+                          * MAX(V("gradient_params") - V("embedding_params") - V("lm_head_params"), 0),
                           V("gradient_bytes_unsharded"))))) / V("tp_size"), 0),
          "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-1 and -2 (Megatron's distributed "
          "optimizer) reduce-scatter them and all-gather the updated parameters, in the working weights' dtype "
-         "(Megatron's fp32 gradients, bf16 weights: 4 + 2 bytes a parameter, not 2 × 4); ZeRO-3 reduce-scatters "
+         "(Megatron's fp32 gradients, bf16 weights: 4 + 2 bytes a parameter, not 2 × 4; FP8 primary weights, "
+         "fp8-te-params' --fp8-param-gather: the decoder layers' in 1 byte); ZeRO-3 reduce-scatters "
          "them once and all-gathers the weights in every forward and backward (1.5× the traffic: " + _ZERO_PAPER
          + ")", "time"),
     Term("dp_comm_seconds", "Data-parallel communication per step", "seconds",
