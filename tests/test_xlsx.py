@@ -6,6 +6,7 @@ skipped formula check proves nothing. Install it with scripts/install-system-dep
 from __future__ import annotations
 
 import csv
+import hashlib
 import itertools
 import json
 import math
@@ -22,6 +23,7 @@ import pytest
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
+import workbooks
 from lo import convert, recalculate, require_soffice
 from reportgen.model.estimate import Estimator, RlhfScenario
 from reportgen.model.formulas import EXCEL_FUNCTIONS
@@ -91,9 +93,8 @@ def same(want, got, *, exact: bool = False) -> bool:
     return math.isclose(want, got, rel_tol=1e-9, abs_tol=1e-9)
 
 
-def formula_cells(path: Path):
-    """(sheet, coordinate, formula) of every formula cell."""
-    wb = openpyxl.load_workbook(path)
+def formula_cells(wb):
+    """(sheet, coordinate, formula) of every formula cell of a workbook (loaded with its formulas)."""
     for ws in wb.worksheets:
         for row in ws.iter_rows():
             for cell in row:
@@ -225,10 +226,10 @@ def assert_notes(wb, notes) -> None:
 # LibreOffice recalculates every formula to the Python value
 
 def test_every_formula_cell_recalculates_to_the_python_value(book, recalculated, report):
-    cached = openpyxl.load_workbook(book, data_only=True)
-    fresh = openpyxl.load_workbook(recalculated, data_only=True)
+    cached = workbooks.load(book, data_only=True)
+    fresh = workbooks.load(recalculated, data_only=True)
     count = 0
-    for sheet, coord, formula in formula_cells(book):
+    for sheet, coord, formula in formula_cells(workbooks.load(book)):
         want, got = cached[sheet][coord].value, fresh[sheet][coord].value
         assert same(want, got), f"{sheet}!{coord} = {formula[:120]}: Python {want!r}, LibreOffice {got!r}"
         count += 1
@@ -248,7 +249,7 @@ def test_charts_follow_the_plan(recalculated, report):
     """A bar per pick of the Plan, a single model's or an RLHF group's (its tightest pool's, of every shape of
     group in the fixture), part by part the report's bar (terms.BAR_PARTS), adding up to the device total as
     LibreOffice computes it."""
-    wb = openpyxl.load_workbook(recalculated, data_only=True)
+    wb = workbooks.load(recalculated, data_only=True)
     ws = wb["Charts"]
     cols = columns(ws)
     picks = [rec.best.result for rec in report.recommendations if rec.best]
@@ -274,7 +275,7 @@ def test_a_groups_label_says_its_pools(recalculated, report):
     """An RLHF group's label on RLHF (what the Plan and Charts show of a pick) names each pool on GPUs of its own
     with its count and type, as LibreOffice computes it: the Plan's GPU type is the actor's, and a separate pool's
     may be another's (the plan moves a pool to a cheaper type)."""
-    wb = openpyxl.load_workbook(recalculated, data_only=True)
+    wb = workbooks.load(recalculated, data_only=True)
     pooled = 0
     for r in report.results:
         if r.is_group:
@@ -289,7 +290,7 @@ def test_rows_of_a_requirement_stand_together(book, report):
     """The rows of one requirement stand together on Scenarios and on RLHF, in scenario order, so
     that each Plan row searches only them (its `together` cell is 1, its searched rows are them); so
     do a requirement's Plan rows, which its cheapest marks compare."""
-    wb = openpyxl.load_workbook(book, data_only=True)
+    wb = workbooks.load(book, data_only=True)
     for sheet in ("Scenarios", "RLHF"):
         ws = wb[sheet]
         cols = columns(ws)
@@ -313,7 +314,7 @@ def test_rows_of_a_requirement_stand_together(book, report):
 
 
 def test_cached_values_are_the_python_values_without_recalculation(book, report):
-    wb = openpyxl.load_workbook(book, data_only=True)
+    wb = workbooks.load(book, data_only=True)
     assert assert_rows(wb, expected_rows(report)) > 3000
     assert_plan(wb, report.recommendations)
     assert_notes(wb, report.notes)
@@ -344,7 +345,7 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
     actor_edit = {"batch_size": 8}
     new_k = 1.4
 
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     for index, change in edits.items():
@@ -389,7 +390,7 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
     # A job input edited (batch, model) moves a row to another requirement; a layout edited (GPUs, ZeRO)
     # keeps it in its own. The Plan rows keep the requirements they were written for (#34), even where
     # the edited row was the one their search starts from: the requirement's other rows answer them.
-    written = openpyxl.load_workbook(book, data_only=True)
+    written = workbooks.load(book, data_only=True)
     for r in report.results:
         moved = r.index in (1, 27, ppo.index)
         assert (row_value(fresh, r, "requirement") != row_value(written, r, "requirement")) == moved, r.index
@@ -455,7 +456,7 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     """Shared formulas are recalculated row by row, not kept from the cache: an input edited in a
     row below the formulas' first row recomputes that row, and a wrong cached value planted in
     every shared cell (all but the first row's) is replaced by the right one."""
-    ws = openpyxl.load_workbook(book)["Scenarios"]
+    ws = workbooks.load(book)["Scenarios"]
     cols = columns(ws)
     single = [r for r in report.results if not r.is_group and r.workload == "inference"][-1]
     row = _find_row(ws, cols, single.index)
@@ -517,6 +518,41 @@ def test_plan_and_charts_open_from_their_cached_numbers(book, soffice, tmp_path)
         rows = list(csv.DictReader(line for i, line in enumerate(f) if i != 1))  # row 2: the labels
     gibs = [r["device_total_gib"] for r in rows if r["device_total_gib"]]
     assert gibs and set(gibs) == {"-7"}
+
+
+def _styles_resolved(z: zipfile.ZipFile) -> dict[str, bytes]:
+    """A saved workbook's parts, each cell's, row's and column's style index replaced by what the index stands
+    for (its font, fill, border, number format and alignment), and styles.xml left out: openpyxl saves the same
+    styles under other indexes when its style list was built otherwise (a parse keeps the file's duplicates)."""
+    st = ET.fromstring(z.read("xl/styles.xml"))
+    listed = {kind: [ET.tostring(e) for e in st.find(f"{NS}{kind}s")] for kind in ("font", "fill", "border")}
+    formats = {e.get("numFmtId"): e.get("formatCode") for e in st.find(f"{NS}numFmts")}
+    keys = []
+    for xf in st.find(f"{NS}cellXfs"):
+        a = dict(xf.attrib)
+        key = [listed[kind][int(a.pop(f"{kind}Id", 0))] for kind in ("font", "fill", "border")]
+        key += [formats.get(a.get("numFmtId"), a.pop("numFmtId", "0")), sorted(a.items())]
+        key += [ET.tostring(child) for child in xf]
+        keys.append(hashlib.sha1(repr(key).encode()).hexdigest()[:12].encode())
+    style = re.compile(rb' (s|style)="(\d+)"')
+    return {n: style.sub(lambda m: b' %s="%s"' % (m.group(1), keys[int(m.group(2))]), z.read(n))
+            for n in z.namelist() if n not in ("xl/styles.xml", "docProps/core.xml")}
+
+
+def test_a_workbook_parsed_once_and_copied_saves_as_a_fresh_parse(book, tmp_path):
+    """tests/workbooks.py hands the tests copies of a book parsed once: a copy, edited and saved, holds what a
+    fresh parse edited the same way saves (every part, each style index read as the style it stands for; the time
+    of saving aside), and copies are independent of one another."""
+    saved = []
+    for name, wb in (("fresh", openpyxl.load_workbook(book)), ("copy", workbooks.load(book))):
+        cell = wb["Scenarios"].cell(FIRST_ROW, columns(wb["Scenarios"])["batch_size"])
+        original, cell.value = cell.value, 7
+        wb.save(tmp_path / f"{name}.xlsx")
+        saved.append(_styles_resolved(zipfile.ZipFile(tmp_path / f"{name}.xlsx")))
+    fresh, copy = saved
+    assert fresh == copy and len(fresh) > 20
+    second = workbooks.load(book)["Scenarios"]
+    assert second.cell(FIRST_ROW, columns(second)["batch_size"]).value == original != 7  # not the first copy's edit
 
 
 def test_streamed_sheets_are_valid_spreadsheetml(book):
@@ -644,7 +680,7 @@ def test_streamed_cells_read_back(tmp_path):
 # Safety and dialect
 
 def test_formula_like_scenario_names_are_text(book, report):
-    ws = openpyxl.load_workbook(book)["Scenarios"]
+    ws = workbooks.load(book)["Scenarios"]
     cols = columns(ws)
     names = {ws.cell(row, cols["name"]).value: ws.cell(row, cols["name"]).data_type
              for row in range(FIRST_ROW, ws.max_row + 1)}
@@ -659,7 +695,7 @@ def test_formulas_use_only_pre_2010_functions_without_xlfn(book):
             if name.endswith(".xml"):
                 assert b"_xlfn." not in z.read(name), name
     used = set()
-    for sheet, coord, formula in formula_cells(book):
+    for sheet, coord, formula in formula_cells(workbooks.load(book)):
         assert "_xlfn" not in formula
         # Function names, not text inside string literals.
         used |= set(re.findall(r"([A-Z][A-Z0-9.]*)\(", re.sub(r'"[^"]*"', '""', formula)))
@@ -671,17 +707,17 @@ def test_a_requirement_text_is_looked_up_only_below_excels_limit(book, report):
     """Excel's MATCH and COUNTIF refuse a lookup value longer than 255 characters (LibreOffice does not, so
     only this reading of the formulas can tell): a requirement text is looked up only in the branch of an
     IF that holds for a text (wildcards escaped) under 255 characters; a longer one is compared with =."""
-    cached = openpyxl.load_workbook(book, data_only=True)
+    cached = workbooks.load(book, data_only=True)
     longest = max(len(row_value(cached, r, "requirement")) for r in report.results)
     assert longest > 255  # the fixture's RLHF groups: a lookup would fail in Excel
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     refs = []
     for sheet in ("Scenarios", "RLHF", "Plan"):
         letter = get_column_letter(columns(wb[sheet])["requirement"])
         refs += [rf"\b{sheet}_requirement\b(?!_)", rf"(?<![A-Z])\${letter}\$?\d"]
     looked_up = re.compile(r"MATCH\(((?:SUBSTITUTE\()*[^,]*)|COUNTIF\([^,]*,([^)]*)\)")
     checked = guarded = 0
-    for sheet, coord, formula in formula_cells(book):
+    for sheet, coord, formula in formula_cells(wb):
         for match in looked_up.finditer(formula):
             value = match.group(1) or match.group(2)
             checked += 1
@@ -761,7 +797,7 @@ def test_formulas_fit_excels_limits(report, tmp_path, language):
     three, 8,492 characters once the Ulysses rules came, until they were made four; the longest now 6,792 characters)."""
     (path,) = write_outputs(report, tmp_path, ["xlsx"], language)
     wb = openpyxl.load_workbook(path)
-    formulas = [at_last_row(f) for _, _, f in formula_cells(path)] + [n.attr_text for n in wb.defined_names.values()]
+    formulas = [at_last_row(f) for _, _, f in formula_cells(wb)] + [n.attr_text for n in wb.defined_names.values()]
     assert max(len(f) for f in formulas) <= 8192
     assert max(nesting(f) for f in formulas) <= 64
     # and a text constant in a formula longer than 255 characters (the skip rule op_checkpointing's words: 260)
@@ -770,7 +806,7 @@ def test_formulas_fit_excels_limits(report, tmp_path, language):
 
 
 def test_workbook_structure(book):
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     assert wb.sheetnames[:5] == ["Guide", "Plan", "Charts", "Scenarios", "RLHF"]
     for sheet in ("Notes", "NoteScenarios", "Terms", "Assumptions", "Models", "GPUs", "Precisions", "Dtypes",
                   "Optimizers", "Choices"):
@@ -849,7 +885,7 @@ def test_default_preset_recalculates_quickly_and_correctly(soffice, tmp_path):
     print(f"default preset: write {written:.2f} s, LibreOffice recalculation {recalc:.2f} s")
     cached = openpyxl.load_workbook(book, data_only=True)
     fresh = openpyxl.load_workbook(fresh_path, data_only=True)
-    for sheet, coord, formula in formula_cells(book):
+    for sheet, coord, formula in formula_cells(openpyxl.load_workbook(book)):
         assert same(cached[sheet][coord].value, fresh[sheet][coord].value), f"{sheet}!{coord} = {formula[:120]}"
     assert_plan(fresh, report.recommendations)
     assert written < 10

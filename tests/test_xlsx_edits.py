@@ -17,6 +17,7 @@ from openpyxl.formula.translate import Translator
 import yaml
 from click.testing import CliRunner
 
+import workbooks
 from lo import recalculate, require_soffice
 from reportgen.cli import main
 from reportgen.report.i18n import load_catalogue
@@ -68,7 +69,7 @@ def test_editing_a_models_kv_heads_recomputes_its_scenarios_like_the_cli(book, r
     """#13: Llama-2-7B's num_key_value_heads 32 -> 8 on the Models sheet; every scenario of that model,
     recalculated, equals `estimate --config` with the edited config.json."""
     model = "Llama-2-7B"
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     models = wb["Models"]
     header = {c.value: c.column for c in models[1]}
     (row,) = [r for r in range(2, models.max_row + 1) if models.cell(r, 1).value == model]
@@ -81,7 +82,7 @@ def test_editing_a_models_kv_heads_recomputes_its_scenarios_like_the_cli(book, r
     config = tmp_path / "llama-2-7b-gqa8.json"
     config.write_text(json.dumps(entry))
 
-    before = openpyxl.load_workbook(book, data_only=True)["Scenarios"]
+    before = workbooks.load(book, data_only=True)["Scenarios"]
     fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)["Scenarios"]
     cols = columns(fresh)
     rows = list(scenario_rows(fresh, model=model))
@@ -120,9 +121,8 @@ def cli_check_reason(inputs: dict, tmp_path: Path) -> str:
     return line.split("× ", 1)[1]
 
 
-def formula_errors(path: Path) -> list[str]:
-    """Cells holding an error value."""
-    wb = openpyxl.load_workbook(path, data_only=True)
+def formula_errors(wb) -> list[str]:
+    """Cells holding an error value (wb: a workbook's values, data_only)."""
     return [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb for row in ws.iter_rows() for c in row
             if isinstance(c.value, str) and c.value.startswith(ERRORS)]
 
@@ -166,7 +166,7 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
     shows what `reportgen check` says of the same inputs (the workbook points at a sheet where the
     command line lists names); rows on the broken GPU point at its row; everything else is ok and
     the Plan ranks the rows still valid as the core does."""
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     edits = {find_row(ws, **where, **H100): change for where, change in BAD_EDITS}
@@ -213,7 +213,7 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
         checks = [c.value for c in fresh[sheet]["B"][1:] if c.value is not None]
         assert checks and set(checks) == {"ok"}, sheet
     # No error anywhere, the edited rows included: their figures are blank.
-    assert formula_errors(fresh_path) == []
+    assert formula_errors(fresh) == []
     # The Plan ranks the rows that are still valid, exactly as the core does.
     kept = [r for r in report.results if r.gpu != "A100-80GB"
             and not any(ws.cell(row, cols["index"]).value == r.index for row in edits)]
@@ -232,7 +232,7 @@ def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffic
     result = CliRunner().invoke(main, ["check", str(preset)])
     assert result.exit_code == 1
     want = result.output.split("assumptions.", 1)[1].strip()
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     (k_row,) = [r for r in wb["Assumptions"].iter_rows(min_row=2) if r[0].value == "safety_factor"]
     k_row[2].value = "1,3"
     edited = tmp_path / "edited.xlsx"
@@ -251,7 +251,7 @@ def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffic
     for name in ("label", "rent_label"):
         assert {plan.cell(r, pcols[name]).value for r in range(FIRST_ROW, plan.max_row + 1)} == {f"Assumptions: {want}"}
     assert {plan.cell(r, pcols["total_gpus"]).value for r in range(FIRST_ROW, plan.max_row + 1)} == {"—"}
-    assert formula_errors(fresh_path) == []
+    assert formula_errors(fresh) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     """#15: k, a GPU's memory, a row's model, GPU count, ZeRO stage and TP edited; a row copied with a
     new batch; a Plan row added for another model. Every single-model row equals `estimate --json`
     for its inputs, and the Plan picks what PLAN_ORDER picks among them."""
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     a100 = dict(gpu="A100-80GB", group=None)
@@ -307,8 +307,8 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     wb.save(edited)
 
     fresh_path = recalculate(edited, tmp_path / "out")
-    assert formula_errors(fresh_path) == []
     fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    assert formula_errors(fresh) == []
     ws = fresh["Scenarios"]
     assumptions = {**report.assumptions, "safety_factor": 1.4}
     memory = {g: gpu.memory_mib * 2**20 for g, gpu in report.gpus.items()} | {"H100-80GB-SXM": 40960 * 2**20}
@@ -349,7 +349,7 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     labels = {row: ws.cell(row, cols["label"]).value for row in (*edits, source, copied)}
     assert labels[copied] != labels[source] and "batch 16" in labels[copied]
     # "#" is the report's number while a row stays the row written (edited or not); the copy is not numbered
-    written = openpyxl.load_workbook(book, data_only=True)["Scenarios"]
+    written = workbooks.load(book, data_only=True)["Scenarios"]
     assert ws.cell(copied, cols["index"]).value == "—"
     for row in (source, *edits):
         assert ws.cell(row, cols["index"]).value == written.cell(row, cols["index"]).value != "—", row
@@ -366,7 +366,7 @@ def test_a_row_appended_away_from_its_requirement_is_planned(book, report, soffi
     together, so that requirement's Plan rows search the whole table (`together` 0); the copy is
     tried on its GPU type's row and, tying with its source, loses to it (the earlier row). The other
     Plan rows still search only their requirement's rows and keep their answers."""
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     rec = next(rec for rec in report.recommendations if rec.best and not rec.best.result.is_group)
@@ -397,7 +397,7 @@ def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_p
     with its source, is the earlier and so the pick. (The overwritten requirement's Plan rows keep
     its text: its other rows answer them.) Every Plan row's count, first row and `together` are those
     of its requirement text in the recalculated rows."""
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     rec = next(rec for rec in report.recommendations if rec.best and not rec.best.result.is_group
@@ -409,8 +409,8 @@ def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_p
     wb.save(edited)
 
     fresh_path = recalculate(edited, tmp_path / "out")
-    assert formula_errors(fresh_path) == []
     fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    assert formula_errors(fresh) == []
     texts = [fresh["Scenarios"].cell(row, cols["requirement"]).value for row in range(FIRST_ROW, ws.max_row + 1)]
     plan = fresh["Plan"]
     pcols = columns(plan)
@@ -436,7 +436,7 @@ def test_an_edited_first_row_leaves_its_requirement_planned(book, report, soffic
     model, or another model: that row leaves the requirement (a typo makes it no candidate at all; another
     model, a requirement no Plan row names), and the requirement's Plan rows stay, answered by its other
     rows, as report.recommend answers without the edited row. No formula error anywhere."""
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     rec = next(rec for rec in report.recommendations if not rec.sample.is_group and rec.best
@@ -448,8 +448,8 @@ def test_an_edited_first_row_leaves_its_requirement_planned(book, report, soffic
     wb.save(edited)
 
     fresh_path = recalculate(edited, tmp_path / "out")
-    assert formula_errors(fresh_path) == []
     fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    assert formula_errors(fresh) == []
     text = written_requirement(book, first)
     assert fresh["Scenarios"].cell(first, cols["requirement"]).value != text  # the edited row left it
     kept = [r for r in report.results if r.index != rec.sample.index]
@@ -477,7 +477,7 @@ def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, so
         ((r, entry) for r in report.recommendations for entry in r.entries), start=FIRST_ROW)}
     best = plan_rows[(rec.requirement, rec.best.gpu)]
     other = next(entry.gpu for entry in rec.entries if entry.gpu != rec.best.gpu)
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     plan = wb["Plan"]
     cols = columns(plan)
     copied = plan.max_row + 1
@@ -487,8 +487,9 @@ def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, so
     wb.save(edited)
 
     fresh_path = recalculate(edited, tmp_path / "out")
-    assert formula_errors(fresh_path) == []
-    plan = openpyxl.load_workbook(fresh_path, data_only=True)["Plan"]
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    assert formula_errors(fresh) == []
+    plan = fresh["Plan"]
     cell = lambda row, name: plan.cell(row, cols[name]).value  # noqa: E731
     assert (cell(copied, "cheapest"), cell(copied, "plan_together")) == (1, 0)
     for (requirement, gpu), row in plan_rows.items():
@@ -499,7 +500,7 @@ def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, so
 
 
 def written_requirement(book: Path, row: int) -> str:
-    ws = openpyxl.load_workbook(book, data_only=True)["Scenarios"]
+    ws = workbooks.load(book, data_only=True)["Scenarios"]
     return ws.cell(row, columns(ws)["requirement"]).value
 
 
@@ -543,13 +544,13 @@ def test_the_chinese_workbook_has_the_same_formulas_in_chinese_words(report, boo
     split_text = re.compile(r'\(""(?:&"")+\)')
 
     def formulas(path):
-        wb = openpyxl.load_workbook(path)
+        wb = workbooks.load(path)
         return [(ws.title, c.coordinate, joined_text.sub("", split_text.sub('""', literals.sub('""', c.value))))
                 for ws in wb for row in ws.iter_rows() for c in row
                 if isinstance(c.value, str) and c.value.startswith("=")]
 
     assert formulas(zh_book) == formulas(book)
-    wb = openpyxl.load_workbook(zh_book)
+    wb = workbooks.load(zh_book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     assert ws.cell(2, cols["check"]).value == "检查" and ws.cell(2, cols["kv_cache"]).value.startswith("KV 缓存")
@@ -568,8 +569,9 @@ def _recalculated(wb, tmp_path):
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     fresh_path = recalculate(edited, tmp_path / "out")
-    assert formula_errors(fresh_path) == []
-    return openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    assert formula_errors(fresh) == []
+    return fresh
 
 
 def _role_row(ws, r, role) -> int:
@@ -628,7 +630,7 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     assert mixed.index not in {x.index for x in (colocated, engine, apart, typo, uneven, micro_typo)}
     beside = next(r for r in report.results if r.is_group and r.workload == "ppo"
                   and r.index not in {x.index for x in (colocated, micro_typo)})  # its engine beside the actor
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws, rl = wb["Scenarios"], wb["RLHF"]
     cols, rcols = columns(ws), columns(rl)
 
@@ -643,7 +645,7 @@ def test_an_rlhf_groups_settings_and_gpus_re_split_its_roles_like_the_cli(book, 
     ws.cell(_role_row(ws, mixed, "rollout"), cols["num_gpus"]).value = 1
     rl.cell(_group_row(rl, mixed), rcols["rollout_mode"]).value = "async"
     rl.cell(_group_row(rl, beside), rcols["rollout_mode"]).value = "async"
-    written_requirement = openpyxl.load_workbook(book, data_only=True)["RLHF"].cell(_group_row(rl, micro_typo),
+    written_requirement = workbooks.load(book, data_only=True)["RLHF"].cell(_group_row(rl, micro_typo),
                                                                                    rcols["requirement"]).value
     fresh = _recalculated(wb, tmp_path)
     ws, rl = fresh["Scenarios"], fresh["RLHF"]
@@ -693,7 +695,7 @@ def test_an_rlhf_groups_lengths_and_actor_inputs_are_its_roles_like_the_cli(book
     typo = next(r for r in report.results if r.is_group and r.workload == "grpo" and r.index != padded.index
                 and r.estimate.scenario.placement == "colocated")
     assert dict(ppo.estimate.scenario.settings)["critic_model"] and not dict(ppo.estimate.scenario.settings)["reference_model"]
-    wb = openpyxl.load_workbook(book)
+    wb = workbooks.load(book)
     ws, rl = wb["Scenarios"], wb["RLHF"]
     cols, rcols = columns(ws), columns(rl)
 

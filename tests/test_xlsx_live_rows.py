@@ -16,6 +16,7 @@ import openpyxl
 import pytest
 from click.testing import CliRunner
 
+import workbooks
 from reportgen.cli import main
 from reportgen.model.terms import PER_GPU_KEYS
 from reportgen.pipeline import write_outputs
@@ -55,10 +56,10 @@ def live_rows(report, ws) -> set[int]:
 
 
 def test_rows_past_the_live_ones_hold_the_same_numbers_as_values(values_book, live_book, report):
-    values = openpyxl.load_workbook(values_book)["Scenarios"]
-    live = openpyxl.load_workbook(live_book)["Scenarios"]
-    cached = openpyxl.load_workbook(values_book, data_only=True)["Scenarios"]
-    live_cached = openpyxl.load_workbook(live_book, data_only=True)["Scenarios"]
+    values = workbooks.load(values_book)["Scenarios"]
+    live = workbooks.load(live_book)["Scenarios"]
+    cached = workbooks.load(values_book, data_only=True)["Scenarios"]
+    live_cached = workbooks.load(live_book, data_only=True)["Scenarios"]
     cols = columns(values)
     assert values.max_row == live.max_row > FIRST_ROW + LIVE + 40
     expected = live_rows(report, values)
@@ -81,8 +82,8 @@ def test_rows_past_the_live_ones_hold_the_same_numbers_as_values(values_book, li
 
 def test_the_guide_says_which_rows_hold_values(values_book, live_book):
     def guide(path):
-        return "\n".join(str(c.value) for c in openpyxl.load_workbook(path)["Guide"]["A"] if c.value)
-    rows = openpyxl.load_workbook(values_book)["Scenarios"].max_row - FIRST_ROW + 1
+        return "\n".join(str(c.value) for c in workbooks.load(path)["Guide"]["A"] if c.value)
+    rows = workbooks.load(values_book)["Scenarios"].max_row - FIRST_ROW + 1
     text = guide(values_book)
     assert f"This sweep has {rows:,} rows on Scenarios: {LIVE:,} hold live formulas (the rows the Plan picks" in text
     assert f"and the other {rows - LIVE:,} hold values, in grey italics" in text and "--live-rows all" in text
@@ -90,9 +91,9 @@ def test_the_guide_says_which_rows_hold_values(values_book, live_book):
 
 
 def test_libreoffice_recalculates_the_live_rows_and_the_plan_over_the_values(values_book, report, soffice, tmp_path):
-    wb = openpyxl.load_workbook(values_book)
+    wb = workbooks.load(values_book)
     fresh = _recalculated(wb, tmp_path)
-    cached = openpyxl.load_workbook(values_book, data_only=True)
+    cached = workbooks.load(values_book, data_only=True)
     count = 0
     for ws in cached.worksheets:
         for line in ws.iter_rows():
@@ -107,7 +108,7 @@ def test_libreoffice_recalculates_the_live_rows_and_the_plan_over_the_values(val
 
 def test_a_live_row_edited_and_one_copied_over_a_value_row_recompute_like_the_cli(values_book, report, soffice,
                                                                                      tmp_path):
-    wb = openpyxl.load_workbook(values_book)
+    wb = workbooks.load(values_book)
     ws = wb["Scenarios"]
     cols = columns(ws)
     serving = [r for r in range(FIRST_ROW, ws.max_row + 1) if ws.cell(r, cols["workload"]).value == "inference"
@@ -140,9 +141,9 @@ def test_a_first_row_written_as_values_moves_the_shared_formulas_to_the_first_li
         return frozen
     monkeypatch.setattr(book.Book, "frozen_rows", chosen)
     (path,) = write_outputs(report, tmp_path / "book", ["xlsx"], "en", options={"xlsx": {"live_rows": len(live)}})
-    ws = openpyxl.load_workbook(path)["Scenarios"]
+    ws = workbooks.load(path)["Scenarios"]
     assert [r[0].row - FIRST_ROW for r in ws.iter_rows(min_row=FIRST_ROW) if any(c.data_type == "f" for c in r)] == live
-    fresh = _recalculated(openpyxl.load_workbook(path), tmp_path)
+    fresh = _recalculated(workbooks.load(path), tmp_path)
     cached = openpyxl.load_workbook(path, data_only=True)
     for sheet in ("Scenarios", "Plan", "RLHF"):
         for line in cached[sheet].iter_rows():
@@ -156,10 +157,11 @@ def test_the_build_says_which_rows_hold_values_as_the_guide_does(tmp_path):
     result = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path),
                                        "--live-rows", str(LIVE)])
     assert result.exit_code == 0, result.output
-    rows = openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Scenarios"].max_row - FIRST_ROW + 1
+    written = openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")
+    rows = written["Scenarios"].max_row - FIRST_ROW + 1
     said = f"{rows - LIVE:,} of its {rows:,} Scenarios rows hold values, not formulas (the Plan's picks and the first"
     assert said in result.stderr and f"and the other {rows - LIVE:,} hold values" in "\n".join(
-        str(c.value) for c in openpyxl.load_workbook(tmp_path / f"{FIXTURE.stem}.xlsx")["Guide"]["A"] if c.value)
+        str(c.value) for c in written["Guide"]["A"] if c.value)
     quiet = CliRunner().invoke(main, ["build", str(FIXTURE), "--format", "xlsx", "-o", str(tmp_path), "-q",
                                       "--live-rows", str(LIVE)])
     assert quiet.exit_code == 0 and quiet.output == ""
