@@ -133,3 +133,22 @@ def test_a_gpu_with_fp8_tensor_cores_states_its_fp8_training_efficiency(tmp_path
     edited.write_text(text.replace("fp8_train_efficiency: 0.394", "fp8_train_efficiency: 0", 1), encoding="utf-8")
     with pytest.raises(InputError, match=r"gpus\[2\]\.fp8_train_efficiency.*expected a positive fp8_train_efficiency"):
         load_gpus(edited)
+
+
+def test_fp8_weights_keep_a_transpose_only_where_fp8_gemms_need_one():
+    """Hopper's and Ada's FP8 GEMMs take only the TN layout, so Transformer Engine keeps each FP8 weight with its
+    transpose; Blackwell's take either (fp8_any_layout 1: B200, RTX PRO 6000 Blackwell). Llama-2-7B, full training
+    under megatron: fp8-te adds 1 byte a decoder parameter per layout to the bf16 weights (2 on an H100, 1 on a B200);
+    fp8-te-params holds the FP8 weight in its layouts where the bf16 one was (2 bytes on an H100, 1 on a B200)."""
+    gpus = load_gpus()
+    assert {g for g, spec in gpus.items() if spec.fp8_any_layout} == {"B200", "RTX-PRO-6000-Blackwell"}
+    assert all(spec.fp8_dense_tflops > 0 for spec in gpus.values() if spec.fp8_any_layout)
+    full = Scenario(model="Llama-2-7B", workload="full", seq_len=4096, prompt_len=0, gen_len=0, framework="megatron")
+    weights = {(g, p): EST.estimate(replace(full, gpu=g, precision=p))
+               for g in ("H100-80GB-SXM", "B200") for p in ("bf16-mixed", "fp8-te", "fp8-te-params")}
+    bf16 = weights["H100-80GB-SXM", "bf16-mixed"]
+    decoder = bf16["weight_params"] - bf16["embedding_params"] - bf16["lm_head_params"]
+    for gpu, layouts in (("H100-80GB-SXM", 2), ("B200", 1)):
+        assert weights[gpu, "bf16-mixed"]["weights"] == bf16["weights"] == 2 * bf16["weight_params"]
+        assert weights[gpu, "fp8-te"]["weights"] == bf16["weights"] + layouts * decoder
+        assert weights[gpu, "fp8-te-params"]["weights"] == bf16["weights"] - (2 - layouts) * decoder

@@ -51,6 +51,7 @@ class GpuSpec:
     attention_efficiency: float  # the same for the attention kernels (FlashAttention)
     fused_attention_efficiency: float  # the same for a Hopper-native fused attention kernel (cuDNN, FlashAttention-3)
     fp8_train_efficiency: float  # fraction of the FP8 dense peak FP8 training's linear layers achieve (0: no FP8)
+    fp8_any_layout: int  # 1: FP8 GEMMs take either operand layout (Blackwell): no transposed FP8 weight kept
     price_purchase_usd: float
     price_per_hour_usd: float
     memory_source: str
@@ -94,9 +95,12 @@ class GpuSpec:
             raise InputError("expected a positive fp8_train_efficiency where fp8_dense_tflops is positive, and 0 where it "
                              f"is 0, got {fields['fp8_train_efficiency']!r}", source=source,
                              key_path=f"{key_path}.fp8_train_efficiency")
-        for name in ("nvls", "bf16", "datacenter"):
+        for name in ("nvls", "bf16", "datacenter", "fp8_any_layout"):
             if fields[name] not in (0, 1):
                 raise InputError(f"expected 0 or 1, got {fields[name]!r}", source=source, key_path=f"{key_path}.{name}")
+        if fields["fp8_any_layout"] and not fields["fp8_dense_tflops"]:
+            raise InputError("expected 0 without FP8 tensor cores (fp8_dense_tflops 0), got 1", source=source,
+                             key_path=f"{key_path}.fp8_any_layout")
         fields["gpus_per_node"] = int(fields["gpus_per_node"])
         if fields["memory_mib"] <= 0 or not float(fields["memory_mib"]).is_integer():
             raise InputError(f"expected a positive whole number of MiB, got {fields['memory_mib']!r}",
@@ -373,7 +377,7 @@ def resolve_model(name_or_path: str, models: Mapping[str, CatalogModel], *, key_
 GPU_COLUMNS = ("memory_mib", "bf16_dense_tflops", "fp32_tflops", "fp8_dense_tflops", "bf16", "datacenter",
                "memory_bandwidth_gbps",
                "link_gbps", "nvls", "pcie_gbps", "gpus_per_node", "inter_node_gbps", "tdp_watts", "train_efficiency",
-               "attention_efficiency", "fused_attention_efficiency", "fp8_train_efficiency",
+               "attention_efficiency", "fused_attention_efficiency", "fp8_train_efficiency", "fp8_any_layout",
                "price_purchase_usd", "price_per_hour_usd")
 
 

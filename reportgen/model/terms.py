@@ -605,6 +605,10 @@ TERMS: tuple[Term, ...] = (
          "Precisions sheet: Transformer Engine's FP8 recipe for full training, and for LoRA's frozen linear layers "
          "(NeMo's and MLPerf's Llama 2 70B LoRA: the adapters stay in 16-bit); QLoRA's 4-bit layers are refused it "
          "(fp8_qlora)", "state"),
+    Term("fp8_layouts", "Layouts an FP8 tensor is cast into (1 or 2)", "count", 2 - _g("fp8_any_layout"),
+         "GPUs sheet: row-wise, and on GPUs whose FP8 GEMMs take only the TN layout (Hopper, Ada) its transpose "
+         "too (Transformer Engine's column-wise data); Blackwell's take either layout, so one copy serves the "
+         "forward and both backward GEMMs", "state"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("act_bytes", "Bytes per activation", "count",
@@ -640,14 +644,16 @@ TERMS: tuple[Term, ...] = (
     Term("weights", "Weights", "bytes",
          IF(OR(V("offload").eq("all"), V("workload").eq(ROLLOUT)), 0,
             ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
-         + ceil_div(V("fp8_gemms") * _p("fp8_copy_bytes")
+         + ceil_div(V("fp8_gemms") * (_p("fp8_copy_bytes") / 2 * V("fp8_layouts")
+                                      - IF(_p("fp8_copy_bytes").eq(0), 2 - V("fp8_layouts"), 0))
                     * (V("weight_params") - V("embedding_params") - V("lm_head_params")), V("weight_shards"))
          + V("served_lora_bytes"),
          "parameter offload streams weights from host memory layer by layer; FP8 training adds the decoder "
-         "layers' FP8 weight casts, row-wise and column-wise (the transpose Hopper's FP8 GEMMs need), 2 bytes "
-         "per parameter, cached for the step (Transformer Engine docs: Performance considerations, Handling "
-         "transposes; FP8 weight caching), none with FP8 primary weights (fp8-te-params: the FP8 weight and its "
-         "transpose take the bf16 weight's 2 bytes); an engine serving LoRA adapters holds their slots; a rollout engine on its "
+         "layers' FP8 weight casts, 1 byte a parameter in each layout it keeps (fp8_layouts: row-wise, "
+         "and column-wise where FP8 GEMMs need the transpose), cached for the step (Transformer Engine docs: "
+         "Performance considerations, Handling transposes; FP8 weight caching); with FP8 primary weights "
+         "(fp8-te-params) the FP8 weight in its layouts takes the bf16 weight's place (2 bytes on Hopper, 1 on "
+         "Blackwell); an engine serving LoRA adapters holds their slots; a rollout engine on its "
          "own GPUs holds its copy inside its budget (engine_budget_bytes)", "state"),
     Term("gradient_shards", "Gradient shards", "count", V("tp_size") * IF(V("zero_stage").ge(2), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-2 partitions gradients)", "state"),
@@ -2095,11 +2101,12 @@ TIME_TERMS: tuple[Term, ...] = (
          "projection's input (mlp_width)", "time"),
     Term("fp8_cast_seconds", "FP8 casts' memory traffic per micro-batch", "seconds",
          IF(AND(_TRAIN, V("fp8_gemms").eq(1)),
-            6 * V("fp8_cast_elements_per_token") * V("num_layers") * V("tokens") / V("tp_size")
-            / V("decode_bytes_per_s"), 0),
+            (4 + V("fp8_layouts")) * V("fp8_cast_elements_per_token") * V("num_layers") * V("tokens")
+            / V("tp_size") / V("decode_bytes_per_s"), 0),
          "a dynamically scaled cast reads its 16-bit tensor twice (the absolute maximum for its scale, then the "
-         "cast) and writes it twice in 1 byte (as it is and transposed, for the other GEMM of backward): 6 bytes "
-         "per element, at the bandwidth a streaming kernel reaches (decode_bytes_per_s); the weights' casts, made "
+         "cast) and writes it in 1 byte once per layout (fp8_layouts: as it is and, where FP8 GEMMs need it, "
+         "transposed for the other GEMM of backward): 6 bytes per element on Hopper, 5 on Blackwell, at the "
+         "bandwidth a streaming kernel reaches (decode_bytes_per_s); the weights' casts, made "
          "once per step (Transformer Engine keeps them across micro-batches, torchao casts the FSDP shards), are "
          "left out. torchao's rule: FP8 gains where the GEMM time it saves exceeds this traffic (small matrices "
          "lose)", "time"),

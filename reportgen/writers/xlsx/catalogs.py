@@ -173,6 +173,8 @@ def write_lookup_tables(wb, book: Book, styles: Styles) -> None:
                 "datacenter": "1: licensed for data-centre use; 0: a GeForce card (its driver licence forbids data-centre deployment)",
                 "bf16": "1: runs bfloat16; 0: no bf16 (Volta), so bf16 recipes and weights are refused on it",
                 "nvls": "1: an NVSwitch with NVLink SHARP (HGX Hopper, Blackwell); NCCL then allocates NVLS buffers at TP > 2",
+                "fp8_any_layout": "1: FP8 GEMMs take either layout (Blackwell), so an FP8 weight is kept once; 0: TN only "
+                                  "(Hopper, Ada), so with its transpose",
                 "price_purchase_usd": "USD per GPU: an editable planning assumption, not a quote",
                 "price_per_hour_usd": "USD per GPU-hour (cloud, on demand): editable"}
     helps = {"GPUs": gpu_help, **{t.name: t.column_help for t in LOOKUP_TABLES}}
