@@ -82,7 +82,8 @@ PRECISIONS = Table(
                         "unsharded gradients",
         "fp8_gemms": "1 if the linear layers' GEMMs run in FP8 (Transformer Engine)",
         "fp8_copy_bytes": "bytes per decoder-layer linear weight of FP8 casts kept beside the working weights for "
-                          "the step (row-wise and transposed: 2; none where the weights are FP8 themselves)",
+                          "the step (row-wise and transposed: 2, halved on a GPU whose FP8 GEMMs take either "
+                          "layout, the GPUs sheet's fp8_any_layout; none where the weights are FP8 themselves)",
     },
 )
 
