@@ -249,3 +249,26 @@ def test_lora_under_megatron_keeps_what_frozen_transformer_engine_layers_keep():
     hf = EST.estimate(replace(lora, framework="deepspeed"))
     assert hf["megatron_layers"] == 0 and hf["layer_saved_per_token"] > e["layer_saved_per_token"]
     assert EST.estimate(replace(lora, model="Mixtral-8x7B"))["megatron_layers"] == 0  # frozen experts: not modelled
+
+
+def test_fp8_activations_keep_the_mlp_input_and_the_attention_in_one_byte():
+    """fp8_activations (Megatron-Core under an FP8 precision): mlp keeps the MLP activation's input, gate and up
+    (--activation-func-fp8-input-store, NeMo's FP8_ACT), in 1 byte; attention keeps FP8 attention's Q, K, V and
+    output (--fp8-dot-product-attention, FP8_DPA) in 1 byte, the output only where FP8 training does not already
+    count it as the output projection's saved input (LoRA: the frozen projection saves none). Llama-2-7B: h = q_dim
+    = kv_dim = 4096, MLP 11008; refused without megatron or an FP8 precision."""
+    h, ffn = 4096, 11008
+    lora = Scenario(model="Llama-2-7B", workload="lora", seq_len=4096, prompt_len=0, gen_len=0, gpu=H100,
+                    framework="megatron", attention="fused", adapter_dtype="model", lora_dropout="on",
+                    lora_targets="q_proj,k_proj,v_proj,o_proj", precision="fp8-te")
+    for workload, attention_widths in (("lora", 2 * h + 2 * h), ("full", h + 2 * h)):
+        base = replace(lora, workload=workload)
+        off = EST.estimate(base)
+        mlp, attention, both = (EST.estimate(replace(base, fp8_activations=v)) for v in
+                                ("mlp", "attention", "mlp+attention"))
+        assert off["mlp_saved_per_token"] - mlp["mlp_saved_per_token"] == (2 - 1) * 2 * ffn
+        assert off["attention_saved_per_token"] - attention["attention_saved_per_token"] == (2 - 1) * attention_widths
+        assert off["layer_saved_per_token"] - both["layer_saved_per_token"] == 2 * ffn + attention_widths
+    for refused in (replace(lora, framework="deepspeed"), replace(lora, precision="bf16-mixed")):
+        assert "fp8_activations mlp" in EST.skip_reason(replace(refused, fp8_activations="mlp"))
+    assert EST.skip_reason(replace(lora, fp8_activations="mlp+attention")) is None

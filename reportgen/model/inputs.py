@@ -201,6 +201,12 @@ INPUTS: tuple[Input, ...] = (
           "all-gathers and reduce-scatters run in chunks beside its matrix multiplications) or off (they wait for "
           "each other)", "off",
           choices=tb.TP_OVERLAP, option="--tp-overlap", applies=_TRAINING, layout=True),
+    Input("fp8_activations", "FP8 activations", "training under megatron with an FP8 precision: what is saved for "
+          "backward in FP8 beside the GEMM inputs: mlp (the MLP activation function's input, gate and up: "
+          "--activation-func-fp8-input-store, NeMo's FP8_ACT), attention (Transformer Engine's FP8 attention keeps "
+          "Q, K, V and its output in FP8: --fp8-dot-product-attention, FP8_DPA), mlp+attention, or off (16-bit); "
+          "memory only, FP8 attention timed in 16-bit", "off", choices=tb.FP8_ACTIVATIONS,
+          option="--fp8-activations", applies=_TRAINING, layout=True),
     Input("vp_size", "Virtual pipeline stages", "training with pp_size > 1: model chunks per GPU (Megatron's "
           "interleaved 1F1B, virtual_pipeline_model_parallel_size): the bubble shrinks vp_size-fold and the first "
           "stage holds (1 + (pp − 1) ÷ (pp × vp)) times the activations", 1, limits=(1, 64), unit="chunks",

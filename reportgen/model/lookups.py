@@ -188,6 +188,7 @@ DROPOUT = ("off", "config")
 MOE_DISPATCHERS = ("alltoall", "deepep")
 EP_OVERLAP = ("off", "on")  # Megatron-Core's --overlap-moe-expert-parallel-comm
 TP_OVERLAP = ("off", "on")  # Megatron-Core's --tp-comm-overlap, torchtitan's async TP
+FP8_ACTIVATIONS = ("off", "mlp", "attention", "mlp+attention")  # Megatron-Core's FP8 storage of activations
 ADAPTER_DTYPES = ("fp32", "model")
 LOSSES = ("fp32", "fp32-chunked", "compute", "compute-chunked")
 FRAMEWORKS = ("hf", "deepspeed", "fsdp2", "megatron", "litgpt")  # training frameworks (engines serve)

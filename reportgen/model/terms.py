@@ -609,6 +609,14 @@ TERMS: tuple[Term, ...] = (
          "GPUs sheet: row-wise, and on GPUs whose FP8 GEMMs take only the TN layout (Hopper, Ada) its transpose "
          "too (Transformer Engine's column-wise data); Blackwell's take either layout, so one copy serves the "
          "forward and both backward GEMMs", "state"),
+    Term("fp8_mlp_inputs", "MLP activation's input saved in FP8 (1/0)", "flag",
+         IF(OR(V("fp8_activations").eq("mlp"), V("fp8_activations").eq("mlp+attention")), 1, 0),
+         "fp8_activations: Megatron-Core's --activation-func-fp8-input-store keeps the activation function's input "
+         "(the first MLP layer's output: gate and up) in FP8 for backward and casts it back there", "activation"),
+    Term("fp8_attention", "Attention saved in FP8 (1/0)", "flag",
+         IF(OR(V("fp8_activations").eq("attention"), V("fp8_activations").eq("mlp+attention")), 1, 0),
+         "fp8_activations: Transformer Engine's FP8 attention (--fp8-dot-product-attention) keeps Q, K, V and its "
+         "output in FP8", "activation"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
          _ZERO_PAPER + " (ZeRO-3 partitions parameters)", "state"),
     Term("act_bytes", "Bytes per activation", "count",
@@ -897,12 +905,15 @@ TERMS: tuple[Term, ...] = (
                                                    + IF(OR(V("num_heads").eq(V("num_kv_heads")),
                                                            V("num_kv_heads").eq(1)),
                                                         V("q_dim") + V("kv_dim"), V("q_dim") - V("kv_dim"))), 0))
+         - V("fp8_attention") * (V("act_bytes") - 1) * (2 * V("q_dim") + 2 * V("kv_dim") - V("is_full") * V("q_dim"))
          + _m("is_mla") * (V("norm_saved_bytes") * (_m("q_lora_rank") + _m("kv_lora_rank"))
                            + V("act_bytes") * (2 * (_m("attn_out_dim") - V("kv_dim"))
                                                + IF(AND(V("megatron_layers").eq(1), V("attention").ne("eager")),
                                                     0 - V("mla_up_proj_recomputed") * (2 * V("q_dim") + _m("attn_out_dim")),
                                                     V("q_dim") - V("num_heads") * _m("qk_rope_head_dim")))),
-         "flash (and fused): Q, K, V, output and fp32 log-sum-exp; eager adds K/V repeated to all heads and the S × S "
+         "flash (and fused): Q, K, V, output and fp32 log-sum-exp (FP8 attention: Q, K, V and the output in 1 byte, "
+         "the output's already counted so where FP8 training saves it as the output projection's input); eager adds "
+         "K/V repeated to all heads and the S × S "
          "scores (score_saved_bytes each); selective recompute drops the S × S part (" + _KORTHIKANTI + "); "
          "q/k norms keep an fp32 input and an output per query and key element; a fused qkv projection (Phi-3) "
          "keeps its whole output alive through the saved V view (LitGPT: with one head per key group or one "
@@ -977,7 +988,8 @@ TERMS: tuple[Term, ...] = (
          "(moe_imbalance; dropless routing keeps them all)", "activation"),
     Term("mlp_saved_per_token", "MLP, saved per token per layer", "bytes",
          IF(V("megatron_layers").eq(1),
-            ((1 - V("dense_mlp_recomputed")) * V("act_bytes") * (1 + V("gated_mlp") + V("is_full"))
+            ((1 - V("dense_mlp_recomputed"))
+             * (IF(V("fp8_mlp_inputs").eq(1), 1, V("act_bytes")) * (1 + V("gated_mlp")) + V("act_bytes") * V("is_full"))
              * _m("num_dense_layers")
              * _m("intermediate_size")
              + (1 - V("moe_module_recomputed")) * _m("num_moe_layers") * V("megatron_experts_per_token"))
@@ -987,7 +999,8 @@ TERMS: tuple[Term, ...] = (
          "not the down projection's input), averaged over the layers with an MLP. Megatron-Core keeps the first "
          "linear layer's output (gate and up when gated) and the activation's output, 3 widths gated, 2 plain, in "
          "its dense layers unless its 'mlp' module recomputes them (a frozen MLP, LoRA's, not the activation's "
-         "output: the down projection's input, for a weight gradient), and megatron_experts_per_token in its MoE "
+         "output: the down projection's input, for a weight gradient; the first layer's output in 1 byte with "
+         "fp8_mlp_inputs), and megatron_experts_per_token in its MoE "
          "layers unless its 'moe' module does",
          "activation"),
     Term("fp8_saved_inputs_per_token", "GEMM inputs a layer saves in FP8, elements per token", "count",
@@ -2611,6 +2624,11 @@ SKIP_RULES: tuple[SkipRule, ...] = (
           "are dequantised to 16-bit for each matrix multiplication (bitsandbytes): choose workload lora for FP8 "
           "frozen layers, or a 16-bit precision",
           AND(V("workload").eq("qlora"), _p("fp8_gemms").eq(1)), precision=V("precision")),
+    _skip("fp8_activations", "fp8_activations {v} is Megatron-Core's FP8 storage of activations beside FP8 GEMMs "
+          "(Transformer Engine): it needs framework megatron with precision fp8-te or fp8-te-params, full training "
+          "or LoRA of a dense model; choose off",
+          AND(V("fp8_activations").ne("off"), OR(V("megatron_layers").eq(0), V("fp8_gemms").eq(0))),
+          v=V("fp8_activations")),
     _skip("ep_dense", "ep_size {ep} needs a mixture-of-experts model",
           AND(V("ep_size").gt(1), V("num_experts").eq(0)), ep=V("ep_size")),
     _skip("dtype_experts", "weight_dtype {dtype} quantises the experts of a mixture-of-experts model; {model} has none",
