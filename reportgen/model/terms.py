@@ -605,16 +605,20 @@ TERMS: tuple[Term, ...] = (
          "Precisions sheet: Transformer Engine's FP8 recipe for full training, and for LoRA's frozen linear layers "
          "(NeMo's and MLPerf's Llama 2 70B LoRA: the adapters stay in 16-bit); QLoRA's 4-bit layers are refused it "
          "(fp8_qlora)", "state"),
+    Term("fp8_primary_weights", "Decoder weights held in FP8 (1/0)", "flag",
+         V("fp8_gemms") * IF(_p("fp8_copy_bytes").eq(0), 1, 0),
+         "Precisions sheet: an FP8 precision that keeps no FP8 copies beside the weights holds the weights in FP8 "
+         "themselves (fp8-te-params: Transformer Engine's fp8_model_init)", "state"),
     Term("fp8_layouts", "Layouts an FP8 tensor is cast into (1 or 2)", "count", 2 - _g("fp8_any_layout"),
          "GPUs sheet: row-wise, and on GPUs whose FP8 GEMMs take only the TN layout (Hopper, Ada) its transpose "
          "too (Transformer Engine's column-wise data); Blackwell's take either layout, so one copy serves the "
          "forward and both backward GEMMs", "state"),
     Term("fp8_mlp_inputs", "MLP activation's input saved in FP8 (1/0)", "flag",
-         IF(OR(V("fp8_activations").eq("mlp"), V("fp8_activations").eq("mlp+attention")), 1, 0),
+         IF(is_one_of(V("fp8_activations"), "mlp", "mlp+attention"), 1, 0),
          "fp8_activations: Megatron-Core's --activation-func-fp8-input-store keeps the activation function's input "
          "(the first MLP layer's output: gate and up) in FP8 for backward and casts it back there", "activation"),
     Term("fp8_attention", "Attention saved in FP8 (1/0)", "flag",
-         IF(OR(V("fp8_activations").eq("attention"), V("fp8_activations").eq("mlp+attention")), 1, 0),
+         IF(is_one_of(V("fp8_activations"), "attention", "mlp+attention"), 1, 0),
          "fp8_activations: Transformer Engine's FP8 attention (--fp8-dot-product-attention) keeps Q, K, V and its "
          "output in FP8", "activation"),
     Term("weight_shards", "Weight shards", "count", V("tp_size") * IF(V("zero_stage").eq(3), V("zero_group"), 1),
@@ -652,8 +656,8 @@ TERMS: tuple[Term, ...] = (
     Term("weights", "Weights", "bytes",
          IF(OR(V("offload").eq("all"), V("workload").eq(ROLLOUT)), 0,
             ceil_div(V("weight_bytes_unsharded"), V("weight_shards")))
-         + ceil_div(V("fp8_gemms") * (_p("fp8_copy_bytes") / 2 * V("fp8_layouts")
-                                      - IF(_p("fp8_copy_bytes").eq(0), 2 - V("fp8_layouts"), 0))
+         + ceil_div((V("fp8_gemms") * _p("fp8_copy_bytes") / 2 * V("fp8_layouts")
+                     - V("fp8_primary_weights") * (2 - V("fp8_layouts")))
                     * (V("weight_params") - V("embedding_params") - V("lm_head_params")), V("weight_shards"))
          + V("served_lora_bytes"),
          "parameter offload streams weights from host memory layer by layer; FP8 training adds the decoder "
@@ -2149,7 +2153,7 @@ TIME_TERMS: tuple[Term, ...] = (
                     IF(V("zero_stage").eq(3), 2 * V("grad_accum_steps") * V("weight_bytes_unsharded"),
                        IF(V("is_full").eq(1),
                           V("gradient_params") * _p("weight_bytes")
-                          - V("fp8_gemms") * IF(_p("fp8_copy_bytes").eq(0), 1, 0) * (_p("weight_bytes") - 1)
+                          - V("fp8_primary_weights") * (_p("weight_bytes") - 1)
                           * MAX(V("gradient_params") - V("embedding_params") - V("lm_head_params"), 0),
                           V("gradient_bytes_unsharded"))))) / V("tp_size"), 0),
          "ring all-reduce of the gradients (2 × (P−1)/P of their size); ZeRO-1 and -2 (Megatron's distributed "
