@@ -15,9 +15,9 @@ import pytest
 import xlsxwriter
 
 try:
-    from lo import LibreOfficeError, recalculate, soffice_available, to_pdf
+    from lo import LibreOfficeError, recalculate, recalculated_values, soffice_available, to_pdf
 except ImportError:  # tests/ imported as a package
-    from tests.lo import LibreOfficeError, recalculate, soffice_available, to_pdf
+    from tests.lo import LibreOfficeError, recalculate, recalculated_values, soffice_available, to_pdf
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -94,6 +94,47 @@ def test_index_match_and_if_across_sheets(tmp_path: Path):
     # Formulas survive the round trip (still live, not frozen to values).
     formulas = openpyxl.load_workbook(out)["Calc"]
     assert str(formulas["B1"].value).upper().startswith("=INDEX(")
+
+
+def test_recalculated_values_read_what_libreoffices_xlsx_holds(tmp_path: Path):
+    """recalculated_values (LibreOffice's CSV export, which the workbook tests read) gives what openpyxl
+    reads from LibreOffice's recalculated xlsx, for every kind of value a workbook shows, on every sheet."""
+    src = tmp_path / "in" / "kinds.xlsx"
+    src.parent.mkdir()
+    wb = xlsxwriter.Workbook(str(src))
+    percent = wb.add_format({"num_format": "0.00%"})
+    fixed = wb.add_format({"num_format": "0.000"})
+    calc = wb.add_worksheet("Calc")
+    kinds = ["=21*2", "=1/3", "=2^40+7", "=1E+20", "=-1E-30", "=NA()", "=1/0", "=1=1", "=1=2", '=""', '="12"',
+             '="TRUE"', '="a, ""b""" & CHAR(10) & "c"', "=SQRT(-1)"]
+    for row, formula in enumerate(kinds):
+        calc.write_formula(row, 0, formula, None, 0)  # a wrong cached value: LibreOffice must recalculate
+    calc.write_formula(len(kinds), 0, "=1/7", percent, 0)
+    calc.write_formula(len(kinds) + 1, 0, "=1/7000000", fixed, 0)
+    calc.write_string(len(kinds) + 2, 2, "far corner")
+    wb.add_worksheet("显存 GiB").write_formula("B2", "=Calc!A1+0.5", None, 0)
+    wb.close()
+
+    values = recalculated_values(src, tmp_path / "csv")
+    xlsx = openpyxl.load_workbook(recalculate(src, tmp_path / "xlsx"), data_only=True)
+    assert values.sheetnames == xlsx.sheetnames == ["Calc", "显存 GiB"]
+    for ws in xlsx:
+        got = values[ws.title]
+        assert (got.max_row, got.max_column) == (ws.max_row, ws.max_column), ws.title
+        for row in ws.iter_rows():
+            for cell in row:
+                want, read = cell.value, got.cell(cell.row, cell.column).value
+                if isinstance(want, str) and want.startswith("#") and read.startswith("Err:"):
+                    continue  # LibreOffice's CSV says Err:502 where its xlsx says #VALUE!
+                assert read == pytest.approx(want, rel=1e-13) if isinstance(want, (int, float)) else read == want, \
+                    (ws.title, cell.coordinate, want, read)
+    calc_values = values["Calc"]
+    assert [calc_values.cell(r, 1).value for r in (1, 8, 9, 10, 11, 12)] == [42, True, False, None, "12", "TRUE"]
+    assert calc_values["A13"].value == 'a, "b"\nc'
+    assert calc_values["A15"].value == pytest.approx(1 / 7, rel=1e-13)  # shown 14.29 %
+    assert calc_values["A16"].value == pytest.approx(1 / 7e6, rel=1e-9)  # shown 0.000: 20 decimals kept
+    assert values["显存 GiB"]["B2"].value == 42.5 and calc_values["C17"].coordinate == "C17"
+    assert [c.value for c in calc_values["A"]][:2] == [42, pytest.approx(1 / 3, rel=1e-13)]
 
 
 def test_to_pdf(tmp_path: Path):

@@ -24,7 +24,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.utils.cell import coordinate_from_string, range_boundaries
 
 import workbooks
-from lo import convert, recalculate, require_soffice
+from lo import ValueBook, convert, recalculated_values, require_soffice
 from reportgen.model.estimate import Estimator, RlhfScenario
 from reportgen.model.formulas import EXCEL_FUNCTIONS
 from reportgen.pipeline import load, make_report, write_outputs
@@ -75,8 +75,8 @@ def book(report, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def recalculated(book, soffice, tmp_path_factory) -> Path:
-    return recalculate(book, tmp_path_factory.mktemp("recalculated"))
+def recalculated(book, soffice, tmp_path_factory) -> ValueBook:
+    return recalculated_values(book, tmp_path_factory.mktemp("recalculated"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def assert_notes(wb, notes) -> None:
 
 def test_every_formula_cell_recalculates_to_the_python_value(book, recalculated, report):
     cached = workbooks.load(book, data_only=True)
-    fresh = workbooks.load(recalculated, data_only=True)
+    fresh = recalculated
     count = 0
     for sheet, coord, formula in formula_cells(workbooks.load(book)):
         want, got = cached[sheet][coord].value, fresh[sheet][coord].value
@@ -249,7 +249,7 @@ def test_charts_follow_the_plan(recalculated, report):
     """A bar per pick of the Plan, a single model's or an RLHF group's (its tightest pool's, of every shape of
     group in the fixture), part by part the report's bar (terms.BAR_PARTS), adding up to the device total as
     LibreOffice computes it."""
-    wb = workbooks.load(recalculated, data_only=True)
+    wb = recalculated
     ws = wb["Charts"]
     cols = columns(ws)
     picks = [rec.best.result for rec in report.recommendations if rec.best]
@@ -275,7 +275,7 @@ def test_a_groups_label_says_its_pools(recalculated, report):
     """An RLHF group's label on RLHF (what the Plan and Charts show of a pick) names each pool on GPUs of its own
     with its count and type, as LibreOffice computes it: the Plan's GPU type is the actor's, and a separate pool's
     may be another's (the plan moves a pool to a cheaper type)."""
-    wb = workbooks.load(recalculated, data_only=True)
+    wb = recalculated
     pooled = 0
     for r in report.results:
         if r.is_group:
@@ -378,7 +378,7 @@ def test_edited_inputs_recompute_like_the_estimator(book, report, soffice, tmp_p
         results.append(Result(r.index, r.matrix, est))
     new_report = replace(report, results=tuple(results))
 
-    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     expected = expected_rows(new_report, report)
     assert assert_rows(fresh, expected) > 3000
     # The edits took effect (not stale cached values): the recalculated rows differ from before.
@@ -483,7 +483,7 @@ def test_shared_formulas_recalculate_in_every_row(book, report, soffice, tmp_pat
     results = [Result(r.index, r.matrix, loaded.estimator.estimate(replace(r.lead, batch_size=new_batch)))
                if r is single else r for r in report.results]
     new_report = replace(report, results=tuple(results))
-    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     expected = expected_rows(new_report, report)
     assert expected["Scenarios"][row]["recommended"] != expected_rows(report)["Scenarios"][row]["recommended"]
     assert assert_rows(fresh, expected) > 3000
@@ -755,7 +755,7 @@ def test_a_looked_up_text_is_taken_literally(soffice, tmp_path):
         ws.cell(r, 2).value = f'=COUNTIF($A$1:$A${len(texts)},"="&{literal})'
         ws.cell(r, 3).value = f"=MATCH({literal},$A$1:$A${len(texts)},0)"
     wb.save(tmp_path / "literal.xlsx")
-    fresh = openpyxl.load_workbook(recalculate(tmp_path / "literal.xlsx", tmp_path / "out"), data_only=True).active
+    fresh = recalculated_values(tmp_path / "literal.xlsx", tmp_path / "out").active
     # Text comparison is case-insensitive in both spreadsheets, as the = the longer texts fall back to.
     same = {t: [u for u in texts if u.lower() == t.lower()] for t in texts}
     for r, text in enumerate(texts, start=1):
@@ -880,11 +880,10 @@ def test_default_preset_recalculates_quickly_and_correctly(soffice, tmp_path):
     (book,) = write_outputs(report, tmp_path, ["xlsx"], "en")
     written = time.perf_counter() - start
     start = time.perf_counter()
-    fresh_path = recalculate(book, tmp_path / "recalculated")
+    fresh = recalculated_values(book, tmp_path / "recalculated")
     recalc = time.perf_counter() - start
     print(f"default preset: write {written:.2f} s, LibreOffice recalculation {recalc:.2f} s")
     cached = openpyxl.load_workbook(book, data_only=True)
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
     for sheet, coord, formula in formula_cells(openpyxl.load_workbook(book)):
         assert same(cached[sheet][coord].value, fresh[sheet][coord].value), f"{sheet}!{coord} = {formula[:120]}"
     assert_plan(fresh, report.recommendations)

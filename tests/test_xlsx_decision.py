@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 
 from conftest import bundled_report
-from lo import recalculate, require_soffice
+from lo import ValueBook, recalculated_values, require_soffice
 from reportgen.planning.fleet import Pool, costs
 from reportgen.report.i18n import load_workbook_catalogue
 from reportgen.writers import xlsx
@@ -40,9 +40,9 @@ def _row(ws, label: str) -> int:
     return next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == label)
 
 
-def _figures(path: Path) -> dict:
+def _figures(fresh: ValueBook) -> dict:
     """The recalculated sheet's fleet figures (first pool row and the rows below the fleet's sums)."""
-    ws = openpyxl.load_workbook(path, data_only=True)["Decision"]
+    ws = fresh["Decision"]
     header = _row(ws, T("decision.gpu"))
     names = {ws.cell(header, c).value: c for c in range(1, ws.max_column + 1)}
     fleet = _row(ws, T("decision.fleet"))
@@ -75,7 +75,7 @@ def _same(got: dict, want: dict) -> None:
 
 def test_the_recalculated_decision_is_the_reports(procurement, book, soffice, tmp_path):
     d = procurement.decision
-    _same(_figures(recalculate(book, tmp_path)), _expected(d.costs_of(d.choice.best), d.choice.best.pools))
+    _same(_figures(recalculated_values(book, tmp_path)), _expected(d.costs_of(d.choice.best), d.choice.best.pools))
 
 
 def test_a_planners_edits_recompute_as_the_decision_computes_them(procurement, book, soffice, tmp_path):
@@ -99,7 +99,7 @@ def test_a_planners_edits_recompute_as_the_decision_computes_them(procurement, b
     a = {**procurement.assumptions, "pue": 1.2}
     pools = [edited] + list(d.choice.best.pools[1:])
     c = costs(pools, 26 * 7 * 86400, procurement.gpus, a)
-    _same(_figures(recalculate(edited_path, tmp_path / "out")), _expected(c, pools))
+    _same(_figures(recalculated_values(edited_path, tmp_path / "out")), _expected(c, pools))
 
 
 def test_the_chinese_workbook_names_the_preset_and_the_decision_in_chinese(procurement, tmp_path):

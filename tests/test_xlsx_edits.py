@@ -11,14 +11,13 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-import openpyxl
 import pytest
 from openpyxl.formula.translate import Translator
 import yaml
 from click.testing import CliRunner
 
 import workbooks
-from lo import recalculate, require_soffice
+from lo import recalculated_values, require_soffice
 from reportgen.cli import main
 from reportgen.report.i18n import load_catalogue
 from reportgen.model.catalog import load_models
@@ -83,7 +82,7 @@ def test_editing_a_models_kv_heads_recomputes_its_scenarios_like_the_cli(book, r
     config.write_text(json.dumps(entry))
 
     before = workbooks.load(book, data_only=True)["Scenarios"]
-    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)["Scenarios"]
+    fresh = recalculated_values(edited, tmp_path / "out")["Scenarios"]
     cols = columns(fresh)
     rows = list(scenario_rows(fresh, model=model))
     assert len(rows) > 10
@@ -185,8 +184,7 @@ def test_bad_edits_show_the_clis_reason_in_their_row_and_break_nothing_else(book
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     ws = fresh["Scenarios"]
     for row, want in expected.items():
         got = ws.cell(row, cols["check"]).value
@@ -237,8 +235,7 @@ def test_an_invalid_assumption_blanks_every_figure_and_names_itself(book, soffic
     k_row[2].value = "1,3"
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert fresh["Assumptions"].cell(k_row[0].row, 5).value == want == "safety_factor: expected a number, got '1,3'"
     for sheet in ("Scenarios", "RLHF", "NoteScenarios"):
         ws = fresh[sheet]
@@ -306,8 +303,7 @@ def test_hand_edits_recompute_like_the_cli(book, report, soffice, tmp_path):
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert formula_errors(fresh) == []
     ws = fresh["Scenarios"]
     assumptions = {**report.assumptions, "safety_factor": 1.4}
@@ -375,7 +371,7 @@ def test_a_row_appended_away_from_its_requirement_is_planned(book, report, soffi
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     plan = fresh["Plan"]
     cols = columns(plan)
     row = FIRST_ROW
@@ -408,8 +404,7 @@ def test_a_copy_above_the_linked_row_is_found_first(book, report, soffice, tmp_p
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert formula_errors(fresh) == []
     texts = [fresh["Scenarios"].cell(row, cols["requirement"]).value for row in range(FIRST_ROW, ws.max_row + 1)]
     plan = fresh["Plan"]
@@ -447,8 +442,7 @@ def test_an_edited_first_row_leaves_its_requirement_planned(book, report, soffic
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert formula_errors(fresh) == []
     text = written_requirement(book, first)
     assert fresh["Scenarios"].cell(first, cols["requirement"]).value != text  # the edited row left it
@@ -486,8 +480,7 @@ def test_a_plan_row_added_away_from_its_requirement_is_compared(book, report, so
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
 
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert formula_errors(fresh) == []
     plan = fresh["Plan"]
     cell = lambda row, name: plan.cell(row, cols[name]).value  # noqa: E731
@@ -559,7 +552,7 @@ def test_the_chinese_workbook_has_the_same_formulas_in_chinese_words(report, boo
     ws.cell(row, cols["tp_size"]).value = 3
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
-    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)["Scenarios"]
+    fresh = recalculated_values(edited, tmp_path / "out")["Scenarios"]
     assert fresh.cell(row, cols["check"]).value == load_catalogue("zh")("skip.tp_gpus", tp=3, gpus=4)
     assert fresh.cell(row, cols["check"]).value == "tp_size 3 不能整除卡数 4"
 
@@ -568,8 +561,7 @@ def _recalculated(wb, tmp_path):
     """The edited workbook saved, recalculated by LibreOffice (no cell an error) and read back (values)."""
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
-    fresh_path = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert formula_errors(fresh) == []
     return fresh
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-import openpyxl
 import pytest
 import xlsxwriter
 
-from lo import recalculate, require_soffice
+from lo import recalculated_values, require_soffice
 from reportgen.model.formulas import (FIND, ISNUMBER, LEFT, NOT, Const, ExcelContext, InTable, Var, compile_terms, concat,
                                 spreadsheet_text, to_excel, to_text)
 from reportgen.report.i18n import load_workbook_catalogue
@@ -75,7 +74,7 @@ def test_excel_joins_numbers_as_python_renders_them(soffice, tmp_path):
         ws.write_formula(row, 1, "=" + to_excel(concat("[", Var("x"), "]"), replace(CTX, cell=lambda n, r=row: f"A{r + 1}")),
                          None, "stale")
     wb.close()
-    ws = openpyxl.load_workbook(recalculate(path, tmp_path / "out"), data_only=True)["Calc"]
+    ws = recalculated_values(path, tmp_path / "out")["Calc"]
     assert [ws.cell(r + 1, 2).value for r in range(len(VALUES))] == [f"[{spreadsheet_text(v)}]" for v in VALUES]
 
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import workbooks
-from lo import recalculate
+from lo import recalculated_values
 from reportgen.pipeline import load, make_report, write_outputs
 from test_xlsx import (FIRST_ROW, STAMP, assert_plan, assert_rows, book, columns, expected_rows, formula_cells,  # noqa: F401
                        same, soffice)  # book and soffice: fixtures (book reads this module's report)
@@ -64,9 +64,8 @@ def test_the_goals_change_the_picks_they_should(report):
 
 
 def test_goal_cells_recalculate_to_the_reports_picks(book, report, soffice, tmp_path):
-    fresh_path = recalculate(book, tmp_path)
+    fresh = recalculated_values(book, tmp_path)
     cached = workbooks.load(book, data_only=True)
-    fresh = openpyxl.load_workbook(fresh_path, data_only=True)
     for sheet, coord, formula in formula_cells(workbooks.load(book)):
         want, got = cached[sheet][coord].value, fresh[sheet][coord].value
         assert same(want, got), f"{sheet}!{coord} = {formula[:120]}: Python {want!r}, LibreOffice {got!r}"
@@ -91,7 +90,7 @@ def test_goal_cells_recalculate_to_the_reports_picks(book, report, soffice, tmp_
 def test_an_edited_deadline_moves_the_pick(book, soffice, tmp_path):
     """Three days instead of two: 2 × A100 (2.35 days) meets it and is cheapest again."""
     edited = edit_goal_cells(book, tmp_path, "deadline", goal_within_days=3)
-    fresh = openpyxl.load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     want = report_with(tmp_path, deadline={"within": "3d"})
     assert_plan(fresh, want.recommendations)
     (pick,) = [rec.best.result.label for rec in want.recommendations if rec.requirement.value("goal.within_seconds")]
@@ -104,8 +103,7 @@ def test_a_cleared_speed_goal_and_a_typo_break_nothing(book, soffice, tmp_path):
     first = edit_goal_cells(book, tmp_path, "serving", goal_min_tokens_per_s=None)
     (tmp_path / "typo").mkdir()
     edited = edit_goal_cells(first, tmp_path / "typo", "deadline", goal_within_days="2d")
-    out = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(out, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert not formula_errors(fresh)
     ws, plan = fresh["Scenarios"], fresh["Plan"]
     cols, pcols = columns(ws), columns(plan)
@@ -130,8 +128,7 @@ def test_a_first_token_goal_typed_in_moves_the_serving_pick(book, report, soffic
     assert moved.best.result.label != rec.best.result.label
     assert moved.best.result.estimate["prefill_seconds"] <= limit
     edited = edit_goal_cells(book, tmp_path, "serving", goal_max_ttft_s=limit)
-    out = recalculate(edited, tmp_path / "out")
-    fresh = openpyxl.load_workbook(out, data_only=True)
+    fresh = recalculated_values(edited, tmp_path / "out")
     assert not formula_errors(fresh)
     ws = fresh["Scenarios"]
     cols = columns(ws)
