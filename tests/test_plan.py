@@ -492,3 +492,34 @@ def test_megatron_pipelines_may_interleave_their_stages():
     assert chunked.estimate["time_to_train_seconds"] < plain.estimate["time_to_train_seconds"]
     assert all(c.pp_size > 1 for c in candidates(s, EST, 16) if c.vp_size > 1)
     assert {c.vp_size for c in candidates(replace(s, framework="deepspeed"), EST, 16)} == {1}
+
+
+def _as_lists(evaluated: tuple) -> tuple:
+    """_estimate_batch's answer with every column as a list: answers compared value by value."""
+    from reportgen.model.vector import to_list
+    columns, values, reasons, everywhere = evaluated
+    size = len(values["purchase_usd"])
+    return ({k: to_list(v, size) for k, v in columns.items()}, {k: v.tolist() for k, v in values.items()},
+            reasons, everywhere)
+
+
+def test_gpu_types_first_batches_evaluated_at_once_answer_as_each_alone(monkeypatch):
+    """plan() evaluates every GPU type's first batch of candidates in one pass (plan._estimate_batches): each type's
+    candidates that can run, their terms, the first skip reason per rule and the rules every candidate breaks are
+    what its batch evaluated alone gives. H100, V100 (no bf16: every candidate skipped), L4 and A100 with its TP kept
+    (a column the others choose, one number there)."""
+    from reportgen.planning import plan as search
+    goal = Goal(within_seconds=3 * 86400)
+    scenario = replace(FULL_70B, model="Llama-3-8B", train_tokens=10**9)
+    parts = [(replace(scenario, gpu=gpu), next(search._batches(replace(scenario, gpu=gpu), EST, buyable_counts(8), fixed)))
+             for gpu, fixed in ((H100, ()), ("V100-32GB", ()), ("L4", ()), ("A100-80GB", ("tp_size",)))]
+    assert "tp_size" in parts[0][1][0][0] and "tp_size" not in parts[3][1][0][0]
+    alone = [_as_lists(search._estimate_batch(EST, base, goal, batch)) for base, batch in parts]
+    passes = []
+    rows = search._estimate_rows
+    monkeypatch.setattr(search, "_estimate_rows", lambda e, columns, size: passes.append(size) or rows(e, columns, size))
+    assert [_as_lists(t) for t in search._estimate_batches(EST, goal, parts)] == alone
+    assert passes == [sum(size for _, batch in parts for _, size in batch)]
+    h100, v100, l4, a100 = alone
+    assert len(h100[1]["purchase_usd"]) > 100 and not v100[1]["purchase_usd"] and "bf16_gpu" in v100[3]
+    assert set(a100[0]["tp_size"]) == {1} and len(set(h100[0]["tp_size"])) > 1

@@ -13,7 +13,7 @@ batch of GPU counts at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import partial
+from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model.arrays import np
@@ -281,17 +281,33 @@ def plan(estimator: Estimator, scenario: Scenario | RlhfScenario, gpus: Sequence
     best_of keeps unless this plan's option there costs no more: an RLHF group's counts that must cost more are
     not searched."""
     fixed = tuple(fixed)
-    search = partial(_search_group, pool_gpus=tuple(dict.fromkeys(gpus)), iteration_seconds=iteration_seconds) \
-        if isinstance(scenario, RlhfScenario) else _search
     options, misses, tried = [], [], 0
     lead = scenario.actor if isinstance(scenario, RlhfScenario) else scenario
-    for k, gpu in enumerate(dict.fromkeys(gpus)):
-        gpu_counts = ((lead.num_gpus,) if "num_gpus" in fixed else
-                      tuple(counts) if counts is not None else buyable_counts(estimator.gpus[gpu].gpus_per_node))
-        if cheaper_than and gpu in cheaper_than and isinstance(scenario, RlhfScenario):
-            gpu_counts = tuple(n for n in gpu_counts
-                               if _least_purchase_usd(estimator, scenario, gpu, n, gpus) <= cheaper_than[gpu])
-        found, n = search(estimator, scenario, gpu, goal, gpu_counts, fixed, k)
+    gpu_types = tuple(dict.fromkeys(gpus))
+    counts_of = {gpu: ((lead.num_gpus,) if "num_gpus" in fixed else
+                       tuple(counts) if counts is not None else buyable_counts(estimator.gpus[gpu].gpus_per_node))
+                 for gpu in gpu_types}
+    if isinstance(scenario, RlhfScenario):
+        searches = []
+        for k, gpu in enumerate(gpu_types):
+            gpu_counts = counts_of[gpu]
+            if cheaper_than and gpu in cheaper_than:
+                gpu_counts = tuple(n for n in gpu_counts
+                                   if _least_purchase_usd(estimator, scenario, gpu, n, gpus) <= cheaper_than[gpu])
+            searches.append(_search_group(estimator, scenario, gpu, goal, gpu_counts, fixed, k, pool_gpus=gpu_types,
+                                          iteration_seconds=iteration_seconds))
+    else:
+        bases = [scenario.with_inputs(gpu=gpu) for gpu in gpu_types]
+        batches = [_batches(base, estimator, counts_of[base.gpu], fixed) for base in bases]
+        # Every GPU type's first batch in one evaluation (most searches end in it): a small batch costs the term
+        # table's walk more than its candidates.
+        firsts = [next(b, None) for b in batches]
+        joined = iter(_estimate_batches(estimator, goal, [(base, first) for base, first in zip(bases, firsts) if first]))
+        searches = []
+        for k, (base, first, rest) in enumerate(zip(bases, firsts, batches)):
+            evaluated = chain([next(joined)] if first else [], (_estimate_batch(estimator, base, goal, b) for b in rest))
+            searches.append(_search(estimator, base, goal, evaluated, counts_of[base.gpu], k))
+    for found, n in searches:
         tried += n
         (options if isinstance(found, PlanOption) else misses).append(found)
     return Plan(goal, tuple(sorted(options, key=lambda o: o.key(PLAN_ORDER))), tuple(misses), tried,
@@ -364,27 +380,38 @@ def plan_run(estimator: Estimator, scenario: RlhfScenario, gpus: Sequence[str], 
                 steps=steps, within_seconds=within_seconds)
 
 
+# The least candidates in a GPU type's first batch: counts up to 16-32 GPUs of a dense model's layouts. Every GPU
+# type's first batch is evaluated at once (plan()).
+FIRST_BATCH_ROWS = 4_096
+
 # The terms the search reads of each candidate: its orders' keys, the goal's and what a miss reports.
 _SEARCH_TERMS = tuple(dict.fromkeys((PLAN_FITS, "purchase_usd", "rent_usd", "plan_seconds", *GOAL_TERMS,
                                      "recommended", "gpu_memory_bytes")))
 
 
-def _search(estimator: Estimator, scenario: Scenario, gpu: str, goal: Goal, counts: Sequence[int],
-            fixed: tuple[str, ...], gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
-    """(the option or the miss, candidates considered): GPU counts in ascending batches of about
-    CHUNK_ROWS candidates, stopping at the first batch where a candidate fits and meets the goal."""
-    base = scenario.with_inputs(gpu=gpu)
+def _batches(base: Scenario, estimator: Estimator, counts: Sequence[int], fixed: tuple[str, ...]
+             ) -> Iterator[list[tuple[dict, int]]]:
+    """base's candidates (candidate_columns) by GPU count in ascending batches: the first of about
+    FIRST_BATCH_ROWS (most answers need few GPUs), the others of about CHUNK_ROWS."""
+    pending: list[tuple[dict, int]] = []
+    least = FIRST_BATCH_ROWS
+    for k, n in enumerate(counts):
+        pending.append(candidate_columns(base, estimator, n, fixed))
+        if sum(p[1] for p in pending) >= least or k == len(counts) - 1:
+            yield pending
+            pending, least = [], CHUNK_ROWS
+
+
+def _search(estimator: Estimator, base: Scenario, goal: Goal, evaluated: Iterable[tuple], counts: Sequence[int],
+            gpu_order: int) -> tuple[PlanOption | PlanMiss, int]:
+    """(the option or the miss, candidates considered) on base's GPU type: its batches (_batches), evaluated
+    (_estimate_batch) one after another, until the first where a candidate fits and meets the goal."""
+    gpu = base.gpu
     tried = 0
     nearest: dict[str, Any] | None = None  # the inputs of the candidate nearest to an answer so far
     nearest_fits, skipped = False, {}
     everywhere: dict[str, SkipReason] | None = None  # the reasons that held for every candidate so far
-    pending: list[tuple[dict, int]] = []
-    for k, n in enumerate(counts):
-        pending.append(candidate_columns(base, estimator, n, fixed))
-        if sum(p[1] for p in pending) < CHUNK_ROWS and k < len(counts) - 1:
-            continue
-        columns, values, reasons, always = _estimate_batch(estimator, base, goal, pending)
-        pending = []
+    for columns, values, reasons, always in evaluated:
         skipped = {**reasons, **skipped}
         everywhere = _shared(everywhere, always)
         if not len(columns["num_gpus"]):
@@ -446,13 +473,49 @@ def _estimate_batch(estimator: Estimator, base: Scenario, goal: Goal, batch: lis
     """The candidates of several GPU counts that can run (skipped combinations are not estimated):
     their input columns, their _SEARCH_TERMS columns, the first skipped candidate's reason per rule, and the
     reasons of the rules that hold for every candidate (what the options given rule out, whatever the layout)."""
-    chosen = {k: _concat([columns[k] for columns, _ in batch]) for k in batch[0][0]}
-    size = sum(p[1] for p in batch)
-    columns = {n: getattr(base, n) for n in INPUT_NAMES}
-    columns.update(chosen)
-    columns.update(goal.shape(base.workload, base.gen_len, columns["num_gpus"], np.asarray(columns["tp_size"])))
+    (evaluated,) = _estimate_batches(estimator, goal, [(base, batch)])
+    return evaluated
+
+
+def _estimate_batches(estimator: Estimator, goal: Goal, batches: Sequence[tuple[Scenario, list[tuple[dict, int]]]]
+                      ) -> list[tuple]:
+    """_estimate_batch of each (base, batch), the bases one scenario on several GPU types, in one evaluation of
+    their candidates end to end (the terms are computed row by row)."""
+    parts = []
+    for base, batch in batches:
+        columns = {n: getattr(base, n) for n in INPUT_NAMES}
+        columns.update({k: _concat([chosen[k] for chosen, _ in batch]) for k in batch[0][0]})
+        columns.update(goal.shape(base.workload, base.gen_len, columns["num_gpus"], np.asarray(columns["tp_size"])))
+        parts.append((base, columns, sum(size for _, size in batch)))
+    flags, codes, values = _estimate_rows(estimator, _joined([(columns, size) for _, columns, size in parts]),
+                                          sum(size for _, _, size in parts))
+    out, start, run = [], 0, 0
+    for base, columns, size in parts:
+        rows = slice(start, start + size)
+        runs = int(np.count_nonzero(codes[rows] == 0))
+        out.append(_estimate_part(estimator, base, columns, size, flags[:, rows], codes[rows],
+                                  {k: v[run:run + runs] for k, v in values.items()}))
+        start, run = start + size, run + runs
+    return out
+
+
+def _estimate_rows(estimator: Estimator, columns: dict, size: int
+                   ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(skip flags, first skip codes, _SEARCH_TERMS of the rows that can run) of `size` candidates' columns."""
     flags = estimator.skip_flags(columns, size)
     codes = first_skip_codes(flags)
+    runs = np.flatnonzero(codes == 0)
+    columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
+    values = {k: np.empty(len(runs)) for k in _SEARCH_TERMS}
+    for chunk in estimator.estimate_chunks(columns, len(runs)):
+        for k in _SEARCH_TERMS:
+            values[k][chunk.start:chunk.start + chunk.size] = chunk.numbers(k)
+    return flags, codes, values
+
+
+def _estimate_part(estimator: Estimator, base: Scenario, columns: dict, size: int, flags: np.ndarray,
+                   codes: np.ndarray, values: dict[str, np.ndarray]) -> tuple:
+    """_estimate_batch's answer for one base's candidates from their rows' flags, codes and values."""
     _, first = np.unique(codes, return_index=True)
     reasons = {r.code: r for r in (estimator.skip_check(_row_scenario(base, columns, int(row)))
                                    for row in first.tolist() if codes[row])}
@@ -460,11 +523,28 @@ def _estimate_batch(estimator: Estimator, base: Scenario, goal: Goal, batch: lis
     everywhere = {code: estimator.skip_check(_row_scenario(base, columns, 0), among=(code,)) for code in always}
     runs = np.flatnonzero(codes == 0)
     columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
-    values = {k: np.empty(len(runs)) for k in _SEARCH_TERMS}
-    for chunk in estimator.estimate_chunks(columns, len(runs)):
-        for k in _SEARCH_TERMS:
-            values[k][chunk.start:chunk.start + chunk.size] = chunk.numbers(k)
     return columns, values, reasons, everywhere
+
+
+def _joined(parts: Sequence[tuple[dict, int]]) -> dict:
+    """The parts' columns end to end: a column the parts hold as the same constant stays one, the others become
+    rows (text over the union of the parts' words; a constant beside another part's rows, rows of it)."""
+    if len(parts) == 1:
+        return parts[0][0]
+    out = {}
+    for name in parts[0][0]:
+        values = [columns[name] for columns, _ in parts]
+        if not any(isinstance(v, (np.ndarray, Text)) for v in values) and all(
+                type(v) is type(values[0]) and v == values[0] for v in values):
+            out[name] = values[0]
+            continue
+        rows = [v if isinstance(v, (np.ndarray, Text)) else
+                Text(np.zeros(size, dtype=np.int32), (v,)) if isinstance(v, str) else np.full(size, v)
+                for v, (_, size) in zip(values, parts)]
+        # one scenario's inputs: the same kind in every part (np.concatenate would turn whole numbers into fractions)
+        assert len({"text" if isinstance(r, Text) else r.dtype.kind for r in rows}) == 1, name
+        out[name] = _concat(rows)
+    return out
 
 
 def _row_inputs(columns: dict, row: int) -> dict[str, Any]:
@@ -478,7 +558,10 @@ def _row_scenario(base: Scenario, columns: dict, row: int) -> Scenario:
 
 def _concat(parts: list) -> Any:
     if isinstance(parts[0], Text):
-        return Text(np.concatenate([p.codes for p in parts]), parts[0].vocab)
+        vocab = tuple(dict.fromkeys(word for p in parts for word in p.vocab))
+        return Text(np.concatenate([p.codes if p.vocab == vocab else
+                                    np.array([vocab.index(w) for w in p.vocab], dtype=p.codes.dtype)[p.codes]
+                                    for p in parts]), vocab)
     return np.concatenate(parts)
 
 
