@@ -511,15 +511,22 @@ def test_gpu_types_first_batches_evaluated_at_once_answer_as_each_alone(monkeypa
     from reportgen.planning import plan as search
     goal = Goal(within_seconds=3 * 86400)
     scenario = replace(FULL_70B, model="Llama-3-8B", train_tokens=10**9)
-    parts = [(replace(scenario, gpu=gpu), next(search._batches(replace(scenario, gpu=gpu), EST, buyable_counts(8), fixed)))
+    bases = [(replace(scenario, gpu=gpu), fixed)
              for gpu, fixed in ((H100, ()), ("V100-32GB", ()), ("L4", ()), ("A100-80GB", ("tp_size",)))]
+    parts = [(base, next(search._batches(base, EST, buyable_counts(8), fixed))) for base, fixed in bases]
     assert "tp_size" in parts[0][1][0][0] and "tp_size" not in parts[3][1][0][0]
     alone = [_as_lists(search._estimate_batch(EST, base, goal, batch)) for base, batch in parts]
     passes = []
     rows = search._estimate_rows
     monkeypatch.setattr(search, "_estimate_rows", lambda e, columns, size: passes.append(size) or rows(e, columns, size))
     assert [_as_lists(t) for t in search._estimate_batches(EST, goal, parts)] == alone
-    assert passes == [sum(size for _, batch in parts for _, size in batch)]
+    one_pass = [sum(size for _, batch in parts for _, size in batch)]
+    assert passes == one_pass
     h100, v100, l4, a100 = alone
     assert len(h100[1]["purchase_usd"]) > 100 and not v100[1]["purchase_usd"] and "bf16_gpu" in v100[3]
+    # no count to try on any GPU type: no pass, and each type a miss at no count
+    nothing = plan(EST, scenario, [H100, "L4"], goal, counts=())
+    assert passes == one_pass and not nothing.options
+    assert [(m.gpu, m.most_gpus, m.skipped, m.nearest) for m in nothing.misses] == [(H100, 0, (), None),
+                                                                                    ("L4", 0, (), None)]
     assert set(a100[0]["tp_size"]) == {1} and len(set(h100[0]["tp_size"])) > 1

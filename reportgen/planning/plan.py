@@ -481,6 +481,8 @@ def _estimate_batches(estimator: Estimator, goal: Goal, batches: Sequence[tuple[
                       ) -> list[tuple]:
     """_estimate_batch of each (base, batch), the bases one scenario on several GPU types, in one evaluation of
     their candidates end to end (the terms are computed row by row)."""
+    if not batches:  # no GPU type has a count to try
+        return []
     parts = []
     for base, batch in batches:
         columns = {n: getattr(base, n) for n in INPUT_NAMES}
