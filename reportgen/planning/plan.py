@@ -495,7 +495,7 @@ def _estimate_batches(estimator: Estimator, goal: Goal, batches: Sequence[tuple[
     for base, columns, size in parts:
         rows = slice(start, start + size)
         runs = int(np.count_nonzero(codes[rows] == 0))
-        out.append(_estimate_part(estimator, base, columns, size, flags[:, rows], codes[rows],
+        out.append(_estimate_part(estimator, base, columns, flags[:, rows], codes[rows],
                                   {k: v[run:run + runs] for k, v in values.items()}))
         start, run = start + size, run + runs
     return out
@@ -507,7 +507,7 @@ def _estimate_rows(estimator: Estimator, columns: dict, size: int
     flags = estimator.skip_flags(columns, size)
     codes = first_skip_codes(flags)
     runs = np.flatnonzero(codes == 0)
-    columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
+    columns = _rows_of(columns, runs)
     values = {k: np.empty(len(runs)) for k in _SEARCH_TERMS}
     for chunk in estimator.estimate_chunks(columns, len(runs)):
         for k in _SEARCH_TERMS:
@@ -515,17 +515,20 @@ def _estimate_rows(estimator: Estimator, columns: dict, size: int
     return flags, codes, values
 
 
-def _estimate_part(estimator: Estimator, base: Scenario, columns: dict, size: int, flags: np.ndarray,
-                   codes: np.ndarray, values: dict[str, np.ndarray]) -> tuple:
+def _estimate_part(estimator: Estimator, base: Scenario, columns: dict, flags: np.ndarray, codes: np.ndarray,
+                   values: dict[str, np.ndarray]) -> tuple:
     """_estimate_batch's answer for one base's candidates from their rows' flags, codes and values."""
     _, first = np.unique(codes, return_index=True)
     reasons = {r.code: r for r in (estimator.skip_check(_row_scenario(base, columns, int(row)))
                                    for row in first.tolist() if codes[row])}
-    always = [rule.code for rule, held in zip(SKIP_RULES, flags) if size and held.all()]
+    always = [rule.code for rule, held in zip(SKIP_RULES, flags) if len(codes) and held.all()]
     everywhere = {code: estimator.skip_check(_row_scenario(base, columns, 0), among=(code,)) for code in always}
-    runs = np.flatnonzero(codes == 0)
-    columns = {k: take(v, runs) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
-    return columns, values, reasons, everywhere
+    return _rows_of(columns, np.flatnonzero(codes == 0)), values, reasons, everywhere
+
+
+def _rows_of(columns: dict, rows: np.ndarray) -> dict:
+    """These rows of the candidates' columns (a constant stays one)."""
+    return {k: take(v, rows) if isinstance(v, (np.ndarray, Text)) else v for k, v in columns.items()}
 
 
 def _joined(parts: Sequence[tuple[dict, int]]) -> dict:
